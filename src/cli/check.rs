@@ -1,0 +1,69 @@
+//! `toolgate check`: evaluate one tool call.
+//!
+//! Reads one wire-v1 request on stdin, runs the chain for the workspace plus
+//! the global config, prints one JSON object on stdout, and says with its exit
+//! code whether the call may proceed. `schema` and `hook` are optional in the
+//! request; `--event` and `--tool` override its fields.
+//!
+//! A pre-call `replace` has already been through the post chain when it is
+//! printed: the tool will not run, so its replacement must be what output
+//! guards see and what the model is shown. A harness must not make a separate
+//! post call for it.
+
+use super::{EXIT_DENIED, runtime};
+use anyhow::Context;
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use toolgate::{Config, HookRunner, wire};
+
+/// The largest request read from stdin.
+const MAX_REQUEST: u64 = 64 * 1024 * 1024;
+
+/// Evaluate one tool call read from stdin; print the decision as JSON.
+///
+/// Exit code 0: the call may proceed (allow, modify, replace). 2: denied.
+/// 1: toolgate could not evaluate (bad config, bad request); the reason is
+/// on stderr, and a caller must treat it as a denial.
+#[derive(clap::Args)]
+#[command(after_help = "Example:\n  \
+    echo '{\"event\":\"pre_tool_use\",\"tool\":\"shell\",\"input\":{\"command\":\"git push --force\"}}' \\\n    \
+    | toolgate check --workspace examples/demo\n\n\
+    Output: {\"decision\":\"deny\",\"reason\":\"…\",\"decided_by\":\"…\",\"runs\":[…]}\n\
+    Fields: decision (allow|deny|modify|replace), reason (deny), input (modify: the final input),\n\
+    result (replace: what the model is shown), context, decided_by, runs (one record per hook that ran).")]
+pub(crate) struct Args {
+    /// The workspace whose .toolgate/hooks.json applies.
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    workspace: PathBuf,
+    /// The event, overriding the request's `event` (pre_tool_use | post_tool_use).
+    #[arg(long, value_name = "E")]
+    event: Option<String>,
+    /// The tool name, overriding the request's `tool`.
+    #[arg(long, value_name = "T")]
+    tool: Option<String>,
+}
+
+pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if !args.workspace.is_dir() {
+        anyhow::bail!("workspace {} is not a directory", args.workspace.display());
+    }
+    let mut bytes = Vec::new();
+    std::io::stdin()
+        .take(MAX_REQUEST + 1)
+        .read_to_end(&mut bytes)
+        .context("reading the request from stdin")?;
+    if bytes.len() as u64 > MAX_REQUEST {
+        anyhow::bail!("the request on stdin is larger than {MAX_REQUEST} bytes");
+    }
+    let request = wire::read_request(&bytes, args.event.as_deref(), args.tool.as_deref())?;
+    let config = Config::discover(&args.workspace)?;
+    let runner = HookRunner::builder().config(config).build();
+    let outcome = runtime()?.block_on(runner.evaluate(&request));
+    println!("{}", wire::outcome_json(&outcome));
+    Ok(if outcome.may_proceed() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(EXIT_DENIED)
+    })
+}

@@ -1,0 +1,150 @@
+//! `toolgate hooks`: list and validate the configured hooks.
+//!
+//! The listing is in consultation order and says where each hook came from, so
+//! an operator can see exactly which guards a call in this workspace meets and
+//! in what order. `--check` validates only, for CI and pre-commit use.
+
+use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use toolgate::config::{BindingSpec, HookSpec};
+use toolgate::{Config, Source};
+
+/// List the hooks a call in this workspace meets, in order; or validate them.
+///
+/// Exit code 0: the configuration is valid. 1: it is not; every problem is
+/// printed on stderr, naming the file, the hook and the field.
+#[derive(clap::Args)]
+#[command(after_help = "Examples:\n  \
+    toolgate hooks --workspace examples/demo\n  \
+    toolgate hooks --workspace . --json | jq '.hooks[].name'\n  \
+    toolgate hooks --check        # validate only; non-zero exit on any problem")]
+pub(crate) struct Args {
+    /// The workspace whose .toolgate/hooks.json applies.
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    workspace: PathBuf,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Validate only: print a one-line summary, exit non-zero on any problem.
+    #[arg(long)]
+    check: bool,
+}
+
+pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let config = Config::discover(&args.workspace)?;
+    let missing: Vec<String> = config
+        .hooks()
+        .iter()
+        .filter_map(|h| {
+            missing_program(h).map(|p| {
+                format!(
+                    "{}: hooks[{}] ({:?}): field `command`: program {p:?} is not on PATH",
+                    h.file.display(),
+                    h.index,
+                    h.name
+                )
+            })
+        })
+        .collect();
+    if args.check {
+        if !missing.is_empty() {
+            anyhow::bail!("{}", missing.join("\n"));
+        }
+        let count = |s: Source| config.hooks().iter().filter(|h| h.source == s).count();
+        println!(
+            "ok: {} hooks ({} global, {} workspace)",
+            config.hooks().len(),
+            count(Source::Global),
+            count(Source::Workspace)
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    if args.json {
+        let out = json!({ "files": config.files(), "hooks": config.hooks() });
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        print_table(&config);
+    }
+    for m in &missing {
+        eprintln!("warning: {m}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_table(config: &Config) {
+    let mut table = Table::new();
+    table.load_style(UTF8_FULL_CONDENSED).set_header([
+        "#",
+        "name",
+        "source",
+        "binding",
+        "events",
+        "tools",
+        "timeout",
+        "on_failure",
+        "runs",
+    ]);
+    for (i, hook) in config.hooks().iter().enumerate() {
+        let tools = match (&hook.tools, &hook.matcher) {
+            (None, None) => "all".to_owned(),
+            (tools, matcher) => [
+                tools.as_ref().map(|t| t.join(", ")),
+                matcher.as_ref().map(|m| format!("/{m}/")),
+            ]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join(" or "),
+        };
+        let events: Vec<&str> = hook.events.iter().map(|e| e.as_str()).collect();
+        let runs = match &hook.binding {
+            BindingSpec::Subprocess { command, .. } => command.join(" "),
+            _ => String::new(),
+        };
+        table.add_row([
+            (i + 1).to_string(),
+            hook.name.clone(),
+            hook.source.to_string(),
+            hook.binding_kind().to_string(),
+            events.join(", "),
+            tools,
+            format!("{} ms", hook.timeout_ms),
+            hook.on_failure.to_string(),
+            runs,
+        ]);
+    }
+    if config.hooks().is_empty() {
+        println!("no hooks configured");
+    } else {
+        println!("{table}");
+    }
+    for file in config.files() {
+        println!(
+            "{:<9} {} ({})",
+            format!("{}:", file.source),
+            file.path.display(),
+            if file.found { "read" } else { "not present" }
+        );
+    }
+}
+
+/// A bare program name that is not on `PATH`: every call would fail to spawn.
+fn missing_program(hook: &HookSpec) -> Option<String> {
+    let BindingSpec::Subprocess { program, .. } = &hook.binding else {
+        return None;
+    };
+    if program.components().count() != 1 || program.is_absolute() {
+        return None;
+    }
+    let path = std::env::var_os("PATH")?;
+    let found = std::env::split_paths(&path).any(|dir| is_executable(&dir.join(program)));
+    (!found).then(|| program.display().to_string())
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    path.metadata()
+        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}

@@ -1,0 +1,83 @@
+//! Command-line parsing and dispatch.
+//!
+//! # Exit codes
+//!
+//! Callers script against these, so they are fixed:
+//! - `0` — the call may proceed (allow, modify, replace) / the command succeeded;
+//! - `2` — `check` denied the call;
+//! - `1` — toolgate itself could not do what was asked (bad config, bad
+//!   request, unreadable input). The reason is on stderr. A caller must treat
+//!   `1` from `check` as a denial.
+
+mod check;
+mod hooks;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// Exit code: toolgate could not evaluate.
+pub(crate) const EXIT_ERROR: u8 = 1;
+/// Exit code: the call is denied.
+pub(crate) const EXIT_DENIED: u8 = 2;
+
+#[derive(Parser)]
+#[command(
+    name = "toolgate",
+    version,
+    about = "Give a program a say over an AI agent's tool calls: one ordered, fail-closed hook chain.",
+    long_about = "Give a program a say over an AI agent's tool calls.\n\n\
+        Hooks configured in the global config ($TOOLGATE_CONFIG_DIR, else \
+        $XDG_CONFIG_HOME/toolgate, else ~/.config/toolgate: hooks.json) and in the \
+        workspace (.toolgate/hooks.json) form one ordered chain: global hooks first, \
+        then workspace hooks. The first deny ends it; a modify hands the rewritten \
+        input to the next hook; a hook that fails is treated as a deny unless it \
+        says on_failure: allow.",
+    after_help = "Examples:\n  \
+        echo '{\"event\":\"pre_tool_use\",\"tool\":\"shell\",\"input\":{\"command\":\"git push --force\"}}' \\\n    \
+        | toolgate check --workspace examples/demo\n  \
+        toolgate hooks --workspace examples/demo\n\n\
+        Set TOOLGATE_LOG=debug to see what the chain does on stderr."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    Check(check::Args),
+    Hooks(hooks::Args),
+}
+
+pub(crate) fn main() -> ExitCode {
+    init_tracing();
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Check(args) => check::run(args),
+        Command::Hooks(args) => hooks::run(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("toolgate: {e:#}");
+            ExitCode::from(EXIT_ERROR)
+        }
+    }
+}
+
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("TOOLGATE_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("off"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .without_time()
+        .init();
+}
+
+/// The tokio runtime the commands run the chain on.
+pub(crate) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?)
+}

@@ -1,0 +1,777 @@
+//! hooks.json: parse, validate, discover, load.
+//!
+//! # Rejection is the deliverable
+//!
+//! A config that is silently half-applied is worse than none: the operator
+//! believes a guard is in place. So every problem — an unknown field (a typo of
+//! `on_failure` must not quietly mean "default"), an unknown event, a bad
+//! regex, an out-of-range timeout, a missing program — is an error naming the
+//! file, the hook's index and name, and the field. All problems in a file are
+//! reported at once, so one run of `toolgate hooks --check` shows everything to
+//! fix. No value is ever coerced toward the permissive branch.
+//!
+//! The file is parsed as JSON first and each hook validated field by field,
+//! rather than with `#[serde(deny_unknown_fields)]`, because serde's errors
+//! name neither the hook nor (for type errors) the field.
+//!
+//! # Where configs live
+//!
+//! - global (the operator's): `$TOOLGATE_CONFIG_DIR/hooks.json`, else
+//!   `$XDG_CONFIG_HOME/toolgate/hooks.json`, else
+//!   `$HOME/.config/toolgate/hooks.json`;
+//! - workspace (the repository's): `<workspace>/.toolgate/hooks.json`, where
+//!   the workspace is exactly the directory given (no walking up: the harness
+//!   knows its workspace, and `toolgate hooks` shows which files were read).
+//!
+//! A missing file means "no hooks there". Global hooks run before workspace
+//! hooks; see the runner's `# Order`.
+//!
+//! # Workspace commands and trust
+//!
+//! A workspace's hooks are workspace data: cloning a repository should not run
+//! its commands without the operator's say. That gate (trust pinned to content
+//! hashes, like a lockfile) is its own later piece of work; until then
+//! workspace commands run as configured, and [`admit_workspace_hooks`] is the
+//! seam where the gate goes.
+
+use crate::contract::Event;
+use crate::failure::OnFailure;
+use crate::process::{self, CommandHook};
+use crate::runner::{BindingKind, Participant, Source, ToolFilter};
+use regex::Regex;
+use serde::Serialize;
+use serde_json::{Map, Value};
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The hooks.json schema this build reads.
+pub const CONFIG_SCHEMA: u64 = 1;
+/// Default `timeout_ms` for command hooks.
+pub const DEFAULT_TIMEOUT_MS: u64 = 10_000;
+/// Smallest accepted `timeout_ms`.
+pub const MIN_TIMEOUT_MS: u64 = 1;
+/// Largest accepted `timeout_ms` (10 minutes): a guard on a single tool call
+/// that needs longer is a bug, not a policy.
+pub const MAX_TIMEOUT_MS: u64 = 600_000;
+
+/// The workspace config's path relative to the workspace.
+pub const WORKSPACE_FILE: &str = ".toolgate/hooks.json";
+
+const HOOK_FIELDS: &[&str] = &[
+    "name",
+    "command",
+    "event",
+    "tools",
+    "matcher",
+    "timeout_ms",
+    "on_failure",
+    "config",
+];
+const TOP_FIELDS: &[&str] = &["schema", "hooks"];
+
+/// One configured hook, validated.
+#[derive(Clone, Debug, Serialize)]
+#[non_exhaustive]
+pub struct HookSpec {
+    /// Its name (unique within its file).
+    pub name: String,
+    /// Global or workspace.
+    pub source: Source,
+    /// The file that declared it.
+    pub file: PathBuf,
+    /// Its index in that file's `hooks` array.
+    pub index: usize,
+    /// How it runs.
+    pub binding: BindingSpec,
+    /// The events it is consulted for.
+    pub events: Vec<Event>,
+    /// Exact tool names it applies to, if restricted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<String>>,
+    /// Whole-name regex of tools it applies to, if restricted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub matcher: Option<String>,
+    /// Its deadline.
+    pub timeout_ms: u64,
+    /// What a failure becomes.
+    pub on_failure: OnFailure,
+    /// Its `config`, handed to it in every request.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub config: Option<Value>,
+    #[serde(skip)]
+    compiled_matcher: Option<Regex>,
+}
+
+/// How a configured hook runs.
+#[derive(Clone, Debug, Serialize)]
+#[serde(tag = "binding", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum BindingSpec {
+    /// An argv command.
+    Subprocess {
+        /// The argv as written.
+        command: Vec<String>,
+        /// The program as it will be exec'd: resolved against the config's
+        /// root if it is a path, as written (looked up on `PATH`) if a bare
+        /// name.
+        program: PathBuf,
+        /// The working directory it runs in (the config's root).
+        cwd: PathBuf,
+    },
+}
+
+impl HookSpec {
+    /// The binding's kind.
+    pub fn binding_kind(&self) -> BindingKind {
+        match self.binding {
+            BindingSpec::Subprocess { .. } => BindingKind::Subprocess,
+        }
+    }
+
+    fn into_participant(self) -> Participant {
+        let binding = self.binding_kind();
+        let decider = match self.binding {
+            BindingSpec::Subprocess {
+                command,
+                program,
+                cwd,
+            } => Arc::new(CommandHook {
+                program,
+                args: command.into_iter().skip(1).collect(),
+                cwd,
+                limits: process::limits(Duration::from_millis(self.timeout_ms)),
+            }),
+        };
+        Participant {
+            name: self.name,
+            binding,
+            source: self.source,
+            events: self.events,
+            filter: ToolFilter {
+                tools: self.tools,
+                matcher: self.compiled_matcher,
+            },
+            on_failure: self.on_failure,
+            config: self.config,
+            decider,
+        }
+    }
+}
+
+/// The hooks loaded from the global and workspace configs, global first.
+#[derive(Clone, Debug, Default)]
+pub struct Config {
+    hooks: Vec<HookSpec>,
+    files: Vec<LoadedFile>,
+}
+
+/// A config file that was looked for.
+#[derive(Clone, Debug, Serialize)]
+pub struct LoadedFile {
+    /// Global or workspace.
+    pub source: Source,
+    /// Where it was looked for.
+    pub path: PathBuf,
+    /// Whether it existed.
+    pub found: bool,
+}
+
+impl Config {
+    /// An empty configuration.
+    pub fn empty() -> Self {
+        Config::default()
+    }
+
+    /// Loads the global config (see [`global_dir`]) and the workspace's
+    /// `.toolgate/hooks.json`. Missing files mean no hooks; anything wrong in
+    /// a file that exists is an error.
+    pub fn discover(workspace: &Path) -> Result<Config, ConfigError> {
+        Config::load(global_dir().as_deref(), Some(workspace))
+    }
+
+    /// Loads `global_dir/hooks.json` and `workspace/.toolgate/hooks.json`,
+    /// either of which may be skipped. Problems in both are reported together.
+    pub fn load(
+        global_dir: Option<&Path>,
+        workspace: Option<&Path>,
+    ) -> Result<Config, ConfigError> {
+        let mut config = Config::default();
+        let mut problems = Vec::new();
+        if let Some(dir) = global_dir {
+            config.read(Source::Global, &dir.join("hooks.json"), dir, &mut problems);
+        }
+        if let Some(ws) = workspace {
+            let ws = absolute(ws);
+            config.read(
+                Source::Workspace,
+                &ws.join(WORKSPACE_FILE),
+                &ws,
+                &mut problems,
+            );
+        }
+        if problems.is_empty() {
+            Ok(config)
+        } else {
+            Err(ConfigError { problems })
+        }
+    }
+
+    /// Loads one file as the given source, resolving relative programs
+    /// against `root`. A missing file is an error here.
+    pub fn from_file(source: Source, path: &Path, root: &Path) -> Result<Config, ConfigError> {
+        let mut config = Config::default();
+        let mut problems = Vec::new();
+        if !path.exists() {
+            problems.push(Problem::file(path, "cannot read: no such file".into()));
+        } else {
+            config.read(source, path, &absolute(root), &mut problems);
+        }
+        if problems.is_empty() {
+            Ok(config)
+        } else {
+            Err(ConfigError { problems })
+        }
+    }
+
+    /// The hooks, in consultation order (global, then workspace).
+    pub fn hooks(&self) -> &[HookSpec] {
+        &self.hooks
+    }
+
+    /// The files that were looked for, and whether each existed.
+    pub fn files(&self) -> &[LoadedFile] {
+        &self.files
+    }
+
+    pub(crate) fn into_participants(self) -> impl Iterator<Item = Participant> {
+        self.hooks.into_iter().map(HookSpec::into_participant)
+    }
+
+    fn read(&mut self, source: Source, path: &Path, root: &Path, problems: &mut Vec<Problem>) {
+        let text = match std::fs::read(path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                self.files.push(LoadedFile {
+                    source,
+                    path: path.to_owned(),
+                    found: false,
+                });
+                return;
+            }
+            Err(e) => {
+                problems.push(Problem::file(path, format!("cannot read: {e}")));
+                return;
+            }
+        };
+        self.files.push(LoadedFile {
+            source,
+            path: path.to_owned(),
+            found: true,
+        });
+        let value: Value = match serde_json::from_slice(&text) {
+            Ok(v) => v,
+            Err(e) => {
+                problems.push(Problem::file(path, format!("not valid JSON: {e}")));
+                return;
+            }
+        };
+        let mut hooks = parse_file(value, source, path, root, problems);
+        if source == Source::Workspace {
+            admit_workspace_hooks(&mut hooks);
+        }
+        self.hooks.extend(hooks);
+    }
+}
+
+/// The trust gate for workspace hooks goes here. Today every workspace hook is
+/// admitted as configured; see the module docs.
+fn admit_workspace_hooks(_hooks: &mut Vec<HookSpec>) {}
+
+/// The global config directory: `$TOOLGATE_CONFIG_DIR`, else
+/// `$XDG_CONFIG_HOME/toolgate`, else `$HOME/.config/toolgate`.
+pub fn global_dir() -> Option<PathBuf> {
+    let non_empty = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    non_empty("TOOLGATE_CONFIG_DIR")
+        .or_else(|| non_empty("XDG_CONFIG_HOME").map(|d| d.join("toolgate")))
+        .or_else(|| non_empty("HOME").map(|h| h.join(".config").join("toolgate")))
+}
+
+fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_owned())
+}
+
+/// Everything wrong with the configuration, one [`Problem`] per line.
+#[derive(Debug, thiserror::Error)]
+pub struct ConfigError {
+    /// Each problem found.
+    pub problems: Vec<Problem>,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, p) in self.problems.iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            write!(f, "{p}")?;
+        }
+        Ok(())
+    }
+}
+
+/// One thing wrong with a config file.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Problem {
+    /// The file.
+    pub file: PathBuf,
+    /// The hook's index in `hooks`, when the problem is in a hook.
+    pub index: Option<usize>,
+    /// The hook's name, when it has a usable one.
+    pub name: Option<String>,
+    /// The field, when the problem is in one.
+    pub field: Option<String>,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl Problem {
+    fn file(path: &Path, message: String) -> Self {
+        Problem {
+            file: path.to_owned(),
+            index: None,
+            name: None,
+            field: None,
+            message,
+        }
+    }
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.file.display())?;
+        if let Some(i) = self.index {
+            write!(f, ": hooks[{i}]")?;
+            if let Some(name) = &self.name {
+                write!(f, " ({name:?})")?;
+            }
+        }
+        if let Some(field) = &self.field {
+            write!(f, ": field `{field}`")?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+fn parse_file(
+    value: Value,
+    source: Source,
+    path: &Path,
+    root: &Path,
+    problems: &mut Vec<Problem>,
+) -> Vec<HookSpec> {
+    let top_problem = |field: &str, message: String| Problem {
+        field: Some(field.to_owned()),
+        ..Problem::file(path, message)
+    };
+    let Value::Object(mut top) = value else {
+        problems.push(Problem::file(
+            path,
+            "expected an object like {\"schema\": 1, \"hooks\": [...]}".into(),
+        ));
+        return Vec::new();
+    };
+    for key in top.keys() {
+        if !TOP_FIELDS.contains(&key.as_str()) {
+            problems.push(top_problem(key, unknown_field(key, TOP_FIELDS)));
+        }
+    }
+    match top.get("schema") {
+        Some(Value::Number(n)) if n.as_u64() == Some(CONFIG_SCHEMA) => {}
+        Some(other) => problems.push(top_problem(
+            "schema",
+            format!("unsupported schema {other}; this toolgate reads schema {CONFIG_SCHEMA}"),
+        )),
+        None => problems.push(top_problem(
+            "schema",
+            format!("missing; write \"schema\": {CONFIG_SCHEMA}"),
+        )),
+    }
+    let hooks = match top.remove("hooks") {
+        None => return Vec::new(),
+        Some(Value::Array(hooks)) => hooks,
+        Some(other) => {
+            problems.push(top_problem(
+                "hooks",
+                format!("expected an array of hooks, got {}", type_name(&other)),
+            ));
+            return Vec::new();
+        }
+    };
+    let mut specs: Vec<HookSpec> = Vec::new();
+    for (index, hook) in hooks.into_iter().enumerate() {
+        let mut ctx = HookCtx {
+            path,
+            index,
+            name: None,
+            problems: Vec::new(),
+        };
+        if let Some(spec) = parse_hook(hook, source, root, &mut ctx) {
+            if specs.iter().any(|s| s.name == spec.name) {
+                ctx.problem(
+                    "name",
+                    "another hook in this file has the same name; names identify hooks in run records",
+                );
+            } else if ctx.problems.is_empty() {
+                specs.push(spec);
+            }
+        }
+        problems.append(&mut ctx.problems);
+    }
+    specs
+}
+
+struct HookCtx<'a> {
+    path: &'a Path,
+    index: usize,
+    name: Option<String>,
+    problems: Vec<Problem>,
+}
+
+impl HookCtx<'_> {
+    fn problem(&mut self, field: &str, message: impl Into<String>) {
+        self.problems.push(Problem {
+            file: self.path.to_owned(),
+            index: Some(self.index),
+            name: self.name.clone(),
+            field: (!field.is_empty()).then(|| field.to_owned()),
+            message: message.into(),
+        });
+    }
+}
+
+fn parse_hook(
+    value: Value,
+    source: Source,
+    root: &Path,
+    ctx: &mut HookCtx<'_>,
+) -> Option<HookSpec> {
+    let Value::Object(obj) = value else {
+        ctx.problem(
+            "",
+            format!("expected a hook object, got {}", type_name(&value)),
+        );
+        return None;
+    };
+    // The name first, so every later problem can cite it.
+    let name = match obj.get("name") {
+        Some(Value::String(n)) if !n.trim().is_empty() && !n.chars().any(char::is_control) => {
+            ctx.name = Some(n.clone());
+            Some(n.clone())
+        }
+        Some(Value::String(_)) => {
+            ctx.problem(
+                "name",
+                "must be a non-empty name without control characters",
+            );
+            None
+        }
+        Some(other) => {
+            ctx.problem(
+                "name",
+                format!("expected a string, got {}", type_name(other)),
+            );
+            None
+        }
+        None => {
+            ctx.problem("name", "missing; every hook needs a name");
+            None
+        }
+    };
+    for key in obj.keys() {
+        if !HOOK_FIELDS.contains(&key.as_str()) {
+            ctx.problem(key, unknown_field(key, HOOK_FIELDS));
+        }
+    }
+    let binding = parse_command(&obj, root, ctx);
+    let events = parse_events(obj.get("event"), ctx);
+    let tools = parse_tools(obj.get("tools"), ctx);
+    let (matcher, compiled_matcher) = parse_matcher(obj.get("matcher"), ctx);
+    let timeout_ms = parse_timeout(obj.get("timeout_ms"), ctx);
+    let on_failure = parse_on_failure(obj.get("on_failure"), ctx);
+    let config = obj.get("config").cloned();
+    Some(HookSpec {
+        name: name?,
+        source,
+        file: ctx.path.to_owned(),
+        index: ctx.index,
+        binding: binding?,
+        events: events?,
+        tools: tools?,
+        matcher,
+        timeout_ms: timeout_ms?,
+        on_failure: on_failure?,
+        config,
+        compiled_matcher: compiled_matcher?,
+    })
+}
+
+fn parse_command(
+    obj: &Map<String, Value>,
+    root: &Path,
+    ctx: &mut HookCtx<'_>,
+) -> Option<BindingSpec> {
+    let argv: Vec<String> = match obj.get("command") {
+        None => {
+            ctx.problem(
+                "command",
+                "missing; give the hook's argv, e.g. [\"./hooks/guard.py\"]",
+            );
+            return None;
+        }
+        Some(Value::String(s)) => {
+            ctx.problem(
+                "command",
+                format!(
+                    "must be an argv array, not a shell string; write [\"sh\", \"-c\", {s:?}] \
+                     if a shell is really meant"
+                ),
+            );
+            return None;
+        }
+        Some(Value::Array(items)) => {
+            let mut argv = Vec::with_capacity(items.len());
+            for (i, item) in items.iter().enumerate() {
+                match item {
+                    Value::String(s) => argv.push(s.clone()),
+                    other => {
+                        ctx.problem(
+                            "command",
+                            format!("element {i} must be a string, got {}", type_name(other)),
+                        );
+                        return None;
+                    }
+                }
+            }
+            argv
+        }
+        Some(other) => {
+            ctx.problem(
+                "command",
+                format!("expected an argv array, got {}", type_name(other)),
+            );
+            return None;
+        }
+    };
+    let Some(first) = argv.first() else {
+        ctx.problem(
+            "command",
+            "empty argv; the first element is the program to run",
+        );
+        return None;
+    };
+    if first.is_empty() {
+        ctx.problem("command", "the program (element 0) is an empty string");
+        return None;
+    }
+    let written = Path::new(first);
+    let program = if first.contains('/') {
+        let resolved = if written.is_absolute() {
+            written.to_owned()
+        } else {
+            root.join(written)
+        };
+        if !resolved.exists() {
+            ctx.problem(
+                "command",
+                format!(
+                    "program {first:?} not found (resolved to {}; relative paths resolve \
+                     against {})",
+                    resolved.display(),
+                    root.display()
+                ),
+            );
+            return None;
+        }
+        resolved
+    } else {
+        written.to_owned()
+    };
+    Some(BindingSpec::Subprocess {
+        command: argv,
+        program,
+        cwd: root.to_owned(),
+    })
+}
+
+fn parse_events(value: Option<&Value>, ctx: &mut HookCtx<'_>) -> Option<Vec<Event>> {
+    let names: Vec<&Value> = match value {
+        None => return Some(vec![Event::PreToolUse]),
+        Some(Value::Array(items)) if items.is_empty() => {
+            ctx.problem(
+                "event",
+                "an empty list would never run; omit `event` for pre_tool_use",
+            );
+            return None;
+        }
+        Some(Value::Array(items)) => items.iter().collect(),
+        Some(v) => vec![v],
+    };
+    let mut events = Vec::new();
+    for name in names {
+        match name {
+            Value::String(s) => {
+                match Event::from_wire(s) {
+                    Some(e) if !events.contains(&e) => events.push(e),
+                    Some(_) => {
+                        ctx.problem("event", format!("{s:?} is listed twice"));
+                        return None;
+                    }
+                    None => {
+                        ctx.problem(
+                        "event",
+                        format!("unknown event {s:?}; expected \"pre_tool_use\" or \"post_tool_use\""),
+                    );
+                        return None;
+                    }
+                }
+            }
+            other => {
+                ctx.problem(
+                    "event",
+                    format!("expected an event name, got {}", type_name(other)),
+                );
+                return None;
+            }
+        }
+    }
+    Some(events)
+}
+
+fn parse_tools(value: Option<&Value>, ctx: &mut HookCtx<'_>) -> Option<Option<Vec<String>>> {
+    let items = match value {
+        None => return Some(None),
+        Some(Value::Array(items)) => items,
+        Some(other) => {
+            ctx.problem(
+                "tools",
+                format!("expected an array of tool names, got {}", type_name(other)),
+            );
+            return None;
+        }
+    };
+    if items.is_empty() {
+        ctx.problem(
+            "tools",
+            "an empty list would match no tool; omit `tools` to match every tool",
+        );
+        return None;
+    }
+    let mut tools = Vec::new();
+    for item in items {
+        match item {
+            Value::String(s) if !s.is_empty() => tools.push(s.clone()),
+            other => {
+                ctx.problem(
+                    "tools",
+                    format!("expected non-empty tool names, got {other}"),
+                );
+                return None;
+            }
+        }
+    }
+    Some(Some(tools))
+}
+
+fn parse_matcher(
+    value: Option<&Value>,
+    ctx: &mut HookCtx<'_>,
+) -> (Option<String>, Option<Option<Regex>>) {
+    match value {
+        None => (None, Some(None)),
+        Some(Value::String(pattern)) => match Regex::new(&format!("^(?:{pattern})$")) {
+            Ok(re) => (Some(pattern.clone()), Some(Some(re))),
+            Err(e) => {
+                ctx.problem("matcher", format!("not a valid regex: {e}"));
+                (None, None)
+            }
+        },
+        Some(other) => {
+            ctx.problem(
+                "matcher",
+                format!("expected a regex string, got {}", type_name(other)),
+            );
+            (None, None)
+        }
+    }
+}
+
+fn parse_timeout(value: Option<&Value>, ctx: &mut HookCtx<'_>) -> Option<u64> {
+    let range = format!("{MIN_TIMEOUT_MS}..={MAX_TIMEOUT_MS} ms");
+    match value {
+        None => Some(DEFAULT_TIMEOUT_MS),
+        Some(Value::Number(n)) => match n.as_u64() {
+            Some(ms) if (MIN_TIMEOUT_MS..=MAX_TIMEOUT_MS).contains(&ms) => Some(ms),
+            _ => {
+                ctx.problem(
+                    "timeout_ms",
+                    format!("{n} is out of range; expected a whole number in {range}"),
+                );
+                None
+            }
+        },
+        Some(other) => {
+            ctx.problem(
+                "timeout_ms",
+                format!(
+                    "expected a whole number of milliseconds in {range}, got {}",
+                    type_name(other)
+                ),
+            );
+            None
+        }
+    }
+}
+
+fn parse_on_failure(value: Option<&Value>, ctx: &mut HookCtx<'_>) -> Option<OnFailure> {
+    match value {
+        None => Some(OnFailure::Deny),
+        Some(Value::String(s)) if s == "deny" => Some(OnFailure::Deny),
+        Some(Value::String(s)) if s == "allow" => Some(OnFailure::Allow),
+        Some(other) => {
+            ctx.problem(
+                "on_failure",
+                format!("unknown policy {other}; expected \"deny\" (the default) or \"allow\""),
+            );
+            None
+        }
+    }
+}
+
+fn unknown_field(key: &str, known: &[&str]) -> String {
+    let closest = known
+        .iter()
+        .map(|k| (strsim::jaro_winkler(key, k), *k))
+        .filter(|(score, _)| *score > 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0));
+    match closest {
+        Some((_, k)) => format!("unknown field (did you mean `{k}`?)"),
+        None => format!("unknown field; known fields: {}", known.join(", ")),
+    }
+}
+
+fn type_name(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}

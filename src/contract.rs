@@ -1,0 +1,272 @@
+//! The contract every binding speaks: events, the request, the answers.
+//!
+//! # Why one vocabulary
+//!
+//! An in-process interceptor, an argv command and a WebAssembly component all
+//! answer the same four ways (allow, deny, modify, replace), so the chain that
+//! composes them never needs to know which binding spoke. The alternative —
+//! each binding with its own verdict type, translated at the chain — is how
+//! semantics drift between bindings; here a binding's only job is to produce
+//! an [`Answer`] or a [`HookFailure`](crate::HookFailure).
+//!
+//! # Deny is a value
+//!
+//! A hook that refuses a call has *decided*. That is [`Verdict::Deny`], an
+//! ordinary `Ok` value. `Err` is reserved for "this hook could not decide"
+//! (it crashed, timed out, printed garbage) and goes through the hook's
+//! failure policy in the runner. Keeping the two apart in the types is what
+//! makes "fail closed" an explicit, testable rule instead of an accident of
+//! error handling — the same split tower and axum make between a rejection
+//! response and a service error.
+//!
+//! # Inputs and results are JSON values
+//!
+//! Tool inputs and results are whatever the agent's tools take and return,
+//! so they are `serde_json::Value`. Hooks see them as-is on every binding.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::fmt;
+
+/// When a hook is consulted.
+///
+/// Only [`Event::PreToolUse`] can stop a call. Observation-only events
+/// (`stop`, `session_start`) may be added later; the enum is non-exhaustive so
+/// adding them is not a breaking change.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Event {
+    /// Before the tool runs: allow, deny, modify the input, or replace the
+    /// result (the tool is then not run).
+    PreToolUse,
+    /// After the tool ran: decides what the model is shown.
+    PostToolUse,
+}
+
+impl Event {
+    /// Every event, in the order a call meets them.
+    pub const ALL: [Event; 2] = [Event::PreToolUse, Event::PostToolUse];
+
+    /// The wire name (`pre_tool_use`, `post_tool_use`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Event::PreToolUse => "pre_tool_use",
+            Event::PostToolUse => "post_tool_use",
+        }
+    }
+
+    /// Parses a wire name.
+    pub fn from_wire(name: &str) -> Option<Event> {
+        Event::ALL.into_iter().find(|e| e.as_str() == name)
+    }
+}
+
+impl fmt::Display for Event {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What a tool returned (or what a hook says it returned).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolResult {
+    /// The tool's output, any JSON.
+    pub output: Value,
+    /// Whether the tool reported a failure. The model is told.
+    #[serde(default)]
+    pub is_error: bool,
+}
+
+impl ToolResult {
+    /// A successful result.
+    pub fn ok(output: impl Into<Value>) -> Self {
+        ToolResult {
+            output: output.into(),
+            is_error: false,
+        }
+    }
+
+    /// A failed result.
+    pub fn error(output: impl Into<Value>) -> Self {
+        ToolResult {
+            output: output.into(),
+            is_error: true,
+        }
+    }
+}
+
+/// One tool call, as the host describes it to the chain.
+///
+/// The hook-specific parts of what a hook receives (its name and its
+/// `config` from hooks.json) are added by the runner; see [`HookRequest`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct Request {
+    /// Which event this is.
+    pub event: Event,
+    /// The tool's name, as the agent calls it (`shell`, `Bash`, `write_file`…).
+    pub tool: String,
+    /// The tool's input.
+    pub input: Value,
+    /// For [`Event::PostToolUse`], what the tool returned.
+    pub result: Option<ToolResult>,
+    /// The agent session, if the host has one.
+    pub session_id: Option<String>,
+    /// The turn within the session.
+    pub turn_id: Option<String>,
+    /// The model's id for this tool call.
+    pub tool_call_id: Option<String>,
+    /// The agent's working directory.
+    pub cwd: Option<String>,
+}
+
+impl Request {
+    /// A `pre_tool_use` request.
+    pub fn pre(tool: impl Into<String>, input: Value) -> Self {
+        Request {
+            event: Event::PreToolUse,
+            tool: tool.into(),
+            input,
+            result: None,
+            session_id: None,
+            turn_id: None,
+            tool_call_id: None,
+            cwd: None,
+        }
+    }
+
+    /// A `post_tool_use` request.
+    pub fn post(tool: impl Into<String>, input: Value, result: ToolResult) -> Self {
+        Request {
+            event: Event::PostToolUse,
+            result: Some(result),
+            ..Request::pre(tool, input)
+        }
+    }
+}
+
+/// What one hook is asked: the call as it stands at this point of the chain
+/// (earlier `modify`/`replace` answers already applied), plus the hook's own
+/// name and `config`.
+///
+/// It borrows from the runner, so threading a rewrite through ten hooks copies
+/// no JSON.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct HookRequest<'a> {
+    /// Always [`crate::wire::SCHEMA`] on the wire.
+    pub schema: u32,
+    /// The event.
+    pub event: Event,
+    /// The name this hook was registered or configured under.
+    pub hook: &'a str,
+    /// The tool's name.
+    pub tool: &'a str,
+    /// The input as it stands after earlier hooks' `modify`.
+    pub input: &'a Value,
+    /// For post: the result as it stands after earlier hooks' `replace`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result: Option<&'a ToolResult>,
+    /// See [`Request::session_id`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<&'a str>,
+    /// See [`Request::turn_id`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub turn_id: Option<&'a str>,
+    /// See [`Request::tool_call_id`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<&'a str>,
+    /// See [`Request::cwd`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<&'a str>,
+    /// This hook's `config` from hooks.json, if it has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub config: Option<&'a Value>,
+}
+
+/// What a hook decided.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Verdict {
+    /// Let the call (or the result) through as it is.
+    Allow,
+    /// Refuse. Before the call, the tool does not run; after it, the model is
+    /// shown a failure instead of the output. The reason reaches the model —
+    /// that is the point: it can change course.
+    Deny {
+        /// Why, in words for the model.
+        reason: String,
+    },
+    /// Before the call only: run the tool with this input instead. The next
+    /// hook sees the rewritten input.
+    Modify {
+        /// The complete replacement input.
+        input: Value,
+    },
+    /// Before the call: don't run the tool, use this as its result (it still
+    /// passes through the post chain). After the call: show the model this
+    /// instead of the real output.
+    Replace {
+        /// The replacement result.
+        result: ToolResult,
+    },
+}
+
+impl Verdict {
+    /// The wire name of the decision.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Verdict::Allow => "allow",
+            Verdict::Deny { .. } => "deny",
+            Verdict::Modify { .. } => "modify",
+            Verdict::Replace { .. } => "replace",
+        }
+    }
+}
+
+/// A verdict plus optional advisory context for the model.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Answer {
+    /// The decision.
+    pub verdict: Verdict,
+    /// Advisory text for the model, merged across the chain.
+    pub context: Option<String>,
+}
+
+impl Answer {
+    /// `allow`.
+    pub fn allow() -> Self {
+        Verdict::Allow.into()
+    }
+
+    /// `deny` with a reason for the model.
+    pub fn deny(reason: impl Into<String>) -> Self {
+        Verdict::Deny {
+            reason: reason.into(),
+        }
+        .into()
+    }
+
+    /// `modify` with a complete replacement input.
+    pub fn modify(input: Value) -> Self {
+        Verdict::Modify { input }.into()
+    }
+
+    /// `replace` with a result.
+    pub fn replace(result: ToolResult) -> Self {
+        Verdict::Replace { result }.into()
+    }
+
+    /// Adds advisory context for the model.
+    pub fn with_context(mut self, context: impl Into<String>) -> Self {
+        self.context = Some(context.into());
+        self
+    }
+}
+
+impl From<Verdict> for Answer {
+    fn from(verdict: Verdict) -> Self {
+        Answer {
+            verdict,
+            context: None,
+        }
+    }
+}

@@ -1,0 +1,93 @@
+//! The subprocess binding: an argv command, one JSON request on stdin, one
+//! JSON answer on stdout.
+//!
+//! # Why argv and never a shell string
+//!
+//! A hook's command is exec'd directly from an argv array; the tool input
+//! travels only on stdin as JSON. Nothing an agent puts in a tool call — `$(…)`,
+//! backticks, `;`, newlines — can become shell syntax, because no shell parses
+//! anything toolgate builds. Someone who wants a shell writes
+//! `["sh", "-c", "…"]` and owns that choice.
+//!
+//! # Where it runs
+//!
+//! A relative program path (`./hooks/guard.py`, `bin/guard`) resolves against
+//! the root of the config that declared it — the workspace root for workspace
+//! hooks, the global config directory for global hooks — and the process
+//! runs with that root as its working directory, so the hook sees the same
+//! paths its config does. A bare name (`python3`) is looked up on `PATH`. The
+//! environment is inherited: subprocess hooks are for jobs that need the
+//! machine. Sandboxed hooks are the WebAssembly binding's job.
+//!
+//! Supervision (deadlines, process groups, output caps, reaping) is in
+//! `supervise.rs`.
+
+mod supervise;
+
+use crate::contract::HookRequest;
+use crate::runner::{Decider, Reply};
+use crate::wire;
+use std::path::PathBuf;
+use std::time::Duration;
+pub(crate) use supervise::Limits;
+
+/// Stdout kept from a hook; an answer may carry a replacement tool result.
+pub const STDOUT_CAP: usize = 4 * 1024 * 1024;
+/// Stderr kept for the operator; the rest is read and dropped.
+pub const STDERR_CAP: usize = 16 * 1024;
+/// Between SIGTERM and SIGKILL when a hook outlives its deadline.
+pub const KILL_GRACE: Duration = Duration::from_millis(1000);
+/// How long a hook's pipes may stay open after it exited before its process
+/// group is killed.
+pub const DRAIN: Duration = Duration::from_millis(100);
+
+pub(crate) fn limits(timeout: Duration) -> Limits {
+    Limits {
+        timeout,
+        grace: KILL_GRACE,
+        stdout_cap: STDOUT_CAP,
+        stderr_cap: STDERR_CAP,
+        drain: DRAIN,
+    }
+}
+
+/// A configured argv hook.
+pub(crate) struct CommandHook {
+    pub(crate) program: PathBuf,
+    pub(crate) args: Vec<String>,
+    pub(crate) cwd: PathBuf,
+    pub(crate) limits: Limits,
+}
+
+#[async_trait::async_trait]
+impl Decider for CommandHook {
+    async fn decide(&self, request: &HookRequest<'_>) -> Reply {
+        let input = wire::encode_request(request);
+        let ran = supervise::run(&self.program, &self.args, &self.cwd, &input, &self.limits).await;
+        let answer = ran.stdout.and_then(|stdout| wire::decode_answer(&stdout));
+        let mut diagnostics = sanitize(&String::from_utf8_lossy(&ran.stderr));
+        if ran.stderr_dropped > 0 {
+            diagnostics.push_str(&format!(
+                "\n[toolgate: stderr truncated, {} more bytes dropped]",
+                ran.stderr_dropped
+            ));
+        }
+        Reply {
+            answer,
+            diagnostics: (!diagnostics.trim().is_empty()).then_some(diagnostics),
+            warning: ran.warning,
+        }
+    }
+}
+
+/// Strips terminal control sequences from text meant for the operator's
+/// terminal, keeping newlines and tabs.
+pub(crate) fn sanitize(text: &str) -> String {
+    text.chars()
+        .map(|c| match c {
+            '\n' | '\t' => c,
+            c if c.is_control() => '\u{FFFD}',
+            c => c,
+        })
+        .collect()
+}

@@ -1,0 +1,306 @@
+//! Running one hook process to completion, whatever it does.
+//!
+//! # Why this much machinery
+//!
+//! A hook is someone else's program, started on every tool call. It may hang,
+//! ignore SIGTERM, print a gigabyte, never read its stdin, or background a
+//! grandchild that keeps our pipes open after it exits. None of that may hold
+//! the agent's call past its deadline, cost unbounded memory, or leave
+//! processes behind. The approach is cargo-nextest's:
+//!
+//! - **Own process group** (`setpgid(0, 0)` at spawn), so a signal reaches the
+//!   hook and everything it started.
+//! - **Deadline → SIGTERM to the group → grace → SIGKILL to the group.** The
+//!   hook gets a chance to clean up; it does not get a veto.
+//! - **Stdin is written concurrently with reading stdout and stderr**, in one
+//!   `select!` loop, so a hook that prints before reading (or never reads) and
+//!   a request larger than a pipe buffer cannot deadlock each other. A hook
+//!   that exits without reading gets EPIPE on our side, which is ignored.
+//! - **Captured output is capped.** Stdout over the cap is a failure and the
+//!   group is killed at once; stderr past its cap is read and discarded, so the
+//!   hook never blocks on a full pipe and our memory stays bounded.
+//! - **A descendant that holds the pipes after the hook exits** is noticed: we
+//!   give the pipes a short drain window, then SIGKILL the group, keep what the
+//!   hook printed, and warn the operator. A process that left the group
+//!   (`setsid`) is beyond a group signal; we stop waiting for it after a
+//!   bounded time rather than hang.
+//! - **Reaping**: the child is always waited for, on every path, by tokio's
+//!   SIGCHLD-driven reaper — the blocking `waitpid` never sits on an async
+//!   worker thread, and no zombie is left.
+
+use crate::failure::HookFailure;
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::process::{Child, Command};
+use tokio::time::Instant;
+
+/// Bounds on one hook process.
+#[derive(Clone, Debug)]
+pub(crate) struct Limits {
+    /// From spawn to the hook's exit.
+    pub(crate) timeout: Duration,
+    /// Between SIGTERM and SIGKILL.
+    pub(crate) grace: Duration,
+    /// Bytes of stdout kept; more is a failure.
+    pub(crate) stdout_cap: usize,
+    /// Bytes of stderr kept; more is discarded.
+    pub(crate) stderr_cap: usize,
+    /// How long the pipes may stay open after the hook exited.
+    pub(crate) drain: Duration,
+}
+
+/// What happened to one hook process.
+pub(crate) struct Ran {
+    /// Its stdout, if it exited successfully within its limits.
+    pub(crate) stdout: Result<Vec<u8>, HookFailure>,
+    /// The first `stderr_cap` bytes of its stderr.
+    pub(crate) stderr: Vec<u8>,
+    /// Stderr bytes read past the cap and dropped.
+    pub(crate) stderr_dropped: usize,
+    /// Something the operator should know even if the hook answered.
+    pub(crate) warning: Option<String>,
+}
+
+enum Phase {
+    /// The hook is running; the deadline applies.
+    Running,
+    /// It exited; its pipes may stay open until then.
+    Draining(Instant, Exit),
+    /// A descendant held the pipes and was killed; stop waiting at this time.
+    Reaping(Instant, Exit),
+}
+
+/// How the hook ended: its status, or why it could not be observed (which
+/// counts as a failure, never as success).
+type Exit = Result<ExitStatus, String>;
+
+enum End {
+    Exited(Exit),
+    Deadline,
+    Oversized,
+}
+
+/// Runs `program` with `input` on its stdin, within `limits`.
+pub(crate) async fn run(
+    program: &Path,
+    args: &[String],
+    cwd: &Path,
+    input: &[u8],
+    limits: &Limits,
+) -> Ran {
+    let spawned = Command::new(program)
+        .args(args)
+        .current_dir(cwd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true)
+        .spawn();
+    let mut child = match spawned {
+        Ok(child) => child,
+        Err(source) => {
+            return Ran {
+                stdout: Err(HookFailure::SpawnFailed {
+                    program: program.display().to_string(),
+                    source,
+                }),
+                stderr: Vec::new(),
+                stderr_dropped: 0,
+                warning: None,
+            };
+        }
+    };
+    let group = child
+        .id()
+        .and_then(|id| i32::try_from(id).ok())
+        .map(Pid::from_raw);
+
+    let deadline = Instant::now() + limits.timeout;
+    let mut stdout_buf = Vec::new();
+    let mut stderr_buf = Vec::new();
+    let mut stderr_dropped = 0usize;
+    let mut warning = None;
+
+    let end = {
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take();
+        let stderr = child.stderr.take();
+        let write = async move {
+            if let Some(mut stdin) = stdin {
+                // EPIPE here means the hook exited or closed stdin without
+                // reading: its exit status and output decide, not this.
+                let _ = stdin.write_all(input).await;
+                let _ = stdin.shutdown().await;
+            }
+        };
+        let read_out = read_capped(stdout, &mut stdout_buf, limits.stdout_cap);
+        let read_err = read_bounded(
+            stderr,
+            &mut stderr_buf,
+            limits.stderr_cap,
+            &mut stderr_dropped,
+        );
+        tokio::pin!(write, read_out, read_err);
+
+        let (mut wrote, mut out_done, mut err_done) = (false, false, false);
+        let mut status: Option<Exit> = None;
+        let mut phase = Phase::Running;
+        loop {
+            if out_done
+                && err_done
+                && let Some(status) = &status
+            {
+                break End::Exited(status.clone());
+            }
+            let until = match phase {
+                Phase::Running => deadline,
+                Phase::Draining(t, _) | Phase::Reaping(t, _) => t,
+            };
+            tokio::select! {
+                () = &mut write, if !wrote => wrote = true,
+                within = &mut read_out, if !out_done => {
+                    out_done = true;
+                    if !within {
+                        break End::Oversized;
+                    }
+                }
+                () = &mut read_err, if !err_done => err_done = true,
+                exited = child.wait(), if status.is_none() => {
+                    let exited = exited.map_err(|e| format!("its exit could not be observed: {e}"));
+                    status = Some(exited.clone());
+                    phase = Phase::Draining(Instant::now() + limits.drain, exited);
+                }
+                () = tokio::time::sleep_until(until) => match phase {
+                    Phase::Running => break End::Deadline,
+                    Phase::Draining(_, ref exited) => {
+                        let exited = exited.clone();
+                        signal_group(group, Signal::SIGKILL);
+                        warning = Some(
+                            "a process the hook started kept its stdout/stderr open after it \
+                             exited; the hook's process group was killed"
+                                .to_owned(),
+                        );
+                        phase = Phase::Reaping(Instant::now() + limits.grace, exited);
+                    }
+                    Phase::Reaping(_, ref exited) => {
+                        let exited = exited.clone();
+                        warning = Some(
+                            "a process the hook started left its process group and kept \
+                             stdout/stderr open; toolgate stopped waiting for it"
+                                .to_owned(),
+                        );
+                        break End::Exited(exited);
+                    }
+                },
+            }
+        }
+    };
+
+    let stdout = match end {
+        End::Exited(Ok(status)) if status.success() => Ok(stdout_buf),
+        End::Exited(Ok(status)) => Err(HookFailure::ExitedNonZero {
+            status: describe(status),
+        }),
+        End::Exited(Err(status)) => Err(HookFailure::ExitedNonZero { status }),
+        End::Oversized => {
+            signal_group(group, Signal::SIGKILL);
+            reap(&mut child).await;
+            Err(HookFailure::OversizedOutput {
+                limit: limits.stdout_cap,
+            })
+        }
+        End::Deadline => {
+            let escalated = terminate(&mut child, group, limits.grace).await;
+            Err(HookFailure::TimedOut {
+                timeout_ms: u64::try_from(limits.timeout.as_millis()).unwrap_or(u64::MAX),
+                escalated,
+            })
+        }
+    };
+    Ran {
+        stdout,
+        stderr: stderr_buf,
+        stderr_dropped,
+        warning,
+    }
+}
+
+/// SIGTERM the group, wait up to `grace` for the hook, then SIGKILL the group
+/// (stragglers included) and reap. Returns whether SIGKILL was needed for the
+/// hook itself.
+async fn terminate(child: &mut Child, group: Option<Pid>, grace: Duration) -> bool {
+    signal_group(group, Signal::SIGTERM);
+    let exited_in_grace = tokio::time::timeout(grace, child.wait()).await.is_ok();
+    // Descendants that ignored SIGTERM go too.
+    signal_group(group, Signal::SIGKILL);
+    reap(child).await;
+    !exited_in_grace
+}
+
+async fn reap(child: &mut Child) {
+    // After SIGKILL this returns promptly; an error means already reaped.
+    let _ = child.wait().await;
+}
+
+fn signal_group(group: Option<Pid>, signal: Signal) {
+    if let Some(group) = group {
+        // ESRCH: the whole group is gone already, which is what we wanted.
+        let _ = killpg(group, signal);
+    }
+}
+
+fn describe(status: ExitStatus) -> String {
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exit code {code}"),
+        (None, Some(signal)) => match Signal::try_from(signal) {
+            Ok(name) => format!("signal {signal} ({name})"),
+            Err(_) => format!("signal {signal}"),
+        },
+        _ => status.to_string(),
+    }
+}
+
+/// Reads to EOF into `buf`; returns false as soon as more than `cap` bytes
+/// arrive.
+async fn read_capped(pipe: Option<impl AsyncRead + Unpin>, buf: &mut Vec<u8>, cap: usize) -> bool {
+    let Some(mut pipe) = pipe else { return true };
+    let mut chunk = [0u8; 8192];
+    loop {
+        match pipe.read(&mut chunk).await {
+            Ok(0) | Err(_) => return true,
+            Ok(n) => {
+                if buf.len() + n > cap {
+                    return false;
+                }
+                buf.extend_from_slice(&chunk[..n]);
+            }
+        }
+    }
+}
+
+/// Reads to EOF, keeping the first `cap` bytes and counting the rest.
+async fn read_bounded(
+    pipe: Option<impl AsyncRead + Unpin>,
+    buf: &mut Vec<u8>,
+    cap: usize,
+    dropped: &mut usize,
+) {
+    let Some(mut pipe) = pipe else { return };
+    let mut chunk = [0u8; 8192];
+    loop {
+        match pipe.read(&mut chunk).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => {
+                let keep = n.min(cap.saturating_sub(buf.len()));
+                buf.extend_from_slice(&chunk[..keep]);
+                *dropped += n - keep;
+            }
+        }
+    }
+}

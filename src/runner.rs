@@ -1,0 +1,871 @@
+//! The chain: one [`HookRunner`] that every binding feeds.
+//!
+//! # Order
+//!
+//! ```text
+//!            pre_tool_use                                  post_tool_use
+//!  request ─► interceptors ─► global ─► workspace ─► tool ─► interceptors ─► global ─► workspace ─► model
+//!             (host code,     (operator  (repository          (same order: the host and operator
+//!              registration    config)    config)              see the output first, the
+//!              order)                                          repository's hooks last)
+//!                 │ deny ──────────────────────────► the tool never runs; later hooks are not consulted
+//!                 │ modify ─► next hook sees the rewritten input; the tool gets the final one
+//!                 │ replace ─► the tool never runs; the replacement goes through the post chain
+//! ```
+//!
+//! The further a participant is from the workspace's own data, the earlier it
+//! speaks: the host's and the operator's guards can refuse before a program a
+//! repository chose runs at all. Order is fixed by [`Source`] at
+//! [`HookRunnerBuilder::build`], whatever order things were registered in.
+//!
+//! # Why ordered, threaded composition
+//!
+//! Mainstream harnesses run hooks in parallel and let the last writer win, so
+//! two rewriting hooks race and a denial can arrive after a rewrite was already
+//! applied. Here each participant sees exactly what the previous one produced,
+//! a `deny` ends the chain before later participants run (their side effects
+//! never happen), and the outcome is deterministic. That costs parallelism,
+//! which hooks measured in microseconds do not need.
+//!
+//! # Post semantics
+//!
+//! After the call, `replace` threads the shown result to the next participant;
+//! `deny` shows the model a failure (marked as error) in place of the output and
+//! ends the chain, while [`Outcome::tool_result`] keeps what the tool really
+//! returned for the audit trail; `modify` is a hook failure, because the call
+//! already happened.
+//!
+//! # Adding a binding
+//!
+//! A binding implements the crate-private `Decider` trait: given a
+//! [`HookRequest`], produce an [`Answer`] or a [`HookFailure`]. The chain's
+//! logic (order, short-circuit, threading, policy, context, records) never
+//! looks at which binding spoke.
+
+use crate::contract::{Answer, Event, HookRequest, Request, ToolResult, Verdict};
+use crate::failure::{FailureKind, HookFailure, OnFailure};
+use regex::Regex;
+use serde::{Serialize, Serializer};
+use serde_json::Value;
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Default bound on the merged advisory context, in bytes.
+pub const DEFAULT_CONTEXT_LIMIT: usize = 8 * 1024;
+
+/// Which binding a participant speaks through.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum BindingKind {
+    /// A Rust [`Interceptor`](crate::Interceptor) in the host's process.
+    InProcess,
+    /// An argv command, wire v1 on stdin/stdout.
+    Subprocess,
+}
+
+impl BindingKind {
+    /// The record spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BindingKind::InProcess => "in_process",
+            BindingKind::Subprocess => "subprocess",
+        }
+    }
+}
+
+impl fmt::Display for BindingKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Where a participant came from. The declaration order is the consultation
+/// order: host before global before workspace.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    /// Registered in code by the embedding program.
+    Host,
+    /// The operator's global config (`$XDG_CONFIG_HOME/toolgate/hooks.json`).
+    Global,
+    /// The workspace's `.toolgate/hooks.json`.
+    Workspace,
+}
+
+impl Source {
+    /// The record spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Host => "host",
+            Source::Global => "global",
+            Source::Workspace => "workspace",
+        }
+    }
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Which tools a hook is consulted for.
+///
+/// A hook runs for a tool named in `tools` *or* matched by `matcher`; with
+/// neither, for every tool. Union rather than intersection because a guard
+/// that runs too often is loud, while one that runs too rarely is silent.
+/// The matcher must match the whole tool name (`Edit|Write` does not match
+/// `NotebookEdit`), as Claude Code's matchers do.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct ToolFilter {
+    pub(crate) tools: Option<Vec<String>>,
+    pub(crate) matcher: Option<Regex>,
+}
+
+impl ToolFilter {
+    pub(crate) fn matches(&self, tool: &str) -> bool {
+        match (&self.tools, &self.matcher) {
+            (None, None) => true,
+            (tools, matcher) => {
+                tools.as_ref().is_some_and(|t| t.iter().any(|n| n == tool))
+                    || matcher.as_ref().is_some_and(|m| m.is_match(tool))
+            }
+        }
+    }
+}
+
+/// What a binding hands back for one consultation.
+pub(crate) struct Reply {
+    pub(crate) answer: Result<Answer, HookFailure>,
+    /// Operator-facing output the hook produced (stderr), already bounded.
+    pub(crate) diagnostics: Option<String>,
+    /// Something the binding noticed that the operator should know.
+    pub(crate) warning: Option<String>,
+}
+
+impl From<Result<Answer, HookFailure>> for Reply {
+    fn from(answer: Result<Answer, HookFailure>) -> Self {
+        Reply {
+            answer,
+            diagnostics: None,
+            warning: None,
+        }
+    }
+}
+
+/// The seam every binding implements.
+#[async_trait::async_trait]
+pub(crate) trait Decider: Send + Sync {
+    async fn decide(&self, request: &HookRequest<'_>) -> Reply;
+}
+
+/// One link of the chain: a decider plus everything the chain needs to know
+/// about it.
+pub(crate) struct Participant {
+    pub(crate) name: String,
+    pub(crate) binding: BindingKind,
+    pub(crate) source: Source,
+    pub(crate) events: Vec<Event>,
+    pub(crate) filter: ToolFilter,
+    pub(crate) on_failure: OnFailure,
+    pub(crate) config: Option<Value>,
+    pub(crate) decider: Arc<dyn Decider>,
+}
+
+impl Participant {
+    fn applies(&self, event: Event, tool: &str) -> bool {
+        self.events.contains(&event) && self.filter.matches(tool)
+    }
+}
+
+/// What one participant did, for the operator.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunRecord {
+    /// The hook's name.
+    pub name: String,
+    /// Its binding.
+    pub binding: BindingKind,
+    /// Where it came from.
+    pub source: Source,
+    /// The event it was consulted for.
+    pub event: Event,
+    /// What it did.
+    pub verdict: Step,
+    /// For a denial, the reason it gave.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// For a failure, what went wrong and what the policy made of it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failure: Option<FailureRecord>,
+    /// Wall-clock time spent on it.
+    #[serde(rename = "duration_us", serialize_with = "micros")]
+    pub duration: Duration,
+    /// Fuel consumed, where the binding meters it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fuel_used: Option<u64>,
+    /// Operator-facing warning when it misbehaved (never shown to the model).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warning: Option<String>,
+    /// What it wrote for the operator (a command's stderr), bounded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diagnostics: Option<String>,
+}
+
+fn micros<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_u64(u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
+}
+
+/// What a participant did, in one word.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Step {
+    /// Answered `allow`.
+    Allow,
+    /// Answered `deny`.
+    Deny,
+    /// Answered `modify`.
+    Modify,
+    /// Answered `replace`.
+    Replace,
+    /// Could not decide; see [`RunRecord::failure`].
+    Failed,
+}
+
+/// A failure, as recorded.
+#[derive(Clone, Debug, Serialize)]
+pub struct FailureRecord {
+    /// Which kind.
+    pub kind: FailureKind,
+    /// The failure in words, for the operator.
+    pub message: String,
+    /// What the hook's `on_failure` made of it.
+    pub on_failure: OnFailure,
+}
+
+/// The chain's answer for one event.
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    /// The event this outcome is for.
+    pub event: Event,
+    /// The final decision. For pre: `Allow`, `Deny`, `Modify` with the final
+    /// input, or `Replace` with what the model is shown (the replacement after
+    /// the post chain). For post: `Allow` (real output shown), `Deny` (a
+    /// failure is shown), or `Replace` with what the model is shown.
+    pub verdict: Verdict,
+    /// The participant whose answer decided it: the one that denied or
+    /// replaced, or the last one that modified. `None` when everyone allowed.
+    pub decided_by: Option<String>,
+    /// What the model is shown as the tool's result: set after the call, and
+    /// for a pre `replace`.
+    pub shown: Option<ToolResult>,
+    /// What the tool really returned (post) or the replacement a pre hook
+    /// supplied before the post chain saw it. Kept for the audit record even
+    /// when the model is shown something else.
+    pub tool_result: Option<ToolResult>,
+    /// Merged advisory context for the model, bounded.
+    pub context: Option<String>,
+    /// One record per participant that ran, in order.
+    pub runs: Vec<RunRecord>,
+}
+
+impl Outcome {
+    /// Whether the call may go ahead (pre) or its result may be shown (post):
+    /// anything but a denial.
+    pub fn may_proceed(&self) -> bool {
+        !matches!(self.verdict, Verdict::Deny { .. })
+    }
+}
+
+/// A whole call taken through the chain by [`HookRunner::call`].
+#[derive(Clone, Debug)]
+pub struct CallOutcome {
+    /// What the model is shown as the tool's result.
+    pub shown: ToolResult,
+    /// Whether the tool itself ran.
+    pub tool_ran: bool,
+    /// The pre chain's outcome (for a pre `replace`, its post records too).
+    pub pre: Outcome,
+    /// The post chain's outcome, when the tool ran.
+    pub post: Option<Outcome>,
+}
+
+impl CallOutcome {
+    /// All advisory context for the model, pre then post.
+    pub fn context(&self) -> Option<String> {
+        let parts: Vec<&str> = [&self.pre.context]
+            .into_iter()
+            .chain(self.post.as_ref().map(|p| &p.context))
+            .filter_map(|c| c.as_deref())
+            .collect();
+        (!parts.is_empty()).then(|| parts.join("\n\n"))
+    }
+}
+
+/// Merges advisory context within a byte budget, truncating visibly.
+struct ContextMerger {
+    limit: usize,
+    text: String,
+    omitted: usize,
+}
+
+const SEPARATOR: &str = "\n\n";
+
+impl ContextMerger {
+    fn new(limit: usize) -> Self {
+        ContextMerger {
+            limit,
+            text: String::new(),
+            omitted: 0,
+        }
+    }
+
+    /// Adds one hook's context; returns whether any of it was cut.
+    fn push(&mut self, context: &str) -> bool {
+        if context.is_empty() {
+            return false;
+        }
+        let sep = if self.text.is_empty() { "" } else { SEPARATOR };
+        let incoming = sep.len() + context.len();
+        let room = self.limit.saturating_sub(self.text.len());
+        if self.omitted == 0 && incoming <= room {
+            self.text.push_str(sep);
+            self.text.push_str(context);
+            return false;
+        }
+        // Keep what fits now; `finish` makes room for the notice.
+        if self.omitted == 0 && room > sep.len() {
+            let cut = floor_char_boundary(context, room - sep.len());
+            self.text.push_str(sep);
+            self.text.push_str(&context[..cut]);
+            self.omitted += context.len() - cut;
+        } else {
+            self.omitted += incoming;
+        }
+        true
+    }
+
+    fn finish(mut self) -> Option<String> {
+        if self.omitted > 0 {
+            // The notice itself must fit in the budget; 20 digits covers any usize.
+            let notice_room =
+                "\n[toolgate: advisory context truncated, 00000000000000000000 bytes omitted]"
+                    .len();
+            let keep = floor_char_boundary(&self.text, self.limit.saturating_sub(notice_room));
+            self.omitted += self.text.len() - keep;
+            self.text.truncate(keep);
+            self.text.push_str(&format!(
+                "\n[toolgate: advisory context truncated, {} bytes omitted]",
+                self.omitted
+            ));
+        }
+        (!self.text.is_empty()).then_some(self.text)
+    }
+}
+
+fn floor_char_boundary(s: &str, mut at: usize) -> usize {
+    if at >= s.len() {
+        return s.len();
+    }
+    while !s.is_char_boundary(at) {
+        at -= 1;
+    }
+    at
+}
+
+/// Builds a [`HookRunner`].
+///
+/// ```
+/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// use toolgate::{Answer, HookRequest, HookRunner, Interceptor, Request, BoxError};
+///
+/// struct NoRm;
+/// #[async_trait::async_trait]
+/// impl Interceptor for NoRm {
+///     async fn pre_tool_use(&self, req: &HookRequest<'_>) -> Result<Answer, BoxError> {
+///         let cmd = req.input["command"].as_str().unwrap_or_default();
+///         Ok(if cmd.contains("rm -rf") { Answer::deny("no recursive deletes") } else { Answer::allow() })
+///     }
+/// }
+///
+/// let runner = HookRunner::builder().interceptor("no-rm", NoRm).build();
+/// let outcome = runner.pre_tool_use(&Request::pre("shell", serde_json::json!({"command": "rm -rf /"}))).await;
+/// assert!(!outcome.may_proceed());
+/// # Ok(()) }
+/// ```
+pub struct HookRunnerBuilder {
+    participants: Vec<Participant>,
+    context_limit: usize,
+}
+
+impl HookRunnerBuilder {
+    /// Registers an in-process interceptor. Interceptors run before every
+    /// configured hook, in registration order. If it returns `Err` or panics,
+    /// the call is denied (fail closed).
+    pub fn interceptor(
+        self,
+        name: impl Into<String>,
+        interceptor: impl crate::Interceptor,
+    ) -> Self {
+        self.push_interceptor(name.into(), interceptor, OnFailure::Deny)
+    }
+
+    /// Registers an interceptor whose failures are skipped with a warning
+    /// instead of denying the call. For advisory interceptors only.
+    pub fn fail_open_interceptor(
+        self,
+        name: impl Into<String>,
+        interceptor: impl crate::Interceptor,
+    ) -> Self {
+        self.push_interceptor(name.into(), interceptor, OnFailure::Allow)
+    }
+
+    fn push_interceptor(
+        mut self,
+        name: String,
+        interceptor: impl crate::Interceptor,
+        on_failure: OnFailure,
+    ) -> Self {
+        self.participants.push(crate::interceptor::participant(
+            name,
+            interceptor,
+            on_failure,
+        ));
+        self
+    }
+
+    /// Adds the hooks of a loaded configuration (global and workspace).
+    pub fn config(mut self, config: crate::Config) -> Self {
+        self.participants.extend(config.into_participants());
+        self
+    }
+
+    /// Bounds the merged advisory context (default
+    /// [`DEFAULT_CONTEXT_LIMIT`], 8 KiB). Over the bound, the text is cut and
+    /// a visible notice says how much was left out.
+    pub fn context_limit(mut self, bytes: usize) -> Self {
+        self.context_limit = bytes;
+        self
+    }
+
+    /// Fixes the order (host, then global, then workspace; registration order
+    /// within each) and returns the runner.
+    pub fn build(mut self) -> HookRunner {
+        self.participants.sort_by_key(|p| p.source);
+        HookRunner {
+            inner: Arc::new(Inner {
+                participants: self.participants,
+                context_limit: self.context_limit,
+            }),
+        }
+    }
+}
+
+/// The chain. Cheap to clone; safe to share across tasks and threads.
+#[derive(Clone)]
+pub struct HookRunner {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    participants: Vec<Participant>,
+    context_limit: usize,
+}
+
+/// A summary of one participant, for listings.
+#[derive(Clone, Debug, Serialize)]
+pub struct ParticipantInfo {
+    /// Its name.
+    pub name: String,
+    /// Its binding.
+    pub binding: BindingKind,
+    /// Where it came from.
+    pub source: Source,
+}
+
+/// Where one event's chain stands while participants are consulted.
+struct ChainState {
+    context: ContextMerger,
+    runs: Vec<RunRecord>,
+}
+
+/// What the pre chain ended on, before any post processing.
+enum PreEnd {
+    Proceed {
+        input: Option<Value>,
+        decided_by: Option<String>,
+    },
+    Deny {
+        reason: String,
+        by: String,
+    },
+    Replace {
+        input: Option<Value>,
+        result: ToolResult,
+        by: String,
+    },
+}
+
+impl HookRunner {
+    /// Starts a builder.
+    pub fn builder() -> HookRunnerBuilder {
+        HookRunnerBuilder {
+            participants: Vec::new(),
+            context_limit: DEFAULT_CONTEXT_LIMIT,
+        }
+    }
+
+    /// The participants in consultation order.
+    pub fn participants(&self) -> Vec<ParticipantInfo> {
+        self.inner
+            .participants
+            .iter()
+            .map(|p| ParticipantInfo {
+                name: p.name.clone(),
+                binding: p.binding,
+                source: p.source,
+            })
+            .collect()
+    }
+
+    /// Runs the chain for whichever event `request` carries.
+    pub async fn evaluate(&self, request: &Request) -> Outcome {
+        match request.event {
+            Event::PreToolUse => self.pre_tool_use(request).await,
+            Event::PostToolUse => self.post_tool_use(request).await,
+        }
+    }
+
+    /// Runs the pre chain. A `replace` answer is taken through the post chain
+    /// here, since the tool will not run: [`Outcome::shown`] is what the model
+    /// should see, and no separate post call must be made for it.
+    pub async fn pre_tool_use(&self, request: &Request) -> Outcome {
+        let mut state = self.state();
+        match self.pre_chain(request, &mut state).await {
+            PreEnd::Proceed { input, decided_by } => {
+                let verdict = match input {
+                    Some(input) => Verdict::Modify { input },
+                    None => Verdict::Allow,
+                };
+                self.finish(Event::PreToolUse, state, verdict, decided_by, None, None)
+            }
+            PreEnd::Deny { reason, by } => self.finish(
+                Event::PreToolUse,
+                state,
+                Verdict::Deny { reason },
+                Some(by),
+                None,
+                None,
+            ),
+            PreEnd::Replace { input, result, by } => {
+                let input = input.as_ref().unwrap_or(&request.input);
+                let (post_verdict, shown, post_by) =
+                    self.post_chain(request, input, &result, &mut state).await;
+                // A post-chain denial of the replacement is still a denial.
+                let verdict = match post_verdict {
+                    Verdict::Deny { reason } => Verdict::Deny { reason },
+                    _ => Verdict::Replace {
+                        result: shown.clone(),
+                    },
+                };
+                let by = post_by.unwrap_or(by);
+                self.finish(
+                    Event::PreToolUse,
+                    state,
+                    verdict,
+                    Some(by),
+                    Some(shown),
+                    Some(result),
+                )
+            }
+        }
+    }
+
+    /// Runs the post chain over `request.result` (an absent result is taken
+    /// as a `null`, non-error output).
+    pub async fn post_tool_use(&self, request: &Request) -> Outcome {
+        let mut state = self.state();
+        let real = request
+            .result
+            .clone()
+            .unwrap_or_else(|| ToolResult::ok(Value::Null));
+        let (verdict, shown, by) = self
+            .post_chain(request, &request.input, &real, &mut state)
+            .await;
+        self.finish(
+            Event::PostToolUse,
+            state,
+            verdict,
+            by,
+            Some(shown),
+            Some(real),
+        )
+    }
+
+    /// Takes a whole call through the chain: pre, then the tool (unless
+    /// denied or replaced) with the final input, then post.
+    pub async fn call<F, Fut>(&self, request: Request, tool: F) -> CallOutcome
+    where
+        F: FnOnce(Value) -> Fut,
+        Fut: Future<Output = ToolResult>,
+    {
+        let pre = self.pre_tool_use(&request).await;
+        let input = match &pre.verdict {
+            Verdict::Deny { reason } => {
+                return CallOutcome {
+                    shown: ToolResult::error(format!("toolgate: call blocked: {reason}")),
+                    tool_ran: false,
+                    pre,
+                    post: None,
+                };
+            }
+            Verdict::Replace { .. } => {
+                let shown = pre
+                    .shown
+                    .clone()
+                    .unwrap_or_else(|| ToolResult::ok(Value::Null));
+                return CallOutcome {
+                    shown,
+                    tool_ran: false,
+                    pre,
+                    post: None,
+                };
+            }
+            Verdict::Modify { input } => input.clone(),
+            Verdict::Allow => request.input.clone(),
+        };
+        let result = tool(input.clone()).await;
+        let post_request = Request {
+            event: Event::PostToolUse,
+            input,
+            result: Some(result),
+            ..request
+        };
+        let post = self.post_tool_use(&post_request).await;
+        CallOutcome {
+            shown: post
+                .shown
+                .clone()
+                .unwrap_or_else(|| ToolResult::ok(Value::Null)),
+            tool_ran: true,
+            pre,
+            post: Some(post),
+        }
+    }
+
+    fn state(&self) -> ChainState {
+        ChainState {
+            context: ContextMerger::new(self.inner.context_limit),
+            runs: Vec::new(),
+        }
+    }
+
+    fn finish(
+        &self,
+        event: Event,
+        state: ChainState,
+        verdict: Verdict,
+        decided_by: Option<String>,
+        shown: Option<ToolResult>,
+        tool_result: Option<ToolResult>,
+    ) -> Outcome {
+        Outcome {
+            event,
+            verdict,
+            decided_by,
+            shown,
+            tool_result,
+            context: state.context.finish(),
+            runs: state.runs,
+        }
+    }
+
+    async fn pre_chain(&self, request: &Request, state: &mut ChainState) -> PreEnd {
+        let mut input: Option<Value> = None;
+        let mut decided_by = None;
+        for p in self.applicable(Event::PreToolUse, &request.tool) {
+            let current = input.as_ref().unwrap_or(&request.input);
+            let answer = consult(p, request, Event::PreToolUse, current, None, state).await;
+            match answer {
+                Some(Verdict::Allow) => {}
+                Some(Verdict::Modify { input: new }) => {
+                    input = Some(new);
+                    decided_by = Some(p.name.clone());
+                }
+                Some(Verdict::Deny { reason }) => {
+                    return PreEnd::Deny {
+                        reason,
+                        by: p.name.clone(),
+                    };
+                }
+                Some(Verdict::Replace { result }) => {
+                    return PreEnd::Replace {
+                        input,
+                        result,
+                        by: p.name.clone(),
+                    };
+                }
+                // Failed, and the policy let it pass.
+                None => {}
+            }
+        }
+        PreEnd::Proceed { input, decided_by }
+    }
+
+    async fn post_chain(
+        &self,
+        request: &Request,
+        input: &Value,
+        real: &ToolResult,
+        state: &mut ChainState,
+    ) -> (Verdict, ToolResult, Option<String>) {
+        let mut shown: Option<ToolResult> = None;
+        let mut decided_by = None;
+        for p in self.applicable(Event::PostToolUse, &request.tool) {
+            let current = shown.as_ref().unwrap_or(real);
+            let answer = consult(p, request, Event::PostToolUse, input, Some(current), state).await;
+            match answer {
+                // `consult` has already turned a post `modify` into a failure.
+                Some(Verdict::Allow | Verdict::Modify { .. }) | None => {}
+                Some(Verdict::Replace { result }) => {
+                    shown = Some(result);
+                    decided_by = Some(p.name.clone());
+                }
+                Some(Verdict::Deny { reason }) => {
+                    let failure = ToolResult::error(format!(
+                        "toolgate: the output of this call was withheld: {reason}"
+                    ));
+                    return (Verdict::Deny { reason }, failure, Some(p.name.clone()));
+                }
+            }
+        }
+        match shown {
+            Some(result) => (
+                Verdict::Replace {
+                    result: result.clone(),
+                },
+                result,
+                decided_by,
+            ),
+            None => (Verdict::Allow, real.clone(), None),
+        }
+    }
+
+    fn applicable<'a>(
+        &'a self,
+        event: Event,
+        tool: &'a str,
+    ) -> impl Iterator<Item = &'a Participant> + 'a {
+        self.inner
+            .participants
+            .iter()
+            .filter(move |p| p.applies(event, tool))
+    }
+}
+
+/// Consults one participant, records what happened, and applies its failure
+/// policy. Returns the verdict the chain should act on, or `None` when the
+/// participant failed and its policy is to skip it.
+async fn consult(
+    p: &Participant,
+    request: &Request,
+    event: Event,
+    input: &Value,
+    result: Option<&ToolResult>,
+    state: &mut ChainState,
+) -> Option<Verdict> {
+    let hook_request = HookRequest {
+        schema: crate::wire::SCHEMA,
+        event,
+        hook: &p.name,
+        tool: &request.tool,
+        input,
+        result,
+        session_id: request.session_id.as_deref(),
+        turn_id: request.turn_id.as_deref(),
+        tool_call_id: request.tool_call_id.as_deref(),
+        cwd: request.cwd.as_deref(),
+        config: p.config.as_ref(),
+    };
+    let started = Instant::now();
+    let reply = p.decider.decide(&hook_request).await;
+    let duration = started.elapsed();
+
+    let mut warnings: Vec<String> = reply.warning.into_iter().collect();
+    let answer = reply
+        .answer
+        .and_then(|answer| match (&answer.verdict, event) {
+            (Verdict::Modify { .. }, Event::PostToolUse) => Err(HookFailure::UnusableRewrite {
+                detail: "`modify` after the call: the tool already ran with its input; \
+                     use `replace` to change what the model is shown"
+                    .into(),
+            }),
+            _ => Ok(answer),
+        });
+
+    let mut record = RunRecord {
+        name: p.name.clone(),
+        binding: p.binding,
+        source: p.source,
+        event,
+        verdict: Step::Failed,
+        reason: None,
+        failure: None,
+        duration,
+        fuel_used: None,
+        warning: None,
+        diagnostics: reply.diagnostics,
+    };
+
+    let verdict = match answer {
+        Ok(answer) => {
+            if let Some(context) = &answer.context
+                && state.context.push(context)
+            {
+                warnings.push("advisory context over budget; truncated".into());
+            }
+            record.verdict = match &answer.verdict {
+                Verdict::Allow => Step::Allow,
+                Verdict::Deny { reason } => {
+                    record.reason = Some(reason.clone());
+                    Step::Deny
+                }
+                Verdict::Modify { .. } => Step::Modify,
+                Verdict::Replace { .. } => Step::Replace,
+            };
+            Some(answer.verdict)
+        }
+        Err(failure) => {
+            tracing::warn!(hook = %p.name, kind = %failure.kind(), "hook could not decide: {failure}");
+            record.failure = Some(FailureRecord {
+                kind: failure.kind(),
+                message: failure.to_string(),
+                on_failure: p.on_failure,
+            });
+            match p.on_failure {
+                OnFailure::Deny => {
+                    let reason = format!(
+                        "toolgate: hook `{}` could not decide ({}), so this call is blocked",
+                        p.name,
+                        failure.kind()
+                    );
+                    record.reason = Some(reason.clone());
+                    Some(Verdict::Deny { reason })
+                }
+                OnFailure::Allow => {
+                    warnings.push(format!(
+                        "failed open (on_failure: allow): {failure}; the chain went on without it"
+                    ));
+                    None
+                }
+            }
+        }
+    };
+    if !warnings.is_empty() {
+        record.warning = Some(warnings.join("; "));
+    }
+    state.runs.push(record);
+    verdict
+}

@@ -1,0 +1,261 @@
+//! Wire v1: the JSON encoding subprocess hooks read and write, and that
+//! `toolgate check` reads and prints.
+//!
+//! # Why fixed, and why strict where it is
+//!
+//! Hook authors in every language depend on this encoding, so its shape is
+//! fixed by `schema: 1` and changes only with a new schema number. The request
+//! always carries `schema`, so a hook can refuse a version it does not know.
+//!
+//! Reading answers follows Postel only where it is safe: unknown answer fields
+//! are ignored (a newer hook may add some), but an unknown `decision` is a
+//! failure, never an allow, and a `deny` always denies — even one with a
+//! missing reason or a malformed extra field, because turning a malformed
+//! denial into a failure would let `on_failure: allow` wave it through. No
+//! value is ever coerced toward the permissive branch.
+//!
+//! Request (to the hook):
+//! ```json
+//! {"schema":1, "event":"pre_tool_use", "hook":"guard", "tool":"shell",
+//!  "input":{"command":"ls"}, "session_id":"…", "cwd":"…", "config":{…}}
+//! ```
+//! `result: {"output":…, "is_error":false}` is present for `post_tool_use`.
+//!
+//! Answer (from the hook): `{"decision":"allow"}` |
+//! `{"decision":"deny","reason":"…"}` | `{"decision":"modify","input":…}` |
+//! `{"decision":"replace","result":{"output":…,"is_error":false}}`, each with an
+//! optional `"context":"…"`.
+
+use crate::contract::{Answer, Event, HookRequest, Request, ToolResult, Verdict};
+use crate::failure::HookFailure;
+use crate::runner::Outcome;
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+/// The wire schema this build speaks.
+pub const SCHEMA: u32 = 1;
+
+/// Encodes a request for a subprocess hook.
+pub(crate) fn encode_request(request: &HookRequest<'_>) -> Vec<u8> {
+    // Serializing borrowed `Value`s and strings cannot fail.
+    let mut bytes = serde_json::to_vec(request).unwrap_or_default();
+    bytes.push(b'\n');
+    bytes
+}
+
+/// Decodes what a hook printed into an answer.
+pub(crate) fn decode_answer(stdout: &[u8]) -> Result<Answer, HookFailure> {
+    let not = |detail: String| HookFailure::NotADecision { detail };
+    if stdout.iter().all(u8::is_ascii_whitespace) {
+        return Err(HookFailure::EmptyOutput);
+    }
+    let value: Value = serde_json::from_slice(stdout).map_err(|e| {
+        not(format!(
+            "stdout is not one JSON object ({e}); it began: {}",
+            excerpt(stdout)
+        ))
+    })?;
+    let Value::Object(mut obj) = value else {
+        return Err(not(format!(
+            "stdout is JSON but not an object: {}",
+            excerpt(stdout)
+        )));
+    };
+    let decision = match obj.get("decision") {
+        Some(Value::String(d)) => d.clone(),
+        Some(other) => return Err(not(format!("`decision` must be a string, got {other}"))),
+        None => return Err(not("the object has no `decision` field".into())),
+    };
+
+    if decision == "deny" {
+        // A denial always denies; see the module docs.
+        let reason = match obj.remove("reason") {
+            Some(Value::String(r)) if !r.trim().is_empty() => r,
+            _ => "denied by a hook that gave no reason".to_owned(),
+        };
+        let context = match obj.remove("context") {
+            Some(Value::String(c)) => Some(c),
+            _ => None,
+        };
+        return Ok(Answer {
+            verdict: Verdict::Deny { reason },
+            context,
+        });
+    }
+
+    let context = match obj.remove("context") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(c)) => Some(c),
+        Some(other) => return Err(not(format!("`context` must be a string, got {other}"))),
+    };
+    let verdict = match decision.as_str() {
+        "allow" => Verdict::Allow,
+        "modify" => match obj.remove("input") {
+            Some(input) => Verdict::Modify { input },
+            None => return Err(not("`modify` without an `input`".into())),
+        },
+        "replace" => match obj.remove("result") {
+            Some(result) => Verdict::Replace {
+                result: parse_result(result)
+                    .map_err(|e| not(format!("`replace` with an unusable `result`: {e}")))?,
+            },
+            None => return Err(not("`replace` without a `result`".into())),
+        },
+        other => {
+            return Err(not(format!(
+                "unknown decision {other:?} (expected allow, deny, modify or replace)"
+            )));
+        }
+    };
+    Ok(Answer { verdict, context })
+}
+
+fn parse_result(value: Value) -> Result<ToolResult, String> {
+    #[derive(Deserialize)]
+    struct Strict {
+        output: Value,
+        #[serde(default)]
+        is_error: bool,
+    }
+    let Value::Object(_) = &value else {
+        return Err(format!("expected an object with `output`, got {value}"));
+    };
+    let strict: Strict = serde_json::from_value(value).map_err(|e| e.to_string())?;
+    Ok(ToolResult {
+        output: strict.output,
+        is_error: strict.is_error,
+    })
+}
+
+/// A short, printable excerpt of bytes a hook wrote.
+fn excerpt(bytes: &[u8]) -> String {
+    const MAX: usize = 120;
+    let text = String::from_utf8_lossy(&bytes[..bytes.len().min(MAX)]);
+    let mut clean: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    if bytes.len() > MAX {
+        clean.push('…');
+    }
+    format!("{:?}", clean.trim())
+}
+
+/// Why a request could not be read.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReadRequestError {
+    /// Not JSON, or a field of the wrong type, or an unknown field.
+    #[error("the request is not a valid wire v1 object: {0}")]
+    Malformed(#[source] serde_json::Error),
+    /// A `schema` other than 1.
+    #[error("the request says schema {0}; this toolgate speaks schema {SCHEMA}")]
+    UnsupportedSchema(u64),
+    /// A required field is absent.
+    #[error("the request has no `{0}` (give it in the JSON or with --{0})")]
+    Missing(&'static str),
+    /// An event name that is not an event.
+    #[error("unknown event {0:?} (expected pre_tool_use or post_tool_use)")]
+    UnknownEvent(String),
+    /// `result` on a pre request, or none on a post request.
+    #[error("{0}")]
+    ResultMismatch(&'static str),
+}
+
+/// Reads a wire-v1 request as `toolgate check` takes it: `schema` and `hook`
+/// optional, `event` and `tool` overridable. `hook` and `config` are accepted
+/// (so a request captured from a hook can be fed back) and ignored: every
+/// hook gets its own `config` from hooks.json.
+pub fn read_request(
+    json: &[u8],
+    event: Option<&str>,
+    tool: Option<&str>,
+) -> Result<Request, ReadRequestError> {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Incoming {
+        schema: Option<u64>,
+        event: Option<String>,
+        #[serde(rename = "hook")]
+        _hook: Option<Value>,
+        tool: Option<String>,
+        input: Option<Value>,
+        result: Option<ToolResult>,
+        session_id: Option<String>,
+        turn_id: Option<String>,
+        tool_call_id: Option<String>,
+        cwd: Option<String>,
+        #[serde(rename = "config")]
+        _config: Option<Value>,
+    }
+    let incoming: Incoming = serde_json::from_slice(json).map_err(ReadRequestError::Malformed)?;
+    if let Some(schema) = incoming.schema
+        && schema != u64::from(SCHEMA)
+    {
+        return Err(ReadRequestError::UnsupportedSchema(schema));
+    }
+    let event_name = event
+        .map(str::to_owned)
+        .or(incoming.event)
+        .ok_or(ReadRequestError::Missing("event"))?;
+    let event = Event::from_wire(&event_name).ok_or(ReadRequestError::UnknownEvent(event_name))?;
+    let tool = tool
+        .map(str::to_owned)
+        .or(incoming.tool)
+        .ok_or(ReadRequestError::Missing("tool"))?;
+    let input = incoming.input.ok_or(ReadRequestError::Missing("input"))?;
+    match (event, &incoming.result) {
+        (Event::PostToolUse, None) => {
+            return Err(ReadRequestError::ResultMismatch(
+                "a post_tool_use request needs `result`: {\"output\": …, \"is_error\": false}",
+            ));
+        }
+        (Event::PreToolUse, Some(_)) => {
+            return Err(ReadRequestError::ResultMismatch(
+                "a pre_tool_use request has no `result` (the tool has not run yet)",
+            ));
+        }
+        _ => {}
+    }
+    Ok(Request {
+        event,
+        tool,
+        input,
+        result: incoming.result,
+        session_id: incoming.session_id,
+        turn_id: incoming.turn_id,
+        tool_call_id: incoming.tool_call_id,
+        cwd: incoming.cwd,
+    })
+}
+
+/// The JSON `toolgate check` prints for an outcome: `decision`, then `reason`
+/// (deny), `input` (modify), `result` (replace, and post deny: what the model
+/// is shown), `context`, `decided_by`, and `runs`.
+pub fn outcome_json(outcome: &Outcome) -> Value {
+    let mut out = Map::new();
+    out.insert("decision".into(), json!(outcome.verdict.name()));
+    match &outcome.verdict {
+        Verdict::Allow => {}
+        Verdict::Deny { reason } => {
+            out.insert("reason".into(), json!(reason));
+        }
+        Verdict::Modify { input } => {
+            out.insert("input".into(), input.clone());
+        }
+        Verdict::Replace { result } => {
+            out.insert("result".into(), json!(result));
+        }
+    }
+    if let (Verdict::Deny { .. }, Some(shown)) = (&outcome.verdict, &outcome.shown) {
+        out.insert("result".into(), json!(shown));
+    }
+    if let Some(context) = &outcome.context {
+        out.insert("context".into(), json!(context));
+    }
+    if let Some(by) = &outcome.decided_by {
+        out.insert("decided_by".into(), json!(by));
+    }
+    out.insert("runs".into(), json!(outcome.runs));
+    Value::Object(out)
+}
