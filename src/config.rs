@@ -84,6 +84,7 @@ pub struct HookSpec {
     /// Its index in that file's `hooks` array.
     pub index: usize,
     /// How it runs.
+    #[serde(flatten)]
     pub binding: BindingSpec,
     /// The events it is consulted for.
     pub events: Vec<Event>,

@@ -1,1 +1,11 @@
-//! placeholder
+//! One integration-test binary, a module per boundary.
+//!
+//! Hooks here are real processes (sh and python3 scripts written to temporary
+//! workspaces) and the CLI tests run the real `toolgate` executable.
+
+mod chain;
+mod cli;
+mod config;
+mod interceptor;
+mod subprocess;
+mod support;

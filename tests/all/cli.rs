@@ -1,0 +1,426 @@
+//! The `toolgate` binary: its contracts (stdin/stdout shapes, exit codes,
+//! config discovery) through the real executable.
+
+use crate::support::*;
+use serde_json::{Value, json};
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+fn toolgate() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolgate"));
+    cmd.env_remove("TOOLGATE_LOG");
+    cmd
+}
+
+/// Runs `toolgate check` with the fixture's global dir and workspace.
+fn check(fx: &Fixture, args: &[&str], stdin: &str) -> Output {
+    run_with_stdin(
+        toolgate()
+            .arg("check")
+            .arg("--workspace")
+            .arg(fx.workspace())
+            .args(args)
+            .env("TOOLGATE_CONFIG_DIR", fx.global()),
+        stdin,
+    )
+}
+
+fn run_with_stdin(cmd: &mut Command, stdin: &str) -> Output {
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("toolgate runs");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn stdout_json(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not JSON ({e}): {}\nstderr: {}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+const PRE_SHELL: &str = r#"{"event":"pre_tool_use","tool":"shell","input":{"command":"ls"}}"#;
+
+#[test]
+fn check_allow_exits_0_with_the_runs() {
+    let fx = Fixture::new();
+    let allow = fx.script("allow.sh", &answer_script(&json!({"decision": "allow"})));
+    fx.workspace_hooks(json!([{"name": "a", "command": [&allow]}]));
+    let out = check(&fx, &[], PRE_SHELL);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let v = stdout_json(&out);
+    assert_eq!(v["decision"], "allow");
+    assert_eq!(v["runs"][0]["name"], "a");
+    assert_eq!(v["runs"][0]["source"], "workspace");
+    assert_eq!(v["runs"][0]["binding"], "subprocess");
+}
+
+#[test]
+fn check_deny_exits_2_with_the_reason() {
+    let fx = Fixture::new();
+    let deny = fx.script(
+        "deny.sh",
+        &answer_script(&json!({"decision": "deny", "reason": "not today", "context": "ask first"})),
+    );
+    fx.workspace_hooks(json!([{"name": "d", "command": [&deny]}]));
+    let out = check(&fx, &[], PRE_SHELL);
+    assert_eq!(out.status.code(), Some(2));
+    let v = stdout_json(&out);
+    assert_eq!(
+        (v["decision"].as_str(), v["reason"].as_str()),
+        (Some("deny"), Some("not today"))
+    );
+    assert_eq!(v["context"], "ask first");
+    assert_eq!(v["decided_by"], "d");
+}
+
+#[test]
+fn check_modify_exits_0_with_the_final_input() {
+    let fx = Fixture::new();
+    let trace = fx.script("trace.py", TRACE_HOOK);
+    fx.workspace_hooks(
+        json!([{"name": "t1", "command": [&trace]}, {"name": "t2", "command": [&trace]}]),
+    );
+    let out = check(&fx, &[], PRE_SHELL);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let v = stdout_json(&out);
+    assert_eq!(v["decision"], "modify");
+    assert_eq!(v["input"], json!({"command": "ls", "trace": ["t1", "t2"]}));
+}
+
+#[test]
+fn check_pre_replace_exits_0_with_the_result_after_the_post_chain() {
+    let fx = Fixture::new();
+    let replace = fx.script("r.sh", &answer_script(&json!({"decision": "replace", "result": {"output": "secret=hunter2", "is_error": false}})));
+    let redact = fx.script(
+        "redact.py",
+        r#"#!/usr/bin/env python3
+import json, sys
+req = json.load(sys.stdin)
+out = req["result"]["output"].replace("hunter2", "***")
+print(json.dumps({"decision": "replace", "result": {"output": out}}))
+"#,
+    );
+    fx.workspace_hooks(json!([
+        {"name": "replacer", "command": [&replace]},
+        {"name": "redactor", "command": [&redact], "event": "post_tool_use"}
+    ]));
+    let out = check(&fx, &[], PRE_SHELL);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let v = stdout_json(&out);
+    assert_eq!(v["decision"], "replace");
+    assert_eq!(
+        v["result"],
+        json!({"output": "secret=***", "is_error": false})
+    );
+}
+
+#[test]
+fn check_post_event_reads_the_result() {
+    let fx = Fixture::new();
+    let deny = fx.script(
+        "deny.sh",
+        &answer_script(&json!({"decision": "deny", "reason": "leaks"})),
+    );
+    fx.workspace_hooks(json!([{"name": "dlp", "command": [&deny], "event": "post_tool_use"}]));
+    let out = check(
+        &fx,
+        &[],
+        r#"{"event":"post_tool_use","tool":"shell","input":{},"result":{"output":"AKIA...","is_error":false}}"#,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let v = stdout_json(&out);
+    assert_eq!(v["reason"], "leaks");
+    assert_eq!(
+        v["result"]["is_error"], true,
+        "what the model is shown is a failure"
+    );
+}
+
+#[test]
+fn check_flags_override_the_request() {
+    let fx = Fixture::new();
+    let deny = fx.script(
+        "deny.sh",
+        &answer_script(&json!({"decision": "deny", "reason": "writes"})),
+    );
+    fx.workspace_hooks(json!([{"name": "w", "command": [&deny], "tools": ["write_file"]}]));
+    let out = check(&fx, &["--tool", "write_file"], PRE_SHELL);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let out = check(
+        &fx,
+        &["--event", "pre_tool_use", "--tool", "shell"],
+        r#"{"input": {}}"#,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
+
+#[test]
+fn check_accepts_a_full_wire_v1_request() {
+    let fx = Fixture::new();
+    let out = check(
+        &fx,
+        &[],
+        r#"{"schema":1,"event":"pre_tool_use","hook":"x","tool":"shell","input":{},"session_id":"s","turn_id":"t","tool_call_id":"c","cwd":"/","config":{}}"#,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout_json(&out)["decision"], "allow");
+}
+
+#[test]
+fn check_exits_1_on_a_bad_request_and_says_why() {
+    let fx = Fixture::new();
+    for (stdin, says) in [
+        ("not json", "not a valid wire v1 object"),
+        (r#"{"event":"pre_tool_use","tool":"shell"}"#, "no `input`"),
+        (r#"{"tool":"shell","input":{}}"#, "no `event`"),
+        (
+            r#"{"event":"during","tool":"shell","input":{}}"#,
+            "unknown event",
+        ),
+        (
+            r#"{"schema":2,"event":"pre_tool_use","tool":"shell","input":{}}"#,
+            "schema 2",
+        ),
+        (
+            r#"{"event":"post_tool_use","tool":"shell","input":{}}"#,
+            "needs `result`",
+        ),
+        (
+            r#"{"event":"pre_tool_use","tool":"shell","input":{},"inptu":{}}"#,
+            "unknown field `inptu`",
+        ),
+    ] {
+        let out = check(&fx, &[], stdin);
+        assert_eq!(out.status.code(), Some(1), "{stdin}");
+        assert!(out.stdout.is_empty(), "nothing on stdout for {stdin}");
+        assert!(
+            stderr(&out).contains(says),
+            "expected {says:?} for {stdin}, got {}",
+            stderr(&out)
+        );
+    }
+}
+
+#[test]
+fn check_exits_1_on_a_bad_config_naming_file_hook_and_field() {
+    let fx = Fixture::new();
+    let path = fx
+        .workspace_raw(r#"{"schema":1,"hooks":[{"name":"guard","command":["x"],"timeout_ms":0}]}"#);
+    let out = check(&fx, &[], PRE_SHELL);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(err.contains(&path.display().to_string()), "{err}");
+    assert!(
+        err.contains("hooks[0] (\"guard\")") && err.contains("`timeout_ms`"),
+        "{err}"
+    );
+}
+
+#[test]
+fn check_reads_the_global_config_from_toolgate_config_dir_and_xdg() {
+    let fx = Fixture::new();
+    let trace = fx.global_script("trace.py", TRACE_HOOK);
+    let wtrace = fx.script("trace.py", TRACE_HOOK);
+    fx.global_hooks(json!([{"name": "global", "command": [&trace]}]));
+    fx.workspace_hooks(json!([{"name": "workspace", "command": [&wtrace]}]));
+    let out = check(&fx, &[], PRE_SHELL);
+    assert_eq!(
+        stdout_json(&out)["input"]["trace"],
+        json!(["global", "workspace"]),
+        "global runs first"
+    );
+
+    // $XDG_CONFIG_HOME/toolgate when TOOLGATE_CONFIG_DIR is unset.
+    let xdg = fx.dir.path().join("xdg");
+    std::fs::create_dir_all(&xdg).unwrap();
+    std::os::unix::fs::symlink(fx.global(), xdg.join("toolgate")).unwrap();
+    let out = run_with_stdin(
+        toolgate()
+            .args(["check", "--workspace"])
+            .arg(fx.workspace())
+            .env_remove("TOOLGATE_CONFIG_DIR")
+            .env("XDG_CONFIG_HOME", &xdg),
+        PRE_SHELL,
+    );
+    assert_eq!(
+        stdout_json(&out)["input"]["trace"],
+        json!(["global", "workspace"])
+    );
+    assert_eq!(stdout_json(&out)["runs"][0]["source"], "global");
+}
+
+#[test]
+fn check_runs_relative_hooks_from_any_current_directory() {
+    let fx = Fixture::new();
+    let deny = fx.script(
+        "deny.sh",
+        &answer_script(&json!({"decision": "deny", "reason": "r"})),
+    );
+    fx.workspace_hooks(json!([{"name": "d", "command": [&deny]}]));
+    let out = run_with_stdin(
+        toolgate()
+            .current_dir("/")
+            .args(["check", "--workspace"])
+            .arg(fx.workspace())
+            .env("TOOLGATE_CONFIG_DIR", fx.global()),
+        PRE_SHELL,
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+}
+
+#[test]
+fn hooks_lists_in_consultation_order_with_where_each_came_from() {
+    let fx = Fixture::new();
+    let g = fx.global_script("g.sh", "#!/bin/sh\n");
+    let w = fx.script("w.sh", "#!/bin/sh\n");
+    fx.global_hooks(json!([{"name": "operator-guard", "command": [&g], "event": ["pre_tool_use", "post_tool_use"]}]));
+    fx.workspace_hooks(json!([{"name": "repo-guard", "command": [&w], "matcher": "Edit|Write", "timeout_ms": 1500, "on_failure": "allow"}]));
+    let out = toolgate()
+        .args(["hooks", "--workspace"])
+        .arg(fx.workspace())
+        .env("TOOLGATE_CONFIG_DIR", fx.global())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let table = String::from_utf8(out.stdout).unwrap();
+    let (op, repo) = (
+        table.find("operator-guard").unwrap(),
+        table.find("repo-guard").unwrap(),
+    );
+    assert!(op < repo, "global before workspace:\n{table}");
+    for needle in [
+        "global",
+        "workspace",
+        "subprocess",
+        "pre_tool_use, post_tool_use",
+        "/Edit|Write/",
+        "1500 ms",
+        "allow",
+        "hooks.json (read)",
+    ] {
+        assert!(table.contains(needle), "missing {needle:?} in\n{table}");
+    }
+
+    let out = toolgate()
+        .args(["hooks", "--json", "--workspace"])
+        .arg(fx.workspace())
+        .env("TOOLGATE_CONFIG_DIR", fx.global())
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["hooks"][0]["name"], "operator-guard");
+    assert_eq!(v["hooks"][0]["source"], "global");
+    assert_eq!(v["hooks"][1]["matcher"], "Edit|Write");
+    assert_eq!(v["hooks"][1]["binding"], "subprocess");
+    assert_eq!(v["hooks"][1]["on_failure"], "allow");
+    assert!(
+        v["hooks"][1]["file"]
+            .as_str()
+            .unwrap()
+            .ends_with(".toolgate/hooks.json")
+    );
+    assert_eq!(v["files"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn hooks_check_validates_and_exits_non_zero_on_any_problem() {
+    let fx = Fixture::new();
+    let w = fx.script("w.sh", "#!/bin/sh\n");
+    fx.workspace_hooks(json!([{"name": "fine", "command": [&w]}]));
+    let run = |fx: &Fixture| {
+        toolgate()
+            .args(["hooks", "--check", "--workspace"])
+            .arg(fx.workspace())
+            .env("TOOLGATE_CONFIG_DIR", fx.global())
+            .output()
+            .unwrap()
+    };
+    let out = run(&fx);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("ok: 1 hooks (0 global, 1 workspace)"));
+
+    fx.global_hooks(json!([{"name": "typo", "command": [&w], "evnt": "pre_tool_use"}]));
+    let out = run(&fx);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out)
+            .contains("hooks[0] (\"typo\"): field `evnt`: unknown field (did you mean `event`?)"),
+        "{}",
+        stderr(&out)
+    );
+
+    // A bare program that is not on PATH would fail every call: --check says so.
+    fx.global_hooks(json!([]));
+    fx.workspace_hooks(json!([{"name": "ghost", "command": ["toolgate-test-no-such-program"]}]));
+    let out = run(&fx);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("not on PATH"), "{}", stderr(&out));
+}
+
+#[test]
+fn every_command_has_help_with_an_example() {
+    for args in [&["--help"][..], &["check", "--help"], &["hooks", "--help"]] {
+        let out = toolgate().args(args).output().unwrap();
+        assert!(out.status.success());
+        let help = String::from_utf8(out.stdout).unwrap();
+        assert!(
+            help.contains("Example"),
+            "{args:?} help has no example:\n{help}"
+        );
+    }
+}
+
+#[test]
+fn the_readme_quick_start_denies_the_force_push() {
+    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/demo");
+    let stdin = std::fs::read_to_string(demo.join("force-push.json")).unwrap();
+    let empty = tempfile::tempdir().unwrap();
+    let out = run_with_stdin(
+        toolgate()
+            .args(["check", "--workspace"])
+            .arg(&demo)
+            .env("TOOLGATE_CONFIG_DIR", empty.path()),
+        &stdin,
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let v = stdout_json(&out);
+    assert_eq!(v["decided_by"], "no-force-push");
+    for (file, decision) in [
+        ("rm-rf.json", "modify"),
+        ("write-env.json", "deny"),
+        ("big-output.json", "replace"),
+    ] {
+        let stdin = std::fs::read_to_string(demo.join(file)).unwrap();
+        let out = run_with_stdin(
+            toolgate()
+                .args(["check", "--workspace"])
+                .arg(&demo)
+                .env("TOOLGATE_CONFIG_DIR", empty.path()),
+            &stdin,
+        );
+        assert_eq!(
+            stdout_json(&out)["decision"],
+            decision,
+            "{file}: {}",
+            stderr(&out)
+        );
+    }
+}

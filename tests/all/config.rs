@@ -1,0 +1,264 @@
+//! hooks.json: every rejection names the file, the hook's index and name,
+//! and the field; nothing is coerced toward the permissive branch.
+
+use crate::support::*;
+use serde_json::json;
+use toolgate::config::{BindingSpec, Problem};
+use toolgate::{Config, Event, OnFailure, Source};
+
+/// Loads the workspace config written as `text` and returns its one problem.
+fn only_problem(text: &str) -> (Problem, String) {
+    let fx = Fixture::new();
+    fx.script("hook.sh", "#!/bin/sh\necho '{\"decision\":\"allow\"}'\n");
+    let path = fx.workspace_raw(text);
+    let err = Config::load(None, Some(&fx.workspace())).expect_err("config must be rejected");
+    assert_eq!(err.problems.len(), 1, "{err}");
+    let problem = err.problems[0].clone();
+    assert_eq!(problem.file, path, "the error names the file");
+    let display = err.to_string();
+    assert!(display.contains(&path.display().to_string()), "{display}");
+    (problem, display)
+}
+
+fn hook_problem(hook: serde_json::Value) -> (Problem, String) {
+    let text =
+        json!({"schema": 1, "hooks": [{"name": "ok", "command": ["./hook.sh"]}, hook]}).to_string();
+    let (problem, display) = only_problem(&text);
+    assert_eq!(
+        problem.index,
+        Some(1),
+        "the error names the hook's index: {display}"
+    );
+    (problem, display)
+}
+
+fn assert_names(hook: serde_json::Value, field: &str, says: &str) {
+    let (problem, display) = hook_problem(hook);
+    assert_eq!(
+        problem.name.as_deref(),
+        Some("bad"),
+        "the error names the hook: {display}"
+    );
+    assert_eq!(
+        problem.field.as_deref(),
+        Some(field),
+        "the error names the field: {display}"
+    );
+    assert!(display.contains("hooks[1] (\"bad\")"), "{display}");
+    assert!(display.contains(&format!("field `{field}`")), "{display}");
+    assert!(display.contains(says), "expected {says:?} in {display}");
+}
+
+#[test]
+fn unknown_field_is_rejected_with_a_suggestion() {
+    assert_names(
+        json!({"name": "bad", "command": ["./hook.sh"], "on_faliure": "allow"}),
+        "on_faliure",
+        "did you mean `on_failure`",
+    );
+}
+
+#[test]
+fn unknown_top_level_field_is_rejected() {
+    let (problem, display) = only_problem(r#"{"schema": 1, "hook": []}"#);
+    assert_eq!(problem.field.as_deref(), Some("hook"), "{display}");
+    assert!(display.contains("did you mean `hooks`"), "{display}");
+}
+
+#[test]
+fn unknown_event_is_rejected() {
+    assert_names(
+        json!({"name": "bad", "command": ["./hook.sh"], "event": "PreToolUse"}),
+        "event",
+        "unknown event \"PreToolUse\"",
+    );
+}
+
+#[test]
+fn unknown_on_failure_is_rejected_not_defaulted() {
+    assert_names(
+        json!({"name": "bad", "command": ["./hook.sh"], "on_failure": "ignore"}),
+        "on_failure",
+        "unknown policy",
+    );
+    assert_names(
+        json!({"name": "bad", "command": ["./hook.sh"], "on_failure": true}),
+        "on_failure",
+        "unknown policy",
+    );
+}
+
+#[test]
+fn bad_regex_is_rejected_at_load() {
+    assert_names(
+        json!({"name": "bad", "command": ["./hook.sh"], "matcher": "Edit|(Write"}),
+        "matcher",
+        "not a valid regex",
+    );
+}
+
+#[test]
+fn out_of_range_timeout_is_rejected_and_the_bounds_are_said() {
+    for t in [json!(0), json!(600_001), json!(-5), json!(1.5)] {
+        assert_names(
+            json!({"name": "bad", "command": ["./hook.sh"], "timeout_ms": t}),
+            "timeout_ms",
+            "1..=600000 ms",
+        );
+    }
+    assert_names(
+        json!({"name": "bad", "command": ["./hook.sh"], "timeout_ms": "5s"}),
+        "timeout_ms",
+        "got a string",
+    );
+}
+
+#[test]
+fn empty_argv_is_rejected() {
+    assert_names(
+        json!({"name": "bad", "command": []}),
+        "command",
+        "empty argv",
+    );
+    assert_names(
+        json!({"name": "bad", "command": [""]}),
+        "command",
+        "empty string",
+    );
+}
+
+#[test]
+fn a_shell_string_command_is_rejected_with_the_explicit_form() {
+    assert_names(
+        json!({"name": "bad", "command": "./hook.sh --x"}),
+        "command",
+        "[\"sh\", \"-c\", \"./hook.sh --x\"]",
+    );
+}
+
+#[test]
+fn a_missing_command_program_path_is_rejected() {
+    assert_names(
+        json!({"name": "bad", "command": ["./nope.sh"]}),
+        "command",
+        "not found",
+    );
+}
+
+#[test]
+fn empty_tools_list_is_rejected() {
+    assert_names(
+        json!({"name": "bad", "command": ["./hook.sh"], "tools": []}),
+        "tools",
+        "match no tool",
+    );
+}
+
+#[test]
+fn missing_or_duplicate_name_is_rejected() {
+    let (problem, display) = hook_problem(json!({"command": ["./hook.sh"]}));
+    assert_eq!(problem.field.as_deref(), Some("name"), "{display}");
+    let (problem, display) = hook_problem(json!({"name": "ok", "command": ["./hook.sh"]}));
+    assert_eq!(problem.field.as_deref(), Some("name"), "{display}");
+    assert!(display.contains("same name"), "{display}");
+}
+
+#[test]
+fn unsupported_or_missing_schema_is_rejected() {
+    let (problem, display) = only_problem(r#"{"schema": 2, "hooks": []}"#);
+    assert_eq!(problem.field.as_deref(), Some("schema"));
+    assert!(display.contains("unsupported schema 2"), "{display}");
+    let (problem, _) = only_problem(r#"{"hooks": []}"#);
+    assert_eq!(problem.field.as_deref(), Some("schema"));
+}
+
+#[test]
+fn invalid_json_names_the_file_and_the_position() {
+    let (problem, display) = only_problem("{\"schema\": 1,\n \"hooks\": [,]}");
+    assert!(problem.message.contains("line 2"), "{display}");
+}
+
+#[test]
+fn every_problem_in_a_file_is_reported_at_once() {
+    let fx = Fixture::new();
+    fx.workspace_raw(
+        &json!({"schema": 1, "hooks": [
+            {"name": "a", "command": ["x"], "event": "nope"},
+            {"name": "b", "command": ["x"], "timeout_ms": 0, "matcher": "("},
+        ]})
+        .to_string(),
+    );
+    let err = Config::load(None, Some(&fx.workspace())).unwrap_err();
+    let fields: Vec<_> = err
+        .problems
+        .iter()
+        .map(|p| (p.index, p.field.clone().unwrap()))
+        .collect();
+    assert_eq!(
+        fields,
+        [
+            (Some(0), "event".into()),
+            (Some(1), "matcher".into()),
+            (Some(1), "timeout_ms".into())
+        ]
+    );
+}
+
+#[test]
+fn problems_in_global_and_workspace_are_reported_together() {
+    let fx = Fixture::new();
+    fx.global_hooks(json!([{"name": "g", "command": ["x"], "event": 3}]));
+    fx.workspace_hooks(json!([{"name": "w", "command": ["x"], "on_failure": "open"}]));
+    let err = Config::load(Some(&fx.global()), Some(&fx.workspace())).unwrap_err();
+    assert_eq!(err.problems.len(), 2, "{err}");
+    assert!(err.problems[0].file.starts_with(fx.global()));
+    assert!(err.problems[1].file.starts_with(fx.workspace()));
+}
+
+#[test]
+fn a_valid_hook_gets_the_documented_defaults() {
+    let fx = Fixture::new();
+    fx.script("hook.sh", "#!/bin/sh\n");
+    fx.workspace_hooks(
+        json!([{"name": "h", "command": ["./hook.sh", "--flag"], "config": {"k": [1]}}]),
+    );
+    let config = Config::load(None, Some(&fx.workspace())).unwrap();
+    let hook = &config.hooks()[0];
+    assert_eq!(hook.events, [Event::PreToolUse]);
+    assert_eq!(hook.timeout_ms, toolgate::limits::DEFAULT_TIMEOUT_MS);
+    assert_eq!(hook.on_failure, OnFailure::Deny);
+    assert_eq!(hook.source, Source::Workspace);
+    assert_eq!(hook.config, Some(json!({"k": [1]})));
+    let BindingSpec::Subprocess {
+        program,
+        cwd,
+        command,
+    } = &hook.binding
+    else {
+        panic!()
+    };
+    assert_eq!(program, &fx.workspace().join("./hook.sh"));
+    assert_eq!(cwd, &fx.workspace());
+    assert_eq!(command, &["./hook.sh", "--flag"]);
+}
+
+#[test]
+fn missing_config_files_mean_no_hooks() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = Config::load(Some(&dir.path().join("nowhere")), Some(dir.path())).unwrap();
+    assert!(config.hooks().is_empty());
+    assert!(config.files().iter().all(|f| !f.found));
+}
+
+#[test]
+fn global_programs_resolve_against_the_global_config_dir() {
+    let fx = Fixture::new();
+    let script = fx.global_script("g.sh", "#!/bin/sh\n");
+    fx.global_hooks(json!([{"name": "g", "command": [script]}]));
+    let config = Config::load(Some(&fx.global()), None).unwrap();
+    let BindingSpec::Subprocess { program, cwd, .. } = &config.hooks()[0].binding else {
+        panic!()
+    };
+    assert!(program.starts_with(fx.global()));
+    assert_eq!(cwd, &fx.global());
+}

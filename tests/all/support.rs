@@ -1,0 +1,170 @@
+//! Shared helpers: temporary workspaces with real hook scripts, and
+//! interceptors that record what they saw.
+
+use serde_json::{Value, json};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use tempfile::TempDir;
+use toolgate::{
+    Answer, BoxError, Config, HookRequest, HookRunner, Interceptor, Outcome, RunRecord,
+};
+
+/// A temporary directory holding a workspace (`ws/`) and a global config
+/// directory (`global/`), each with hook scripts and a hooks.json.
+pub struct Fixture {
+    pub dir: TempDir,
+}
+
+impl Fixture {
+    pub fn new() -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir_all(dir.path().join("ws/.toolgate")).unwrap();
+        std::fs::create_dir_all(dir.path().join("global")).unwrap();
+        Fixture { dir }
+    }
+
+    pub fn workspace(&self) -> PathBuf {
+        self.dir.path().join("ws")
+    }
+
+    pub fn global(&self) -> PathBuf {
+        self.dir.path().join("global")
+    }
+
+    /// A path inside the fixture for a hook to leave evidence in.
+    pub fn marker(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// Writes an executable script under the workspace and returns its
+    /// workspace-relative path (`./name`).
+    pub fn script(&self, name: &str, body: &str) -> String {
+        write_executable(&self.workspace().join(name), body);
+        format!("./{name}")
+    }
+
+    /// Writes an executable script under the global config directory.
+    pub fn global_script(&self, name: &str, body: &str) -> String {
+        write_executable(&self.global().join(name), body);
+        format!("./{name}")
+    }
+
+    /// Writes the workspace hooks.json with these hooks.
+    pub fn workspace_hooks(&self, hooks: Value) -> &Self {
+        let text = json!({"schema": 1, "hooks": hooks}).to_string();
+        std::fs::write(self.workspace().join(".toolgate/hooks.json"), text).unwrap();
+        self
+    }
+
+    /// Writes the global hooks.json with these hooks.
+    pub fn global_hooks(&self, hooks: Value) -> &Self {
+        let text = json!({"schema": 1, "hooks": hooks}).to_string();
+        std::fs::write(self.global().join("hooks.json"), text).unwrap();
+        self
+    }
+
+    /// Writes raw text as the workspace hooks.json.
+    pub fn workspace_raw(&self, text: &str) -> PathBuf {
+        let path = self.workspace().join(".toolgate/hooks.json");
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    /// Loads both configs.
+    pub fn config(&self) -> Config {
+        Config::load(Some(&self.global()), Some(&self.workspace())).expect("config loads")
+    }
+
+    /// A runner over both configs and no interceptors.
+    pub fn runner(&self) -> HookRunner {
+        HookRunner::builder().config(self.config()).build()
+    }
+}
+
+pub fn write_executable(path: &Path, body: &str) {
+    std::fs::write(path, body).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// A python3 hook that appends its own name to `input.trace` and answers
+/// `modify`: proves order and threading at once.
+pub const TRACE_HOOK: &str = r#"#!/usr/bin/env python3
+import json, sys
+req = json.load(sys.stdin)
+inp = req["input"]
+inp.setdefault("trace", []).append(req["hook"])
+print(json.dumps({"decision": "modify", "input": inp}))
+"#;
+
+/// A shell hook that prints a fixed answer.
+pub fn answer_script(answer: &Value) -> String {
+    format!(
+        "#!/bin/sh\ncat > /dev/null\nprintf '%s\\n' '{}'\n",
+        answer.to_string().replace('\'', r"'\''")
+    )
+}
+
+/// A shell hook that leaves a marker file, then allows.
+pub fn marker_script(marker: &Path) -> String {
+    format!(
+        "#!/bin/sh\ncat > /dev/null\ntouch '{}'\necho '{{\"decision\":\"allow\"}}'\n",
+        marker.display()
+    )
+}
+
+/// An interceptor that answers from a closure and logs every request.
+pub struct Scripted<F> {
+    pub seen: Arc<Mutex<Vec<Value>>>,
+    pub answer: F,
+}
+
+pub fn scripted<F>(answer: F) -> (Scripted<F>, Arc<Mutex<Vec<Value>>>)
+where
+    F: Fn(&HookRequest<'_>) -> Result<Answer, BoxError> + Send + Sync + 'static,
+{
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    (
+        Scripted {
+            seen: seen.clone(),
+            answer,
+        },
+        seen,
+    )
+}
+
+#[async_trait::async_trait]
+impl<F> Interceptor for Scripted<F>
+where
+    F: Fn(&HookRequest<'_>) -> Result<Answer, BoxError> + Send + Sync + 'static,
+{
+    async fn pre_tool_use(&self, request: &HookRequest<'_>) -> Result<Answer, BoxError> {
+        self.seen
+            .lock()
+            .unwrap()
+            .push(serde_json::to_value(request).unwrap());
+        (self.answer)(request)
+    }
+
+    async fn post_tool_use(&self, request: &HookRequest<'_>) -> Result<Answer, BoxError> {
+        self.seen
+            .lock()
+            .unwrap()
+            .push(serde_json::to_value(request).unwrap());
+        (self.answer)(request)
+    }
+}
+
+/// The record for the hook with this name.
+pub fn record<'a>(outcome: &'a Outcome, name: &str) -> &'a RunRecord {
+    outcome
+        .runs
+        .iter()
+        .find(|r| r.name == name)
+        .unwrap_or_else(|| panic!("no run record for {name}: {:#?}", outcome.runs))
+}
+
+/// Names of the participants that ran, in order.
+pub fn ran(outcome: &Outcome) -> Vec<&str> {
+    outcome.runs.iter().map(|r| r.name.as_str()).collect()
+}
