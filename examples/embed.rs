@@ -106,7 +106,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         let scratch = scratch.path().to_owned();
         let key = secret.clone();
         let call = runner
-            .call(request, |input| async move { shell(input, &scratch, &key).await })
+            .call(request, |input| async move {
+                shell(input, &scratch, &key).await
+            })
             .await;
 
         println!("\n#{} model asked: {}", i + 1, input["command"]);
@@ -123,13 +125,26 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             println!("   tool ran with: {}", input["command"]);
         }
         println!("   tool ran: {}", call.tool_ran);
-        let shown = call.shown.output.as_str().map(str::to_owned).unwrap_or_else(|| call.shown.output.to_string());
+        let shown = call
+            .shown
+            .output
+            .as_str()
+            .map(str::to_owned)
+            .unwrap_or_else(|| call.shown.output.to_string());
         let shown = shown.trim_end();
-        let preview: String = shown.chars().take(100).collect::<String>().replace('\n', " ⏎ ");
+        let preview: String = shown
+            .chars()
+            .take(100)
+            .collect::<String>()
+            .replace('\n', " ⏎ ");
         println!(
             "   model sees{}: {preview}{}",
             if call.shown.is_error { " (error)" } else { "" },
-            if shown.chars().count() > 100 { "…" } else { "" }
+            if shown.chars().count() > 100 {
+                "…"
+            } else {
+                ""
+            }
         );
         if let Some(context) = call.context() {
             println!("   context: {context}");
@@ -142,7 +157,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .map(|r| format!("{}:{:?}:{}µs", r.name, r.verdict, r.duration.as_micros()))
             .collect();
         println!("   runs: {}", runs.join(", "));
-        assert!(!shown.contains(&secret), "the secret never reaches the model");
+        assert!(
+            !shown.contains(&secret),
+            "the secret never reaches the model"
+        );
     }
     Ok(())
 }

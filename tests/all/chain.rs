@@ -350,7 +350,7 @@ async fn post_modify_is_a_hook_error_and_the_failure_policy_applies() {
         .post_tool_use(&Request::post("t", json!({}), ToolResult::ok(1)))
         .await;
     assert_eq!(
-        record(&outcome, "bad").failure.as_ref().unwrap().kind,
+        failure_kind(&outcome, "bad"),
         toolgate::FailureKind::UnusableRewrite
     );
     assert!(!outcome.may_proceed());

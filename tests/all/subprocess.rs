@@ -394,10 +394,7 @@ async fn a_grandchild_holding_stdout_cannot_hold_the_call() {
         "held for {:?}",
         started.elapsed()
     );
-    assert_eq!(
-        record(&outcome, "bg-hang").failure.as_ref().unwrap().kind,
-        FailureKind::TimedOut
-    );
+    assert_eq!(failure_kind(&outcome, "bg-hang"), FailureKind::TimedOut);
 }
 
 #[tokio::test]
@@ -408,14 +405,7 @@ async fn exiting_non_zero_is_a_failure_whatever_it_printed() {
         FailureKind::ExitedNonZero,
     )
     .await;
-    assert!(
-        record(&outcome, "h")
-            .failure
-            .as_ref()
-            .unwrap()
-            .message
-            .contains("exit code 3")
-    );
+    assert!(failure_message(&outcome, "h").contains("exit code 3"));
 }
 
 #[tokio::test]
@@ -426,14 +416,7 @@ async fn being_killed_by_a_signal_is_exiting_non_zero() {
         FailureKind::ExitedNonZero,
     )
     .await;
-    assert!(
-        record(&outcome, "h")
-            .failure
-            .as_ref()
-            .unwrap()
-            .message
-            .contains("SIGSEGV")
-    );
+    assert!(failure_message(&outcome, "h").contains("SIGSEGV"));
 }
 
 #[tokio::test]
@@ -454,14 +437,7 @@ async fn printing_non_json_is_not_a_decision() {
         FailureKind::NotADecision,
     )
     .await;
-    assert!(
-        record(&outcome, "h")
-            .failure
-            .as_ref()
-            .unwrap()
-            .message
-            .contains("looks fine to me")
-    );
+    assert!(failure_message(&outcome, "h").contains("looks fine to me"));
 }
 
 #[tokio::test]
@@ -482,14 +458,7 @@ async fn printing_an_unknown_decision_is_not_a_decision() {
         FailureKind::NotADecision,
     )
     .await;
-    assert!(
-        record(&outcome, "h")
-            .failure
-            .as_ref()
-            .unwrap()
-            .message
-            .contains("\"maybe\"")
-    );
+    assert!(failure_message(&outcome, "h").contains("\"maybe\""));
 }
 
 #[tokio::test]
@@ -523,7 +492,7 @@ async fn flooding_stdout_is_oversized_output_with_bounded_memory() {
         "{:?}",
         started.elapsed()
     );
-    let message = &record(&outcome, "h").failure.as_ref().unwrap().message;
+    let message = &failure_message(&outcome, "h");
     assert!(
         message.contains(&toolgate::limits::STDOUT_CAP.to_string()),
         "{message}"
@@ -664,4 +633,35 @@ print(json.dumps({"decision": "deny", "reason": str(req["input"]["n"])}))
             }
         );
     }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn waiting_for_a_hook_never_blocks_the_async_runtime() {
+    // One thread runs both the chain and a ticker: if waiting for the hook
+    // blocked that thread, the ticker could not tick while the hook sleeps.
+    let fx = Fixture::new();
+    let hook = fx.script(
+        "slow.sh",
+        "#!/bin/sh\ncat >/dev/null\nsleep 0.5\necho '{\"decision\":\"allow\"}'\n",
+    );
+    fx.workspace_hooks(json!([{"name": "slow", "command": [&hook]}]));
+    let runner = fx.runner();
+    let ticker = tokio::spawn(async {
+        let mut ticks = 0u32;
+        loop {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            ticks += 1;
+            if ticks == 1_000 {
+                return ticks;
+            }
+        }
+    });
+    let started = Instant::now();
+    let outcome = runner.pre_tool_use(&Request::pre("t", json!({}))).await;
+    let waited = started.elapsed();
+    assert_eq!(outcome.verdict, Verdict::Allow);
+    assert!(!ticker.is_finished());
+    ticker.abort();
+    // The hook took at least 0.5 s; the runtime stayed free the whole time.
+    assert!(waited >= Duration::from_millis(500));
 }

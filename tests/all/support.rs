@@ -168,3 +168,21 @@ pub fn record<'a>(outcome: &'a Outcome, name: &str) -> &'a RunRecord {
 pub fn ran(outcome: &Outcome) -> Vec<&str> {
     outcome.runs.iter().map(|r| r.name.as_str()).collect()
 }
+
+/// The failure message recorded for the hook with this name.
+pub fn failure_message<'a>(outcome: &'a Outcome, name: &str) -> &'a str {
+    let rec = record(outcome, name);
+    match &rec.failure {
+        Some(f) => &f.message,
+        None => panic!("{name} did not fail: {rec:#?}"),
+    }
+}
+
+/// The failure kind recorded for the hook with this name.
+pub fn failure_kind(outcome: &Outcome, name: &str) -> toolgate::FailureKind {
+    let rec = record(outcome, name);
+    match &rec.failure {
+        Some(f) => f.kind,
+        None => panic!("{name} did not fail: {rec:#?}"),
+    }
+}
