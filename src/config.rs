@@ -38,6 +38,7 @@ use crate::contract::Event;
 use crate::failure::OnFailure;
 use crate::process::{self, CommandHook};
 use crate::runner::{BindingKind, Participant, Source, ToolFilter};
+use crate::wasm::{self, ComponentInfo, WasmHook};
 use regex::Regex;
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -62,6 +63,9 @@ pub const WORKSPACE_FILE: &str = ".toolgate/hooks.json";
 const HOOK_FIELDS: &[&str] = &[
     "name",
     "command",
+    "wasm",
+    "fuel",
+    "memory_mb",
     "event",
     "tools",
     "matcher",
@@ -121,6 +125,20 @@ pub enum BindingSpec {
         /// The working directory it runs in (the config's root).
         cwd: PathBuf,
     },
+    /// A WebAssembly component.
+    Wasm {
+        /// The component file, resolved against the config's root.
+        wasm: PathBuf,
+        /// Fuel per call.
+        fuel: u64,
+        /// Linear-memory limit per call, in MiB.
+        memory_mb: u64,
+        /// What loading it found (size, cache, imports).
+        component: ComponentInfo,
+        /// The compiled, pre-instantiated component.
+        #[serde(skip)]
+        loaded: Arc<WasmHook>,
+    },
 }
 
 impl HookSpec {
@@ -128,12 +146,13 @@ impl HookSpec {
     pub fn binding_kind(&self) -> BindingKind {
         match self.binding {
             BindingSpec::Subprocess { .. } => BindingKind::Subprocess,
+            BindingSpec::Wasm { .. } => BindingKind::Wasm,
         }
     }
 
     fn into_participant(self) -> Participant {
         let binding = self.binding_kind();
-        let decider = match self.binding {
+        let decider: Arc<dyn crate::runner::Decider> = match self.binding {
             BindingSpec::Subprocess {
                 command,
                 program,
@@ -144,6 +163,7 @@ impl HookSpec {
                 cwd,
                 limits: process::limits(Duration::from_millis(self.timeout_ms)),
             }),
+            BindingSpec::Wasm { loaded, .. } => loaded,
         };
         Participant {
             name: self.name,
@@ -499,13 +519,69 @@ fn parse_hook(
             ctx.problem(key, unknown_field(key, HOOK_FIELDS));
         }
     }
-    let binding = parse_command(&obj, root, ctx);
+    let is_wasm = match (obj.contains_key("command"), obj.contains_key("wasm")) {
+        (true, true) => {
+            ctx.problem(
+                "wasm",
+                "a hook has either `command` (argv) or `wasm` (a component), not both",
+            );
+            return None;
+        }
+        (false, true) => true,
+        (_, false) => false,
+    };
+    let default_timeout = if is_wasm {
+        wasm::DEFAULT_TIMEOUT_MS
+    } else {
+        DEFAULT_TIMEOUT_MS
+    };
     let events = parse_events(obj.get("event"), ctx);
     let tools = parse_tools(obj.get("tools"), ctx);
     let (matcher, compiled_matcher) = parse_matcher(obj.get("matcher"), ctx);
-    let timeout_ms = parse_timeout(obj.get("timeout_ms"), ctx);
+    let timeout_ms = parse_timeout(obj.get("timeout_ms"), default_timeout, ctx);
     let on_failure = parse_on_failure(obj.get("on_failure"), ctx);
     let config = obj.get("config").cloned();
+    let binding = if is_wasm {
+        let fuel = parse_bounded(
+            obj.get("fuel"),
+            "fuel",
+            1,
+            wasm::MAX_FUEL,
+            wasm::DEFAULT_FUEL,
+            ctx,
+        );
+        let memory_mb = parse_bounded(
+            obj.get("memory_mb"),
+            "memory_mb",
+            1,
+            wasm::MAX_MEMORY_MB,
+            wasm::DEFAULT_MEMORY_MB,
+            ctx,
+        );
+        // Compile only a hook whose every other field is valid.
+        match (fuel, memory_mb, timeout_ms, ctx.problems.is_empty()) {
+            (Some(fuel), Some(memory_mb), Some(timeout_ms), true) => parse_wasm(
+                &obj,
+                root,
+                fuel,
+                memory_mb,
+                timeout_ms,
+                config.as_ref(),
+                ctx,
+            ),
+            _ => None,
+        }
+    } else {
+        for field in ["fuel", "memory_mb"] {
+            if obj.contains_key(field) {
+                ctx.problem(
+                    field,
+                    "only for `wasm` hooks; a command hook is bounded by `timeout_ms`",
+                );
+            }
+        }
+        parse_command(&obj, root, ctx)
+    };
     Some(HookSpec {
         name: name?,
         source,
@@ -531,7 +607,8 @@ fn parse_command(
         None => {
             ctx.problem(
                 "command",
-                "missing; give the hook's argv, e.g. [\"./hooks/guard.py\"]",
+                "missing; give `command` (an argv such as [\"./hooks/guard.py\"]) \
+                 or `wasm` (a component such as \"hooks/guard.wasm\")",
             );
             return None;
         }
@@ -608,6 +685,87 @@ fn parse_command(
         program,
         cwd: root.to_owned(),
     })
+}
+
+fn parse_wasm(
+    obj: &Map<String, Value>,
+    root: &Path,
+    fuel: u64,
+    memory_mb: u64,
+    timeout_ms: u64,
+    config: Option<&Value>,
+    ctx: &mut HookCtx<'_>,
+) -> Option<BindingSpec> {
+    let written = match obj.get("wasm") {
+        Some(Value::String(s)) if !s.is_empty() => s,
+        Some(other) => {
+            ctx.problem(
+                "wasm",
+                format!("expected the path of a component, got {other}"),
+            );
+            return None;
+        }
+        None => return None,
+    };
+    let path = root.join(written);
+    if !path.is_file() {
+        ctx.problem(
+            "wasm",
+            format!(
+                "component {written:?} not found (resolved to {}; relative paths resolve \
+                 against {})",
+                path.display(),
+                root.display()
+            ),
+        );
+        return None;
+    }
+    match wasm::load(&path, fuel, memory_mb, timeout_ms, config) {
+        Ok((loaded, component)) => Some(BindingSpec::Wasm {
+            wasm: path,
+            fuel,
+            memory_mb,
+            component,
+            loaded: Arc::new(loaded),
+        }),
+        Err(e) => {
+            ctx.problem("wasm", e.to_string());
+            None
+        }
+    }
+}
+
+fn parse_bounded(
+    value: Option<&Value>,
+    field: &str,
+    min: u64,
+    max: u64,
+    default: u64,
+    ctx: &mut HookCtx<'_>,
+) -> Option<u64> {
+    match value {
+        None => Some(default),
+        Some(Value::Number(n)) => match n.as_u64() {
+            Some(v) if (min..=max).contains(&v) => Some(v),
+            _ => {
+                ctx.problem(
+                    field,
+                    format!("{n} is out of range; expected a whole number in {min}..={max}"),
+                );
+                None
+            }
+        },
+        Some(other) => {
+            ctx.problem(
+                field,
+                format!(
+                    "expected a whole number in {min}..={max}, got {}",
+                    type_name(other)
+                ),
+            );
+            None
+        }
+    }
 }
 
 fn parse_events(value: Option<&Value>, ctx: &mut HookCtx<'_>) -> Option<Vec<Event>> {
@@ -712,10 +870,10 @@ fn parse_matcher(
     }
 }
 
-fn parse_timeout(value: Option<&Value>, ctx: &mut HookCtx<'_>) -> Option<u64> {
+fn parse_timeout(value: Option<&Value>, default: u64, ctx: &mut HookCtx<'_>) -> Option<u64> {
     let range = format!("{MIN_TIMEOUT_MS}..={MAX_TIMEOUT_MS} ms");
     match value {
-        None => Some(DEFAULT_TIMEOUT_MS),
+        None => Some(default),
         Some(Value::Number(n)) => match n.as_u64() {
             Some(ms) if (MIN_TIMEOUT_MS..=MAX_TIMEOUT_MS).contains(&ms) => Some(ms),
             _ => {

@@ -115,6 +115,31 @@ pub enum HookFailure {
         /// The panic message, if it was a string.
         message: String,
     },
+    /// A WebAssembly guest used up its fuel budget.
+    #[error("ran out of fuel (its `fuel` budget)")]
+    OutOfFuel,
+    /// A WebAssembly guest tried to grow its memory past `memory_mb`.
+    #[error("hit its memory limit: {message}")]
+    MemoryLimit {
+        /// What it asked for.
+        message: String,
+    },
+    /// A WebAssembly guest exhausted its stack (unbounded recursion).
+    #[error("overflowed its stack")]
+    StackOverflow,
+    /// A WebAssembly guest trapped (`unreachable`, out-of-bounds access, a
+    /// language-level panic, …).
+    #[error("trapped: {message}")]
+    Trap {
+        /// The trap, with the guest backtrace where available.
+        message: String,
+    },
+    /// A WebAssembly guest returned its `err(message)`: it could not decide.
+    #[error("returned an error: {message}")]
+    GuestError {
+        /// The guest's message (for the operator).
+        message: String,
+    },
 }
 
 impl HookFailure {
@@ -130,6 +155,11 @@ impl HookFailure {
             HookFailure::UnusableRewrite { .. } => FailureKind::UnusableRewrite,
             HookFailure::InterceptorError { .. } => FailureKind::InterceptorError,
             HookFailure::InterceptorPanic { .. } => FailureKind::InterceptorPanic,
+            HookFailure::OutOfFuel => FailureKind::OutOfFuel,
+            HookFailure::MemoryLimit { .. } => FailureKind::MemoryLimit,
+            HookFailure::StackOverflow => FailureKind::StackOverflow,
+            HookFailure::Trap { .. } => FailureKind::Trap,
+            HookFailure::GuestError { .. } => FailureKind::GuestError,
         }
     }
 }
@@ -157,6 +187,16 @@ pub enum FailureKind {
     InterceptorError,
     /// See [`HookFailure::InterceptorPanic`].
     InterceptorPanic,
+    /// See [`HookFailure::OutOfFuel`].
+    OutOfFuel,
+    /// See [`HookFailure::MemoryLimit`].
+    MemoryLimit,
+    /// See [`HookFailure::StackOverflow`].
+    StackOverflow,
+    /// See [`HookFailure::Trap`].
+    Trap,
+    /// See [`HookFailure::GuestError`].
+    GuestError,
 }
 
 impl FailureKind {
@@ -172,6 +212,11 @@ impl FailureKind {
             FailureKind::UnusableRewrite => "unusable_rewrite",
             FailureKind::InterceptorError => "interceptor_error",
             FailureKind::InterceptorPanic => "interceptor_panic",
+            FailureKind::OutOfFuel => "out_of_fuel",
+            FailureKind::MemoryLimit => "memory_limit",
+            FailureKind::StackOverflow => "stack_overflow",
+            FailureKind::Trap => "trap",
+            FailureKind::GuestError => "guest_error",
         }
     }
 }

@@ -10,7 +10,9 @@
 //!   that need the host's state;
 //! - **subprocess** — an argv command reading one JSON request on stdin and
 //!   printing one JSON answer ([`wire`] v1), for existing scripts;
-//! - **WebAssembly component** — next: sandboxed, microsecond guards.
+//! - **WebAssembly component** — a component built against `wit/hook.wit`,
+//!   run in wasmtime in a fresh sandbox per call with fuel, memory and
+//!   wall-clock limits and no ambient authority.
 //!
 //! # Why
 //!
@@ -30,6 +32,7 @@
 //! | `interceptor` | the in-process binding |
 //! | `process` | the subprocess binding and its supervision |
 //! | [`wire`] | the subprocess JSON encoding (wire v1) |
+//! | [`wasm`] | the component binding: engine, compile cache, limits, WIT bindings |
 //! | [`config`] | hooks.json: parse, validate, discover, load |
 //!
 //! ```no_run
@@ -57,6 +60,7 @@ mod failure;
 mod interceptor;
 mod process;
 pub mod runner;
+pub mod wasm;
 pub mod wire;
 
 pub use config::{Config, ConfigError};

@@ -64,6 +64,8 @@ pub enum BindingKind {
     InProcess,
     /// An argv command, wire v1 on stdin/stdout.
     Subprocess,
+    /// A WebAssembly component, fresh sandbox per call.
+    Wasm,
 }
 
 impl BindingKind {
@@ -72,6 +74,7 @@ impl BindingKind {
         match self {
             BindingKind::InProcess => "in_process",
             BindingKind::Subprocess => "subprocess",
+            BindingKind::Wasm => "wasm",
         }
     }
 }
@@ -144,6 +147,8 @@ pub(crate) struct Reply {
     pub(crate) diagnostics: Option<String>,
     /// Something the binding noticed that the operator should know.
     pub(crate) warning: Option<String>,
+    /// Fuel the call consumed, where the binding meters it.
+    pub(crate) fuel_used: Option<u64>,
 }
 
 impl From<Result<Answer, HookFailure>> for Reply {
@@ -152,6 +157,7 @@ impl From<Result<Answer, HookFailure>> for Reply {
             answer,
             diagnostics: None,
             warning: None,
+            fuel_used: None,
         }
     }
 }
@@ -214,7 +220,7 @@ pub struct RunRecord {
     pub diagnostics: Option<String>,
 }
 
-fn micros<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+pub(crate) fn micros<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_u64(u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
 }
 
@@ -814,7 +820,7 @@ async fn consult(
         reason: None,
         failure: None,
         duration,
-        fuel_used: None,
+        fuel_used: reply.fuel_used,
         warning: None,
         diagnostics: reply.diagnostics,
     };

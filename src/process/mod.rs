@@ -76,6 +76,7 @@ impl Decider for CommandHook {
             answer,
             diagnostics: (!diagnostics.trim().is_empty()).then_some(diagnostics),
             warning: ran.warning,
+            fuel_used: None,
         }
     }
 }

@@ -6,6 +6,8 @@
 mod chain;
 mod cli;
 mod config;
+mod guests;
 mod interceptor;
 mod subprocess;
 mod support;
+mod wasm;

@@ -1,0 +1,218 @@
+//! One wasmtime `Engine` per process, its `Linker`, and the epoch ticker.
+//!
+//! # Why these settings
+//!
+//! - **Fuel** is the primary limit: deterministic, instruction-counted, and
+//!   reported per call, so a guard's cost is the same on a busy laptop and an
+//!   idle server (the model Shopify Functions use).
+//! - **Epoch interruption** is the wall-clock backstop, ticked every
+//!   millisecond from a dedicated thread that sleeps when no guest is running.
+//!   At each tick a running guest yields to the async executor, so a guest
+//!   never holds a runtime worker thread for more than a tick; once its
+//!   deadline passes it traps.
+//! - **Pooling allocator with copy-on-write memory images** makes a fresh
+//!   instance per call cheap (slots are reused; initial memory is mapped, not
+//!   copied; a little memory is kept resident between uses instead of being
+//!   returned to the kernel). If the machine refuses the pool's virtual
+//!   reservation, the engine falls back to on-demand allocation and says why
+//!   (`TOOLGATE_WASM_ALLOCATOR=on-demand` forces that).
+//! - **An explicit max wasm stack** so unbounded recursion is a clean
+//!   `stack_overflow`, not a crash; fiber stacks are sized above it.
+//! - **No component-model concurrency**: the hook world is synchronous, and
+//!   turning it off keeps per-call overhead down.
+
+use super::host::HostState;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::time::Duration;
+use wasmtime::component::Linker;
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+
+/// Max wasm stack per call.
+pub const MAX_WASM_STACK: usize = 512 * 1024;
+/// Largest `memory_mb` a hook may ask for.
+pub const MAX_MEMORY_MB: u64 = 4096;
+/// How often the epoch advances while guests run.
+pub const EPOCH_TICK: Duration = Duration::from_millis(1);
+/// Concurrent component instances the pool holds.
+const POOL_INSTANCES: u32 = 256;
+
+/// Which instance allocator the engine ended up with, and why.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct AllocatorInfo {
+    /// `pooling` or `on_demand`.
+    pub kind: &'static str,
+    /// Why on-demand was used, when it was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fallback_reason: Option<String>,
+}
+
+/// The process-wide WebAssembly runtime.
+pub(crate) struct Runtime {
+    pub(crate) engine: Engine,
+    pub(crate) linker: Linker<HostState>,
+    pub(crate) allocator: AllocatorInfo,
+    ticker: Arc<Ticker>,
+}
+
+static RUNTIME: OnceLock<Result<Arc<Runtime>, String>> = OnceLock::new();
+
+/// The shared runtime, created on first use.
+pub(crate) fn runtime() -> Result<Arc<Runtime>, String> {
+    RUNTIME.get_or_init(|| Runtime::new().map(Arc::new)).clone()
+}
+
+fn base_config() -> Config {
+    let mut config = Config::new();
+    config
+        .wasm_component_model(true)
+        .consume_fuel(true)
+        .epoch_interruption(true)
+        .max_wasm_stack(MAX_WASM_STACK)
+        .concurrency_support(false)
+        .memory_init_cow(true)
+        .cranelift_opt_level(wasmtime::OptLevel::Speed);
+    config
+}
+
+fn pooling() -> PoolingAllocationConfig {
+    let mut pool = PoolingAllocationConfig::new();
+    pool.total_component_instances(POOL_INSTANCES)
+        .total_core_instances(POOL_INSTANCES * 8)
+        .max_core_instances_per_component(64)
+        .total_memories(POOL_INSTANCES * 2)
+        .max_memories_per_component(8)
+        .total_tables(POOL_INSTANCES * 4)
+        .max_tables_per_component(16)
+        .table_elements(100_000)
+        .total_stacks(POOL_INSTANCES)
+        .max_memory_size((MAX_MEMORY_MB as usize) << 20)
+        .max_core_instance_size(4 << 20)
+        .linear_memory_keep_resident(1 << 20)
+        .table_keep_resident(64 << 10);
+    pool
+}
+
+impl Runtime {
+    fn new() -> Result<Runtime, String> {
+        let forced = std::env::var("TOOLGATE_WASM_ALLOCATOR").ok();
+        let (engine, allocator) = match forced.as_deref() {
+            Some("on-demand") => (
+                on_demand()?,
+                AllocatorInfo {
+                    kind: "on_demand",
+                    fallback_reason: Some("TOOLGATE_WASM_ALLOCATOR=on-demand".into()),
+                },
+            ),
+            _ => {
+                let mut config = base_config();
+                config.allocation_strategy(InstanceAllocationStrategy::Pooling(pooling()));
+                match Engine::new(&config) {
+                    Ok(engine) => (
+                        engine,
+                        AllocatorInfo {
+                            kind: "pooling",
+                            fallback_reason: None,
+                        },
+                    ),
+                    Err(e) => {
+                        let reason = format!("the pooling allocator is unavailable here: {e:#}");
+                        tracing::warn!("{reason}; using on-demand allocation");
+                        (
+                            on_demand()?,
+                            AllocatorInfo {
+                                kind: "on_demand",
+                                fallback_reason: Some(reason),
+                            },
+                        )
+                    }
+                }
+            }
+        };
+        let mut linker = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker)
+            .map_err(|e| format!("linking WASI: {e:#}"))?;
+        let ticker = Ticker::start(engine.clone());
+        Ok(Runtime {
+            engine,
+            linker,
+            allocator,
+            ticker,
+        })
+    }
+
+    /// Marks a guest as running until the guard drops: the epoch ticks only
+    /// while at least one does.
+    pub(crate) fn running(&self) -> RunningGuard {
+        self.ticker.enter();
+        RunningGuard(self.ticker.clone())
+    }
+}
+
+fn on_demand() -> Result<Engine, String> {
+    Engine::new(&base_config()).map_err(|e| format!("creating the wasm engine: {e:#}"))
+}
+
+/// Advances the engine's epoch every [`EPOCH_TICK`] while guests run.
+struct Ticker {
+    running: AtomicUsize,
+    parked: AtomicBool,
+    lock: Mutex<()>,
+    wake: Condvar,
+}
+
+impl Ticker {
+    fn start(engine: Engine) -> Arc<Ticker> {
+        let ticker = Arc::new(Ticker {
+            running: AtomicUsize::new(0),
+            parked: AtomicBool::new(false),
+            lock: Mutex::new(()),
+            wake: Condvar::new(),
+        });
+        let t = ticker.clone();
+        let spawned = std::thread::Builder::new()
+            .name("toolgate-epoch".into())
+            .spawn(move || {
+                loop {
+                    if t.running.load(Ordering::Acquire) == 0 {
+                        let guard = t.lock.lock().unwrap_or_else(|e| e.into_inner());
+                        // Announce the park before re-checking (both SeqCst):
+                        // either this load sees a new guest, or that guest's
+                        // `enter` sees `parked` and notifies under the lock.
+                        t.parked.store(true, Ordering::SeqCst);
+                        if t.running.load(Ordering::SeqCst) == 0 {
+                            let _unused = t.wake.wait(guard);
+                        }
+                        t.parked.store(false, Ordering::SeqCst);
+                        continue;
+                    }
+                    std::thread::sleep(EPOCH_TICK);
+                    engine.increment_epoch();
+                }
+            });
+        if let Err(e) = spawned {
+            // Without a ticker the deadline is still enforced by the async
+            // timeout around each call; only compute-bound guests lose the
+            // per-tick yield.
+            tracing::warn!("could not start the epoch ticker thread: {e}");
+        }
+        ticker
+    }
+
+    fn enter(&self) {
+        // Only a parked ticker needs a wake-up (and its syscall).
+        if self.running.fetch_add(1, Ordering::SeqCst) == 0 && self.parked.load(Ordering::SeqCst) {
+            let _guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+            self.wake.notify_one();
+        }
+    }
+}
+
+/// Keeps the ticker running while a guest call is in flight.
+pub(crate) struct RunningGuard(Arc<Ticker>);
+
+impl Drop for RunningGuard {
+    fn drop(&mut self) {
+        self.0.running.fetch_sub(1, Ordering::AcqRel);
+    }
+}

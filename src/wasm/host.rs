@@ -1,0 +1,216 @@
+//! What a guest's store holds: a WASI context that grants nothing, bounded
+//! log buffers, and the limiter that enforces the hook's memory budget.
+//!
+//! # No ambient authority
+//!
+//! WASI preview 2 is linked only so components built by real toolchains
+//! (componentize-js, componentize-py, Go with an adapter) instantiate. The
+//! context built here has no preopened directories, no environment variables,
+//! no arguments, stdin closed, TCP/UDP and name lookup disabled. A guest that
+//! asks for `/etc/passwd` gets "no such directory"; a guest that opens a
+//! socket gets "access denied". Clocks and random numbers are provided (they
+//! grant no access to anything).
+//!
+//! The context is built lazily, on the guest's first WASI call: a zero-import
+//! component (the recommended build) never pays for it.
+//!
+//! # Guest output
+//!
+//! stdout and stderr go to one bounded buffer per call, shown to the operator
+//! in the run record (sanitised of terminal control sequences), never to the
+//! model. Past the bound, output is counted and dropped — not a trap, so a
+//! chatty guest still decides.
+
+use bytes::Bytes;
+use std::sync::{Arc, Mutex};
+use wasmtime::component::ResourceTable;
+use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
+use wasmtime_wasi::p2::{OutputStream, Pollable, StreamError};
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+/// Guest stdout+stderr kept per call.
+pub(crate) const LOG_CAP: usize = 16 * 1024;
+
+/// The data of one call's store.
+pub(crate) struct HostState {
+    wasi: Option<WasiCtx>,
+    table: ResourceTable,
+    pub(crate) log: GuestLog,
+    pub(crate) limiter: MemoryLimiter,
+    /// When the call must end, checked at every epoch tick.
+    pub(crate) deadline: std::time::Instant,
+}
+
+impl HostState {
+    pub(crate) fn new(memory_limit: usize, deadline: std::time::Instant) -> Self {
+        HostState {
+            wasi: None,
+            table: ResourceTable::new(),
+            log: GuestLog::default(),
+            limiter: MemoryLimiter {
+                limit: memory_limit,
+                hit: false,
+            },
+            deadline,
+        }
+    }
+}
+
+impl WasiView for HostState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        let log = &self.log;
+        let ctx = self.wasi.get_or_insert_with(|| deny_all_ctx(log));
+        WasiCtxView {
+            ctx,
+            table: &mut self.table,
+        }
+    }
+}
+
+fn deny_all_ctx(log: &GuestLog) -> WasiCtx {
+    WasiCtx::builder()
+        .stdout(log.clone())
+        .stderr(log.clone())
+        .allow_tcp(false)
+        .allow_udp(false)
+        .allow_ip_name_lookup(false)
+        .build()
+}
+
+/// Enforces the hook's `memory_mb` and remembers that it did, so the failure
+/// is reported as `memory_limit` rather than as whatever the guest does when
+/// an allocation fails.
+pub(crate) struct MemoryLimiter {
+    limit: usize,
+    pub(crate) hit: bool,
+}
+
+/// Table growth cap (elements), a backstop against table bombs.
+const TABLE_ELEMENTS: usize = 1_000_000;
+
+impl wasmtime::ResourceLimiter for MemoryLimiter {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        if desired > self.limit {
+            self.hit = true;
+            return Err(wasmtime::format_err!(
+                "memory limit: the guest asked for {desired} bytes of linear memory; its limit is {}",
+                self.limit
+            ));
+        }
+        Ok(true)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        Ok(desired <= TABLE_ELEMENTS)
+    }
+}
+
+/// A bounded, shared buffer for guest stdout/stderr.
+#[derive(Clone, Default)]
+pub(crate) struct GuestLog(Arc<Mutex<LogBuf>>);
+
+#[derive(Default)]
+struct LogBuf {
+    kept: Vec<u8>,
+    dropped: usize,
+}
+
+impl GuestLog {
+    fn append(&self, bytes: &[u8]) {
+        // A poisoned lock only means another writer panicked mid-append; the
+        // bytes are still a valid prefix.
+        let mut buf = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let keep = bytes.len().min(LOG_CAP.saturating_sub(buf.kept.len()));
+        buf.kept.extend_from_slice(&bytes[..keep]);
+        buf.dropped += bytes.len() - keep;
+    }
+
+    /// The text for the run record, if the guest wrote anything.
+    pub(crate) fn take(&self) -> Option<String> {
+        let buf = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if buf.kept.is_empty() && buf.dropped == 0 {
+            return None;
+        }
+        let mut text = crate::process::sanitize(&String::from_utf8_lossy(&buf.kept));
+        if buf.dropped > 0 {
+            text.push_str(&format!(
+                "\n[toolgate: guest output truncated, {} more bytes dropped]",
+                buf.dropped
+            ));
+        }
+        Some(text)
+    }
+}
+
+impl IsTerminal for GuestLog {
+    fn is_terminal(&self) -> bool {
+        false
+    }
+}
+
+impl StdoutStream for GuestLog {
+    fn p2_stream(&self) -> Box<dyn OutputStream> {
+        Box::new(self.clone())
+    }
+
+    fn async_stream(&self) -> Box<dyn tokio::io::AsyncWrite + Send + Sync> {
+        Box::new(self.clone())
+    }
+}
+
+#[async_trait::async_trait]
+impl OutputStream for GuestLog {
+    fn write(&mut self, bytes: Bytes) -> Result<(), StreamError> {
+        self.append(&bytes);
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), StreamError> {
+        Ok(())
+    }
+
+    fn check_write(&mut self) -> Result<usize, StreamError> {
+        // Always writable: past the cap, bytes are counted and dropped.
+        Ok(64 * 1024)
+    }
+}
+
+#[async_trait::async_trait]
+impl Pollable for GuestLog {
+    async fn ready(&mut self) {}
+}
+
+impl tokio::io::AsyncWrite for GuestLog {
+    fn poll_write(
+        self: std::pin::Pin<&mut Self>,
+        _cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        self.append(buf);
+        std::task::Poll::Ready(Ok(buf.len()))
+    }
+
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(
+        self: std::pin::Pin<&mut Self>,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+}

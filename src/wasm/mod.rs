@@ -1,0 +1,317 @@
+//! The WebAssembly component binding: portable guards that run in
+//! microseconds, in a fresh sandbox per call, with no ambient authority.
+//!
+//! # Why components, and why a fresh instance per call
+//!
+//! A hook compiled to a component (`wit/hook.wit`, world `toolgate:hook/hook`)
+//! runs without fork/exec, on any machine, in any language that targets the
+//! component model — and it is safe to take from a repository, because it can
+//! do nothing but decide. Each call gets a new `Store` and a new instance from
+//! the hook's `InstancePre`, so no state (a counter, a cache, a secret seen in
+//! an earlier call) survives from one call to the next; the pooling allocator
+//! with copy-on-write memory images keeps that cheap.
+//!
+//! # Limits and the threat each answers
+//!
+//! | limit | default | answers |
+//! |---|---|---|
+//! | `fuel` (instructions, roughly) | [`DEFAULT_FUEL`] | a guest that loops forever or computes too long: `out_of_fuel`, deterministic on any machine |
+//! | `timeout_ms` (wall clock) | [`DEFAULT_TIMEOUT_MS`] | a guest blocked in a host call, or with a huge fuel budget: epoch deadline → `timed_out` |
+//! | `memory_mb` (linear memory) | [`DEFAULT_MEMORY_MB`] | a `memory.grow` bomb exhausting the host: `memory_limit` |
+//! | max wasm stack | 512 KiB | unbounded recursion: `stack_overflow` |
+//! | guest stdout/stderr | 16 KiB kept | log floods: truncated, shown to the operator only |
+//! | WASI | grants nothing | reading files, env, network: not available |
+//!
+//! Fuel consumed is reported in every run record.
+//!
+//! # Results
+//!
+//! The guest's `result<verdict, string>` maps onto the contract: `ok` is an
+//! answer; `err(message)` is a `guest_error` failure (the hook could not
+//! decide) and goes through `on_failure`. A `modify` whose input is not JSON,
+//! or a `replace` whose output is not JSON, is an `unusable_rewrite`.
+
+mod cache;
+mod engine;
+mod host;
+
+pub use cache::{CacheOutcome, default_dir as default_cache_dir, wasmtime_version};
+pub use engine::{AllocatorInfo, EPOCH_TICK, MAX_MEMORY_MB, MAX_WASM_STACK};
+
+use crate::contract::{Answer, Event, HookRequest, ToolResult, Verdict};
+use crate::failure::HookFailure;
+use crate::runner::{Decider, Reply};
+use engine::Runtime;
+use host::HostState;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use wasmtime::Store;
+
+/// Default fuel per call: about 0.1 s of compute, far more than any decision
+/// needs, far less than a runaway loop would take.
+pub const DEFAULT_FUEL: u64 = 100_000_000;
+/// Largest `fuel` a hook may ask for.
+pub const MAX_FUEL: u64 = 100_000_000_000;
+/// Default linear-memory limit per call, in MiB: room for a JS or Python
+/// runtime's heap.
+pub const DEFAULT_MEMORY_MB: u64 = 128;
+/// Default wall-clock backstop for wasm hooks, in ms.
+pub const DEFAULT_TIMEOUT_MS: u64 = 1_000;
+
+mod bindings {
+    wasmtime::component::bindgen!({
+        path: "wit",
+        world: "hook",
+        exports: { default: async },
+    });
+}
+
+use bindings::{Decision, Event as WitEvent, Hook, HookPre, Request as WitRequest};
+
+/// Why a component could not be loaded.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LoadComponentError {
+    /// The file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// The path.
+        path: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The wasm engine could not be created.
+    #[error("the WebAssembly engine is unavailable: {0}")]
+    Engine(String),
+    /// Not a valid component, or compilation failed.
+    #[error("not a loadable WebAssembly component: {0}")]
+    Compile(String),
+    /// It imports something toolgate does not provide, or does not export
+    /// `decide` with toolgate's types.
+    #[error("{0}")]
+    Link(String),
+}
+
+/// What loading a component found, for listings and benchmarks.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct ComponentInfo {
+    /// Size of the component file.
+    pub bytes: u64,
+    /// How the compiled code was obtained.
+    pub cache: CacheOutcome,
+    /// How long loading took (read, hash, compile or deserialize, link).
+    #[serde(rename = "load_us", serialize_with = "crate::runner::micros")]
+    pub load_time: Duration,
+    /// What the component imports (empty for a zero-import build).
+    pub imports: Vec<String>,
+}
+
+/// A loaded, pre-instantiated component hook. Opaque: it is run by the chain.
+pub struct WasmHook {
+    runtime: Arc<Runtime>,
+    pre: HookPre<HostState>,
+    fuel: u64,
+    memory_bytes: usize,
+    timeout: Duration,
+    config_json: Option<String>,
+}
+
+impl std::fmt::Debug for WasmHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WasmHook")
+            .field("fuel", &self.fuel)
+            .field("memory_bytes", &self.memory_bytes)
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Compiles (or fetches from the cache) and pre-instantiates a component.
+pub(crate) fn load(
+    path: &Path,
+    fuel: u64,
+    memory_mb: u64,
+    timeout_ms: u64,
+    config: Option<&serde_json::Value>,
+) -> Result<(WasmHook, ComponentInfo), LoadComponentError> {
+    let started = Instant::now();
+    let runtime = engine::runtime().map_err(LoadComponentError::Engine)?;
+    let bytes = std::fs::read(path).map_err(|source| LoadComponentError::Read {
+        path: path.display().to_string(),
+        source,
+    })?;
+    let cache_dir = cache::default_dir();
+    let (component, outcome) = cache::load(&runtime.engine, cache_dir.as_deref(), &bytes)
+        .map_err(|e| LoadComponentError::Compile(format!("{e:#}")))?;
+    let imports: Vec<String> = component
+        .component_type()
+        .imports(&runtime.engine)
+        .map(|(name, _)| name.to_owned())
+        .collect();
+    let instance_pre = runtime.linker.instantiate_pre(&component).map_err(|e| {
+        LoadComponentError::Link(format!(
+            "the component imports something toolgate does not provide (hooks get \
+                 only WASI preview 2, with nothing granted): {e:#}"
+        ))
+    })?;
+    let pre = HookPre::new(instance_pre).map_err(|e| {
+        LoadComponentError::Link(format!(
+            "the component does not export toolgate:hook@0.1.0's `decide`: {e:#}"
+        ))
+    })?;
+    let info = ComponentInfo {
+        bytes: bytes.len() as u64,
+        cache: outcome,
+        load_time: started.elapsed(),
+        imports,
+    };
+    let hook = WasmHook {
+        runtime,
+        pre,
+        fuel,
+        memory_bytes: usize::try_from(memory_mb << 20).unwrap_or(usize::MAX),
+        timeout: Duration::from_millis(timeout_ms),
+        config_json: config.map(|c| c.to_string()),
+    };
+    Ok((hook, info))
+}
+
+/// Engine facts for reports: allocator, limits, versions.
+pub fn engine_info() -> Result<serde_json::Value, String> {
+    let runtime = engine::runtime()?;
+    Ok(serde_json::json!({
+        "wasmtime": wasmtime_version(),
+        "allocator": runtime.allocator,
+        "fuel": true,
+        "epoch_tick_ms": EPOCH_TICK.as_millis() as u64,
+        "max_wasm_stack": MAX_WASM_STACK,
+        "cache_dir": default_cache_dir(),
+    }))
+}
+
+#[async_trait::async_trait]
+impl Decider for WasmHook {
+    async fn decide(&self, request: &HookRequest<'_>) -> Reply {
+        let _running = self.runtime.running();
+        let deadline = Instant::now() + self.timeout;
+        let mut store = Store::new(
+            &self.runtime.engine,
+            HostState::new(self.memory_bytes, deadline),
+        );
+        store.limiter(|state| &mut state.limiter);
+        if let Err(e) = store.set_fuel(self.fuel) {
+            return Reply::from(Err(HookFailure::Trap {
+                message: format!("{e:#}"),
+            }));
+        }
+        store.set_epoch_deadline(1);
+        store.epoch_deadline_callback(|ctx| {
+            if Instant::now() >= ctx.data().deadline {
+                Ok(wasmtime::UpdateDeadline::Interrupt)
+            } else {
+                Ok(wasmtime::UpdateDeadline::Yield(1))
+            }
+        });
+
+        let wit_request = to_wit(request, self.config_json.as_deref());
+        let call = async {
+            let hook: Hook = self.pre.instantiate_async(&mut store).await?;
+            hook.call_decide(&mut store, &wit_request).await
+        };
+        // The epoch callback stops a computing guest; this stops one blocked
+        // in a host call (a WASI poll), where no epoch check runs.
+        let result = tokio::time::timeout(self.timeout + EPOCH_TICK * 2, call).await;
+        let answer = match result {
+            Err(_elapsed) => Err(timed_out(self.timeout)),
+            Ok(Ok(Ok(verdict))) => from_wit(verdict),
+            Ok(Ok(Err(message))) => Err(HookFailure::GuestError { message }),
+            Ok(Err(error)) => Err(classify(&error, store.data().limiter.hit, self.timeout)),
+        };
+        Reply {
+            answer,
+            diagnostics: store.data().log.take(),
+            warning: None,
+            fuel_used: store
+                .get_fuel()
+                .ok()
+                .map(|left| self.fuel.saturating_sub(left)),
+        }
+    }
+}
+
+fn timed_out(timeout: Duration) -> HookFailure {
+    HookFailure::TimedOut {
+        timeout_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
+        escalated: false,
+    }
+}
+
+/// Names a trap or host error from a guest call.
+fn classify(error: &wasmtime::Error, memory_limit_hit: bool, timeout: Duration) -> HookFailure {
+    if memory_limit_hit {
+        return HookFailure::MemoryLimit {
+            message: format!("{error:#}"),
+        };
+    }
+    match error.downcast_ref::<wasmtime::Trap>() {
+        Some(wasmtime::Trap::OutOfFuel) => HookFailure::OutOfFuel,
+        Some(wasmtime::Trap::StackOverflow) => HookFailure::StackOverflow,
+        Some(wasmtime::Trap::Interrupt) => timed_out(timeout),
+        _ => HookFailure::Trap {
+            message: format!("{error:#}"),
+        },
+    }
+}
+
+fn to_wit(request: &HookRequest<'_>, config: Option<&str>) -> WitRequest {
+    WitRequest {
+        event: match request.event {
+            Event::PreToolUse => WitEvent::PreToolUse,
+            Event::PostToolUse => WitEvent::PostToolUse,
+        },
+        hook: request.hook.to_owned(),
+        tool: request.tool.to_owned(),
+        input: request.input.to_string(),
+        result: request.result.map(|r| bindings::ToolResult {
+            output: r.output.to_string(),
+            is_error: r.is_error,
+        }),
+        session_id: request.session_id.map(str::to_owned),
+        turn_id: request.turn_id.map(str::to_owned),
+        tool_call_id: request.tool_call_id.map(str::to_owned),
+        cwd: request.cwd.map(str::to_owned),
+        config: config.map(str::to_owned),
+    }
+}
+
+fn from_wit(verdict: bindings::Verdict) -> Result<Answer, HookFailure> {
+    let unusable = |what: &str, e: serde_json::Error| HookFailure::UnusableRewrite {
+        detail: format!("{what} is not JSON: {e}"),
+    };
+    let verdict_ = match verdict.decision {
+        Decision::Allow => Verdict::Allow,
+        Decision::Deny(reason) => Verdict::Deny {
+            reason: if reason.trim().is_empty() {
+                "denied by a hook that gave no reason".to_owned()
+            } else {
+                reason
+            },
+        },
+        Decision::Modify(input) => Verdict::Modify {
+            input: serde_json::from_str(&input).map_err(|e| unusable("the `modify` input", e))?,
+        },
+        Decision::Replace(result) => Verdict::Replace {
+            result: ToolResult {
+                output: serde_json::from_str(&result.output)
+                    .map_err(|e| unusable("the `replace` output", e))?,
+                is_error: result.is_error,
+            },
+        },
+    };
+    Ok(Answer {
+        verdict: verdict_,
+        context: verdict.context,
+    })
+}

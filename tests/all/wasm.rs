@@ -1,0 +1,530 @@
+//! The WebAssembly binding with real components (built from WAT at test
+//! time): the contract across the WIT boundary, every failure kind failing
+//! closed and obeying `on_failure: allow` with the next call still working,
+//! no state between calls, no ambient authority, and loading errors.
+
+use crate::guests::{self, PROBE_TEMPLATE};
+use crate::support::*;
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+use toolgate::{BindingKind, Config, FailureKind, Outcome, Request, Step, ToolResult, Verdict};
+
+fn wasm_hook(name: &str, guest: &str, extra: Value) -> Value {
+    let mut hook = json!({"name": name, "wasm": guests::path(guest)});
+    if let (Value::Object(h), Value::Object(e)) = (&mut hook, extra) {
+        h.extend(e);
+    }
+    hook
+}
+
+async fn pre(fx: &Fixture, input: Value) -> Outcome {
+    fx.runner()
+        .pre_tool_use(&Request::pre("shell", input))
+        .await
+}
+
+#[tokio::test]
+async fn a_component_answers_allow_deny_modify_and_replace() {
+    let fx = Fixture::new();
+    let cases = [
+        ("allow", Verdict::Allow),
+        (
+            "deny",
+            Verdict::Deny {
+                reason: "no force-pushing from a sandbox".into(),
+            },
+        ),
+        (
+            "modify",
+            Verdict::Modify {
+                input: json!({"command": "git push --dry-run"}),
+            },
+        ),
+        (
+            "replace",
+            Verdict::Replace {
+                result: ToolResult::ok(json!({"files": ["a", "b"]})),
+            },
+        ),
+    ];
+    for (guest, expected) in cases {
+        fx.workspace_hooks(json!([wasm_hook("g", guest, json!({}))]));
+        let outcome = pre(&fx, json!({"command": "git push"})).await;
+        assert_eq!(outcome.verdict, expected, "{guest}: {:#?}", outcome.runs);
+        let rec = record(&outcome, "g");
+        assert_eq!(rec.binding, BindingKind::Wasm);
+        assert!(rec.fuel_used.unwrap() > 0, "fuel used is reported");
+    }
+    fx.workspace_hooks(json!([wasm_hook("g", "allow-with-context", json!({}))]));
+    let outcome = pre(&fx, json!({})).await;
+    assert_eq!(
+        outcome.context.as_deref(),
+        Some("this call was checked by a wasm guard")
+    );
+}
+
+#[tokio::test]
+async fn the_request_crosses_as_json_text_with_the_hooks_config() {
+    let fx = Fixture::new();
+    fx.workspace_hooks(json!([wasm_hook(
+        "echo",
+        "echo",
+        json!({"config": {"allowed": ["ls"], "n": 2}})
+    )]));
+    let input = json!({"command": "ls \"quoted\" ünïcode", "n": [1, 2.5, null]});
+    let outcome = pre(&fx, input.clone()).await;
+    let Verdict::Deny { reason } = &outcome.verdict else {
+        panic!("{:?}", outcome.verdict)
+    };
+    assert_eq!(serde_json::from_str::<Value>(reason).unwrap(), input);
+    let context: Value = serde_json::from_str(outcome.context.as_deref().unwrap()).unwrap();
+    assert_eq!(context, json!({"allowed": ["ls"], "n": 2}));
+
+    fx.workspace_hooks(json!([wasm_hook(
+        "echo",
+        "echo-result",
+        json!({"event": "post_tool_use"})
+    )]));
+    let outcome = fx
+        .runner()
+        .post_tool_use(&Request::post(
+            "shell",
+            json!({}),
+            ToolResult::ok(json!({"lines": 3})),
+        ))
+        .await;
+    let Verdict::Deny { reason } = &outcome.verdict else {
+        panic!("{:?}", outcome.verdict)
+    };
+    assert_eq!(
+        serde_json::from_str::<Value>(reason).unwrap(),
+        json!({"lines": 3})
+    );
+}
+
+/// Runs `guest` with the default policy and with `on_failure: allow`, then
+/// once more to show the hook still works after failing.
+async fn fails_closed_obeys_allow_and_recovers(
+    guest: &str,
+    extra: Value,
+    kind: FailureKind,
+) -> Outcome {
+    let fx = Fixture::new();
+    fx.workspace_hooks(json!([wasm_hook("h", guest, extra.clone()), {"name": "after", "wasm": guests::path("allow")}]));
+    let runner = fx.runner();
+    let closed = runner.pre_tool_use(&Request::pre("shell", json!({}))).await;
+    assert_eq!(failure_kind(&closed, "h"), kind, "{:#?}", closed.runs);
+    assert!(!closed.may_proceed(), "{kind} must deny by default");
+    assert_eq!(ran(&closed), ["h"], "a failure that denies ends the chain");
+
+    let mut open_hook = wasm_hook("h", guest, extra);
+    open_hook["on_failure"] = json!("allow");
+    fx.workspace_hooks(json!([open_hook, {"name": "after", "wasm": guests::path("allow")}]));
+    let open = fx
+        .runner()
+        .pre_tool_use(&Request::pre("shell", json!({})))
+        .await;
+    assert_eq!(
+        open.verdict,
+        Verdict::Allow,
+        "on_failure: allow lets {kind} through"
+    );
+    assert!(
+        record(&open, "h")
+            .warning
+            .as_ref()
+            .unwrap()
+            .contains("failed open")
+    );
+    assert_eq!(ran(&open), ["h", "after"]);
+
+    // The same runner, again: a fresh instance, the same failure, no damage.
+    let again = runner.pre_tool_use(&Request::pre("shell", json!({}))).await;
+    assert_eq!(failure_kind(&again, "h"), kind);
+    closed
+}
+
+#[tokio::test]
+async fn an_infinite_loop_runs_out_of_fuel() {
+    let outcome = fails_closed_obeys_allow_and_recovers(
+        "infinite-loop",
+        json!({"fuel": 1_000_000}),
+        FailureKind::OutOfFuel,
+    )
+    .await;
+    assert_eq!(record(&outcome, "h").fuel_used, Some(1_000_000));
+}
+
+#[tokio::test]
+async fn a_guest_computing_past_its_timeout_hits_the_deadline() {
+    let started = Instant::now();
+    fails_closed_obeys_allow_and_recovers(
+        "infinite-loop",
+        json!({"fuel": 100_000_000_000u64, "timeout_ms": 50}),
+        FailureKind::TimedOut,
+    )
+    .await;
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn a_guest_blocked_in_a_host_call_hits_the_deadline() {
+    let started = Instant::now();
+    fails_closed_obeys_allow_and_recovers(
+        "sleeper",
+        json!({"timeout_ms": 100}),
+        FailureKind::TimedOut,
+    )
+    .await;
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn a_memory_grow_bomb_hits_the_memory_limit() {
+    let outcome = fails_closed_obeys_allow_and_recovers(
+        "memory-bomb",
+        json!({"memory_mb": 4}),
+        FailureKind::MemoryLimit,
+    )
+    .await;
+    assert!(
+        failure_message(&outcome, "h").contains("4194304"),
+        "{}",
+        failure_message(&outcome, "h")
+    );
+}
+
+#[tokio::test]
+async fn unbounded_recursion_is_a_stack_overflow() {
+    fails_closed_obeys_allow_and_recovers("recursion", json!({}), FailureKind::StackOverflow).await;
+}
+
+#[tokio::test]
+async fn unreachable_is_a_trap() {
+    let outcome =
+        fails_closed_obeys_allow_and_recovers("unreachable", json!({}), FailureKind::Trap).await;
+    assert!(failure_message(&outcome, "h").contains("unreachable"));
+}
+
+#[tokio::test]
+async fn the_guests_own_error_is_a_failure() {
+    let outcome =
+        fails_closed_obeys_allow_and_recovers("guest-error", json!({}), FailureKind::GuestError)
+            .await;
+    assert!(failure_message(&outcome, "h").contains("config lacks `allowed`"));
+    // The guest's message is for the operator; the model gets the policy's reason.
+    let Verdict::Deny { reason } = &outcome.verdict else {
+        panic!()
+    };
+    assert!(!reason.contains("config lacks"), "{reason}");
+}
+
+#[tokio::test]
+async fn modify_or_replace_with_text_that_is_not_json_is_unusable() {
+    let outcome = fails_closed_obeys_allow_and_recovers(
+        "modify-not-json",
+        json!({}),
+        FailureKind::UnusableRewrite,
+    )
+    .await;
+    assert!(failure_message(&outcome, "h").contains("not JSON"));
+    fails_closed_obeys_allow_and_recovers(
+        "replace-not-json",
+        json!({}),
+        FailureKind::UnusableRewrite,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn modify_on_a_post_event_is_unusable() {
+    let fx = Fixture::new();
+    for (policy, proceeds) in [("deny", false), ("allow", true)] {
+        fx.workspace_hooks(json!([wasm_hook(
+            "h",
+            "modify",
+            json!({"event": "post_tool_use", "on_failure": policy})
+        )]));
+        let outcome = fx
+            .runner()
+            .post_tool_use(&Request::post("t", json!({}), ToolResult::ok(1)))
+            .await;
+        assert_eq!(failure_kind(&outcome, "h"), FailureKind::UnusableRewrite);
+        assert_eq!(outcome.may_proceed(), proceeds);
+    }
+}
+
+#[tokio::test]
+async fn oversized_context_is_truncated_with_a_notice() {
+    let fx = Fixture::new();
+    fx.workspace_hooks(json!([wasm_hook("chatty", "big-context", json!({}))]));
+    let outcome = pre(&fx, json!({})).await;
+    assert_eq!(outcome.verdict, Verdict::Allow);
+    let context = outcome.context.clone().unwrap();
+    assert!(context.len() <= toolgate::limits::DEFAULT_CONTEXT_LIMIT);
+    assert!(context.contains("advisory context truncated"));
+    assert!(
+        record(&outcome, "chatty")
+            .warning
+            .as_ref()
+            .unwrap()
+            .contains("truncated")
+    );
+}
+
+#[tokio::test]
+async fn no_state_survives_between_calls() {
+    let fx = Fixture::new();
+    fx.workspace_hooks(json!([wasm_hook("counter", "counter", json!({}))]));
+    let runner = fx.runner();
+    for call in 0..5 {
+        let outcome = runner.pre_tool_use(&Request::pre("t", json!({}))).await;
+        assert_eq!(
+            outcome.verdict,
+            Verdict::Allow,
+            "call {call} saw a counter above 1"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_guest_reaching_for_files_env_sockets_or_stdin_gets_nothing() {
+    let fx = Fixture::new();
+    fx.workspace_hooks(json!([wasm_hook("probe", "probe", json!({}))]));
+    let outcome = pre(&fx, json!({"path": "/etc/passwd"})).await;
+    let Verdict::Deny { reason } = &outcome.verdict else {
+        panic!("{:#?}", outcome.runs)
+    };
+    // No preopened directory to open /etc/passwd through, no environment, no
+    // arguments; TCP: err(access-denied = 1); stdin: err(closed = 1).
+    let expected = PROBE_TEMPLATE
+        .replacen('?', "0", 3)
+        .replacen("??", "11", 1)
+        .replacen("??", "11", 1);
+    assert_eq!(reason, &expected);
+    // Its stdout reached the operator's record, not the model, stripped of escapes.
+    let diagnostics = record(&outcome, "probe").diagnostics.clone().unwrap();
+    assert!(diagnostics.contains("probe: hello"), "{diagnostics:?}");
+    assert!(!diagnostics.contains('\u{1b}'), "{diagnostics:?}");
+    assert!(!outcome.context.unwrap_or_default().contains("hello"));
+}
+
+#[tokio::test]
+async fn an_import_toolgate_does_not_provide_fails_to_load_naming_it_and_the_hook() {
+    let fx = Fixture::new();
+    fx.workspace_hooks(json!([wasm_hook("fetcher", "needs-http", json!({}))]));
+    let err = Config::load(None, Some(&fx.workspace())).unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("hooks[0] (\"fetcher\")") && text.contains("field `wasm`"),
+        "{text}"
+    );
+    assert!(text.contains("wasi:http/outgoing-handler"), "{text}");
+}
+
+#[tokio::test]
+async fn a_file_that_is_not_a_component_fails_to_load() {
+    let fx = Fixture::new();
+    std::fs::write(fx.workspace().join("junk.wasm"), b"\0asm junk").unwrap();
+    std::fs::write(
+        fx.workspace().join("core.wasm"),
+        wat::parse_str("(module)").unwrap(),
+    )
+    .unwrap();
+    for file in ["junk.wasm", "core.wasm", "missing.wasm"] {
+        fx.workspace_hooks(json!([{"name": "bad", "wasm": file}]));
+        let err = Config::load(None, Some(&fx.workspace())).unwrap_err();
+        assert_eq!(
+            err.problems[0].field.as_deref(),
+            Some("wasm"),
+            "{file}: {err}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn wasm_fields_are_validated_strictly() {
+    let fx = Fixture::new();
+    let allow = guests::path("allow");
+    fx.script("hook.sh", "#!/bin/sh\n");
+    for (hook, field, says) in [
+        (
+            json!({"name": "x", "wasm": &allow, "command": ["./hook.sh"]}),
+            "wasm",
+            "not both",
+        ),
+        (
+            json!({"name": "x", "command": ["./hook.sh"], "fuel": 10}),
+            "fuel",
+            "only for `wasm` hooks",
+        ),
+        (
+            json!({"name": "x", "command": ["./hook.sh"], "memory_mb": 10}),
+            "memory_mb",
+            "only for `wasm` hooks",
+        ),
+        (
+            json!({"name": "x", "wasm": &allow, "fuel": 0}),
+            "fuel",
+            "out of range",
+        ),
+        (
+            json!({"name": "x", "wasm": &allow, "fuel": "lots"}),
+            "fuel",
+            "whole number",
+        ),
+        (
+            json!({"name": "x", "wasm": &allow, "memory_mb": 5000}),
+            "memory_mb",
+            "1..=4096",
+        ),
+        (
+            json!({"name": "x", "wasm": 7}),
+            "wasm",
+            "path of a component",
+        ),
+        (json!({"name": "x"}), "command", "or `wasm`"),
+    ] {
+        fx.workspace_hooks(json!([hook]));
+        let err = Config::load(None, Some(&fx.workspace())).unwrap_err();
+        let p = &err.problems[0];
+        assert_eq!(p.field.as_deref(), Some(field), "{err}");
+        assert!(err.to_string().contains(says), "expected {says:?} in {err}");
+        assert_eq!((p.index, p.name.as_deref()), (Some(0), Some("x")));
+    }
+}
+
+#[tokio::test]
+async fn wasm_hooks_get_their_documented_defaults() {
+    let fx = Fixture::new();
+    fx.workspace_hooks(json!([wasm_hook("g", "allow", json!({}))]));
+    let config = fx.config();
+    let hook = &config.hooks()[0];
+    assert_eq!(hook.timeout_ms, toolgate::wasm::DEFAULT_TIMEOUT_MS);
+    let toolgate::config::BindingSpec::Wasm {
+        fuel,
+        memory_mb,
+        component,
+        ..
+    } = &hook.binding
+    else {
+        panic!()
+    };
+    assert_eq!(
+        (*fuel, *memory_mb),
+        (
+            toolgate::wasm::DEFAULT_FUEL,
+            toolgate::wasm::DEFAULT_MEMORY_MB
+        )
+    );
+    assert!(component.imports.is_empty(), "{:?}", component.imports);
+}
+
+#[tokio::test]
+async fn a_chain_mixes_wasm_and_argv_hooks_in_order_with_threading() {
+    let fx = Fixture::new();
+    // wasm rewrites the command; the argv hook after it sees the rewrite.
+    let check = fx.script(
+        "check.py",
+        r#"#!/usr/bin/env python3
+import json, sys
+req = json.load(sys.stdin)
+ok = req["input"] == {"command": "git push --dry-run"}
+print(json.dumps({"decision": "allow"} if ok else {"decision": "deny", "reason": "saw %r" % req["input"]}))
+"#,
+    );
+    fx.global_hooks(json!([wasm_hook("rewrite", "modify", json!({}))]));
+    fx.workspace_hooks(json!([{"name": "argv-check", "command": [&check]}, wasm_hook("final", "allow", json!({}))]));
+    let outcome = pre(&fx, json!({"command": "git push --force"})).await;
+    assert_eq!(ran(&outcome), ["rewrite", "argv-check", "final"]);
+    assert_eq!(
+        outcome.verdict,
+        Verdict::Modify {
+            input: json!({"command": "git push --dry-run"})
+        }
+    );
+    let bindings: Vec<_> = outcome
+        .runs
+        .iter()
+        .map(|r| (r.binding, r.verdict))
+        .collect();
+    assert_eq!(
+        bindings,
+        [
+            (BindingKind::Wasm, Step::Modify),
+            (BindingKind::Subprocess, Step::Allow),
+            (BindingKind::Wasm, Step::Allow)
+        ]
+    );
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_computing_guest_never_holds_the_runtime_thread() {
+    // One thread runs both the guest and a ticker task. The guest loops until
+    // its 300 ms deadline; because it yields at every epoch tick, the ticker
+    // keeps ticking meanwhile.
+    let fx = Fixture::new();
+    fx.workspace_hooks(json!([wasm_hook(
+        "spin",
+        "infinite-loop",
+        json!({"fuel": 100_000_000_000u64, "timeout_ms": 300})
+    )]));
+    let runner = fx.runner();
+    let ticker = tokio::spawn(async {
+        let mut ticks = 0u32;
+        let started = Instant::now();
+        while started.elapsed() < Duration::from_millis(250) {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            ticks += 1;
+        }
+        ticks
+    });
+    let outcome = runner.pre_tool_use(&Request::pre("t", json!({}))).await;
+    assert_eq!(failure_kind(&outcome, "spin"), FailureKind::TimedOut);
+    let ticks = ticker.await.unwrap();
+    assert!(
+        ticks >= 10,
+        "the ticker ran only {ticks} times while the guest spun"
+    );
+}
+
+#[tokio::test]
+async fn concurrent_calls_each_get_their_own_instance() {
+    let fx = Fixture::new();
+    fx.workspace_hooks(json!([
+        wasm_hook("counter", "counter", json!({})),
+        wasm_hook("echo", "echo", json!({}))
+    ]));
+    let runner = fx.runner();
+    let calls: Vec<_> = (0..32)
+        .map(|n| {
+            let runner = runner.clone();
+            tokio::spawn(async move {
+                (
+                    n,
+                    runner
+                        .pre_tool_use(&Request::pre("t", json!({"n": n})))
+                        .await,
+                )
+            })
+        })
+        .collect();
+    for call in calls {
+        let (n, outcome) = call.await.unwrap();
+        let Verdict::Deny { reason } = &outcome.verdict else {
+            panic!("{:#?}", outcome.runs)
+        };
+        assert_eq!(
+            serde_json::from_str::<Value>(reason).unwrap(),
+            json!({"n": n})
+        );
+    }
+}
