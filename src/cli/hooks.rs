@@ -99,9 +99,28 @@ fn print_table(config: &Config) {
             .join(" or "),
         };
         let events: Vec<&str> = hook.events.iter().map(|e| e.as_str()).collect();
-        let runs = match &hook.binding {
-            BindingSpec::Subprocess { command, .. } => command.join(" "),
-            _ => String::new(),
+        let (runs, limits) = match &hook.binding {
+            BindingSpec::Subprocess { command, .. } => (command.join(" "), "-".to_owned()),
+            BindingSpec::Wasm {
+                wasm,
+                fuel,
+                memory_mb,
+                component,
+                ..
+            } => (
+                format!(
+                    "{} ({} KiB{})",
+                    wasm.display(),
+                    component.bytes / 1024,
+                    if component.imports.is_empty() {
+                        ", no imports".to_owned()
+                    } else {
+                        format!(", {} WASI imports", component.imports.len())
+                    }
+                ),
+                format!("fuel {fuel}, {memory_mb} MiB"),
+            ),
+            _ => (String::new(), String::new()),
         };
         table.add_row([
             (i + 1).to_string(),
@@ -111,6 +130,7 @@ fn print_table(config: &Config) {
             events.join(", "),
             tools,
             format!("{} ms", hook.timeout_ms),
+            limits,
             hook.on_failure.to_string(),
             runs,
         ]);

@@ -424,3 +424,126 @@ fn the_readme_quick_start_denies_the_force_push() {
         );
     }
 }
+
+fn hooks_json(fx: &Fixture, cache: &Path) -> Value {
+    let out = toolgate()
+        .args(["hooks", "--json", "--workspace"])
+        .arg(fx.workspace())
+        .env("TOOLGATE_CONFIG_DIR", fx.global())
+        .env("TOOLGATE_CACHE_DIR", cache)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn the_compile_cache_is_used_and_never_trusted_blindly() {
+    let fx = Fixture::new();
+    let cache = fx.dir.path().join("cache");
+    fx.workspace_hooks(json!([{"name": "g", "wasm": crate::guests::path("deny")}]));
+    let outcome = |fx: &Fixture| hooks_json(fx, &cache)["hooks"][0]["component"]["cache"].clone();
+
+    assert_eq!(outcome(&fx), "miss", "first load compiles");
+    assert_eq!(outcome(&fx), "hit", "second load deserializes");
+    let entries: Vec<_> = std::fs::read_dir(&cache)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(entries.len(), 1);
+    let entry = &entries[0];
+    assert_eq!(entry.extension().unwrap(), "cwasm");
+
+    // `toolgate check` with a warm cache decides as usual.
+    let out = run_with_stdin(
+        toolgate()
+            .args(["check", "--workspace"])
+            .arg(fx.workspace())
+            .env("TOOLGATE_CONFIG_DIR", fx.global())
+            .env("TOOLGATE_CACHE_DIR", &cache),
+        PRE_SHELL,
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+
+    // A flipped byte in the compiled code: detected, deleted, rebuilt.
+    let mut bytes = std::fs::read(entry).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0xff;
+    std::fs::write(entry, &bytes).unwrap();
+    assert_eq!(outcome(&fx), "rebuilt");
+    assert_eq!(outcome(&fx), "hit");
+
+    // A truncated entry, and a file that is not an entry at all.
+    let len = std::fs::metadata(entry).unwrap().len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(entry)
+        .unwrap()
+        .set_len(len / 3)
+        .unwrap();
+    assert_eq!(outcome(&fx), "rebuilt");
+    std::fs::write(entry, b"not a cache entry").unwrap();
+    assert_eq!(outcome(&fx), "rebuilt");
+    assert_eq!(outcome(&fx), "hit");
+
+    // A different component is a different key.
+    fx.workspace_hooks(json!([{"name": "g", "wasm": crate::guests::path("allow")}]));
+    assert_eq!(outcome(&fx), "miss");
+    assert_eq!(std::fs::read_dir(&cache).unwrap().count(), 2);
+}
+
+#[test]
+fn an_unusable_cache_dir_still_loads_components() {
+    let fx = Fixture::new();
+    let file = fx.dir.path().join("a-file");
+    std::fs::write(&file, "").unwrap();
+    fx.workspace_hooks(json!([{"name": "g", "wasm": crate::guests::path("allow")}]));
+    let v = hooks_json(&fx, &file.join("cache"));
+    assert_eq!(v["hooks"][0]["component"]["cache"], "uncached");
+}
+
+#[test]
+fn hooks_shows_wasm_hooks_with_fuel_and_memory() {
+    let fx = Fixture::new();
+    fx.workspace_hooks(json!([{"name": "sandboxed", "wasm": crate::guests::path("allow"), "fuel": 5000000, "memory_mb": 16}]));
+    let out = toolgate()
+        .args(["hooks", "--workspace"])
+        .arg(fx.workspace())
+        .env("TOOLGATE_CONFIG_DIR", fx.global())
+        .output()
+        .unwrap();
+    let table = String::from_utf8(out.stdout).unwrap();
+    for needle in [
+        "sandboxed",
+        "wasm",
+        "fuel 5000000, 16 MiB",
+        "allow.wasm",
+        "no imports",
+        "1000 ms",
+    ] {
+        assert!(table.contains(needle), "missing {needle:?} in\n{table}");
+    }
+    let v = hooks_json(&fx, &fx.dir.path().join("cache"));
+    let hook = &v["hooks"][0];
+    assert_eq!(
+        (
+            hook["binding"].as_str(),
+            hook["fuel"].as_u64(),
+            hook["memory_mb"].as_u64()
+        ),
+        (Some("wasm"), Some(5000000), Some(16))
+    );
+}
+
+#[test]
+fn the_cache_key_names_the_linked_wasmtime() {
+    let lock =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.lock")).unwrap();
+    let version = lock
+        .split("[[package]]")
+        .find(|p| p.contains("\nname = \"wasmtime\"\n"))
+        .and_then(|p| p.lines().find_map(|l| l.strip_prefix("version = \"")))
+        .map(|v| v.trim_end_matches('"'))
+        .unwrap();
+    assert_eq!(toolgate::wasm::wasmtime_version(), version);
+}

@@ -6,6 +6,7 @@
 mod chain;
 mod cli;
 mod config;
+mod guest_examples;
 mod guests;
 mod interceptor;
 mod subprocess;
