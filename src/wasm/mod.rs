@@ -101,7 +101,8 @@ pub struct ComponentInfo {
     pub bytes: u64,
     /// How the compiled code was obtained.
     pub cache: CacheOutcome,
-    /// How long loading took (read, hash, compile or deserialize, link).
+    /// How long loading took (read, hash, compile or deserialize, link; not
+    /// the one-time engine start).
     #[serde(rename = "load_us", serialize_with = "crate::runner::micros")]
     pub load_time: Duration,
     /// What the component imports (empty for a zero-import build).
@@ -136,8 +137,8 @@ pub(crate) fn load(
     timeout_ms: u64,
     config: Option<&serde_json::Value>,
 ) -> Result<(WasmHook, ComponentInfo), LoadComponentError> {
-    let started = Instant::now();
     let runtime = engine::runtime().map_err(LoadComponentError::Engine)?;
+    let started = Instant::now();
     let bytes = std::fs::read(path).map_err(|source| LoadComponentError::Read {
         path: path.display().to_string(),
         source,
