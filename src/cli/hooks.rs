@@ -61,11 +61,33 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::SUCCESS);
     }
+    let has_wasm = config
+        .hooks()
+        .iter()
+        .any(|h| h.binding_kind() == toolgate::BindingKind::Wasm);
+    let engine = has_wasm
+        .then(toolgate::wasm::engine_info)
+        .transpose()
+        .map_err(anyhow::Error::msg)?;
     if args.json {
-        let out = json!({ "files": config.files(), "hooks": config.hooks() });
+        let mut out = json!({ "files": config.files(), "hooks": config.hooks() });
+        if let Some(engine) = &engine {
+            out["wasm_engine"] = engine.clone();
+        }
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
         print_table(&config);
+        if let Some(engine) = &engine {
+            println!(
+                "wasm engine: wasmtime {}, {} allocator{}",
+                engine["wasmtime"].as_str().unwrap_or("?"),
+                engine["allocator"]["kind"].as_str().unwrap_or("?"),
+                engine["allocator"]["fallback_reason"]
+                    .as_str()
+                    .map(|r| format!(" ({r})"))
+                    .unwrap_or_default()
+            );
+        }
     }
     for m in &missing {
         eprintln!("warning: {m}");

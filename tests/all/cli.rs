@@ -547,3 +547,33 @@ fn the_cache_key_names_the_linked_wasmtime() {
         .unwrap();
     assert_eq!(toolgate::wasm::wasmtime_version(), version);
 }
+
+#[test]
+fn the_on_demand_allocator_can_be_forced_and_runs_the_same_guests() {
+    let fx = Fixture::new();
+    fx.workspace_hooks(json!([{"name": "c", "wasm": crate::guests::path("counter")}, {"name": "g", "wasm": crate::guests::path("deny")}]));
+    for (setting, kind) in [(None, "pooling"), (Some("on-demand"), "on_demand")] {
+        let mut cmd = toolgate();
+        cmd.args(["hooks", "--json", "--workspace"])
+            .arg(fx.workspace())
+            .env("TOOLGATE_CONFIG_DIR", fx.global());
+        if let Some(s) = setting {
+            cmd.env("TOOLGATE_WASM_ALLOCATOR", s);
+        } else {
+            cmd.env_remove("TOOLGATE_WASM_ALLOCATOR");
+        }
+        let v: Value = serde_json::from_slice(&cmd.output().unwrap().stdout).unwrap();
+        assert_eq!(v["wasm_engine"]["allocator"]["kind"], kind, "{v}");
+
+        let mut cmd = toolgate();
+        cmd.args(["check", "--workspace"])
+            .arg(fx.workspace())
+            .env("TOOLGATE_CONFIG_DIR", fx.global());
+        if let Some(s) = setting {
+            cmd.env("TOOLGATE_WASM_ALLOCATOR", s);
+        }
+        let out = run_with_stdin(&mut cmd, PRE_SHELL);
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        assert_eq!(stdout_json(&out)["decided_by"], "g");
+    }
+}
