@@ -720,7 +720,14 @@ fn parse_wasm(
         );
         return None;
     }
-    match wasm::load(&path, fuel, memory_mb, timeout_ms, config) {
+    match wasm::load(
+        &path,
+        wasm::default_cache_dir().as_deref(),
+        fuel,
+        memory_mb,
+        timeout_ms,
+        config,
+    ) {
         Ok((loaded, component)) => Some(BindingSpec::Wasm {
             wasm: path,
             fuel,

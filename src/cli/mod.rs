@@ -9,6 +9,7 @@
 //!   request, unreadable input). The reason is on stderr. A caller must treat
 //!   `1` from `check` as a denial.
 
+mod bench;
 mod check;
 mod hooks;
 
@@ -47,6 +48,7 @@ struct Cli {
 enum Command {
     Check(check::Args),
     Hooks(hooks::Args),
+    Bench(bench::Args),
 }
 
 pub(crate) fn main() -> ExitCode {
@@ -55,6 +57,7 @@ pub(crate) fn main() -> ExitCode {
     let result = match cli.command {
         Command::Check(args) => check::run(args),
         Command::Hooks(args) => hooks::run(args),
+        Command::Bench(args) => bench::run(args),
     };
     match result {
         Ok(code) => code,

@@ -12,8 +12,9 @@
 //!   deadline passes it traps.
 //! - **Pooling allocator with copy-on-write memory images** makes a fresh
 //!   instance per call cheap (slots are reused; initial memory is mapped, not
-//!   copied; a little memory is kept resident between uses instead of being
-//!   returned to the kernel). If the machine refuses the pool's virtual
+//!   copied; up to 1 MiB of memory is kept resident between uses instead of
+//!   being returned to the kernel, and where Linux offers `PAGEMAP_SCAN` only
+//!   the pages a call dirtied are reset). If the machine refuses the pool's virtual
 //!   reservation, the engine falls back to on-demand allocation and says why
 //!   (`TOOLGATE_WASM_ALLOCATOR=on-demand` forces that).
 //! - **An explicit max wasm stack** so unbounded recursion is a clean
@@ -71,6 +72,8 @@ fn base_config() -> Config {
         .max_wasm_stack(MAX_WASM_STACK)
         .concurrency_support(false)
         .memory_init_cow(true)
+        .signals_based_traps(false)
+        .memory_guard_size(0)
         .cranelift_opt_level(wasmtime::OptLevel::Speed);
     config
 }
@@ -89,7 +92,12 @@ fn pooling() -> PoolingAllocationConfig {
         .max_memory_size((MAX_MEMORY_MB as usize) << 20)
         .max_core_instance_size(4 << 20)
         .linear_memory_keep_resident(1 << 20)
-        .table_keep_resident(64 << 10);
+        .table_keep_resident(64 << 10)
+        // Linux ≥ 6.7: find the pages a call dirtied and reset only those,
+        // keeping them resident. Measured here on the Rust example guest:
+        // first call in a fresh instance 10 µs → 3.3 µs, returning the slot
+        // 12 µs → 2.9 µs. Off where the kernel lacks the ioctl.
+        .pagemap_scan(wasmtime::Enabled::Auto);
     pool
 }
 

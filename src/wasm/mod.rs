@@ -129,9 +129,11 @@ impl std::fmt::Debug for WasmHook {
     }
 }
 
-/// Compiles (or fetches from the cache) and pre-instantiates a component.
+/// Compiles (or fetches from the cache in `cache_dir`) and pre-instantiates
+/// a component.
 pub(crate) fn load(
     path: &Path,
+    cache_dir: Option<&Path>,
     fuel: u64,
     memory_mb: u64,
     timeout_ms: u64,
@@ -143,8 +145,7 @@ pub(crate) fn load(
         path: path.display().to_string(),
         source,
     })?;
-    let cache_dir = cache::default_dir();
-    let (component, outcome) = cache::load(&runtime.engine, cache_dir.as_deref(), &bytes)
+    let (component, outcome) = cache::load(&runtime.engine, cache_dir, &bytes)
         .map_err(|e| LoadComponentError::Compile(format!("{e:#}")))?;
     let imports: Vec<String> = component
         .component_type()
@@ -177,6 +178,81 @@ pub(crate) fn load(
         config_json: config.map(|c| c.to_string()),
     };
     Ok((hook, info))
+}
+
+/// Loads a component through the cache in `cache_dir` (or none) and reports
+/// how: for measuring cold compiles against cache hits.
+pub fn load_component(
+    path: &Path,
+    cache_dir: Option<&Path>,
+) -> Result<ComponentInfo, LoadComponentError> {
+    load(
+        path,
+        cache_dir,
+        DEFAULT_FUEL,
+        DEFAULT_MEMORY_MB,
+        DEFAULT_TIMEOUT_MS,
+        None,
+    )
+    .map(|(_, info)| info)
+}
+
+/// Resident memory each live instance of a component costs, in bytes:
+/// instantiates `count` at once (each having answered one call, so its
+/// memory is touched as a real call touches it) and divides the growth of
+/// this process's resident set by `count`.
+pub async fn resident_bytes_per_instance(path: &Path, count: usize) -> Result<u64, String> {
+    let (hook, _) = load(
+        path,
+        default_cache_dir().as_deref(),
+        DEFAULT_FUEL,
+        DEFAULT_MEMORY_MB,
+        DEFAULT_TIMEOUT_MS,
+        None,
+    )
+    .map_err(|e| e.to_string())?;
+    let request = WitRequest {
+        event: WitEvent::PreToolUse,
+        hook: "probe".into(),
+        tool: "shell".into(),
+        input: r#"{"command":"ls"}"#.into(),
+        result: None,
+        session_id: None,
+        turn_id: None,
+        tool_call_id: None,
+        cwd: None,
+        config: None,
+    };
+    let before = resident_bytes().ok_or("cannot read /proc/self/statm")?;
+    let mut live = Vec::with_capacity(count);
+    for _ in 0..count {
+        let mut store = Store::new(
+            &hook.runtime.engine,
+            HostState::new(hook.memory_bytes, Instant::now() + hook.timeout),
+        );
+        store.limiter(|state| &mut state.limiter);
+        store.set_fuel(hook.fuel).map_err(|e| e.to_string())?;
+        store.set_epoch_deadline(u64::MAX / 2);
+        let instance = hook
+            .pre
+            .instantiate_async(&mut store)
+            .await
+            .map_err(|e| format!("{e:#}"))?;
+        let _ = instance
+            .call_decide(&mut store, &request)
+            .await
+            .map_err(|e| format!("{e:#}"))?;
+        live.push(store);
+    }
+    let after = resident_bytes().ok_or("cannot read /proc/self/statm")?;
+    drop(live);
+    Ok(after.saturating_sub(before) / count.max(1) as u64)
+}
+
+fn resident_bytes() -> Option<u64> {
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
+    Some(pages * 4096)
 }
 
 /// Engine facts for reports: allocator, limits, versions.
