@@ -93,34 +93,6 @@ impl Interceptor for Allow {
     }
 }
 
-const TRIVIAL_WAT: &str = r#"(module
-  (memory (export "memory") 1)
-  (global $bump (mut i32) (i32.const 1024))
-  (func (export "cabi_realloc") (param i32 i32 i32 i32) (result i32)
-    (local $at i32)
-    (local.set $at (global.get $bump))
-    (global.set $bump (i32.and (i32.add (i32.add (local.get $at) (local.get 3)) (i32.const 7)) (i32.const -8)))
-    (local.get $at))
-  (func (export "decide") (param i32) (result i32) (i32.const 512)))"#;
-
-/// The trivial guest: answers `allow` without reading its request.
-fn trivial_component() -> anyhow::Result<Vec<u8>> {
-    let mut module = wat::parse_str(TRIVIAL_WAT)?;
-    let mut resolve = wit_parser::Resolve::default();
-    let pkg = resolve.push_str("hook.wit", include_str!("../../wit/hook.wit"))?;
-    let world = resolve.select_world(&[pkg], Some("hook"))?;
-    wit_component::embed_component_metadata(
-        &mut module,
-        &resolve,
-        world,
-        wit_component::StringEncoding::UTF8,
-    )?;
-    wit_component::ComponentEncoder::default()
-        .module(&module)?
-        .validate(true)
-        .encode()
-}
-
 const NATIVE_HOOK_C: &str = r#"#include <stdio.h>
 int main(void) {
     char buf[65536];
@@ -212,7 +184,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<std::process::ExitCode> {
 
     // Guests: the trivial WAT guest and every built example.
     let trivial = tmp.path().join("trivial.wasm");
-    std::fs::write(&trivial, trivial_component()?)?;
+    std::fs::write(&trivial, toolgate::wasm::reference_guest())?;
     let mut guests: Vec<(String, PathBuf)> = vec![("trivial (WAT)".into(), trivial.clone())];
     let guests_dir = std::path::absolute(&args.guests)?;
     if let Ok(entries) = std::fs::read_dir(&guests_dir) {

@@ -57,6 +57,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         anyhow::bail!("the request on stdin is larger than {MAX_REQUEST} bytes");
     }
     let request = wire::read_request(&bytes, args.event.as_deref(), args.tool.as_deref())?;
+    toolgate::wasm::one_shot_process();
     let config = Config::discover(&args.workspace)?;
     let runner = HookRunner::builder().config(config).build();
     let outcome = runtime()?.block_on(runner.evaluate(&request));

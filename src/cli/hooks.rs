@@ -33,6 +33,7 @@ pub(crate) struct Args {
 }
 
 pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
+    toolgate::wasm::one_shot_process();
     let config = Config::discover(&args.workspace)?;
     let missing: Vec<String> = config
         .hooks()

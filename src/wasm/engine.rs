@@ -51,12 +51,26 @@ pub struct AllocatorInfo {
 /// The process-wide WebAssembly runtime.
 pub(crate) struct Runtime {
     pub(crate) engine: Engine,
-    pub(crate) linker: Linker<HostState>,
+    /// Defines nothing: enough for zero-import components, and free to build.
+    pub(crate) bare_linker: Linker<HostState>,
+    /// WASI p2 (deny-all context), built on first use by a component that
+    /// imports WASI.
+    wasi_linker: OnceLock<Result<Linker<HostState>, String>>,
     pub(crate) allocator: AllocatorInfo,
     ticker: Arc<Ticker>,
 }
 
 static RUNTIME: OnceLock<Result<Arc<Runtime>, String>> = OnceLock::new();
+static ONE_SHOT: AtomicBool = AtomicBool::new(false);
+
+/// Declares this process one-shot (a CLI evaluating one call): the engine
+/// then uses on-demand allocation, because setting up the pool (hundreds of
+/// guard-page `mprotect`s) costs more than it saves for a call or two.
+/// Must be called before the first component loads; `TOOLGATE_WASM_ALLOCATOR`
+/// (`pooling` or `on-demand`) overrides it.
+pub fn one_shot_process() {
+    ONE_SHOT.store(true, Ordering::Relaxed);
+}
 
 /// The shared runtime, created on first use.
 pub(crate) fn runtime() -> Result<Arc<Runtime>, String> {
@@ -104,12 +118,23 @@ fn pooling() -> PoolingAllocationConfig {
 impl Runtime {
     fn new() -> Result<Runtime, String> {
         let forced = std::env::var("TOOLGATE_WASM_ALLOCATOR").ok();
+        let one_shot = ONE_SHOT.load(Ordering::Relaxed) && forced.is_none();
         let (engine, allocator) = match forced.as_deref() {
             Some("on-demand") => (
                 on_demand()?,
                 AllocatorInfo {
                     kind: "on_demand",
                     fallback_reason: Some("TOOLGATE_WASM_ALLOCATOR=on-demand".into()),
+                },
+            ),
+            _ if one_shot => (
+                on_demand()?,
+                AllocatorInfo {
+                    kind: "on_demand",
+                    fallback_reason: Some(
+                        "a one-shot process: the pool would cost more to set up than it saves"
+                            .into(),
+                    ),
                 },
             ),
             _ => {
@@ -137,16 +162,28 @@ impl Runtime {
                 }
             }
         };
-        let mut linker = Linker::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_async(&mut linker)
-            .map_err(|e| format!("linking WASI: {e:#}"))?;
+        let bare_linker = Linker::new(&engine);
         let ticker = Ticker::start(engine.clone());
         Ok(Runtime {
             engine,
-            linker,
+            bare_linker,
+            wasi_linker: OnceLock::new(),
             allocator,
             ticker,
         })
+    }
+
+    /// The linker with WASI p2, for components that import it.
+    pub(crate) fn wasi_linker(&self) -> Result<&Linker<HostState>, String> {
+        self.wasi_linker
+            .get_or_init(|| {
+                let mut linker = Linker::new(&self.engine);
+                wasmtime_wasi::p2::add_to_linker_async(&mut linker)
+                    .map_err(|e| format!("linking WASI: {e:#}"))?;
+                Ok(linker)
+            })
+            .as_ref()
+            .map_err(Clone::clone)
     }
 
     /// Marks a guest as running until the guard drops: the epoch ticks only

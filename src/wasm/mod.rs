@@ -36,7 +36,7 @@ mod engine;
 mod host;
 
 pub use cache::{CacheOutcome, default_dir as default_cache_dir, wasmtime_version};
-pub use engine::{AllocatorInfo, EPOCH_TICK, MAX_MEMORY_MB, MAX_WASM_STACK};
+pub use engine::{AllocatorInfo, EPOCH_TICK, MAX_MEMORY_MB, MAX_WASM_STACK, one_shot_process};
 
 use crate::contract::{Answer, Event, HookRequest, ToolResult, Verdict};
 use crate::failure::HookFailure;
@@ -117,6 +117,8 @@ pub struct WasmHook {
     memory_bytes: usize,
     timeout: Duration,
     config_json: Option<String>,
+    /// Whether the guest imports anything it could block in.
+    may_block: bool,
 }
 
 impl std::fmt::Debug for WasmHook {
@@ -152,7 +154,12 @@ pub(crate) fn load(
         .imports(&runtime.engine)
         .map(|(name, _)| name.to_owned())
         .collect();
-    let instance_pre = runtime.linker.instantiate_pre(&component).map_err(|e| {
+    let linker = if imports.is_empty() {
+        &runtime.bare_linker
+    } else {
+        runtime.wasi_linker().map_err(LoadComponentError::Engine)?
+    };
+    let instance_pre = linker.instantiate_pre(&component).map_err(|e| {
         LoadComponentError::Link(format!(
             "the component imports something toolgate does not provide (hooks get \
                  only WASI preview 2, with nothing granted): {e:#}"
@@ -170,6 +177,7 @@ pub(crate) fn load(
         imports,
     };
     let hook = WasmHook {
+        may_block: !info.imports.is_empty(),
         runtime,
         pre,
         fuel,
@@ -255,6 +263,49 @@ fn resident_bytes() -> Option<u64> {
     Some(pages * 4096)
 }
 
+const REFERENCE_WAT: &str = r#"(module
+  (memory (export "memory") 1)
+  (global $bump (mut i32) (i32.const 1024))
+  (func (export "cabi_realloc") (param i32 i32 i32 i32) (result i32)
+    (local $at i32)
+    (local.set $at (global.get $bump))
+    (global.set $bump (i32.and (i32.add (i32.add (local.get $at) (local.get 3)) (i32.const 7)) (i32.const -8)))
+    (local.get $at))
+  (func (export "decide") (param i32) (result i32) (i32.const 512)))"#;
+
+/// The smallest possible hook component: it answers `allow` without reading
+/// its request. Built in-process from WAT with toolgate's WIT embedded, so
+/// benchmarks and self-checks have a guest with no toolchain at all; what it
+/// costs per call is the floor of what any wasm hook costs.
+pub fn reference_guest() -> Vec<u8> {
+    // The inputs are constants of this crate: a failure here is a bug in
+    // toolgate, caught by the test suite, not something a user controls.
+    let build = || -> Result<Vec<u8>, String> {
+        let mut module = wat::parse_str(REFERENCE_WAT).map_err(|e| e.to_string())?;
+        let mut resolve = wit_parser::Resolve::default();
+        let pkg = resolve
+            .push_str("hook.wit", include_str!("../../wit/hook.wit"))
+            .map_err(|e| e.to_string())?;
+        let world = resolve
+            .select_world(&[pkg], Some("hook"))
+            .map_err(|e| e.to_string())?;
+        wit_component::embed_component_metadata(
+            &mut module,
+            &resolve,
+            world,
+            wit_component::StringEncoding::UTF8,
+        )
+        .map_err(|e| e.to_string())?;
+        wit_component::ComponentEncoder::default()
+            .module(&module)
+            .map_err(|e| e.to_string())?
+            .validate(true)
+            .encode()
+            .map_err(|e| e.to_string())
+    };
+    build().unwrap_or_else(|e| panic!("toolgate's reference guest does not build: {e}"))
+}
+
 /// Engine facts for reports: allocator, limits, versions.
 pub fn engine_info() -> Result<serde_json::Value, String> {
     let runtime = engine::runtime()?;
@@ -297,9 +348,15 @@ impl Decider for WasmHook {
             let hook: Hook = self.pre.instantiate_async(&mut store).await?;
             hook.call_decide(&mut store, &wit_request).await
         };
-        // The epoch callback stops a computing guest; this stops one blocked
-        // in a host call (a WASI poll), where no epoch check runs.
-        let result = tokio::time::timeout(self.timeout + EPOCH_TICK * 2, call).await;
+        // The epoch callback stops a computing guest; the async timeout stops
+        // one blocked in a host call (a WASI poll), where no epoch check runs.
+        // A zero-import guest has no host call to block in, so it skips the
+        // timer.
+        let result = if self.may_block {
+            tokio::time::timeout(self.timeout + EPOCH_TICK * 2, call).await
+        } else {
+            Ok(call.await)
+        };
         let answer = match result {
             Err(_elapsed) => Err(timed_out(self.timeout)),
             Ok(Ok(Ok(verdict))) => from_wit(verdict),

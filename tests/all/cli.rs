@@ -549,10 +549,15 @@ fn the_cache_key_names_the_linked_wasmtime() {
 }
 
 #[test]
-fn the_on_demand_allocator_can_be_forced_and_runs_the_same_guests() {
+fn either_allocator_can_be_forced_and_runs_the_same_guests() {
     let fx = Fixture::new();
     fx.workspace_hooks(json!([{"name": "c", "wasm": crate::guests::path("counter")}, {"name": "g", "wasm": crate::guests::path("deny")}]));
-    for (setting, kind) in [(None, "pooling"), (Some("on-demand"), "on_demand")] {
+    // One-shot commands default to on-demand allocation; either can be forced.
+    for (setting, kind) in [
+        (None, "on_demand"),
+        (Some("pooling"), "pooling"),
+        (Some("on-demand"), "on_demand"),
+    ] {
         let mut cmd = toolgate();
         cmd.args(["hooks", "--json", "--workspace"])
             .arg(fx.workspace())

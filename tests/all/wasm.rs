@@ -528,3 +528,14 @@ async fn concurrent_calls_each_get_their_own_instance() {
         );
     }
 }
+
+#[tokio::test]
+async fn the_reference_guest_builds_in_process_and_allows() {
+    let fx = Fixture::new();
+    let path = fx.dir.path().join("reference.wasm");
+    std::fs::write(&path, toolgate::wasm::reference_guest()).unwrap();
+    fx.workspace_hooks(json!([{"name": "ref", "wasm": path}]));
+    let outcome = pre(&fx, json!({"command": "anything"})).await;
+    assert_eq!(outcome.verdict, Verdict::Allow);
+    assert!(record(&outcome, "ref").fuel_used.unwrap() > 0);
+}
