@@ -128,7 +128,12 @@ impl Runtime {
                 },
             ),
             _ if one_shot => (
-                on_demand()?,
+                {
+                    // A memory image (memfd + copy) pays off only when reused.
+                    let mut config = base_config();
+                    config.memory_init_cow(false);
+                    Engine::new(&config).map_err(|e| format!("creating the wasm engine: {e:#}"))?
+                },
                 AllocatorInfo {
                     kind: "on_demand",
                     fallback_reason: Some(
