@@ -34,6 +34,7 @@
 //! workspace commands run as configured, and [`admit_workspace_hooks`] is the
 //! seam where the gate goes.
 
+use crate::claude::Protocol;
 use crate::contract::Event;
 use crate::failure::OnFailure;
 use crate::process::{self, CommandHook};
@@ -66,6 +67,7 @@ const HOOK_FIELDS: &[&str] = &[
     "wasm",
     "fuel",
     "memory_mb",
+    "protocol",
     "event",
     "tools",
     "matcher",
@@ -124,6 +126,8 @@ pub enum BindingSpec {
         program: PathBuf,
         /// The working directory it runs in (the config's root).
         cwd: PathBuf,
+        /// How it is spoken to.
+        protocol: Protocol,
     },
     /// A WebAssembly component.
     Wasm {
@@ -157,11 +161,13 @@ impl HookSpec {
                 command,
                 program,
                 cwd,
+                protocol,
             } => Arc::new(CommandHook {
                 program,
                 args: command.into_iter().skip(1).collect(),
                 cwd,
                 limits: process::limits(Duration::from_millis(self.timeout_ms)),
+                protocol,
             }),
             BindingSpec::Wasm { loaded, .. } => loaded,
         };
@@ -541,6 +547,9 @@ fn parse_hook(
     let timeout_ms = parse_timeout(obj.get("timeout_ms"), default_timeout, ctx);
     let on_failure = parse_on_failure(obj.get("on_failure"), ctx);
     let config = obj.get("config").cloned();
+    if is_wasm && obj.contains_key("protocol") {
+        ctx.problem("protocol", "only for `command` hooks");
+    }
     let binding = if is_wasm {
         let fuel = parse_bounded(
             obj.get("fuel"),
@@ -680,10 +689,23 @@ fn parse_command(
     } else {
         written.to_owned()
     };
+    let protocol = match obj.get("protocol") {
+        None => Protocol::Toolgate,
+        Some(Value::String(p)) if p == "toolgate" => Protocol::Toolgate,
+        Some(Value::String(p)) if p == "claude-code" => Protocol::ClaudeCode,
+        Some(other) => {
+            ctx.problem(
+                "protocol",
+                format!("unknown protocol {other}; expected \"toolgate\" (wire v1, the default) or \"claude-code\""),
+            );
+            return None;
+        }
+    };
     Some(BindingSpec::Subprocess {
         command: argv,
         program,
         cwd: root.to_owned(),
+        protocol,
     })
 }
 

@@ -34,6 +34,7 @@
 //! | [`wire`] | the subprocess JSON encoding (wire v1) |
 //! | [`wasm`] | the component binding: engine, compile cache, limits, WIT bindings |
 //! | [`config`] | hooks.json: parse, validate, discover, load |
+//! | [`claude`] | Claude Code's hook protocol, inward (hooks) and outward (being one) |
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
@@ -54,6 +55,7 @@
 
 #![deny(missing_docs)]
 
+pub mod claude;
 pub mod config;
 pub mod contract;
 mod failure;

@@ -24,6 +24,7 @@
 
 mod supervise;
 
+use crate::claude::{self, Protocol};
 use crate::contract::HookRequest;
 use crate::runner::{Decider, Reply};
 use crate::wire;
@@ -57,20 +58,62 @@ pub(crate) struct CommandHook {
     pub(crate) args: Vec<String>,
     pub(crate) cwd: PathBuf,
     pub(crate) limits: Limits,
+    pub(crate) protocol: Protocol,
 }
 
 #[async_trait::async_trait]
 impl Decider for CommandHook {
     async fn decide(&self, request: &HookRequest<'_>) -> Reply {
-        let input = wire::encode_request(request);
-        let ran = supervise::run(&self.program, &self.args, &self.cwd, &input, &self.limits).await;
-        let answer = ran.stdout.and_then(|stdout| wire::decode_answer(&stdout));
+        let cwd_text = self.cwd.to_string_lossy();
+        let (input, envs): (Vec<u8>, Vec<(&str, &std::ffi::OsStr)>) = match self.protocol {
+            Protocol::Toolgate => (wire::encode_request(request), Vec::new()),
+            // Claude Code hooks expect the project root here, and commonly
+            // refer to their scripts through it.
+            Protocol::ClaudeCode => (
+                claude::encode_request(request, &cwd_text),
+                vec![("CLAUDE_PROJECT_DIR", self.cwd.as_os_str())],
+            ),
+        };
+        let ran = supervise::run(
+            &self.program,
+            &self.args,
+            &self.cwd,
+            &envs,
+            &input,
+            &self.limits,
+        )
+        .await;
+        let mut note = None;
+        let answer = match (ran.exit, self.protocol) {
+            (Err(failure), _) => Err(failure),
+            (Ok(exited), Protocol::Toolgate) => exited
+                .success()
+                .and_then(|stdout| wire::decode_answer(&stdout)),
+            (Ok(exited), Protocol::ClaudeCode) => {
+                let (answer, text) = claude::decode_reply(
+                    request.event,
+                    exited.code,
+                    &exited.status,
+                    &exited.stdout,
+                    &ran.stderr,
+                    request.result,
+                );
+                note = text.map(|t| sanitize(&t));
+                answer
+            }
+        };
         let mut diagnostics = sanitize(&String::from_utf8_lossy(&ran.stderr));
         if ran.stderr_dropped > 0 {
             diagnostics.push_str(&format!(
                 "\n[toolgate: stderr truncated, {} more bytes dropped]",
                 ran.stderr_dropped
             ));
+        }
+        if let Some(note) = note {
+            if !diagnostics.is_empty() && !diagnostics.ends_with('\n') {
+                diagnostics.push('\n');
+            }
+            diagnostics.push_str(&note);
         }
         Reply {
             answer,

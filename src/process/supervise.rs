@@ -56,14 +56,39 @@ pub(crate) struct Limits {
 
 /// What happened to one hook process.
 pub(crate) struct Ran {
-    /// Its stdout, if it exited successfully within its limits.
-    pub(crate) stdout: Result<Vec<u8>, HookFailure>,
+    /// How it exited and its stdout, if it exited within its limits. A
+    /// non-zero exit is reported here, not as a failure: what it means is
+    /// the protocol's call.
+    pub(crate) exit: Result<Exited, HookFailure>,
     /// The first `stderr_cap` bytes of its stderr.
     pub(crate) stderr: Vec<u8>,
     /// Stderr bytes read past the cap and dropped.
     pub(crate) stderr_dropped: usize,
     /// Something the operator should know even if the hook answered.
     pub(crate) warning: Option<String>,
+}
+
+/// A hook that exited on its own.
+pub(crate) struct Exited {
+    /// Its exit code; `None` when a signal ended it.
+    pub(crate) code: Option<i32>,
+    /// The exit in words (`exit code 3`, `signal 11 (SIGSEGV)`).
+    pub(crate) status: String,
+    /// What it printed on stdout.
+    pub(crate) stdout: Vec<u8>,
+}
+
+impl Exited {
+    /// Its stdout if it exited 0; otherwise the failure wire v1 makes of it.
+    pub(crate) fn success(self) -> Result<Vec<u8>, HookFailure> {
+        if self.code == Some(0) {
+            Ok(self.stdout)
+        } else {
+            Err(HookFailure::ExitedNonZero {
+                status: self.status,
+            })
+        }
+    }
 }
 
 enum Phase {
@@ -90,12 +115,14 @@ pub(crate) async fn run(
     program: &Path,
     args: &[String],
     cwd: &Path,
+    envs: &[(&str, &std::ffi::OsStr)],
     input: &[u8],
     limits: &Limits,
 ) -> Ran {
     let spawned = Command::new(program)
         .args(args)
         .current_dir(cwd)
+        .envs(envs.iter().copied())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -106,7 +133,7 @@ pub(crate) async fn run(
         Ok(child) => child,
         Err(source) => {
             return Ran {
-                stdout: Err(HookFailure::SpawnFailed {
+                exit: Err(HookFailure::SpawnFailed {
                     program: program.display().to_string(),
                     source,
                 }),
@@ -202,10 +229,11 @@ pub(crate) async fn run(
         }
     };
 
-    let stdout = match end {
-        End::Exited(Ok(status)) if status.success() => Ok(stdout_buf),
-        End::Exited(Ok(status)) => Err(HookFailure::ExitedNonZero {
+    let exit = match end {
+        End::Exited(Ok(status)) => Ok(Exited {
+            code: status.code(),
             status: describe(status),
+            stdout: stdout_buf,
         }),
         End::Exited(Err(status)) => Err(HookFailure::ExitedNonZero { status }),
         End::Oversized => {
@@ -224,7 +252,7 @@ pub(crate) async fn run(
         }
     };
     Ran {
-        stdout,
+        exit,
         stderr: stderr_buf,
         stderr_dropped,
         warning,

@@ -233,6 +233,7 @@ fn a_valid_hook_gets_the_documented_defaults() {
         program,
         cwd,
         command,
+        ..
     } = &hook.binding
     else {
         panic!()

@@ -4,6 +4,7 @@
 //! workspaces) and the CLI tests run the real `toolgate` executable.
 
 mod chain;
+mod claude;
 mod cli;
 mod config;
 mod guest_examples;

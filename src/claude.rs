@@ -1,0 +1,380 @@
+//! Claude Code's hook protocol, both ways.
+//!
+//! # Why
+//!
+//! Claude Code's hook protocol is the de facto standard (Codex copies it;
+//! Cursor, Copilot CLI and VS Code read Claude's settings). People who would
+//! use toolgate already have hooks written for it, and run agents that only
+//! know how to call a command. So toolgate speaks it in both directions:
+//!
+//! - **inward**: a subprocess hook with `"protocol": "claude-code"` gets
+//!   Claude Code's stdin and is read by Claude Code's rules, so an existing
+//!   script runs unmodified inside toolgate's ordered, fail-closed chain;
+//! - **outward**: `toolgate claude-code` / `toolgate codex` *is* a Claude Code
+//!   (or Codex) hook: one settings entry gives the agent the whole chain.
+//!
+//! # Where toolgate differs from Claude Code, on purpose
+//!
+//! - An exit code other than 0 and 2 is a *non-blocking error* in Claude Code
+//!   (the call goes through). In toolgate it is a failure, and the hook's
+//!   `on_failure` applies — deny by default. A guard that crashes must not
+//!   silently stop guarding.
+//! - `ask` and `defer` need a person watching. Inside toolgate's chain there
+//!   is none, so both become a denial whose reason says a person's
+//!   confirmation was required. Never a silent allow.
+//! - `continue: false` (stop the whole agent) cannot be honoured by a hook
+//!   chain; it becomes a denial of this call with the `stopReason`.
+//! - Plain-text stdout on exit 0 is not shown to the model (as in Claude Code
+//!   for tool events); toolgate keeps it for the operator.
+
+use crate::contract::{Answer, Event, HookRequest, Request, ToolResult, Verdict};
+use crate::failure::HookFailure;
+use crate::runner::Outcome;
+use serde_json::{Map, Value, json};
+
+/// How a subprocess hook is spoken to.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Protocol {
+    /// toolgate's wire v1.
+    #[default]
+    Toolgate,
+    /// Claude Code's hook protocol.
+    ClaudeCode,
+}
+
+/// Claude Code's name for an event.
+pub fn event_name(event: Event) -> &'static str {
+    match event {
+        Event::PreToolUse => "PreToolUse",
+        Event::PostToolUse => "PostToolUse",
+    }
+}
+
+/// Encodes a request as Claude Code's hook stdin.
+pub(crate) fn encode_request(request: &HookRequest<'_>, default_cwd: &str) -> Vec<u8> {
+    let mut obj = json!({
+        "session_id": request.session_id.unwrap_or("toolgate"),
+        "cwd": request.cwd.unwrap_or(default_cwd),
+        "permission_mode": "default",
+        "hook_event_name": event_name(request.event),
+        "tool_name": request.tool,
+        "tool_input": request.input,
+        "tool_use_id": request.tool_call_id.unwrap_or(""),
+    });
+    if let Some(result) = request.result {
+        obj["tool_response"] = result.output.clone();
+    }
+    let mut bytes = obj.to_string().into_bytes();
+    bytes.push(b'\n');
+    bytes
+}
+
+/// What a Claude Code-style hook's exit means, read by Claude Code's rules
+/// (with toolgate's differences above). Returns the answer and, when there
+/// is one, text for the operator (plain stdout, `systemMessage`).
+pub(crate) fn decode_reply(
+    event: Event,
+    code: Option<i32>,
+    status: &str,
+    stdout: &[u8],
+    stderr: &[u8],
+    current: Option<&ToolResult>,
+) -> (Result<Answer, HookFailure>, Option<String>) {
+    match code {
+        Some(2) => {
+            let reason = String::from_utf8_lossy(stderr).trim().to_owned();
+            let reason = if reason.is_empty() {
+                "blocked by a hook (exit 2) that gave no reason".to_owned()
+            } else {
+                reason
+            };
+            (Ok(Answer::deny(reason)), None)
+        }
+        Some(0) => {
+            let text = String::from_utf8_lossy(stdout);
+            let trimmed = text.trim();
+            if trimmed.is_empty() {
+                (Ok(Answer::allow()), None)
+            } else if trimmed.starts_with('{') {
+                decode_json(event, trimmed, current)
+            } else {
+                let note = format!("plain-text stdout (not shown to the model): {trimmed}");
+                (Ok(Answer::allow()), Some(note))
+            }
+        }
+        _ => (
+            Err(HookFailure::ExitedNonZero {
+                status: format!("{status} (not 0 or 2; in Claude Code a non-blocking error)"),
+            }),
+            None,
+        ),
+    }
+}
+
+fn decode_json(
+    event: Event,
+    text: &str,
+    current: Option<&ToolResult>,
+) -> (Result<Answer, HookFailure>, Option<String>) {
+    let not = |detail: String| HookFailure::NotADecision { detail };
+    let obj: Map<String, Value> = match serde_json::from_str(text) {
+        Ok(Value::Object(obj)) => obj,
+        Ok(_) | Err(_) => {
+            return (
+                Err(not(format!(
+                    "stdout starts with `{{` but is not a JSON object: {}",
+                    text.chars().take(120).collect::<String>()
+                ))),
+                None,
+            );
+        }
+    };
+    let empty = Map::new();
+    let specific = obj
+        .get("hookSpecificOutput")
+        .and_then(Value::as_object)
+        .unwrap_or(&empty);
+    let str_field =
+        |o: &Map<String, Value>, k: &str| o.get(k).and_then(Value::as_str).map(str::to_owned);
+    let context = str_field(specific, "additionalContext");
+    let note = str_field(&obj, "systemMessage").map(|m| format!("systemMessage: {m}"));
+    let with_context = |verdict: Verdict| Answer {
+        verdict,
+        context: context.clone(),
+    };
+    let deny = |reason: Option<String>, fallback: &str| Verdict::Deny {
+        reason: reason
+            .filter(|r| !r.trim().is_empty())
+            .unwrap_or_else(|| fallback.to_owned()),
+    };
+
+    if obj.get("continue") == Some(&Value::Bool(false)) {
+        let reason = deny(
+            str_field(&obj, "stopReason"),
+            "a hook asked the agent to stop",
+        );
+        return (Ok(with_context(reason)), note);
+    }
+    let legacy = str_field(&obj, "decision");
+    let reason = str_field(&obj, "reason");
+    let verdict = match event {
+        Event::PreToolUse => {
+            let why = str_field(specific, "permissionDecisionReason").or(reason.clone());
+            match str_field(specific, "permissionDecision").as_deref() {
+                Some("deny") => deny(why, "denied by a hook"),
+                Some("ask") => deny(
+                    why.map(|w| format!("this call needs a person's confirmation, which toolgate cannot ask for: {w}")),
+                    "this call needs a person's confirmation, which toolgate cannot ask for",
+                ),
+                Some("defer") => deny(
+                    why.map(|w| format!("the hook deferred this call to a person, and none is watching: {w}")),
+                    "the hook deferred this call to a person, and none is watching",
+                ),
+                Some("allow") | None => match legacy.as_deref() {
+                    Some("block") => deny(reason, "blocked by a hook"),
+                    Some("approve") | None => match specific.get("updatedInput") {
+                        Some(input) => Verdict::Modify {
+                            input: input.clone(),
+                        },
+                        None => Verdict::Allow,
+                    },
+                    Some(other) => {
+                        return (
+                            Err(not(format!("unknown `decision` {other:?} (expected approve or block)"))),
+                            note,
+                        );
+                    }
+                },
+                Some(other) => {
+                    return (
+                        Err(not(format!(
+                            "unknown permissionDecision {other:?} (expected allow, deny, ask or defer)"
+                        ))),
+                        note,
+                    );
+                }
+            }
+        }
+        Event::PostToolUse => match legacy.as_deref() {
+            Some("block") => deny(reason, "blocked by a hook"),
+            Some("approve") | None => {
+                match specific
+                    .get("updatedToolOutput")
+                    .or_else(|| specific.get("updatedMCPToolOutput"))
+                {
+                    Some(output) => Verdict::Replace {
+                        result: ToolResult {
+                            output: output.clone(),
+                            is_error: current.is_some_and(|r| r.is_error),
+                        },
+                    },
+                    None => Verdict::Allow,
+                }
+            }
+            Some(other) => {
+                return (
+                    Err(not(format!(
+                        "unknown `decision` {other:?} (expected block)"
+                    ))),
+                    note,
+                );
+            }
+        },
+    };
+    (Ok(with_context(verdict)), note)
+}
+
+/// The dialect `toolgate` answers in when it is the agent's hook.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dialect {
+    /// Claude Code.
+    ClaudeCode,
+    /// Codex: the same envelope with a strict output schema (no `ask`, no
+    /// unknown fields, `updatedInput` only with `allow`).
+    Codex,
+}
+
+/// A tool call as Claude Code (or Codex) hands it to a hook.
+#[derive(Debug)]
+pub struct AgentCall {
+    /// `PreToolUse`, `PostToolUse`, or another event toolgate has no part in.
+    pub hook_event_name: String,
+    /// The request, when the event is one toolgate evaluates.
+    pub request: Option<Request>,
+    /// The agent's working directory.
+    pub cwd: Option<String>,
+}
+
+/// Why an agent's hook input could not be read.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReadAgentInputError {
+    /// Not a JSON object.
+    #[error("the hook input is not a JSON object: {0}")]
+    NotJson(String),
+    /// A field the event needs is missing.
+    #[error("the hook input has no `{0}`")]
+    Missing(&'static str),
+}
+
+/// Reads Claude Code's (or Codex's) hook stdin.
+pub fn read_agent_input(bytes: &[u8]) -> Result<AgentCall, ReadAgentInputError> {
+    let value: Value =
+        serde_json::from_slice(bytes).map_err(|e| ReadAgentInputError::NotJson(e.to_string()))?;
+    let Value::Object(obj) = value else {
+        return Err(ReadAgentInputError::NotJson("not an object".into()));
+    };
+    let s = |k: &str| obj.get(k).and_then(Value::as_str).map(str::to_owned);
+    let name = s("hook_event_name").ok_or(ReadAgentInputError::Missing("hook_event_name"))?;
+    let cwd = s("cwd");
+    let event = match name.as_str() {
+        "PreToolUse" => Event::PreToolUse,
+        "PostToolUse" => Event::PostToolUse,
+        _ => {
+            return Ok(AgentCall {
+                hook_event_name: name,
+                request: None,
+                cwd,
+            });
+        }
+    };
+    let tool = s("tool_name").ok_or(ReadAgentInputError::Missing("tool_name"))?;
+    let input = obj
+        .get("tool_input")
+        .cloned()
+        .ok_or(ReadAgentInputError::Missing("tool_input"))?;
+    let result = match event {
+        Event::PostToolUse => Some(ToolResult::ok(
+            obj.get("tool_response").cloned().unwrap_or(Value::Null),
+        )),
+        Event::PreToolUse => None,
+    };
+    Ok(AgentCall {
+        hook_event_name: name,
+        request: Some(Request {
+            event,
+            tool,
+            input,
+            result,
+            session_id: s("session_id"),
+            turn_id: None,
+            tool_call_id: s("tool_use_id"),
+            cwd: cwd.clone(),
+        }),
+        cwd,
+    })
+}
+
+/// What toolgate prints for an outcome when it is the agent's hook: the JSON
+/// for stdout (none when there is nothing to say) — always with exit 0; a
+/// toolgate failure is exit 2 with the reason on stderr, handled by the CLI.
+///
+/// An `allow` prints no permission decision: toolgate's allow means "no
+/// objection", and the agent's own permission rules still apply. A `modify`
+/// is `allow` + `updatedInput`, as the protocol requires. A pre `replace`
+/// (toolgate answering for the tool) cannot be expressed; it becomes a denial
+/// whose reason carries the replacement, so the model still sees it.
+pub fn render_outcome(outcome: &Outcome, dialect: Dialect) -> Option<Value> {
+    let event = event_name(outcome.event);
+    let mut specific = Map::new();
+    specific.insert("hookEventName".into(), json!(event));
+    if let Some(context) = &outcome.context {
+        specific.insert("additionalContext".into(), json!(context));
+    }
+    let mut top = Map::new();
+    match (outcome.event, &outcome.verdict) {
+        (Event::PreToolUse, Verdict::Allow) => {}
+        (Event::PreToolUse, Verdict::Deny { reason }) => {
+            specific.insert("permissionDecision".into(), json!("deny"));
+            specific.insert("permissionDecisionReason".into(), json!(reason));
+        }
+        (Event::PreToolUse, Verdict::Modify { input }) => {
+            specific.insert("permissionDecision".into(), json!("allow"));
+            specific.insert("updatedInput".into(), input.clone());
+        }
+        (Event::PreToolUse, Verdict::Replace { result }) => {
+            specific.insert("permissionDecision".into(), json!("deny"));
+            specific.insert(
+                "permissionDecisionReason".into(),
+                json!(format!(
+                    "toolgate answered for the tool instead of running it: {}",
+                    output_text(&result.output)
+                )),
+            );
+        }
+        (Event::PostToolUse, Verdict::Allow | Verdict::Modify { .. }) => {}
+        (Event::PostToolUse, Verdict::Deny { reason }) => {
+            top.insert("decision".into(), json!("block"));
+            top.insert("reason".into(), json!(reason));
+        }
+        (Event::PostToolUse, Verdict::Replace { result }) => match dialect {
+            Dialect::ClaudeCode => {
+                specific.insert("updatedToolOutput".into(), result.output.clone());
+            }
+            // Codex's strict schema has no output replacement: block with
+            // the replacement as the reason, so the model sees only it.
+            Dialect::Codex => {
+                top.insert("decision".into(), json!("block"));
+                top.insert(
+                    "reason".into(),
+                    json!(format!(
+                        "toolgate replaced this tool's output: {}",
+                        output_text(&result.output)
+                    )),
+                );
+            }
+        },
+    }
+    if specific.len() > 1 {
+        top.insert("hookSpecificOutput".into(), Value::Object(specific));
+    }
+    (!top.is_empty()).then_some(Value::Object(top))
+}
+
+fn output_text(output: &Value) -> String {
+    match output {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
