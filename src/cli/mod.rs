@@ -9,9 +9,11 @@
 //!   request, unreadable input). The reason is on stderr. A caller must treat
 //!   `1` from `check` as a denial.
 
+mod agent;
 mod bench;
 mod check;
 mod hooks;
+mod import;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -49,6 +51,11 @@ enum Command {
     Check(check::Args),
     Hooks(hooks::Args),
     Bench(bench::Args),
+    /// Be a Claude Code hook: read its stdin, run the chain, answer in its format.
+    ClaudeCode(agent::Args),
+    /// Be a Codex hook: like claude-code, within Codex's stricter output schema.
+    Codex(agent::Args),
+    Import(import::Args),
 }
 
 pub(crate) fn main() -> ExitCode {
@@ -58,6 +65,11 @@ pub(crate) fn main() -> ExitCode {
         Command::Check(args) => check::run(args),
         Command::Hooks(args) => hooks::run(args),
         Command::Bench(args) => bench::run(args),
+        Command::Import(args) => import::run(args),
+        Command::ClaudeCode(args) => {
+            return agent::run(args, toolgate::claude::Dialect::ClaudeCode);
+        }
+        Command::Codex(args) => return agent::run(args, toolgate::claude::Dialect::Codex),
     };
     match result {
         Ok(code) => code,

@@ -299,3 +299,261 @@ async fn protocol_is_validated() {
     assert_eq!(err.problems[0].field.as_deref(), Some("protocol"));
     assert!(err.to_string().contains("\"claude-code\""));
 }
+
+// ---- outward: `toolgate claude-code` / `toolgate codex` through the binary ----
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+fn agent(fx: &Fixture, dialect: &str, input: Value, env_project: bool) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolgate"));
+    cmd.arg(dialect)
+        .env("TOOLGATE_CONFIG_DIR", fx.global())
+        .env_remove("CLAUDE_PROJECT_DIR")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if env_project {
+        cmd.env("CLAUDE_PROJECT_DIR", fx.workspace());
+    }
+    let mut child = cmd.spawn().unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.to_string().as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn pre_input(fx: &Fixture, command: &str) -> Value {
+    json!({"session_id": "s", "transcript_path": "/tmp/t.jsonl", "cwd": fx.workspace(),
+           "permission_mode": "default", "hook_event_name": "PreToolUse", "tool_name": "Bash",
+           "tool_input": {"command": command}, "tool_use_id": "toolu_1"})
+}
+
+fn stdout_json(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{e}: {:?} / {}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+#[test]
+fn toolgate_as_a_claude_code_hook_answers_in_its_format() {
+    let fx = Fixture::new();
+    let decide = fx.script(
+        "decide.py",
+        r#"#!/usr/bin/env python3
+import json, sys
+req = json.load(sys.stdin)
+cmd = req["input"].get("command", "")
+if "force" in cmd:
+    print(json.dumps({"decision": "deny", "reason": "no force pushes"}))
+elif cmd == "ls":
+    print(json.dumps({"decision": "modify", "input": {"command": "ls -la"}, "context": "listing in long form"}))
+else:
+    print(json.dumps({"decision": "allow"}))
+"#,
+    );
+    fx.workspace_hooks(json!([{"name": "policy", "command": [&decide]}, {"name": "wasm-guard", "wasm": crate::guests::path("allow")}]));
+
+    let out = agent(
+        &fx,
+        "claude-code",
+        pre_input(&fx, "git push --force"),
+        false,
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        stdout_json(&out),
+        json!({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny", "permissionDecisionReason": "no force pushes"}})
+    );
+
+    let out = agent(&fx, "claude-code", pre_input(&fx, "ls"), false);
+    assert_eq!(
+        stdout_json(&out),
+        json!({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow",
+               "updatedInput": {"command": "ls -la"}, "additionalContext": "listing in long form"}})
+    );
+
+    // A plain allow says nothing: Claude Code's own permission rules still apply.
+    let out = agent(&fx, "claude-code", pre_input(&fx, "echo hi"), false);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        out.stdout.is_empty(),
+        "{:?}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+
+    // Events toolgate has no part in pass through silently.
+    let out = agent(
+        &fx,
+        "claude-code",
+        json!({"hook_event_name": "UserPromptSubmit", "prompt": "hi"}),
+        false,
+    );
+    assert_eq!((out.status.code(), out.stdout.is_empty()), (Some(0), true));
+}
+
+#[test]
+fn post_replace_and_deny_map_to_claude_code_and_codex() {
+    let fx = Fixture::new();
+    let post = fx.script(
+        "post.py",
+        r#"#!/usr/bin/env python3
+import json, sys
+req = json.load(sys.stdin)
+out = json.dumps(req["result"]["output"])
+if "SECRET" in out:
+    print(json.dumps({"decision": "replace", "result": {"output": "[redacted]", "is_error": False}}))
+elif "malware" in out:
+    print(json.dumps({"decision": "deny", "reason": "the output looks malicious"}))
+else:
+    print(json.dumps({"decision": "allow"}))
+"#,
+    );
+    fx.workspace_hooks(json!([{"name": "dlp", "command": [&post], "event": "post_tool_use"}]));
+    let post_input = |response: &str| {
+        json!({"session_id": "s", "cwd": "/elsewhere", "hook_event_name": "PostToolUse", "tool_name": "Bash",
+               "tool_input": {"command": "env"}, "tool_response": {"stdout": response}, "tool_use_id": "t"})
+    };
+    // The workspace comes from CLAUDE_PROJECT_DIR here, not the call's cwd.
+    let out = agent(&fx, "claude-code", post_input("KEY=SECRET"), true);
+    assert_eq!(
+        stdout_json(&out),
+        json!({"hookSpecificOutput": {"hookEventName": "PostToolUse", "updatedToolOutput": "[redacted]"}})
+    );
+    let out = agent(&fx, "claude-code", post_input("malware!"), true);
+    assert_eq!(
+        stdout_json(&out),
+        json!({"decision": "block", "reason": "the output looks malicious"})
+    );
+
+    // Codex has no output replacement in its strict schema: block with the replacement.
+    let out = agent(&fx, "codex", post_input("KEY=SECRET"), true);
+    let v = stdout_json(&out);
+    assert_eq!(v["decision"], "block");
+    assert!(v["reason"].as_str().unwrap().contains("[redacted]"));
+    assert_eq!(v.as_object().unwrap().len(), 2, "only known fields: {v}");
+}
+
+#[test]
+fn toolgates_own_failure_blocks_the_call() {
+    let fx = Fixture::new();
+    fx.workspace_raw(
+        r#"{"schema": 1, "hooks": [{"name": "x", "command": ["x"], "timeout_ms": -1}]}"#,
+    );
+    for dialect in ["claude-code", "codex"] {
+        let out = agent(&fx, dialect, pre_input(&fx, "ls"), false);
+        assert_eq!(out.status.code(), Some(2), "{dialect}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("blocked") && err.contains("timeout_ms"),
+            "{err}"
+        );
+    }
+    let out = agent(&fx, "claude-code", json!("not an object"), false);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn import_carries_claude_code_settings_over_and_lists_the_rest() {
+    let fx = Fixture::new();
+    let project = fx.dir.path().join("project");
+    std::fs::create_dir_all(project.join(".claude/hooks")).unwrap();
+    write_executable(&project.join(".claude/hooks/block.sh"), BASH_BLOCKER);
+    let settings = json!({
+        "permissions": {"allow": ["Bash(ls:*)"]},
+        "hooks": {
+            "PreToolUse": [
+                {"matcher": "Bash", "hooks": [
+                    {"type": "command", "command": "\"$CLAUDE_PROJECT_DIR\"/.claude/hooks/block.sh", "timeout": 5},
+                    {"type": "command", "command": "python3", "args": ["-c", "import sys; sys.exit(0)"]},
+                    {"type": "http", "url": "https://example.invalid/hook"},
+                    {"type": "command", "command": "true", "if": "Bash(git *)"}
+                ]},
+                {"matcher": "Edit|Write", "hooks": [{"type": "command", "command": "echo ok", "async": true}]}
+            ],
+            "PostToolUse": [{"matcher": "*", "hooks": [{"type": "prompt", "prompt": "check it"}]}],
+            "UserPromptSubmit": [{"hooks": [{"type": "command", "command": "echo hi"}]}]
+        }
+    });
+    std::fs::write(project.join(".claude/settings.json"), settings.to_string()).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        .args(["import", "claude-code"])
+        .arg(project.join(".claude/settings.json"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report = String::from_utf8_lossy(&out.stderr);
+    for needle in [
+        "wrote 2 hook(s)",
+        "[\"sh\", \"-c\", …]",
+        "`http` handler",
+        "`if` rule",
+        "`async` hook",
+        "`prompt` handler",
+        "UserPromptSubmit",
+        "non-blocking error",
+    ] {
+        assert!(report.contains(needle), "missing {needle:?} in\n{report}");
+    }
+    let written: Value = serde_json::from_str(
+        &std::fs::read_to_string(project.join(".toolgate/hooks.json")).unwrap(),
+    )
+    .unwrap();
+    let hooks = written["hooks"].as_array().unwrap();
+    assert_eq!(
+        hooks[0]["command"],
+        json!(["sh", "-c", "\"$CLAUDE_PROJECT_DIR\"/.claude/hooks/block.sh"])
+    );
+    assert_eq!(
+        (hooks[0]["timeout_ms"].as_u64(), hooks[0]["tools"].clone()),
+        (Some(5000), json!(["Bash"]))
+    );
+    assert_eq!(
+        hooks[1]["command"],
+        json!(["python3", "-c", "import sys; sys.exit(0)"])
+    );
+    assert_eq!(hooks[1]["timeout_ms"], 60000);
+    assert!(hooks.iter().all(|h| h["protocol"] == "claude-code"));
+
+    // The imported chain loads and the unmodified script still blocks.
+    let runner = toolgate::HookRunner::builder()
+        .config(toolgate::Config::load(None, Some(&project)).unwrap())
+        .build();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let outcome =
+        rt.block_on(runner.pre_tool_use(&Request::pre("Bash", json!({"command": "rm -rf /"}))));
+    assert_eq!(
+        outcome.verdict,
+        Verdict::Deny {
+            reason: "Destructive command blocked by policy".into()
+        }
+    );
+
+    // Importing again does not clobber the file without --force.
+    let again = Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        .args(["import", "claude-code"])
+        .arg(project.join(".claude/settings.json"))
+        .output()
+        .unwrap();
+    assert_eq!(again.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&again.stderr).contains("--force"));
+}
