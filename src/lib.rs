@@ -34,6 +34,7 @@
 //! | [`wire`] | the subprocess JSON encoding (wire v1) |
 //! | [`wasm`] | the component binding: engine, compile cache, limits, WIT bindings |
 //! | [`config`] | hooks.json: parse, validate, discover, load |
+//! | [`replay`] | recorded sessions (wire v1 or Claude Code transcripts) run through the chain |
 //! | [`claude`] | Claude Code's hook protocol, inward (hooks) and outward (being one) |
 //!
 //! ```no_run
@@ -61,6 +62,7 @@ pub mod contract;
 mod failure;
 mod interceptor;
 mod process;
+pub mod replay;
 pub mod runner;
 pub mod wasm;
 pub mod wire;

@@ -14,6 +14,7 @@ mod bench;
 mod check;
 mod hooks;
 mod import;
+mod replay;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -56,6 +57,7 @@ enum Command {
     /// Be a Codex hook: like claude-code, within Codex's stricter output schema.
     Codex(agent::Args),
     Import(import::Args),
+    Replay(replay::Args),
 }
 
 pub(crate) fn main() -> ExitCode {
@@ -66,6 +68,7 @@ pub(crate) fn main() -> ExitCode {
         Command::Hooks(args) => hooks::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Import(args) => import::run(args),
+        Command::Replay(args) => replay::run(args),
         Command::ClaudeCode(args) => {
             return agent::run(args, toolgate::claude::Dialect::ClaudeCode);
         }

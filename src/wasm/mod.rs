@@ -147,6 +147,15 @@ pub(crate) fn load(
         path: path.display().to_string(),
         source,
     })?;
+    let bytes = if path.extension().is_some_and(|e| e == "wat") {
+        let text = String::from_utf8(bytes)
+            .map_err(|e| LoadComponentError::Compile(format!("the .wat file is not UTF-8: {e}")))?;
+        component_from_wat(&text).map_err(|e| {
+            LoadComponentError::Compile(format!("cannot build a component from the WAT: {e}"))
+        })?
+    } else {
+        bytes
+    };
     let (component, outcome) = cache::load(&runtime.engine, cache_dir, &bytes)
         .map_err(|e| LoadComponentError::Compile(format!("{e:#}")))?;
     let imports: Vec<String> = component
@@ -278,32 +287,38 @@ const REFERENCE_WAT: &str = r#"(module
 /// benchmarks and self-checks have a guest with no toolchain at all; what it
 /// costs per call is the floor of what any wasm hook costs.
 pub fn reference_guest() -> Vec<u8> {
-    // The inputs are constants of this crate: a failure here is a bug in
+    // The input is a constant of this crate: a failure here is a bug in
     // toolgate, caught by the test suite, not something a user controls.
-    let build = || -> Result<Vec<u8>, String> {
-        let mut module = wat::parse_str(REFERENCE_WAT).map_err(|e| e.to_string())?;
-        let mut resolve = wit_parser::Resolve::default();
-        let pkg = resolve
-            .push_str("hook.wit", include_str!("../../wit/hook.wit"))
-            .map_err(|e| e.to_string())?;
-        let world = resolve
-            .select_world(&[pkg], Some("hook"))
-            .map_err(|e| e.to_string())?;
-        wit_component::embed_component_metadata(
-            &mut module,
-            &resolve,
-            world,
-            wit_component::StringEncoding::UTF8,
-        )
+    component_from_wat(REFERENCE_WAT)
+        .unwrap_or_else(|e| panic!("toolgate's reference guest does not build: {e}"))
+}
+
+/// Builds a hook component from a core module in WebAssembly text that
+/// implements the canonical ABI of `decide` by hand, embedding toolgate's
+/// WIT. This is what a `"wasm": "guard.wat"` hook is loaded through: small
+/// guards need no toolchain at all.
+pub fn component_from_wat(wat: &str) -> Result<Vec<u8>, String> {
+    let mut module = wat::parse_str(wat).map_err(|e| e.to_string())?;
+    let mut resolve = wit_parser::Resolve::default();
+    let pkg = resolve
+        .push_str("hook.wit", include_str!("../../wit/hook.wit"))
         .map_err(|e| e.to_string())?;
-        wit_component::ComponentEncoder::default()
-            .module(&module)
-            .map_err(|e| e.to_string())?
-            .validate(true)
-            .encode()
-            .map_err(|e| e.to_string())
-    };
-    build().unwrap_or_else(|e| panic!("toolgate's reference guest does not build: {e}"))
+    let world = resolve
+        .select_world(&[pkg], Some("hook"))
+        .map_err(|e| e.to_string())?;
+    wit_component::embed_component_metadata(
+        &mut module,
+        &resolve,
+        world,
+        wit_component::StringEncoding::UTF8,
+    )
+    .map_err(|e| e.to_string())?;
+    wit_component::ComponentEncoder::default()
+        .module(&module)
+        .map_err(|e| format!("{e:#}"))?
+        .validate(true)
+        .encode()
+        .map_err(|e| format!("{e:#}"))
 }
 
 /// Engine facts for reports: allocator, limits, versions.

@@ -10,6 +10,7 @@ mod config;
 mod guest_examples;
 mod guests;
 mod interceptor;
+mod replay;
 mod subprocess;
 mod support;
 mod wasm;

@@ -539,3 +539,31 @@ async fn the_reference_guest_builds_in_process_and_allows() {
     assert_eq!(outcome.verdict, Verdict::Allow);
     assert!(record(&outcome, "ref").fuel_used.unwrap() > 0);
 }
+
+#[tokio::test]
+async fn a_wat_file_is_built_into_a_component_at_load() {
+    let fx = Fixture::new();
+    let demo =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/demo/hooks/no_network.wat");
+    std::fs::copy(&demo, fx.workspace().join("guard.wat")).unwrap();
+    fx.workspace_hooks(json!([{"name": "net", "wasm": "guard.wat"}]));
+    let runner = fx.runner();
+    let denied = runner
+        .pre_tool_use(&Request::pre("WebFetch", json!({"url": "x"})))
+        .await;
+    assert!(
+        matches!(&denied.verdict, Verdict::Deny { reason } if reason.contains("Network tools are disabled"))
+    );
+    let allowed = runner.pre_tool_use(&Request::pre("Bash", json!({}))).await;
+    assert_eq!(allowed.verdict, Verdict::Allow);
+
+    std::fs::write(
+        fx.workspace().join("bad.wat"),
+        "(module (func $f (result i32)))",
+    )
+    .unwrap();
+    fx.workspace_hooks(json!([{"name": "bad", "wasm": "bad.wat"}]));
+    let err = Config::load(None, Some(&fx.workspace())).unwrap_err();
+    assert_eq!(err.problems[0].field.as_deref(), Some("wasm"));
+    assert!(err.to_string().contains("WAT"), "{err}");
+}

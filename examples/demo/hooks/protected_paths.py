@@ -4,7 +4,7 @@ import json
 import sys
 
 request = json.load(sys.stdin)
-path = str(request["input"].get("path", ""))
+path = str(request["input"].get("path") or request["input"].get("file_path") or "")
 protected = request.get("config", {}).get("protected", [])
 
 for p in protected:

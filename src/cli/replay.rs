@@ -1,0 +1,102 @@
+//! `toolgate replay`: run a recorded session through the chain.
+
+use super::runtime;
+use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use toolgate::{Config, HookRunner, replay};
+
+/// Replay a recorded session (wire-v1 requests or a Claude Code transcript,
+/// JSONL) through the chain and show what it would have decided.
+///
+/// Prints a table (call, tool, input, decision, deciding hook, latency) and
+/// totals by decision. Lines that cannot be used are reported with their line
+/// number and skipped.
+#[derive(clap::Args)]
+#[command(after_help = "Examples:\n  \
+    toolgate replay examples/demo/session.jsonl --workspace examples/demo\n  \
+    toolgate replay ~/.claude/projects/<project>/<session>.jsonl --workspace . --json")]
+pub(crate) struct Args {
+    /// The recording (JSONL).
+    file: PathBuf,
+    /// The workspace whose .toolgate/hooks.json applies.
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    workspace: PathBuf,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let text = std::fs::read_to_string(&args.file)
+        .map_err(|e| anyhow::anyhow!("{}: cannot read: {e}", args.file.display()))?;
+    if !args.workspace.is_dir() {
+        anyhow::bail!("workspace {} is not a directory", args.workspace.display());
+    }
+    let recording = replay::parse(&text);
+    let runner = HookRunner::builder()
+        .config(Config::discover(&args.workspace)?)
+        .build();
+    let rows = runtime()?.block_on(replay::run(&runner, &recording));
+    let mut totals: BTreeMap<&str, usize> = BTreeMap::new();
+    for r in &rows {
+        *totals.entry(r.decision).or_default() += 1;
+    }
+    if args.json {
+        let out = serde_json::json!({
+            "file": args.file,
+            "calls": recording.calls.len(),
+            "rows": rows,
+            "totals": totals,
+            "skipped": recording.skipped,
+        });
+        println!("{}", serde_json::to_string_pretty(&out)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut table = Table::new();
+    table.load_style(UTF8_FULL_CONDENSED).set_header([
+        "#", "line", "event", "tool", "input", "decision", "by", "latency",
+    ]);
+    for r in &rows {
+        let latency = if r.latency_us >= 1000 {
+            format!("{:.1} ms", r.latency_us as f64 / 1000.0)
+        } else {
+            format!("{} µs", r.latency_us)
+        };
+        table.add_row([
+            r.call.to_string(),
+            r.line.to_string(),
+            match r.event {
+                toolgate::Event::PreToolUse => "pre".to_owned(),
+                _ => "post".to_owned(),
+            },
+            r.tool.clone(),
+            r.input.clone(),
+            r.decision.to_owned(),
+            r.decided_by.clone().unwrap_or_else(|| "-".into()),
+            latency,
+        ]);
+    }
+    println!("{table}");
+    let summary: Vec<String> = totals.iter().map(|(d, n)| format!("{n} {d}")).collect();
+    println!(
+        "{} calls, {} events: {}",
+        recording.calls.len(),
+        rows.len(),
+        summary.join(", ")
+    );
+    for r in rows.iter().filter(|r| r.reason.is_some()) {
+        println!(
+            "  #{} {} denied by {}: {}",
+            r.call,
+            r.tool,
+            r.decided_by.as_deref().unwrap_or("?"),
+            r.reason.as_deref().unwrap_or("")
+        );
+    }
+    for s in &recording.skipped {
+        eprintln!("{}:{}: skipped: {}", args.file.display(), s.line, s.reason);
+    }
+    Ok(ExitCode::SUCCESS)
+}
