@@ -302,44 +302,23 @@ async fn protocol_is_validated() {
 
 // ---- outward: `toolgate claude-code` / `toolgate codex` through the binary ----
 
-use std::io::Write;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 fn agent(fx: &Fixture, dialect: &str, input: Value, env_project: bool) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolgate"));
     cmd.arg(dialect)
         .env("TOOLGATE_CONFIG_DIR", fx.global())
-        .env_remove("CLAUDE_PROJECT_DIR")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+        .env_remove("CLAUDE_PROJECT_DIR");
     if env_project {
         cmd.env("CLAUDE_PROJECT_DIR", fx.workspace());
     }
-    let mut child = cmd.spawn().unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.to_string().as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
+    run_with_stdin(&mut cmd, &input.to_string())
 }
 
 fn pre_input(fx: &Fixture, command: &str) -> Value {
     json!({"session_id": "s", "transcript_path": "/tmp/t.jsonl", "cwd": fx.workspace(),
            "permission_mode": "default", "hook_event_name": "PreToolUse", "tool_name": "Bash",
            "tool_input": {"command": command}, "tool_use_id": "toolu_1"})
-}
-
-fn stdout_json(out: &Output) -> Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "{e}: {:?} / {}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
 }
 
 #[test]

@@ -3,9 +3,8 @@
 
 use crate::support::*;
 use serde_json::{Value, json};
-use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 fn toolgate() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolgate"));
@@ -24,32 +23,6 @@ fn check(fx: &Fixture, args: &[&str], stdin: &str) -> Output {
             .env("TOOLGATE_CONFIG_DIR", fx.global()),
         stdin,
     )
-}
-
-fn run_with_stdin(cmd: &mut Command, stdin: &str) -> Output {
-    let mut child = cmd
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("toolgate runs");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
-}
-
-fn stdout_json(out: &Output) -> Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "stdout is not JSON ({e}): {}\nstderr: {}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
 }
 
 fn stderr(out: &Output) -> String {

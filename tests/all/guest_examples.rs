@@ -4,9 +4,8 @@
 
 use crate::support::*;
 use serde_json::{Value, json};
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 /// The built component of a guest example, or a failure naming the command
 /// that builds it.
@@ -24,26 +23,15 @@ pub fn built(name: &str) -> PathBuf {
 }
 
 fn check(fx: &Fixture, input: Value) -> (Option<i32>, Value) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolgate"))
-        .args(["check", "--workspace"])
-        .arg(fx.workspace())
-        .env("TOOLGATE_CONFIG_DIR", fx.global())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
     let request = json!({"event": "pre_tool_use", "tool": "shell", "input": input});
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(request.to_string().as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    let v = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
-    (out.status.code(), v)
+    let out = run_with_stdin(
+        Command::new(env!("CARGO_BIN_EXE_toolgate"))
+            .args(["check", "--workspace"])
+            .arg(fx.workspace())
+            .env("TOOLGATE_CONFIG_DIR", fx.global()),
+        &request.to_string(),
+    );
+    (out.status.code(), stdout_json(&out))
 }
 
 /// An argv hook that turns `--force` into `--force-with-lease`.

@@ -27,6 +27,19 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+/// `cabi_realloc` for test guests: a bump allocator from 64 KiB up that grows
+/// memory as needed and frees nothing (each call gets a fresh instance).
+const REALLOC: &str = r#"(global $bump (mut i32) (i32.const 65536))
+  (func (export "cabi_realloc") (param i32 i32 i32 i32) (result i32)
+    (local $at i32)
+    (local.set $at (i32.and (i32.add (global.get $bump) (i32.sub (local.get 2) (i32.const 1)))
+                            (i32.xor (i32.sub (local.get 2) (i32.const 1)) (i32.const -1))))
+    (global.set $bump (i32.add (local.get $at) (local.get 3)))
+    (block $ok
+      (br_if $ok (i32.le_u (global.get $bump) (i32.mul (memory.size) (i32.const 65536))))
+      (drop (memory.grow (i32.add (i32.div_u (i32.sub (global.get $bump) (i32.mul (memory.size) (i32.const 65536))) (i32.const 65536)) (i32.const 1)))))
+    (local.get $at))"#;
+
 /// Where the result area lives in guest memory.
 const RET: u32 = 512;
 /// Where string data segments start.
@@ -112,17 +125,7 @@ impl<'a> Guest<'a> {
         format!(
             r#"(module
   (memory (export "memory") 1)
-  (global $bump (mut i32) (i32.const 65536))
-  (func (export "cabi_realloc") (param i32 i32 i32 i32) (result i32)
-    (local $at i32)
-    ;; a bump allocator that grows memory as needed; frees nothing
-    (local.set $at (i32.and (i32.add (global.get $bump) (i32.sub (local.get 2) (i32.const 1)))
-                            (i32.xor (i32.sub (local.get 2) (i32.const 1)) (i32.const -1))))
-    (global.set $bump (i32.add (local.get $at) (local.get 3)))
-    (block $ok
-      (br_if $ok (i32.le_u (global.get $bump) (i32.mul (memory.size) (i32.const 65536))))
-      (drop (memory.grow (i32.add (i32.div_u (i32.sub (global.get $bump) (i32.mul (memory.size) (i32.const 65536))) (i32.const 65536)) (i32.const 1)))))
-    (local.get $at))
+  {REALLOC}
   {fields}
   (func (export "decide") (param $args i32) (result i32)
     {prelude}
@@ -130,6 +133,7 @@ impl<'a> Guest<'a> {
     (i32.const {RET}))
   {data}
 )"#,
+            REALLOC = REALLOC,
             fields = self.fields,
             prelude = self.prelude,
             data = data.join("\n  "),
@@ -354,16 +358,7 @@ fn probe_wat() -> String {
   (import "wasi:cli/stdout@0.2.12" "get-stdout" (func $stdout (result i32)))
   (import "wasi:io/streams@0.2.12" "[method]output-stream.blocking-write-and-flush" (func $write (param i32 i32 i32 i32)))
   (memory (export "memory") 1)
-  (global $bump (mut i32) (i32.const 65536))
-  (func (export "cabi_realloc") (param i32 i32 i32 i32) (result i32)
-    (local $at i32)
-    (local.set $at (i32.and (i32.add (global.get $bump) (i32.sub (local.get 2) (i32.const 1)))
-                            (i32.xor (i32.sub (local.get 2) (i32.const 1)) (i32.const -1))))
-    (global.set $bump (i32.add (local.get $at) (local.get 3)))
-    (block $ok
-      (br_if $ok (i32.le_u (global.get $bump) (i32.mul (memory.size) (i32.const 65536))))
-      (drop (memory.grow (i32.add (i32.div_u (i32.sub (global.get $bump) (i32.mul (memory.size) (i32.const 65536))) (i32.const 65536)) (i32.const 1)))))
-    (local.get $at))
+  {REALLOC}
   (func $digit (param $at i32) (param $n i32)
     (if (i32.gt_u (local.get $n) (i32.const 9)) (then (local.set $n (i32.const 9))))
     (i32.store8 (local.get $at) (i32.add (i32.const 48) (local.get $n))))
@@ -388,6 +383,7 @@ fn probe_wat() -> String {
   (data (i32.const {DATA}) "{template}")
   (data (i32.const {msg_at}) "{message}")
 )"#,
+        REALLOC = REALLOC,
         d0 = digit(0),
         d1 = digit(1),
         d2 = digit(2),

@@ -186,3 +186,33 @@ pub fn failure_kind(outcome: &Outcome, name: &str) -> toolgate::FailureKind {
         None => panic!("{name} did not fail: {rec:#?}"),
     }
 }
+
+/// Runs a command with `stdin` written to it and collects its output.
+pub fn run_with_stdin(cmd: &mut std::process::Command, stdin: &str) -> std::process::Output {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the command runs");
+    child
+        .stdin
+        .take()
+        .expect("stdin is piped")
+        .write_all(stdin.as_bytes())
+        .expect("stdin is written");
+    child.wait_with_output().expect("the command ends")
+}
+
+/// A command's stdout as JSON, or a failure showing both streams.
+pub fn stdout_json(out: &std::process::Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not JSON ({e}): {}\nstderr: {}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
