@@ -39,7 +39,7 @@ pub(crate) struct Args {
 pub(crate) fn run(args: Args, dialect: Dialect) -> ExitCode {
     match evaluate(args, dialect) {
         Ok(Some(json)) => {
-            println!("{json}");
+            outln!("{json}");
             ExitCode::SUCCESS
         }
         Ok(None) => ExitCode::SUCCESS,

@@ -501,7 +501,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<std::process::ExitCode> {
         "budget": budget,
     });
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        outln!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         print_report(&report);
     }
@@ -589,7 +589,7 @@ fn fmt_us(us: f64) -> String {
 fn print_report(report: &Value) {
     use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
     let m = &report["machine"];
-    println!(
+    outln!(
         "machine: {} · {} cores · Linux {} · load {} → {}",
         m["cpu"].as_str().unwrap_or("?"),
         m["cores"],
@@ -598,7 +598,7 @@ fn print_report(report: &Value) {
         report["load_after"].as_str().unwrap_or("?"),
     );
     let e = &report["wasm_engine"];
-    println!(
+    outln!(
         "wasmtime {} · {} allocator · fuel on · epoch tick {} ms · max wasm stack {} KiB · {} interleaved rounds\n",
         e["wasmtime"].as_str().unwrap_or("?"),
         e["allocator"]["kind"].as_str().unwrap_or("?"),
@@ -628,7 +628,7 @@ fn print_report(report: &Value) {
             ),
         ]);
     }
-    println!(
+    outln!(
         "per-call latency (reference: {})\n{table}\n",
         report["reference"].as_str().unwrap_or("?")
     );
@@ -651,25 +651,25 @@ fn print_report(report: &Value) {
             format!("{:.3} ms", l["cache_hit_ms"].as_f64().unwrap_or(f64::NAN)),
         ]);
     }
-    println!("loading a component\n{loads}\n");
+    outln!("loading a component\n{loads}\n");
     let t = &report["throughput"];
-    println!(
+    outln!(
         "throughput ({}): 1 thread {:.0} calls/s · 2 threads {:.0} calls/s · ×{:.2}",
         t["guest"].as_str().unwrap_or("?"),
         t["one_thread_calls_per_s"].as_f64().unwrap_or(0.0),
         t["two_threads_calls_per_s"].as_f64().unwrap_or(0.0),
         t["ratio"].as_f64().unwrap_or(0.0),
     );
-    println!(
+    outln!(
         "resident memory per live instance: {:.1} KiB\n",
         report["resident_bytes_per_instance"]
             .as_f64()
             .unwrap_or(0.0)
             / 1024.0
     );
-    println!("budget");
+    outln!("budget");
     for b in report["budget"].as_array().into_iter().flatten() {
-        println!(
+        outln!(
             "  {} {:<60} {:.2} {}",
             if b["met"].as_bool() == Some(true) {
                 "✓"

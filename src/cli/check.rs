@@ -61,7 +61,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     let config = Config::discover(&args.workspace)?;
     let runner = HookRunner::builder().config(config).build();
     let outcome = runtime()?.block_on(runner.evaluate(&request));
-    println!("{}", wire::outcome_json(&outcome));
+    outln!("{}", wire::outcome_json(&outcome));
     Ok(if outcome.may_proceed() {
         ExitCode::SUCCESS
     } else {

@@ -54,7 +54,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
             anyhow::bail!("{}", missing.join("\n"));
         }
         let count = |s: Source| config.hooks().iter().filter(|h| h.source == s).count();
-        println!(
+        outln!(
             "ok: {} hooks ({} global, {} workspace)",
             config.hooks().len(),
             count(Source::Global),
@@ -75,11 +75,11 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         if let Some(engine) = &engine {
             out["wasm_engine"] = engine.clone();
         }
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        outln!("{}", serde_json::to_string_pretty(&out)?);
     } else {
         print_table(&config);
         if let Some(engine) = &engine {
-            println!(
+            outln!(
                 "wasm engine: wasmtime {}, {} allocator{}",
                 engine["wasmtime"].as_str().unwrap_or("?"),
                 engine["allocator"]["kind"].as_str().unwrap_or("?"),
@@ -106,6 +106,7 @@ fn print_table(config: &Config) {
         "events",
         "tools",
         "timeout",
+        "limits",
         "on_failure",
         "runs",
     ]);
@@ -123,7 +124,17 @@ fn print_table(config: &Config) {
         };
         let events: Vec<&str> = hook.events.iter().map(|e| e.as_str()).collect();
         let (runs, limits) = match &hook.binding {
-            BindingSpec::Subprocess { command, .. } => (command.join(" "), "-".to_owned()),
+            BindingSpec::Subprocess {
+                command, protocol, ..
+            } => (
+                match protocol {
+                    toolgate::claude::Protocol::Toolgate => command.join(" "),
+                    toolgate::claude::Protocol::ClaudeCode => {
+                        format!("{} (Claude Code protocol)", command.join(" "))
+                    }
+                },
+                "-".to_owned(),
+            ),
             BindingSpec::Wasm {
                 wasm,
                 fuel,
@@ -159,12 +170,12 @@ fn print_table(config: &Config) {
         ]);
     }
     if config.hooks().is_empty() {
-        println!("no hooks configured");
+        outln!("no hooks configured");
     } else {
-        println!("{table}");
+        outln!("{table}");
     }
     for file in config.files() {
-        println!(
+        outln!(
             "{:<9} {} ({})",
             format!("{}:", file.source),
             file.path.display(),

@@ -9,6 +9,26 @@
 //!   request, unreadable input). The reason is on stderr. A caller must treat
 //!   `1` from `check` as a denial.
 
+/// `println!` that ends the process quietly (exit 1) when stdout is a closed
+/// pipe (`toolgate hooks | head`), instead of panicking. Exit 1, not 0: for
+/// `check` and the agent commands, a caller that stopped reading must not be
+/// handed a success code it could take for "allowed".
+macro_rules! outln {
+    ($($arg:tt)*) => {
+        $crate::cli::write_line(format_args!($($arg)*))
+    };
+}
+
+pub(crate) fn write_line(args: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    if let Err(e) = writeln!(std::io::stdout().lock(), "{args}") {
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            eprintln!("toolgate: cannot write to stdout: {e}");
+        }
+        std::process::exit(i32::from(EXIT_ERROR));
+    }
+}
+
 mod agent;
 mod bench;
 mod check;

@@ -51,7 +51,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
             "totals": totals,
             "skipped": recording.skipped,
         });
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        outln!("{}", serde_json::to_string_pretty(&out)?);
         return Ok(ExitCode::SUCCESS);
     }
     let mut table = Table::new();
@@ -78,16 +78,16 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
             latency,
         ]);
     }
-    println!("{table}");
+    outln!("{table}");
     let summary: Vec<String> = totals.iter().map(|(d, n)| format!("{n} {d}")).collect();
-    println!(
+    outln!(
         "{} calls, {} events: {}",
         recording.calls.len(),
         rows.len(),
         summary.join(", ")
     );
     for r in rows.iter().filter(|r| r.reason.is_some()) {
-        println!(
+        outln!(
             "  #{} {} denied by {}: {}",
             r.call,
             r.tool,
