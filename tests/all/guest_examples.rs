@@ -128,3 +128,69 @@ fn rust_guest_denies_force_push_in_a_chain_with_an_argv_hook() {
         );
     }
 }
+
+#[test]
+fn python_guest_guards_input_size_with_context() {
+    let wasm = built("python-size-guard");
+    let fx = Fixture::new();
+    let trace = fx.script("trace.py", TRACE_HOOK);
+    fx.workspace_hooks(json!([
+        {"name": "size", "wasm": &wasm, "config": {"max_input_bytes": 120, "max_write_lines": 3}},
+        {"name": "after", "command": [&trace]}
+    ]));
+    // Small: allowed, and the argv hook after it runs.
+    let (code, v) = check(&fx, json!({"command": "ls"}));
+    assert_eq!(
+        (code, v["decision"].as_str()),
+        (Some(0), Some("modify")),
+        "{v}"
+    );
+    assert_eq!(v["runs"][0]["binding"], "wasm");
+    assert!(v["runs"][0]["fuel_used"].as_u64().unwrap() > 0);
+    // Over half the budget: allowed with advisory context.
+    let (code, v) = check(&fx, json!({"command": "x".repeat(70)}));
+    assert_eq!(code, Some(0), "{v}");
+    assert!(
+        v["context"]
+            .as_str()
+            .unwrap()
+            .contains("of 120 allowed bytes"),
+        "{v}"
+    );
+    // Over the budget: denied, and the hook after it never runs.
+    let (code, v) = check(&fx, json!({"command": "x".repeat(300)}));
+    assert_eq!(code, Some(2), "{v}");
+    assert_eq!(v["decided_by"], "size");
+    assert!(
+        v["reason"]
+            .as_str()
+            .unwrap()
+            .contains("the limit here is 120")
+    );
+    assert_eq!(v["runs"].as_array().unwrap().len(), 1);
+    // Config-driven line limit on writes.
+    let (code, v) = check(&fx, json!({"content": "a\nb\nc\nd"}));
+    assert_eq!(code, Some(2), "{v}");
+    assert!(v["reason"].as_str().unwrap().contains("3-line limit"));
+}
+
+#[test]
+fn python_guest_error_is_a_guest_error_failure() {
+    let wasm = built("python-size-guard");
+    let fx = Fixture::new();
+    // A config the guard cannot use: int("lots") raises inside check(); the SDK
+    // turns it into the guest's err(), which fails closed.
+    fx.workspace_hooks(
+        json!([{"name": "size", "wasm": &wasm, "config": {"max_input_bytes": "lots"}}]),
+    );
+    let (code, v) = check(&fx, json!({"command": "ls"}));
+    assert_eq!(code, Some(2), "{v}");
+    assert_eq!(v["runs"][0]["failure"]["kind"], "guest_error");
+    assert!(
+        v["runs"][0]["failure"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("ValueError"),
+        "{v}"
+    );
+}

@@ -1,0 +1,32 @@
+"""A budget/size guard: denies tool inputs that are too large and tells the
+model when an input is getting close to the limit.
+
+config (hooks.json): {"max_input_bytes": 65536, "max_write_lines": 2000}
+"""
+
+import json
+
+from toolgate_hook import Hook, allow, deny
+
+
+class WitWorld(Hook):
+    def check(self, call):
+        if not call.is_pre:
+            return allow()
+        config = call.config or {}
+        limit = int(config.get("max_input_bytes", 65536))
+        max_lines = int(config.get("max_write_lines", 2000))
+        size = len(json.dumps(call.input).encode())
+        if size > limit:
+            return deny(
+                f"this {call.tool} call's input is {size} bytes; the limit here is {limit}. "
+                "Split the work into smaller calls."
+            )
+        content = call.input.get("content") if isinstance(call.input, dict) else None
+        if isinstance(content, str):
+            lines = content.count("\n") + 1
+            if lines > max_lines:
+                return deny(f"writing {lines} lines at once is over the {max_lines}-line limit; write it in parts.")
+        if size > limit // 2:
+            return allow(context=f"note: this input is {size} of {limit} allowed bytes.")
+        return allow()

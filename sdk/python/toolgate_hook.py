@@ -1,0 +1,103 @@
+"""toolgate hook SDK for Python guests built with componentize-py.
+
+Write a function from a typed call to an answer; this module does the WIT
+plumbing (JSON text in and out, the result/err convention) so you never touch
+the canonical ABI:
+
+    from toolgate_hook import Hook, allow, deny
+
+    class WitWorld(Hook):
+        def check(self, call):
+            if call.tool == "Bash" and "rm -rf /" in call.input.get("command", ""):
+                return deny("not on this machine")
+            return allow()
+
+Build with `componentize-py -d <toolgate>/wit -w hook componentize -p src -p
+<toolgate>/sdk/python --stub-wasi app -o hook.wasm` (see a guest example's
+build.sh). `call.input`, `call.result_output` and `call.config` arrive parsed
+from JSON; raise `CannotDecide("why")` when the hook cannot decide (toolgate
+then applies the hook's `on_failure`, deny by default).
+"""
+
+import json
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import wit_world
+from componentize_py_types import Err
+
+
+class CannotDecide(Exception):
+    """Raise to say the hook cannot decide; the message reaches the operator."""
+
+
+@dataclass
+class Call:
+    """One tool call as the hook sees it."""
+
+    event: str  # "pre_tool_use" or "post_tool_use"
+    hook: str
+    tool: str
+    input: Any
+    result_output: Any  # post only: the output (parsed JSON), else None
+    result_is_error: bool
+    config: Any  # the hook's `config` from hooks.json, parsed, or None
+    session_id: Optional[str]
+    tool_call_id: Optional[str]
+    cwd: Optional[str]
+
+    @property
+    def is_pre(self) -> bool:
+        return self.event == "pre_tool_use"
+
+
+@dataclass
+class Answer:
+    decision: Any
+    context: Optional[str] = None
+
+
+def allow(context: Optional[str] = None) -> Answer:
+    return Answer(wit_world.Decision_Allow(), context)
+
+
+def deny(reason: str, context: Optional[str] = None) -> Answer:
+    return Answer(wit_world.Decision_Deny(reason), context)
+
+
+def modify(new_input: Any, context: Optional[str] = None) -> Answer:
+    return Answer(wit_world.Decision_Modify(json.dumps(new_input)), context)
+
+
+def replace(output: Any, is_error: bool = False, context: Optional[str] = None) -> Answer:
+    return Answer(wit_world.Decision_Replace(wit_world.ToolResult(json.dumps(output), is_error)), context)
+
+
+class Hook(wit_world.WitWorld):
+    """Subclass as `WitWorld` in your app module and implement `check`."""
+
+    def check(self, call: Call) -> Answer:  # pragma: no cover - overridden
+        raise CannotDecide("the hook does not implement check()")
+
+    def decide(self, request: "wit_world.Request") -> "wit_world.Verdict":
+        try:
+            call = Call(
+                event="pre_tool_use" if request.event == wit_world.Event.PRE_TOOL_USE else "post_tool_use",
+                hook=request.hook,
+                tool=request.tool,
+                input=json.loads(request.input),
+                result_output=json.loads(request.result.output) if request.result else None,
+                result_is_error=bool(request.result and request.result.is_error),
+                config=json.loads(request.config) if request.config else None,
+                session_id=request.session_id,
+                tool_call_id=request.tool_call_id,
+                cwd=request.cwd,
+            )
+            answer = self.check(call)
+            if not isinstance(answer, Answer):
+                raise CannotDecide(f"check() returned {type(answer).__name__}, not an answer")
+            return wit_world.Verdict(answer.decision, answer.context)
+        except CannotDecide as e:
+            raise Err(str(e))
+        except Exception as e:  # a bug in the hook: it could not decide
+            raise Err(f"{type(e).__name__}: {e}")
