@@ -14,13 +14,14 @@ the canonical ABI:
 
 Build with `componentize-py -d <toolgate>/wit -w hook componentize -p src -p
 <toolgate>/sdk/python --stub-wasi app -o hook.wasm` (see a guest example's
-build.sh). `call.input`, `call.result_output` and `call.config` arrive parsed
-from JSON; raise `CannotDecide("why")` when the hook cannot decide (toolgate
+build.sh). `call.input`, `call.result_output` and `call.config` are parsed
+from JSON on first use (`call.input_text` is the raw text); raise `CannotDecide("why")` when the hook cannot decide (toolgate
 then applies the hook's `on_failure`, deny by default).
 """
 
 import json
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Optional
 
 import wit_world
@@ -31,24 +32,42 @@ class CannotDecide(Exception):
     """Raise to say the hook cannot decide; the message reaches the operator."""
 
 
-@dataclass
 class Call:
-    """One tool call as the hook sees it."""
+    """One tool call as the hook sees it.
 
-    event: str  # "pre_tool_use" or "post_tool_use"
-    hook: str
-    tool: str
-    input: Any
-    result_output: Any  # post only: the output (parsed JSON), else None
-    result_is_error: bool
-    config: Any  # the hook's `config` from hooks.json, parsed, or None
-    session_id: Optional[str]
-    tool_call_id: Optional[str]
-    cwd: Optional[str]
+    `input`, `result_output` and `config` are parsed from JSON on first use
+    (CPython in wasm pays per instruction: a guard that only needs the raw
+    text, like a size check, should read `input_text`).
+    """
+
+    def __init__(self, request: "wit_world.Request"):
+        self._request = request
+        self.event = "pre_tool_use" if request.event == wit_world.Event.PRE_TOOL_USE else "post_tool_use"
+        self.hook = request.hook
+        self.tool = request.tool
+        self.input_text = request.input
+        self.result_is_error = bool(request.result and request.result.is_error)
+        self.session_id = request.session_id
+        self.tool_call_id = request.tool_call_id
+        self.cwd = request.cwd
 
     @property
     def is_pre(self) -> bool:
         return self.event == "pre_tool_use"
+
+    @cached_property
+    def input(self) -> Any:
+        return json.loads(self.input_text)
+
+    @cached_property
+    def result_output(self) -> Any:
+        """Post only: the output, parsed; None before the call."""
+        return json.loads(self._request.result.output) if self._request.result else None
+
+    @cached_property
+    def config(self) -> Any:
+        """The hook's `config` from hooks.json, parsed, or None."""
+        return json.loads(self._request.config) if self._request.config else None
 
 
 @dataclass
@@ -81,18 +100,7 @@ class Hook(wit_world.WitWorld):
 
     def decide(self, request: "wit_world.Request") -> "wit_world.Verdict":
         try:
-            call = Call(
-                event="pre_tool_use" if request.event == wit_world.Event.PRE_TOOL_USE else "post_tool_use",
-                hook=request.hook,
-                tool=request.tool,
-                input=json.loads(request.input),
-                result_output=json.loads(request.result.output) if request.result else None,
-                result_is_error=bool(request.result and request.result.is_error),
-                config=json.loads(request.config) if request.config else None,
-                session_id=request.session_id,
-                tool_call_id=request.tool_call_id,
-                cwd=request.cwd,
-            )
+            call = Call(request)
             answer = self.check(call)
             if not isinstance(answer, Answer):
                 raise CannotDecide(f"check() returned {type(answer).__name__}, not an answer")

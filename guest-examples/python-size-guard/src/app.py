@@ -4,8 +4,6 @@ model when an input is getting close to the limit.
 config (hooks.json): {"max_input_bytes": 65536, "max_write_lines": 2000}
 """
 
-import json
-
 from toolgate_hook import Hook, allow, deny
 
 
@@ -16,13 +14,16 @@ class WitWorld(Hook):
         config = call.config or {}
         limit = int(config.get("max_input_bytes", 65536))
         max_lines = int(config.get("max_write_lines", 2000))
-        size = len(json.dumps(call.input).encode())
+        # The raw text is what crosses the boundary: measure it, don't re-encode.
+        size = len(call.input_text.encode())
         if size > limit:
             return deny(
                 f"this {call.tool} call's input is {size} bytes; the limit here is {limit}. "
                 "Split the work into smaller calls."
             )
-        content = call.input.get("content") if isinstance(call.input, dict) else None
+        content = None
+        if '"content"' in call.input_text:  # parse only when there is something to count
+            content = call.input.get("content") if isinstance(call.input, dict) else None
         if isinstance(content, str):
             lines = content.count("\n") + 1
             if lines > max_lines:
