@@ -194,3 +194,93 @@ fn python_guest_error_is_a_guest_error_failure() {
         "{v}"
     );
 }
+
+#[test]
+fn js_guest_rewrites_destructive_commands_with_context() {
+    let wasm = built("js-command-rewriter");
+    let fx = Fixture::new();
+    fx.workspace_hooks(json!([{"name": "rewriter", "wasm": &wasm}]));
+    for (command, rewritten, why) in [
+        (
+            "rm -rf build dist",
+            "mkdir -p .trash && mv build dist .trash/",
+            ".trash/",
+        ),
+        ("git clean -fdx", "git clean -ndx", "dry run"),
+        (
+            "kubectl delete pod web-1",
+            "kubectl delete pod web-1 --dry-run=client",
+            "--dry-run=client",
+        ),
+    ] {
+        let (code, v) = check(&fx, json!({"command": command, "description": "x"}));
+        assert_eq!(
+            (code, v["decision"].as_str()),
+            (Some(0), Some("modify")),
+            "{command}: {v}"
+        );
+        assert_eq!(
+            v["input"],
+            json!({"command": rewritten, "description": "x"}),
+            "{command}"
+        );
+        assert!(v["context"].as_str().unwrap().contains(why), "{v}");
+        assert_eq!(v["runs"][0]["binding"], "wasm");
+    }
+    let (code, v) = check(&fx, json!({"command": "ls -la"}));
+    assert_eq!(
+        (code, v["decision"].as_str()),
+        (Some(0), Some("allow")),
+        "{v}"
+    );
+}
+
+#[test]
+fn a_chain_mixes_rust_js_python_guests_and_an_argv_hook() {
+    let (rust, js, python) = (
+        built("rust-deny-force-push"),
+        built("js-command-rewriter"),
+        built("python-size-guard"),
+    );
+    let fx = Fixture::new();
+    let trace = fx.script("trace.py", TRACE_HOOK);
+    fx.global_hooks(
+        json!([{"name": "size", "wasm": &python, "config": {"max_input_bytes": 4096}}]),
+    );
+    fx.workspace_hooks(json!([
+        {"name": "rewriter", "wasm": &js},
+        {"name": "argv-trace", "command": [&trace]},
+        {"name": "no-force-push", "wasm": &rust}
+    ]));
+    // Python (global) allows, JS rewrites, the argv hook sees the rewrite and
+    // appends to it, Rust allows the result: order and threading across
+    // three languages and two bindings.
+    let (code, v) = check(&fx, json!({"command": "rm -rf target"}));
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(
+        v["input"],
+        json!({"command": "mkdir -p .trash && mv target .trash/", "trace": ["argv-trace"]})
+    );
+    let ran: Vec<&str> = v["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(ran, ["size", "rewriter", "argv-trace", "no-force-push"]);
+    // A force-push passes Python and JS untouched and is denied by Rust.
+    let (code, v) = check(&fx, json!({"command": "git push -f origin main"}));
+    assert_eq!(
+        (code, v["decided_by"].as_str()),
+        (Some(2), Some("no-force-push")),
+        "{v}"
+    );
+    // An oversized input is denied by the first hook; nothing after it runs.
+    let (code, v) = check(&fx, json!({"command": "x".repeat(5000)}));
+    assert_eq!(
+        (code, v["decided_by"].as_str()),
+        (Some(2), Some("size")),
+        "{v}"
+    );
+    assert_eq!(v["runs"].as_array().unwrap().len(), 1);
+}
