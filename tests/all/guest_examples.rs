@@ -284,3 +284,40 @@ fn a_chain_mixes_rust_js_python_guests_and_an_argv_hook() {
     );
     assert_eq!(v["runs"].as_array().unwrap().len(), 1);
 }
+
+#[test]
+fn c_guest_enforces_a_tool_allowlist_from_its_config() {
+    let wasm = built("c-tool-allowlist");
+    let fx = Fixture::new();
+    fx.workspace_hooks(json!([{"name": "allowlist", "wasm": &wasm, "config": {"allowed": ["Read", "Grep", "shell"]}}]));
+    let (code, v) = check(&fx, json!({"command": "ls"}));
+    assert_eq!(
+        (code, v["decision"].as_str()),
+        (Some(0), Some("allow")),
+        "{v}"
+    );
+    // `shell` is allowed; a tool that is a prefix or suffix of an allowed one is not.
+    for tool in ["Bash", "Rea", "GrepX", "WebFetch"] {
+        let out = run_with_stdin(
+            std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
+                .args(["check", "--tool", tool, "--workspace"])
+                .arg(fx.workspace())
+                .env("TOOLGATE_CONFIG_DIR", fx.global()),
+            r#"{"event":"pre_tool_use","tool":"x","input":{}}"#,
+        );
+        let v = stdout_json(&out);
+        assert_eq!(out.status.code(), Some(2), "{tool}: {v}");
+        assert!(
+            v["reason"]
+                .as_str()
+                .unwrap()
+                .contains(&format!("`{tool}` is not on")),
+            "{v}"
+        );
+    }
+    // Without an allowlist it cannot decide, and fails closed.
+    fx.workspace_hooks(json!([{"name": "allowlist", "wasm": &wasm}]));
+    let (code, v) = check(&fx, json!({"command": "ls"}));
+    assert_eq!(code, Some(2), "{v}");
+    assert_eq!(v["runs"][0]["failure"]["kind"], "guest_error");
+}
