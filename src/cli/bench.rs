@@ -255,10 +255,22 @@ pub(crate) fn run(args: Args) -> anyhow::Result<std::process::ExitCode> {
         2000,
     );
     for (name, path) in &guests {
+        // A guest example may need a config to decide (an allowlist, say):
+        // `bench-config.json` beside its build script supplies it.
+        let mut hook = json!({"name": "g", "wasm": path});
+        if let Some(config) = path
+            .parent()
+            .and_then(Path::parent)
+            .map(|dir| dir.join("bench-config.json"))
+            .and_then(|f| std::fs::read_to_string(f).ok())
+        {
+            hook["config"] = serde_json::from_str(&config)
+                .with_context(|| format!("bench-config.json of {name}"))?;
+        }
         let ws = workspace(
             tmp.path(),
             &format!("ws-{}", scenarios_len_hint(name)),
-            json!([{"name": "g", "wasm": path}]),
+            json!([hook]),
         )?;
         push(
             format!("wasm: {name}"),
