@@ -319,14 +319,17 @@ fn admit_workspace_hooks(_hooks: &mut Vec<HookSpec>) {}
 /// The global config directory: `$TOOLGATE_CONFIG_DIR`, else
 /// `$XDG_CONFIG_HOME/toolgate`, else `$HOME/.config/toolgate`.
 pub fn global_dir() -> Option<PathBuf> {
-    let non_empty = |k: &str| {
-        std::env::var_os(k)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    };
-    non_empty("TOOLGATE_CONFIG_DIR")
-        .or_else(|| non_empty("XDG_CONFIG_HOME").map(|d| d.join("toolgate")))
-        .or_else(|| non_empty("HOME").map(|h| h.join(".config").join("toolgate")))
+    env_dir("TOOLGATE_CONFIG_DIR")
+        .or_else(|| env_dir("XDG_CONFIG_HOME").map(|d| d.join("toolgate")))
+        .or_else(|| env_dir("HOME").map(|h| h.join(".config").join("toolgate")))
+}
+
+/// A directory named by an environment variable; unset and empty are both
+/// "not given", as XDG specifies.
+pub(crate) fn env_dir(key: &str) -> Option<PathBuf> {
+    std::env::var_os(key)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
 }
 
 fn absolute(path: &Path) -> PathBuf {
@@ -557,6 +560,7 @@ fn parse_hook(
             1,
             wasm::MAX_FUEL,
             wasm::DEFAULT_FUEL,
+            "",
             ctx,
         );
         let memory_mb = parse_bounded(
@@ -565,6 +569,7 @@ fn parse_hook(
             1,
             wasm::MAX_MEMORY_MB,
             wasm::DEFAULT_MEMORY_MB,
+            " MiB",
             ctx,
         );
         // Compile only a hook whose every other field is valid.
@@ -770,6 +775,7 @@ fn parse_bounded(
     min: u64,
     max: u64,
     default: u64,
+    unit: &str,
     ctx: &mut HookCtx<'_>,
 ) -> Option<u64> {
     match value {
@@ -779,7 +785,7 @@ fn parse_bounded(
             _ => {
                 ctx.problem(
                     field,
-                    format!("{n} is out of range; expected a whole number in {min}..={max}"),
+                    format!("{n} is out of range; expected a whole number in {min}..={max}{unit}"),
                 );
                 None
             }
@@ -788,7 +794,7 @@ fn parse_bounded(
             ctx.problem(
                 field,
                 format!(
-                    "expected a whole number in {min}..={max}, got {}",
+                    "expected a whole number in {min}..={max}{unit}, got {}",
                     type_name(other)
                 ),
             );
@@ -900,30 +906,15 @@ fn parse_matcher(
 }
 
 fn parse_timeout(value: Option<&Value>, default: u64, ctx: &mut HookCtx<'_>) -> Option<u64> {
-    let range = format!("{MIN_TIMEOUT_MS}..={MAX_TIMEOUT_MS} ms");
-    match value {
-        None => Some(default),
-        Some(Value::Number(n)) => match n.as_u64() {
-            Some(ms) if (MIN_TIMEOUT_MS..=MAX_TIMEOUT_MS).contains(&ms) => Some(ms),
-            _ => {
-                ctx.problem(
-                    "timeout_ms",
-                    format!("{n} is out of range; expected a whole number in {range}"),
-                );
-                None
-            }
-        },
-        Some(other) => {
-            ctx.problem(
-                "timeout_ms",
-                format!(
-                    "expected a whole number of milliseconds in {range}, got {}",
-                    type_name(other)
-                ),
-            );
-            None
-        }
-    }
+    parse_bounded(
+        value,
+        "timeout_ms",
+        MIN_TIMEOUT_MS,
+        MAX_TIMEOUT_MS,
+        default,
+        " ms",
+        ctx,
+    )
 }
 
 fn parse_on_failure(value: Option<&Value>, ctx: &mut HookCtx<'_>) -> Option<OnFailure> {

@@ -43,11 +43,7 @@ const HEADER: usize = MAGIC.len() + 32;
 
 /// Where the cache lives, per the module docs.
 pub fn default_dir() -> Option<PathBuf> {
-    let non_empty = |k: &str| {
-        std::env::var_os(k)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    };
+    let non_empty = crate::config::env_dir;
     non_empty("TOOLGATE_CACHE_DIR")
         .or_else(|| non_empty("XDG_CACHE_HOME").map(|d| d.join("toolgate").join("wasm")))
         .or_else(|| non_empty("HOME").map(|h| h.join(".cache").join("toolgate").join("wasm")))
