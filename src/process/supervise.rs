@@ -119,7 +119,8 @@ pub(crate) async fn run(
     input: &[u8],
     limits: &Limits,
 ) -> Ran {
-    let spawned = Command::new(program)
+    let mut command = Command::new(program);
+    command
         .args(args)
         .current_dir(cwd)
         .envs(envs.iter().copied())
@@ -127,8 +128,20 @@ pub(crate) async fn run(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)
-        .kill_on_drop(true)
-        .spawn();
+        .kill_on_drop(true);
+    // ETXTBSY: the program was just written and another thread's fork still
+    // holds it open for writing (until that child execs). It clears within
+    // milliseconds; cargo retries it the same way.
+    let mut spawned = command.spawn();
+    for _ in 0..10 {
+        match &spawned {
+            Err(e) if e.raw_os_error() == Some(nix::libc::ETXTBSY) => {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                spawned = command.spawn();
+            }
+            _ => break,
+        }
+    }
     let mut child = match spawned {
         Ok(child) => child,
         Err(source) => {
