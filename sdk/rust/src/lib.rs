@@ -1,0 +1,122 @@
+//! Write a toolgate hook in Rust.
+//!
+//! A hook is one function from a typed [`Request`] to a typed [`Verdict`];
+//! this crate hides the component plumbing (wit-bindgen's bindings for
+//! `wit/hook.wit`) and the JSON plumbing (tool inputs, results and the hook's
+//! `config` are JSON text on the wire; here they are `serde` values).
+//!
+//! ```ignore
+//! use toolgate_hook::{Hook, Request, Verdict};
+//!
+//! struct NoRm;
+//! impl Hook for NoRm {
+//!     fn decide(request: Request) -> Result<Verdict, String> {
+//!         let input: serde_json::Value = request.input_json()?;
+//!         Ok(match input["command"].as_str() {
+//!             Some(c) if c.starts_with("rm ") => Verdict::deny("no rm here"),
+//!             _ => Verdict::allow(),
+//!         })
+//!     }
+//! }
+//! toolgate_hook::export!(NoRm);
+//! ```
+//!
+//! Why re-export the generated types rather than wrap them: the generated
+//! structs already are the typed request and verdict (plain fields, owned
+//! strings), and a second set of types would be one more thing to keep in
+//! step with the WIT. What this crate adds is constructors and JSON access,
+//! as inherent methods on those same types.
+//!
+//! Returning `Err(message)` means "this hook cannot decide": the host records
+//! a `guest_error` failure and applies the hook's `on_failure` policy (deny by
+//! default). It is not a denial; use [`Verdict::deny`] for that.
+
+#[doc(hidden)]
+pub mod bindings {
+    wit_bindgen::generate!({
+        world: "hook",
+        path: "../wit",
+        pub_export_macro: true,
+        default_bindings_module: "toolgate_hook::bindings",
+    });
+}
+
+pub use bindings::{export, Decision, Event, Guest, Request, ToolResult, Verdict};
+
+pub use serde_json;
+/// The trait a hook implements (wit-bindgen's `Guest` for the `hook` world).
+pub use Guest as Hook;
+
+use serde::{de::DeserializeOwned, Serialize};
+
+impl Request {
+    /// The tool's input, parsed from its JSON text.
+    pub fn input_json<T: DeserializeOwned>(&self) -> Result<T, String> {
+        serde_json::from_str(&self.input).map_err(|e| format!("tool input is not the JSON expected: {e}"))
+    }
+
+    /// The hook's `config` from hooks.json, parsed; `None` if it has none.
+    pub fn config_json<T: DeserializeOwned>(&self) -> Result<Option<T>, String> {
+        self.config
+            .as_deref()
+            .map(|c| serde_json::from_str(c).map_err(|e| format!("hook config is not the JSON expected: {e}")))
+            .transpose()
+    }
+
+    /// The tool's output (post_tool_use only), parsed from its JSON text.
+    pub fn output_json<T: DeserializeOwned>(&self) -> Result<Option<T>, String> {
+        self.result
+            .as_ref()
+            .map(|r| serde_json::from_str(&r.output).map_err(|e| format!("tool output is not the JSON expected: {e}")))
+            .transpose()
+    }
+
+    /// True for `pre_tool_use`, before the tool runs.
+    pub fn is_pre(&self) -> bool {
+        self.event == Event::PreToolUse
+    }
+}
+
+impl Verdict {
+    /// Let the call (or the result) through unchanged.
+    pub fn allow() -> Self {
+        Self::of(Decision::Allow)
+    }
+
+    /// Refuse: before the call, it does not run; after it, the model is shown
+    /// an error instead of the output. The reason is shown to the model.
+    pub fn deny(reason: impl Into<String>) -> Self {
+        Self::of(Decision::Deny(reason.into()))
+    }
+
+    /// Run the tool with this input instead (pre_tool_use only).
+    pub fn modify(input: &impl Serialize) -> Result<Self, String> {
+        Ok(Self::of(Decision::Modify(to_json(input)?)))
+    }
+
+    /// Do not run the tool (pre) or do not show its output (post): the model
+    /// sees this output instead.
+    pub fn replace(output: &impl Serialize, is_error: bool) -> Result<Self, String> {
+        Ok(Self::of(Decision::Replace(ToolResult {
+            output: to_json(output)?,
+            is_error,
+        })))
+    }
+
+    /// Add context for the model (shown beside the call's outcome).
+    pub fn with_context(mut self, context: impl Into<String>) -> Self {
+        self.context = Some(context.into());
+        self
+    }
+
+    fn of(decision: Decision) -> Self {
+        Self {
+            decision,
+            context: None,
+        }
+    }
+}
+
+fn to_json(value: &impl Serialize) -> Result<String, String> {
+    serde_json::to_string(value).map_err(|e| format!("cannot encode as JSON: {e}"))
+}
