@@ -23,7 +23,13 @@ pub fn built(name: &str) -> PathBuf {
 }
 
 fn check(fx: &Fixture, input: Value) -> (Option<i32>, Value) {
-    let request = json!({"event": "pre_tool_use", "tool": "shell", "input": input});
+    check_request(
+        fx,
+        json!({"event": "pre_tool_use", "tool": "shell", "input": input}),
+    )
+}
+
+fn check_request(fx: &Fixture, request: Value) -> (Option<i32>, Value) {
     let out = run_with_stdin(
         Command::new(env!("CARGO_BIN_EXE_toolgate"))
             .args(["check", "--workspace"])
@@ -236,21 +242,25 @@ fn js_guest_rewrites_destructive_commands_with_context() {
 }
 
 #[test]
-fn a_chain_mixes_rust_js_python_guests_and_an_argv_hook() {
-    let (rust, js, python) = (
+fn a_chain_mixes_rust_js_python_go_c_guests_and_an_argv_hook() {
+    let (rust, js, python, go, c) = (
         built("rust-deny-force-push"),
         built("js-command-rewriter"),
         built("python-size-guard"),
+        built("go-path-guard"),
+        built("c-tool-allowlist"),
     );
     let fx = Fixture::new();
     let trace = fx.script("trace.py", TRACE_HOOK);
-    fx.global_hooks(
-        json!([{"name": "size", "wasm": &python, "config": {"max_input_bytes": 4096}}]),
-    );
+    fx.global_hooks(json!([
+        {"name": "size", "wasm": &python, "config": {"max_input_bytes": 4096}},
+        {"name": "allowlist", "wasm": &c, "config": {"allowed": ["shell", "Write"]}}
+    ]));
     fx.workspace_hooks(json!([
         {"name": "rewriter", "wasm": &js},
         {"name": "argv-trace", "command": [&trace]},
-        {"name": "no-force-push", "wasm": &rust}
+        {"name": "no-force-push", "wasm": &rust},
+        {"name": "paths", "wasm": &go}
     ]));
     // Python (global) allows, JS rewrites, the argv hook sees the rewrite and
     // appends to it, Rust allows the result: order and threading across
@@ -267,7 +277,17 @@ fn a_chain_mixes_rust_js_python_guests_and_an_argv_hook() {
         .iter()
         .map(|r| r["name"].as_str().unwrap())
         .collect();
-    assert_eq!(ran, ["size", "rewriter", "argv-trace", "no-force-push"]);
+    assert_eq!(
+        ran,
+        [
+            "size",
+            "allowlist",
+            "rewriter",
+            "argv-trace",
+            "no-force-push",
+            "paths"
+        ]
+    );
     // A force-push passes Python and JS untouched and is denied by Rust.
     let (code, v) = check(&fx, json!({"command": "git push -f origin main"}));
     assert_eq!(
@@ -283,6 +303,23 @@ fn a_chain_mixes_rust_js_python_guests_and_an_argv_hook() {
         "{v}"
     );
     assert_eq!(v["runs"].as_array().unwrap().len(), 1);
+    // C denies a tool off its list before any workspace hook runs; Go denies
+    // a write outside the workspace after every other hook allowed it.
+    let mut fetch = write("x");
+    fetch["tool"] = json!("WebFetch");
+    let (code, v) = check_request(&fx, fetch);
+    assert_eq!(
+        (code, v["decided_by"].as_str()),
+        (Some(2), Some("allowlist")),
+        "{v}"
+    );
+    let (code, v) = check_request(&fx, write("../../etc/hosts"));
+    assert_eq!(
+        (code, v["decided_by"].as_str()),
+        (Some(2), Some("paths")),
+        "{v}"
+    );
+    assert_eq!(v["runs"].as_array().unwrap().len(), 6);
 }
 
 #[test]
@@ -320,4 +357,146 @@ fn c_guest_enforces_a_tool_allowlist_from_its_config() {
     let (code, v) = check(&fx, json!({"command": "ls"}));
     assert_eq!(code, Some(2), "{v}");
     assert_eq!(v["runs"][0]["failure"]["kind"], "guest_error");
+}
+
+fn post_shell(stdout: &str) -> Value {
+    json!({"event": "post_tool_use", "tool": "shell", "input": {"command": "cat creds"},
+           "result": {"output": {"stdout": stdout, "exit_code": 0}, "is_error": false}})
+}
+
+#[test]
+fn rust_guest_redacts_secrets_from_tool_output() {
+    let wasm = built("rust-redact-secrets");
+    let fx = Fixture::new();
+    fx.workspace_hooks(json!([
+        {"name": "redact", "wasm": &wasm, "event": "post_tool_use",
+         "config": {"extra_patterns": ["sk-[A-Za-z0-9]{20,}"]}}
+    ]));
+    let key = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----";
+    let stdout = format!(
+        "aws_access_key_id = AKIAIOSFODNN7EXAMPLE\\ntoken: ghp_{}\\n{key}\\nopenai sk-{}\\nbuild ok",
+        "a1".repeat(18),
+        "Z9".repeat(12)
+    )
+    .replace("\\n", "\n");
+    let (code, v) = check_request(&fx, post_shell(&stdout));
+    assert_eq!(
+        (code, v["decision"].as_str()),
+        (Some(0), Some("replace")),
+        "{v}"
+    );
+    let shown = v["result"]["output"]["stdout"].as_str().unwrap();
+    assert_eq!(
+        shown,
+        "aws_access_key_id = [REDACTED AWS access key id]\ntoken: [REDACTED GitHub token]\n\
+         [REDACTED private key]\nopenai [REDACTED configured pattern]\nbuild ok"
+    );
+    // The rest of the output's shape is kept; the model is told why.
+    assert_eq!(v["result"]["output"]["exit_code"], 0);
+    assert_eq!(v["result"]["is_error"], false);
+    let context = v["context"].as_str().unwrap();
+    for what in [
+        "AWS access key id",
+        "GitHub token",
+        "private key",
+        "configured pattern",
+    ] {
+        assert!(context.contains(what), "{context}");
+    }
+
+    // Clean output and the pre event are allowed untouched.
+    let (code, v) = check_request(&fx, post_shell("compiled 3 crates"));
+    assert_eq!(
+        (code, v["decision"].as_str()),
+        (Some(0), Some("allow")),
+        "{v}"
+    );
+    fx.workspace_hooks(json!([{"name": "redact", "wasm": &wasm}]));
+    let (code, v) = check(&fx, json!({"command": "cat AKIAIOSFODNN7EXAMPLE"}));
+    assert_eq!(
+        (code, v["decision"].as_str()),
+        (Some(0), Some("allow")),
+        "{v}"
+    );
+
+    // A configured pattern that is not a regex fails closed, naming it.
+    fx.workspace_hooks(json!([
+        {"name": "redact", "wasm": &wasm, "event": "post_tool_use",
+         "config": {"extra_patterns": ["(unclosed"]}}
+    ]));
+    let (code, v) = check_request(&fx, post_shell("ok"));
+    assert_eq!(code, Some(2), "{v}");
+    assert_eq!(v["runs"][0]["failure"]["kind"], "guest_error");
+    assert!(
+        v["runs"][0]["failure"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("(unclosed"),
+        "{v}"
+    );
+}
+
+fn write(path: &str) -> Value {
+    json!({"event": "pre_tool_use", "tool": "Write", "cwd": "/work/app",
+           "input": {"file_path": path, "content": "x"}})
+}
+
+#[test]
+fn go_guest_guards_write_paths_resolving_dot_dot() {
+    let wasm = built("go-path-guard");
+    let fx = Fixture::new();
+    fx.workspace_hooks(json!([
+        {"name": "paths", "wasm": &wasm, "config": {"home": "/home/me", "allow_paths": ["/tmp/scratch"]}}
+    ]));
+    for allowed in [
+        "src/main.rs",
+        "/work/app/docs/x.md",
+        "a/../b.txt",
+        "/tmp/scratch/out.log",
+    ] {
+        let (code, v) = check_request(&fx, write(allowed));
+        assert_eq!(
+            (code, v["decision"].as_str()),
+            (Some(0), Some("allow")),
+            "{allowed}: {v}"
+        );
+    }
+    for (denied, because) in [
+        ("../other/x", "outside the workspace /work/app"),
+        ("src/../../../etc/passwd", "resolves to /etc/passwd"),
+        ("/work/application/x", "outside the workspace"),
+        (".env", "\".env\" is protected"),
+        ("config/.env.production", "\".env\" is protected"),
+        (".git/hooks/pre-commit", "\".git\" is protected"),
+        ("~/.ssh/authorized_keys", "\".ssh\" is protected"),
+    ] {
+        let (code, v) = check_request(&fx, write(denied));
+        assert_eq!(
+            (code, v["decided_by"].as_str()),
+            (Some(2), Some("paths")),
+            "{denied}: {v}"
+        );
+        let reason = v["reason"].as_str().unwrap();
+        assert!(reason.contains(because), "{denied}: {reason}");
+    }
+    // Tools that do not write, and the post event, are not its business.
+    let (code, v) = check(&fx, json!({"command": "cat .env"}));
+    assert_eq!(
+        (code, v["decision"].as_str()),
+        (Some(0), Some("allow")),
+        "{v}"
+    );
+    // Without a workspace it cannot decide, and the SDK reports the Go error.
+    let mut no_cwd = write("src/main.rs");
+    no_cwd.as_object_mut().unwrap().remove("cwd");
+    let (code, v) = check_request(&fx, no_cwd);
+    assert_eq!(code, Some(2), "{v}");
+    assert_eq!(v["runs"][0]["failure"]["kind"], "guest_error");
+    assert!(
+        v["runs"][0]["failure"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no absolute workspace"),
+        "{v}"
+    );
 }
