@@ -34,6 +34,7 @@ mod bench;
 mod check;
 mod hooks;
 mod import;
+mod new;
 mod replay;
 
 use clap::{Parser, Subcommand};
@@ -77,6 +78,7 @@ enum Command {
     /// Be a Codex hook: like claude-code, within Codex's stricter output schema.
     Codex(agent::Args),
     Import(import::Args),
+    New(new::Args),
     Replay(replay::Args),
 }
 
@@ -88,6 +90,7 @@ pub(crate) fn main() -> ExitCode {
         Command::Hooks(args) => hooks::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Import(args) => import::run(args),
+        Command::New(args) => new::run(args),
         Command::Replay(args) => replay::run(args),
         Command::ClaudeCode(args) => {
             return agent::run(args, toolgate::claude::Dialect::ClaudeCode);
