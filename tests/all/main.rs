@@ -11,6 +11,7 @@ mod guest_examples;
 mod guests;
 mod interceptor;
 mod replay;
+mod scaffold;
 mod subprocess;
 mod support;
 mod wasm;

@@ -1,0 +1,143 @@
+//! `toolgate new`: every language's scaffold builds with its own build.sh and
+//! passes its own sample tests through the real binary, with no edits.
+//!
+//! The toolchains come from the same shared cache the guest examples use
+//! (guest-examples/.cache, filled by `guest-examples/build-all`); on a machine
+//! without it the scaffold's build.sh installs them, so these tests build for
+//! real either way and never skip.
+
+use crate::support::*;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn toolgate() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_toolgate"))
+}
+
+/// Creates `<tmp>/hello-<lang>` with `toolgate new`, runs its test.sh, and
+/// returns the project folder.
+fn scaffold_passes_its_tests(lang: &str) -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join(format!("hello-{lang}"));
+    let out = toolgate()
+        .args(["new", "--lang", lang])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let cache = Path::new(env!("CARGO_MANIFEST_DIR")).join("guest-examples/.cache");
+    let out = Command::new(dir.join("test.sh"))
+        .env("TOOLGATE", env!("CARGO_BIN_EXE_toolgate"))
+        .env("TOOLGATE_GUEST_CACHE", &cache)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{lang} scaffold's test.sh failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for case in ["tests/allow-ls.json", "tests/deny-sudo.json"] {
+        assert!(stdout.contains(&format!("ok    {case}")), "{stdout}");
+    }
+    // The component really decides: the sample denial, through `check`, with
+    // the reason built from the hook's config.
+    let wasm = dir.join(format!("out/hello-{lang}.wasm"));
+    assert!(wasm.metadata().unwrap().len() > 1000);
+    let denied = run_with_stdin(
+        toolgate()
+            .args(["check", "--workspace"])
+            .arg(&dir)
+            .env("TOOLGATE_CONFIG_DIR", tmp.path()),
+        r#"{"event":"pre_tool_use","tool":"Bash","input":{"command":"cd /srv && doas make install"}}"#,
+    );
+    let v = stdout_json(&denied);
+    assert_eq!(denied.status.code(), Some(2), "{v}");
+    assert_eq!(
+        v["reason"],
+        "`doas` is not allowed in this workspace; run the command without it or ask the user.",
+        "{v}"
+    );
+    assert_eq!(v["runs"][0]["binding"], "wasm");
+    (tmp, dir)
+}
+
+#[test]
+fn new_rust_project_builds_and_passes_its_own_tests() {
+    scaffold_passes_its_tests("rust");
+}
+
+#[test]
+fn new_go_project_builds_and_passes_its_own_tests() {
+    scaffold_passes_its_tests("go");
+}
+
+#[test]
+fn new_js_project_builds_and_passes_its_own_tests() {
+    scaffold_passes_its_tests("js");
+}
+
+#[test]
+fn new_python_project_builds_and_passes_its_own_tests() {
+    scaffold_passes_its_tests("python");
+}
+
+#[test]
+fn new_c_project_builds_and_passes_its_own_tests() {
+    let (_tmp, dir) = scaffold_passes_its_tests("c");
+    // The project carries its SDK, WIT and build functions: nothing points
+    // back into this repository.
+    for file in [
+        "toolgate/wit/hook.wit",
+        "toolgate/guest-build.sh",
+        "toolgate/c/toolgate_hook.h",
+    ] {
+        assert!(dir.join(file).is_file(), "{file}");
+    }
+}
+
+#[test]
+fn new_refuses_a_non_empty_folder_and_a_bad_name() {
+    let tmp = tempfile::tempdir().unwrap();
+    let taken = tmp.path().join("taken");
+    std::fs::create_dir(&taken).unwrap();
+    std::fs::write(taken.join("keep.txt"), "mine").unwrap();
+    let out = toolgate()
+        .args(["new", "--lang", "go"])
+        .arg(&taken)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is not empty"));
+    assert_eq!(
+        std::fs::read_to_string(taken.join("keep.txt")).unwrap(),
+        "mine"
+    );
+    assert_eq!(std::fs::read_dir(&taken).unwrap().count(), 1);
+
+    let out = toolgate()
+        .args(["new", "--lang", "rust"])
+        .arg(tmp.path().join("My Hook"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("lowercase letters, digits"));
+    assert!(!tmp.path().join("My Hook").exists());
+
+    let out = toolgate()
+        .args(["new", "--lang", "cobol", "x"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "clap rejects an unknown language"
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("possible values: rust, go, js, python, c")
+    );
+}
