@@ -127,7 +127,8 @@ build_python() {
 }
 
 # C: Debian clang-22, lld-22, wasi-libc and the wasm32 builtins; the SDK is
-# one header ($SDK/c/toolgate_hook.h). Sources are src/*.c.
+# $SDK/c: toolgate_hook.h over wit-bindgen's C output (hook.h, hook.c), which
+# is compiled with the hook. Sources are src/*.c.
 build_c() {
   local name=$1 start=$EPOCHREALTIME need=()
   command -v clang-22 >/dev/null || need+=(clang-22)
@@ -136,7 +137,7 @@ build_c() {
   ls /usr/lib/llvm-22/lib/clang/22/lib/wasi/libclang_rt.builtins-wasm32.a >/dev/null 2>&1 || need+=(libclang-rt-22-dev-wasm32)
   apt_install "${need[@]}"
   clang-22 --target=wasm32-wasi -Wno-deprecated -Oz -s -mexec-model=reactor \
-    -I"$SDK/c" src/*.c -o out/core.wasm
+    -I"$SDK/c" src/*.c "$SDK/c/hook.c" -o out/core.wasm
   wasm_tools component embed "$SDK/wit" --world hook out/core.wasm -o out/core.embed.wasm
   wasm_tools component new out/core.embed.wasm -o "out/$name.wasm"
   rm -f out/core.wasm out/core.embed.wasm

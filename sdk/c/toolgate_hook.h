@@ -1,6 +1,8 @@
-/* toolgate hook SDK for C guests: the canonical-ABI glue for toolgate's WIT
- * world (wit/hook.wit, toolgate:hook@0.1.0), written by hand so no
- * wit-bindgen build is needed.
+/* toolgate hook SDK for C guests, over wit-bindgen's C bindings for
+ * toolgate's WIT world (wit/hook.wit, toolgate:hook@0.1.0): hook.h and hook.c
+ * beside this header are wit-bindgen 0.61.1's output, committed so a C author
+ * needs only clang and wasi-libc (the test suite regenerates them from the WIT
+ * and fails if they differ). Compile hook.c with your hook.
  *
  * Implement one function:
  *
@@ -13,9 +15,8 @@
  * and compile this header's implementation into exactly one file with
  * `#define TOOLGATE_HOOK_IMPLEMENTATION` before including it. Strings in the
  * request point into guest memory and stay valid for the call; strings in the
- * answer must stay valid after tg_decide returns (string literals, or buffers
- * from tg_alloc). Every call runs in a fresh instance, so nothing needs
- * freeing. Tool inputs, results and config are JSON text.
+ * answer need only stay valid until tg_decide returns (they are copied).
+ * Every call runs in a fresh instance, so nothing needs freeing. Tool inputs, results and config are JSON text.
  */
 #ifndef TOOLGATE_HOOK_H
 #define TOOLGATE_HOOK_H
@@ -80,71 +81,68 @@ void tg_replace(tg_answer *a, tg_str j, int e) { a->decision = 3; a->text = j; a
 void tg_cannot_decide(tg_answer *a, tg_str m) { a->is_error = 1; a->text = m; }
 void tg_context(tg_answer *a, tg_str c) { a->has_context = 1; a->context = c; }
 
-/* The host allocates the request's strings (and the argument area) here. */
-__attribute__((__export_name__("cabi_realloc")))
-void *cabi_realloc(void *ptr, size_t old_size, size_t align, size_t new_size) {
-  (void)old_size;
-  if (new_size == 0) return (void *)align;
-  void *ret = realloc(ptr, new_size);
-  if (!ret) abort();
-  return ret;
-}
+/* The canonical ABI itself is wit-bindgen's C output for wit/hook.wit
+ * (hook.h / hook.c beside this header, compiled with the hook). This adapts
+ * its types to the tg_* API. Answer strings are copied into malloc'd memory,
+ * because wit-bindgen's post-return frees what the export returned: a string
+ * literal handed over as is would be freed. */
+#include "hook.h"
 
-/* Canonical ABI layout of `request` (26 flat values, so passed by pointer). */
-static tg_str tg_load_str(const uint8_t *p) {
-  tg_str s = {(const char *)(uintptr_t)*(const uint32_t *)p, *(const uint32_t *)(p + 4)};
-  return s;
-}
-static int tg_load_opt(const uint8_t *p, tg_str *out) {
-  if (!p[0]) return 0;
-  *out = tg_load_str(p + 4);
+/* hook.c references the type object wit-bindgen can emit beside it; the
+ * build embeds the world with `wasm-tools component embed` instead, so this
+ * empty definition satisfies the reference. */
+void __component_type_object_force_link_hook(void) {}
+
+static tg_str tg_from(hook_string_t s) { tg_str r = {(const char *)s.ptr, s.len}; return r; }
+static int tg_from_opt(hook_option_string_t o, tg_str *out) {
+  if (!o.is_some) return 0;
+  *out = tg_from(o.val);
   return 1;
 }
+static void tg_to(hook_string_t *out, tg_str s) { hook_string_dup_n(out, s.ptr ? s.ptr : "", s.len); }
 
-/* result<verdict, string>: 32 bytes, returned by pointer. */
-static _Alignas(4) uint8_t TG_RET[32];
-static void tg_store_str(uint8_t *p, tg_str s) {
-  *(uint32_t *)p = (uint32_t)(uintptr_t)s.ptr;
-  *(uint32_t *)(p + 4) = (uint32_t)s.len;
-}
-
-__attribute__((__export_name__("decide")))
-uint8_t *tg_export_decide(const uint8_t *args) {
+bool exports_hook_decide(hook_request_t *r, hook_verdict_t *ret, hook_string_t *err) {
   tg_request req;
   memset(&req, 0, sizeof req);
-  req.event = (tg_event)args[0];
-  req.hook = tg_load_str(args + 4);
-  req.tool = tg_load_str(args + 12);
-  req.input = tg_load_str(args + 20);
-  if (args[28]) {
+  req.event = r->event == HOOK_EVENT_PRE_TOOL_USE ? TG_PRE_TOOL_USE : TG_POST_TOOL_USE;
+  req.hook = tg_from(r->hook);
+  req.tool = tg_from(r->tool);
+  req.input = tg_from(r->input);
+  if (r->result.is_some) {
     req.has_result = 1;
-    req.result_output = tg_load_str(args + 32);
-    req.result_is_error = args[40];
+    req.result_output = tg_from(r->result.val.output);
+    req.result_is_error = r->result.val.is_error;
   }
-  req.has_session_id = tg_load_opt(args + 44, &req.session_id);
-  req.has_turn_id = tg_load_opt(args + 56, &req.turn_id);
-  req.has_tool_call_id = tg_load_opt(args + 68, &req.tool_call_id);
-  req.has_cwd = tg_load_opt(args + 80, &req.cwd);
-  req.has_config = tg_load_opt(args + 92, &req.config);
+  req.has_session_id = tg_from_opt(r->session_id, &req.session_id);
+  req.has_turn_id = tg_from_opt(r->turn_id, &req.turn_id);
+  req.has_tool_call_id = tg_from_opt(r->tool_call_id, &req.tool_call_id);
+  req.has_cwd = tg_from_opt(r->cwd, &req.cwd);
+  req.has_config = tg_from_opt(r->config, &req.config);
 
   tg_answer ans;
   memset(&ans, 0, sizeof ans);
   tg_decide(&req, &ans);
 
-  memset(TG_RET, 0, sizeof TG_RET);
   if (ans.is_error) {
-    TG_RET[0] = 1;
-    tg_store_str(TG_RET + 4, ans.text);
-    return TG_RET;
+    tg_to(err, ans.text);
+    return false;
   }
-  TG_RET[4] = (uint8_t)ans.decision;
-  if (ans.decision != 0) tg_store_str(TG_RET + 8, ans.text);
-  if (ans.decision == 3) TG_RET[16] = (uint8_t)(ans.replace_is_error != 0);
+  memset(ret, 0, sizeof *ret);
+  switch (ans.decision) {
+  case 1: ret->decision.tag = HOOK_DECISION_DENY; tg_to(&ret->decision.val.deny, ans.text); break;
+  case 2: ret->decision.tag = HOOK_DECISION_MODIFY; tg_to(&ret->decision.val.modify, ans.text); break;
+  case 3:
+    ret->decision.tag = HOOK_DECISION_REPLACE;
+    tg_to(&ret->decision.val.replace.output, ans.text);
+    ret->decision.val.replace.is_error = ans.replace_is_error != 0;
+    break;
+  default: ret->decision.tag = HOOK_DECISION_ALLOW; break;
+  }
   if (ans.has_context) {
-    TG_RET[20] = 1;
-    tg_store_str(TG_RET + 24, ans.context);
+    ret->context.is_some = true;
+    tg_to(&ret->context.val, ans.context);
   }
-  return TG_RET;
+  return true;
 }
 #endif /* TOOLGATE_HOOK_IMPLEMENTATION */
 #endif /* TOOLGATE_HOOK_H */

@@ -128,12 +128,14 @@ impl Lang {
                 ),
             ],
             Lang::C => &[
-                ("src/hook.c", sdk!("templates/c/src/hook.c"), false),
+                ("src/policy.c", sdk!("templates/c/src/policy.c"), false),
                 (
                     "toolgate/c/toolgate_hook.h",
                     sdk!("c/toolgate_hook.h"),
                     false,
                 ),
+                ("toolgate/c/hook.h", sdk!("c/hook.h"), false),
+                ("toolgate/c/hook.c", sdk!("c/hook.c"), false),
             ],
         }
     }
@@ -145,7 +147,7 @@ impl Lang {
             Lang::Go => "`src/main.go`",
             Lang::Js => "`src/app.js`",
             Lang::Python => "`src/app.py`",
-            Lang::C => "`src/hook.c`",
+            Lang::C => "`src/policy.c`",
         }
     }
 }

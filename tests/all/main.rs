@@ -12,6 +12,7 @@ mod guests;
 mod interceptor;
 mod replay;
 mod scaffold;
+mod sdk;
 mod subprocess;
 mod support;
 mod wasm;
