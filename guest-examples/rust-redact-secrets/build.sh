@@ -1,9 +1,4 @@
 #!/usr/bin/env bash
-# Builds this guest into out/rust-redact-secrets.wasm (a component with zero imports).
-# What it installs, and from where, is documented in sdk/guest-build.sh.
-set -euo pipefail
-cd "$(dirname "$0")"
-ROOT=$(cd ../.. && pwd)
-export SDK=$ROOT/sdk TOOLGATE_GUEST_CACHE=${TOOLGATE_GUEST_CACHE:-$ROOT/guest-examples/.cache}
-. "$SDK/guest-build.sh"
+# Builds this guest into out/rust-redact-secrets.wasm, a component with zero imports.
+cd "$(dirname "$0")" && . ../env.sh
 build_rust rust-redact-secrets

@@ -29,6 +29,16 @@ fn check(fx: &Fixture, input: Value) -> (Option<i32>, Value) {
     )
 }
 
+/// The hook could not decide (its own error), and the call was denied for it.
+fn assert_fails_closed_with_guest_error(code: Option<i32>, v: &Value, message: &str) {
+    assert_eq!(code, Some(2), "{v}");
+    assert_eq!(v["runs"][0]["failure"]["kind"], "guest_error", "{v}");
+    let got = v["runs"][0]["failure"]["message"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(got.contains(message), "{v}");
+}
+
 fn check_request(fx: &Fixture, request: Value) -> (Option<i32>, Value) {
     let out = run_with_stdin(
         Command::new(env!("CARGO_BIN_EXE_toolgate"))
@@ -190,15 +200,7 @@ fn python_guest_error_is_a_guest_error_failure() {
         json!([{"name": "size", "wasm": &wasm, "config": {"max_input_bytes": "lots"}}]),
     );
     let (code, v) = check(&fx, json!({"command": "ls"}));
-    assert_eq!(code, Some(2), "{v}");
-    assert_eq!(v["runs"][0]["failure"]["kind"], "guest_error");
-    assert!(
-        v["runs"][0]["failure"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("ValueError"),
-        "{v}"
-    );
+    assert_fails_closed_with_guest_error(code, &v, "ValueError");
 }
 
 #[test]
@@ -355,8 +357,7 @@ fn c_guest_enforces_a_tool_allowlist_from_its_config() {
     // Without an allowlist it cannot decide, and fails closed.
     fx.workspace_hooks(json!([{"name": "allowlist", "wasm": &wasm}]));
     let (code, v) = check(&fx, json!({"command": "ls"}));
-    assert_eq!(code, Some(2), "{v}");
-    assert_eq!(v["runs"][0]["failure"]["kind"], "guest_error");
+    assert_fails_closed_with_guest_error(code, &v, "needs an \"allowed\" list");
 }
 
 fn post_shell(stdout: &str) -> Value {
@@ -425,15 +426,7 @@ fn rust_guest_redacts_secrets_from_tool_output() {
          "config": {"extra_patterns": ["(unclosed"]}}
     ]));
     let (code, v) = check_request(&fx, post_shell("ok"));
-    assert_eq!(code, Some(2), "{v}");
-    assert_eq!(v["runs"][0]["failure"]["kind"], "guest_error");
-    assert!(
-        v["runs"][0]["failure"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("(unclosed"),
-        "{v}"
-    );
+    assert_fails_closed_with_guest_error(code, &v, "(unclosed");
 }
 
 fn write(path: &str) -> Value {
@@ -490,13 +483,5 @@ fn go_guest_guards_write_paths_resolving_dot_dot() {
     let mut no_cwd = write("src/main.rs");
     no_cwd.as_object_mut().unwrap().remove("cwd");
     let (code, v) = check_request(&fx, no_cwd);
-    assert_eq!(code, Some(2), "{v}");
-    assert_eq!(v["runs"][0]["failure"]["kind"], "guest_error");
-    assert!(
-        v["runs"][0]["failure"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("no absolute workspace"),
-        "{v}"
-    );
+    assert_fails_closed_with_guest_error(code, &v, "no absolute workspace");
 }
