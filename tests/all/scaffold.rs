@@ -141,3 +141,57 @@ fn new_refuses_a_non_empty_folder_and_a_bad_name() {
         String::from_utf8_lossy(&out.stderr).contains("possible values: rust, go, js, python, c")
     );
 }
+
+#[test]
+fn go_sdk_reports_a_panic_as_a_guest_error_with_its_message() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("panicky");
+    let out = toolgate()
+        .args(["new", "--lang", "go"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    std::fs::write(
+        dir.join("src/main.go"),
+        r#"package main
+
+import "toolgate.dev/hook"
+
+func init() { hook.Register(decide) }
+func main() {}
+
+func decide(r *hook.Request) (hook.Verdict, error) {
+	var m map[string]int
+	m[r.Tool] = 1 // assignment to a nil map panics
+	return hook.Allow(), nil
+}
+"#,
+    )
+    .unwrap();
+    let cache = Path::new(env!("CARGO_MANIFEST_DIR")).join("guest-examples/.cache");
+    let built = Command::new(dir.join("build.sh"))
+        .env("TOOLGATE_GUEST_CACHE", &cache)
+        .output()
+        .unwrap();
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let out = run_with_stdin(
+        toolgate()
+            .args(["check", "--workspace"])
+            .arg(&dir)
+            .env("TOOLGATE_CONFIG_DIR", tmp.path()),
+        r#"{"event":"pre_tool_use","tool":"Bash","input":{"command":"ls"}}"#,
+    );
+    let v = stdout_json(&out);
+    assert_eq!(out.status.code(), Some(2), "a panic fails closed: {v}");
+    assert_eq!(v["runs"][0]["failure"]["kind"], "guest_error", "{v}");
+    let message = v["runs"][0]["failure"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("hook panicked") && message.contains("nil map"),
+        "{message}"
+    );
+}
