@@ -19,13 +19,25 @@ use regex_lite::Regex;
 use toolgate_hook::serde_json::Value;
 use toolgate_hook::{Hook, Request, Verdict};
 
-const BUILT_IN: &[(&str, &str)] = &[
-    ("private key", r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----"),
-    ("AWS access key id", r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
-    ("AWS secret access key", r"(?i)aws_secret_access_key\s*[=:]\s*[A-Za-z0-9/+]{40}"),
-    ("GitHub token", r"\bgh[pousr]_[A-Za-z0-9]{36,}\b"),
-    ("GitHub token", r"\bgithub_pat_[A-Za-z0-9_]{22,}\b"),
-    ("Slack token", r"\bxox[baprs]-[A-Za-z0-9-]{10,}\b"),
+/// (what it is, literal hints, regex). A pattern's regex is compiled only
+/// when one of its hints occurs in the output (in any case): every call is a fresh
+/// instance, so compiling all six regexes up front would be paid on every
+/// call, secret or not (measured: ~1.4 M fuel, ~75 µs).
+const BUILT_IN: &[(&str, &[&str], &str)] = &[
+    (
+        "private key",
+        &["PRIVATE KEY-----"],
+        r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----",
+    ),
+    ("AWS access key id", &["AKIA", "ASIA"], r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
+    (
+        "AWS secret access key",
+        &["aws_secret_access_key"],
+        r"(?i)aws_secret_access_key\s*[=:]\s*[A-Za-z0-9/+]{40}",
+    ),
+    ("GitHub token", &["ghp_", "gho_", "ghu_", "ghs_", "ghr_"], r"\bgh[pousr]_[A-Za-z0-9]{36,}\b"),
+    ("GitHub token", &["github_pat_"], r"\bgithub_pat_[A-Za-z0-9_]{22,}\b"),
+    ("Slack token", &["xox"], r"\bxox[baprs]-[A-Za-z0-9-]{10,}\b"),
 ];
 
 struct RedactSecrets;
@@ -35,7 +47,10 @@ impl Hook for RedactSecrets {
         let Some(result) = &request.result else {
             return Ok(Verdict::allow()); // pre_tool_use: nothing to redact yet
         };
-        let patterns = patterns(&request)?;
+        let patterns = patterns(&request, &result.output)?;
+        if patterns.is_empty() {
+            return Ok(Verdict::allow());
+        }
         let mut output: Value = request
             .output_json()?
             .unwrap_or(Value::Null);
@@ -55,11 +70,16 @@ impl Hook for RedactSecrets {
     }
 }
 
-fn patterns(request: &Request) -> Result<Vec<(String, Regex)>, String> {
-    let mut out: Vec<(String, Regex)> = BUILT_IN
-        .iter()
-        .map(|(what, re)| Ok(((*what).to_string(), Regex::new(re).map_err(|e| e.to_string())?)))
-        .collect::<Result<_, String>>()?;
+/// The patterns that could match `text`: built-ins whose hints occur in it,
+/// and every configured pattern.
+fn patterns(request: &Request, text: &str) -> Result<Vec<(String, Regex)>, String> {
+    let mut out = Vec::new();
+    let lower = text.to_ascii_lowercase(); // hints match in any case, like `(?i)`
+    for (what, hints, re) in BUILT_IN {
+        if hints.iter().any(|h| lower.contains(&h.to_ascii_lowercase())) {
+            out.push(((*what).to_string(), Regex::new(re).map_err(|e| e.to_string())?));
+        }
+    }
     if let Some(config) = request.config_json::<Value>()? {
         for extra in config
             .get("extra_patterns")
