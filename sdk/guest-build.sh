@@ -46,6 +46,8 @@ install_once() {
 pip_venv() { # pip_venv DIR PACKAGE...
   local dir=$1
   shift
+  # Debian splits venv (ensurepip) out of python3.
+  python3 -c 'import ensurepip' 2>/dev/null || apt_install python3-venv
   python3 -m venv "$dir" && "$dir/bin/pip" install -q --disable-pip-version-check "$@"
 }
 
