@@ -107,20 +107,13 @@ const BASH_HOOK: &str =
 
 const PYTHON_HOOK: &str = "#!/usr/bin/env python3\nimport json, sys\njson.load(sys.stdin)\nprint(json.dumps({\"decision\": \"allow\"}))\n";
 
-fn write_executable(path: &Path, body: &str) -> anyhow::Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::write(path, body)?;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))?;
-    Ok(())
-}
-
 /// A workspace whose hooks.json holds `hooks`.
 fn workspace(root: &Path, name: &str, hooks: Value) -> anyhow::Result<PathBuf> {
     let ws = root.join(name);
-    std::fs::create_dir_all(ws.join(".toolgate"))?;
-    std::fs::write(
-        ws.join(".toolgate/hooks.json"),
-        json!({"schema": 1, "hooks": hooks}).to_string(),
+    super::write_file(
+        &ws.join(".toolgate/hooks.json"),
+        &json!({"schema": 1, "hooks": hooks}).to_string(),
+        false,
     )?;
     Ok(ws)
 }
@@ -300,9 +293,8 @@ pub(crate) fn run(args: Args) -> anyhow::Result<std::process::ExitCode> {
         200,
     );
     let hooks_dir = tmp.path().join("hooks");
-    std::fs::create_dir_all(&hooks_dir)?;
     let native = hooks_dir.join("allow-native");
-    std::fs::write(hooks_dir.join("allow.c"), NATIVE_HOOK_C)?;
+    super::write_file(&hooks_dir.join("allow.c"), NATIVE_HOOK_C, false)?;
     let compiled = Command::new("cc")
         .args(["-O2", "-o"])
         .arg(&native)
@@ -315,10 +307,10 @@ pub(crate) fn run(args: Args) -> anyhow::Result<std::process::ExitCode> {
         progress("no C compiler (cc): the native subprocess row is left out");
     }
     let bash = hooks_dir.join("allow.sh");
-    write_executable(&bash, BASH_HOOK)?;
+    super::write_file(&bash, BASH_HOOK, true)?;
     subprocess_rows.push(("subprocess: bash script", bash, 10));
     let python = hooks_dir.join("allow.py");
-    write_executable(&python, PYTHON_HOOK)?;
+    super::write_file(&python, PYTHON_HOOK, true)?;
     subprocess_rows.push(("subprocess: python script", python, 4));
     for (name, program, n) in subprocess_rows {
         let ws = workspace(

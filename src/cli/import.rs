@@ -53,10 +53,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
                 output.display()
             );
         }
-        if let Some(dir) = output.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)?;
-        }
-        std::fs::write(&output, &rendered)?;
+        super::write_file(&output, &rendered, false)?;
         eprintln!("wrote {count} hook(s) to {}", output.display());
     }
     for w in &imported.warnings {

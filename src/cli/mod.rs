@@ -29,6 +29,26 @@ pub(crate) fn write_line(args: std::fmt::Arguments<'_>) {
     }
 }
 
+/// Writes `text` to `path`, creating its folder, optionally executable
+/// (0755); errors name the path.
+pub(crate) fn write_file(
+    path: &std::path::Path,
+    text: &str,
+    executable: bool,
+) -> anyhow::Result<()> {
+    use anyhow::Context;
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))?;
+    if executable {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))
+            .with_context(|| format!("cannot make {} executable", path.display()))?;
+    }
+    Ok(())
+}
+
 mod agent;
 mod bench;
 mod check;

@@ -9,8 +9,8 @@
 //! build functions this toolgate was built with; the bundled examples build
 //! through the very same `guest-build.sh`, so the two cannot drift apart.
 
-use anyhow::{Context, bail};
-use std::path::{Path, PathBuf};
+use anyhow::bail;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// Create a new hook project: source, SDK, build script, README and sample tests.
@@ -80,15 +80,13 @@ impl Lang {
         }
     }
 
-    /// The build function in guest-build.sh.
-    fn build_fn(self) -> &'static str {
-        match self {
-            Lang::Rust => "rust",
-            Lang::Go => "go",
-            Lang::Js => "js",
-            Lang::Python => "python",
-            Lang::C => "c",
-        }
+    /// The build function in guest-build.sh is `build_<this>`: the same
+    /// word as `--lang`.
+    fn build_fn(self) -> String {
+        use clap::ValueEnum;
+        self.to_possible_value()
+            .map(|v| v.get_name().to_owned())
+            .unwrap_or_default()
     }
 
     fn files(self) -> &'static [File] {
@@ -189,12 +187,12 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     let lang = args.lang;
     let fill = |text: &str| {
         text.replace("{{name}}", &name)
-            .replace("{{lang}}", lang.build_fn())
+            .replace("{{lang}}", &lang.build_fn())
             .replace("{{language}}", lang.name())
             .replace("{{source}}", lang.source())
     };
     for &(path, text, executable) in COMMON.iter().chain(lang.files()) {
-        write(&args.dir.join(path), &fill(text), executable)?;
+        super::write_file(&args.dir.join(path), &fill(text), executable)?;
     }
     eprintln!(
         "created {} ({} hook `{name}`). Next:\n  cd {} && ./test.sh    # build, then run tests/*.json through toolgate check",
@@ -203,17 +201,4 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         args.dir.display()
     );
     Ok(ExitCode::SUCCESS)
-}
-
-fn write(path: &Path, text: &str, executable: bool) -> anyhow::Result<()> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    }
-    std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))?;
-    if executable {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))
-            .with_context(|| format!("cannot make {} executable", path.display()))?;
-    }
-    Ok(())
 }
