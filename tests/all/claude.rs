@@ -302,10 +302,10 @@ async fn protocol_is_validated() {
 
 // ---- outward: `toolgate claude-code` / `toolgate codex` through the binary ----
 
-use std::process::{Command, Output};
+use std::process::Output;
 
 fn agent(fx: &Fixture, dialect: &str, input: Value, env_project: bool) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolgate"));
+    let mut cmd = toolgate();
     cmd.arg(dialect)
         .env("TOOLGATE_CONFIG_DIR", fx.global())
         .env_remove("CLAUDE_PROJECT_DIR");
@@ -467,15 +467,10 @@ fn import_carries_claude_code_settings_over_and_lists_the_rest() {
         }
     });
     std::fs::write(project.join(".claude/settings.json"), settings.to_string()).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_toolgate"))
-        .args(["import", "claude-code"])
-        .arg(project.join(".claude/settings.json"))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = succeeded(
+        toolgate()
+            .args(["import", "claude-code"])
+            .arg(project.join(".claude/settings.json")),
     );
     let report = String::from_utf8_lossy(&out.stderr);
     for needle in [
@@ -528,7 +523,7 @@ fn import_carries_claude_code_settings_over_and_lists_the_rest() {
     );
 
     // Importing again does not clobber the file without --force.
-    let again = Command::new(env!("CARGO_BIN_EXE_toolgate"))
+    let again = toolgate()
         .args(["import", "claude-code"])
         .arg(project.join(".claude/settings.json"))
         .output()

@@ -4,13 +4,7 @@
 use crate::support::*;
 use serde_json::{Value, json};
 use std::path::Path;
-use std::process::{Command, Output};
-
-fn toolgate() -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolgate"));
-    cmd.env_remove("TOOLGATE_LOG");
-    cmd
-}
+use std::process::Output;
 
 /// Runs `toolgate check` with the fixture's global dir and workspace.
 fn check(fx: &Fixture, args: &[&str], stdin: &str) -> Output {

@@ -5,7 +5,6 @@
 use crate::support::*;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 /// The built component of a guest example, or a failure naming the command
 /// that builds it.
@@ -40,14 +39,7 @@ fn assert_fails_closed_with_guest_error(code: Option<i32>, v: &Value, message: &
 }
 
 fn check_request(fx: &Fixture, request: Value) -> (Option<i32>, Value) {
-    let out = run_with_stdin(
-        Command::new(env!("CARGO_BIN_EXE_toolgate"))
-            .args(["check", "--workspace"])
-            .arg(fx.workspace())
-            .env("TOOLGATE_CONFIG_DIR", fx.global()),
-        &request.to_string(),
-    );
-    (out.status.code(), stdout_json(&out))
+    check_in(&fx.workspace(), &fx.global(), &request.to_string())
 }
 
 /// An argv hook that turns `--force` into `--force-with-lease`.
@@ -338,7 +330,7 @@ fn c_guest_enforces_a_tool_allowlist_from_its_config() {
     // `shell` is allowed; a tool that is a prefix or suffix of an allowed one is not.
     for tool in ["Bash", "Rea", "GrepX", "WebFetch"] {
         let out = run_with_stdin(
-            std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
+            toolgate()
                 .args(["check", "--tool", tool, "--workspace"])
                 .arg(fx.workspace())
                 .env("TOOLGATE_CONFIG_DIR", fx.global()),

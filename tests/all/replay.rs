@@ -4,10 +4,10 @@
 use crate::support::*;
 use serde_json::{Value, json};
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 fn replay(file: &Path, workspace: &Path, json_out: bool) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolgate"));
+    let mut cmd = toolgate();
     cmd.arg("replay")
         .arg(file)
         .arg("--workspace")

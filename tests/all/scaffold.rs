@@ -10,37 +10,32 @@ use crate::support::*;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn toolgate() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_toolgate"))
+/// `toolgate new --lang <lang> <parent>/<name>`, which must succeed.
+fn new_project(lang: &str, parent: &Path, name: &str) -> PathBuf {
+    let dir = parent.join(name);
+    succeeded(toolgate().args(["new", "--lang", lang]).arg(&dir));
+    dir
+}
+
+/// One of a project's scripts, using the guest examples' toolchain cache.
+fn in_guest_cache(script: PathBuf) -> Command {
+    let mut cmd = Command::new(script);
+    cmd.env(
+        "TOOLGATE_GUEST_CACHE",
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("guest-examples/.cache"),
+    );
+    cmd
 }
 
 /// Creates `<tmp>/hello-<lang>` with `toolgate new`, runs its test.sh, and
 /// returns the project folder.
 fn scaffold_passes_its_tests(lang: &str) -> (tempfile::TempDir, PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join(format!("hello-{lang}"));
-    let out = toolgate()
-        .args(["new", "--lang", lang])
-        .arg(&dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let dir = new_project(lang, tmp.path(), &format!("hello-{lang}"));
+    let out = succeeded(
+        in_guest_cache(dir.join("test.sh")).env("TOOLGATE", env!("CARGO_BIN_EXE_toolgate")),
     );
-    let cache = Path::new(env!("CARGO_MANIFEST_DIR")).join("guest-examples/.cache");
-    let out = Command::new(dir.join("test.sh"))
-        .env("TOOLGATE", env!("CARGO_BIN_EXE_toolgate"))
-        .env("TOOLGATE_GUEST_CACHE", &cache)
-        .output()
-        .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{lang} scaffold's test.sh failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     for case in ["tests/allow-ls.json", "tests/deny-sudo.json"] {
         assert!(stdout.contains(&format!("ok    {case}")), "{stdout}");
     }
@@ -48,15 +43,12 @@ fn scaffold_passes_its_tests(lang: &str) -> (tempfile::TempDir, PathBuf) {
     // the reason built from the hook's config.
     let wasm = dir.join(format!("out/hello-{lang}.wasm"));
     assert!(wasm.metadata().unwrap().len() > 1000);
-    let denied = run_with_stdin(
-        toolgate()
-            .args(["check", "--workspace"])
-            .arg(&dir)
-            .env("TOOLGATE_CONFIG_DIR", tmp.path()),
+    let (code, v) = check_in(
+        &dir,
+        tmp.path(),
         r#"{"event":"pre_tool_use","tool":"Bash","input":{"command":"cd /srv && doas make install"}}"#,
     );
-    let v = stdout_json(&denied);
-    assert_eq!(denied.status.code(), Some(2), "{v}");
+    assert_eq!(code, Some(2), "{v}");
     assert_eq!(
         v["reason"],
         "`doas` is not allowed in this workspace; run the command without it or ask the user.",
@@ -145,13 +137,7 @@ fn new_refuses_a_non_empty_folder_and_a_bad_name() {
 #[test]
 fn go_sdk_reports_a_panic_as_a_guest_error_with_its_message() {
     let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("panicky");
-    let out = toolgate()
-        .args(["new", "--lang", "go"])
-        .arg(&dir)
-        .output()
-        .unwrap();
-    assert!(out.status.success());
+    let dir = new_project("go", tmp.path(), "panicky");
     std::fs::write(
         dir.join("src/main.go"),
         r#"package main
@@ -169,25 +155,13 @@ func decide(r *hook.Request) (hook.Verdict, error) {
 "#,
     )
     .unwrap();
-    let cache = Path::new(env!("CARGO_MANIFEST_DIR")).join("guest-examples/.cache");
-    let built = Command::new(dir.join("build.sh"))
-        .env("TOOLGATE_GUEST_CACHE", &cache)
-        .output()
-        .unwrap();
-    assert!(
-        built.status.success(),
-        "{}",
-        String::from_utf8_lossy(&built.stderr)
-    );
-    let out = run_with_stdin(
-        toolgate()
-            .args(["check", "--workspace"])
-            .arg(&dir)
-            .env("TOOLGATE_CONFIG_DIR", tmp.path()),
+    succeeded(&mut in_guest_cache(dir.join("build.sh")));
+    let (code, v) = check_in(
+        &dir,
+        tmp.path(),
         r#"{"event":"pre_tool_use","tool":"Bash","input":{"command":"ls"}}"#,
     );
-    let v = stdout_json(&out);
-    assert_eq!(out.status.code(), Some(2), "a panic fails closed: {v}");
+    assert_eq!(code, Some(2), "a panic fails closed: {v}");
     assert_eq!(v["runs"][0]["failure"]["kind"], "guest_error", "{v}");
     let message = v["runs"][0]["failure"]["message"].as_str().unwrap();
     assert!(

@@ -187,6 +187,40 @@ pub fn failure_kind(outcome: &Outcome, name: &str) -> toolgate::FailureKind {
     }
 }
 
+/// The real `toolgate` binary, with the operator's trace switched off.
+pub fn toolgate() -> std::process::Command {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"));
+    cmd.env_remove("TOOLGATE_LOG");
+    cmd
+}
+
+/// Runs `cmd` to the end, failing the test with its output unless it succeeded.
+pub fn succeeded(cmd: &mut std::process::Command) -> std::process::Output {
+    let out = cmd.output().expect("the command runs");
+    assert!(
+        out.status.success(),
+        "{:?} failed ({}):\n{}\n{}",
+        cmd,
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// `toolgate check` on one request, against `workspace`'s hooks with
+/// `config_dir` as the global configuration: its exit code and JSON answer.
+pub fn check_in(workspace: &Path, config_dir: &Path, request: &str) -> (Option<i32>, Value) {
+    let out = run_with_stdin(
+        toolgate()
+            .args(["check", "--workspace"])
+            .arg(workspace)
+            .env("TOOLGATE_CONFIG_DIR", config_dir),
+        request,
+    );
+    (out.status.code(), stdout_json(&out))
+}
+
 /// Runs a command with `stdin` written to it and collects its output.
 pub fn run_with_stdin(cmd: &mut std::process::Command, stdin: &str) -> std::process::Output {
     use std::io::Write;
