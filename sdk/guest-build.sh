@@ -65,6 +65,18 @@ built() {
   echo "built out/$1.wasm: $(stat -c %s "out/$1.wasm") bytes in ${secs}s"
 }
 
+# componentize_core NAME [ADAPTER]: out/core.wasm, a core module exporting the
+# world's functions, becomes out/NAME.wasm with the world from $SDK/wit
+# attached; ADAPTER, if given, is a module that serves the core module's
+# wasi_snapshot_preview1 imports inside the component.
+componentize_core() {
+  local name=$1 adapt=()
+  [ $# -lt 2 ] || adapt=(--adapt "wasi_snapshot_preview1=$2")
+  wasm_tools component embed "$SDK/wit" --world hook out/core.wasm -o out/core.embed.wasm
+  wasm_tools component new out/core.embed.wasm "${adapt[@]}" -o "out/$name.wasm"
+  rm -f out/core.wasm out/core.embed.wasm
+}
+
 # Rust: Debian rustc-web + rust-web-src (std sources) and lld-22 (wasm-ld); std
 # is built for wasm32-unknown-unknown with -Zbuild-std, because no prebuilt
 # wasm32 std may be downloaded. The crate depends on $SDK/rust (wit-bindgen).
@@ -93,10 +105,8 @@ build_go() {
   GOCACHE="$CACHE/go-build" GOPATH="$CACHE/go-path" GOOS=wasip1 GOARCH=wasm \
     "$CACHE/go/bin/go" -C src build -buildmode=c-shared -trimpath -o ../out/core.wasm .
   wasm_tools parse "$SDK/go/wasi_snapshot_preview1.stub.wat" -o out/adapter.wasm
-  wasm_tools component embed "$SDK/wit" --world hook out/core.wasm -o out/core.embed.wasm
-  wasm_tools component new out/core.embed.wasm \
-    --adapt wasi_snapshot_preview1=out/adapter.wasm -o "out/$name.wasm"
-  rm -f out/core.wasm out/core.embed.wasm out/adapter.wasm
+  componentize_core "$name" out/adapter.wasm
+  rm -f out/adapter.wasm
   built "$name" "$start"
 }
 
@@ -140,8 +150,6 @@ build_c() {
   apt_install "${need[@]}"
   clang-22 --target=wasm32-wasi -Wno-deprecated -Oz -s -mexec-model=reactor \
     -I"$SDK/c" src/*.c "$SDK/c/hook.c" -o out/core.wasm
-  wasm_tools component embed "$SDK/wit" --world hook out/core.wasm -o out/core.embed.wasm
-  wasm_tools component new out/core.embed.wasm -o "out/$name.wasm"
-  rm -f out/core.wasm out/core.embed.wasm
+  componentize_core "$name"
   built "$name" "$start"
 }

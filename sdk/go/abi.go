@@ -20,6 +20,9 @@ import (
 // (non-moving) GC cannot free it while the host still reads or writes it.
 var pinned = map[uintptr][]byte{}
 
+// unpinAll lets the GC have every buffer handed to the host so far.
+func unpinAll() { clear(pinned) }
+
 func alloc(size, align uint32) uintptr {
 	if size == 0 {
 		return uintptr(align) // any non-null aligned address will do
@@ -108,9 +111,7 @@ func call(r *Request) (v Verdict, err error) {
 //go:wasmexport decide
 func decide(args uint32) uint32 {
 	r := lift(uintptr(args))
-	for k := range pinned { // the request is copied out; its buffers are no longer needed
-		delete(pinned, k)
-	}
+	unpinAll() // the request is copied out; its buffers are no longer needed
 	retArea = [8]uint32{}
 	v, err := call(r)
 	if err != nil {
@@ -133,8 +134,4 @@ func decide(args uint32) uint32 {
 }
 
 //go:wasmexport cabi_post_decide
-func cabiPostDecide(uint32) {
-	for k := range pinned {
-		delete(pinned, k)
-	}
-}
+func cabiPostDecide(uint32) { unpinAll() }
