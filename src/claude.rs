@@ -26,6 +26,15 @@
 //!   chain; it becomes a denial of this call with the `stopReason`.
 //! - Plain-text stdout on exit 0 is not shown to the model (as in Claude Code
 //!   for tool events); toolgate keeps it for the operator.
+//! - A JSON answer that is malformed is a failure (fail closed), never the
+//!   allow that Claude Code makes of output it cannot read: a byte-order mark
+//!   before the JSON, a repeated key, a `permissionDecision`, `decision`,
+//!   reason or context that is not a string, a `hookSpecificOutput` that is
+//!   not an object, an `updatedInput` that is not an object, a `continue`
+//!   that is not a boolean. A deny signal wins over all of that: if the
+//!   answer (or any repeated key in it) says `deny`, `ask`, `defer`,
+//!   `block` or `continue: false`, the call is denied, so a malformed denial
+//!   cannot be waved through by `on_failure: allow`.
 
 use crate::contract::{Answer, Event, HookRequest, Request, ToolResult, Verdict};
 use crate::failure::HookFailure;
@@ -94,12 +103,26 @@ pub(crate) fn decode_reply(
         Some(0) => {
             let text = String::from_utf8_lossy(stdout);
             let trimmed = text.trim();
+            let unmarked = trimmed.trim_start_matches(['\u{feff}', '\u{200b}']).trim_start();
             if trimmed.is_empty() {
                 (Ok(Answer::allow()), None)
+            } else if unmarked.starts_with('{') && unmarked.len() != trimmed.len() {
+                (
+                    Err(HookFailure::NotADecision {
+                        detail: "a byte-order mark (or zero-width character) before the JSON \
+                                 answer; Claude Code would read it as plain text and let the \
+                                 call through"
+                            .into(),
+                    }),
+                    None,
+                )
             } else if trimmed.starts_with('{') {
                 decode_json(event, trimmed, current)
             } else {
-                let note = format!("plain-text stdout (not shown to the model): {trimmed}");
+                let note = format!(
+                    "plain-text stdout (not shown to the model): {}",
+                    crate::text::bound(trimmed.to_owned(), crate::text::MAX_MESSAGE, "stdout")
+                );
                 (Ok(Answer::allow()), Some(note))
             }
         }
@@ -118,23 +141,25 @@ fn decode_json(
     current: Option<&ToolResult>,
 ) -> (Result<Answer, HookFailure>, Option<String>) {
     let not = |detail: String| HookFailure::NotADecision { detail };
-    let obj: Map<String, Value> = match serde_json::from_str(text) {
-        Ok(Value::Object(obj)) => obj,
-        Ok(_) | Err(_) => {
+    let (obj, dups) = match crate::strict_json::parse_recording(text.as_bytes()) {
+        Ok((Value::Object(obj), dups)) => (obj, dups),
+        Ok(_) => return (Err(not("stdout is JSON but not an object".into())), None),
+        Err(e) => {
             return (
-                Err(not(format!(
-                    "stdout starts with `{{` but is not a JSON object: {}",
-                    text.chars().take(120).collect::<String>()
-                ))),
+                Err(not(format!("stdout starts with `{{` but is not JSON: {e}"))),
                 None,
             );
         }
     };
     let empty = Map::new();
-    let specific = obj
-        .get("hookSpecificOutput")
-        .and_then(Value::as_object)
-        .unwrap_or(&empty);
+    let specific = match obj.get("hookSpecificOutput") {
+        None => &empty,
+        Some(Value::Object(o)) => o,
+        Some(_) => {
+            // Still a denial if it says so elsewhere; see `signals`.
+            &empty
+        }
+    };
     let str_field =
         |o: &Map<String, Value>, k: &str| o.get(k).and_then(Value::as_str).map(str::to_owned);
     let context = str_field(specific, "additionalContext");
@@ -149,55 +174,88 @@ fn decode_json(
             .unwrap_or_else(|| fallback.to_owned()),
     };
 
-    if obj.get("continue") == Some(&Value::Bool(false)) {
+    // Deny signals first: in the answer or among its repeated keys, they
+    // win over anything malformed (see the module docs).
+    let said = |key: &str, value: &Value, first: Option<&Value>| {
+        first == Some(value) || dups.iter().any(|(k, v)| k == key && v == value)
+    };
+    if said("continue", &Value::Bool(false), obj.get("continue")) {
         let reason = deny(
             str_field(&obj, "stopReason"),
             "a hook asked the agent to stop",
         );
         return (Ok(with_context(reason)), note);
     }
-    let legacy = str_field(&obj, "decision");
     let reason = str_field(&obj, "reason");
+    if event == Event::PreToolUse {
+        let why = str_field(specific, "permissionDecisionReason").or(reason.clone());
+        let decision = specific.get("permissionDecision");
+        if said("permissionDecision", &json!("deny"), decision) {
+            return (Ok(with_context(deny(why, "denied by a hook"))), note);
+        }
+        if said("permissionDecision", &json!("ask"), decision) {
+            let verdict = deny(
+                why.map(|w| format!("this call needs a person's confirmation, which toolgate cannot ask for: {w}")),
+                "this call needs a person's confirmation, which toolgate cannot ask for",
+            );
+            return (Ok(with_context(verdict)), note);
+        }
+        if said("permissionDecision", &json!("defer"), decision) {
+            let verdict = deny(
+                why.map(|w| format!("the hook deferred this call to a person, and none is watching: {w}")),
+                "the hook deferred this call to a person, and none is watching",
+            );
+            return (Ok(with_context(verdict)), note);
+        }
+    }
+    if said("decision", &json!("block"), obj.get("decision")) {
+        return (Ok(with_context(deny(reason, "blocked by a hook"))), note);
+    }
+
+    // No denial: now anything malformed is a failure, never an allow.
+    if let Some((key, _)) = dups.first() {
+        return (
+            Err(not(format!(
+                "the answer repeats the key `{}`; toolgate does not guess which one was meant",
+                crate::text::one_line(key)
+            ))),
+            note,
+        );
+    }
+    if let Some(problem) = malformed(&obj) {
+        return (Err(not(problem)), note);
+    }
+    let legacy = str_field(&obj, "decision");
     let verdict = match event {
-        Event::PreToolUse => {
-            let why = str_field(specific, "permissionDecisionReason").or(reason.clone());
-            match str_field(specific, "permissionDecision").as_deref() {
-                Some("deny") => deny(why, "denied by a hook"),
-                Some("ask") => deny(
-                    why.map(|w| format!("this call needs a person's confirmation, which toolgate cannot ask for: {w}")),
-                    "this call needs a person's confirmation, which toolgate cannot ask for",
-                ),
-                Some("defer") => deny(
-                    why.map(|w| format!("the hook deferred this call to a person, and none is watching: {w}")),
-                    "the hook deferred this call to a person, and none is watching",
-                ),
-                Some("allow") | None => match legacy.as_deref() {
-                    Some("block") => deny(reason, "blocked by a hook"),
-                    Some("approve") | None => match specific.get("updatedInput") {
-                        Some(input) => Verdict::Modify {
-                            input: input.clone(),
-                        },
-                        None => Verdict::Allow,
+        Event::PreToolUse => match str_field(specific, "permissionDecision").as_deref() {
+            Some("allow") | None => match legacy.as_deref() {
+                Some("approve") | None => match specific.get("updatedInput") {
+                    Some(input) => Verdict::Modify {
+                        input: input.clone(),
                     },
-                    Some(other) => {
-                        return (
-                            Err(not(format!("unknown `decision` {other:?} (expected approve or block)"))),
-                            note,
-                        );
-                    }
+                    None => Verdict::Allow,
                 },
                 Some(other) => {
                     return (
                         Err(not(format!(
-                            "unknown permissionDecision {other:?} (expected allow, deny, ask or defer)"
+                            "unknown `decision` {:?} (expected approve or block)",
+                            crate::text::one_line(other)
                         ))),
                         note,
                     );
                 }
+            },
+            Some(other) => {
+                return (
+                    Err(not(format!(
+                        "unknown permissionDecision {:?} (expected allow, deny, ask or defer)",
+                        crate::text::one_line(other)
+                    ))),
+                    note,
+                );
             }
-        }
+        },
         Event::PostToolUse => match legacy.as_deref() {
-            Some("block") => deny(reason, "blocked by a hook"),
             Some("approve") | None => {
                 match specific
                     .get("updatedToolOutput")
@@ -215,7 +273,8 @@ fn decode_json(
             Some(other) => {
                 return (
                     Err(not(format!(
-                        "unknown `decision` {other:?} (expected block)"
+                        "unknown `decision` {:?} (expected block)",
+                        crate::text::one_line(other)
                     ))),
                     note,
                 );
@@ -223,6 +282,41 @@ fn decode_json(
         },
     };
     (Ok(with_context(verdict)), note)
+}
+
+/// The first field of a Claude Code answer whose type is wrong, in words.
+fn malformed(obj: &Map<String, Value>) -> Option<String> {
+    let wrong = |field: &str, expected: &str| Some(format!("`{field}` must be {expected}"));
+    let specific = match obj.get("hookSpecificOutput") {
+        None => None,
+        Some(Value::Object(o)) => Some(o),
+        Some(_) => return wrong("hookSpecificOutput", "an object"),
+    };
+    for key in ["decision", "reason", "stopReason", "systemMessage"] {
+        if obj.get(key).is_some_and(|v| !v.is_string()) {
+            return wrong(key, "a string");
+        }
+    }
+    for key in ["continue", "suppressOutput"] {
+        if obj.get(key).is_some_and(|v| !v.is_boolean()) {
+            return wrong(key, "true or false");
+        }
+    }
+    let specific = specific?;
+    for key in [
+        "hookEventName",
+        "permissionDecision",
+        "permissionDecisionReason",
+        "additionalContext",
+    ] {
+        if specific.get(key).is_some_and(|v| !v.is_string()) {
+            return wrong(&format!("hookSpecificOutput.{key}"), "a string");
+        }
+    }
+    if specific.get("updatedInput").is_some_and(|v| !v.is_object()) {
+        return wrong("hookSpecificOutput.updatedInput", "an object");
+    }
+    None
 }
 
 /// The dialect `toolgate` answers in when it is the agent's hook.

@@ -40,7 +40,7 @@ use crate::failure::OnFailure;
 use crate::process::{self, CommandHook};
 use crate::runner::{BindingKind, Participant, Source, ToolFilter};
 use crate::wasm::{self, ComponentInfo, WasmHook};
-use regex::Regex;
+use regex_automata::meta::Regex;
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::fmt;
@@ -75,7 +75,7 @@ const HOOK_FIELDS: &[&str] = &[
     "on_failure",
     "config",
 ];
-const TOP_FIELDS: &[&str] = &["schema", "hooks"];
+const TOP_FIELDS: &[&str] = &["schema", "hooks", "chain_timeout_ms"];
 
 /// One configured hook, validated.
 #[derive(Clone, Debug, Serialize)]
@@ -192,6 +192,7 @@ impl HookSpec {
 pub struct Config {
     hooks: Vec<HookSpec>,
     files: Vec<LoadedFile>,
+    chain_timeout_ms: Option<u64>,
 }
 
 /// A config file that was looked for.
@@ -250,8 +251,8 @@ impl Config {
     pub fn from_file(source: Source, path: &Path, root: &Path) -> Result<Config, ConfigError> {
         let mut config = Config::default();
         let mut problems = Vec::new();
-        if !path.exists() {
-            problems.push(Problem::file(path, "cannot read: no such file".into()));
+        if !path.exists() && !path.is_symlink() {
+            problems.push(Problem::file(path, "not read: no such file".into()));
         } else {
             config.read(source, path, &absolute(root), &mut problems);
         }
@@ -272,14 +273,28 @@ impl Config {
         &self.files
     }
 
+    /// The whole chain's deadline, when the global config sets
+    /// `chain_timeout_ms` (only the operator's config may).
+    pub fn chain_timeout(&self) -> Option<Duration> {
+        self.chain_timeout_ms.map(Duration::from_millis)
+    }
+
     pub(crate) fn into_participants(self) -> impl Iterator<Item = Participant> {
         self.hooks.into_iter().map(HookSpec::into_participant)
     }
 
     fn read(&mut self, source: Source, path: &Path, root: &Path, problems: &mut Vec<Problem>) {
-        let text = match std::fs::read(path) {
+        // A workspace's own config must stay inside the workspace, like every
+        // file it names: a symlinked hooks.json is refused, not followed out.
+        let resolved = match source {
+            Source::Workspace => crate::safe_fs::beneath(path, root),
+            _ => Ok(path.to_owned()),
+        };
+        let text = match resolved
+            .and_then(|p| crate::safe_fs::read(&p, crate::safe_fs::MAX_CONFIG_BYTES))
+        {
             Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Err(crate::safe_fs::ReadFileError::NotFound) if !path.is_symlink() => {
                 self.files.push(LoadedFile {
                     source,
                     path: path.to_owned(),
@@ -288,7 +303,12 @@ impl Config {
                 return;
             }
             Err(e) => {
-                problems.push(Problem::file(path, format!("cannot read: {e}")));
+                self.files.push(LoadedFile {
+                    source,
+                    path: path.to_owned(),
+                    found: true,
+                });
+                problems.push(Problem::file(path, format!("not read: {e}")));
                 return;
             }
         };
@@ -297,14 +317,18 @@ impl Config {
             path: path.to_owned(),
             found: true,
         });
-        let value: Value = match serde_json::from_slice(&text) {
+        // Errors give the line and column only: never the file's content.
+        let value = match crate::strict_json::parse(&text) {
             Ok(v) => v,
             Err(e) => {
-                problems.push(Problem::file(path, format!("not valid JSON: {e}")));
+                problems.push(Problem::file(path, e.to_string()));
                 return;
             }
         };
-        let mut hooks = parse_file(value, source, path, root, problems);
+        let (mut hooks, chain_timeout_ms) = parse_file(value, source, path, root, problems);
+        if chain_timeout_ms.is_some() {
+            self.chain_timeout_ms = chain_timeout_ms;
+        }
         if source == Source::Workspace {
             admit_workspace_hooks(&mut hooks);
         }
@@ -404,7 +428,7 @@ fn parse_file(
     path: &Path,
     root: &Path,
     problems: &mut Vec<Problem>,
-) -> Vec<HookSpec> {
+) -> (Vec<HookSpec>, Option<u64>) {
     let top_problem = |field: &str, message: String| Problem {
         field: Some(field.to_owned()),
         ..Problem::file(path, message)
@@ -414,7 +438,7 @@ fn parse_file(
             path,
             "expected an object like {\"schema\": 1, \"hooks\": [...]}".into(),
         ));
-        return Vec::new();
+        return (Vec::new(), None);
     };
     for key in top.keys() {
         if !TOP_FIELDS.contains(&key.as_str()) {
@@ -432,15 +456,46 @@ fn parse_file(
             format!("missing; write \"schema\": {CONFIG_SCHEMA}"),
         )),
     }
+    let chain_timeout_ms = match (top.get("chain_timeout_ms"), source) {
+        (None, _) => None,
+        (Some(_), Source::Workspace | Source::Host) => {
+            problems.push(top_problem(
+                "chain_timeout_ms",
+                "only the operator's global config sets the chain's deadline; a workspace \
+                 cannot change it"
+                    .into(),
+            ));
+            None
+        }
+        (Some(value), Source::Global) => {
+            let mut ctx = HookCtx {
+                path,
+                index: 0,
+                name: None,
+                problems: Vec::new(),
+            };
+            let parsed = parse_bounded(
+                Some(value),
+                "chain_timeout_ms",
+                MIN_TIMEOUT_MS,
+                MAX_TIMEOUT_MS,
+                0,
+                " ms",
+                &mut ctx,
+            );
+            problems.extend(ctx.problems.into_iter().map(|p| Problem { index: None, ..p }));
+            parsed
+        }
+    };
     let hooks = match top.remove("hooks") {
-        None => return Vec::new(),
+        None => return (Vec::new(), chain_timeout_ms),
         Some(Value::Array(hooks)) => hooks,
         Some(other) => {
             problems.push(top_problem(
                 "hooks",
                 format!("expected an array of hooks, got {}", type_name(&other)),
             ));
-            return Vec::new();
+            return (Vec::new(), chain_timeout_ms);
         }
     };
     let mut specs: Vec<HookSpec> = Vec::new();
@@ -463,7 +518,7 @@ fn parse_file(
         }
         problems.append(&mut ctx.problems);
     }
-    specs
+    (specs, chain_timeout_ms)
 }
 
 struct HookCtx<'a> {
@@ -576,6 +631,7 @@ fn parse_hook(
         match (fuel, memory_mb, timeout_ms, ctx.problems.is_empty()) {
             (Some(fuel), Some(memory_mb), Some(timeout_ms), true) => parse_wasm(
                 &obj,
+                source,
                 root,
                 fuel,
                 memory_mb,
@@ -594,7 +650,7 @@ fn parse_hook(
                 );
             }
         }
-        parse_command(&obj, root, ctx)
+        parse_command(&obj, source, root, ctx)
     };
     Some(HookSpec {
         name: name?,
@@ -614,6 +670,7 @@ fn parse_hook(
 
 fn parse_command(
     obj: &Map<String, Value>,
+    source: Source,
     root: &Path,
     ctx: &mut HookCtx<'_>,
 ) -> Option<BindingSpec> {
@@ -678,19 +735,33 @@ fn parse_command(
         } else {
             root.join(written)
         };
-        if !resolved.exists() {
-            ctx.problem(
-                "command",
-                format!(
-                    "program {first:?} not found (resolved to {}; relative paths resolve \
-                     against {})",
-                    resolved.display(),
-                    root.display()
-                ),
-            );
-            return None;
+        // A relative program from a workspace config must stay in the
+        // workspace after symlinks; an absolute one names a program on this
+        // machine (which the trust gate pins). Either must be a regular file.
+        let checked = match (source, written.is_absolute()) {
+            (Source::Workspace, false) => crate::safe_fs::beneath(&resolved, root)
+                .and_then(|p| crate::safe_fs::regular_file(&p).map(|()| p)),
+            _ => crate::safe_fs::regular_file(&resolved).map(|()| resolved.clone()),
+        };
+        match checked {
+            Ok(program) => program,
+            Err(crate::safe_fs::ReadFileError::NotFound) => {
+                ctx.problem(
+                    "command",
+                    format!(
+                        "program {first:?} not found (resolved to {}; relative paths resolve \
+                         against {})",
+                        resolved.display(),
+                        root.display()
+                    ),
+                );
+                return None;
+            }
+            Err(e) => {
+                ctx.problem("command", format!("program {first:?} {e}"));
+                return None;
+            }
         }
-        resolved
     } else {
         written.to_owned()
     };
@@ -716,6 +787,7 @@ fn parse_command(
 
 fn parse_wasm(
     obj: &Map<String, Value>,
+    source: Source,
     root: &Path,
     fuel: u64,
     memory_mb: u64,
@@ -734,19 +806,32 @@ fn parse_wasm(
         }
         None => return None,
     };
-    let path = root.join(written);
-    if !path.is_file() {
-        ctx.problem(
-            "wasm",
-            format!(
-                "component {written:?} not found (resolved to {}; relative paths resolve \
-                 against {})",
-                path.display(),
-                root.display()
-            ),
-        );
-        return None;
-    }
+    let joined = root.join(written);
+    let checked = match source {
+        // A workspace names only files in its own tree, whatever the path
+        // looks like (absolute, `..`, or a symlink out).
+        Source::Workspace => crate::safe_fs::beneath(&joined, root),
+        _ => Ok(joined.clone()),
+    };
+    let path = match checked {
+        Ok(path) => path,
+        Err(crate::safe_fs::ReadFileError::NotFound) => {
+            ctx.problem(
+                "wasm",
+                format!(
+                    "component {written:?} not found (resolved to {}; relative paths resolve \
+                     against {})",
+                    joined.display(),
+                    root.display()
+                ),
+            );
+            return None;
+        }
+        Err(e) => {
+            ctx.problem("wasm", format!("component {written:?} {e}"));
+            return None;
+        }
+    };
     match wasm::load(
         &path,
         wasm::default_cache_dir().as_deref(),
@@ -763,7 +848,7 @@ fn parse_wasm(
             loaded: Arc::new(loaded),
         }),
         Err(e) => {
-            ctx.problem("wasm", e.to_string());
+            ctx.problem("wasm", format!("component {written:?}: {e}"));
             None
         }
     }
@@ -888,7 +973,7 @@ fn parse_matcher(
 ) -> (Option<String>, Option<Option<Regex>>) {
     match value {
         None => (None, Some(None)),
-        Some(Value::String(pattern)) => match Regex::new(&format!("^(?:{pattern})$")) {
+        Some(Value::String(pattern)) => match whole_name_matcher(pattern) {
             Ok(re) => (Some(pattern.clone()), Some(Some(re))),
             Err(e) => {
                 ctx.problem("matcher", format!("not a valid regex: {e}"));
@@ -903,6 +988,21 @@ fn parse_matcher(
             (None, None)
         }
     }
+}
+
+/// Compiles `pattern` to match whole tool names only. The anchors are added
+/// to the parsed syntax tree, not to the pattern's text, so nothing in the
+/// pattern (an unbalanced `)|(`, a flag, a comment in `(?x)` mode) can move
+/// them: the pattern is one node between a start and an end assertion.
+pub(crate) fn whole_name_matcher(pattern: &str) -> Result<Regex, String> {
+    use regex_syntax::hir::{Hir, Look};
+    let hir = regex_syntax::Parser::new()
+        .parse(pattern)
+        .map_err(|e| e.to_string())?;
+    let anchored = Hir::concat(vec![Hir::look(Look::Start), hir, Hir::look(Look::End)]);
+    Regex::builder()
+        .build_from_hir(&anchored)
+        .map_err(|e| e.to_string())
 }
 
 fn parse_timeout(value: Option<&Value>, default: u64, ctx: &mut HookCtx<'_>) -> Option<u64> {

@@ -140,6 +140,14 @@ pub enum HookFailure {
         /// The guest's message (for the operator).
         message: String,
     },
+    /// The whole chain's deadline passed while this hook ran. Always a
+    /// denial, whatever the hook's `on_failure`: the hooks after it were never
+    /// consulted.
+    #[error("was still running when the chain's deadline ({timeout_ms} ms) passed; stopped")]
+    ChainDeadline {
+        /// The chain's deadline.
+        timeout_ms: u64,
+    },
 }
 
 impl HookFailure {
@@ -160,6 +168,7 @@ impl HookFailure {
             HookFailure::StackOverflow => FailureKind::StackOverflow,
             HookFailure::Trap { .. } => FailureKind::Trap,
             HookFailure::GuestError { .. } => FailureKind::GuestError,
+            HookFailure::ChainDeadline { .. } => FailureKind::ChainDeadline,
         }
     }
 }
@@ -197,6 +206,8 @@ pub enum FailureKind {
     Trap,
     /// See [`HookFailure::GuestError`].
     GuestError,
+    /// See [`HookFailure::ChainDeadline`].
+    ChainDeadline,
 }
 
 impl FailureKind {
@@ -217,6 +228,7 @@ impl FailureKind {
             FailureKind::StackOverflow => "stack_overflow",
             FailureKind::Trap => "trap",
             FailureKind::GuestError => "guest_error",
+            FailureKind::ChainDeadline => "chain_deadline",
         }
     }
 }

@@ -36,6 +36,9 @@
 //! | [`config`] | hooks.json: parse, validate, discover, load |
 //! | [`replay`] | recorded sessions (wire v1 or Claude Code transcripts) run through the chain |
 //! | [`claude`] | Claude Code's hook protocol, inward (hooks) and outward (being one) |
+//! | [`text`] | bounding and sanitising what hooks say, before the model or a terminal sees it |
+//! | `safe_fs` | reading files a config names: regular files only, bounded, inside the workspace |
+//! | `strict_json` | JSON without duplicate keys, and parse errors that never quote the input |
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
@@ -64,6 +67,9 @@ mod interceptor;
 mod process;
 pub mod replay;
 pub mod runner;
+mod safe_fs;
+mod strict_json;
+pub mod text;
 pub mod wasm;
 pub mod wire;
 

@@ -27,6 +27,40 @@
 //! never happen), and the outcome is deterministic. That costs parallelism,
 //! which hooks measured in microseconds do not need.
 //!
+//! # Re-judgement: a rewrite is judged by everyone who approved before it
+//!
+//! Threading alone would let the last (least trusted) participant turn an
+//! approved call into one no earlier guard ever saw: a workspace hook answers
+//! `modify` after every operator guard said `allow`, and `ls` becomes
+//! `git push --force`. So when a participant rewrites the subject (the input
+//! before the call, the shown result after it), the chain starts a new
+//! **round** from the top on the rewritten subject: every participant before
+//! the rewriter is consulted again and must let it through too; the rewriter
+//! itself is not asked to judge its own rewrite; the ones after it see it
+//! for the first time. A deny ends the chain as always; a further rewrite
+//! starts another round; a `modify` (or post `replace`) that changes nothing
+//! counts as an allow. Past [`MAX_REWRITES`] rewrites the call is denied with
+//! a reason that says so — a chain whose members keep rewriting each other
+//! has no answer everyone agreed to. Every consultation has its own run
+//! record, numbered by [`RunRecord::round`].
+//!
+//! ```text
+//!  round 1:  global-guard: allow ─► workspace-hook: modify(ls → X)
+//!  round 2:  global-guard(X): deny ─► the call is blocked; X never runs
+//! ```
+//!
+//! # Nothing holds the chain forever
+//!
+//! Each hook has its own deadline, but a chain of ten hooks at ten seconds
+//! each is a hundred seconds, and agent hosts (Claude Code, Codex) let a call
+//! through when their hook times out. So the chain as a whole has a deadline
+//! ([`DEFAULT_CHAIN_TIMEOUT`], or `chain_timeout_ms` in the operator's global
+//! config). Past it the call is denied before the call, and the output is
+//! withheld after it, with a reason naming the hook that was running —
+//! whatever that hook's `on_failure` says, because the hooks after it were
+//! never consulted. A subprocess hook cut off this way has its whole process
+//! group killed.
+//!
 //! # Post semantics
 //!
 //! After the call, `replace` threads the shown result to the next participant;
@@ -44,7 +78,7 @@
 
 use crate::contract::{Answer, Event, HookRequest, Request, ToolResult, Verdict};
 use crate::failure::{FailureKind, HookFailure, OnFailure};
-use regex::Regex;
+use regex_automata::meta::Regex;
 use serde::{Serialize, Serializer};
 use serde_json::Value;
 use std::fmt;
@@ -54,6 +88,16 @@ use std::time::{Duration, Instant};
 
 /// Default bound on the merged advisory context, in bytes.
 pub const DEFAULT_CONTEXT_LIMIT: usize = 8 * 1024;
+/// Rewrites one event may go through before the call is denied (see
+/// `# Re-judgement`). Each rewrite costs a round of re-consultations, so the
+/// bound also bounds the work two disagreeing rewriters can cause.
+pub const MAX_REWRITES: u32 = 8;
+/// Default deadline for a whole chain (one event, every hook): 30 s. Below
+/// the 60 s that Claude Code used as its hook timeout for years and that
+/// users commonly configure (today's default is 600 s; Codex's is 600 s), with room
+/// for process start and loading, and far above what a chain of guards
+/// measured in microseconds to milliseconds needs.
+pub const DEFAULT_CHAIN_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Which binding a participant speaks through.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -198,6 +242,9 @@ pub struct RunRecord {
     pub source: Source,
     /// The event it was consulted for.
     pub event: Event,
+    /// Which round of the chain this consultation was in: 1 for the first
+    /// pass, one more after each rewrite (see `# Re-judgement`).
+    pub round: u32,
     /// What it did.
     pub verdict: Step,
     /// For a denial, the reason it gave.
@@ -315,6 +362,9 @@ struct ContextMerger {
     limit: usize,
     text: String,
     omitted: usize,
+    /// (participant, context) pairs already merged: a participant consulted
+    /// again in a later round does not repeat itself.
+    seen: std::collections::HashSet<(String, String)>,
 }
 
 const SEPARATOR: &str = "\n\n";
@@ -325,12 +375,13 @@ impl ContextMerger {
             limit,
             text: String::new(),
             omitted: 0,
+            seen: std::collections::HashSet::new(),
         }
     }
 
     /// Adds one hook's context; returns whether any of it was cut.
-    fn push(&mut self, context: &str) -> bool {
-        if context.is_empty() {
+    fn push(&mut self, from: &str, context: &str) -> bool {
+        if context.is_empty() || !self.seen.insert((from.to_owned(), context.to_owned())) {
             return false;
         }
         let sep = if self.text.is_empty() { "" } else { SEPARATOR };
@@ -371,15 +422,7 @@ impl ContextMerger {
     }
 }
 
-fn floor_char_boundary(s: &str, mut at: usize) -> usize {
-    if at >= s.len() {
-        return s.len();
-    }
-    while !s.is_char_boundary(at) {
-        at -= 1;
-    }
-    at
-}
+use crate::text::floor_char_boundary;
 
 /// Builds a [`HookRunner`].
 ///
@@ -404,6 +447,7 @@ fn floor_char_boundary(s: &str, mut at: usize) -> usize {
 pub struct HookRunnerBuilder {
     participants: Vec<Participant>,
     context_limit: usize,
+    chain_timeout: Duration,
 }
 
 impl HookRunnerBuilder {
@@ -442,9 +486,21 @@ impl HookRunnerBuilder {
         self
     }
 
-    /// Adds the hooks of a loaded configuration (global and workspace).
+    /// Adds the hooks of a loaded configuration (global and workspace), and
+    /// takes its `chain_timeout_ms` if the global config sets one.
     pub fn config(mut self, config: crate::Config) -> Self {
+        if let Some(timeout) = config.chain_timeout() {
+            self.chain_timeout = timeout;
+        }
         self.participants.extend(config.into_participants());
+        self
+    }
+
+    /// Bounds the time one event's whole chain may take (default
+    /// [`DEFAULT_CHAIN_TIMEOUT`]). Past it, the call is denied (pre) or its
+    /// output withheld (post), naming the hook that was running.
+    pub fn chain_timeout(mut self, timeout: Duration) -> Self {
+        self.chain_timeout = timeout;
         self
     }
 
@@ -464,6 +520,7 @@ impl HookRunnerBuilder {
             inner: Arc::new(Inner {
                 participants: self.participants,
                 context_limit: self.context_limit,
+                chain_timeout: self.chain_timeout,
             }),
         }
     }
@@ -478,6 +535,7 @@ pub struct HookRunner {
 struct Inner {
     participants: Vec<Participant>,
     context_limit: usize,
+    chain_timeout: Duration,
 }
 
 /// A summary of one participant, for listings.
@@ -495,6 +553,9 @@ pub struct ParticipantInfo {
 struct ChainState {
     context: ContextMerger,
     runs: Vec<RunRecord>,
+    /// When the whole chain must have answered.
+    deadline: tokio::time::Instant,
+    chain_timeout: Duration,
 }
 
 /// What the pre chain ended on, before any post processing.
@@ -520,6 +581,7 @@ impl HookRunner {
         HookRunnerBuilder {
             participants: Vec::new(),
             context_limit: DEFAULT_CONTEXT_LIMIT,
+            chain_timeout: DEFAULT_CHAIN_TIMEOUT,
         }
     }
 
@@ -665,6 +727,8 @@ impl HookRunner {
         ChainState {
             context: ContextMerger::new(self.inner.context_limit),
             runs: Vec::new(),
+            deadline: tokio::time::Instant::now() + self.inner.chain_timeout,
+            chain_timeout: self.inner.chain_timeout,
         }
     }
 
@@ -689,35 +753,59 @@ impl HookRunner {
     }
 
     async fn pre_chain(&self, request: &Request, state: &mut ChainState) -> PreEnd {
+        let chain: Vec<&Participant> = self.applicable(Event::PreToolUse, &request.tool).collect();
         let mut input: Option<Value> = None;
         let mut decided_by = None;
-        for p in self.applicable(Event::PreToolUse, &request.tool) {
-            let current = input.as_ref().unwrap_or(&request.input);
-            let answer = consult(p, request, Event::PreToolUse, current, None, state).await;
-            match answer {
-                Some(Verdict::Allow) => {}
-                Some(Verdict::Modify { input: new }) => {
-                    input = Some(new);
-                    decided_by = Some(p.name.clone());
+        // Index (in `chain`) of the participant whose rewrite is current.
+        let mut author: Option<usize> = None;
+        let mut rewrites = 0u32;
+        'round: loop {
+            for (i, p) in chain.iter().enumerate() {
+                if author == Some(i) {
+                    continue;
                 }
-                Some(Verdict::Deny { reason }) => {
-                    return PreEnd::Deny {
-                        reason,
-                        by: p.name.clone(),
-                    };
+                let current = input.as_ref().unwrap_or(&request.input);
+                let asked = Asked {
+                    event: Event::PreToolUse,
+                    input: current,
+                    result: None,
+                    round: rewrites + 1,
+                };
+                match consult(p, request, asked, state).await {
+                    Some(Verdict::Allow) | None => {}
+                    Some(Verdict::Modify { input: new }) => {
+                        if &new == current {
+                            continue;
+                        }
+                        rewrites += 1;
+                        decided_by = Some(p.name.clone());
+                        input = Some(new);
+                        author = Some(i);
+                        if rewrites > MAX_REWRITES {
+                            return PreEnd::Deny {
+                                reason: too_many_rewrites("input", &p.name),
+                                by: p.name.clone(),
+                            };
+                        }
+                        continue 'round;
+                    }
+                    Some(Verdict::Deny { reason }) => {
+                        return PreEnd::Deny {
+                            reason,
+                            by: p.name.clone(),
+                        };
+                    }
+                    Some(Verdict::Replace { result }) => {
+                        return PreEnd::Replace {
+                            input,
+                            result,
+                            by: p.name.clone(),
+                        };
+                    }
                 }
-                Some(Verdict::Replace { result }) => {
-                    return PreEnd::Replace {
-                        input,
-                        result,
-                        by: p.name.clone(),
-                    };
-                }
-                // Failed, and the policy let it pass.
-                None => {}
             }
+            return PreEnd::Proceed { input, decided_by };
         }
-        PreEnd::Proceed { input, decided_by }
     }
 
     async fn post_chain(
@@ -727,35 +815,58 @@ impl HookRunner {
         real: &ToolResult,
         state: &mut ChainState,
     ) -> (Verdict, ToolResult, Option<String>) {
+        let chain: Vec<&Participant> = self.applicable(Event::PostToolUse, &request.tool).collect();
         let mut shown: Option<ToolResult> = None;
         let mut decided_by = None;
-        for p in self.applicable(Event::PostToolUse, &request.tool) {
-            let current = shown.as_ref().unwrap_or(real);
-            let answer = consult(p, request, Event::PostToolUse, input, Some(current), state).await;
-            match answer {
-                // `consult` has already turned a post `modify` into a failure.
-                Some(Verdict::Allow | Verdict::Modify { .. }) | None => {}
-                Some(Verdict::Replace { result }) => {
-                    shown = Some(result);
-                    decided_by = Some(p.name.clone());
+        let mut author: Option<usize> = None;
+        let mut rewrites = 0u32;
+        let withheld = |reason: String, by: &str| {
+            let failure = ToolResult::error(format!(
+                "toolgate: the output of this call was withheld: {reason}"
+            ));
+            (Verdict::Deny { reason }, failure, Some(by.to_owned()))
+        };
+        'round: loop {
+            for (i, p) in chain.iter().enumerate() {
+                if author == Some(i) {
+                    continue;
                 }
-                Some(Verdict::Deny { reason }) => {
-                    let failure = ToolResult::error(format!(
-                        "toolgate: the output of this call was withheld: {reason}"
-                    ));
-                    return (Verdict::Deny { reason }, failure, Some(p.name.clone()));
+                let current = shown.as_ref().unwrap_or(real);
+                let asked = Asked {
+                    event: Event::PostToolUse,
+                    input,
+                    result: Some(current),
+                    round: rewrites + 1,
+                };
+                match consult(p, request, asked, state).await {
+                    // `consult` has already turned a post `modify` into a failure.
+                    Some(Verdict::Allow | Verdict::Modify { .. }) | None => {}
+                    Some(Verdict::Replace { result }) => {
+                        if &result == current {
+                            continue;
+                        }
+                        rewrites += 1;
+                        decided_by = Some(p.name.clone());
+                        shown = Some(result);
+                        author = Some(i);
+                        if rewrites > MAX_REWRITES {
+                            return withheld(too_many_rewrites("shown result", &p.name), &p.name);
+                        }
+                        continue 'round;
+                    }
+                    Some(Verdict::Deny { reason }) => return withheld(reason, &p.name),
                 }
             }
-        }
-        match shown {
-            Some(result) => (
-                Verdict::Replace {
-                    result: result.clone(),
-                },
-                result,
-                decided_by,
-            ),
-            None => (Verdict::Allow, real.clone(), None),
+            return match shown {
+                Some(result) => (
+                    Verdict::Replace {
+                        result: result.clone(),
+                    },
+                    result,
+                    decided_by,
+                ),
+                None => (Verdict::Allow, real.clone(), None),
+            };
         }
     }
 
@@ -771,17 +882,37 @@ impl HookRunner {
     }
 }
 
-/// Consults one participant, records what happened, and applies its failure
-/// policy. Returns the verdict the chain should act on, or `None` when the
-/// participant failed and its policy is to skip it.
+fn too_many_rewrites(what: &str, last: &str) -> String {
+    format!(
+        "toolgate: the hooks rewrote this call's {what} more than {MAX_REWRITES} times without \
+         all of them agreeing on one (last rewrite by `{last}`), so this call is blocked"
+    )
+}
+
+/// What one participant is asked in one consultation.
+struct Asked<'a> {
+    event: Event,
+    input: &'a Value,
+    result: Option<&'a ToolResult>,
+    round: u32,
+}
+
+/// Consults one participant within the chain's deadline, records what
+/// happened, bounds what it said, and applies its failure policy. Returns the
+/// verdict the chain should act on, or `None` when the participant failed and
+/// its policy is to skip it.
 async fn consult(
     p: &Participant,
     request: &Request,
-    event: Event,
-    input: &Value,
-    result: Option<&ToolResult>,
+    asked: Asked<'_>,
     state: &mut ChainState,
 ) -> Option<Verdict> {
+    let Asked {
+        event,
+        input,
+        result,
+        round,
+    } = asked;
     let hook_request = HookRequest {
         schema: crate::wire::SCHEMA,
         event,
@@ -796,8 +927,49 @@ async fn consult(
         config: p.config.as_ref(),
     };
     let started = Instant::now();
-    let reply = p.decider.decide(&hook_request).await;
+    let reply = tokio::time::timeout_at(state.deadline, p.decider.decide(&hook_request)).await;
     let duration = started.elapsed();
+
+    let mut record = RunRecord {
+        name: p.name.clone(),
+        binding: p.binding,
+        source: p.source,
+        event,
+        round,
+        verdict: Step::Failed,
+        reason: None,
+        failure: None,
+        duration,
+        fuel_used: None,
+        warning: None,
+        diagnostics: None,
+    };
+    let Ok(reply) = reply else {
+        // The chain's deadline passed while this participant ran. Its own
+        // policy does not apply: the participants after it were never asked.
+        let timeout_ms = u64::try_from(state.chain_timeout.as_millis()).unwrap_or(u64::MAX);
+        let failure = HookFailure::ChainDeadline { timeout_ms };
+        tracing::warn!(hook = %p.name, "the chain's deadline passed while this hook ran");
+        let reason = format!(
+            "toolgate: the hook chain ran past its deadline ({timeout_ms} ms) while hook `{}` \
+             was running, so this call is blocked",
+            p.name
+        );
+        record.failure = Some(FailureRecord {
+            kind: failure.kind(),
+            message: failure.to_string(),
+            on_failure: OnFailure::Deny,
+        });
+        record.reason = Some(crate::text::bound(reason.clone(), crate::text::MAX_REASON, "reason"));
+        state.runs.push(record);
+        return Some(Verdict::Deny {
+            reason: crate::text::bound(reason, crate::text::MAX_REASON, "reason"),
+        });
+    };
+    record.fuel_used = reply.fuel_used;
+    record.diagnostics = reply
+        .diagnostics
+        .map(|d| crate::text::bound(d, crate::text::MAX_DIAGNOSTICS, "diagnostics"));
 
     let mut warnings: Vec<String> = reply.warning.into_iter().collect();
     let answer = reply
@@ -811,30 +983,22 @@ async fn consult(
             _ => Ok(answer),
         });
 
-    let mut record = RunRecord {
-        name: p.name.clone(),
-        binding: p.binding,
-        source: p.source,
-        event,
-        verdict: Step::Failed,
-        reason: None,
-        failure: None,
-        duration,
-        fuel_used: reply.fuel_used,
-        warning: None,
-        diagnostics: reply.diagnostics,
-    };
-
     let verdict = match answer {
-        Ok(answer) => {
+        Ok(mut answer) => {
             if let Some(context) = &answer.context
-                && state.context.push(context)
+                && state.context.push(&p.name, context)
             {
                 warnings.push("advisory context over budget; truncated".into());
             }
-            record.verdict = match &answer.verdict {
+            record.verdict = match &mut answer.verdict {
                 Verdict::Allow => Step::Allow,
                 Verdict::Deny { reason } => {
+                    // Bounded for the model; a truncated deny is still a deny.
+                    *reason = crate::text::bound(
+                        std::mem::take(reason),
+                        crate::text::MAX_REASON,
+                        "reason",
+                    );
                     record.reason = Some(reason.clone());
                     Step::Deny
                 }
@@ -844,10 +1008,15 @@ async fn consult(
             Some(answer.verdict)
         }
         Err(failure) => {
-            tracing::warn!(hook = %p.name, kind = %failure.kind(), "hook could not decide: {failure}");
+            let message = crate::text::bound(
+                crate::text::sanitize(&failure.to_string()),
+                crate::text::MAX_MESSAGE,
+                "message",
+            );
+            tracing::warn!(hook = %p.name, kind = %failure.kind(), "hook could not decide: {}", crate::text::one_line(&message));
             record.failure = Some(FailureRecord {
                 kind: failure.kind(),
-                message: failure.to_string(),
+                message: message.clone(),
                 on_failure: p.on_failure,
             });
             match p.on_failure {
@@ -857,12 +1026,13 @@ async fn consult(
                         p.name,
                         failure.kind()
                     );
+                    let reason = crate::text::bound(reason, crate::text::MAX_REASON, "reason");
                     record.reason = Some(reason.clone());
                     Some(Verdict::Deny { reason })
                 }
                 OnFailure::Allow => {
                     warnings.push(format!(
-                        "failed open (on_failure: allow): {failure}; the chain went on without it"
+                        "failed open (on_failure: allow): {message}; the chain went on without it"
                     ));
                     None
                 }

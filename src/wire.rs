@@ -14,6 +14,12 @@
 //! denial into a failure would let `on_failure: allow` wave it through. No
 //! value is ever coerced toward the permissive branch.
 //!
+//! Duplicate keys are not resolved silently (serde_json would keep the last
+//! one, so `{"decision":"deny",…,"decision":"allow"}` would be an allow): if
+//! any `decision` among the duplicates is `deny`, the answer is a deny (by
+//! the same rule); otherwise an answer with a duplicate key anywhere is not a
+//! decision.
+//!
 //! Request (to the hook):
 //! ```json
 //! {"schema":1, "event":"pre_tool_use", "hook":"guard", "tool":"shell",
@@ -49,12 +55,30 @@ pub(crate) fn decode_answer(stdout: &[u8]) -> Result<Answer, HookFailure> {
     if stdout.iter().all(u8::is_ascii_whitespace) {
         return Err(HookFailure::EmptyOutput);
     }
-    let value: Value = serde_json::from_slice(stdout).map_err(|e| {
+    let (value, duplicates) = crate::strict_json::parse_recording(stdout).map_err(|e| {
         not(format!(
             "stdout is not one JSON object ({e}); it began: {}",
             excerpt(stdout)
         ))
     })?;
+    if !duplicates.is_empty() {
+        let denies = |v: &Value| v.get("decision") == Some(&Value::from("deny"));
+        let dup_deny = duplicates
+            .iter()
+            .any(|(k, v)| k == "decision" && v == "deny");
+        if denies(&value) || dup_deny {
+            let reason = value
+                .get("reason")
+                .and_then(Value::as_str)
+                .filter(|r| !r.trim().is_empty())
+                .unwrap_or("denied by a hook whose answer repeated a key (one of its decisions was deny)");
+            return Ok(Answer::deny(reason));
+        }
+        return Err(not(format!(
+            "the answer repeats the key `{}`; toolgate does not guess which one was meant",
+            crate::text::one_line(&duplicates[0].0)
+        )));
+    }
     let Value::Object(mut obj) = value else {
         return Err(not(format!(
             "stdout is JSON but not an object: {}",

@@ -9,11 +9,32 @@
 //! is exit 2 with the reason on stderr: the agent blocks the call. Never a
 //! silent pass. Events toolgate has no part in (`UserPromptSubmit`, `Stop`, …)
 //! exit 0 with nothing printed.
+//!
+//! # Answering in time, and never with a crash code
+//!
+//! Claude Code and Codex let a call through when their hook times out,
+//! crashes (any exit code but 0 and 2) or is missing. So in agent mode:
+//!
+//! - the whole invocation has a deadline, `--deadline-ms` (default
+//!   [`DEFAULT_DEADLINE_MS`]); the chain's own deadline is cut to fit inside
+//!   it, and a watchdog thread answers "blocked" (exit 2) if anything else —
+//!   loading, a compile, a hang toolgate did not foresee — is still running
+//!   when it passes;
+//! - a panic anywhere answers "blocked" (exit 2) from the panic hook, before
+//!   any unwinding, instead of the exit code 101 the agent would read as a
+//!   non-blocking error;
+//! - a failure to write the answer exits 2 as well.
+//!
+//! Exit codes in agent mode are therefore 0 (the answer is on stdout) and 2
+//! (blocked) only. What cannot be caught: the process being killed from
+//! outside (SIGKILL, the OOM killer) — the agent then sees a signal, and its
+//! own rules apply.
 
 use super::runtime;
 use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::{Duration, Instant};
 use toolgate::claude::{Dialect, read_agent_input, render_outcome};
 use toolgate::{Config, HookRunner};
 
@@ -34,10 +55,61 @@ pub(crate) struct Args {
     /// The workspace, overriding $CLAUDE_PROJECT_DIR and the call's cwd.
     #[arg(long, value_name = "DIR")]
     workspace: Option<PathBuf>,
+    /// Answer within this many milliseconds, whatever happens: past it the
+    /// call is blocked (exit 2). Keep it below the agent's own hook timeout
+    /// (Claude Code's `timeout`, in seconds, in the hook's settings entry).
+    #[arg(long, value_name = "MS", default_value_t = DEFAULT_DEADLINE_MS,
+          value_parser = clap::value_parser!(u64).range(100..=600_000))]
+    deadline_ms: u64,
 }
 
+/// Default `--deadline-ms`: 50 s, inside the 60 s hook timeout that Claude
+/// Code long used by default and that users commonly configure, with room
+/// for the agent to start the process. (Claude Code's default is now 600 s,
+/// Codex's 600 s; a shorter `timeout` in the settings needs a shorter
+/// `--deadline-ms`.)
+pub(crate) const DEFAULT_DEADLINE_MS: u64 = 50_000;
+
+/// How long before the watchdog the chain's own deadline ends, so the chain
+/// (which names the hook that was running) answers first.
+const CHAIN_MARGIN: Duration = Duration::from_millis(1_000);
+
 pub(crate) fn run(args: Args, dialect: Dialect) -> ExitCode {
-    match evaluate(args, dialect) {
+    let started = Instant::now();
+    let deadline = Duration::from_millis(args.deadline_ms);
+    super::set_failure_exit(super::EXIT_DENIED);
+    std::panic::set_hook(Box::new(|info| {
+        let what = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        eprintln!(
+            "toolgate failed (a bug: {}), so this call is blocked",
+            toolgate::text::one_line(&what)
+        );
+        std::process::exit(i32::from(super::EXIT_DENIED));
+    }));
+    let watchdog = std::thread::Builder::new()
+        .name("toolgate-deadline".into())
+        .spawn(move || {
+            std::thread::sleep(deadline);
+            eprintln!(
+                "toolgate did not finish within its deadline ({} ms, --deadline-ms), so this \
+                 call is blocked",
+                deadline.as_millis()
+            );
+            std::process::exit(i32::from(super::EXIT_DENIED));
+        });
+    if let Err(e) = watchdog {
+        eprintln!("toolgate cannot start its deadline watchdog ({e}), so this call is blocked");
+        return ExitCode::from(super::EXIT_DENIED);
+    }
+    let chain_budget = deadline
+        .saturating_sub(started.elapsed())
+        .saturating_sub(CHAIN_MARGIN);
+    match evaluate(args, dialect, started, chain_budget) {
         Ok(Some(json)) => {
             outln!("{json}");
             ExitCode::SUCCESS
@@ -45,15 +117,33 @@ pub(crate) fn run(args: Args, dialect: Dialect) -> ExitCode {
         Ok(None) => ExitCode::SUCCESS,
         Err(e) => {
             // Exit 2: the agent blocks the call and shows the model stderr.
-            eprintln!("toolgate could not evaluate this call, so it is blocked: {e:#}");
-            ExitCode::from(2)
+            eprintln!(
+                "toolgate could not evaluate this call, so it is blocked: {}",
+                toolgate::text::sanitize(&format!("{e:#}"))
+            );
+            ExitCode::from(super::EXIT_DENIED)
         }
     }
 }
 
-fn evaluate(args: Args, dialect: Dialect) -> anyhow::Result<Option<serde_json::Value>> {
+fn evaluate(
+    args: Args,
+    dialect: Dialect,
+    started: Instant,
+    chain_budget: Duration,
+) -> anyhow::Result<Option<serde_json::Value>> {
     let mut bytes = Vec::new();
     std::io::stdin().take(64 << 20).read_to_end(&mut bytes)?;
+    // Fault injection for the tests that pin the panic hook and the
+    // watchdog; compiled out of release builds.
+    #[cfg(debug_assertions)]
+    match std::env::var("TOOLGATE_DEBUG_FAULT").as_deref() {
+        Ok("panic") => panic!("injected by TOOLGATE_DEBUG_FAULT"),
+        Ok("hang") => loop {
+            std::thread::park();
+        },
+        _ => {}
+    }
     let call = read_agent_input(&bytes)?;
     let Some(request) = call.request else {
         return Ok(None);
@@ -67,8 +157,15 @@ fn evaluate(args: Args, dialect: Dialect) -> anyhow::Result<Option<serde_json::V
         anyhow::bail!("workspace {} is not a directory", workspace.display());
     }
     toolgate::wasm::one_shot_process();
+    let config = Config::discover(&workspace)?;
+    // The chain must answer before the watchdog; loading took some of it.
+    let chain_timeout = config
+        .chain_timeout()
+        .unwrap_or(toolgate::runner::DEFAULT_CHAIN_TIMEOUT)
+        .min(chain_budget.saturating_sub(started.elapsed()));
     let runner = HookRunner::builder()
-        .config(Config::discover(&workspace)?)
+        .config(config)
+        .chain_timeout(chain_timeout)
         .build();
     let outcome = runtime()?.block_on(runner.evaluate(&request));
     Ok(render_outcome(&outcome, dialect))

@@ -53,6 +53,17 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         if !missing.is_empty() {
             anyhow::bail!("{}", missing.join("\n"));
         }
+        for hook in config.hooks() {
+            if let BindingSpec::Wasm { component, .. } = &hook.binding
+                && let Some(warning) = &component.cache_warning
+            {
+                eprintln!(
+                    "warning: {}: {}",
+                    toolgate::text::one_line(&hook.name),
+                    toolgate::text::one_line(warning)
+                );
+            }
+        }
         let count = |s: Source| config.hooks().iter().filter(|h| h.source == s).count();
         outln!(
             "ok: {} hooks ({} global, {} workspace)",
@@ -91,7 +102,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     }
     for m in &missing {
-        eprintln!("warning: {m}");
+        eprintln!("warning: {}", toolgate::text::one_line(m));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -156,18 +167,23 @@ fn print_table(config: &Config) {
             ),
             _ => (String::new(), String::new()),
         };
-        table.add_row([
-            (i + 1).to_string(),
-            hook.name.clone(),
-            hook.source.to_string(),
-            hook.binding_kind().to_string(),
-            events.join(", "),
-            tools,
-            format!("{} ms", hook.timeout_ms),
-            limits,
-            hook.on_failure.to_string(),
-            runs,
-        ]);
+        // Every cell may carry text a workspace wrote: one line, no
+        // terminal control sequences.
+        table.add_row(
+            [
+                (i + 1).to_string(),
+                hook.name.clone(),
+                hook.source.to_string(),
+                hook.binding_kind().to_string(),
+                events.join(", "),
+                tools,
+                format!("{} ms", hook.timeout_ms),
+                limits,
+                hook.on_failure.to_string(),
+                runs,
+            ]
+            .map(|cell| toolgate::text::one_line(&cell)),
+        );
     }
     if config.hooks().is_empty() {
         outln!("no hooks configured");
@@ -178,9 +194,41 @@ fn print_table(config: &Config) {
         outln!(
             "{:<9} {} ({})",
             format!("{}:", file.source),
-            file.path.display(),
+            toolgate::text::one_line(&file.path.display().to_string()),
             if file.found { "read" } else { "not present" }
         );
+    }
+    for hook in config.hooks() {
+        if let BindingSpec::Wasm { component, .. } = &hook.binding
+            && let Some(warning) = &component.cache_warning
+        {
+            outln!(
+                "warning: {}: {}",
+                toolgate::text::one_line(&hook.name),
+                toolgate::text::one_line(warning)
+            );
+        }
+    }
+    let chain = config
+        .chain_timeout()
+        .unwrap_or(toolgate::runner::DEFAULT_CHAIN_TIMEOUT);
+    outln!(
+        "chain deadline: {} ms{}",
+        chain.as_millis(),
+        if config.chain_timeout().is_some() {
+            " (chain_timeout_ms in the global config)"
+        } else {
+            " (default)"
+        }
+    );
+    for hook in config.hooks() {
+        if u128::from(hook.timeout_ms) > chain.as_millis() {
+            outln!(
+                "note: {}'s timeout_ms ({} ms) is longer than the chain deadline; the chain's wins",
+                toolgate::text::one_line(&hook.name),
+                hook.timeout_ms
+            );
+        }
     }
 }
 

@@ -25,8 +25,18 @@ pub(crate) fn write_line(args: std::fmt::Arguments<'_>) {
         if e.kind() != std::io::ErrorKind::BrokenPipe {
             eprintln!("toolgate: cannot write to stdout: {e}");
         }
-        std::process::exit(i32::from(EXIT_ERROR));
+        std::process::exit(i32::from(
+            FAILURE_EXIT.load(std::sync::atomic::Ordering::Relaxed),
+        ));
     }
+}
+
+/// The exit code for "toolgate itself failed": 1, except in agent mode,
+/// where only 0 and 2 are ever used (see `agent.rs`).
+static FAILURE_EXIT: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(EXIT_ERROR);
+
+pub(crate) fn set_failure_exit(code: u8) {
+    FAILURE_EXIT.store(code, std::sync::atomic::Ordering::Relaxed);
 }
 
 /// Writes `text` to `path`, creating its folder, optionally executable
@@ -120,7 +130,9 @@ pub(crate) fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("toolgate: {e:#}");
+            // Error text may quote what a hook or a config said: no terminal
+            // control sequences reach the operator's terminal.
+            eprintln!("toolgate: {}", toolgate::text::sanitize(&format!("{e:#}")));
             ExitCode::from(EXIT_ERROR)
         }
     }

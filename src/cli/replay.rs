@@ -64,19 +64,23 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         } else {
             format!("{} µs", r.latency_us)
         };
-        table.add_row([
-            r.call.to_string(),
-            r.line.to_string(),
-            match r.event {
-                toolgate::Event::PreToolUse => "pre".to_owned(),
-                _ => "post".to_owned(),
-            },
-            r.tool.clone(),
-            r.input.clone(),
-            r.decision.to_owned(),
-            r.decided_by.clone().unwrap_or_else(|| "-".into()),
-            latency,
-        ]);
+        // The recording and the hooks' answers are someone else's text.
+        table.add_row(
+            [
+                r.call.to_string(),
+                r.line.to_string(),
+                match r.event {
+                    toolgate::Event::PreToolUse => "pre".to_owned(),
+                    _ => "post".to_owned(),
+                },
+                r.tool.clone(),
+                r.input.clone(),
+                r.decision.to_owned(),
+                r.decided_by.clone().unwrap_or_else(|| "-".into()),
+                latency,
+            ]
+            .map(|cell| toolgate::text::one_line(&cell)),
+        );
     }
     outln!("{table}");
     let summary: Vec<String> = totals.iter().map(|(d, n)| format!("{n} {d}")).collect();
@@ -86,17 +90,23 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         rows.len(),
         summary.join(", ")
     );
+    let clean = toolgate::text::one_line;
     for r in rows.iter().filter(|r| r.reason.is_some()) {
         outln!(
             "  #{} {} denied by {}: {}",
             r.call,
-            r.tool,
-            r.decided_by.as_deref().unwrap_or("?"),
-            r.reason.as_deref().unwrap_or("")
+            clean(&r.tool),
+            clean(r.decided_by.as_deref().unwrap_or("?")),
+            clean(r.reason.as_deref().unwrap_or(""))
         );
     }
     for s in &recording.skipped {
-        eprintln!("{}:{}: skipped: {}", args.file.display(), s.line, s.reason);
+        eprintln!(
+            "{}:{}: skipped: {}",
+            args.file.display(),
+            s.line,
+            clean(&s.reason)
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -27,6 +27,7 @@ mod supervise;
 use crate::claude::{self, Protocol};
 use crate::contract::HookRequest;
 use crate::runner::{Decider, Reply};
+use crate::text::sanitize;
 use crate::wire;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -122,16 +123,4 @@ impl Decider for CommandHook {
             fuel_used: None,
         }
     }
-}
-
-/// Strips terminal control sequences from text meant for the operator's
-/// terminal, keeping newlines and tabs.
-pub(crate) fn sanitize(text: &str) -> String {
-    text.chars()
-        .map(|c| match c {
-            '\n' | '\t' => c,
-            c if c.is_control() => '\u{FFFD}',
-            c => c,
-        })
-        .collect()
 }

@@ -27,6 +27,10 @@
 //! - **Reaping**: the child is always waited for, on every path, by tokio's
 //!   SIGCHLD-driven reaper — the blocking `waitpid` never sits on an async
 //!   worker thread, and no zombie is left.
+//! - **Cut off from outside**: when the chain's own deadline passes, the
+//!   runner drops this future mid-run; a guard then SIGKILLs the whole
+//!   process group (tokio's `kill_on_drop` alone reaches only the hook, not
+//!   what it started).
 
 use crate::failure::HookFailure;
 use nix::sys::signal::{Signal, killpg};
@@ -160,6 +164,10 @@ pub(crate) async fn run(
         .id()
         .and_then(|id| i32::try_from(id).ok())
         .map(Pid::from_raw);
+    let mut guard = GroupGuard {
+        group,
+        armed: true,
+    };
 
     let deadline = Instant::now() + limits.timeout;
     let mut stdout_buf = Vec::new();
@@ -264,11 +272,27 @@ pub(crate) async fn run(
             })
         }
     };
+    guard.armed = false;
     Ran {
         exit,
         stderr: stderr_buf,
         stderr_dropped,
         warning,
+    }
+}
+
+/// Kills the hook's process group if `run` is dropped before it finished
+/// (the chain's deadline passed): nothing the hook started outlives the call.
+struct GroupGuard {
+    group: Option<Pid>,
+    armed: bool,
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        if self.armed {
+            signal_group(self.group, Signal::SIGKILL);
+        }
     }
 }
 

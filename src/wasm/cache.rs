@@ -14,16 +14,44 @@
 //! (target, tunables, enabled features). Change any of them and the key
 //! changes: a stale artifact is never looked up.
 //!
-//! # Never trusted blindly
+//! # Trusted only after checking, like ssh's StrictModes
 //!
-//! `Component::deserialize` is `unsafe`: it maps the bytes as native code. An
-//! entry is a header (magic, BLAKE3 of the payload) followed by wasmtime's
-//! artifact. On load the hash is checked before deserializing; a truncated,
-//! corrupted or foreign file is deleted and the component recompiled. Entries
-//! are written to a temporary file and renamed into place, so a concurrent
-//! reader never sees half a file. The checksum detects corruption, not a
-//! deliberate forgery: the cache directory is trusted like the toolgate binary
-//! itself, and is created private (0700).
+//! `Component::deserialize_file` is `unsafe`: it maps the entry as native
+//! code and runs it. Whoever can write an entry can run code as the user the
+//! next time any hook loads. So an entry is used only when:
+//!
+//! - the cache directory is a real directory (not a symlink), owned by the
+//!   current user, and not writable by group or others; its parent is owned
+//!   by the user or root and not group/other-writable unless sticky (`/tmp`);
+//! - the entry's two files (`<key>.cwasm`, the artifact, and `<key>.meta`)
+//!   are regular files (opened without following symlinks), owned by the
+//!   user, and not writable by group or others;
+//! - the `.meta` names the key the entry is looked up under: an entry copied
+//!   over another component's key is refused, not run for the wrong guest;
+//! - the artifact's length matches, and its integrity digest matches.
+//!
+//! A directory that fails these checks is not used at all (nothing is read
+//! from or written to it); an entry that fails the ownership checks is left
+//! alone. Either way the component is compiled in memory (`uncached`) and
+//! the hook's load carries a warning that `toolgate hooks` and every run
+//! record show, saying what to fix. A corrupt, truncated, substituted or
+//! incompatible entry in a trusted directory is deleted and recompiled
+//! (`rebuilt`).
+//!
+//! # Integrity without reading the whole artifact
+//!
+//! A guest with a language runtime compiles to tens of MB; hashing all of it
+//! on every load of a one-shot process costs more than the call. The digest
+//! in `.meta` covers the whole artifact when it is at most
+//! [`FULL_DIGEST_LIMIT`]; above that it covers the length, the first and last
+//! 64 KiB (the object header and the section table, where wasmtime reads its
+//! version and engine check) and 32 4-KiB blocks spread evenly through the
+//! file. This detects truncation, a file swapped for another and most
+//! corruption; it does not detect a flipped byte between samples. That is an
+//! accepted gap, not a trust boundary: the ownership checks above are what
+//! keep other users out, and a process running as the user could as well
+//! edit the user's shell profile. The artifact is then mapped, not read
+//! (`deserialize_file`).
 //!
 //! # Location
 //!
@@ -32,14 +60,20 @@
 //! compiled in memory each time (with a debug log), which is slower but
 //! correct.
 
+use std::fs::File;
 use std::hash::Hash;
-use std::io::Write;
+use std::io::{Read, Write};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
-const MAGIC: &[u8; 8] = b"TGWASM01";
-const HEADER: usize = MAGIC.len() + 32;
+const MAGIC: &[u8; 8] = b"TGMETA02";
+/// Artifacts up to this size are digested whole.
+pub const FULL_DIGEST_LIMIT: u64 = 1 << 20;
+const EDGE: u64 = 64 << 10;
+const BLOCK: u64 = 4 << 10;
+const BLOCKS: u64 = 32;
 
 /// Where the cache lives, per the module docs.
 pub fn default_dir() -> Option<PathBuf> {
@@ -59,8 +93,18 @@ pub enum CacheOutcome {
     Miss,
     /// An entry existed but was corrupt or incompatible: deleted, recompiled.
     Rebuilt,
-    /// Compiled without a usable cache directory.
+    /// Compiled without using the cache: no usable directory, or a
+    /// directory or entry that failed the trust checks (see the load's
+    /// warning).
     Uncached,
+}
+
+/// A component and how it was obtained.
+pub(crate) struct Loaded {
+    pub(crate) component: Component,
+    pub(crate) outcome: CacheOutcome,
+    /// For the operator: the cache was not trusted, or an entry was refused.
+    pub(crate) warning: Option<String>,
 }
 
 /// Feeds `Hash` output into BLAKE3 so wasmtime's compatibility hash can be
@@ -93,79 +137,262 @@ pub fn wasmtime_version() -> &'static str {
 }
 
 /// Loads `bytes` as a component, through the cache in `dir` if given.
-pub(crate) fn load(
-    engine: &Engine,
-    dir: Option<&Path>,
-    bytes: &[u8],
-) -> wasmtime::Result<(Component, CacheOutcome)> {
-    let hash = blake3::hash(bytes);
-    let Some(dir) = dir.filter(|d| ensure_dir(d)) else {
-        return Ok((Component::new(engine, bytes)?, CacheOutcome::Uncached));
+pub(crate) fn load(engine: &Engine, dir: Option<&Path>, bytes: &[u8]) -> wasmtime::Result<Loaded> {
+    let compile = |outcome, warning| {
+        Ok(Loaded {
+            component: Component::new(engine, bytes)?,
+            outcome,
+            warning,
+        })
     };
-    let path = dir.join(format!("{}.cwasm", key(engine, &hash)));
+    let Some(dir) = dir else {
+        return compile(CacheOutcome::Uncached, None);
+    };
+    if let Err(reason) = trusted_dir(dir) {
+        return compile(
+            CacheOutcome::Uncached,
+            Some(format!(
+                "compile cache {} not used: {reason}; compiled in memory instead",
+                dir.display()
+            )),
+        );
+    }
+    let key = key(engine, &blake3::hash(bytes));
+    let artifact = dir.join(format!("{key}.cwasm"));
+    let meta = dir.join(format!("{key}.meta"));
     let mut outcome = CacheOutcome::Miss;
-    if let Ok(entry) = std::fs::read(&path) {
-        match verify(&entry) {
-            Some(artifact) => {
-                // SAFETY: the artifact is one this process's wasmtime wrote for
-                // an engine with this exact configuration (the key says so) and
-                // its checksum matches, so it is not truncated or corrupted.
-                // wasmtime itself rejects artifacts from another version or
-                // configuration with an error, handled below.
-                match unsafe { Component::deserialize(engine, artifact) } {
-                    Ok(component) => return Ok((component, CacheOutcome::Hit)),
-                    Err(e) => tracing::debug!("cache entry {} unusable: {e}", path.display()),
+    let mut warning = None;
+    match check_entry(&artifact, &meta, &key) {
+        Ok(()) => {
+            // SAFETY: the directory and both files passed the ownership and
+            // permission checks (only this user could have written them), the
+            // entry was written for this key (component hash, wasmtime
+            // version, engine configuration), and its length and digest
+            // match. wasmtime itself refuses an artifact from another version
+            // or configuration with an error, handled below.
+            match unsafe { Component::deserialize_file(engine, &artifact) } {
+                Ok(component) => {
+                    return Ok(Loaded {
+                        component,
+                        outcome: CacheOutcome::Hit,
+                        warning: None,
+                    });
                 }
+                Err(e) => tracing::debug!("cache entry {} unusable: {e}", artifact.display()),
             }
-            None => tracing::debug!("cache entry {} is corrupt", path.display()),
+            remove(&artifact, &meta);
+            outcome = CacheOutcome::Rebuilt;
         }
-        let _ = std::fs::remove_file(&path);
-        outcome = CacheOutcome::Rebuilt;
+        Err(Entry::Missing) => {}
+        Err(Entry::Untrusted(reason)) => {
+            return compile(
+                CacheOutcome::Uncached,
+                Some(format!(
+                    "compile cache entry {} not used: {reason}; compiled in memory instead \
+                     (remove the entry to let toolgate rewrite it)",
+                    artifact.display()
+                )),
+            );
+        }
+        Err(Entry::Corrupt(reason)) => {
+            tracing::debug!("cache entry {} refused: {reason}", artifact.display());
+            if reason == WRONG_KEY {
+                warning = Some(format!(
+                    "compile cache entry {} was written for another component; refused and rebuilt",
+                    artifact.display()
+                ));
+            }
+            remove(&artifact, &meta);
+            outcome = CacheOutcome::Rebuilt;
+        }
     }
     let component = Component::new(engine, bytes)?;
-    if let Err(e) = store(&path, &component.serialize()?) {
-        tracing::debug!("could not write cache entry {}: {e}", path.display());
+    if let Err(e) = store(&artifact, &meta, &key, &component.serialize()?) {
+        tracing::debug!("could not write cache entry {}: {e}", artifact.display());
     }
-    Ok((component, outcome))
+    Ok(Loaded {
+        component,
+        outcome,
+        warning,
+    })
 }
 
-fn verify(entry: &[u8]) -> Option<&[u8]> {
-    if entry.len() < HEADER || &entry[..MAGIC.len()] != MAGIC {
-        return None;
-    }
-    let (header, artifact) = entry.split_at(HEADER);
-    let expected = &header[MAGIC.len()..];
-    (blake3::hash(artifact).as_bytes() == expected).then_some(artifact)
+const WRONG_KEY: &str = "its metadata names another key";
+
+enum Entry {
+    Missing,
+    /// Failed an ownership or permission check: left alone.
+    Untrusted(String),
+    /// Truncated, corrupted, or substituted: deleted and rebuilt.
+    Corrupt(&'static str),
 }
 
-fn store(path: &Path, artifact: &[u8]) -> std::io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-    tmp.write_all(MAGIC)?;
-    tmp.write_all(blake3::hash(artifact).as_bytes())?;
-    tmp.write_all(artifact)?;
-    tmp.as_file().sync_data()?;
-    tmp.persist(path).map_err(|e| e.error)?;
+fn remove(artifact: &Path, meta: &Path) {
+    let _ = std::fs::remove_file(meta);
+    let _ = std::fs::remove_file(artifact);
+}
+
+/// Opens an entry file without following a symlink and checks it is a
+/// regular file the user owns and only the user can write.
+fn open_owned(path: &Path) -> Result<(File, std::fs::Metadata), Entry> {
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => Entry::Missing,
+            _ if e.raw_os_error() == Some(nix::libc::ELOOP) => {
+                Entry::Untrusted(format!("{} is a symlink", path.display()))
+            }
+            _ => Entry::Untrusted(format!("{} cannot be opened: {e}", path.display())),
+        })?;
+    let meta = file
+        .metadata()
+        .map_err(|e| Entry::Untrusted(format!("{}: {e}", path.display())))?;
+    if !meta.file_type().is_file() {
+        return Err(Entry::Untrusted(format!(
+            "{} is not a regular file",
+            path.display()
+        )));
+    }
+    owned_and_private(&meta).map_err(|why| Entry::Untrusted(format!("{} {why}", path.display())))?;
+    Ok((file, meta))
+}
+
+/// The StrictModes rule for one file or directory: owned by the current
+/// user, not writable by group or others.
+fn owned_and_private(meta: &std::fs::Metadata) -> Result<(), String> {
+    let me = nix::unistd::geteuid().as_raw();
+    if meta.uid() != me {
+        return Err(format!(
+            "is owned by uid {}, not by the current user (uid {me})",
+            meta.uid()
+        ));
+    }
+    if meta.mode() & 0o022 != 0 {
+        return Err(format!(
+            "is writable by group or others (mode {:o}); chmod go-w it",
+            meta.mode() & 0o7777
+        ));
+    }
     Ok(())
 }
 
-fn ensure_dir(dir: &Path) -> bool {
+/// Creates the cache directory (0700) if needed, then applies the checks in
+/// the module docs to it and its parent.
+fn trusted_dir(dir: &Path) -> Result<(), String> {
     use std::os::unix::fs::DirBuilderExt;
-    if dir.is_dir() {
-        return true;
+    if std::fs::symlink_metadata(dir).is_err() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(|e| format!("it cannot be created: {e}"))?;
     }
-    match std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-    {
-        Ok(()) => true,
-        Err(e) => {
-            tracing::debug!(
-                "compile cache disabled: cannot create {}: {e}",
-                dir.display()
-            );
-            false
+    let meta = std::fs::symlink_metadata(dir).map_err(|e| format!("it cannot be read: {e}"))?;
+    if meta.file_type().is_symlink() {
+        return Err("it is a symlink (point TOOLGATE_CACHE_DIR at the real directory)".into());
+    }
+    if !meta.is_dir() {
+        return Err("it is not a directory".into());
+    }
+    owned_and_private(&meta).map_err(|why| format!("it {why}"))?;
+    let parent = std::path::absolute(dir)
+        .ok()
+        .and_then(|d| d.parent().map(Path::to_owned))
+        .unwrap_or_else(|| PathBuf::from("/"));
+    let pmeta = std::fs::metadata(&parent)
+        .map_err(|e| format!("its parent {} cannot be read: {e}", parent.display()))?;
+    let me = nix::unistd::geteuid().as_raw();
+    let sticky = pmeta.mode() & 0o1000 != 0;
+    if pmeta.uid() != me && pmeta.uid() != 0 {
+        return Err(format!(
+            "its parent {} is owned by uid {}, neither the current user nor root",
+            parent.display(),
+            pmeta.uid()
+        ));
+    }
+    if pmeta.mode() & 0o022 != 0 && !sticky {
+        return Err(format!(
+            "its parent {} is writable by group or others without the sticky bit, so \
+             another user could replace the cache directory",
+            parent.display()
+        ));
+    }
+    Ok(())
+}
+
+fn check_entry(artifact: &Path, meta_path: &Path, key: &str) -> Result<(), Entry> {
+    let (mut meta_file, _) = open_owned(meta_path)?;
+    let (art_file, art_meta) = match open_owned(artifact) {
+        Ok(opened) => opened,
+        Err(Entry::Missing) => return Err(Entry::Corrupt("the artifact is missing")),
+        Err(other) => return Err(other),
+    };
+    let mut header = Vec::with_capacity(MAGIC.len() + 64 + 8 + 32);
+    Read::by_ref(&mut meta_file)
+        .take(1024)
+        .read_to_end(&mut header)
+        .map_err(|_| Entry::Corrupt("the metadata cannot be read"))?;
+    if header.len() != MAGIC.len() + 64 + 8 + 32 || &header[..MAGIC.len()] != MAGIC {
+        return Err(Entry::Corrupt("the metadata is not toolgate's"));
+    }
+    let (stored_key, rest) = header[MAGIC.len()..].split_at(64);
+    if stored_key != key.as_bytes() {
+        return Err(Entry::Corrupt(WRONG_KEY));
+    }
+    let (len, digest) = rest.split_at(8);
+    let len = u64::from_le_bytes(len.try_into().unwrap_or_default());
+    if art_meta.len() != len {
+        return Err(Entry::Corrupt("the artifact's length does not match"));
+    }
+    match digest_of(&art_file, len) {
+        Ok(d) if d.as_bytes() == digest => Ok(()),
+        _ => Err(Entry::Corrupt("the artifact's digest does not match")),
+    }
+}
+
+/// The integrity digest described in the module docs.
+fn digest_of(file: &File, len: u64) -> std::io::Result<blake3::Hash> {
+    use std::os::unix::fs::FileExt;
+    let mut h = blake3::Hasher::new();
+    h.update(&len.to_le_bytes());
+    let mut take = |offset: u64, n: u64| -> std::io::Result<()> {
+        let mut buf = vec![0u8; usize::try_from(n).unwrap_or(0)];
+        file.read_exact_at(&mut buf, offset)?;
+        h.update(&buf);
+        Ok(())
+    };
+    if len <= FULL_DIGEST_LIMIT {
+        take(0, len)?;
+    } else {
+        take(0, EDGE)?;
+        let stride = (len - 2 * EDGE) / (BLOCKS + 1);
+        for i in 1..=BLOCKS {
+            take(EDGE + i * stride, BLOCK.min(len - EDGE - i * stride))?;
         }
+        take(len - EDGE, EDGE)?;
     }
+    Ok(h.finalize())
+}
+
+/// Writes the artifact, then its metadata, each to a private temporary file
+/// renamed into place: a reader never sees half a file, and finds the
+/// metadata only once the artifact it describes is complete.
+fn store(artifact_path: &Path, meta_path: &Path, key: &str, artifact: &[u8]) -> std::io::Result<()> {
+    let dir = artifact_path.parent().unwrap_or(Path::new("."));
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    tmp.write_all(artifact)?;
+    tmp.as_file().sync_data()?;
+    let len = artifact.len() as u64;
+    let digest = digest_of(tmp.as_file(), len)?;
+    tmp.persist(artifact_path).map_err(|e| e.error)?;
+    let mut meta = tempfile::NamedTempFile::new_in(dir)?;
+    meta.write_all(MAGIC)?;
+    meta.write_all(key.as_bytes())?;
+    meta.write_all(&len.to_le_bytes())?;
+    meta.write_all(digest.as_bytes())?;
+    meta.as_file().sync_data()?;
+    meta.persist(meta_path).map_err(|e| e.error)?;
+    Ok(())
 }

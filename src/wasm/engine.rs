@@ -96,11 +96,14 @@ fn pooling() -> PoolingAllocationConfig {
     let mut pool = PoolingAllocationConfig::new();
     pool.total_component_instances(POOL_INSTANCES)
         .total_core_instances(POOL_INSTANCES * 8)
-        .max_core_instances_per_component(64)
+        // The same per-call caps the store's limiter enforces on demand.
+        .max_core_instances_per_component(super::host::MAX_INSTANCES as u32)
         .total_memories(POOL_INSTANCES * 2)
-        .max_memories_per_component(8)
+        .max_memories_per_component(super::host::MAX_MEMORIES as u32)
+        .max_memories_per_module(super::host::MAX_MEMORIES as u32)
         .total_tables(POOL_INSTANCES * 4)
-        .max_tables_per_component(16)
+        .max_tables_per_component(super::host::MAX_TABLES as u32)
+        .max_tables_per_module(super::host::MAX_TABLES as u32)
         .table_elements(100_000)
         .total_stacks(POOL_INSTANCES)
         .max_memory_size((MAX_MEMORY_MB as usize) << 20)

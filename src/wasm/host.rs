@@ -49,6 +49,8 @@ impl HostState {
             log: GuestLog::default(),
             limiter: MemoryLimiter {
                 limit: memory_limit,
+                total: 0,
+                tables: 0,
                 hit: false,
             },
             deadline,
@@ -77,41 +79,90 @@ fn deny_all_ctx(log: &GuestLog) -> WasiCtx {
         .build()
 }
 
-/// Enforces the hook's `memory_mb` and remembers that it did, so the failure
-/// is reported as `memory_limit` rather than as whatever the guest does when
-/// an allocation fails.
+/// Enforces the hook's limits for one call and remembers that it did, so the
+/// failure is reported as `memory_limit` rather than as whatever the guest
+/// does when an allocation fails.
+///
+/// # Per call, not per object
+///
+/// wasmtime asks the limiter about each memory and table on its own. A
+/// component may define several core instances, each with its own memories
+/// and tables, so a per-memory check lets eight 127 MiB memories through a
+/// 128 MiB limit. The limiter therefore keeps running totals for the store
+/// (one store per call): `memory_mb` bounds the sum of all linear memories,
+/// [`TABLE_ELEMENTS`] the sum of all table elements, and the number of core
+/// instances, memories and tables a call may create is capped
+/// ([`MAX_INSTANCES`], [`MAX_MEMORIES`], [`MAX_TABLES`]).
 pub(crate) struct MemoryLimiter {
     limit: usize,
+    /// Bytes of linear memory across every memory of the call.
+    total: usize,
+    /// Table elements across every table of the call.
+    tables: usize,
     pub(crate) hit: bool,
 }
 
-/// Table growth cap (elements), a backstop against table bombs.
-const TABLE_ELEMENTS: usize = 1_000_000;
+/// Table elements per call, across every table (8 bytes each: 8 MiB).
+pub const TABLE_ELEMENTS: usize = 1_000_000;
+/// Core instances per call. The largest real guests here (componentize-py,
+/// componentize-js) create under 20.
+pub const MAX_INSTANCES: usize = 64;
+/// Linear memories per call.
+pub const MAX_MEMORIES: usize = 16;
+/// Tables per call.
+pub const MAX_TABLES: usize = 64;
 
 impl wasmtime::ResourceLimiter for MemoryLimiter {
     fn memory_growing(
         &mut self,
-        _current: usize,
+        current: usize,
         desired: usize,
         _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
-        if desired > self.limit {
+        let total = self
+            .total
+            .saturating_sub(current)
+            .saturating_add(desired);
+        if total > self.limit {
             self.hit = true;
             return Err(wasmtime::format_err!(
-                "memory limit: the guest asked for {desired} bytes of linear memory; its limit is {}",
+                "memory limit: the guest asked for {desired} bytes in one linear memory, \
+                 {total} bytes across all of them; its limit is {} for the whole call",
                 self.limit
             ));
         }
+        self.total = total;
         Ok(true)
     }
 
     fn table_growing(
         &mut self,
-        _current: usize,
+        current: usize,
         desired: usize,
         _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
-        Ok(desired <= TABLE_ELEMENTS)
+        let total = self.tables.saturating_sub(current).saturating_add(desired);
+        if total > TABLE_ELEMENTS {
+            self.hit = true;
+            return Err(wasmtime::format_err!(
+                "table limit: the guest asked for {total} table elements across all tables; \
+                 the limit is {TABLE_ELEMENTS} per call"
+            ));
+        }
+        self.tables = total;
+        Ok(true)
+    }
+
+    fn instances(&self) -> usize {
+        MAX_INSTANCES
+    }
+
+    fn tables(&self) -> usize {
+        MAX_TABLES
+    }
+
+    fn memories(&self) -> usize {
+        MAX_MEMORIES
     }
 }
 
@@ -141,7 +192,7 @@ impl GuestLog {
         if buf.kept.is_empty() && buf.dropped == 0 {
             return None;
         }
-        let mut text = crate::process::sanitize(&String::from_utf8_lossy(&buf.kept));
+        let mut text = crate::text::sanitize(&String::from_utf8_lossy(&buf.kept));
         if buf.dropped > 0 {
             text.push_str(&format!(
                 "\n[toolgate: guest output truncated, {} more bytes dropped]",

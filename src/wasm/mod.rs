@@ -73,14 +73,13 @@ use bindings::{Decision, Event as WitEvent, Hook, HookPre, Request as WitRequest
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum LoadComponentError {
-    /// The file could not be read.
-    #[error("cannot read {path}: {source}")]
+    /// The file could not be read (missing, not a regular file, too large).
+    #[error("{path} {reason}")]
     Read {
         /// The path.
         path: String,
-        /// Why.
-        #[source]
-        source: std::io::Error,
+        /// Why, without any of the file's content.
+        reason: String,
     },
     /// The wasm engine could not be created.
     #[error("the WebAssembly engine is unavailable: {0}")]
@@ -101,6 +100,9 @@ pub struct ComponentInfo {
     pub bytes: u64,
     /// How the compiled code was obtained.
     pub cache: CacheOutcome,
+    /// Why the compile cache was not used, when it was not trusted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache_warning: Option<String>,
     /// How long loading took (read, hash, compile or deserialize, link; not
     /// the one-time engine start).
     #[serde(rename = "load_us", serialize_with = "crate::runner::micros")]
@@ -119,6 +121,8 @@ pub struct WasmHook {
     config_json: Option<String>,
     /// Whether the guest imports anything it could block in.
     may_block: bool,
+    /// Something the operator should see on every call (an untrusted cache).
+    load_warning: Option<String>,
 }
 
 impl std::fmt::Debug for WasmHook {
@@ -143,20 +147,37 @@ pub(crate) fn load(
 ) -> Result<(WasmHook, ComponentInfo), LoadComponentError> {
     let runtime = engine::runtime().map_err(LoadComponentError::Engine)?;
     let started = Instant::now();
-    let bytes = std::fs::read(path).map_err(|source| LoadComponentError::Read {
+    let is_wat = path.extension().is_some_and(|e| e == "wat");
+    let limit = if is_wat {
+        crate::safe_fs::MAX_WAT_BYTES
+    } else {
+        crate::safe_fs::MAX_COMPONENT_BYTES
+    };
+    let bytes = crate::safe_fs::read(path, limit).map_err(|e| LoadComponentError::Read {
         path: path.display().to_string(),
-        source,
+        reason: e.to_string(),
     })?;
-    let bytes = if path.extension().is_some_and(|e| e == "wat") {
-        let text = String::from_utf8(bytes)
-            .map_err(|e| LoadComponentError::Compile(format!("the .wat file is not UTF-8: {e}")))?;
-        component_from_wat(&text).map_err(|e| {
+    let bytes = if is_wat {
+        let text = std::str::from_utf8(&bytes).map_err(|e| {
+            LoadComponentError::Compile(format!(
+                "the .wat file is not UTF-8 text (invalid byte at offset {})",
+                e.valid_up_to()
+            ))
+        })?;
+        component_from_wat(text).map_err(|e| {
             LoadComponentError::Compile(format!("cannot build a component from the WAT: {e}"))
         })?
     } else {
+        // Checked here so that wasmparser's message (which prints the
+        // file's first bytes) is never reached for a file that is not wasm.
+        check_component_header(&bytes)?;
         bytes
     };
-    let (component, outcome) = cache::load(&runtime.engine, cache_dir, &bytes)
+    let cache::Loaded {
+        component,
+        outcome,
+        warning: cache_warning,
+    } = cache::load(&runtime.engine, cache_dir, &bytes)
         .map_err(|e| LoadComponentError::Compile(format!("{e:#}")))?;
     let imports: Vec<String> = component
         .component_type()
@@ -182,10 +203,12 @@ pub(crate) fn load(
     let info = ComponentInfo {
         bytes: bytes.len() as u64,
         cache: outcome,
+        cache_warning: cache_warning.clone(),
         load_time: started.elapsed(),
         imports,
     };
     let hook = WasmHook {
+        load_warning: cache_warning,
         may_block: !info.imports.is_empty(),
         runtime,
         pre,
@@ -293,12 +316,38 @@ pub fn reference_guest() -> Vec<u8> {
         .unwrap_or_else(|e| panic!("toolgate's reference guest does not build: {e}"))
 }
 
+/// The 8-byte preamble of a component (`\0asm`, version 0x0d, layer 1) or a
+/// core module (`\0asm`, version 1), told apart without quoting a byte.
+fn check_component_header(bytes: &[u8]) -> Result<(), LoadComponentError> {
+    const COMPONENT: [u8; 8] = [0x00, 0x61, 0x73, 0x6d, 0x0d, 0x00, 0x01, 0x00];
+    const MODULE: [u8; 8] = [0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00];
+    match bytes.get(..8) {
+        Some(h) if h == COMPONENT => Ok(()),
+        Some(h) if h == MODULE => Err(LoadComponentError::Compile(
+            "this is a core WebAssembly module, not a component; wrap it with \
+             `wasm-tools component new` (after `wasm-tools component embed wit/ --world hook`), \
+             or give a `.wat` that implements the canonical ABI"
+                .into(),
+        )),
+        Some(h) if h[..4] == COMPONENT[..4] => Err(LoadComponentError::Compile(
+            "a WebAssembly binary of a version or layer this toolgate does not read".into(),
+        )),
+        _ => Err(LoadComponentError::Compile(
+            "not a WebAssembly component (the file does not start with the `\\0asm` header)"
+                .into(),
+        )),
+    }
+}
+
 /// Builds a hook component from a core module in WebAssembly text that
 /// implements the canonical ABI of `decide` by hand, embedding toolgate's
 /// WIT. This is what a `"wasm": "guard.wat"` hook is loaded through: small
 /// guards need no toolchain at all.
+///
+/// A syntax error is reported by line and column only: the text may be a
+/// file someone symlinked to a secret, and the error may reach the model.
 pub fn component_from_wat(wat: &str) -> Result<Vec<u8>, String> {
-    let mut module = wat::parse_str(wat).map_err(|e| e.to_string())?;
+    let mut module = wat_to_module(wat)?;
     let mut resolve = wit_parser::Resolve::default();
     let pkg = resolve
         .push_str("hook.wit", include_str!("../../wit/hook.wit"))
@@ -319,6 +368,21 @@ pub fn component_from_wat(wat: &str) -> Result<Vec<u8>, String> {
         .validate(true)
         .encode()
         .map_err(|e| format!("{e:#}"))
+}
+
+fn wat_to_module(text: &str) -> Result<Vec<u8>, String> {
+    let at = |e: wast::Error| {
+        let (line, col) = e.span().linecol_in(text);
+        format!(
+            "not valid WebAssembly text at line {}, column {} (`wasm-tools parse` on the \
+             file gives the full message)",
+            line + 1,
+            col + 1
+        )
+    };
+    let buf = wast::parser::ParseBuffer::new(text).map_err(at)?;
+    let mut wat = wast::parser::parse::<wast::Wat>(&buf).map_err(at)?;
+    wat.encode().map_err(at)
 }
 
 /// Engine facts for reports: allocator, limits, versions.
@@ -381,7 +445,7 @@ impl Decider for WasmHook {
         Reply {
             answer,
             diagnostics: store.data().log.take(),
-            warning: None,
+            warning: self.load_warning.clone(),
             fuel_used: store
                 .get_fuel()
                 .ok()
@@ -399,10 +463,14 @@ fn timed_out(timeout: Duration) -> HookFailure {
 
 /// Names a trap or host error from a guest call.
 fn classify(error: &wasmtime::Error, memory_limit_hit: bool, timeout: Duration) -> HookFailure {
-    if memory_limit_hit {
-        return HookFailure::MemoryLimit {
-            message: format!("{error:#}"),
-        };
+    let message = format!("{error:#}");
+    // The limiter's own refusals, wasmtime's per-store counts (instances,
+    // memories, tables) and the pooling allocator's per-slot bounds.
+    if memory_limit_hit
+        || message.contains("resource limit exceeded")
+        || message.contains("exceeds the limit of")
+    {
+        return HookFailure::MemoryLimit { message };
     }
     match error.downcast_ref::<wasmtime::Trap>() {
         Some(wasmtime::Trap::OutOfFuel) => HookFailure::OutOfFuel,
@@ -435,10 +503,26 @@ fn to_wit(request: &HookRequest<'_>, config: Option<&str>) -> WitRequest {
     }
 }
 
+/// Largest `modify` input or `replace` output a guest may hand back: the
+/// same bound a subprocess hook's whole answer has.
+const MAX_REWRITE_BYTES: usize = crate::process::STDOUT_CAP;
+
 fn from_wit(verdict: bindings::Verdict) -> Result<Answer, HookFailure> {
     let unusable = |what: &str, e: serde_json::Error| HookFailure::UnusableRewrite {
         detail: format!("{what} is not JSON: {e}"),
     };
+    let oversized = |what: &str, len: usize| HookFailure::UnusableRewrite {
+        detail: format!("{what} is {len} bytes, more than the {MAX_REWRITE_BYTES} a hook may hand back"),
+    };
+    match &verdict.decision {
+        Decision::Modify(input) if input.len() > MAX_REWRITE_BYTES => {
+            return Err(oversized("the `modify` input", input.len()));
+        }
+        Decision::Replace(result) if result.output.len() > MAX_REWRITE_BYTES => {
+            return Err(oversized("the `replace` output", result.output.len()));
+        }
+        _ => {}
+    }
     let verdict_ = match verdict.decision {
         Decision::Allow => Verdict::Allow,
         Decision::Deny(reason) => Verdict::Deny {

@@ -13,6 +13,7 @@ mod interceptor;
 mod replay;
 mod scaffold;
 mod sdk;
+mod security;
 mod subprocess;
 mod support;
 mod wasm;

@@ -51,9 +51,32 @@ impl Fixture {
     }
 
     /// Writes the workspace hooks.json with these hooks.
-    pub fn workspace_hooks(&self, hooks: Value) -> &Self {
+    ///
+    /// A workspace may only name files in its own tree, so a `wasm` path
+    /// outside it (the shared test guests, the built guest examples) is
+    /// linked into `<ws>/.toolgate/guests/` and the hook points there: the
+    /// layout a real repository has. Tests of the containment rule itself
+    /// write hooks.json with `workspace_raw`.
+    pub fn workspace_hooks(&self, mut hooks: Value) -> &Self {
+        let ws = self.workspace();
+        for hook in hooks.as_array_mut().into_iter().flatten() {
+            let Some(path) = hook.get("wasm").and_then(Value::as_str).map(PathBuf::from) else {
+                continue;
+            };
+            if !path.is_absolute() || path.starts_with(&ws) {
+                continue;
+            }
+            let guests = ws.join(".toolgate/guests");
+            std::fs::create_dir_all(&guests).unwrap();
+            let name = path.file_name().expect("a wasm path names a file");
+            let inside = guests.join(name);
+            if !inside.exists() && std::fs::hard_link(&path, &inside).is_err() {
+                std::fs::copy(&path, &inside).unwrap();
+            }
+            hook["wasm"] = json!(inside);
+        }
         let text = json!({"schema": 1, "hooks": hooks}).to_string();
-        std::fs::write(self.workspace().join(".toolgate/hooks.json"), text).unwrap();
+        std::fs::write(ws.join(".toolgate/hooks.json"), text).unwrap();
         self
     }
 
@@ -87,13 +110,16 @@ pub fn write_executable(path: &Path, body: &str) {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
-/// A python3 hook that appends its own name to `input.trace` and answers
-/// `modify`: proves order and threading at once.
+/// A python3 hook that appends its own name to `input.trace` (once) and
+/// answers `modify`: proves order and threading at once. Idempotent, so it
+/// agrees with its own earlier rewrite when re-judging a later one.
 pub const TRACE_HOOK: &str = r#"#!/usr/bin/env python3
 import json, sys
 req = json.load(sys.stdin)
 inp = req["input"]
-inp.setdefault("trace", []).append(req["hook"])
+trace = inp.setdefault("trace", [])
+if req["hook"] not in trace:
+    trace.append(req["hook"])
 print(json.dumps({"decision": "modify", "input": inp}))
 "#;
 

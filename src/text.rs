@@ -1,0 +1,97 @@
+//! Text that came from a hook, made safe to hand on.
+//!
+//! # Why one place
+//!
+//! Everything a hook or guest says — a deny reason, advisory context, an
+//! error message, its stderr — ends up in front of someone: the model, or the
+//! operator's terminal. A hostile hook can make that text huge (a 100 MiB
+//! deny reason fills the model's context and the agent's memory) or make it
+//! drive the terminal (escape sequences that retitle the window, rewrite
+//! earlier lines or hide text). Bounding and sanitising in one module, and
+//! calling it at the chain (for every binding at once) and at every place the
+//! CLI prints for a person, closes both for every binding and every printer.
+//!
+//! Truncation is always visible: a notice says how much was left out, so a
+//! cut reason is never mistaken for the whole one. A truncated deny is still
+//! a deny.
+
+/// Bound on a deny reason handed to the model.
+pub const MAX_REASON: usize = 4 * 1024;
+/// Bound on a failure message (a guest's error, a trap) kept for the operator.
+pub const MAX_MESSAGE: usize = 4 * 1024;
+/// Bound on a run record's diagnostics (stderr, guest output, notes), as a
+/// backstop over each binding's own capture limit.
+pub const MAX_DIAGNOSTICS: usize = 20 * 1024;
+
+/// Replaces terminal control characters (C0 except newline and tab, DEL, C1)
+/// and the Unicode bidirectional overrides (which reorder what a terminal
+/// shows, "Trojan Source" style) with U+FFFD.
+pub fn sanitize(text: &str) -> String {
+    text.chars()
+        .map(|c| match c {
+            '\n' | '\t' => c,
+            c if c.is_control() || is_bidi_control(c) => '\u{FFFD}',
+            c => c,
+        })
+        .collect()
+}
+
+/// [`sanitize`], and newlines and tabs flattened to spaces: for one table cell
+/// or one log line.
+pub fn one_line(text: &str) -> String {
+    sanitize(text)
+        .chars()
+        .map(|c| if c == '\n' || c == '\t' { ' ' } else { c })
+        .collect()
+}
+
+fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+}
+
+/// Cuts `text` to at most `limit` bytes (on a character boundary), ending with
+/// a visible notice naming `what` was cut and how much.
+pub fn bound(text: String, limit: usize, what: &str) -> String {
+    if text.len() <= limit {
+        return text;
+    }
+    let notice = |n: usize| format!("… [toolgate: {what} truncated, {n} bytes omitted]");
+    // The notice itself must fit; 20 digits covers any usize.
+    let room = limit.saturating_sub(notice(usize::MAX).len());
+    let keep = floor_char_boundary(&text, room);
+    let mut out = text[..keep].to_owned();
+    out.push_str(&notice(text.len() - keep));
+    out
+}
+
+/// The largest char boundary of `s` at or below `at`.
+pub(crate) fn floor_char_boundary(s: &str, mut at: usize) -> usize {
+    if at >= s.len() {
+        return s.len();
+    }
+    while !s.is_char_boundary(at) {
+        at -= 1;
+    }
+    at
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bounded_text_fits_its_limit_and_says_what_was_cut() {
+        let cut = bound("é".repeat(10_000), 1000, "reason");
+        assert!(cut.len() <= 1000, "{}", cut.len());
+        assert!(cut.ends_with("bytes omitted]"), "{cut}");
+        assert!(cut.contains("reason truncated"));
+        assert_eq!(bound("short".into(), 1000, "reason"), "short");
+    }
+
+    #[test]
+    fn sanitize_strips_escapes_and_bidi_but_keeps_newlines() {
+        let s = sanitize("a\u{1b}[2Jb\u{9b}c\u{202e}d\ne\tf");
+        assert_eq!(s, "a\u{FFFD}[2Jb\u{FFFD}c\u{FFFD}d\ne\tf");
+        assert_eq!(one_line("a\nb\tc"), "a b c");
+    }
+}
