@@ -103,7 +103,9 @@ pub(crate) fn decode_reply(
         Some(0) => {
             let text = String::from_utf8_lossy(stdout);
             let trimmed = text.trim();
-            let unmarked = trimmed.trim_start_matches(['\u{feff}', '\u{200b}']).trim_start();
+            let unmarked = trimmed
+                .trim_start_matches(['\u{feff}', '\u{200b}'])
+                .trim_start();
             if trimmed.is_empty() {
                 (Ok(Answer::allow()), None)
             } else if unmarked.starts_with('{') && unmarked.len() != trimmed.len() {
@@ -202,7 +204,9 @@ fn decode_json(
         }
         if said("permissionDecision", &json!("defer"), decision) {
             let verdict = deny(
-                why.map(|w| format!("the hook deferred this call to a person, and none is watching: {w}")),
+                why.map(|w| {
+                    format!("the hook deferred this call to a person, and none is watching: {w}")
+                }),
                 "the hook deferred this call to a person, and none is watching",
             );
             return (Ok(with_context(verdict)), note);

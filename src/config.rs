@@ -26,6 +26,17 @@
 //! A missing file means "no hooks there". Global hooks run before workspace
 //! hooks; see the runner's `# Order`.
 //!
+//! # Files a config names, and what only the operator may set
+//!
+//! Every file is read through `safe_fs`: regular files only, bounded, and for
+//! a workspace config (hooks.json itself, `wasm` paths, relative program
+//! paths) resolved beneath the workspace root after symlinks. The text is
+//! parsed by `strict_json`: a repeated key is an error (`"hooks"` twice
+//! would otherwise drop the guards silently), and no error quotes the file.
+//! `chain_timeout_ms` is read from the global config only; a workspace that
+//! sets it is refused, so a repository cannot stretch the chain's deadline
+//! past the agent's own hook timeout.
+//!
 //! # Workspace commands and trust
 //!
 //! A workspace's hooks are workspace data: cloning a repository should not run
@@ -483,7 +494,11 @@ fn parse_file(
                 " ms",
                 &mut ctx,
             );
-            problems.extend(ctx.problems.into_iter().map(|p| Problem { index: None, ..p }));
+            problems.extend(
+                ctx.problems
+                    .into_iter()
+                    .map(|p| Problem { index: None, ..p }),
+            );
             parsed
         }
     };
@@ -631,11 +646,12 @@ fn parse_hook(
         match (fuel, memory_mb, timeout_ms, ctx.problems.is_empty()) {
             (Some(fuel), Some(memory_mb), Some(timeout_ms), true) => parse_wasm(
                 &obj,
-                source,
-                root,
-                fuel,
-                memory_mb,
-                timeout_ms,
+                (source, root),
+                WasmLimits {
+                    fuel,
+                    memory_mb,
+                    timeout_ms,
+                },
                 config.as_ref(),
                 ctx,
             ),
@@ -745,22 +761,7 @@ fn parse_command(
         };
         match checked {
             Ok(program) => program,
-            Err(crate::safe_fs::ReadFileError::NotFound) => {
-                ctx.problem(
-                    "command",
-                    format!(
-                        "program {first:?} not found (resolved to {}; relative paths resolve \
-                         against {})",
-                        resolved.display(),
-                        root.display()
-                    ),
-                );
-                return None;
-            }
-            Err(e) => {
-                ctx.problem("command", format!("program {first:?} {e}"));
-                return None;
-            }
+            Err(e) => return refused_path(ctx, "command", "program", first, &resolved, root, e),
         }
     } else {
         written.to_owned()
@@ -785,16 +786,25 @@ fn parse_command(
     })
 }
 
-fn parse_wasm(
-    obj: &Map<String, Value>,
-    source: Source,
-    root: &Path,
+/// A wasm hook's validated limits.
+struct WasmLimits {
     fuel: u64,
     memory_mb: u64,
     timeout_ms: u64,
+}
+
+fn parse_wasm(
+    obj: &Map<String, Value>,
+    (source, root): (Source, &Path),
+    limits: WasmLimits,
     config: Option<&Value>,
     ctx: &mut HookCtx<'_>,
 ) -> Option<BindingSpec> {
+    let WasmLimits {
+        fuel,
+        memory_mb,
+        timeout_ms,
+    } = limits;
     let written = match obj.get("wasm") {
         Some(Value::String(s)) if !s.is_empty() => s,
         Some(other) => {
@@ -815,22 +825,7 @@ fn parse_wasm(
     };
     let path = match checked {
         Ok(path) => path,
-        Err(crate::safe_fs::ReadFileError::NotFound) => {
-            ctx.problem(
-                "wasm",
-                format!(
-                    "component {written:?} not found (resolved to {}; relative paths resolve \
-                     against {})",
-                    joined.display(),
-                    root.display()
-                ),
-            );
-            return None;
-        }
-        Err(e) => {
-            ctx.problem("wasm", format!("component {written:?} {e}"));
-            return None;
-        }
+        Err(e) => return refused_path(ctx, "wasm", "component", written, &joined, root, e),
     };
     match wasm::load(
         &path,
@@ -852,6 +847,29 @@ fn parse_wasm(
             None
         }
     }
+}
+
+/// Reports why a path a hook names was refused; returns `None` for the
+/// caller to pass on.
+fn refused_path<T>(
+    ctx: &mut HookCtx<'_>,
+    field: &str,
+    what: &str,
+    written: &str,
+    resolved: &Path,
+    root: &Path,
+    error: crate::safe_fs::ReadFileError,
+) -> Option<T> {
+    let message = match error {
+        crate::safe_fs::ReadFileError::NotFound => format!(
+            "{what} {written:?} not found (resolved to {}; relative paths resolve against {})",
+            resolved.display(),
+            root.display()
+        ),
+        e => format!("{what} {written:?} {e}"),
+    };
+    ctx.problem(field, message);
+    None
 }
 
 fn parse_bounded(

@@ -960,7 +960,11 @@ async fn consult(
             message: failure.to_string(),
             on_failure: OnFailure::Deny,
         });
-        record.reason = Some(crate::text::bound(reason.clone(), crate::text::MAX_REASON, "reason"));
+        record.reason = Some(crate::text::bound(
+            reason.clone(),
+            crate::text::MAX_REASON,
+            "reason",
+        ));
         state.runs.push(record);
         return Some(Verdict::Deny {
             reason: crate::text::bound(reason, crate::text::MAX_REASON, "reason"),

@@ -163,7 +163,10 @@ mod tests {
         let e = parse(b"{\n \"a\": 1,\n \"a\": 2}").unwrap_err();
         assert_eq!((e.line, e.what.as_str()), (3, "duplicate key"));
         assert!(parse(br#"{"a": {"b": 1, "b": 1}}"#).is_err(), "nested too");
-        assert!(parse(br#"[{"a": 1}, {"a": 2}]"#).is_ok(), "equal keys in two objects are fine");
+        assert!(
+            parse(br#"[{"a": 1}, {"a": 2}]"#).is_ok(),
+            "equal keys in two objects are fine"
+        );
     }
 
     #[test]
@@ -175,7 +178,11 @@ mod tests {
 
     #[test]
     fn errors_quote_nothing_from_the_input() {
-        for text in [&b"AKIASECRETSECRET"[..], b"{\"k\": AKIASECRET}", b"{\"k\": 1} AKIASECRET"] {
+        for text in [
+            &b"AKIASECRETSECRET"[..],
+            b"{\"k\": AKIASECRET}",
+            b"{\"k\": 1} AKIASECRET",
+        ] {
             let e = parse(text).unwrap_err().to_string();
             assert!(!e.contains("AKIA") && !e.contains("SECRET"), "{e}");
         }

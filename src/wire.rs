@@ -71,7 +71,9 @@ pub(crate) fn decode_answer(stdout: &[u8]) -> Result<Answer, HookFailure> {
                 .get("reason")
                 .and_then(Value::as_str)
                 .filter(|r| !r.trim().is_empty())
-                .unwrap_or("denied by a hook whose answer repeated a key (one of its decisions was deny)");
+                .unwrap_or(
+                    "denied by a hook whose answer repeated a key (one of its decisions was deny)",
+                );
             return Ok(Answer::deny(reason));
         }
         return Err(not(format!(

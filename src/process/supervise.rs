@@ -164,10 +164,7 @@ pub(crate) async fn run(
         .id()
         .and_then(|id| i32::try_from(id).ok())
         .map(Pid::from_raw);
-    let mut guard = GroupGuard {
-        group,
-        armed: true,
-    };
+    let mut guard = GroupGuard { group, armed: true };
 
     let deadline = Instant::now() + limits.timeout;
     let mut stdout_buf = Vec::new();

@@ -255,7 +255,8 @@ fn open_owned(path: &Path) -> Result<(File, std::fs::Metadata), Entry> {
             path.display()
         )));
     }
-    owned_and_private(&meta).map_err(|why| Entry::Untrusted(format!("{} {why}", path.display())))?;
+    owned_and_private(&meta)
+        .map_err(|why| Entry::Untrusted(format!("{} {why}", path.display())))?;
     Ok((file, meta))
 }
 
@@ -379,7 +380,12 @@ fn digest_of(file: &File, len: u64) -> std::io::Result<blake3::Hash> {
 /// Writes the artifact, then its metadata, each to a private temporary file
 /// renamed into place: a reader never sees half a file, and finds the
 /// metadata only once the artifact it describes is complete.
-fn store(artifact_path: &Path, meta_path: &Path, key: &str, artifact: &[u8]) -> std::io::Result<()> {
+fn store(
+    artifact_path: &Path,
+    meta_path: &Path,
+    key: &str,
+    artifact: &[u8],
+) -> std::io::Result<()> {
     let dir = artifact_path.parent().unwrap_or(Path::new("."));
     let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
     tmp.write_all(artifact)?;

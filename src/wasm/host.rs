@@ -119,10 +119,7 @@ impl wasmtime::ResourceLimiter for MemoryLimiter {
         desired: usize,
         _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
-        let total = self
-            .total
-            .saturating_sub(current)
-            .saturating_add(desired);
+        let total = self.total.saturating_sub(current).saturating_add(desired);
         if total > self.limit {
             self.hit = true;
             return Err(wasmtime::format_err!(

@@ -5,8 +5,9 @@
 //!
 //! A hook compiled to a component (`wit/hook.wit`, world `toolgate:hook/hook`)
 //! runs without fork/exec, on any machine, in any language that targets the
-//! component model — and it is safe to take from a repository, because it can
-//! do nothing but decide. Each call gets a new `Store` and a new instance from
+//! component model — and it can do nothing but decide, which (with the
+//! runner's re-judgement of rewrites) is the sense in which it is safe to take
+//! from a repository; SECURITY.md says exactly what it can and cannot do. Each call gets a new `Store` and a new instance from
 //! the hook's `InstancePre`, so no state (a counter, a cache, a secret seen in
 //! an earlier call) survives from one call to the next; the pooling allocator
 //! with copy-on-write memory images keeps that cheap.
@@ -17,7 +18,9 @@
 //! |---|---|---|
 //! | `fuel` (instructions, roughly) | [`DEFAULT_FUEL`] | a guest that loops forever or computes too long: `out_of_fuel`, deterministic on any machine |
 //! | `timeout_ms` (wall clock) | [`DEFAULT_TIMEOUT_MS`] | a guest blocked in a host call, or with a huge fuel budget: epoch deadline → `timed_out` |
-//! | `memory_mb` (linear memory) | [`DEFAULT_MEMORY_MB`] | a `memory.grow` bomb exhausting the host: `memory_limit` |
+//! | `memory_mb` (linear memory) | [`DEFAULT_MEMORY_MB`] | a `memory.grow` bomb exhausting the host: `memory_limit`; the sum over all the call's memories |
+//! | tables, instances, memories | see `host.rs` | table bombs, instance floods: `memory_limit` |
+//! | text handed back | deny reason 4 KiB, error 4 KiB (the runner), rewrite 4 MiB | a 100 MiB reason filling the model's context |
 //! | max wasm stack | 512 KiB | unbounded recursion: `stack_overflow` |
 //! | guest stdout/stderr | 16 KiB kept | log floods: truncated, shown to the operator only |
 //! | WASI | grants nothing | reading files, env, network: not available |
@@ -333,8 +336,7 @@ fn check_component_header(bytes: &[u8]) -> Result<(), LoadComponentError> {
             "a WebAssembly binary of a version or layer this toolgate does not read".into(),
         )),
         _ => Err(LoadComponentError::Compile(
-            "not a WebAssembly component (the file does not start with the `\\0asm` header)"
-                .into(),
+            "not a WebAssembly component (the file does not start with the `\\0asm` header)".into(),
         )),
     }
 }
@@ -512,7 +514,9 @@ fn from_wit(verdict: bindings::Verdict) -> Result<Answer, HookFailure> {
         detail: format!("{what} is not JSON: {e}"),
     };
     let oversized = |what: &str, len: usize| HookFailure::UnusableRewrite {
-        detail: format!("{what} is {len} bytes, more than the {MAX_REWRITE_BYTES} a hook may hand back"),
+        detail: format!(
+            "{what} is {len} bytes, more than the {MAX_REWRITE_BYTES} a hook may hand back"
+        ),
     };
     match &verdict.decision {
         Decision::Modify(input) if input.len() > MAX_REWRITE_BYTES => {

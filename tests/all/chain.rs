@@ -7,16 +7,31 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use toolgate::{Answer, BindingKind, HookRunner, Request, Source, Step, ToolResult, Verdict};
 
+/// Appends its name to `input.trace` once (idempotent, like `TRACE_HOOK`, so
+/// it agrees with its own rewrite when asked again in a later round).
 fn trace_interceptor(name: &'static str) -> impl toolgate::Interceptor {
     scripted(move |req| {
         let mut input = req.input.clone();
-        input["trace"]
-            .as_array_mut()
-            .map(|t| t.push(json!(name)))
-            .unwrap_or_else(|| input["trace"] = json!([name]));
+        match input["trace"].as_array_mut() {
+            Some(t) if t.contains(&json!(name)) => {}
+            Some(t) => t.push(json!(name)),
+            None => input["trace"] = json!([name]),
+        }
         Ok(Answer::modify(input))
     })
     .0
+}
+
+/// Participants in the order they were first consulted (re-judgement rounds
+/// consult earlier ones again).
+fn first_seen(outcome: &toolgate::Outcome) -> Vec<&str> {
+    let mut seen: Vec<&str> = Vec::new();
+    for name in ran(outcome) {
+        if !seen.contains(&name) {
+            seen.push(name);
+        }
+    }
+    seen
 }
 
 #[tokio::test]
@@ -39,12 +54,31 @@ async fn order_is_interceptors_then_global_then_workspace() {
     let outcome = runner.pre_tool_use(&Request::pre("shell", json!({}))).await;
 
     let expected = ["host-1", "host-2", "global-1", "global-2", "workspace-1"];
-    assert_eq!(ran(&outcome), expected);
+    assert_eq!(first_seen(&outcome), expected);
     match &outcome.verdict {
         Verdict::Modify { input } => assert_eq!(input["trace"], json!(expected)),
         other => panic!("expected modify, got {other:?}"),
     }
-    let sources: Vec<Source> = outcome.runs.iter().map(|r| r.source).collect();
+    // Each rewrite started a round in which everyone before the rewriter
+    // judged it again; the last round is the one everybody agreed in.
+    let last_round = outcome.runs.last().unwrap().round;
+    let last: Vec<&str> = outcome
+        .runs
+        .iter()
+        .filter(|r| r.round == last_round)
+        .map(|r| r.name.as_str())
+        .collect();
+    assert_eq!(last, ["host-1", "host-2", "global-1", "global-2"]);
+    let mut sources: Vec<(String, Source)> = outcome
+        .runs
+        .iter()
+        .map(|r| (r.name.clone(), r.source))
+        .collect();
+    sources.dedup_by(|a, b| a.0 == b.0);
+    let sources: Vec<Source> = expected
+        .iter()
+        .map(|n| sources.iter().find(|(name, _)| name == n).unwrap().1)
+        .collect();
     assert_eq!(
         sources,
         [
@@ -129,11 +163,14 @@ else:
         if req.event != toolgate::Event::PreToolUse {
             return Ok(Answer::allow());
         }
+        // Idempotent: asked again about a later rewrite that kept its flag,
+        // it agrees.
+        let command = req.input["command"].as_str().unwrap();
+        if command.ends_with("--color=never") {
+            return Ok(Answer::allow());
+        }
         let mut input = req.input.clone();
-        input["command"] = json!(format!(
-            "{} --color=never",
-            req.input["command"].as_str().unwrap()
-        ));
+        input["command"] = json!(format!("{command} --color=never"));
         Ok(Answer::modify(input))
     });
     let runner = HookRunner::builder()
@@ -220,12 +257,15 @@ print(json.dumps({"decision": "replace", "result": {"output": out, "is_error": F
         .iter()
         .map(|r| (r.name.as_str(), r.event))
         .collect();
+    // The redactor's replacement is judged again by the interceptor before
+    // it (re-judgement applies after the call too).
     assert_eq!(
         events,
         [
             ("cache", toolgate::Event::PreToolUse),
             ("cache", toolgate::Event::PostToolUse),
-            ("redactor", toolgate::Event::PostToolUse)
+            ("redactor", toolgate::Event::PostToolUse),
+            ("cache", toolgate::Event::PostToolUse)
         ]
     );
 }
@@ -236,7 +276,9 @@ async fn post_replace_threads_to_next_participant() {
     let append = r#"#!/usr/bin/env python3
 import json, sys
 req = json.load(sys.stdin)
-out = req["result"]["output"] + req["config"]["suffix"]
+out = req["result"]["output"]
+if req["config"]["suffix"] not in out:
+    out += req["config"]["suffix"]
 print(json.dumps({"decision": "replace", "result": {"output": out, "is_error": req["result"]["is_error"]}}))
 "#;
     let g = fx.global_script("append.py", append);

@@ -28,7 +28,7 @@ if data["hook_event_name"] == "PreToolUse" and "curl" in cmd:
     print(json.dumps({"hookSpecificOutput": {"hookEventName": "PreToolUse",
         "permissionDecision": "deny", "permissionDecisionReason": "No network from the shell",
         "additionalContext": "use the fetch tool instead"}}))
-elif data["hook_event_name"] == "PreToolUse" and cmd.startswith("npm install"):
+elif data["hook_event_name"] == "PreToolUse" and cmd.startswith("npm install") and "--ignore-scripts" not in cmd:
     print(json.dumps({"hookSpecificOutput": {"hookEventName": "PreToolUse",
         "permissionDecision": "allow", "updatedInput": dict(data["tool_input"], command=cmd + " --ignore-scripts")}}))
 elif data["hook_event_name"] == "PostToolUse" and "SECRET" in json.dumps(data.get("tool_response")):

@@ -413,13 +413,19 @@ fn the_compile_cache_is_used_and_never_trusted_blindly() {
 
     assert_eq!(outcome(&fx), "miss", "first load compiles");
     assert_eq!(outcome(&fx), "hit", "second load deserializes");
-    let entries: Vec<_> = std::fs::read_dir(&cache)
+    let mut entries: Vec<_> = std::fs::read_dir(&cache)
         .unwrap()
         .map(|e| e.unwrap().path())
         .collect();
-    assert_eq!(entries.len(), 1);
+    entries.sort();
+    assert_eq!(
+        entries.len(),
+        2,
+        "the artifact and its metadata: {entries:?}"
+    );
     let entry = &entries[0];
     assert_eq!(entry.extension().unwrap(), "cwasm");
+    assert_eq!(entries[1], entry.with_extension("meta"));
 
     // `toolgate check` with a warm cache decides as usual.
     let out = run_with_stdin(
@@ -456,7 +462,11 @@ fn the_compile_cache_is_used_and_never_trusted_blindly() {
     // A different component is a different key.
     fx.workspace_hooks(json!([{"name": "g", "wasm": crate::guests::path("allow")}]));
     assert_eq!(outcome(&fx), "miss");
-    assert_eq!(std::fs::read_dir(&cache).unwrap().count(), 2);
+    assert_eq!(
+        std::fs::read_dir(&cache).unwrap().count(),
+        4,
+        "two entries, each an artifact and its metadata"
+    );
 }
 
 #[test]

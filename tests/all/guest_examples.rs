@@ -258,7 +258,8 @@ fn a_chain_mixes_rust_js_python_go_c_guests_and_an_argv_hook() {
     ]));
     // Python (global) allows, JS rewrites, the argv hook sees the rewrite and
     // appends to it, Rust allows the result: order and threading across
-    // three languages and two bindings.
+    // three languages and two bindings. Each rewrite is judged again by
+    // every hook before it (Python and C twice more, JS once more).
     let (code, v) = check(&fx, json!({"command": "rm -rf target"}));
     assert_eq!(code, Some(0), "{v}");
     assert_eq!(
@@ -276,8 +277,13 @@ fn a_chain_mixes_rust_js_python_go_c_guests_and_an_argv_hook() {
         [
             "size",
             "allowlist",
-            "rewriter",
-            "argv-trace",
+            "rewriter", // round 1: rewrites rm -rf
+            "size",
+            "allowlist",
+            "argv-trace", // round 2: appends its trace
+            "size",
+            "allowlist",
+            "rewriter", // round 3: everyone before it agrees
             "no-force-push",
             "paths"
         ]
@@ -313,7 +319,8 @@ fn a_chain_mixes_rust_js_python_go_c_guests_and_an_argv_hook() {
         (Some(2), Some("paths")),
         "{v}"
     );
-    assert_eq!(v["runs"].as_array().unwrap().len(), 6);
+    // Six hooks, and the three before the argv hook judged its trace again.
+    assert_eq!(v["runs"].as_array().unwrap().len(), 9);
 }
 
 #[test]

@@ -77,7 +77,11 @@ async fn an_interceptor_that_allowed_is_consulted_again_on_a_rewrite() {
     fx.workspace_hooks(json!([{"name": "rewriter", "wasm": rewriter}]));
     let (host_guard, seen) = scripted(|req| {
         Ok(
-            if req.input["command"].as_str().unwrap_or("").contains("--force") {
+            if req.input["command"]
+                .as_str()
+                .unwrap_or("")
+                .contains("--force")
+            {
                 Answer::deny("the host refuses force pushes")
             } else {
                 Answer::allow()
@@ -97,7 +101,11 @@ async fn an_interceptor_that_allowed_is_consulted_again_on_a_rewrite() {
             reason: "the host refuses force pushes".into()
         }
     );
-    assert_eq!(seen.lock().unwrap().len(), 2, "consulted on ls, then on the rewrite");
+    assert_eq!(
+        seen.lock().unwrap().len(),
+        2,
+        "consulted on ls, then on the rewrite"
+    );
     let rounds: Vec<u32> = outcome.runs.iter().map(|r| r.round).collect();
     assert_eq!(rounds, [1, 1, 2]);
 }
@@ -107,8 +115,8 @@ async fn a_rewrite_every_earlier_hook_accepts_goes_through_with_each_consultatio
     let fx = Fixture::new();
     let guard = fx.global_script("guard.py", NO_FORCE_PUSH);
     fx.global_hooks(json!([{"name": "no-force-push", "command": [&guard]}]));
-    let rewriter =
-        Guest::answering(G::Modify(r#"{"command":"mv build .trash/"}"#)).write(&fx.workspace(), "safer-rm");
+    let rewriter = Guest::answering(G::Modify(r#"{"command":"mv build .trash/"}"#))
+        .write(&fx.workspace(), "safer-rm");
     let after = fx.script("allow.sh", &answer_script(&json!({"decision": "allow"})));
     fx.workspace_hooks(json!([
         {"name": "safer-rm", "wasm": rewriter},
@@ -154,7 +162,10 @@ async fn rewriters_that_keep_disagreeing_are_denied_after_the_bound() {
         panic!("expected a deny, got {:?}", outcome.verdict)
     };
     assert!(
-        reason.contains(&format!("more than {} times", toolgate::runner::MAX_REWRITES)),
+        reason.contains(&format!(
+            "more than {} times",
+            toolgate::runner::MAX_REWRITES
+        )),
         "{reason}"
     );
     let last = outcome.runs.last().unwrap();
@@ -177,7 +188,9 @@ else:
     print(json.dumps({"decision": "allow"}))
 "#,
     );
-    fx.global_hooks(json!([{"name": "redactor", "command": [&redactor], "event": "post_tool_use"}]));
+    fx.global_hooks(
+        json!([{"name": "redactor", "command": [&redactor], "event": "post_tool_use"}]),
+    );
     // A repository's hook puts a key back into what the model is shown.
     let leaker = Guest::answering(G::Replace(r#""key: AKIAABCDEFGHIJKLMNOP""#, false))
         .write(&fx.workspace(), "leaker");
@@ -225,6 +238,22 @@ fn bounded(cmd: &mut Command, stdin: &str, limit: Duration) -> Output {
     }
 }
 
+/// `toolgate <agent> <args>` as the agent runs it, on one Bash call in the
+/// fixture's workspace, bounded in time.
+fn agent_bounded(fx: &Fixture, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let call = json!({"hook_event_name": "PreToolUse", "tool_name": "Bash",
+                      "tool_input": {"command": "ls"}, "cwd": fx.workspace(), "session_id": "s"});
+    bounded(
+        toolgate()
+            .args(args)
+            .env("TOOLGATE_CONFIG_DIR", fx.global())
+            .env("CLAUDE_PROJECT_DIR", fx.workspace())
+            .envs(env.iter().copied()),
+        &call.to_string(),
+        Duration::from_secs(30),
+    )
+}
+
 fn check_bounded(workspace: &Path, global: &Path) -> Output {
     bounded(
         toolgate()
@@ -250,19 +279,14 @@ fn a_fifo_as_hooks_json_is_refused_without_blocking() {
     mkfifo(&fx.workspace().join(".toolgate/hooks.json"));
     let out = check_bounded(&fx.workspace(), &fx.global());
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    assert!(stderr(&out).contains("is a FIFO, not a regular file"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("is a FIFO, not a regular file"),
+        "{}",
+        stderr(&out)
+    );
 
     // As the agent's hook, the same refusal blocks the call (exit 2).
-    let out = bounded(
-        toolgate()
-            .arg("claude-code")
-            .env("TOOLGATE_CONFIG_DIR", fx.global())
-            .env("CLAUDE_PROJECT_DIR", fx.workspace()),
-        &json!({"hook_event_name": "PreToolUse", "tool_name": "Bash",
-                "tool_input": {"command": "ls"}, "cwd": fx.workspace()})
-        .to_string(),
-        Duration::from_secs(30),
-    );
+    let out = agent_bounded(&fx, &["claude-code"], &[]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
 }
 
@@ -290,7 +314,11 @@ fn an_oversized_hooks_json_is_refused() {
     fx.workspace_raw(&text);
     let out = check_bounded(&fx.workspace(), &fx.global());
     assert_eq!(out.status.code(), Some(1));
-    assert!(stderr(&out).contains("larger than 1048576 bytes"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("larger than 1048576 bytes"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 const SECRET: &str = "AKIAQWERTYSECRET1234 aws_secret_access_key=wJalrXUtnFEMI/K7MDENG";
@@ -322,24 +350,31 @@ fn a_symlink_out_of_the_workspace_is_refused_naming_the_path_and_never_the_conte
         .to_string(),
     );
     // What the agent shows the model: stderr of its hook.
-    let out = bounded(
-        toolgate()
-            .arg("claude-code")
-            .env("TOOLGATE_CONFIG_DIR", fx.global())
-            .env("CLAUDE_PROJECT_DIR", fx.workspace()),
-        &json!({"hook_event_name": "PreToolUse", "tool_name": "Bash",
-                "tool_input": {"command": "ls"}, "cwd": fx.workspace()})
-        .to_string(),
-        Duration::from_secs(30),
-    );
+    let out = agent_bounded(&fx, &["claude-code"], &[]);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    for name in ["wat", "abs", "dotdot", "dir-link", "program", "program-dotdot"] {
-        assert!(err.contains(&format!("(\"{name}\")")), "{name} not named: {err}");
+    for name in [
+        "wat",
+        "abs",
+        "dotdot",
+        "dir-link",
+        "program",
+        "program-dotdot",
+    ] {
+        assert!(
+            err.contains(&format!("(\"{name}\")")),
+            "{name} not named: {err}"
+        );
     }
     assert_eq!(err.matches("outside the workspace").count(), 6, "{err}");
-    assert!(err.contains(&secret.display().to_string()), "names the path: {err}");
-    assert!(!err.contains("AKIA") && !err.contains("wJalr"), "quotes the secret: {err}");
+    assert!(
+        err.contains(&secret.display().to_string()),
+        "names the path: {err}"
+    );
+    assert!(
+        !err.contains("AKIA") && !err.contains("wJalr"),
+        "quotes the secret: {err}"
+    );
 }
 
 #[test]
@@ -350,7 +385,11 @@ fn a_hooks_json_symlinked_out_of_the_workspace_is_refused() {
     symlink(&elsewhere, fx.workspace().join(".toolgate/hooks.json")).unwrap();
     let out = check_bounded(&fx.workspace(), &fx.global());
     assert_eq!(out.status.code(), Some(1));
-    assert!(stderr(&out).contains("outside the workspace"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("outside the workspace"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]
@@ -358,7 +397,11 @@ fn parse_errors_give_line_and_column_never_content() {
     let fx = Fixture::new();
     // Files inside the workspace that are not what they claim: a .wat, a
     // .wasm and a hooks.json, each holding a secret.
-    std::fs::write(fx.workspace().join("guard.wat"), format!("(module\n  {SECRET})")).unwrap();
+    std::fs::write(
+        fx.workspace().join("guard.wat"),
+        format!("(module\n  {SECRET})"),
+    )
+    .unwrap();
     std::fs::write(fx.workspace().join("guard.wasm"), SECRET).unwrap();
     fx.workspace_raw(
         &json!({"schema": 1, "hooks": [
@@ -369,7 +412,10 @@ fn parse_errors_give_line_and_column_never_content() {
     );
     let out = check_bounded(&fx.workspace(), &fx.global());
     let err = stderr(&out);
-    assert!(err.contains("not valid WebAssembly text at line 2, column 3"), "{err}");
+    assert!(
+        err.contains("not valid WebAssembly text at line 2, column 3"),
+        "{err}"
+    );
     assert!(err.contains("not a WebAssembly component"), "{err}");
     assert!(!err.contains("AKIA") && !err.contains("wJalr"), "{err}");
     // Not even the first bytes of a non-wasm file as a byte array.
@@ -408,9 +454,21 @@ fn a_cache_directory_others_can_write_is_not_used() {
         let (_root, dir) = private_cache();
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(mode)).unwrap();
         let info = cache_load(&dir, &guest);
-        assert_eq!(info.cache, toolgate::wasm::CacheOutcome::Uncached, "{mode:o}");
-        assert!(warning(&info).contains("writable by group or others"), "{}", warning(&info));
-        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "nothing written there");
+        assert_eq!(
+            info.cache,
+            toolgate::wasm::CacheOutcome::Uncached,
+            "{mode:o}"
+        );
+        assert!(
+            warning(&info).contains("writable by group or others"),
+            "{}",
+            warning(&info)
+        );
+        assert_eq!(
+            std::fs::read_dir(&dir).unwrap().count(),
+            0,
+            "nothing written there"
+        );
     }
 }
 
@@ -421,7 +479,11 @@ fn a_symlinked_cache_directory_is_not_used() {
     symlink(&dir, &link).unwrap();
     let info = cache_load(&link, &guests::path("allow"));
     assert_eq!(info.cache, toolgate::wasm::CacheOutcome::Uncached);
-    assert!(warning(&info).contains("is a symlink"), "{}", warning(&info));
+    assert!(
+        warning(&info).contains("is a symlink"),
+        "{}",
+        warning(&info)
+    );
 }
 
 /// chown as root, or through passwordless sudo (CI runs as root).
@@ -434,7 +496,11 @@ fn chown_to_nobody(path: &Path) {
             .arg(path)
             .status()
             .is_ok_and(|s| s.success());
-        assert!(ok, "this test needs root or passwordless sudo to chown {}", path.display());
+        assert!(
+            ok,
+            "this test needs root or passwordless sudo to chown {}",
+            path.display()
+        );
     }
 }
 
@@ -445,16 +511,27 @@ fn a_cache_directory_or_entry_owned_by_another_user_is_not_used() {
     chown_to_nobody(&dir);
     let info = cache_load(&dir, &guest);
     assert_eq!(info.cache, toolgate::wasm::CacheOutcome::Uncached);
-    assert!(warning(&info).contains("is owned by uid 65534"), "{}", warning(&info));
+    assert!(
+        warning(&info).contains("is owned by uid 65534"),
+        "{}",
+        warning(&info)
+    );
 
     // A trusted directory holding an entry someone else owns.
     let (_root, dir) = private_cache();
-    assert_eq!(cache_load(&dir, &guest).cache, toolgate::wasm::CacheOutcome::Miss);
+    assert_eq!(
+        cache_load(&dir, &guest).cache,
+        toolgate::wasm::CacheOutcome::Miss
+    );
     let entry = only_entry(&dir);
     chown_to_nobody(&entry);
     let info = cache_load(&dir, &guest);
     assert_eq!(info.cache, toolgate::wasm::CacheOutcome::Uncached);
-    assert!(warning(&info).contains("is owned by uid 65534"), "{}", warning(&info));
+    assert!(
+        warning(&info).contains("is owned by uid 65534"),
+        "{}",
+        warning(&info)
+    );
     assert!(entry.exists(), "left alone for the operator to look at");
 
     // A group-writable entry is refused the same way.
@@ -464,7 +541,11 @@ fn a_cache_directory_or_entry_owned_by_another_user_is_not_used() {
     std::fs::set_permissions(&entry, std::fs::Permissions::from_mode(0o664)).unwrap();
     let info = cache_load(&dir, &guest);
     assert_eq!(info.cache, toolgate::wasm::CacheOutcome::Uncached);
-    assert!(warning(&info).contains("writable by group or others"), "{}", warning(&info));
+    assert!(
+        warning(&info).contains("writable by group or others"),
+        "{}",
+        warning(&info)
+    );
 }
 
 fn only_entry(dir: &Path) -> std::path::PathBuf {
@@ -492,15 +573,27 @@ async fn a_cache_entry_copied_over_another_components_key_is_refused() {
         .unwrap();
     // Substitute the allow guest's whole entry under the deny guest's key.
     std::fs::copy(&allow_entry, &deny_entry).unwrap();
-    std::fs::copy(allow_entry.with_extension("meta"), deny_entry.with_extension("meta")).unwrap();
+    std::fs::copy(
+        allow_entry.with_extension("meta"),
+        deny_entry.with_extension("meta"),
+    )
+    .unwrap();
     let info = cache_load(&dir, &deny);
     assert_eq!(info.cache, toolgate::wasm::CacheOutcome::Rebuilt);
-    assert!(warning(&info).contains("written for another component"), "{}", warning(&info));
+    assert!(
+        warning(&info).contains("written for another component"),
+        "{}",
+        warning(&info)
+    );
     // And the deny guest still denies, through the real binary.
     let fx = Fixture::new();
     fx.workspace_hooks(json!([{"name": "d", "wasm": deny}]));
     std::fs::copy(&allow_entry, &deny_entry).unwrap();
-    std::fs::copy(allow_entry.with_extension("meta"), deny_entry.with_extension("meta")).unwrap();
+    std::fs::copy(
+        allow_entry.with_extension("meta"),
+        deny_entry.with_extension("meta"),
+    )
+    .unwrap();
     let out = run_with_stdin(
         toolgate()
             .args(["check", "--workspace"])
@@ -522,8 +615,14 @@ fn a_tampered_cache_entry_is_rebuilt() {
     let middle = bytes.len() / 2;
     bytes[middle] ^= 0xff;
     std::fs::write(&entry, &bytes).unwrap();
-    assert_eq!(cache_load(&dir, &guest).cache, toolgate::wasm::CacheOutcome::Rebuilt);
-    assert_eq!(cache_load(&dir, &guest).cache, toolgate::wasm::CacheOutcome::Hit);
+    assert_eq!(
+        cache_load(&dir, &guest).cache,
+        toolgate::wasm::CacheOutcome::Rebuilt
+    );
+    assert_eq!(
+        cache_load(&dir, &guest).cache,
+        toolgate::wasm::CacheOutcome::Hit
+    );
     // Truncated.
     let entry = only_entry(&dir);
     let len = std::fs::metadata(&entry).unwrap().len();
@@ -533,7 +632,10 @@ fn a_tampered_cache_entry_is_rebuilt() {
         .unwrap()
         .set_len(len / 2)
         .unwrap();
-    assert_eq!(cache_load(&dir, &guest).cache, toolgate::wasm::CacheOutcome::Rebuilt);
+    assert_eq!(
+        cache_load(&dir, &guest).cache,
+        toolgate::wasm::CacheOutcome::Rebuilt
+    );
 }
 
 #[test]
@@ -552,7 +654,10 @@ fn an_untrusted_cache_shows_in_the_run_record_and_in_toolgate_hooks() {
     );
     let v = stdout_json(&out);
     assert!(
-        v["runs"][0]["warning"].as_str().unwrap_or("").contains("compile cache"),
+        v["runs"][0]["warning"]
+            .as_str()
+            .unwrap_or("")
+            .contains("compile cache"),
         "{v:#}"
     );
     let out = succeeded(
@@ -631,7 +736,10 @@ fn the_number_of_memories_and_table_elements_per_call_is_capped() {
         assert_eq!(code, Some(0), "failed open as configured: {v:#}");
         assert_eq!(v["runs"][0]["failure"]["kind"], "memory_limit", "{v:#}");
         assert!(
-            v["runs"][0]["failure"]["message"].as_str().unwrap().contains(says),
+            v["runs"][0]["failure"]["message"]
+                .as_str()
+                .unwrap()
+                .contains(says),
             "{v:#}"
         );
     }
@@ -681,13 +789,29 @@ async fn a_huge_deny_reason_is_truncated_visibly_and_still_denies() {
     let Verdict::Deny { reason } = &outcome.verdict else {
         panic!("a truncated deny is still a deny: {:?}", outcome.verdict)
     };
-    assert!(reason.len() <= toolgate::text::MAX_REASON, "{}", reason.len());
-    assert!(reason.ends_with("bytes omitted]"), "{}", &reason[reason.len() - 60..]);
+    assert!(
+        reason.len() <= toolgate::text::MAX_REASON,
+        "{}",
+        reason.len()
+    );
+    assert!(
+        reason.ends_with("bytes omitted]"),
+        "{}",
+        &reason[reason.len() - 60..]
+    );
     let message = failure_message(&outcome, "big-error");
-    assert!(message.len() <= toolgate::text::MAX_MESSAGE, "{}", message.len());
+    assert!(
+        message.len() <= toolgate::text::MAX_MESSAGE,
+        "{}",
+        message.len()
+    );
     assert!(message.contains("message truncated"));
     let warning = record(&outcome, "big-error").warning.as_deref().unwrap();
-    assert!(warning.len() < 2 * toolgate::text::MAX_MESSAGE, "{}", warning.len());
+    assert!(
+        warning.len() < 2 * toolgate::text::MAX_MESSAGE,
+        "{}",
+        warning.len()
+    );
 }
 
 #[tokio::test]
@@ -697,13 +821,19 @@ async fn a_claude_code_hooks_plain_output_is_bounded_for_the_operator() {
         "chatty.sh",
         "#!/bin/sh\ncat >/dev/null\nhead -c 3000000 /dev/zero | tr '\\0' 'y'\n",
     );
-    fx.workspace_hooks(json!([{"name": "chatty", "command": [&chatty], "protocol": "claude-code"}]));
+    fx.workspace_hooks(
+        json!([{"name": "chatty", "command": [&chatty], "protocol": "claude-code"}]),
+    );
     let outcome = fx
         .runner()
         .pre_tool_use(&Request::pre("Bash", json!({"command": "ls"})))
         .await;
     let diagnostics = record(&outcome, "chatty").diagnostics.as_deref().unwrap();
-    assert!(diagnostics.len() <= toolgate::text::MAX_DIAGNOSTICS, "{}", diagnostics.len());
+    assert!(
+        diagnostics.len() <= toolgate::text::MAX_DIAGNOSTICS,
+        "{}",
+        diagnostics.len()
+    );
     assert!(diagnostics.contains("truncated"), "visible");
 }
 
@@ -725,7 +855,7 @@ fn slow_hook(fx: &Fixture, name: &str, secs: f32, pidfile: &Path) -> String {
 fn alive(pid: i32) -> bool {
     // A zombie is dead for this purpose; /proc says which.
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .is_ok_and(|s| !s.split_whitespace().nth(2).is_some_and(|st| st == "Z"))
+        .is_ok_and(|s| s.split_whitespace().nth(2).is_none_or(|st| st != "Z"))
 }
 
 #[tokio::test]
@@ -733,7 +863,7 @@ async fn the_chain_deadline_denies_naming_the_running_hook_whatever_its_policy()
     let fx = Fixture::new();
     let pidfile = fx.marker("bg.pid");
     let quick = fx.script("quick.sh", &answer_script(&json!({"decision": "allow"})));
-    let slow = slow_hook(&fx, "slow.sh", 30.0, &pidfile);
+    let slow = slow_hook(&fx, "slow.sh", 60.0, &pidfile);
     fx.workspace_hooks(json!([
         {"name": "quick", "command": [&quick]},
         {"name": "slow", "command": [&slow], "timeout_ms": 120000, "on_failure": "allow"},
@@ -748,10 +878,17 @@ async fn the_chain_deadline_denies_naming_the_running_hook_whatever_its_policy()
     let Verdict::Deny { reason } = &outcome.verdict else {
         panic!("{:?}", outcome.verdict)
     };
-    assert!(reason.contains("deadline") && reason.contains("`slow`"), "{reason}");
+    assert!(
+        reason.contains("deadline") && reason.contains("`slow`"),
+        "{reason}"
+    );
     assert_eq!(failure_kind(&outcome, "slow"), FailureKind::ChainDeadline);
     // What the hook started is gone with it.
-    let pid: i32 = std::fs::read_to_string(&pidfile).unwrap().trim().parse().unwrap();
+    let pid: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
     let gone = Instant::now();
     while alive(pid) && gone.elapsed() < Duration::from_secs(5) {
         std::thread::sleep(Duration::from_millis(20));
@@ -767,17 +904,24 @@ async fn the_chain_deadline_denies_naming_the_running_hook_whatever_its_policy()
         .chain_timeout(Duration::from_millis(500))
         .build();
     let outcome = runner
-        .post_tool_use(&Request::post("Bash", json!({}), ToolResult::ok("secret output")))
+        .post_tool_use(&Request::post(
+            "Bash",
+            json!({}),
+            ToolResult::ok("secret output"),
+        ))
         .await;
     let shown = outcome.shown.unwrap();
-    assert!(shown.is_error && !shown.output.to_string().contains("secret output"), "{shown:?}");
+    assert!(
+        shown.is_error && !shown.output.to_string().contains("secret output"),
+        "{shown:?}"
+    );
 }
 
 #[test]
 fn only_the_global_config_sets_the_chain_deadline() {
     let fx = Fixture::new();
     let pidfile = fx.marker("bg.pid");
-    let slow = slow_hook(&fx, "slow.sh", 30.0, &pidfile);
+    let slow = slow_hook(&fx, "slow.sh", 60.0, &pidfile);
     fx.workspace_hooks(json!([{"name": "slow", "command": [&slow], "timeout_ms": 120000}]));
     std::fs::write(
         fx.global().join("hooks.json"),
@@ -792,34 +936,27 @@ fn only_the_global_config_sets_the_chain_deadline() {
     fx.workspace_raw(r#"{"schema": 1, "chain_timeout_ms": 600000, "hooks": []}"#);
     let out = check_bounded(&fx.workspace(), &fx.global());
     assert_eq!(out.status.code(), Some(1));
-    assert!(stderr(&out).contains("field `chain_timeout_ms`: only the operator's global config"), "{}", stderr(&out));
-}
-
-fn agent_call(fx: &Fixture) -> String {
-    json!({"hook_event_name": "PreToolUse", "tool_name": "Bash",
-           "tool_input": {"command": "ls"}, "cwd": fx.workspace(), "session_id": "s"})
-    .to_string()
+    assert!(
+        stderr(&out).contains("field `chain_timeout_ms`: only the operator's global config"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]
 fn in_agent_mode_the_answer_comes_before_the_deadline_and_blocks() {
     let fx = Fixture::new();
     let pidfile = fx.marker("bg.pid");
-    let slow = slow_hook(&fx, "slow.sh", 30.0, &pidfile);
+    let slow = slow_hook(&fx, "slow.sh", 60.0, &pidfile);
     fx.workspace_hooks(json!([{"name": "slow", "command": [&slow], "timeout_ms": 120000}]));
-    let started = Instant::now();
-    let out = bounded(
-        toolgate()
-            .args(["claude-code", "--deadline-ms", "3000"])
-            .env("TOOLGATE_CONFIG_DIR", fx.global())
-            .env("CLAUDE_PROJECT_DIR", fx.workspace()),
-        &agent_call(&fx),
-        Duration::from_secs(25),
-    );
-    assert!(started.elapsed() < Duration::from_secs(25));
+    // Answered, within the bound, long before the hook's 30 s sleep ended.
+    let out = agent_bounded(&fx, &["claude-code", "--deadline-ms", "3000"], &[]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let v = stdout_json(&out);
-    assert_eq!(v["hookSpecificOutput"]["permissionDecision"], "deny", "{v:#}");
+    assert_eq!(
+        v["hookSpecificOutput"]["permissionDecision"], "deny",
+        "{v:#}"
+    );
     assert!(
         v["hookSpecificOutput"]["permissionDecisionReason"]
             .as_str()
@@ -832,19 +969,27 @@ fn in_agent_mode_the_answer_comes_before_the_deadline_and_blocks() {
 #[test]
 fn in_agent_mode_a_panic_or_a_hang_answers_blocked_with_exit_2() {
     let fx = Fixture::new();
-    for (fault, says) in [("panic", "a bug"), ("hang", "did not finish within its deadline")] {
+    for (fault, says) in [
+        ("panic", "a bug"),
+        ("hang", "did not finish within its deadline"),
+    ] {
         for agent in ["claude-code", "codex"] {
-            let out = bounded(
-                toolgate()
-                    .args([agent, "--deadline-ms", "1500"])
-                    .env("TOOLGATE_CONFIG_DIR", fx.global())
-                    .env("CLAUDE_PROJECT_DIR", fx.workspace())
-                    .env("TOOLGATE_DEBUG_FAULT", fault),
-                &agent_call(&fx),
-                Duration::from_secs(20),
+            let out = agent_bounded(
+                &fx,
+                &[agent, "--deadline-ms", "1500"],
+                &[("TOOLGATE_DEBUG_FAULT", fault)],
             );
-            assert_eq!(out.status.code(), Some(2), "{agent} {fault}: {}", stderr(&out));
-            assert!(stderr(&out).contains(says), "{agent} {fault}: {}", stderr(&out));
+            assert_eq!(
+                out.status.code(),
+                Some(2),
+                "{agent} {fault}: {}",
+                stderr(&out)
+            );
+            assert!(
+                stderr(&out).contains(says),
+                "{agent} {fault}: {}",
+                stderr(&out)
+            );
             assert!(stderr(&out).contains("blocked"));
         }
     }
@@ -856,17 +1001,28 @@ fn in_agent_mode_a_panic_or_a_hang_answers_blocked_with_exit_2() {
 #[test]
 fn duplicate_keys_in_hooks_json_are_rejected_with_their_position() {
     let fx = Fixture::new();
-    let deny = fx.script("deny.sh", &answer_script(&json!({"decision": "deny", "reason": "no"})));
+    let deny = fx.script(
+        "deny.sh",
+        &answer_script(&json!({"decision": "deny", "reason": "no"})),
+    );
     for text in [
         // The guards, then an empty list that silently replaced them.
-        format!("{{\"schema\": 1, \"hooks\": [{{\"name\": \"g\", \"command\": [\"{deny}\"]}}],\n \"hooks\": []}}"),
+        format!(
+            "{{\"schema\": 1, \"hooks\": [{{\"name\": \"g\", \"command\": [\"{deny}\"]}}],\n \"hooks\": []}}"
+        ),
         // A closed guard opened by a second key.
-        format!("{{\"schema\": 1, \"hooks\": [{{\"name\": \"g\", \"command\": [\"{deny}\"],\n \"on_failure\": \"deny\", \"on_failure\": \"allow\"}}]}}"),
+        format!(
+            "{{\"schema\": 1, \"hooks\": [{{\"name\": \"g\", \"command\": [\"{deny}\"],\n \"on_failure\": \"deny\", \"on_failure\": \"allow\"}}]}}"
+        ),
     ] {
         fx.workspace_raw(&text);
         let out = check_bounded(&fx.workspace(), &fx.global());
         assert_eq!(out.status.code(), Some(1), "{text}");
-        assert!(stderr(&out).contains("at line 2, column"), "{}", stderr(&out));
+        assert!(
+            stderr(&out).contains("at line 2, column"),
+            "{}",
+            stderr(&out)
+        );
         assert!(stderr(&out).contains("duplicate key"), "{}", stderr(&out));
     }
 }
@@ -892,7 +1048,9 @@ async fn a_hook_answer_with_duplicate_keys_is_never_an_allow() {
         (&cc_flip, "claude-code", true),
     ] {
         // on_failure: allow, so only a real deny can block.
-        fx.workspace_hooks(json!([{"name": "h", "command": [hook], "protocol": protocol, "on_failure": "allow"}]));
+        fx.workspace_hooks(
+            json!([{"name": "h", "command": [hook], "protocol": protocol, "on_failure": "allow"}]),
+        );
         let outcome = fx
             .runner()
             .pre_tool_use(&Request::pre("Bash", json!({"command": "ls"})))
@@ -902,8 +1060,18 @@ async fn a_hook_answer_with_duplicate_keys_is_never_an_allow() {
             assert_eq!(rec.verdict, Step::Deny, "{hook}: {rec:#?}");
             assert!(!outcome.may_proceed());
         } else {
-            assert_eq!(rec.failure.as_ref().map(|f| f.kind), Some(FailureKind::NotADecision), "{rec:#?}");
-            assert!(rec.failure.as_ref().unwrap().message.contains("repeats the key `decision`"));
+            assert_eq!(
+                rec.failure.as_ref().map(|f| f.kind),
+                Some(FailureKind::NotADecision),
+                "{rec:#?}"
+            );
+            assert!(
+                rec.failure
+                    .as_ref()
+                    .unwrap()
+                    .message
+                    .contains("repeats the key `decision`")
+            );
         }
     }
 }
@@ -912,38 +1080,72 @@ async fn a_hook_answer_with_duplicate_keys_is_never_an_allow() {
 async fn a_malformed_claude_code_answer_fails_closed() {
     let fx = Fixture::new();
     for (answer, says) in [
-        (r#"{"hookSpecificOutput":{"permissionDecision":1}}"#, "permissionDecision` must be a string"),
-        ("\u{feff}{\"hookSpecificOutput\":{\"permissionDecision\":\"deny\"}}", "byte-order mark"),
+        (
+            r#"{"hookSpecificOutput":{"permissionDecision":1}}"#,
+            "permissionDecision` must be a string",
+        ),
+        (
+            "\u{feff}{\"hookSpecificOutput\":{\"permissionDecision\":\"deny\"}}",
+            "byte-order mark",
+        ),
         (r#"{"decision":true}"#, "`decision` must be a string"),
-        (r#"{"hookSpecificOutput":"deny"}"#, "`hookSpecificOutput` must be an object"),
-        (r#"{"hookSpecificOutput":{"updatedInput":"rm -rf /"}}"#, "updatedInput` must be an object"),
+        (
+            r#"{"hookSpecificOutput":"deny"}"#,
+            "`hookSpecificOutput` must be an object",
+        ),
+        (
+            r#"{"hookSpecificOutput":{"updatedInput":"rm -rf /"}}"#,
+            "updatedInput` must be an object",
+        ),
         (r#"{"continue":"no"}"#, "`continue` must be true or false"),
     ] {
-        let hook = fx.script("cc.sh", &format!("#!/bin/sh\ncat >/dev/null\nprintf '%s' '{answer}'\n"));
+        let hook = fx.script(
+            "cc.sh",
+            &format!("#!/bin/sh\ncat >/dev/null\nprintf '%s' '{answer}'\n"),
+        );
         fx.workspace_hooks(json!([{"name": "cc", "command": [&hook], "protocol": "claude-code"}]));
         let outcome = fx
             .runner()
             .pre_tool_use(&Request::pre("Bash", json!({"command": "ls"})))
             .await;
         assert!(!outcome.may_proceed(), "{answer}: {:?}", outcome.verdict);
-        assert_eq!(failure_kind(&outcome, "cc"), FailureKind::NotADecision, "{answer}");
-        assert!(failure_message(&outcome, "cc").contains(says), "{answer}: {}", failure_message(&outcome, "cc"));
+        assert_eq!(
+            failure_kind(&outcome, "cc"),
+            FailureKind::NotADecision,
+            "{answer}"
+        );
+        assert!(
+            failure_message(&outcome, "cc").contains(says),
+            "{answer}: {}",
+            failure_message(&outcome, "cc")
+        );
     }
 }
 
 #[tokio::test]
 async fn the_tool_matcher_cannot_escape_its_whole_name_anchoring() {
     let fx = Fixture::new();
-    let deny = fx.script("deny.sh", &answer_script(&json!({"decision": "deny", "reason": "matched"})));
+    let deny = fx.script(
+        "deny.sh",
+        &answer_script(&json!({"decision": "deny", "reason": "matched"})),
+    );
     // Valid only once wrapped in `^(?:…)$`: refused as the regex it is.
     fx.workspace_hooks(json!([{"name": "m", "command": [&deny], "matcher": "Bash)|(.*"}]));
     let err = toolgate::Config::load(None, Some(&fx.workspace())).unwrap_err();
     assert_eq!(err.problems[0].field.as_deref(), Some("matcher"), "{err}");
 
     for (matcher, matches, misses) in [
-        ("Edit|Write", &["Edit", "Write"][..], &["NotebookEdit", "EditX", "Writer"][..]),
+        (
+            "Edit|Write",
+            &["Edit", "Write"][..],
+            &["NotebookEdit", "EditX", "Writer"][..],
+        ),
         // A comment in verbose mode cannot swallow the end anchor.
-        ("(?x) Edit # the edit tool", &["Edit"], &["Editor", "NotebookEdit"]),
+        (
+            "(?x) Edit # the edit tool",
+            &["Edit"],
+            &["Editor", "NotebookEdit"],
+        ),
         ("mcp__.*", &["mcp__github__x"], &["x_mcp__y"]),
     ] {
         fx.workspace_hooks(json!([{"name": "m", "command": [&deny], "matcher": matcher}]));
@@ -974,7 +1176,10 @@ fn has_control(text: &[u8]) -> bool {
 fn replay_and_hooks_tables_strip_terminal_control_sequences() {
     let fx = Fixture::new();
     let reason = format!("denied {ESCAPES}");
-    let deny = fx.script("deny.sh", &answer_script(&json!({"decision": "deny", "reason": reason})));
+    let deny = fx.script(
+        "deny.sh",
+        &answer_script(&json!({"decision": "deny", "reason": reason})),
+    );
     fx.workspace_hooks(json!([
         {"name": "d", "command": [&deny, format!("arg{ESCAPES}")], "matcher": "Bash"},
     ]));
@@ -995,8 +1200,15 @@ fn replay_and_hooks_tables_strip_terminal_control_sequences() {
             .arg(fx.workspace())
             .env("TOOLGATE_CONFIG_DIR", fx.global()),
     );
-    assert!(String::from_utf8_lossy(&out.stdout).contains("denied"), "the reason is shown");
-    assert!(!has_control(&out.stdout), "{:?}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("denied"),
+        "the reason is shown"
+    );
+    assert!(
+        !has_control(&out.stdout),
+        "{:?}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     assert!(!has_control(&out.stderr));
 
     let out = succeeded(
@@ -1006,7 +1218,11 @@ fn replay_and_hooks_tables_strip_terminal_control_sequences() {
             .env("TOOLGATE_CONFIG_DIR", fx.global()),
     );
     assert!(String::from_utf8_lossy(&out.stdout).contains("arg"));
-    assert!(!has_control(&out.stdout), "{:?}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        !has_control(&out.stdout),
+        "{:?}",
+        String::from_utf8_lossy(&out.stdout)
+    );
 }
 
 #[test]
@@ -1024,8 +1240,15 @@ fn logs_and_errors_strip_terminal_control_sequences() {
         &pre_request("ls"),
     );
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot decide"), "logged");
-    assert!(!has_control(&out.stderr), "{:?}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("cannot decide"),
+        "logged"
+    );
+    assert!(
+        !has_control(&out.stderr),
+        "{:?}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 
     // A config error quoting a hostile value.
     fx.workspace_raw(
@@ -1034,5 +1257,9 @@ fn logs_and_errors_strip_terminal_control_sequences() {
     );
     let out = check_bounded(&fx.workspace(), &fx.global());
     assert_eq!(out.status.code(), Some(1));
-    assert!(!has_control(&out.stderr), "{:?}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        !has_control(&out.stderr),
+        "{:?}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
