@@ -15,8 +15,15 @@
 //! decide: the runner applies the failure policy (deny unless registered with
 //! [`HookRunnerBuilder::fail_open_interceptor`](crate::HookRunnerBuilder::fail_open_interceptor)).
 //! The panic is caught at the await point, so the runner — and the next call —
-//! keep working. toolgate imposes no deadline here: it is the host's own code,
-//! and the host owns its own timeouts.
+//! keep working. toolgate imposes no per-interceptor deadline: it is the
+//! host's own code, and the host owns its own timeouts. The whole chain's
+//! deadline (`HookRunnerBuilder::chain_timeout`, 30 s by default) still
+//! covers it like every participant, since the agent host lets a call
+//! through when the chain does not answer; an interceptor that awaits past
+//! it is dropped at its next await point and the call is denied. (One that
+//! blocks its thread without awaiting cannot be interrupted.) Re-judgement
+//! applies too: an interceptor that allowed a call is asked again about any
+//! later rewrite of it.
 
 use crate::contract::{Answer, Event, HookRequest};
 use crate::failure::{HookFailure, OnFailure};
