@@ -148,6 +148,7 @@ fn evaluate(
     let Some(request) = call.request else {
         return Ok(None);
     };
+    let event_name = call.hook_event_name;
     let workspace = args
         .workspace
         .or_else(|| std::env::var_os("CLAUDE_PROJECT_DIR").map(PathBuf::from))
@@ -168,5 +169,5 @@ fn evaluate(
         .chain_timeout(chain_timeout)
         .build();
     let outcome = runtime()?.block_on(runner.evaluate(&request));
-    Ok(render_outcome(&outcome, dialect))
+    Ok(render_outcome(&outcome, dialect, &event_name))
 }
