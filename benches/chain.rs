@@ -39,16 +39,18 @@ fn tmp() -> &'static Path {
         .path()
 }
 
+/// A runner over `hooks` as the operator's global config (a workspace may
+/// only name files in its own tree; the guests live elsewhere).
 fn runner(name: &str, hooks: serde_json::Value) -> HookRunner {
-    let ws = tmp().join(name);
-    std::fs::create_dir_all(ws.join(".toolgate")).expect("workspace");
+    let dir = tmp().join(name);
+    std::fs::create_dir_all(&dir).expect("config dir");
     std::fs::write(
-        ws.join(".toolgate/hooks.json"),
+        dir.join("hooks.json"),
         json!({"schema": 1, "hooks": hooks}).to_string(),
     )
     .expect("hooks.json");
     HookRunner::builder()
-        .config(Config::load(None, Some(&ws)).expect("config"))
+        .config(Config::load(Some(&dir), None).expect("config"))
         .build()
 }
 

@@ -496,12 +496,14 @@ pub fn render_outcome(outcome: &Outcome, dialect: Dialect, hook_event_name: &str
             );
         }
         (Event::PostToolUse, Verdict::Deny { reason }) => match dialect {
-            Dialect::ClaudeCode => match original.and_then(|o| withheld_in_shape(o, &withheld(reason))) {
-                Some(shaped) => {
-                    specific.insert("updatedToolOutput".into(), shaped);
+            Dialect::ClaudeCode => {
+                match original.and_then(|o| withheld_in_shape(o, &withheld(reason))) {
+                    Some(shaped) => {
+                        specific.insert("updatedToolOutput".into(), shaped);
+                    }
+                    None => stop(&mut top, &withheld(reason)),
                 }
-                None => stop(&mut top, &withheld(reason)),
-            },
+            }
             Dialect::Codex => {
                 top.insert("decision".into(), json!("block"));
                 top.insert("reason".into(), json!(reason));

@@ -107,20 +107,22 @@ const BASH_HOOK: &str =
 
 const PYTHON_HOOK: &str = "#!/usr/bin/env python3\nimport json, sys\njson.load(sys.stdin)\nprint(json.dumps({\"decision\": \"allow\"}))\n";
 
-/// A workspace whose hooks.json holds `hooks`.
+/// A global config directory whose hooks.json holds `hooks`. The measured
+/// hooks are the operator's own (a workspace could not name components in
+/// the bench's temporary folder: it may only name files in its own tree).
 fn workspace(root: &Path, name: &str, hooks: Value) -> anyhow::Result<PathBuf> {
-    let ws = root.join(name);
+    let dir = root.join(name);
     super::write_file(
-        &ws.join(".toolgate/hooks.json"),
+        &dir.join("hooks.json"),
         &json!({"schema": 1, "hooks": hooks}).to_string(),
         false,
     )?;
-    Ok(ws)
+    Ok(dir)
 }
 
-fn chain(ws: &Path) -> anyhow::Result<HookRunner> {
+fn chain(dir: &Path) -> anyhow::Result<HookRunner> {
     Ok(HookRunner::builder()
-        .config(Config::load(None, Some(ws))?)
+        .config(Config::load(Some(dir), None)?)
         .build())
 }
 
@@ -547,7 +549,7 @@ async fn call(kind: &Kind) -> anyhow::Result<()> {
                 .arg("check")
                 .arg("--workspace")
                 .arg(ws)
-                .env("TOOLGATE_CONFIG_DIR", ws.join("no-global"))
+                .env("TOOLGATE_CONFIG_DIR", ws)
                 .env("TOOLGATE_CACHE_DIR", cache)
                 .stdin(Stdio::piped())
                 .stdout(Stdio::null())

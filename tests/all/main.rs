@@ -10,6 +10,8 @@ mod config;
 mod guest_examples;
 mod guests;
 mod interceptor;
+mod live;
+mod mock_model;
 mod replay;
 mod scaffold;
 mod sdk;
