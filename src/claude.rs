@@ -603,6 +603,58 @@ fn output_text(output: &Value) -> String {
     }
 }
 
+/// A Claude Code matcher, translated to toolgate's tool filter.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Matcher {
+    /// `""` or `"*"`: every tool.
+    All,
+    /// Letters, digits, `_` and `|` only: exact names (Claude Code 2.1.197
+    /// matches `Foo|Bas` against `Bash` as a list of names, not a regex).
+    Tools(Vec<String>),
+    /// Anything else is a regex Claude Code *searches* for in the name
+    /// (`^mcp__` covers every MCP tool; `a.h` matches `Bash`). toolgate's
+    /// matcher is anchored to the whole name, so the pattern is wrapped in
+    /// `.*(?:…).*`: the same set of tools.
+    Regex(String),
+    /// A regex toolgate's engine cannot compile (JavaScript's lookarounds,
+    /// backreferences), with why.
+    Unsupported(String),
+}
+
+/// Translates a Claude Code matcher to the same set of tools in toolgate's
+/// terms. Pinned by a table-driven test of matcher forms; the rules are what
+/// the real Claude Code CLI was seen to do.
+pub fn translate_matcher(matcher: &str) -> Matcher {
+    match matcher {
+        "" | "*" => Matcher::All,
+        m if m
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '|') =>
+        {
+            Matcher::Tools(
+                m.split('|')
+                    .filter(|n| !n.is_empty())
+                    .map(str::to_owned)
+                    .collect(),
+            )
+        }
+        m => {
+            let pattern = format!(".*(?:{m}).*");
+            // Compiled on its own first: a pattern that is not a regex by
+            // itself must not be rescued by the wrapping.
+            match crate::config::whole_name_matcher(m)
+                .and_then(|_| crate::config::whole_name_matcher(&pattern))
+            {
+                Ok(_) => Matcher::Regex(pattern),
+                Err(e) => Matcher::Unsupported(format!(
+                    "not a regex toolgate can compile: {}",
+                    crate::text::one_line(&e)
+                )),
+            }
+        }
+    }
+}
+
 /// What importing Claude Code settings produced.
 #[derive(Debug, Default, serde::Serialize)]
 pub struct Imported {
@@ -618,9 +670,10 @@ pub struct Imported {
 ///
 /// - `PreToolUse` / `PostToolUse` command hooks become subprocess hooks with
 ///   `"protocol": "claude-code"`, so the scripts run unmodified;
-/// - a matcher that is empty or `*` means every tool; a plain tool name
-///   becomes `tools`; anything else stays a `matcher` regex (toolgate anchors
-///   it to the whole name, as Claude Code matches);
+/// - matchers are translated to the same set of tools ([`translate_matcher`]):
+///   empty or `*` is every tool, a name or `|`-list of names is `tools`, a
+///   regex (which Claude Code searches for anywhere in the name) becomes
+///   `.*(?:regex).*` with a warning saying so;
 /// - a shell-string `command` becomes `["sh", "-c", …]` (a warning says so),
 ///   while the exec form (`command` + `args`) is kept as an argv;
 /// - `timeout` (seconds; Claude Code's default 60) becomes `timeout_ms`;
@@ -725,12 +778,23 @@ pub fn import_settings(settings: &Value) -> Imported {
                     "event": event,
                     "timeout_ms": timeout_ms,
                 });
-                match matcher {
-                    "" | "*" => {}
-                    m if m.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') => {
-                        hook["tools"] = json!([m]);
+                match translate_matcher(matcher) {
+                    Matcher::All => {}
+                    Matcher::Tools(names) => hook["tools"] = json!(names),
+                    Matcher::Regex(pattern) => {
+                        out.warnings.push(format!(
+                            "{at}: the matcher {matcher:?} is a regex, which Claude Code looks \
+                             for anywhere in the tool name; toolgate matches whole names, so it \
+                             became {pattern:?} (the same set of tools)"
+                        ));
+                        hook["matcher"] = json!(pattern);
                     }
-                    m => hook["matcher"] = json!(m),
+                    Matcher::Unsupported(why) => {
+                        out.not_carried.push(format!(
+                            "{at}: the matcher {matcher:?} — {why}; the hook is left out"
+                        ));
+                        continue;
+                    }
                 }
                 hooks.push(hook);
             }

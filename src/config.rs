@@ -19,9 +19,12 @@
 //! - global (the operator's): `$TOOLGATE_CONFIG_DIR/hooks.json`, else
 //!   `$XDG_CONFIG_HOME/toolgate/hooks.json`, else
 //!   `$HOME/.config/toolgate/hooks.json`;
-//! - workspace (the repository's): `<workspace>/.toolgate/hooks.json`, where
-//!   the workspace is exactly the directory given (no walking up: the harness
-//!   knows its workspace, and `toolgate hooks` shows which files were read).
+//! - workspace (the repository's): `<workspace>/.toolgate/hooks.json`. A
+//!   harness that knows its workspace gives it (`--workspace`,
+//!   `$CLAUDE_PROJECT_DIR`); otherwise [`find_workspace`] walks up from the
+//!   working directory to the nearest ancestor with a `.toolgate/`, the way
+//!   git finds `.git` — an agent started in `src/` must not silently skip the
+//!   repository's hooks. `toolgate hooks` says which workspace it used.
 //!
 //! A missing file means "no hooks there". Global hooks run before workspace
 //! hooks; see the runner's `# Order`.
@@ -350,6 +353,83 @@ impl Config {
 /// The trust gate for workspace hooks goes here. Today every workspace hook is
 /// admitted as configured; see the module docs.
 fn admit_workspace_hooks(_hooks: &mut Vec<HookSpec>) {}
+
+/// How the workspace was found, for `toolgate hooks` and the agent commands.
+#[derive(Clone, Debug, Serialize)]
+pub struct FoundWorkspace {
+    /// The workspace root: where `.toolgate/` was found, or the start
+    /// directory when none was.
+    pub root: PathBuf,
+    /// Whether a `.toolgate/` was found.
+    pub found: bool,
+    /// Why the walk ended, in words.
+    pub how: String,
+}
+
+/// The nearest directory at or above `start` that has a `.toolgate/`.
+///
+/// The walk stops (without a workspace) at the first of:
+/// - a repository root (a directory with `.git`): hooks for a repository
+///   come from the repository, not from whatever folder holds it;
+/// - the user's home directory (`$HOME`, checked itself): nothing above it is
+///   the user's project;
+/// - a directory owned by someone other than the current user or root: a
+///   `.toolgate/` planted in a shared folder (`/tmp`) by another user must
+///   not configure this user's agent;
+/// - the filesystem root.
+///
+/// When nothing is found the start directory is the workspace (with no
+/// workspace hooks), and `how` says where the walk stopped.
+pub fn find_workspace(start: &Path) -> FoundWorkspace {
+    use std::os::unix::fs::MetadataExt;
+    let start = absolute(start);
+    let home = env_dir("HOME").map(|h| absolute(&h));
+    let me = nix::unistd::geteuid().as_raw();
+    let mut dir = start.as_path();
+    loop {
+        if dir.join(".toolgate").is_dir() {
+            return FoundWorkspace {
+                root: dir.to_owned(),
+                found: true,
+                how: if dir == start {
+                    "the working directory has .toolgate/".into()
+                } else {
+                    format!("nearest ancestor of {} with .toolgate/", start.display())
+                },
+            };
+        }
+        let stop = if dir.join(".git").exists() {
+            Some(format!("stopped at the repository root {}", dir.display()))
+        } else if home.as_deref() == Some(dir) {
+            Some(format!("stopped at the home directory {}", dir.display()))
+        } else {
+            None
+        };
+        let parent = dir.parent();
+        let foreign = parent.and_then(|p| {
+            let uid = std::fs::metadata(p).ok()?.uid();
+            (uid != me && uid != 0).then(|| {
+                format!(
+                    "stopped below {}, which belongs to another user (uid {uid})",
+                    p.display()
+                )
+            })
+        });
+        match (stop.or(foreign), parent) {
+            (Some(how), _) => return not_found(start, how),
+            (None, None) => return not_found(start, "stopped at the filesystem root".into()),
+            (None, Some(parent)) => dir = parent,
+        }
+    }
+}
+
+fn not_found(start: PathBuf, how: String) -> FoundWorkspace {
+    FoundWorkspace {
+        how: format!("no .toolgate/ found ({how})"),
+        root: start,
+        found: false,
+    }
+}
 
 /// The global config directory: `$TOOLGATE_CONFIG_DIR`, else
 /// `$XDG_CONFIG_HOME/toolgate`, else `$HOME/.config/toolgate`.

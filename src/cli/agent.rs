@@ -2,8 +2,10 @@
 //!
 //! One settings entry hands every tool call to toolgate, which runs the whole
 //! ordered chain (global + workspace hooks; argv, Claude Code-style and wasm)
-//! and answers in the agent's own format. The workspace is
-//! `$CLAUDE_PROJECT_DIR` (Claude Code sets it), else the call's `cwd`.
+//! and answers in the agent's own format. The workspace is `--workspace`,
+//! else `$CLAUDE_PROJECT_DIR` (Claude Code sets it), else the nearest
+//! ancestor of the call's `cwd` with a `.toolgate/` (Codex sets no project
+//! variable; see `config::find_workspace` for where the walk stops).
 //!
 //! Anything toolgate itself cannot do — unreadable input, a broken config —
 //! is exit 2 with the reason on stderr: the agent blocks the call. Never a
@@ -149,14 +151,24 @@ fn evaluate(
         return Ok(None);
     };
     let event_name = call.hook_event_name;
-    let workspace = args
+    // Given (--workspace, or $CLAUDE_PROJECT_DIR which Claude Code sets),
+    // else found by walking up from the call's cwd (Codex sets none).
+    let given = args
         .workspace
-        .or_else(|| std::env::var_os("CLAUDE_PROJECT_DIR").map(PathBuf::from))
-        .or_else(|| call.cwd.map(PathBuf::from))
-        .unwrap_or_else(|| PathBuf::from("."));
-    if !workspace.is_dir() {
-        anyhow::bail!("workspace {} is not a directory", workspace.display());
-    }
+        .or_else(|| std::env::var_os("CLAUDE_PROJECT_DIR").map(PathBuf::from));
+    let workspace = match given {
+        Some(dir) => super::workspace(Some(dir))?.root,
+        None => {
+            let start = call
+                .cwd
+                .map(PathBuf::from)
+                .unwrap_or_else(|| PathBuf::from("."));
+            if !start.is_dir() {
+                anyhow::bail!("the call's cwd {} is not a directory", start.display());
+            }
+            toolgate::config::find_workspace(&start).root
+        }
+    };
     toolgate::wasm::one_shot_process();
     let config = Config::discover(&workspace)?;
     // The chain must answer before the watchdog; loading took some of it.

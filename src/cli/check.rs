@@ -33,9 +33,10 @@ const MAX_REQUEST: u64 = 64 * 1024 * 1024;
     Fields: decision (allow|deny|modify|replace), reason (deny), input (modify: the final input),\n\
     result (replace: what the model is shown), context, decided_by, runs (one record per hook that ran).")]
 pub(crate) struct Args {
-    /// The workspace whose .toolgate/hooks.json applies.
-    #[arg(long, value_name = "DIR", default_value = ".")]
-    workspace: PathBuf,
+    /// The workspace whose .toolgate/hooks.json applies [default: the
+    /// nearest ancestor of the working directory with a .toolgate/].
+    #[arg(long, value_name = "DIR")]
+    workspace: Option<PathBuf>,
     /// The event, overriding the request's `event` (pre_tool_use | post_tool_use).
     #[arg(long, value_name = "E")]
     event: Option<String>,
@@ -45,9 +46,7 @@ pub(crate) struct Args {
 }
 
 pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
-    if !args.workspace.is_dir() {
-        anyhow::bail!("workspace {} is not a directory", args.workspace.display());
-    }
+    let workspace = super::workspace(args.workspace)?;
     let mut bytes = Vec::new();
     std::io::stdin()
         .take(MAX_REQUEST + 1)
@@ -58,7 +57,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let request = wire::read_request(&bytes, args.event.as_deref(), args.tool.as_deref())?;
     toolgate::wasm::one_shot_process();
-    let config = Config::discover(&args.workspace)?;
+    let config = Config::discover(&workspace.root)?;
     let runner = HookRunner::builder().config(config).build();
     let outcome = runtime()?.block_on(runner.evaluate(&request));
     outln!("{}", wire::outcome_json(&outcome));

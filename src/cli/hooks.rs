@@ -21,9 +21,10 @@ use toolgate::{Config, Source};
     toolgate hooks --workspace . --json | jq '.hooks[].name'\n  \
     toolgate hooks --check        # validate only; non-zero exit on any problem")]
 pub(crate) struct Args {
-    /// The workspace whose .toolgate/hooks.json applies.
-    #[arg(long, value_name = "DIR", default_value = ".")]
-    workspace: PathBuf,
+    /// The workspace whose .toolgate/hooks.json applies [default: the
+    /// nearest ancestor of the working directory with a .toolgate/].
+    #[arg(long, value_name = "DIR")]
+    workspace: Option<PathBuf>,
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
@@ -34,7 +35,8 @@ pub(crate) struct Args {
 
 pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     toolgate::wasm::one_shot_process();
-    let config = Config::discover(&args.workspace)?;
+    let workspace = super::workspace(args.workspace)?;
+    let config = Config::discover(&workspace.root)?;
     let missing: Vec<String> = config
         .hooks()
         .iter()
@@ -66,10 +68,11 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         let count = |s: Source| config.hooks().iter().filter(|h| h.source == s).count();
         outln!(
-            "ok: {} hooks ({} global, {} workspace)",
+            "ok: {} hooks ({} global, {} workspace; workspace {})",
             config.hooks().len(),
             count(Source::Global),
-            count(Source::Workspace)
+            count(Source::Workspace),
+            toolgate::text::one_line(&workspace.root.display().to_string())
         );
         return Ok(ExitCode::SUCCESS);
     }
@@ -82,12 +85,18 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         .transpose()
         .map_err(anyhow::Error::msg)?;
     if args.json {
-        let mut out = json!({ "files": config.files(), "hooks": config.hooks() });
+        let mut out =
+            json!({ "workspace": workspace, "files": config.files(), "hooks": config.hooks() });
         if let Some(engine) = &engine {
             out["wasm_engine"] = engine.clone();
         }
         outln!("{}", serde_json::to_string_pretty(&out)?);
     } else {
+        outln!(
+            "workspace: {} ({})",
+            toolgate::text::one_line(&workspace.root.display().to_string()),
+            toolgate::text::one_line(&workspace.how)
+        );
         print_table(&config);
         if let Some(engine) = &engine {
             outln!(

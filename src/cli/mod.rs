@@ -148,6 +148,27 @@ fn init_tracing() {
         .init();
 }
 
+/// The workspace a command works in: the one given (which must be a
+/// directory), else the nearest ancestor of the working directory with a
+/// `.toolgate/` (see `toolgate::config::find_workspace`).
+pub(crate) fn workspace(
+    given: Option<std::path::PathBuf>,
+) -> anyhow::Result<toolgate::config::FoundWorkspace> {
+    match given {
+        Some(dir) => {
+            if !dir.is_dir() {
+                anyhow::bail!("workspace {} is not a directory", dir.display());
+            }
+            Ok(toolgate::config::FoundWorkspace {
+                found: dir.join(".toolgate").is_dir(),
+                root: dir,
+                how: "given by --workspace".into(),
+            })
+        }
+        None => Ok(toolgate::config::find_workspace(&std::env::current_dir()?)),
+    }
+}
+
 /// The tokio runtime the commands run the chain on.
 pub(crate) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_current_thread()

@@ -20,9 +20,10 @@ use toolgate::{Config, HookRunner, replay};
 pub(crate) struct Args {
     /// The recording (JSONL).
     file: PathBuf,
-    /// The workspace whose .toolgate/hooks.json applies.
-    #[arg(long, value_name = "DIR", default_value = ".")]
-    workspace: PathBuf,
+    /// The workspace whose .toolgate/hooks.json applies [default: the
+    /// nearest ancestor of the working directory with a .toolgate/].
+    #[arg(long, value_name = "DIR")]
+    workspace: Option<PathBuf>,
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
@@ -31,12 +32,10 @@ pub(crate) struct Args {
 pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     let text = std::fs::read_to_string(&args.file)
         .map_err(|e| anyhow::anyhow!("{}: cannot read: {e}", args.file.display()))?;
-    if !args.workspace.is_dir() {
-        anyhow::bail!("workspace {} is not a directory", args.workspace.display());
-    }
+    let workspace = super::workspace(args.workspace)?;
     let recording = replay::parse(&text);
     let runner = HookRunner::builder()
-        .config(Config::discover(&args.workspace)?)
+        .config(Config::discover(&workspace.root)?)
         .build();
     let rows = runtime()?.block_on(replay::run(&runner, &recording));
     let mut totals: BTreeMap<&str, usize> = BTreeMap::new();

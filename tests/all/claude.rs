@@ -360,7 +360,8 @@ else:
     let out = agent(&fx, "claude-code", pre_input(&fx, "ls"), false);
     assert_eq!(
         stdout_json(&out),
-        json!({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow",
+        // No permission decision: the rewrite does not approve the call.
+        json!({"hookSpecificOutput": {"hookEventName": "PreToolUse",
                "updatedInput": {"command": "ls -la"}, "additionalContext": "listing in long form"}})
     );
 
@@ -401,20 +402,42 @@ else:
 "#,
     );
     fx.workspace_hooks(json!([{"name": "dlp", "command": [&post], "event": "post_tool_use"}]));
+    // Claude Code's Bash result, as the live tests see it.
     let post_input = |response: &str| {
         json!({"session_id": "s", "cwd": "/elsewhere", "hook_event_name": "PostToolUse", "tool_name": "Bash",
-               "tool_input": {"command": "env"}, "tool_response": {"stdout": response}, "tool_use_id": "t"})
+               "tool_input": {"command": "env"}, "tool_use_id": "t",
+               "tool_response": {"stdout": response, "stderr": "warn", "interrupted": false, "isImage": false}})
     };
     // The workspace comes from CLAUDE_PROJECT_DIR here, not the call's cwd.
+    // A string replacement goes into Bash's own shape (Claude Code ignores
+    // one that does not fit the tool's output schema).
     let out = agent(&fx, "claude-code", post_input("KEY=SECRET"), true);
     assert_eq!(
         stdout_json(&out),
-        json!({"hookSpecificOutput": {"hookEventName": "PostToolUse", "updatedToolOutput": "[redacted]"}})
+        json!({"hookSpecificOutput": {"hookEventName": "PostToolUse", "updatedToolOutput":
+               {"stdout": "[redacted]", "stderr": "", "interrupted": false, "isImage": false}}})
     );
+    // A deny withholds the output: an interrupted command whose stderr is
+    // the reason, which the model sees as an error.
     let out = agent(&fx, "claude-code", post_input("malware!"), true);
     assert_eq!(
         stdout_json(&out),
-        json!({"decision": "block", "reason": "the output looks malicious"})
+        json!({"hookSpecificOutput": {"hookEventName": "PostToolUse", "updatedToolOutput":
+               {"stdout": "", "stderr": "toolgate withheld the output of this call: the output looks malicious",
+                "interrupted": true, "isImage": false}}})
+    );
+    // A tool whose output shape toolgate cannot fill: the agent is stopped
+    // before the model sees the output.
+    let mut odd = post_input("malware!");
+    odd["tool_response"] = json!({"matches": ["malware!"]});
+    let out = agent(&fx, "claude-code", odd, true);
+    let v = stdout_json(&out);
+    assert_eq!(v["continue"], false, "{v}");
+    assert!(
+        v["stopReason"]
+            .as_str()
+            .unwrap()
+            .contains("the output looks malicious")
     );
 
     // Codex has no output replacement in its strict schema: block with the replacement.
@@ -530,4 +553,69 @@ fn import_carries_claude_code_settings_over_and_lists_the_rest() {
         .unwrap();
     assert_eq!(again.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&again.stderr).contains("--force"));
+}
+
+/// Claude Code 2.1.197's matchers, as the real CLI was seen to apply them
+/// (a hook per matcher, one Bash call): a name or `|`-list of names is exact;
+/// anything else is a regex searched for anywhere in the tool name.
+#[tokio::test]
+async fn imported_matchers_select_the_same_tools_claude_code_does() {
+    use toolgate::claude::{Matcher, translate_matcher};
+    let fx = Fixture::new();
+    let deny = fx.script(
+        "deny.sh",
+        &answer_script(&json!({"decision": "deny", "reason": "m"})),
+    );
+    let tools = [
+        "Bash",
+        "Edit",
+        "Write",
+        "NotebookEdit",
+        "mcp__github__pr",
+        "x_mcp__y",
+        "Read",
+    ];
+    for (matcher, matched) in [
+        ("*", &tools[..]),
+        ("", &tools[..]),
+        ("Bash", &["Bash"][..]),
+        ("Bas", &[][..]),
+        ("bash", &[][..]),
+        ("Edit|Write", &["Edit", "Write"][..]),
+        ("Foo|Bas", &[][..]),
+        ("^mcp__", &["mcp__github__pr"][..]),
+        ("mcp__.*", &["mcp__github__pr", "x_mcp__y"][..]),
+        ("as.", &["Bash"][..]),
+        ("h$", &["Bash"][..]),
+        ("^ash", &[][..]),
+        ("Edit$", &["Edit", "NotebookEdit"][..]),
+        ("(Read)", &["Read"][..]),
+    ] {
+        let mut hook = json!({"name": "m", "command": [&deny]});
+        match translate_matcher(matcher) {
+            Matcher::All => {}
+            Matcher::Tools(names) => hook["tools"] = json!(names),
+            Matcher::Regex(pattern) => hook["matcher"] = json!(pattern),
+            Matcher::Unsupported(why) => panic!("{matcher:?}: {why}"),
+        }
+        fx.workspace_hooks(json!([hook]));
+        let runner = fx.runner();
+        for tool in tools {
+            let outcome = runner.pre_tool_use(&Request::pre(tool, json!({}))).await;
+            assert_eq!(
+                !outcome.may_proceed(),
+                matched.contains(&tool),
+                "matcher {matcher:?} on {tool}"
+            );
+        }
+    }
+    // A JavaScript regex Rust's engine does not have is reported, not guessed.
+    assert!(matches!(
+        translate_matcher("(?!Bash).*"),
+        Matcher::Unsupported(_)
+    ));
+    assert!(matches!(
+        translate_matcher("a)|(b"),
+        Matcher::Unsupported(_)
+    ));
 }

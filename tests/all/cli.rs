@@ -322,7 +322,10 @@ fn hooks_check_validates_and_exits_non_zero_on_any_problem() {
     };
     let out = run(&fx);
     assert!(out.status.success(), "{}", stderr(&out));
-    assert!(String::from_utf8_lossy(&out.stdout).contains("ok: 1 hooks (0 global, 1 workspace)"));
+    assert!(
+        String::from_utf8_lossy(&out.stdout)
+            .contains("ok: 1 hooks (0 global, 1 workspace; workspace ")
+    );
 
     fx.global_hooks(json!([{"name": "typo", "command": [&w], "evnt": "pre_tool_use"}]));
     let out = run(&fx);
@@ -558,4 +561,108 @@ fn either_allocator_can_be_forced_and_runs_the_same_guests() {
         assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
         assert_eq!(stdout_json(&out)["decided_by"], "g");
     }
+}
+
+/// A deny-everything workspace hook, for seeing whether a workspace was used.
+fn denying_workspace(fx: &Fixture) {
+    let deny = fx.script(
+        "deny.sh",
+        &answer_script(&json!({"decision": "deny", "reason": "the workspace's hook ran"})),
+    );
+    fx.workspace_hooks(json!([{"name": "d", "command": [&deny]}]));
+}
+
+fn codex_call(cwd: &Path) -> String {
+    json!({"hook_event_name": "PreToolUse", "tool_name": "Bash", "session_id": "s",
+           "turn_id": "t1", "tool_input": {"command": "ls"}, "cwd": cwd})
+    .to_string()
+}
+
+#[test]
+fn without_a_project_dir_the_agent_finds_the_workspace_above_its_cwd() {
+    let fx = Fixture::new();
+    denying_workspace(&fx);
+    let deep = fx.workspace().join("src/deep");
+    std::fs::create_dir_all(&deep).unwrap();
+    let out = run_with_stdin(
+        toolgate()
+            .arg("codex")
+            .env("TOOLGATE_CONFIG_DIR", fx.global())
+            .env_remove("CLAUDE_PROJECT_DIR"),
+        &codex_call(&deep),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let v = stdout_json(&out);
+    assert_eq!(v["hookSpecificOutput"]["permissionDecision"], "deny", "{v}");
+}
+
+#[test]
+fn the_workspace_walk_stops_at_a_repository_root() {
+    let fx = Fixture::new();
+    denying_workspace(&fx);
+    // A repository inside the folder that has the .toolgate/: its hooks are
+    // not the repository's.
+    let repo = fx.workspace().join("vendor/other-repo");
+    std::fs::create_dir_all(repo.join(".git")).unwrap();
+    std::fs::create_dir_all(repo.join("src")).unwrap();
+    let out = run_with_stdin(
+        toolgate()
+            .arg("codex")
+            .env("TOOLGATE_CONFIG_DIR", fx.global())
+            .env_remove("CLAUDE_PROJECT_DIR"),
+        &codex_call(&repo.join("src")),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        out.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let found = toolgate::config::find_workspace(&repo.join("src"));
+    assert!(!found.found);
+    assert!(found.how.contains("repository root"), "{}", found.how);
+}
+
+#[test]
+fn hooks_says_which_workspace_it_found() {
+    let fx = Fixture::new();
+    denying_workspace(&fx);
+    let deep = fx.workspace().join("src");
+    std::fs::create_dir_all(&deep).unwrap();
+    let out = succeeded(
+        toolgate()
+            .arg("hooks")
+            .current_dir(&deep)
+            .env("TOOLGATE_CONFIG_DIR", fx.global()),
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let ws = fx.workspace().canonicalize().unwrap();
+    assert!(
+        text.contains(&format!("workspace: {} (nearest ancestor of", ws.display()))
+            || text.contains(&format!(
+                "workspace: {} (nearest ancestor of",
+                fx.workspace().display()
+            )),
+        "{text}"
+    );
+    let out = succeeded(
+        toolgate()
+            .args(["hooks", "--json"])
+            .current_dir(&deep)
+            .env("TOOLGATE_CONFIG_DIR", fx.global()),
+    );
+    let v = stdout_json(&out);
+    assert_eq!(v["workspace"]["found"], true, "{v}");
+    assert_eq!(v["hooks"][0]["name"], "d");
+    // A workspace that does not exist is an error, not "ok: 0 hooks".
+    let out = toolgate()
+        .args([
+            "hooks",
+            "--check",
+            "--workspace",
+            "/nonexistent/toolgate-ws",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
 }
