@@ -132,10 +132,19 @@ pub fn parse(text: &str) -> Recording {
                     let id = block.get("tool_use_id").and_then(Value::as_str);
                     match id.and_then(|id| pending.remove(id)) {
                         Some(index) => {
-                            recording.calls[index].recorded_result = Some(ToolResult {
-                                output: result_text(block.get("content")),
-                                is_error: block.get("is_error") == Some(&Value::Bool(true)),
-                            });
+                            let is_error = block.get("is_error") == Some(&Value::Bool(true));
+                            // What a live post hook is given: Claude Code's
+                            // structured result (its transcript keeps it as
+                            // `toolUseResult`), or for a failed call the text
+                            // the model saw.
+                            let output = match value.get("toolUseResult") {
+                                Some(structured @ Value::Object(_)) if !is_error => {
+                                    structured.clone()
+                                }
+                                _ => result_text(block.get("content")),
+                            };
+                            recording.calls[index].recorded_result =
+                                Some(ToolResult { output, is_error });
                         }
                         None => skip(
                             &mut recording,

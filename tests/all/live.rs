@@ -320,3 +320,27 @@ fn live_claude_toolgates_own_failure_blocks_the_call() {
         "{result}"
     );
 }
+
+#[test]
+fn live_claude_the_demo_output_trimmer_works_live() {
+    let fx = Fixture::new();
+    let demo =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/demo/hooks/big_output_note.py");
+    std::fs::copy(&demo, fx.workspace().join("big_output_note.py")).unwrap();
+    fx.workspace_hooks(
+        json!([{"name": "big-output-note", "command": ["python3", "big_output_note.py"],
+                               "event": "post_tool_use", "config": {"max_chars": 200}}]),
+    );
+    let run = claude(&fx, vec![bash("seq 1 300")], true);
+    let full: String = (1..=300).map(|n| format!("{n}\n")).collect();
+    let text = result_text(&run.only_result());
+    assert_eq!(text, &full[..200], "the model saw the trimmed output");
+    assert!(
+        run.mock
+            .user_texts()
+            .iter()
+            .any(|t| t.contains("only the first 200 are shown")),
+        "{:#?}",
+        run.mock.user_texts()
+    );
+}

@@ -201,3 +201,39 @@ fn the_bundled_demo_session_replays_every_binding() {
     );
     assert!(String::from_utf8_lossy(&out.stderr).contains("session.jsonl:7: skipped"));
 }
+
+/// A post hook sees the same `result.output` in a replayed transcript as it
+/// does live: Claude Code's structured result (kept in the transcript as
+/// `toolUseResult`), or the model's text for a failed call.
+#[test]
+fn a_replayed_post_hook_sees_the_output_shape_it_sees_live() {
+    let fx = Fixture::new();
+    let echo = fx.script(
+        "echo.py",
+        r#"#!/usr/bin/env python3
+import json, sys
+req = json.load(sys.stdin)
+print(json.dumps({"decision": "deny", "reason": json.dumps(req["result"], sort_keys=True)}))
+"#,
+    );
+    fx.workspace_hooks(json!([{"name": "echo", "command": [&echo], "event": "post_tool_use"}]));
+    let bash = json!({"stdout": "a.txt", "stderr": "", "interrupted": false, "isImage": false});
+    let lines = [
+        json!({"type": "assistant", "message": {"content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "ls"}}]}}),
+        json!({"type": "user", "toolUseResult": bash, "message": {"content": [{"type": "tool_result", "tool_use_id": "t1", "content": "a.txt"}]}}),
+        json!({"type": "assistant", "message": {"content": [{"type": "tool_use", "id": "t2", "name": "Bash", "input": {"command": "false"}}]}}),
+        json!({"type": "user", "toolUseResult": "Error: Exit code 1", "message": {"content": [{"type": "tool_result", "tool_use_id": "t2", "content": "Exit code 1", "is_error": true}]}}),
+    ];
+    let file = fx.dir.path().join("transcript.jsonl");
+    std::fs::write(&file, lines.map(|l| l.to_string()).join("\n")).unwrap();
+    let v: Value = serde_json::from_slice(&replay(&file, &fx.workspace(), true).stdout).unwrap();
+    let posts: Vec<Value> = v["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["event"] == "post_tool_use")
+        .map(|r| serde_json::from_str(r["reason"].as_str().unwrap()).unwrap())
+        .collect();
+    assert_eq!(posts[0], json!({"output": bash, "is_error": false}));
+    assert_eq!(posts[1], json!({"output": "Exit code 1", "is_error": true}));
+}
