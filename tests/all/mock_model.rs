@@ -8,6 +8,10 @@
 //! conversation) and, once the script is done, with a closing text. Other
 //! requests get an empty success.
 //!
+//! OpenAI's Responses API (Codex): each `POST /v1/responses` is answered,
+//! streamed, with the next scripted `function_call` (counted by the
+//! `function_call_output`s already in the input) and then a closing message.
+//!
 //! A plain HTTP/1.1 server on std: one thread per connection, keep-alive,
 //! `Content-Length` bodies. Nothing more is needed by the clients tested.
 
@@ -22,10 +26,27 @@ pub struct MockModel {
     requests: Arc<Mutex<Vec<Value>>>,
 }
 
+/// Which API the mock speaks.
+#[derive(Clone, Copy)]
+enum Api {
+    Anthropic,
+    OpenAi,
+}
+
 impl MockModel {
     /// A Messages API that makes these tool calls, one per turn: each is
     /// `{"name": …, "input": …}`.
     pub fn anthropic(script: Vec<Value>) -> Self {
+        Self::start(Api::Anthropic, script)
+    }
+
+    /// A Responses API that makes these function calls, one per turn: each
+    /// is `{"name": …, "input": …}` (the input becomes the call's arguments).
+    pub fn openai(script: Vec<Value>) -> Self {
+        Self::start(Api::OpenAi, script)
+    }
+
+    fn start(api: Api, script: Vec<Value>) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").expect("a loopback port");
         let port = listener.local_addr().unwrap().port();
         let requests = Arc::new(Mutex::new(Vec::new()));
@@ -34,10 +55,45 @@ impl MockModel {
         std::thread::spawn(move || {
             for stream in listener.incoming().flatten() {
                 let (log, script) = (log.clone(), script.clone());
-                std::thread::spawn(move || serve(stream, &log, &script));
+                std::thread::spawn(move || serve(stream, api, &log, &script));
             }
         });
         MockModel { port, requests }
+    }
+
+    /// Every `function_call_output` the model was sent (Responses API),
+    /// once each.
+    pub fn function_outputs(&self) -> Vec<String> {
+        let mut seen: Vec<String> = Vec::new();
+        for body in self.requests() {
+            for item in body["input"].as_array().into_iter().flatten() {
+                if item["type"] == "function_call_output"
+                    && let Some(out) = item["output"].as_str()
+                    && !seen.iter().any(|s| s == out)
+                {
+                    seen.push(out.to_owned());
+                }
+            }
+        }
+        seen
+    }
+
+    /// Every input text of a message the model was sent (Responses API):
+    /// hook context arrives as a developer message.
+    pub fn input_texts(&self) -> Vec<String> {
+        let mut seen: Vec<String> = Vec::new();
+        for body in self.requests() {
+            for item in body["input"].as_array().into_iter().flatten() {
+                for part in item["content"].as_array().into_iter().flatten() {
+                    if let Some(text) = part["text"].as_str()
+                        && !seen.iter().any(|s| s == text)
+                    {
+                        seen.push(text.to_owned());
+                    }
+                }
+            }
+        }
+        seen
     }
 
     pub fn base_url(&self) -> String {
@@ -109,7 +165,7 @@ pub fn result_text(block: &Value) -> String {
     }
 }
 
-fn serve(stream: TcpStream, log: &Mutex<Vec<Value>>, script: &[Value]) {
+fn serve(stream: TcpStream, api: Api, log: &Mutex<Vec<Value>>, script: &[Value]) {
     let mut reader = BufReader::new(stream.try_clone().expect("the socket clones"));
     let mut writer = stream;
     loop {
@@ -139,13 +195,23 @@ fn serve(stream: TcpStream, log: &Mutex<Vec<Value>>, script: &[Value]) {
         }
         let path = request_line.split_whitespace().nth(1).unwrap_or("/");
         let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-        let (content_type, reply) =
-            if path.starts_with("/v1/messages") && !path.contains("count_tokens") {
+        let (content_type, reply) = match api {
+            Api::Anthropic
+                if path.starts_with("/v1/messages") && !path.contains("count_tokens") =>
+            {
                 log.lock().unwrap().push(body.clone());
                 messages_reply(&body, script)
-            } else {
-                ("application/json", json!({"input_tokens": 10}).to_string())
-            };
+            }
+            Api::OpenAi if path.starts_with("/v1/responses") => {
+                log.lock().unwrap().push(body.clone());
+                responses_reply(&body, script)
+            }
+            Api::OpenAi => (
+                "application/json",
+                json!({"models": [], "data": []}).to_string(),
+            ),
+            Api::Anthropic => ("application/json", json!({"input_tokens": 10}).to_string()),
+        };
         let head = format!(
             "HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\n\r\n",
             reply.len()
@@ -225,4 +291,36 @@ fn content_blocks_last_turns(body: &Value) -> usize {
         .iter()
         .filter(|b| b["type"] == "tool_result")
         .count()
+}
+
+fn responses_reply(body: &Value, script: &[Value]) -> (&'static str, String) {
+    let done = body["input"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|i| i["type"] == "function_call_output")
+        .count();
+    let item = match script.get(done) {
+        Some(call) => json!({"type": "function_call", "id": format!("fc_{done}"),
+            "call_id": format!("call_{done}"), "name": call["name"],
+            "arguments": call["input"].to_string()}),
+        None => json!({"type": "message", "id": "msg_mock", "role": "assistant",
+            "content": [{"type": "output_text", "text": "done", "annotations": []}]}),
+    };
+    let event = |name: &str, data: Value| format!("event: {name}\ndata: {data}\n\n");
+    let mut out = event(
+        "response.created",
+        json!({"type": "response.created", "response": {"id": "resp_mock"}}),
+    );
+    out += &event(
+        "response.output_item.done",
+        json!({"type": "response.output_item.done", "output_index": 0, "item": item}),
+    );
+    out += &event(
+        "response.completed",
+        json!({"type": "response.completed", "response": {"id": "resp_mock", "usage": {
+            "input_tokens": 10, "input_tokens_details": null, "output_tokens": 10,
+            "output_tokens_details": null, "total_tokens": 20}}}),
+    );
+    ("text/event-stream", out)
 }
