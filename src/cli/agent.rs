@@ -46,13 +46,17 @@ use toolgate::{Config, HookRunner};
 /// Exit 0 with the decision as JSON on stdout; exit 2 (the call is blocked)
 /// with the reason on stderr when toolgate cannot evaluate.
 #[derive(clap::Args)]
-#[command(after_help = "Install it in .claude/settings.json:\n  \
-    {\"hooks\": {\n    \
-      \"PreToolUse\":  [{\"matcher\": \"*\", \"hooks\": [{\"type\": \"command\", \"command\": \"toolgate claude-code\"}]}],\n    \
-      \"PostToolUse\": [{\"matcher\": \"*\", \"hooks\": [{\"type\": \"command\", \"command\": \"toolgate claude-code\"}]}]}}\n\n\
+#[command(
+    after_help = "Install it by absolute path (a hook command that is not found lets calls \
+    through) for PreToolUse, PostToolUse and (Claude Code) PostToolUseFailure, e.g. in \
+    ~/.claude/settings.json:\n  \
+    {\"hooks\": {\"PreToolUse\": [{\"matcher\": \"*\", \"hooks\": [{\"type\": \"command\", \"command\": \"/usr/local/bin/toolgate claude-code\"}]}], ...}}\n\
+    Codex: the same entries with `toolgate codex` in ~/.codex/hooks.json, then trust them once in /hooks \
+    (Codex skips hooks nobody reviewed). The README's \"Coming from Claude Code / Codex\" lists what \
+    each answer becomes in each agent.\n\n\
     Example:\n  \
-    echo '{\"hook_event_name\":\"PreToolUse\",\"tool_name\":\"Bash\",\"tool_input\":{\"command\":\"git push --force\"},\"cwd\":\"examples/demo\"}' \\\n    \
-    | toolgate claude-code")]
+    echo '{\"hook_event_name\":\"PreToolUse\",\"tool_name\":\"Bash\",\"tool_input\":{\"command\":\"git push --force\"},\"cwd\":\"examples/demo\"}' | toolgate claude-code"
+)]
 pub(crate) struct Args {
     /// The workspace, overriding $CLAUDE_PROJECT_DIR and the call's cwd.
     #[arg(long, value_name = "DIR")]
