@@ -59,11 +59,18 @@ impl Run {
 /// Installs `toolgate claude-code` (by absolute path) as the workspace's
 /// hook for every tool event, then runs Claude Code on `calls`.
 fn claude(fx: &Fixture, calls: Vec<Value>, allow_bash: bool) -> Run {
-    claude_with(fx, env!("CARGO_BIN_EXE_toolgate"), calls, allow_bash)
+    let command = format!("{} claude-code", env!("CARGO_BIN_EXE_toolgate"));
+    claude_with(
+        fx,
+        json!({"type": "command", "command": command}),
+        calls,
+        allow_bash,
+    )
 }
 
-fn claude_with(fx: &Fixture, toolgate: &str, calls: Vec<Value>, allow_bash: bool) -> Run {
-    let hook = json!([{"matcher": "*", "hooks": [{"type": "command", "command": format!("{toolgate} claude-code")}]}]);
+/// Runs Claude Code with `handler` as the hook for every tool event.
+fn claude_with(fx: &Fixture, handler: Value, calls: Vec<Value>, allow_bash: bool) -> Run {
+    let hook = json!([{"matcher": "*", "hooks": [handler]}]);
     let settings =
         json!({"hooks": {"PreToolUse": hook, "PostToolUse": hook, "PostToolUseFailure": hook}});
     std::fs::create_dir_all(fx.workspace().join(".claude")).unwrap();
@@ -299,19 +306,29 @@ fn live_claude_a_failing_command_goes_through_the_post_chain() {
 }
 
 #[test]
-fn live_claude_lets_the_call_through_when_the_hook_command_is_missing() {
-    // Pinned because the README says to install toolgate by absolute path:
-    // a hook command that is not found is a non-blocking error to Claude
-    // Code, and the call goes through unguarded.
-    let fx = Fixture::new();
-    fx.workspace_hooks(json!([{"name": "wasm-guard", "wasm": crate::guests::path("deny")}]));
-    claude_with(
-        &fx,
-        "/nonexistent/toolgate",
-        vec![bash("touch ran.txt")],
-        true,
-    );
-    assert!(fx.workspace().join("ran.txt").exists());
+fn live_claude_lets_the_call_through_when_its_hook_is_missing_crashes_or_times_out() {
+    // Pinned because the README's advice rests on it: install toolgate by
+    // absolute path, and toolgate answers before the agent's timeout and
+    // never exits with a crash code. To Claude Code each of these is a
+    // non-blocking error, and the call goes through unguarded.
+    for (what, handler) in [
+        (
+            "missing",
+            json!({"type": "command", "command": "/nonexistent/toolgate claude-code"}),
+        ),
+        (
+            "crashed",
+            json!({"type": "command", "command": "sh -c 'exit 1'"}),
+        ),
+        (
+            "timed out",
+            json!({"type": "command", "command": "sleep 30", "timeout": 1}),
+        ),
+    ] {
+        let fx = Fixture::new();
+        claude_with(&fx, handler, vec![bash("touch ran.txt")], true);
+        assert!(fx.workspace().join("ran.txt").exists(), "{what}");
+    }
 }
 
 #[test]
@@ -385,10 +402,19 @@ fn codex_bin() -> PathBuf {
 /// `/hooks` review (`--dangerously-bypass-hook-trust`, the flag Codex gives
 /// automation that vets its hooks itself).
 fn codex(fx: &Fixture, commands: &[&str], trusted: bool) -> MockModel {
-    let toolgate = env!("CARGO_BIN_EXE_toolgate");
+    let command = format!("{} codex", env!("CARGO_BIN_EXE_toolgate"));
+    codex_with(
+        fx,
+        json!({"type": "command", "command": command}),
+        commands,
+        trusted,
+    )
+}
+
+fn codex_with(fx: &Fixture, handler: Value, commands: &[&str], trusted: bool) -> MockModel {
     let home = fx.dir.path().join("codex-home");
     std::fs::create_dir_all(&home).unwrap();
-    let hook = json!([{"matcher": "*", "hooks": [{"type": "command", "command": format!("{toolgate} codex")}]}]);
+    let hook = json!([{"matcher": "*", "hooks": [handler]}]);
     std::fs::write(
         home.join("hooks.json"),
         json!({"hooks": {"PreToolUse": hook, "PostToolUse": hook}}).to_string(),
@@ -548,4 +574,26 @@ fn live_codex_skips_hooks_nobody_trusted_without_a_word() {
     fx.workspace_hooks(json!([{"name": "wasm-guard", "wasm": crate::guests::path("deny")}]));
     codex(&fx, &["touch ran.txt"], false);
     assert!(fx.workspace().join("sub/ran.txt").exists());
+}
+
+#[test]
+fn live_codex_lets_the_call_through_when_its_hook_is_missing_crashes_or_times_out() {
+    for (what, handler) in [
+        (
+            "missing",
+            json!({"type": "command", "command": "/nonexistent/toolgate codex"}),
+        ),
+        (
+            "crashed",
+            json!({"type": "command", "command": "sh -c 'exit 1'"}),
+        ),
+        (
+            "timed out",
+            json!({"type": "command", "command": "sleep 30", "timeout": 1}),
+        ),
+    ] {
+        let fx = Fixture::new();
+        codex_with(&fx, handler, &["touch ran.txt"], true);
+        assert!(fx.workspace().join("sub/ran.txt").exists(), "{what}");
+    }
 }
