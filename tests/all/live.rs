@@ -125,6 +125,25 @@ fn claude_with(fx: &Fixture, handler: Value, calls: Vec<Value>, allow_bash: bool
     Run { mock, result }
 }
 
+/// Hook handlers that fail in the three ways an agent forgives: a command
+/// that is not there, one that crashes, one that outlives its `timeout`.
+fn failing_hooks(agent: &str) -> [(&'static str, Value); 3] {
+    [
+        (
+            "missing",
+            json!({"type": "command", "command": format!("/nonexistent/toolgate {agent}")}),
+        ),
+        (
+            "crashed",
+            json!({"type": "command", "command": "sh -c 'exit 1'"}),
+        ),
+        (
+            "timed out",
+            json!({"type": "command", "command": "sleep 30", "timeout": 1}),
+        ),
+    ]
+}
+
 fn bash(command: &str) -> Value {
     json!({"name": "Bash", "input": {"command": command, "description": "scripted"}})
 }
@@ -311,20 +330,7 @@ fn live_claude_lets_the_call_through_when_its_hook_is_missing_crashes_or_times_o
     // absolute path, and toolgate answers before the agent's timeout and
     // never exits with a crash code. To Claude Code each of these is a
     // non-blocking error, and the call goes through unguarded.
-    for (what, handler) in [
-        (
-            "missing",
-            json!({"type": "command", "command": "/nonexistent/toolgate claude-code"}),
-        ),
-        (
-            "crashed",
-            json!({"type": "command", "command": "sh -c 'exit 1'"}),
-        ),
-        (
-            "timed out",
-            json!({"type": "command", "command": "sleep 30", "timeout": 1}),
-        ),
-    ] {
+    for (what, handler) in failing_hooks("claude-code") {
         let fx = Fixture::new();
         claude_with(&fx, handler, vec![bash("touch ran.txt")], true);
         assert!(fx.workspace().join("ran.txt").exists(), "{what}");
@@ -578,20 +584,7 @@ fn live_codex_skips_hooks_nobody_trusted_without_a_word() {
 
 #[test]
 fn live_codex_lets_the_call_through_when_its_hook_is_missing_crashes_or_times_out() {
-    for (what, handler) in [
-        (
-            "missing",
-            json!({"type": "command", "command": "/nonexistent/toolgate codex"}),
-        ),
-        (
-            "crashed",
-            json!({"type": "command", "command": "sh -c 'exit 1'"}),
-        ),
-        (
-            "timed out",
-            json!({"type": "command", "command": "sleep 30", "timeout": 1}),
-        ),
-    ] {
+    for (what, handler) in failing_hooks("codex") {
         let fx = Fixture::new();
         codex_with(&fx, handler, &["touch ran.txt"], true);
         assert!(fx.workspace().join("sub/ran.txt").exists(), "{what}");

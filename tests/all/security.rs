@@ -269,6 +269,16 @@ fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
+/// `check` refused to evaluate (exit 1), saying `says` on stderr.
+fn assert_refused(out: &Output, says: &str) {
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(out));
+    assert!(
+        stderr(out).contains(says),
+        "wanted {says:?}: {}",
+        stderr(out)
+    );
+}
+
 fn mkfifo(path: &Path) {
     nix::unistd::mkfifo(path, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
 }
@@ -278,12 +288,7 @@ fn a_fifo_as_hooks_json_is_refused_without_blocking() {
     let fx = Fixture::new();
     mkfifo(&fx.workspace().join(".toolgate/hooks.json"));
     let out = check_bounded(&fx.workspace(), &fx.global());
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("is a FIFO, not a regular file"),
-        "{}",
-        stderr(&out)
-    );
+    assert_refused(&out, "is a FIFO, not a regular file");
 
     // As the agent's hook, the same refusal blocks the call (exit 2).
     let out = agent_bounded(&fx, &["claude-code"], &[]);
@@ -300,9 +305,7 @@ fn devices_and_proc_files_as_a_config_are_refused() {
         // The global config may be a symlink (dotfile repositories); what it
         // points at must still be a regular file.
         symlink(target, fx.global().join("hooks.json")).unwrap();
-        let out = check_bounded(&fx.workspace(), &fx.global());
-        assert_eq!(out.status.code(), Some(1), "{target}: {}", stderr(&out));
-        assert!(stderr(&out).contains(says), "{target}: {}", stderr(&out));
+        assert_refused(&check_bounded(&fx.workspace(), &fx.global()), says);
     }
 }
 
@@ -313,12 +316,7 @@ fn an_oversized_hooks_json_is_refused() {
     text.push_str(r#"{"schema": 1}"#);
     fx.workspace_raw(&text);
     let out = check_bounded(&fx.workspace(), &fx.global());
-    assert_eq!(out.status.code(), Some(1));
-    assert!(
-        stderr(&out).contains("larger than 1048576 bytes"),
-        "{}",
-        stderr(&out)
-    );
+    assert_refused(&out, "larger than 1048576 bytes");
 }
 
 const SECRET: &str = "AKIAQWERTYSECRET1234 aws_secret_access_key=wJalrXUtnFEMI/K7MDENG";
@@ -384,12 +382,7 @@ fn a_hooks_json_symlinked_out_of_the_workspace_is_refused() {
     std::fs::write(&elsewhere, r#"{"schema": 1, "hooks": []}"#).unwrap();
     symlink(&elsewhere, fx.workspace().join(".toolgate/hooks.json")).unwrap();
     let out = check_bounded(&fx.workspace(), &fx.global());
-    assert_eq!(out.status.code(), Some(1));
-    assert!(
-        stderr(&out).contains("outside the workspace"),
-        "{}",
-        stderr(&out)
-    );
+    assert_refused(&out, "outside the workspace");
 }
 
 #[test]
@@ -935,11 +928,9 @@ fn only_the_global_config_sets_the_chain_deadline() {
     // A workspace cannot set (or loosen) it.
     fx.workspace_raw(r#"{"schema": 1, "chain_timeout_ms": 600000, "hooks": []}"#);
     let out = check_bounded(&fx.workspace(), &fx.global());
-    assert_eq!(out.status.code(), Some(1));
-    assert!(
-        stderr(&out).contains("field `chain_timeout_ms`: only the operator's global config"),
-        "{}",
-        stderr(&out)
+    assert_refused(
+        &out,
+        "field `chain_timeout_ms`: only the operator's global config",
     );
 }
 
@@ -1017,13 +1008,8 @@ fn duplicate_keys_in_hooks_json_are_rejected_with_their_position() {
     ] {
         fx.workspace_raw(&text);
         let out = check_bounded(&fx.workspace(), &fx.global());
-        assert_eq!(out.status.code(), Some(1), "{text}");
-        assert!(
-            stderr(&out).contains("at line 2, column"),
-            "{}",
-            stderr(&out)
-        );
-        assert!(stderr(&out).contains("duplicate key"), "{}", stderr(&out));
+        assert_refused(&out, "at line 2, column");
+        assert_refused(&out, "duplicate key");
     }
 }
 
