@@ -55,16 +55,8 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         if !missing.is_empty() {
             anyhow::bail!("{}", missing.join("\n"));
         }
-        for hook in config.hooks() {
-            if let BindingSpec::Wasm { component, .. } = &hook.binding
-                && let Some(warning) = &component.cache_warning
-            {
-                eprintln!(
-                    "warning: {}: {}",
-                    toolgate::text::one_line(&hook.name),
-                    toolgate::text::one_line(warning)
-                );
-            }
+        for warning in cache_warnings(&config) {
+            eprintln!("{warning}");
         }
         let count = |s: Source| config.hooks().iter().filter(|h| h.source == s).count();
         outln!(
@@ -207,16 +199,8 @@ fn print_table(config: &Config) {
             if file.found { "read" } else { "not present" }
         );
     }
-    for hook in config.hooks() {
-        if let BindingSpec::Wasm { component, .. } = &hook.binding
-            && let Some(warning) = &component.cache_warning
-        {
-            outln!(
-                "warning: {}: {}",
-                toolgate::text::one_line(&hook.name),
-                toolgate::text::one_line(warning)
-            );
-        }
+    for warning in cache_warnings(config) {
+        outln!("{warning}");
     }
     let chain = config
         .chain_timeout()
@@ -239,6 +223,24 @@ fn print_table(config: &Config) {
             );
         }
     }
+}
+
+/// One line per wasm hook whose compile cache was not trusted.
+fn cache_warnings(config: &Config) -> Vec<String> {
+    config
+        .hooks()
+        .iter()
+        .filter_map(|hook| match &hook.binding {
+            BindingSpec::Wasm { component, .. } => component.cache_warning.as_ref().map(|w| {
+                format!(
+                    "warning: {}: {}",
+                    toolgate::text::one_line(&hook.name),
+                    toolgate::text::one_line(w)
+                )
+            }),
+            _ => None,
+        })
+        .collect()
 }
 
 /// A bare program name that is not on `PATH`: every call would fail to spawn.

@@ -353,15 +353,16 @@ fn check_entry(artifact: &Path, meta_path: &Path, key: &str) -> Result<(), Entry
     }
 }
 
-/// The integrity digest described in the module docs.
-fn digest_of(file: &File, len: u64) -> std::io::Result<blake3::Hash> {
-    use std::os::unix::fs::FileExt;
+/// The integrity digest described in the module docs, over an artifact of
+/// `len` bytes whose ranges `read(offset, n)` returns.
+fn digest(
+    len: u64,
+    mut read: impl FnMut(u64, u64) -> std::io::Result<Vec<u8>>,
+) -> std::io::Result<blake3::Hash> {
     let mut h = blake3::Hasher::new();
     h.update(&len.to_le_bytes());
     let mut take = |offset: u64, n: u64| -> std::io::Result<()> {
-        let mut buf = vec![0u8; usize::try_from(n).unwrap_or(0)];
-        file.read_exact_at(&mut buf, offset)?;
-        h.update(&buf);
+        h.update(&read(offset, n)?);
         Ok(())
     };
     if len <= FULL_DIGEST_LIMIT {
@@ -375,6 +376,16 @@ fn digest_of(file: &File, len: u64) -> std::io::Result<blake3::Hash> {
         take(len - EDGE, EDGE)?;
     }
     Ok(h.finalize())
+}
+
+/// [`digest`] of an entry on disk, reading only the sampled ranges.
+fn digest_of(file: &File, len: u64) -> std::io::Result<blake3::Hash> {
+    use std::os::unix::fs::FileExt;
+    digest(len, |offset, n| {
+        let mut buf = vec![0u8; usize::try_from(n).unwrap_or(0)];
+        file.read_exact_at(&mut buf, offset)?;
+        Ok(buf)
+    })
 }
 
 /// Writes the artifact, then its metadata, each to a private temporary file
@@ -391,7 +402,11 @@ fn store(
     tmp.write_all(artifact)?;
     tmp.as_file().sync_data()?;
     let len = artifact.len() as u64;
-    let digest = digest_of(tmp.as_file(), len)?;
+    // Over the bytes in hand: the same ranges a reader samples from disk.
+    let digest = digest(len, |offset, n| {
+        let (from, to) = (offset as usize, (offset + n) as usize);
+        Ok(artifact[from..to].to_vec())
+    })?;
     tmp.persist(artifact_path).map_err(|e| e.error)?;
     let mut meta = tempfile::NamedTempFile::new_in(dir)?;
     meta.write_all(MAGIC)?;

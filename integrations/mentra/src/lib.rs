@@ -103,15 +103,40 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// What both of mentra's hook contexts carry about the call.
+trait CallContext {
+    fn parts(&self) -> (&str, &str, &str, &std::path::Path, &str);
+}
+
+impl CallContext for PreExecutionContext {
+    fn parts(&self) -> (&str, &str, &str, &std::path::Path, &str) {
+        let c = self;
+        (
+            &c.tool_name,
+            &c.tool_call_id,
+            &c.agent_id,
+            &c.working_directory,
+            &c.input_json,
+        )
+    }
+}
+
+impl CallContext for PostExecutionContext {
+    fn parts(&self) -> (&str, &str, &str, &std::path::Path, &str) {
+        let c = self;
+        (
+            &c.tool_name,
+            &c.tool_call_id,
+            &c.agent_id,
+            &c.working_directory,
+            &c.input_json,
+        )
+    }
+}
+
 /// A request for `event` from what mentra hands a hook.
-fn request(
-    event: Event,
-    tool: &str,
-    call_id: &str,
-    agent_id: &str,
-    cwd: &std::path::Path,
-    input_json: &str,
-) -> Result<Request, String> {
+fn request(event: Event, ctx: &impl CallContext) -> Result<Request, String> {
+    let (tool, call_id, agent_id, cwd, input_json) = ctx.parts();
     let input: Value = serde_json::from_str(input_json).map_err(|e| {
         format!("toolgate could not read the tool input ({e}), so this call is blocked")
     })?;
@@ -144,14 +169,7 @@ impl PreExecutionHook for ToolgateHooks {
         &self,
         ctx: &PreExecutionContext,
     ) -> Result<HookDecision, RuntimeError> {
-        let request = match request(
-            Event::PreToolUse,
-            &ctx.tool_name,
-            &ctx.tool_call_id,
-            &ctx.agent_id,
-            &ctx.working_directory,
-            &ctx.input_json,
-        ) {
+        let request = match request(Event::PreToolUse, ctx) {
             Ok(request) => request,
             Err(reason) => return Ok(HookDecision::Deny(reason)),
         };
@@ -203,14 +221,7 @@ impl PostExecutionHook for ToolgateHooks {
                 is_error: true,
             })
         };
-        let mut request = match request(
-            Event::PostToolUse,
-            &ctx.tool_name,
-            &ctx.tool_call_id,
-            &ctx.agent_id,
-            &ctx.working_directory,
-            &ctx.input_json,
-        ) {
+        let mut request = match request(Event::PostToolUse, ctx) {
             Ok(request) => request,
             Err(reason) => return withheld(reason),
         };
