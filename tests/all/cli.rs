@@ -19,10 +19,6 @@ fn check(fx: &Fixture, args: &[&str], stdin: &str) -> Output {
     )
 }
 
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
 const PRE_SHELL: &str = r#"{"event":"pre_tool_use","tool":"shell","input":{"command":"ls"}}"#;
 
 #[test]
@@ -621,6 +617,45 @@ fn the_workspace_walk_stops_at_a_repository_root() {
     let found = toolgate::config::find_workspace(&repo.join("src"));
     assert!(!found.found);
     assert!(found.how.contains("repository root"), "{}", found.how);
+}
+
+#[test]
+fn the_workspace_walk_stops_at_home_and_below_another_users_folder() {
+    // A .toolgate/ above the home directory does not configure the agent.
+    let fx = Fixture::new();
+    std::fs::create_dir_all(fx.dir.path().join(".toolgate")).unwrap();
+    let project = fx.dir.path().join("home/project");
+    std::fs::create_dir_all(&project).unwrap();
+    let out = succeeded(
+        toolgate()
+            .args(["hooks", "--json"])
+            .current_dir(&project)
+            .env("HOME", fx.dir.path().join("home"))
+            .env("TOOLGATE_CONFIG_DIR", fx.global()),
+    );
+    let v = stdout_json(&out);
+    assert_eq!(v["workspace"]["found"], false, "{v}");
+    assert!(
+        v["workspace"]["how"]
+            .as_str()
+            .unwrap()
+            .contains("home directory"),
+        "{v}"
+    );
+
+    // Nor does one in a folder another user owns (a planted /tmp/.toolgate).
+    let fx = Fixture::new();
+    let shared = fx.dir.path().join("shared");
+    std::fs::create_dir_all(shared.join(".toolgate")).unwrap();
+    std::fs::create_dir_all(shared.join("mine/src")).unwrap();
+    chown_to_nobody(&shared);
+    let found = toolgate::config::find_workspace(&shared.join("mine/src"));
+    assert!(!found.found, "{found:?}");
+    assert!(
+        found.how.contains("belongs to another user"),
+        "{}",
+        found.how
+    );
 }
 
 #[test]

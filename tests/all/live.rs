@@ -11,7 +11,7 @@ use crate::support::*;
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 fn agents_cache() -> PathBuf {
     std::env::var_os("TOOLGATE_AGENT_CACHE")
@@ -102,18 +102,10 @@ fn claude_with(fx: &Fixture, handler: Value, calls: Vec<Value>, allow_bash: bool
     .stdout(Stdio::piped())
     .stderr(Stdio::piped());
     if allow_bash {
-        cmd.args(["--allowedTools", "Bash"]);
+        cmd.args(["--allowedTools", "Bash,Read"]);
     }
-    let mut child = cmd.spawn().expect("claude starts");
-    let started = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if started.elapsed() > Duration::from_secs(180) {
-            let _ = child.kill();
-            panic!("claude did not finish in 180 s");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let out = child.wait_with_output().unwrap();
+    let child = cmd.spawn().expect("claude starts");
+    let out = finish_within(child, Duration::from_secs(180), "claude");
     let result = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!(
             "claude printed no JSON result ({e}, {}):\n{}\n{}",
@@ -282,6 +274,34 @@ fn live_claude_post_deny_withholds_the_output_and_shows_the_reason_as_an_error()
             .any(|t| t.contains("SECRET=abc")),
         "the secret reached the model"
     );
+}
+
+#[test]
+fn live_claude_post_deny_on_a_tool_toolgate_cannot_reshape_stops_the_agent() {
+    // Read's result has no text field toolgate can fill, so a post deny is
+    // `continue: false`: Claude Code stops before the model sees the output.
+    let fx = Fixture::new();
+    let secret = fx.workspace().join("secret.txt");
+    std::fs::write(&secret, "SECRET=abc\n").unwrap();
+    let dlp = py_hook(
+        &fx,
+        "dlp.py",
+        "if 'SECRET' in json.dumps(req['result']):\n    answer = {'decision': 'deny', 'reason': 'the file held a secret'}",
+    );
+    fx.workspace_hooks(json!([{"name": "dlp", "command": [&dlp], "event": "post_tool_use"}]));
+    let read = json!({"name": "Read", "input": {"file_path": secret}});
+    let run = claude(&fx, vec![read], true);
+    assert_eq!(
+        run.result["terminal_reason"], "hook_stopped",
+        "{:#}",
+        run.result
+    );
+    for body in run.mock.requests() {
+        assert!(
+            !body.to_string().contains("SECRET=abc"),
+            "the secret reached the model"
+        );
+    }
 }
 
 #[test]
@@ -466,16 +486,8 @@ fn codex_with(fx: &Fixture, handler: Value, commands: &[&str], trusted: bool) ->
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    let mut child = cmd.spawn().expect("codex starts");
-    let started = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if started.elapsed() > Duration::from_secs(180) {
-            let _ = child.kill();
-            panic!("codex did not finish in 180 s");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let out = child.wait_with_output().unwrap();
+    let child = cmd.spawn().expect("codex starts");
+    let out = finish_within(child, Duration::from_secs(180), "codex");
     assert!(
         out.status.success(),
         "codex failed ({}):\n{}",

@@ -23,6 +23,13 @@ else:
     print(json.dumps({"decision": "allow"}))
 "#;
 
+/// The fixture's chain on one `ls` call.
+async fn pre_ls(fx: &Fixture) -> toolgate::Outcome {
+    fx.runner()
+        .pre_tool_use(&Request::pre("Bash", json!({"command": "ls"})))
+        .await
+}
+
 fn pre_request(command: &str) -> String {
     json!({"event": "pre_tool_use", "tool": "Bash", "input": {"command": command}}).to_string()
 }
@@ -154,10 +161,7 @@ async fn rewriters_that_keep_disagreeing_are_denied_after_the_bound() {
     let a = Guest::answering(G::Modify(r#"{"command":"a"}"#)).write(&fx.workspace(), "a");
     let b = Guest::answering(G::Modify(r#"{"command":"b"}"#)).write(&fx.workspace(), "b");
     fx.workspace_hooks(json!([{"name": "a", "wasm": a}, {"name": "b", "wasm": b}]));
-    let outcome = fx
-        .runner()
-        .pre_tool_use(&Request::pre("Bash", json!({"command": "ls"})))
-        .await;
+    let outcome = pre_ls(&fx).await;
     let Verdict::Deny { reason } = &outcome.verdict else {
         panic!("expected a deny, got {:?}", outcome.verdict)
     };
@@ -225,17 +229,7 @@ fn bounded(cmd: &mut Command, stdin: &str, limit: Duration) -> Output {
         .spawn()
         .expect("toolgate starts");
     let _ = child.stdin.take().unwrap().write_all(stdin.as_bytes());
-    let started = Instant::now();
-    loop {
-        if child.try_wait().unwrap().is_some() {
-            return child.wait_with_output().unwrap();
-        }
-        if started.elapsed() > limit {
-            let _ = child.kill();
-            panic!("{cmd:?} still running after {limit:?}: it blocked");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    finish_within(child, limit, &format!("{cmd:?}"))
 }
 
 /// `toolgate <agent> <args>` as the agent runs it, on one Bash call in the
@@ -265,10 +259,6 @@ fn check_bounded(workspace: &Path, global: &Path) -> Output {
     )
 }
 
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
 /// `check` refused to evaluate (exit 1), saying `says` on stderr.
 fn assert_refused(out: &Output, says: &str) {
     assert_eq!(out.status.code(), Some(1), "{}", stderr(out));
@@ -293,6 +283,29 @@ fn a_fifo_as_hooks_json_is_refused_without_blocking() {
     // As the agent's hook, the same refusal blocks the call (exit 2).
     let out = agent_bounded(&fx, &["claude-code"], &[]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+}
+
+#[test]
+fn a_socket_or_an_oversized_wat_a_workspace_names_is_refused() {
+    let fx = Fixture::new();
+    let _listener =
+        std::os::unix::net::UnixListener::bind(fx.workspace().join(".toolgate/hooks.json"))
+            .unwrap();
+    assert_refused(&check_bounded(&fx.workspace(), &fx.global()), "is a socket");
+
+    // A .wat past its 8 MiB bound (sparse: no 9 MiB is written).
+    let fx = Fixture::new();
+    std::fs::File::create(fx.workspace().join("big.wat"))
+        .unwrap()
+        .set_len(9 << 20)
+        .unwrap();
+    fx.workspace_raw(
+        &json!({"schema": 1, "hooks": [{"name": "big", "wasm": "big.wat"}]}).to_string(),
+    );
+    assert_refused(
+        &check_bounded(&fx.workspace(), &fx.global()),
+        "larger than 8388608 bytes",
+    );
 }
 
 #[test]
@@ -466,6 +479,26 @@ fn a_cache_directory_others_can_write_is_not_used() {
 }
 
 #[test]
+fn a_cache_directory_whose_parent_others_can_write_is_not_used() {
+    // Another user could rename the directory away and put their own in its
+    // place; a sticky parent (like /tmp) forbids that, so it is accepted.
+    let (root, dir) = private_cache();
+    std::fs::set_permissions(root.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let info = cache_load(&dir, &guests::path("allow"));
+    assert_eq!(info.cache, toolgate::wasm::CacheOutcome::Uncached);
+    assert!(
+        warning(&info).contains("without the sticky bit"),
+        "{}",
+        warning(&info)
+    );
+    std::fs::set_permissions(root.path(), std::fs::Permissions::from_mode(0o1777)).unwrap();
+    assert_eq!(
+        cache_load(&dir, &guests::path("allow")).cache,
+        toolgate::wasm::CacheOutcome::Miss
+    );
+}
+
+#[test]
 fn a_symlinked_cache_directory_is_not_used() {
     let (root, dir) = private_cache();
     let link = root.path().join("link");
@@ -477,24 +510,6 @@ fn a_symlinked_cache_directory_is_not_used() {
         "{}",
         warning(&info)
     );
-}
-
-/// chown as root, or through passwordless sudo (CI runs as root).
-fn chown_to_nobody(path: &Path) {
-    if nix::unistd::geteuid().is_root() {
-        nix::unistd::chown(path, Some(nix::unistd::Uid::from_raw(65534)), None).unwrap();
-    } else {
-        let ok = Command::new("sudo")
-            .args(["-n", "chown", "65534"])
-            .arg(path)
-            .status()
-            .is_ok_and(|s| s.success());
-        assert!(
-            ok,
-            "this test needs root or passwordless sudo to chown {}",
-            path.display()
-        );
-    }
 }
 
 #[test]
@@ -695,10 +710,7 @@ async fn memory_mb_bounds_the_sum_of_all_linear_memories() {
         {"name": "fits", "wasm": fits, "memory_mb": 128},
         {"name": "eight", "wasm": bomb, "memory_mb": 128},
     ]));
-    let outcome = fx
-        .runner()
-        .pre_tool_use(&Request::pre("Bash", json!({"command": "ls"})))
-        .await;
+    let outcome = pre_ls(&fx).await;
     assert_eq!(record(&outcome, "fits").verdict, Step::Allow);
     assert_eq!(failure_kind(&outcome, "eight"), FailureKind::MemoryLimit);
     assert!(!outcome.may_proceed());
@@ -775,10 +787,7 @@ async fn a_huge_deny_reason_is_truncated_visibly_and_still_denies() {
         {"name": "big-error", "wasm": err, "on_failure": "allow"},
         {"name": "big-deny", "wasm": big},
     ]));
-    let outcome = fx
-        .runner()
-        .pre_tool_use(&Request::pre("Bash", json!({"command": "ls"})))
-        .await;
+    let outcome = pre_ls(&fx).await;
     let Verdict::Deny { reason } = &outcome.verdict else {
         panic!("a truncated deny is still a deny: {:?}", outcome.verdict)
     };
@@ -808,6 +817,33 @@ async fn a_huge_deny_reason_is_truncated_visibly_and_still_denies() {
 }
 
 #[tokio::test]
+async fn a_wasm_rewrite_past_4_mib_is_refused() {
+    let fx = Fixture::new();
+    // 5 MiB of input text written into fresh memory and returned as `modify`.
+    let prelude = "(drop (memory.grow (i32.const 96)))
+         (memory.fill (i32.const 131072) (i32.const 32) (i32.const 5242880))
+         (i32.store8 (i32.const 131072) (i32.const 34))
+         (i32.store8 (i32.const 5373951) (i32.const 34))
+         (i32.store8 (i32.const 516) (i32.const 2))
+         (i32.store (i32.const 520) (i32.const 131072))
+         (i32.store (i32.const 524) (i32.const 5242880))
+         (return (i32.const 512))";
+    let big = Guest {
+        prelude,
+        ..Guest::answering(G::Allow)
+    }
+    .write(&fx.workspace(), "big-rewrite");
+    fx.workspace_hooks(json!([{"name": "big-rewrite", "wasm": big}]));
+    let outcome = pre_ls(&fx).await;
+    assert_eq!(
+        failure_kind(&outcome, "big-rewrite"),
+        FailureKind::UnusableRewrite
+    );
+    assert!(failure_message(&outcome, "big-rewrite").contains("5242880 bytes"));
+    assert!(!outcome.may_proceed());
+}
+
+#[tokio::test]
 async fn a_claude_code_hooks_plain_output_is_bounded_for_the_operator() {
     let fx = Fixture::new();
     let chatty = fx.script(
@@ -817,10 +853,7 @@ async fn a_claude_code_hooks_plain_output_is_bounded_for_the_operator() {
     fx.workspace_hooks(
         json!([{"name": "chatty", "command": [&chatty], "protocol": "claude-code"}]),
     );
-    let outcome = fx
-        .runner()
-        .pre_tool_use(&Request::pre("Bash", json!({"command": "ls"})))
-        .await;
+    let outcome = pre_ls(&fx).await;
     let diagnostics = record(&outcome, "chatty").diagnostics.as_deref().unwrap();
     assert!(
         diagnostics.len() <= toolgate::text::MAX_DIAGNOSTICS,
@@ -1037,10 +1070,7 @@ async fn a_hook_answer_with_duplicate_keys_is_never_an_allow() {
         fx.workspace_hooks(
             json!([{"name": "h", "command": [hook], "protocol": protocol, "on_failure": "allow"}]),
         );
-        let outcome = fx
-            .runner()
-            .pre_tool_use(&Request::pre("Bash", json!({"command": "ls"})))
-            .await;
+        let outcome = pre_ls(&fx).await;
         let rec = record(&outcome, "h");
         if expect_deny_by_answer {
             assert_eq!(rec.verdict, Step::Deny, "{hook}: {rec:#?}");
@@ -1090,10 +1120,7 @@ async fn a_malformed_claude_code_answer_fails_closed() {
             &format!("#!/bin/sh\ncat >/dev/null\nprintf '%s' '{answer}'\n"),
         );
         fx.workspace_hooks(json!([{"name": "cc", "command": [&hook], "protocol": "claude-code"}]));
-        let outcome = fx
-            .runner()
-            .pre_tool_use(&Request::pre("Bash", json!({"command": "ls"})))
-            .await;
+        let outcome = pre_ls(&fx).await;
         assert!(!outcome.may_proceed(), "{answer}: {:?}", outcome.verdict);
         assert_eq!(
             failure_kind(&outcome, "cc"),

@@ -276,3 +276,49 @@ pub fn stdout_json(out: &std::process::Output) -> Value {
         )
     })
 }
+
+/// A command's stderr as text.
+pub fn stderr(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Waits for `child` at most `limit`, killing it and failing the test past
+/// it, so a hang fails the test instead of hanging the suite. Its output must
+/// fit the pipe buffers (it is read once the child has exited).
+pub fn finish_within(
+    mut child: std::process::Child,
+    limit: std::time::Duration,
+    what: &str,
+) -> std::process::Output {
+    let started = std::time::Instant::now();
+    while child
+        .try_wait()
+        .expect("the child can be waited for")
+        .is_none()
+    {
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            panic!("{what} still running after {limit:?}: it blocked");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("the child's output")
+}
+
+/// chown as root, or through passwordless sudo (CI runs as root).
+pub fn chown_to_nobody(path: &Path) {
+    if nix::unistd::geteuid().is_root() {
+        nix::unistd::chown(path, Some(nix::unistd::Uid::from_raw(65534)), None).unwrap();
+    } else {
+        let ok = std::process::Command::new("sudo")
+            .args(["-n", "chown", "65534"])
+            .arg(path)
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(
+            ok,
+            "this test needs root or passwordless sudo to chown {}",
+            path.display()
+        );
+    }
+}
