@@ -153,7 +153,7 @@ impl Request {
 /// no JSON.
 #[derive(Clone, Copy, Debug, Serialize)]
 pub struct HookRequest<'a> {
-    /// Always [`crate::wire::SCHEMA`] on the wire.
+    /// Always [`crate::protocol::wire::SCHEMA`] on the wire.
     pub schema: u32,
     /// The event.
     pub event: Event,

@@ -28,14 +28,11 @@
 //! |---|---|
 //! | [`contract`] | events, the request, the four answers; deny is a value |
 //! | `failure` | "could not decide" as a type; the failure policy |
-//! | [`runner`] | the chain: order, short-circuit, threading, policy, context, records |
-//! | `interceptor` | the in-process binding |
-//! | `process` | the subprocess binding and its supervision |
-//! | [`wire`] | the subprocess JSON encoding (wire v1) |
-//! | [`wasm`] | the component binding: engine, compile cache, limits, WIT bindings |
-//! | [`config`] | hooks.json: parse, validate, discover, load |
+//! | [`runner`] | the chain: order, short-circuit, threading, re-judgement, policy, context, records |
+//! | `binding` | the participant seam, and one module per binding: `in_process`, `command` (subprocess), [`wasm`] (components) |
+//! | `protocol` | how toolgate speaks with other programs: inward ([`wire`] v1, Claude Code hooks), outward (being [`agent`]s' hook), import |
+//! | [`config`] | hooks.json: parse, validate, discover, load; hooks built in code |
 //! | [`replay`] | recorded sessions (wire v1 or Claude Code transcripts) run through the chain |
-//! | [`claude`] | Claude Code's hook protocol, inward (hooks) and outward (being one) |
 //! | [`text`] | bounding and sanitising what hooks say, before the model or a terminal sees it |
 //! | `safe_fs` | reading files a config names: regular files only, bounded, inside the workspace |
 //! | `strict_json` | JSON without duplicate keys, and parse errors that never quote the input |
@@ -46,7 +43,7 @@
 //! use serde_json::json;
 //!
 //! let runner = HookRunner::builder()
-//!     .config(Config::discover(std::path::Path::new("."))?)
+//!     .config(Config::load(None, Some(std::path::Path::new(".")))?)
 //!     .build();
 //! let call = runner
 //!     .call(Request::pre("shell", json!({"command": "ls"})), |input| async move {
@@ -57,33 +54,41 @@
 //! # Ok(()) }
 //! ```
 
-#![deny(missing_docs)]
-
-pub mod claude;
+#[cfg(feature = "cli")]
+pub mod bench;
+mod binding;
 pub mod config;
 pub mod contract;
 mod failure;
-mod interceptor;
-mod process;
+mod protocol;
 pub mod replay;
 pub mod runner;
 mod safe_fs;
 mod strict_json;
 pub mod text;
-pub mod wasm;
-pub mod wire;
 
+pub use binding::in_process::{BoxError, Interceptor};
+pub use binding::wasm;
+pub use binding::{BindingKind, BindingSpec, CommandSpec, WasmSpec};
 pub use config::{Config, ConfigError};
 pub use contract::{Answer, Event, HookRequest, Request, ToolResult, Verdict};
 pub use failure::{FailureKind, HookFailure, OnFailure};
-pub use interceptor::{BoxError, Interceptor};
-pub use runner::{
-    BindingKind, CallOutcome, HookRunner, HookRunnerBuilder, Outcome, RunRecord, Source, Step,
-};
+pub use protocol::{Inward, wire};
+pub use runner::{CallOutcome, HookRunner, HookRunnerBuilder, Outcome, RunRecord, Source, Step};
+
+/// Being an agent's hook: reading Claude Code's or Codex's hook input and
+/// answering in its dialect; importing Claude Code settings.
+pub mod agent {
+    pub use crate::protocol::{
+        AgentCall, Imported, Matcher, Outward, ReadAgentInputError, event_name, import_settings,
+        read_agent_input, render_outcome, translate_matcher,
+    };
+}
 
 /// Limits on subprocess hooks.
 pub mod limits {
-    pub use crate::config::{DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS, MIN_TIMEOUT_MS};
-    pub use crate::process::{DRAIN, KILL_GRACE, STDERR_CAP, STDOUT_CAP};
+    pub use crate::binding::command::DEFAULT_TIMEOUT_MS;
+    pub use crate::binding::command::{DRAIN, KILL_GRACE, STDERR_CAP, STDOUT_CAP};
+    pub use crate::config::{MAX_TIMEOUT_MS, MIN_TIMEOUT_MS};
     pub use crate::runner::DEFAULT_CONTEXT_LIMIT;
 }

@@ -80,7 +80,7 @@ pub fn parse(text: &str) -> Recording {
             }
         };
         if value.get("event").is_some() && value.get("tool").is_some() {
-            match crate::wire::read_request(line.as_bytes(), None, None) {
+            match crate::protocol::wire::read_request(line.as_bytes(), None, None) {
                 Ok(request) => recording.calls.push(Recorded {
                     line: line_no,
                     request,

@@ -37,8 +37,8 @@ use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
-use toolgate::claude::{Dialect, read_agent_input, render_outcome};
-use toolgate::{Config, HookRunner};
+use toolgate::HookRunner;
+use toolgate::agent::{Outward as Dialect, read_agent_input, render_outcome};
 
 /// Run as a Claude Code (or Codex) hook: read its stdin, run the chain, answer
 /// in its format.
@@ -170,11 +170,10 @@ fn evaluate(
             if !start.is_dir() {
                 anyhow::bail!("the call's cwd {} is not a directory", start.display());
             }
-            toolgate::config::find_workspace(&start).root
+            toolgate::config::find_workspace(&start, super::env::dir("HOME").as_deref()).root
         }
     };
-    toolgate::wasm::one_shot_process();
-    let config = Config::discover(&workspace)?;
+    let config = super::env::load(&workspace, true)?;
     // The chain must answer before the watchdog; loading took some of it.
     let chain_timeout = config
         .chain_timeout()

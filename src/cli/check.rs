@@ -15,7 +15,7 @@ use anyhow::Context;
 use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use toolgate::{Config, HookRunner, wire};
+use toolgate::{HookRunner, wire};
 
 /// The largest request read from stdin.
 const MAX_REQUEST: u64 = 64 * 1024 * 1024;
@@ -56,8 +56,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         anyhow::bail!("the request on stdin is larger than {MAX_REQUEST} bytes");
     }
     let request = wire::read_request(&bytes, args.event.as_deref(), args.tool.as_deref())?;
-    toolgate::wasm::one_shot_process();
-    let config = Config::discover(&workspace.root)?;
+    let config = super::env::load(&workspace.root, true)?;
     let runner = HookRunner::builder().config(config).build();
     let outcome = runtime()?.block_on(runner.evaluate(&request));
     outln!("{}", wire::outcome_json(&outcome));

@@ -8,7 +8,8 @@ use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use toolgate::config::{BindingSpec, HookSpec};
+use toolgate::config::HookSpec;
+use toolgate::{BindingSpec, CommandSpec};
 use toolgate::{Config, Source};
 
 /// List the hooks a call in this workspace meets, in order; or validate them.
@@ -34,9 +35,8 @@ pub(crate) struct Args {
 }
 
 pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
-    toolgate::wasm::one_shot_process();
     let workspace = super::workspace(args.workspace)?;
-    let config = Config::discover(&workspace.root)?;
+    let config = super::env::load(&workspace.root, true)?;
     let missing: Vec<String> = config
         .hooks()
         .iter()
@@ -73,7 +73,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         .iter()
         .any(|h| h.binding_kind() == toolgate::BindingKind::Wasm);
     let engine = has_wasm
-        .then(toolgate::wasm::engine_info)
+        .then(|| toolgate::wasm::engine_info(&super::env::wasm(true)))
         .transpose()
         .map_err(anyhow::Error::msg)?;
     if args.json {
@@ -135,39 +135,10 @@ fn print_table(config: &Config) {
             .join(" or "),
         };
         let events: Vec<&str> = hook.events.iter().map(|e| e.as_str()).collect();
-        let (runs, limits) = match &hook.binding {
-            BindingSpec::Subprocess {
-                command, protocol, ..
-            } => (
-                match protocol {
-                    toolgate::claude::Protocol::Toolgate => command.join(" "),
-                    toolgate::claude::Protocol::ClaudeCode => {
-                        format!("{} (Claude Code protocol)", command.join(" "))
-                    }
-                },
-                "-".to_owned(),
-            ),
-            BindingSpec::Wasm {
-                wasm,
-                fuel,
-                memory_mb,
-                component,
-                ..
-            } => (
-                format!(
-                    "{} ({} KiB{})",
-                    wasm.display(),
-                    component.bytes / 1024,
-                    if component.imports.is_empty() {
-                        ", no imports".to_owned()
-                    } else {
-                        format!(", {} WASI imports", component.imports.len())
-                    }
-                ),
-                format!("fuel {fuel}, {memory_mb} MiB"),
-            ),
-            _ => (String::new(), String::new()),
-        };
+        let (runs, limits) = (
+            hook.binding.runs(),
+            hook.binding.limits().unwrap_or_else(|| "-".to_owned()),
+        );
         // Every cell may carry text a workspace wrote: one line, no
         // terminal control sequences.
         table.add_row(
@@ -230,22 +201,21 @@ fn cache_warnings(config: &Config) -> Vec<String> {
     config
         .hooks()
         .iter()
-        .filter_map(|hook| match &hook.binding {
-            BindingSpec::Wasm { component, .. } => component.cache_warning.as_ref().map(|w| {
+        .filter_map(|hook| {
+            hook.binding.warning().map(|w| {
                 format!(
                     "warning: {}: {}",
                     toolgate::text::one_line(&hook.name),
                     toolgate::text::one_line(w)
                 )
-            }),
-            _ => None,
+            })
         })
         .collect()
 }
 
 /// A bare program name that is not on `PATH`: every call would fail to spawn.
 fn missing_program(hook: &HookSpec) -> Option<String> {
-    let BindingSpec::Subprocess { program, .. } = &hook.binding else {
+    let BindingSpec::Subprocess(CommandSpec { program, .. }) = &hook.binding else {
         return None;
     };
     if program.components().count() != 1 || program.is_absolute() {

@@ -40,7 +40,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         .map_err(|e| anyhow::anyhow!("{}: cannot read: {e}", settings.display()))?;
     let value: serde_json::Value = serde_json::from_str(&text)
         .map_err(|e| anyhow::anyhow!("{}: not valid JSON: {e}", settings.display()))?;
-    let imported = toolgate::claude::import_settings(&value);
+    let imported = toolgate::agent::import_settings(&value);
     let rendered = serde_json::to_string_pretty(&imported.hooks_json)? + "\n";
     let output = output.unwrap_or_else(|| default_output(&settings));
     let count = imported.hooks_json["hooks"].as_array().map_or(0, Vec::len);

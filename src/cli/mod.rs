@@ -123,9 +123,9 @@ pub(crate) fn main() -> ExitCode {
         Command::New(args) => new::run(args),
         Command::Replay(args) => replay::run(args),
         Command::ClaudeCode(args) => {
-            return agent::run(args, toolgate::claude::Dialect::ClaudeCode);
+            return agent::run(args, toolgate::agent::Outward::ClaudeCode);
         }
-        Command::Codex(args) => return agent::run(args, toolgate::claude::Dialect::Codex),
+        Command::Codex(args) => return agent::run(args, toolgate::agent::Outward::Codex),
     };
     match result {
         Ok(code) => code,
@@ -165,7 +165,68 @@ pub(crate) fn workspace(
                 how: "given by --workspace".into(),
             })
         }
-        None => Ok(toolgate::config::find_workspace(&std::env::current_dir()?)),
+        None => Ok(toolgate::config::find_workspace(
+            &std::env::current_dir()?,
+            env::dir("HOME").as_deref(),
+        )),
+    }
+}
+
+/// What the environment says, read in one place: the library reads no
+/// environment variable, so each is turned into an option here.
+pub(crate) mod env {
+    use std::path::{Path, PathBuf};
+    use toolgate::wasm::{Allocator, WasmOptions};
+    use toolgate::{Config, ConfigError};
+
+    /// A directory named by an environment variable; unset and empty are
+    /// both "not given", as XDG specifies.
+    pub(crate) fn dir(key: &str) -> Option<PathBuf> {
+        std::env::var_os(key)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    }
+
+    /// The global config directory: `$TOOLGATE_CONFIG_DIR`, else
+    /// `$XDG_CONFIG_HOME/toolgate`, else `$HOME/.config/toolgate`.
+    pub(crate) fn global_dir() -> Option<PathBuf> {
+        dir("TOOLGATE_CONFIG_DIR")
+            .or_else(|| dir("XDG_CONFIG_HOME").map(|d| d.join("toolgate")))
+            .or_else(|| dir("HOME").map(|h| h.join(".config").join("toolgate")))
+    }
+
+    /// The compile cache: `$TOOLGATE_CACHE_DIR`, else
+    /// `$XDG_CACHE_HOME/toolgate/wasm`, else `~/.cache/toolgate/wasm`.
+    pub(crate) fn cache_dir() -> Option<PathBuf> {
+        dir("TOOLGATE_CACHE_DIR")
+            .or_else(|| dir("XDG_CACHE_HOME").map(|d| d.join("toolgate").join("wasm")))
+            .or_else(|| dir("HOME").map(|h| h.join(".cache").join("toolgate").join("wasm")))
+    }
+
+    /// How components are loaded. A one-shot command (one call per
+    /// process) uses on-demand allocation; `TOOLGATE_WASM_ALLOCATOR`
+    /// (`pooling` or `on-demand`) overrides either choice.
+    pub(crate) fn wasm(one_shot: bool) -> WasmOptions {
+        let allocator = match std::env::var("TOOLGATE_WASM_ALLOCATOR").ok().as_deref() {
+            Some("on-demand") => Allocator::OnDemand,
+            Some("pooling") => Allocator::Pooling,
+            _ if one_shot => Allocator::OneShot,
+            _ => Allocator::Pooling,
+        };
+        let options = WasmOptions::new().allocator(allocator);
+        match cache_dir() {
+            Some(dir) => options.cache_dir(dir),
+            None => options,
+        }
+    }
+
+    /// The global config and `workspace`'s, loaded as the environment says.
+    pub(crate) fn load(workspace: &Path, one_shot: bool) -> Result<Config, ConfigError> {
+        let mut loader = Config::loader().workspace(workspace).wasm(wasm(one_shot));
+        if let Some(global) = global_dir() {
+            loader = loader.global_dir(global);
+        }
+        loader.load()
     }
 }
 

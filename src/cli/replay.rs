@@ -5,7 +5,7 @@ use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use toolgate::{Config, HookRunner, replay};
+use toolgate::{HookRunner, replay};
 
 /// Replay a recorded session (wire-v1 requests or a Claude Code transcript,
 /// JSONL) through the chain and show what it would have decided.
@@ -35,7 +35,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     let workspace = super::workspace(args.workspace)?;
     let recording = replay::parse(&text);
     let runner = HookRunner::builder()
-        .config(Config::discover(&workspace.root)?)
+        .config(super::env::load(&workspace.root, false)?)
         .build();
     let rows = runtime()?.block_on(replay::run(&runner, &recording));
     let mut totals: BTreeMap<&str, usize> = BTreeMap::new();

@@ -560,7 +560,7 @@ fn import_carries_claude_code_settings_over_and_lists_the_rest() {
 /// anything else is a regex searched for anywhere in the tool name.
 #[tokio::test]
 async fn imported_matchers_select_the_same_tools_claude_code_does() {
-    use toolgate::claude::{Matcher, translate_matcher};
+    use toolgate::agent::{Matcher, translate_matcher};
     let fx = Fixture::new();
     let deny = fx.script(
         "deny.sh",

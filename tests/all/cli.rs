@@ -614,7 +614,7 @@ fn the_workspace_walk_stops_at_a_repository_root() {
         "{}",
         String::from_utf8_lossy(&out.stdout)
     );
-    let found = toolgate::config::find_workspace(&repo.join("src"));
+    let found = toolgate::config::find_workspace(&repo.join("src"), None);
     assert!(!found.found);
     assert!(found.how.contains("repository root"), "{}", found.how);
 }
@@ -649,7 +649,7 @@ fn the_workspace_walk_stops_at_home_and_below_another_users_folder() {
     std::fs::create_dir_all(shared.join(".toolgate")).unwrap();
     std::fs::create_dir_all(shared.join("mine/src")).unwrap();
     chown_to_nobody(&shared);
-    let found = toolgate::config::find_workspace(&shared.join("mine/src"));
+    let found = toolgate::config::find_workspace(&shared.join("mine/src"), None);
     assert!(!found.found, "{found:?}");
     assert!(
         found.how.contains("belongs to another user"),

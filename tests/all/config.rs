@@ -3,7 +3,8 @@
 
 use crate::support::*;
 use serde_json::json;
-use toolgate::config::{BindingSpec, Problem};
+use toolgate::config::Problem;
+use toolgate::{BindingSpec, CommandSpec};
 use toolgate::{Config, Event, OnFailure, Source};
 
 /// Loads the workspace config written as `text` and returns its one problem.
@@ -229,12 +230,12 @@ fn a_valid_hook_gets_the_documented_defaults() {
     assert_eq!(hook.on_failure, OnFailure::Deny);
     assert_eq!(hook.source, Source::Workspace);
     assert_eq!(hook.config, Some(json!({"k": [1]})));
-    let BindingSpec::Subprocess {
+    let BindingSpec::Subprocess(CommandSpec {
         program,
         cwd,
         command,
         ..
-    } = &hook.binding
+    }) = &hook.binding
     else {
         panic!()
     };
@@ -257,7 +258,8 @@ fn global_programs_resolve_against_the_global_config_dir() {
     let script = fx.global_script("g.sh", "#!/bin/sh\n");
     fx.global_hooks(json!([{"name": "g", "command": [script]}]));
     let config = Config::load(Some(&fx.global()), None).unwrap();
-    let BindingSpec::Subprocess { program, cwd, .. } = &config.hooks()[0].binding else {
+    let BindingSpec::Subprocess(CommandSpec { program, cwd, .. }) = &config.hooks()[0].binding
+    else {
         panic!()
     };
     assert!(program.starts_with(fx.global()));

@@ -437,7 +437,16 @@ fn parse_errors_give_line_and_column_never_content() {
 // 3. The compile cache trusts only what it checked.
 
 fn cache_load(dir: &Path, guest: &Path) -> toolgate::wasm::ComponentInfo {
-    toolgate::wasm::load_component(guest, Some(dir)).expect("the component loads")
+    let config = toolgate::Config::from_hooks(
+        [toolgate::config::HookDef::wasm("g", guest)],
+        Path::new("/"),
+        &toolgate::wasm::WasmOptions::new().cache_dir(dir),
+    )
+    .expect("the component loads");
+    let toolgate::BindingSpec::Wasm(spec) = &config.hooks()[0].binding else {
+        panic!("not a wasm hook")
+    };
+    spec.component.clone()
 }
 
 fn warning(info: &toolgate::wasm::ComponentInfo) -> &str {

@@ -53,7 +53,7 @@ async fn a_component_answers_allow_deny_modify_and_replace() {
         assert_eq!(outcome.verdict, expected, "{guest}: {:#?}", outcome.runs);
         let rec = record(&outcome, "g");
         assert_eq!(rec.binding, BindingKind::Wasm);
-        assert!(rec.fuel_used.unwrap() > 0, "fuel used is reported");
+        assert!(rec.metrics["fuel_used"] > 0, "fuel used is reported");
     }
     fx.workspace_hooks(json!([wasm_hook("g", "allow-with-context", json!({}))]));
     let outcome = pre(&fx, json!({})).await;
@@ -152,7 +152,10 @@ async fn an_infinite_loop_runs_out_of_fuel() {
         FailureKind::OutOfFuel,
     )
     .await;
-    assert_eq!(record(&outcome, "h").fuel_used, Some(1_000_000));
+    assert_eq!(
+        record(&outcome, "h").metrics.get("fuel_used"),
+        Some(&1_000_000)
+    );
 }
 
 #[tokio::test]
@@ -409,12 +412,12 @@ async fn wasm_hooks_get_their_documented_defaults() {
     let config = fx.config();
     let hook = &config.hooks()[0];
     assert_eq!(hook.timeout_ms, toolgate::wasm::DEFAULT_TIMEOUT_MS);
-    let toolgate::config::BindingSpec::Wasm {
+    let toolgate::BindingSpec::Wasm(toolgate::WasmSpec {
         fuel,
         memory_mb,
         component,
         ..
-    } = &hook.binding
+    }) = &hook.binding
     else {
         panic!()
     };
@@ -537,7 +540,7 @@ async fn the_reference_guest_builds_in_process_and_allows() {
     fx.workspace_hooks(json!([{"name": "ref", "wasm": path}]));
     let outcome = pre(&fx, json!({"command": "anything"})).await;
     assert_eq!(outcome.verdict, Verdict::Allow);
-    assert!(record(&outcome, "ref").fuel_used.unwrap() > 0);
+    assert!(record(&outcome, "ref").metrics["fuel_used"] > 0);
 }
 
 #[tokio::test]

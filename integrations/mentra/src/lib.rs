@@ -16,7 +16,7 @@
 //! # fn demo(runtime: mentra::runtime::RuntimeBuilder) -> Result<(), Box<dyn std::error::Error>> {
 //! use toolgate::{Config, HookRunner};
 //! let runner = HookRunner::builder()
-//!     .config(Config::discover(std::path::Path::new("."))?)
+//!     .config(Config::loader().workspace(".").load()?)
 //!     .build();
 //! let hooks = toolgate_mentra::ToolgateHooks::new(runner);
 //! let runtime = hooks.install(runtime).build()?;

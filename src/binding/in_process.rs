@@ -25,9 +25,10 @@
 //! applies too: an interceptor that allowed a call is asked again about any
 //! later rewrite of it.
 
+use crate::binding::{BindingKind, Decider, Participant, Reply, ToolFilter};
 use crate::contract::{Answer, Event, HookRequest};
 use crate::failure::{HookFailure, OnFailure};
-use crate::runner::{BindingKind, Decider, Participant, Reply, Source, ToolFilter};
+use crate::runner::Source;
 use futures_util::FutureExt;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;

@@ -37,16 +37,19 @@
 mod cache;
 mod engine;
 mod host;
+mod spec;
 
-pub use cache::{CacheOutcome, default_dir as default_cache_dir, wasmtime_version};
-pub use engine::{AllocatorInfo, EPOCH_TICK, MAX_MEMORY_MB, MAX_WASM_STACK, one_shot_process};
+pub use cache::{CacheOutcome, wasmtime_version};
+pub use engine::{Allocator, AllocatorInfo, EPOCH_TICK, MAX_MEMORY_MB, MAX_WASM_STACK};
+pub(crate) use spec::CONFIG;
+pub use spec::WasmSpec;
 
+use crate::binding::{Decider, Metrics, Reply};
 use crate::contract::{Answer, Event, HookRequest, ToolResult, Verdict};
 use crate::failure::HookFailure;
-use crate::runner::{Decider, Reply};
 use engine::Runtime;
 use host::HostState;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use wasmtime::Store;
@@ -138,17 +141,69 @@ impl std::fmt::Debug for WasmHook {
     }
 }
 
-/// Compiles (or fetches from the cache in `cache_dir`) and pre-instantiates
-/// a component.
+/// Where compiled components are cached and which engine runs them: the
+/// embedding program's choice (the `toolgate` binary reads
+/// `TOOLGATE_CACHE_DIR` and `TOOLGATE_WASM_ALLOCATOR`; the library reads no
+/// environment).
+#[derive(Clone, Debug, Default)]
+#[non_exhaustive]
+pub struct WasmOptions {
+    /// The compile cache's directory; `None` compiles in memory every load.
+    pub cache_dir: Option<PathBuf>,
+    /// The instance allocator.
+    pub allocator: Allocator,
+}
+
+impl WasmOptions {
+    /// No cache, the pooling allocator.
+    pub fn new() -> Self {
+        WasmOptions::default()
+    }
+
+    /// Caches compiled components in `dir` (checked as SECURITY.md says).
+    pub fn cache_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.cache_dir = Some(dir.into());
+        self
+    }
+
+    /// Uses `allocator`.
+    pub fn allocator(mut self, allocator: Allocator) -> Self {
+        self.allocator = allocator;
+        self
+    }
+}
+
+/// A component hook's per-call limits.
+pub(crate) struct Limits {
+    pub(crate) fuel: u64,
+    pub(crate) memory_mb: u64,
+    pub(crate) timeout_ms: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            fuel: DEFAULT_FUEL,
+            memory_mb: DEFAULT_MEMORY_MB,
+            timeout_ms: DEFAULT_TIMEOUT_MS,
+        }
+    }
+}
+
+/// Compiles (or fetches from the cache) and pre-instantiates a component.
 pub(crate) fn load(
     path: &Path,
-    cache_dir: Option<&Path>,
-    fuel: u64,
-    memory_mb: u64,
-    timeout_ms: u64,
+    options: &WasmOptions,
+    limits: Limits,
     config: Option<&serde_json::Value>,
 ) -> Result<(WasmHook, ComponentInfo), LoadComponentError> {
-    let runtime = engine::runtime().map_err(LoadComponentError::Engine)?;
+    let Limits {
+        fuel,
+        memory_mb,
+        timeout_ms,
+    } = limits;
+    let cache_dir = options.cache_dir.as_deref();
+    let runtime = engine::runtime(options.allocator).map_err(LoadComponentError::Engine)?;
     let started = Instant::now();
     let is_wat = path.extension().is_some_and(|e| e == "wat");
     let limit = if is_wat {
@@ -223,37 +278,25 @@ pub(crate) fn load(
     Ok((hook, info))
 }
 
-/// Loads a component through the cache in `cache_dir` (or none) and reports
-/// how: for measuring cold compiles against cache hits.
-pub fn load_component(
+/// Loads a component as `options` say and reports how: for measuring cold
+/// compiles against cache hits.
+pub(crate) fn load_component(
     path: &Path,
-    cache_dir: Option<&Path>,
+    options: &WasmOptions,
 ) -> Result<ComponentInfo, LoadComponentError> {
-    load(
-        path,
-        cache_dir,
-        DEFAULT_FUEL,
-        DEFAULT_MEMORY_MB,
-        DEFAULT_TIMEOUT_MS,
-        None,
-    )
-    .map(|(_, info)| info)
+    load(path, options, Limits::default(), None).map(|(_, info)| info)
 }
 
 /// Resident memory each live instance of a component costs, in bytes:
 /// instantiates `count` at once (each having answered one call, so its
 /// memory is touched as a real call touches it) and divides the growth of
 /// this process's resident set by `count`.
-pub async fn resident_bytes_per_instance(path: &Path, count: usize) -> Result<u64, String> {
-    let (hook, _) = load(
-        path,
-        default_cache_dir().as_deref(),
-        DEFAULT_FUEL,
-        DEFAULT_MEMORY_MB,
-        DEFAULT_TIMEOUT_MS,
-        None,
-    )
-    .map_err(|e| e.to_string())?;
+pub(crate) async fn resident_bytes_per_instance(
+    path: &Path,
+    options: &WasmOptions,
+    count: usize,
+) -> Result<u64, String> {
+    let (hook, _) = load(path, options, Limits::default(), None).map_err(|e| e.to_string())?;
     let request = WitRequest {
         event: WitEvent::PreToolUse,
         hook: "probe".into(),
@@ -352,7 +395,7 @@ pub fn component_from_wat(wat: &str) -> Result<Vec<u8>, String> {
     let mut module = wat_to_module(wat)?;
     let mut resolve = wit_parser::Resolve::default();
     let pkg = resolve
-        .push_str("hook.wit", include_str!("../../wit/hook.wit"))
+        .push_str("hook.wit", include_str!("../../../wit/hook.wit"))
         .map_err(|e| e.to_string())?;
     let world = resolve
         .select_world(&[pkg], Some("hook"))
@@ -388,15 +431,15 @@ fn wat_to_module(text: &str) -> Result<Vec<u8>, String> {
 }
 
 /// Engine facts for reports: allocator, limits, versions.
-pub fn engine_info() -> Result<serde_json::Value, String> {
-    let runtime = engine::runtime()?;
+pub fn engine_info(options: &WasmOptions) -> Result<serde_json::Value, String> {
+    let runtime = engine::runtime(options.allocator)?;
     Ok(serde_json::json!({
         "wasmtime": wasmtime_version(),
         "allocator": runtime.allocator,
         "fuel": true,
         "epoch_tick_ms": EPOCH_TICK.as_millis() as u64,
         "max_wasm_stack": MAX_WASM_STACK,
-        "cache_dir": default_cache_dir(),
+        "cache_dir": options.cache_dir,
     }))
 }
 
@@ -448,10 +491,12 @@ impl Decider for WasmHook {
             answer,
             diagnostics: store.data().log.take(),
             warning: self.load_warning.clone(),
-            fuel_used: store
+            metrics: store
                 .get_fuel()
                 .ok()
-                .map(|left| self.fuel.saturating_sub(left)),
+                .map(|left| ("fuel_used", self.fuel.saturating_sub(left)))
+                .into_iter()
+                .collect::<Metrics>(),
         }
     }
 }
@@ -507,7 +552,7 @@ fn to_wit(request: &HookRequest<'_>, config: Option<&str>) -> WitRequest {
 
 /// Largest `modify` input or `replace` output a guest may hand back: the
 /// same bound a subprocess hook's whole answer has.
-const MAX_REWRITE_BYTES: usize = crate::process::STDOUT_CAP;
+const MAX_REWRITE_BYTES: usize = crate::binding::command::STDOUT_CAP;
 
 fn from_wit(verdict: bindings::Verdict) -> Result<Answer, HookFailure> {
     let unusable = |what: &str, e: serde_json::Error| HookFailure::UnusableRewrite {

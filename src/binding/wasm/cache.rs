@@ -75,14 +75,6 @@ const EDGE: u64 = 64 << 10;
 const BLOCK: u64 = 4 << 10;
 const BLOCKS: u64 = 32;
 
-/// Where the cache lives, per the module docs.
-pub fn default_dir() -> Option<PathBuf> {
-    let non_empty = crate::config::env_dir;
-    non_empty("TOOLGATE_CACHE_DIR")
-        .or_else(|| non_empty("XDG_CACHE_HOME").map(|d| d.join("toolgate").join("wasm")))
-        .or_else(|| non_empty("HOME").map(|h| h.join(".cache").join("toolgate").join("wasm")))
-}
-
 /// How a component was obtained.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]

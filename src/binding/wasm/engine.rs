@@ -16,7 +16,13 @@
 //!   being returned to the kernel, and where Linux offers `PAGEMAP_SCAN` only
 //!   the pages a call dirtied are reset). If the machine refuses the pool's virtual
 //!   reservation, the engine falls back to on-demand allocation and says why
-//!   (`TOOLGATE_WASM_ALLOCATOR=on-demand` forces that).
+//!   ([`Allocator::OnDemand`] forces that). A process that evaluates one
+//!   call asks for [`Allocator::OneShot`] instead: on-demand, without memory
+//!   images, because setting up the pool (hundreds of guard-page
+//!   `mprotect`s) and an image costs more than it saves for a call or two.
+//!
+//! The choice is an option of each load, not a process-wide switch: each
+//! allocator has its own shared engine, created on first use.
 //! - **An explicit max wasm stack** so unbounded recursion is a clean
 //!   `stack_overflow`, not a crash; fiber stacks are sized above it.
 //! - **No component-model concurrency**: the hook world is synchronous, and
@@ -60,21 +66,35 @@ pub(crate) struct Runtime {
     ticker: Arc<Ticker>,
 }
 
-static RUNTIME: OnceLock<Result<Arc<Runtime>, String>> = OnceLock::new();
-static ONE_SHOT: AtomicBool = AtomicBool::new(false);
-
-/// Declares this process one-shot (a CLI evaluating one call): the engine
-/// then uses on-demand allocation, because setting up the pool (hundreds of
-/// guard-page `mprotect`s) costs more than it saves for a call or two.
-/// Must be called before the first component loads; `TOOLGATE_WASM_ALLOCATOR`
-/// (`pooling` or `on-demand`) overrides it.
-pub fn one_shot_process() {
-    ONE_SHOT.store(true, Ordering::Relaxed);
+/// Which instance allocator a component's engine uses.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Allocator {
+    /// The pooling allocator with copy-on-write memory images, falling back
+    /// to on-demand where the machine refuses its reservation: for processes
+    /// that make many calls.
+    #[default]
+    Pooling,
+    /// On-demand allocation without memory images: for a process that
+    /// evaluates one call.
+    OneShot,
+    /// On-demand allocation, as the operator asked.
+    OnDemand,
 }
 
-/// The shared runtime, created on first use.
-pub(crate) fn runtime() -> Result<Arc<Runtime>, String> {
-    RUNTIME.get_or_init(|| Runtime::new().map(Arc::new)).clone()
+static RUNTIMES: [OnceLock<Result<Arc<Runtime>, String>>; 3] =
+    [OnceLock::new(), OnceLock::new(), OnceLock::new()];
+
+/// The shared runtime for `allocator`, created on first use.
+pub(crate) fn runtime(allocator: Allocator) -> Result<Arc<Runtime>, String> {
+    let slot = match allocator {
+        Allocator::Pooling => 0,
+        Allocator::OneShot => 1,
+        Allocator::OnDemand => 2,
+    };
+    RUNTIMES[slot]
+        .get_or_init(|| Runtime::new(allocator).map(Arc::new))
+        .clone()
 }
 
 fn base_config() -> Config {
@@ -119,18 +139,16 @@ fn pooling() -> PoolingAllocationConfig {
 }
 
 impl Runtime {
-    fn new() -> Result<Runtime, String> {
-        let forced = std::env::var("TOOLGATE_WASM_ALLOCATOR").ok();
-        let one_shot = ONE_SHOT.load(Ordering::Relaxed) && forced.is_none();
-        let (engine, allocator) = match forced.as_deref() {
-            Some("on-demand") => (
+    fn new(allocator: Allocator) -> Result<Runtime, String> {
+        let (engine, allocator) = match allocator {
+            Allocator::OnDemand => (
                 on_demand()?,
                 AllocatorInfo {
                     kind: "on_demand",
-                    fallback_reason: Some("TOOLGATE_WASM_ALLOCATOR=on-demand".into()),
+                    fallback_reason: Some("on-demand allocation was asked for".into()),
                 },
             ),
-            _ if one_shot => (
+            Allocator::OneShot => (
                 {
                     // A memory image (memfd + copy) pays off only when reused.
                     let mut config = base_config();
@@ -145,7 +163,7 @@ impl Runtime {
                     ),
                 },
             ),
-            _ => {
+            Allocator::Pooling => {
                 let mut config = base_config();
                 config.allocation_strategy(InstanceAllocationStrategy::Pooling(pooling()));
                 match Engine::new(&config) {

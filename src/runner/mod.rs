@@ -71,16 +71,20 @@
 //!
 //! # Adding a binding
 //!
-//! A binding implements the crate-private `Decider` trait: given a
-//! [`HookRequest`], produce an [`Answer`] or a [`HookFailure`]. The chain's
-//! logic (order, short-circuit, threading, policy, context, records) never
-//! looks at which binding spoke.
+//! The chain consults participants through one seam (`binding::Decider`);
+//! its logic (order, short-circuit, threading, policy, context, records)
+//! never looks at which binding spoke. What a new binding takes is written
+//! in `binding/mod.rs`.
 
-use crate::contract::{Answer, Event, HookRequest, Request, ToolResult, Verdict};
+mod context;
+
+use crate::binding::{BindingKind, Participant};
+use crate::contract::{Event, HookRequest, Request, ToolResult, Verdict};
 use crate::failure::{FailureKind, HookFailure, OnFailure};
-use regex_automata::meta::Regex;
+use context::ContextMerger;
 use serde::{Serialize, Serializer};
 use serde_json::Value;
+use std::collections::BTreeMap;
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
@@ -98,36 +102,6 @@ pub const MAX_REWRITES: u32 = 8;
 /// for process start and loading, and far above what a chain of guards
 /// measured in microseconds to milliseconds needs.
 pub const DEFAULT_CHAIN_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// Which binding a participant speaks through.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum BindingKind {
-    /// A Rust [`Interceptor`](crate::Interceptor) in the host's process.
-    InProcess,
-    /// An argv command, wire v1 on stdin/stdout.
-    Subprocess,
-    /// A WebAssembly component, fresh sandbox per call.
-    Wasm,
-}
-
-impl BindingKind {
-    /// The record spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            BindingKind::InProcess => "in_process",
-            BindingKind::Subprocess => "subprocess",
-            BindingKind::Wasm => "wasm",
-        }
-    }
-}
-
-impl fmt::Display for BindingKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
 
 /// Where a participant came from. The declaration order is the consultation
 /// order: host before global before workspace.
@@ -159,78 +133,6 @@ impl fmt::Display for Source {
     }
 }
 
-/// Which tools a hook is consulted for.
-///
-/// A hook runs for a tool named in `tools` *or* matched by `matcher`; with
-/// neither, for every tool. Union rather than intersection because a guard
-/// that runs too often is loud, while one that runs too rarely is silent.
-/// The matcher must match the whole tool name (`Edit|Write` does not match
-/// `NotebookEdit`), as Claude Code's matchers do.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct ToolFilter {
-    pub(crate) tools: Option<Vec<String>>,
-    pub(crate) matcher: Option<Regex>,
-}
-
-impl ToolFilter {
-    pub(crate) fn matches(&self, tool: &str) -> bool {
-        match (&self.tools, &self.matcher) {
-            (None, None) => true,
-            (tools, matcher) => {
-                tools.as_ref().is_some_and(|t| t.iter().any(|n| n == tool))
-                    || matcher.as_ref().is_some_and(|m| m.is_match(tool))
-            }
-        }
-    }
-}
-
-/// What a binding hands back for one consultation.
-pub(crate) struct Reply {
-    pub(crate) answer: Result<Answer, HookFailure>,
-    /// Operator-facing output the hook produced (stderr), already bounded.
-    pub(crate) diagnostics: Option<String>,
-    /// Something the binding noticed that the operator should know.
-    pub(crate) warning: Option<String>,
-    /// Fuel the call consumed, where the binding meters it.
-    pub(crate) fuel_used: Option<u64>,
-}
-
-impl From<Result<Answer, HookFailure>> for Reply {
-    fn from(answer: Result<Answer, HookFailure>) -> Self {
-        Reply {
-            answer,
-            diagnostics: None,
-            warning: None,
-            fuel_used: None,
-        }
-    }
-}
-
-/// The seam every binding implements.
-#[async_trait::async_trait]
-pub(crate) trait Decider: Send + Sync {
-    async fn decide(&self, request: &HookRequest<'_>) -> Reply;
-}
-
-/// One link of the chain: a decider plus everything the chain needs to know
-/// about it.
-pub(crate) struct Participant {
-    pub(crate) name: String,
-    pub(crate) binding: BindingKind,
-    pub(crate) source: Source,
-    pub(crate) events: Vec<Event>,
-    pub(crate) filter: ToolFilter,
-    pub(crate) on_failure: OnFailure,
-    pub(crate) config: Option<Value>,
-    pub(crate) decider: Arc<dyn Decider>,
-}
-
-impl Participant {
-    fn applies(&self, event: Event, tool: &str) -> bool {
-        self.events.contains(&event) && self.filter.matches(tool)
-    }
-}
-
 /// What one participant did, for the operator.
 #[derive(Clone, Debug, Serialize)]
 pub struct RunRecord {
@@ -256,9 +158,9 @@ pub struct RunRecord {
     /// Wall-clock time spent on it.
     #[serde(rename = "duration_us", serialize_with = "micros")]
     pub duration: Duration,
-    /// Fuel consumed, where the binding meters it.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub fuel_used: Option<u64>,
+    /// What the binding measured, by name: `fuel_used` for a component.
+    #[serde(flatten)]
+    pub metrics: BTreeMap<&'static str, u64>,
     /// Operator-facing warning when it misbehaved (never shown to the model).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub warning: Option<String>,
@@ -357,73 +259,6 @@ impl CallOutcome {
     }
 }
 
-/// Merges advisory context within a byte budget, truncating visibly.
-struct ContextMerger {
-    limit: usize,
-    text: String,
-    omitted: usize,
-    /// (participant, context) pairs already merged: a participant consulted
-    /// again in a later round does not repeat itself.
-    seen: std::collections::HashSet<(String, String)>,
-}
-
-const SEPARATOR: &str = "\n\n";
-
-impl ContextMerger {
-    fn new(limit: usize) -> Self {
-        ContextMerger {
-            limit,
-            text: String::new(),
-            omitted: 0,
-            seen: std::collections::HashSet::new(),
-        }
-    }
-
-    /// Adds one hook's context; returns whether any of it was cut.
-    fn push(&mut self, from: &str, context: &str) -> bool {
-        if context.is_empty() || !self.seen.insert((from.to_owned(), context.to_owned())) {
-            return false;
-        }
-        let sep = if self.text.is_empty() { "" } else { SEPARATOR };
-        let incoming = sep.len() + context.len();
-        let room = self.limit.saturating_sub(self.text.len());
-        if self.omitted == 0 && incoming <= room {
-            self.text.push_str(sep);
-            self.text.push_str(context);
-            return false;
-        }
-        // Keep what fits now; `finish` makes room for the notice.
-        if self.omitted == 0 && room > sep.len() {
-            let cut = floor_char_boundary(context, room - sep.len());
-            self.text.push_str(sep);
-            self.text.push_str(&context[..cut]);
-            self.omitted += context.len() - cut;
-        } else {
-            self.omitted += incoming;
-        }
-        true
-    }
-
-    fn finish(mut self) -> Option<String> {
-        if self.omitted > 0 {
-            // The notice itself must fit in the budget; 20 digits covers any usize.
-            let notice_room =
-                "\n[toolgate: advisory context truncated, 00000000000000000000 bytes omitted]"
-                    .len();
-            let keep = floor_char_boundary(&self.text, self.limit.saturating_sub(notice_room));
-            self.omitted += self.text.len() - keep;
-            self.text.truncate(keep);
-            self.text.push_str(&format!(
-                "\n[toolgate: advisory context truncated, {} bytes omitted]",
-                self.omitted
-            ));
-        }
-        (!self.text.is_empty()).then_some(self.text)
-    }
-}
-
-use crate::text::floor_char_boundary;
-
 /// Builds a [`HookRunner`].
 ///
 /// ```
@@ -478,11 +313,12 @@ impl HookRunnerBuilder {
         interceptor: impl crate::Interceptor,
         on_failure: OnFailure,
     ) -> Self {
-        self.participants.push(crate::interceptor::participant(
-            name,
-            interceptor,
-            on_failure,
-        ));
+        self.participants
+            .push(crate::binding::in_process::participant(
+                name,
+                interceptor,
+                on_failure,
+            ));
         self
     }
 
@@ -914,7 +750,7 @@ async fn consult(
         round,
     } = asked;
     let hook_request = HookRequest {
-        schema: crate::wire::SCHEMA,
+        schema: crate::protocol::wire::SCHEMA,
         event,
         hook: &p.name,
         tool: &request.tool,
@@ -940,7 +776,7 @@ async fn consult(
         reason: None,
         failure: None,
         duration,
-        fuel_used: None,
+        metrics: BTreeMap::new(),
         warning: None,
         diagnostics: None,
     };
@@ -970,7 +806,7 @@ async fn consult(
             reason: crate::text::bound(reason, crate::text::MAX_REASON, "reason"),
         });
     };
-    record.fuel_used = reply.fuel_used;
+    record.metrics = reply.metrics;
     record.diagnostics = reply
         .diagnostics
         .map(|d| crate::text::bound(d, crate::text::MAX_DIAGNOSTICS, "diagnostics"));

@@ -22,13 +22,15 @@
 //! Supervision (deadlines, process groups, output caps, reaping) is in
 //! `supervise.rs`.
 
+mod spec;
 mod supervise;
 
-use crate::claude::{self, Protocol};
+use crate::binding::{Decider, Metrics, Reply};
 use crate::contract::HookRequest;
-use crate::runner::{Decider, Reply};
+use crate::protocol::{Exit, Inward};
 use crate::text::sanitize;
-use crate::wire;
+pub(crate) use spec::CONFIG;
+pub use spec::{CommandSpec, DEFAULT_TIMEOUT_MS};
 use std::path::PathBuf;
 use std::time::Duration;
 pub(crate) use supervise::Limits;
@@ -53,28 +55,19 @@ pub(crate) fn limits(timeout: Duration) -> Limits {
     }
 }
 
-/// A configured argv hook.
+/// A configured argv hook, ready to run.
 pub(crate) struct CommandHook {
     pub(crate) program: PathBuf,
     pub(crate) args: Vec<String>,
     pub(crate) cwd: PathBuf,
     pub(crate) limits: Limits,
-    pub(crate) protocol: Protocol,
+    pub(crate) protocol: Inward,
 }
 
 #[async_trait::async_trait]
 impl Decider for CommandHook {
     async fn decide(&self, request: &HookRequest<'_>) -> Reply {
-        let cwd_text = self.cwd.to_string_lossy();
-        let (input, envs): (Vec<u8>, Vec<(&str, &std::ffi::OsStr)>) = match self.protocol {
-            Protocol::Toolgate => (wire::encode_request(request), Vec::new()),
-            // Claude Code hooks expect the project root here, and commonly
-            // refer to their scripts through it.
-            Protocol::ClaudeCode => (
-                claude::encode_request(request, &cwd_text),
-                vec![("CLAUDE_PROJECT_DIR", self.cwd.as_os_str())],
-            ),
-        };
+        let (input, envs) = self.protocol.encode(request, &self.cwd);
         let ran = supervise::run(
             &self.program,
             &self.args,
@@ -84,23 +77,19 @@ impl Decider for CommandHook {
             &self.limits,
         )
         .await;
-        let mut note = None;
-        let answer = match (ran.exit, self.protocol) {
-            (Err(failure), _) => Err(failure),
-            (Ok(exited), Protocol::Toolgate) => exited
-                .success()
-                .and_then(|stdout| wire::decode_answer(&stdout)),
-            (Ok(exited), Protocol::ClaudeCode) => {
-                let (answer, text) = claude::decode_reply(
-                    request.event,
-                    exited.code,
-                    &exited.status,
-                    &exited.stdout,
-                    &ran.stderr,
-                    request.result,
+        let (answer, note) = match ran.exit {
+            Err(failure) => (Err(failure), None),
+            Ok(exited) => {
+                let read = self.protocol.read(
+                    request,
+                    &Exit {
+                        code: exited.code,
+                        status: &exited.status,
+                        stdout: &exited.stdout,
+                        stderr: &ran.stderr,
+                    },
                 );
-                note = text.map(|t| sanitize(&t));
-                answer
+                (read.answer, read.note.map(|t| sanitize(&t)))
             }
         };
         let mut diagnostics = sanitize(&String::from_utf8_lossy(&ran.stderr));
@@ -120,7 +109,7 @@ impl Decider for CommandHook {
             answer,
             diagnostics: (!diagnostics.trim().is_empty()).then_some(diagnostics),
             warning: ran.warning,
-            fuel_used: None,
+            metrics: Metrics::new(),
         }
     }
 }

@@ -82,19 +82,6 @@ pub(crate) struct Exited {
     pub(crate) stdout: Vec<u8>,
 }
 
-impl Exited {
-    /// Its stdout if it exited 0; otherwise the failure wire v1 makes of it.
-    pub(crate) fn success(self) -> Result<Vec<u8>, HookFailure> {
-        if self.code == Some(0) {
-            Ok(self.stdout)
-        } else {
-            Err(HookFailure::ExitedNonZero {
-                status: self.status,
-            })
-        }
-    }
-}
-
 enum Phase {
     /// The hook is running; the deadline applies.
     Running,
@@ -119,7 +106,7 @@ pub(crate) async fn run(
     program: &Path,
     args: &[String],
     cwd: &Path,
-    envs: &[(&str, &std::ffi::OsStr)],
+    envs: &[(&str, std::ffi::OsString)],
     input: &[u8],
     limits: &Limits,
 ) -> Ran {
@@ -127,7 +114,7 @@ pub(crate) async fn run(
     command
         .args(args)
         .current_dir(cwd)
-        .envs(envs.iter().copied())
+        .envs(envs.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

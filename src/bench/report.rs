@@ -1,0 +1,228 @@
+//! The bench's report: typed, serialised as `--json`, printed as tables.
+
+use serde::Serialize;
+use std::fmt;
+
+/// Everything one run measured.
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    /// The machine, as far as the bench can tell.
+    pub machine: Machine,
+    /// Load average before the measurements.
+    pub load_before: String,
+    /// Load average after them.
+    pub load_after: String,
+    /// The engine that ran the components.
+    pub wasm_engine: serde_json::Value,
+    /// Interleaved rounds.
+    pub rounds: usize,
+    /// The scenario ratios are taken against.
+    pub reference: String,
+    /// Per-call latency, one row per scenario.
+    pub latency: Vec<Row>,
+    /// Cold compile against cache hit, per guest.
+    pub loads: Vec<Load>,
+    /// Calls per second with one and two threads.
+    pub throughput: Throughput,
+    /// Resident memory per live instance of the reference guest.
+    pub resident_bytes_per_instance: u64,
+    /// Each target, met or not.
+    pub budget: Vec<Target>,
+    /// Whether this binary was built without optimisations (its numbers are
+    /// not the product's).
+    pub debug_build: bool,
+}
+
+/// The machine.
+#[derive(Clone, Debug, Serialize)]
+pub struct Machine {
+    /// CPU model.
+    pub cpu: String,
+    /// Cores available.
+    pub cores: usize,
+    /// Kernel release.
+    pub kernel: String,
+    /// Load average when the run started.
+    pub loadavg: String,
+}
+
+/// One row of the latency table.
+#[derive(Clone, Debug, Serialize)]
+pub struct Row {
+    /// What was measured.
+    pub scenario: String,
+    /// Calls timed.
+    pub calls: usize,
+    /// Median, µs.
+    pub median_us: f64,
+    /// 99th percentile, µs.
+    pub p99_us: f64,
+    /// Mean rate.
+    pub calls_per_s: f64,
+    /// Median over the reference row's median.
+    pub ratio_to_reference: Option<f64>,
+}
+
+/// Loading one guest.
+#[derive(Clone, Debug, Serialize)]
+pub struct Load {
+    /// The guest.
+    pub guest: String,
+    /// Its size.
+    pub bytes: u64,
+    /// Median cold compile, ms.
+    pub cold_compile_ms: f64,
+    /// Median cache hit, ms.
+    pub cache_hit_ms: f64,
+}
+
+/// Calls per second on the reference guest.
+#[derive(Clone, Debug, Serialize)]
+pub struct Throughput {
+    /// The guest.
+    pub guest: String,
+    /// With one task.
+    pub one_thread_calls_per_s: f64,
+    /// With two.
+    pub two_threads_calls_per_s: f64,
+    /// Two over one.
+    pub ratio: f64,
+}
+
+/// One budget line.
+#[derive(Clone, Debug, Serialize)]
+pub struct Target {
+    /// The target in words.
+    pub target: String,
+    /// What was measured.
+    pub value: f64,
+    /// Its unit.
+    pub unit: &'static str,
+    /// Whether the target is met.
+    pub met: bool,
+}
+
+impl Target {
+    /// A target that `value` must be at most (`at_most`) or at least `limit`.
+    pub(crate) fn new(
+        target: String,
+        value: f64,
+        limit: f64,
+        unit: &'static str,
+        at_most: bool,
+    ) -> Self {
+        let met = if at_most {
+            value <= limit
+        } else {
+            value >= limit
+        };
+        Target {
+            target,
+            value,
+            unit,
+            met,
+        }
+    }
+}
+
+fn fmt_us(us: f64) -> String {
+    if us >= 1e6 {
+        format!("{:.2} s", us / 1e6)
+    } else if us >= 1e3 {
+        format!("{:.2} ms", us / 1e3)
+    } else {
+        format!("{us:.2} µs")
+    }
+}
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
+        let m = &self.machine;
+        writeln!(
+            f,
+            "machine: {} · {} cores · Linux {} · load {} → {}",
+            m.cpu, m.cores, m.kernel, self.load_before, self.load_after,
+        )?;
+        if self.debug_build {
+            writeln!(
+                f,
+                "note: this is a debug build of toolgate; its numbers are not the product's \
+                 (build with `cargo build --release` and run target/release/toolgate bench)"
+            )?;
+        }
+        let e = &self.wasm_engine;
+        writeln!(
+            f,
+            "wasmtime {} · {} allocator · fuel on · epoch tick {} ms · max wasm stack {} KiB · {} interleaved rounds\n",
+            e["wasmtime"].as_str().unwrap_or("?"),
+            e["allocator"]["kind"].as_str().unwrap_or("?"),
+            e["epoch_tick_ms"],
+            e["max_wasm_stack"].as_u64().unwrap_or(0) / 1024,
+            self.rounds,
+        )?;
+        let mut table = Table::new();
+        table.load_style(UTF8_FULL_CONDENSED).set_header([
+            "scenario",
+            "calls",
+            "median",
+            "p99",
+            "calls/s",
+            "× reference",
+        ]);
+        for r in &self.latency {
+            table.add_row([
+                r.scenario.clone(),
+                r.calls.to_string(),
+                fmt_us(r.median_us),
+                fmt_us(r.p99_us),
+                format!("{:.0}", r.calls_per_s),
+                format!("{:.2}", r.ratio_to_reference.unwrap_or(f64::NAN)),
+            ]);
+        }
+        writeln!(
+            f,
+            "per-call latency (reference: {})\n{table}\n",
+            self.reference
+        )?;
+        let mut loads = Table::new();
+        loads.load_style(UTF8_FULL_CONDENSED).set_header([
+            "guest",
+            "size",
+            "cold compile",
+            "cache hit",
+        ]);
+        for l in &self.loads {
+            loads.add_row([
+                l.guest.clone(),
+                format!("{} KiB", l.bytes / 1024),
+                format!("{:.2} ms", l.cold_compile_ms),
+                format!("{:.3} ms", l.cache_hit_ms),
+            ]);
+        }
+        writeln!(f, "loading a component\n{loads}\n")?;
+        let t = &self.throughput;
+        writeln!(
+            f,
+            "throughput ({}): 1 thread {:.0} calls/s · 2 threads {:.0} calls/s · ×{:.2}",
+            t.guest, t.one_thread_calls_per_s, t.two_threads_calls_per_s, t.ratio,
+        )?;
+        writeln!(
+            f,
+            "resident memory per live instance: {:.1} KiB\n",
+            self.resident_bytes_per_instance as f64 / 1024.0
+        )?;
+        writeln!(f, "budget")?;
+        for b in &self.budget {
+            writeln!(
+                f,
+                "  {} {:<60} {:.2} {}",
+                if b.met { "✓" } else { "✗" },
+                b.target,
+                b.value,
+                b.unit,
+            )?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,181 @@
+//! What is measured: the scenarios, how one call of each is made, and the
+//! measurements that are not per-call latency (throughput, the machine).
+
+use super::BenchError;
+use crate::{Answer, BoxError, HookRequest, HookRunner, Interceptor, Request};
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// How one call of a scenario is made.
+pub(crate) enum Kind {
+    /// Through a chain in this process.
+    Chain(HookRunner, Request),
+    /// `toolgate check` as a fresh process.
+    Process {
+        exe: PathBuf,
+        workspace: PathBuf,
+        cache: PathBuf,
+        stdin: Vec<u8>,
+    },
+}
+
+/// One row being measured.
+pub(crate) struct Scenario {
+    pub(crate) name: String,
+    pub(crate) kind: Kind,
+    pub(crate) batch: usize,
+    pub(crate) samples: Vec<f64>,
+}
+
+/// The in-process row: allows unless the input asks for a denial.
+pub(crate) struct Allow;
+
+#[async_trait::async_trait]
+impl Interceptor for Allow {
+    async fn pre_tool_use(&self, request: &HookRequest<'_>) -> Result<Answer, BoxError> {
+        Ok(if request.input.get("deny").is_some() {
+            Answer::deny("no")
+        } else {
+            Answer::allow()
+        })
+    }
+}
+
+pub(crate) const NATIVE_HOOK_C: &str = r#"#include <stdio.h>
+int main(void) {
+    char buf[65536];
+    while (fread(buf, 1, sizeof buf, stdin) > 0) {}
+    fputs("{\"decision\":\"allow\"}\n", stdout);
+    return 0;
+}
+"#;
+
+pub(crate) const BASH_HOOK: &str =
+    "#!/usr/bin/env bash\nIFS= read -r -d '' _ || true\necho '{\"decision\":\"allow\"}'\n";
+
+pub(crate) const PYTHON_HOOK: &str = "#!/usr/bin/env python3\nimport json, sys\njson.load(sys.stdin)\nprint(json.dumps({\"decision\": \"allow\"}))\n";
+
+/// Makes one call of a scenario; a denial or a failed process is an error
+/// (every bench hook allows).
+pub(crate) async fn call(kind: &Kind) -> Result<(), BenchError> {
+    match kind {
+        Kind::Chain(runner, request) => {
+            let outcome = runner.evaluate(request).await;
+            if !outcome.may_proceed() {
+                return Err(BenchError::Denied(format!("{:?}", outcome.runs)));
+            }
+        }
+        Kind::Process {
+            exe,
+            workspace,
+            cache,
+            stdin,
+        } => {
+            let mut child = Command::new(exe)
+                .arg("check")
+                .arg("--workspace")
+                .arg(workspace)
+                .env("TOOLGATE_CONFIG_DIR", workspace)
+                .env("TOOLGATE_CACHE_DIR", cache)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()?;
+            if let Some(mut input) = child.stdin.take() {
+                input.write_all(stdin)?;
+            }
+            let status = child.wait()?;
+            if status.code() != Some(0) {
+                return Err(BenchError::Denied(format!(
+                    "toolgate check exited with {status}"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Calls per second of `tasks` concurrent tasks over `window`.
+pub(crate) async fn throughput(
+    runner: &HookRunner,
+    request: &Request,
+    tasks: usize,
+    window: Duration,
+) -> f64 {
+    let stop = Arc::new(AtomicBool::new(false));
+    let count = Arc::new(AtomicU64::new(0));
+    let handles: Vec<_> = (0..tasks)
+        .map(|_| {
+            let (runner, request, stop, count) =
+                (runner.clone(), request.clone(), stop.clone(), count.clone());
+            tokio::spawn(async move {
+                while !stop.load(Ordering::Relaxed) {
+                    runner.pre_tool_use(&request).await;
+                    count.fetch_add(1, Ordering::Relaxed);
+                }
+            })
+        })
+        .collect();
+    let started = Instant::now();
+    tokio::time::sleep(window).await;
+    stop.store(true, Ordering::Relaxed);
+    for h in handles {
+        let _ = h.await;
+    }
+    count.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64()
+}
+
+/// The `p` quantile of sorted samples (NaN for none).
+pub(crate) fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let idx = ((sorted.len() - 1) as f64 * p).round() as usize;
+    sorted[idx.min(sorted.len() - 1)]
+}
+
+pub(crate) fn machine() -> super::report::Machine {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let cpu = cpuinfo
+        .lines()
+        .find_map(|l| l.strip_prefix("model name"))
+        .and_then(|l| l.split(':').nth(1))
+        .map(|m| m.trim().to_owned())
+        .unwrap_or_else(|| "unknown".into());
+    super::report::Machine {
+        cpu,
+        cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease")
+            .unwrap_or_default()
+            .trim()
+            .to_owned(),
+        loadavg: loadavg(),
+    }
+}
+
+pub(crate) fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .unwrap_or_default()
+        .split_whitespace()
+        .take(3)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::percentile;
+
+    #[test]
+    fn percentiles_of_sorted_samples() {
+        let s = [1.0, 2.0, 3.0, 4.0, 5.0];
+        assert_eq!(percentile(&s, 0.5), 3.0);
+        assert_eq!(percentile(&s, 0.99), 5.0);
+        assert_eq!(percentile(&s, 0.0), 1.0);
+        assert!(percentile(&[], 0.5).is_nan());
+    }
+}

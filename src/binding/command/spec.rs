@@ -1,0 +1,169 @@
+//! The subprocess binding's part of hooks.json: `command` (an argv) and
+//! `protocol` (`toolgate`, the default, or `claude-code`).
+
+use super::{CommandHook, limits};
+use crate::binding::{BindingConfig, BindingKind, BindingSpec, Configurable, Decider};
+use crate::config::hook::{Common, HookCtx, type_name};
+use crate::protocol::Inward;
+use crate::runner::Source;
+use serde::Serialize;
+use serde_json::{Map, Value};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Default `timeout_ms` for command hooks.
+pub const DEFAULT_TIMEOUT_MS: u64 = 10_000;
+
+pub(crate) const CONFIG: Configurable = Configurable {
+    key: "command",
+    fields: &["protocol"],
+    default_timeout_ms: DEFAULT_TIMEOUT_MS,
+    parse,
+};
+
+/// A configured argv hook.
+#[derive(Clone, Debug, Serialize)]
+#[non_exhaustive]
+pub struct CommandSpec {
+    /// The argv as written.
+    pub command: Vec<String>,
+    /// The program as it will be exec'd: resolved against the config's
+    /// root if it is a path, as written (looked up on `PATH`) if a bare
+    /// name.
+    pub program: PathBuf,
+    /// The working directory it runs in (the config's root).
+    pub cwd: PathBuf,
+    /// How it is spoken to.
+    pub protocol: Inward,
+}
+
+impl BindingConfig for CommandSpec {
+    fn kind(&self) -> BindingKind {
+        BindingKind::Subprocess
+    }
+
+    fn runs(&self) -> String {
+        match self.protocol {
+            Inward::Toolgate => self.command.join(" "),
+            Inward::ClaudeCode => format!("{} (Claude Code protocol)", self.command.join(" ")),
+        }
+    }
+
+    fn decider(&self, timeout_ms: u64) -> Arc<dyn Decider> {
+        Arc::new(CommandHook {
+            program: self.program.clone(),
+            args: self.command.iter().skip(1).cloned().collect(),
+            cwd: self.cwd.clone(),
+            limits: limits(Duration::from_millis(timeout_ms)),
+            protocol: self.protocol,
+        })
+    }
+}
+
+fn parse(
+    obj: &Map<String, Value>,
+    common: &Common<'_>,
+    ctx: &mut HookCtx<'_>,
+) -> Option<BindingSpec> {
+    let (source, root) = (common.source, common.root);
+    let argv: Vec<String> = match obj.get("command") {
+        None => {
+            ctx.problem(
+                "command",
+                "missing; give `command` (an argv such as [\"./hooks/guard.py\"]) \
+                 or `wasm` (a component such as \"hooks/guard.wasm\")",
+            );
+            return None;
+        }
+        Some(Value::String(s)) => {
+            ctx.problem(
+                "command",
+                format!(
+                    "must be an argv array, not a shell string; write [\"sh\", \"-c\", {s:?}] \
+                     if a shell is really meant"
+                ),
+            );
+            return None;
+        }
+        Some(Value::Array(items)) => {
+            let mut argv = Vec::with_capacity(items.len());
+            for (i, item) in items.iter().enumerate() {
+                match item {
+                    Value::String(s) => argv.push(s.clone()),
+                    other => {
+                        ctx.problem(
+                            "command",
+                            format!("element {i} must be a string, got {}", type_name(other)),
+                        );
+                        return None;
+                    }
+                }
+            }
+            argv
+        }
+        Some(other) => {
+            ctx.problem(
+                "command",
+                format!("expected an argv array, got {}", type_name(other)),
+            );
+            return None;
+        }
+    };
+    let Some(first) = argv.first() else {
+        ctx.problem(
+            "command",
+            "empty argv; the first element is the program to run",
+        );
+        return None;
+    };
+    if first.is_empty() {
+        ctx.problem("command", "the program (element 0) is an empty string");
+        return None;
+    }
+    let written = Path::new(first);
+    let program = if first.contains('/') {
+        let resolved = if written.is_absolute() {
+            written.to_owned()
+        } else {
+            root.join(written)
+        };
+        // A relative program from a workspace config must stay in the
+        // workspace after symlinks; an absolute one names a program on this
+        // machine (which the trust gate pins). Either must be a regular file.
+        let checked = match (source, written.is_absolute()) {
+            (Source::Workspace, false) => crate::safe_fs::beneath(&resolved, root)
+                .and_then(|p| crate::safe_fs::regular_file(&p).map(|()| p)),
+            _ => crate::safe_fs::regular_file(&resolved).map(|()| resolved.clone()),
+        };
+        match checked {
+            Ok(program) => program,
+            Err(e) => {
+                ctx.refused_path("command", "program", first, &resolved, root, e);
+                return None;
+            }
+        }
+    } else {
+        written.to_owned()
+    };
+    let protocol = match obj.get("protocol") {
+        None => Inward::Toolgate,
+        Some(Value::String(p)) if p == "toolgate" => Inward::Toolgate,
+        Some(Value::String(p)) if p == "claude-code" => Inward::ClaudeCode,
+        Some(other) => {
+            ctx.problem(
+                "protocol",
+                format!(
+                    "unknown protocol {other}; expected \"toolgate\" (wire v1, the default) or \"claude-code\""
+                ),
+            );
+            return None;
+        }
+    };
+    Some(BindingSpec::Subprocess(CommandSpec {
+        command: argv,
+        program,
+        cwd: root.to_owned(),
+        protocol,
+    }))
+}

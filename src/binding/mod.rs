@@ -1,0 +1,265 @@
+//! The participant seam, and the bindings behind it.
+//!
+//! # Why one seam
+//!
+//! The chain (`runner`) orders, short-circuits, threads rewrites, applies
+//! failure policy, merges context and records runs. None of that depends on
+//! *how* a hook is asked. So a binding is exactly one thing: a [`Decider`]
+//! that turns a [`HookRequest`] into a [`Reply`] (an answer or a failure, plus
+//! what the operator should see), the shape of tower's `Service`. The
+//! alternative — the chain matching on the binding kind — is how semantics
+//! drift between bindings; here the chain never learns which binding spoke.
+//!
+//! # What a configured binding owns
+//!
+//! A binding that hooks.json can configure owns its fields, their
+//! validation and its defaults (`command`, `protocol` for the subprocess
+//! binding; `wasm`, `fuel`, `memory_mb` for components): a [`Configurable`]
+//! entry in [`CONFIGURABLE`] says which field selects it, which fields only
+//! it reads, its default `timeout_ms`, and how to parse its part of a hook.
+//! The config loader validates the common fields (name, events, tools,
+//! timeout, policy) and hands the rest to the binding the hook selected; it
+//! has no per-binding branches. Measurements only one binding makes (fuel)
+//! travel in [`Reply::metrics`] and land in the run record under their own
+//! names.
+//!
+//! # Adding a binding
+//!
+//! 1. A new module here (`binding/webhook.rs`, say) with the decider, its
+//!    spec struct implementing [`BindingConfig`], and a `CONFIG:
+//!    Configurable` for its hooks.json fields;
+//! 2. in this file: a [`BindingKind`] variant, a [`BindingSpec`] variant, its
+//!    line in `BindingSpec::config` and its entry in [`CONFIGURABLE`].
+//!
+//! Two files; a binding with new ways to fail adds its variants to
+//! `failure.rs` too. Nothing else (the chain, the loader, `toolgate hooks`)
+//! changes. A binding built only in code (as in-process interceptors are)
+//! needs only step 1's decider and a [`Participant`].
+
+pub(crate) mod command;
+pub(crate) mod in_process;
+pub mod wasm;
+
+use crate::config::hook::{Common, HookCtx};
+use crate::contract::{Answer, Event, HookRequest};
+use crate::failure::{HookFailure, OnFailure};
+use crate::runner::Source;
+use regex_automata::meta::Regex;
+use serde::Serialize;
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+pub use command::CommandSpec;
+pub use wasm::WasmSpec;
+
+/// Which binding a participant speaks through.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, strum::Display, strum::IntoStaticStr,
+)]
+#[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
+#[non_exhaustive]
+pub enum BindingKind {
+    /// A Rust [`Interceptor`](crate::Interceptor) in the host's process.
+    InProcess,
+    /// An argv command, wire v1 on stdin/stdout.
+    Subprocess,
+    /// A WebAssembly component, fresh sandbox per call.
+    Wasm,
+}
+
+impl BindingKind {
+    /// The record spelling.
+    pub fn as_str(self) -> &'static str {
+        self.into()
+    }
+}
+
+/// How a configured hook runs: the part of a hook that belongs to its binding.
+#[derive(Clone, Debug, Serialize)]
+#[serde(tag = "binding", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum BindingSpec {
+    /// An argv command.
+    Subprocess(CommandSpec),
+    /// A WebAssembly component.
+    Wasm(WasmSpec),
+}
+
+impl BindingSpec {
+    /// The one place that knows every configured binding.
+    fn config(&self) -> &dyn BindingConfig {
+        match self {
+            BindingSpec::Subprocess(spec) => spec,
+            BindingSpec::Wasm(spec) => spec,
+        }
+    }
+
+    /// The binding's kind.
+    pub fn kind(&self) -> BindingKind {
+        self.config().kind()
+    }
+
+    /// What runs, in one line (for listings).
+    pub fn runs(&self) -> String {
+        self.config().runs()
+    }
+
+    /// The binding's own limits in one line, if it has any beyond `timeout_ms`.
+    pub fn limits(&self) -> Option<String> {
+        self.config().limits()
+    }
+
+    /// Something loading it found that the operator should fix (an
+    /// untrusted compile cache).
+    pub fn warning(&self) -> Option<&str> {
+        self.config().warning()
+    }
+
+    pub(crate) fn decider(&self, timeout_ms: u64) -> Arc<dyn Decider> {
+        self.config().decider(timeout_ms)
+    }
+}
+
+/// What every configured binding's spec answers.
+pub(crate) trait BindingConfig {
+    fn kind(&self) -> BindingKind;
+    fn runs(&self) -> String;
+    fn limits(&self) -> Option<String> {
+        None
+    }
+    fn warning(&self) -> Option<&str> {
+        None
+    }
+    fn decider(&self, timeout_ms: u64) -> Arc<dyn Decider>;
+}
+
+/// A binding hooks.json can select.
+pub(crate) struct Configurable {
+    /// The field that selects it (`command`, `wasm`).
+    pub(crate) key: &'static str,
+    /// The fields only it reads, besides `key`.
+    pub(crate) fields: &'static [&'static str],
+    /// `timeout_ms` when the hook gives none.
+    pub(crate) default_timeout_ms: u64,
+    /// Validates its fields and builds its spec; reports problems on `ctx`.
+    pub(crate) parse: fn(&Map<String, Value>, &Common<'_>, &mut HookCtx<'_>) -> Option<BindingSpec>,
+}
+
+/// Every binding hooks.json can configure. The first is the default when a
+/// hook names none (its `missing` message lists them all).
+pub(crate) const CONFIGURABLE: [&Configurable; 2] = [&command::CONFIG, &wasm::CONFIG];
+
+/// Which tools a hook is consulted for.
+///
+/// A hook runs for a tool named in `tools` *or* matched by `matcher`; with
+/// neither, for every tool. Union rather than intersection because a guard
+/// that runs too often is loud, while one that runs too rarely is silent.
+/// The matcher must match the whole tool name (`Edit|Write` does not match
+/// `NotebookEdit`), as Claude Code's matchers do.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct ToolFilter {
+    pub(crate) tools: Option<Vec<String>>,
+    pub(crate) matcher: Option<Regex>,
+}
+
+impl ToolFilter {
+    pub(crate) fn matches(&self, tool: &str) -> bool {
+        match (&self.tools, &self.matcher) {
+            (None, None) => true,
+            (tools, matcher) => {
+                tools.as_ref().is_some_and(|t| t.iter().any(|n| n == tool))
+                    || matcher.as_ref().is_some_and(|m| m.is_match(tool))
+            }
+        }
+    }
+}
+
+/// Measurements a binding makes of one call, by name (`fuel_used`). They
+/// appear in the run record under that name.
+pub(crate) type Metrics = BTreeMap<&'static str, u64>;
+
+/// What a binding hands back for one consultation.
+pub(crate) struct Reply {
+    pub(crate) answer: Result<Answer, HookFailure>,
+    /// Operator-facing output the hook produced (stderr), already bounded.
+    pub(crate) diagnostics: Option<String>,
+    /// Something the binding noticed that the operator should know.
+    pub(crate) warning: Option<String>,
+    /// What the binding measured.
+    pub(crate) metrics: Metrics,
+}
+
+impl From<Result<Answer, HookFailure>> for Reply {
+    fn from(answer: Result<Answer, HookFailure>) -> Self {
+        Reply {
+            answer,
+            diagnostics: None,
+            warning: None,
+            metrics: Metrics::new(),
+        }
+    }
+}
+
+/// The seam every binding implements.
+#[async_trait::async_trait]
+pub(crate) trait Decider: Send + Sync {
+    async fn decide(&self, request: &HookRequest<'_>) -> Reply;
+}
+
+/// One link of the chain: a decider plus everything the chain needs to know
+/// about it.
+pub(crate) struct Participant {
+    pub(crate) name: String,
+    pub(crate) binding: BindingKind,
+    pub(crate) source: Source,
+    pub(crate) events: Vec<Event>,
+    pub(crate) filter: ToolFilter,
+    pub(crate) on_failure: OnFailure,
+    pub(crate) config: Option<Value>,
+    pub(crate) decider: Arc<dyn Decider>,
+}
+
+impl Participant {
+    pub(crate) fn applies(&self, event: Event, tool: &str) -> bool {
+        self.events.contains(&event) && self.filter.matches(tool)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn filter(tools: Option<&[&str]>, matcher: Option<&str>) -> ToolFilter {
+        ToolFilter {
+            tools: tools.map(|t| t.iter().map(|s| (*s).to_owned()).collect()),
+            matcher: matcher.map(|m| crate::config::hook::whole_name_matcher(m).unwrap()),
+        }
+    }
+
+    #[test]
+    fn a_filter_with_neither_tools_nor_matcher_matches_every_tool() {
+        assert!(filter(None, None).matches("Anything"));
+    }
+
+    #[test]
+    fn tools_and_matcher_are_a_union() {
+        let f = filter(Some(&["Read"]), Some("Edit|Write"));
+        assert!(f.matches("Read"));
+        assert!(f.matches("Write"));
+        assert!(!f.matches("Bash"));
+    }
+
+    #[test]
+    fn the_matcher_matches_whole_names_only() {
+        let f = filter(None, Some("Edit|Write"));
+        assert!(!f.matches("NotebookEdit"));
+        assert!(!f.matches("Writer"));
+        // An alternation cannot escape the anchors.
+        let f = filter(None, Some("x|.*"));
+        assert!(f.matches("x") && f.matches("Bash"));
+        let f = filter(None, Some("(?x) Bash # comment"));
+        assert!(f.matches("Bash") && !f.matches("Bash2"));
+    }
+}

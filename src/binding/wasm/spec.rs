@@ -1,0 +1,137 @@
+//! The component binding's part of hooks.json: `wasm` (the component's
+//! path), `fuel` and `memory_mb`.
+
+use super::{ComponentInfo, DEFAULT_FUEL, DEFAULT_MEMORY_MB, MAX_FUEL, MAX_MEMORY_MB, WasmHook};
+use crate::binding::{BindingConfig, BindingKind, BindingSpec, Configurable, Decider};
+use crate::config::hook::{Common, HookCtx};
+use crate::runner::Source;
+use serde::Serialize;
+use serde_json::{Map, Value};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+pub(crate) const CONFIG: Configurable = Configurable {
+    key: "wasm",
+    fields: &["fuel", "memory_mb"],
+    default_timeout_ms: super::DEFAULT_TIMEOUT_MS,
+    parse,
+};
+
+/// A configured WebAssembly component.
+#[derive(Clone, Debug, Serialize)]
+#[non_exhaustive]
+pub struct WasmSpec {
+    /// The component file, resolved against the config's root.
+    pub wasm: PathBuf,
+    /// Fuel per call.
+    pub fuel: u64,
+    /// Linear-memory limit per call, in MiB.
+    pub memory_mb: u64,
+    /// What loading it found (size, cache, imports).
+    pub component: ComponentInfo,
+    /// The compiled, pre-instantiated component.
+    #[serde(skip)]
+    pub(crate) loaded: Arc<WasmHook>,
+}
+
+impl BindingConfig for WasmSpec {
+    fn kind(&self) -> BindingKind {
+        BindingKind::Wasm
+    }
+
+    fn runs(&self) -> String {
+        format!(
+            "{} ({} KiB{})",
+            self.wasm.display(),
+            self.component.bytes / 1024,
+            if self.component.imports.is_empty() {
+                ", no imports".to_owned()
+            } else {
+                format!(", {} WASI imports", self.component.imports.len())
+            }
+        )
+    }
+
+    fn limits(&self) -> Option<String> {
+        Some(format!("fuel {}, {} MiB", self.fuel, self.memory_mb))
+    }
+
+    fn warning(&self) -> Option<&str> {
+        self.component.cache_warning.as_deref()
+    }
+
+    fn decider(&self, _timeout_ms: u64) -> Arc<dyn Decider> {
+        // The deadline was fixed when the component was loaded.
+        self.loaded.clone()
+    }
+}
+
+fn parse(
+    obj: &Map<String, Value>,
+    common: &Common<'_>,
+    ctx: &mut HookCtx<'_>,
+) -> Option<BindingSpec> {
+    let fuel = ctx.bounded(obj.get("fuel"), "fuel", 1, MAX_FUEL, DEFAULT_FUEL, "");
+    let memory_mb = ctx.bounded(
+        obj.get("memory_mb"),
+        "memory_mb",
+        1,
+        MAX_MEMORY_MB,
+        DEFAULT_MEMORY_MB,
+        " MiB",
+    );
+    let written = match obj.get("wasm") {
+        Some(Value::String(s)) if !s.is_empty() => s,
+        Some(other) => {
+            ctx.problem(
+                "wasm",
+                format!("expected the path of a component, got {other}"),
+            );
+            return None;
+        }
+        None => return None,
+    };
+    // Compile only a hook whose every other field is valid.
+    let (Some(fuel), Some(memory_mb), Some(timeout_ms), true) =
+        (fuel, memory_mb, common.timeout_ms, ctx.is_clean())
+    else {
+        return None;
+    };
+    let root = common.root;
+    let joined = root.join(written);
+    let checked = match common.source {
+        // A workspace names only files in its own tree, whatever the path
+        // looks like (absolute, `..`, or a symlink out).
+        Source::Workspace => crate::safe_fs::beneath(&joined, root),
+        _ => Ok(joined.clone()),
+    };
+    let path = match checked {
+        Ok(path) => path,
+        Err(e) => {
+            ctx.refused_path("wasm", "component", written, &joined, root, e);
+            return None;
+        }
+    };
+    match super::load(
+        &path,
+        common.wasm,
+        super::Limits {
+            fuel,
+            memory_mb,
+            timeout_ms,
+        },
+        common.config,
+    ) {
+        Ok((loaded, component)) => Some(BindingSpec::Wasm(WasmSpec {
+            wasm: path,
+            fuel,
+            memory_mb,
+            component,
+            loaded: Arc::new(loaded),
+        })),
+        Err(e) => {
+            ctx.problem("wasm", format!("component {written:?}: {e}"));
+            None
+        }
+    }
+}

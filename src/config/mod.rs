@@ -1,0 +1,533 @@
+//! hooks.json: parse, validate, discover, load.
+//!
+//! # Rejection is the deliverable
+//!
+//! A config that is silently half-applied is worse than none: the operator
+//! believes a guard is in place. So every problem — an unknown field (a typo of
+//! `on_failure` must not quietly mean "default"), an unknown event, a bad
+//! regex, an out-of-range timeout, a missing program — is an error naming the
+//! file, the hook's index and name, and the field. All problems in a file are
+//! reported at once, so one run of `toolgate hooks --check` shows everything to
+//! fix. No value is ever coerced toward the permissive branch.
+//!
+//! The file is parsed as JSON first and each hook validated field by field,
+//! rather than with `#[serde(deny_unknown_fields)]`, because serde's errors
+//! name neither the hook nor (for type errors) the field.
+//!
+//! # Where configs live
+//!
+//! - global (the operator's): `$TOOLGATE_CONFIG_DIR/hooks.json`, else
+//!   `$XDG_CONFIG_HOME/toolgate/hooks.json`, else
+//!   `$HOME/.config/toolgate/hooks.json`;
+//! - workspace (the repository's): `<workspace>/.toolgate/hooks.json`. A
+//!   harness that knows its workspace gives it (`--workspace`,
+//!   `$CLAUDE_PROJECT_DIR`); otherwise [`find_workspace`] walks up from the
+//!   working directory to the nearest ancestor with a `.toolgate/`, the way
+//!   git finds `.git` — an agent started in `src/` must not silently skip the
+//!   repository's hooks. `toolgate hooks` says which workspace it used.
+//!
+//! A missing file means "no hooks there". Global hooks run before workspace
+//! hooks; see the runner's `# Order`.
+//!
+//! # Files a config names, and what only the operator may set
+//!
+//! Every file is read through `safe_fs`: regular files only, bounded, and for
+//! a workspace config (hooks.json itself, `wasm` paths, relative program
+//! paths) resolved beneath the workspace root after symlinks. The text is
+//! parsed by `strict_json`: a repeated key is an error (`"hooks"` twice
+//! would otherwise drop the guards silently), and no error quotes the file.
+//! `chain_timeout_ms` is read from the global config only; a workspace that
+//! sets it is refused, so a repository cannot stretch the chain's deadline
+//! past the agent's own hook timeout.
+//!
+//! # Workspace commands and trust
+//!
+//! A workspace's hooks are workspace data: cloning a repository should not run
+//! its commands without the operator's say. That gate (trust pinned to content
+//! hashes, like a lockfile) is its own later piece of work; until then
+//! workspace commands run as configured, and [`admit_workspace_hooks`] is the
+//! seam where the gate goes.
+
+pub(crate) mod hook;
+mod workspace;
+
+pub use hook::CONFIG_SCHEMA;
+pub use workspace::{FoundWorkspace, find_workspace};
+
+use crate::binding::wasm::WasmOptions;
+use crate::binding::{BindingKind, BindingSpec, Participant, ToolFilter};
+use crate::contract::Event;
+use crate::failure::OnFailure;
+use crate::protocol::Inward;
+use crate::runner::Source;
+use regex_automata::meta::Regex;
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use workspace::absolute;
+
+/// Smallest accepted `timeout_ms`.
+pub const MIN_TIMEOUT_MS: u64 = 1;
+/// Largest accepted `timeout_ms` (10 minutes): a guard on a single tool call
+/// that needs longer is a bug, not a policy.
+pub const MAX_TIMEOUT_MS: u64 = 600_000;
+
+/// The workspace config's path relative to the workspace.
+pub const WORKSPACE_FILE: &str = ".toolgate/hooks.json";
+
+/// One configured hook, validated.
+#[derive(Clone, Debug, Serialize)]
+#[non_exhaustive]
+pub struct HookSpec {
+    /// Its name (unique within its file).
+    pub name: String,
+    /// Global or workspace.
+    pub source: Source,
+    /// The file that declared it.
+    pub file: PathBuf,
+    /// Its index in that file's `hooks` array.
+    pub index: usize,
+    /// How it runs.
+    #[serde(flatten)]
+    pub binding: BindingSpec,
+    /// The events it is consulted for.
+    pub events: Vec<Event>,
+    /// Exact tool names it applies to, if restricted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<String>>,
+    /// Whole-name regex of tools it applies to, if restricted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub matcher: Option<String>,
+    /// Its deadline.
+    pub timeout_ms: u64,
+    /// What a failure becomes.
+    pub on_failure: OnFailure,
+    /// Its `config`, handed to it in every request.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub config: Option<Value>,
+    #[serde(skip)]
+    compiled_matcher: Option<Regex>,
+}
+
+impl HookSpec {
+    /// The binding's kind.
+    pub fn binding_kind(&self) -> BindingKind {
+        self.binding.kind()
+    }
+
+    fn into_participant(self) -> Participant {
+        Participant {
+            decider: self.binding.decider(self.timeout_ms),
+            binding: self.binding.kind(),
+            name: self.name,
+            source: self.source,
+            events: self.events,
+            filter: ToolFilter {
+                tools: self.tools,
+                matcher: self.compiled_matcher,
+            },
+            on_failure: self.on_failure,
+            config: self.config,
+        }
+    }
+}
+
+/// A hook built in code, with the fields a hooks.json entry has. It is
+/// validated and loaded by exactly the rules a file is
+/// ([`Config::from_hooks`]), so a test or an embedding program gets a real
+/// participant without writing a file.
+///
+/// ```no_run
+/// # fn demo() -> Result<(), toolgate::ConfigError> {
+/// use toolgate::config::{Config, HookDef};
+/// use toolgate::wasm::WasmOptions;
+/// let config = Config::from_hooks(
+///     [
+///         HookDef::command("guard", ["python3", "guard.py"]).tools(["Bash"]),
+///         HookDef::wasm("redact", "hooks/redact.wasm").fuel(1_000_000),
+///     ],
+///     std::path::Path::new("."),
+///     &WasmOptions::new(),
+/// )?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug)]
+pub struct HookDef {
+    fields: Map<String, Value>,
+}
+
+impl HookDef {
+    fn new(name: &str, key: &str, value: Value) -> Self {
+        let mut fields = Map::new();
+        fields.insert("name".into(), json!(name));
+        fields.insert(key.into(), value);
+        HookDef { fields }
+    }
+
+    fn with(mut self, key: &str, value: Value) -> Self {
+        self.fields.insert(key.into(), value);
+        self
+    }
+
+    /// A subprocess hook running `argv`.
+    pub fn command<S: Into<String>>(name: &str, argv: impl IntoIterator<Item = S>) -> Self {
+        let argv: Vec<String> = argv.into_iter().map(Into::into).collect();
+        HookDef::new(name, "command", json!(argv))
+    }
+
+    /// A WebAssembly component hook (a `.wasm` component or a `.wat` file).
+    pub fn wasm(name: &str, path: impl AsRef<Path>) -> Self {
+        HookDef::new(name, "wasm", json!(path.as_ref().to_string_lossy()))
+    }
+
+    /// The events it is consulted for (default: before the call).
+    pub fn events(self, events: &[Event]) -> Self {
+        let names: Vec<&str> = events.iter().map(|e| e.as_str()).collect();
+        self.with("event", json!(names))
+    }
+
+    /// Exact tool names it applies to.
+    pub fn tools<S: Into<String>>(self, tools: impl IntoIterator<Item = S>) -> Self {
+        let tools: Vec<String> = tools.into_iter().map(Into::into).collect();
+        self.with("tools", json!(tools))
+    }
+
+    /// A whole-name regex of tools it applies to.
+    pub fn matcher(self, pattern: &str) -> Self {
+        self.with("matcher", json!(pattern))
+    }
+
+    /// Its deadline.
+    pub fn timeout_ms(self, ms: u64) -> Self {
+        self.with("timeout_ms", json!(ms))
+    }
+
+    /// What a failure becomes (default: deny).
+    pub fn on_failure(self, policy: OnFailure) -> Self {
+        self.with("on_failure", json!(policy.as_str()))
+    }
+
+    /// Its `config`, handed to it in every request.
+    pub fn config(self, config: Value) -> Self {
+        self.with("config", config)
+    }
+
+    /// A command hook's protocol (default: wire v1).
+    pub fn protocol(self, protocol: Inward) -> Self {
+        self.with("protocol", json!(protocol.to_string()))
+    }
+
+    /// A component's fuel per call.
+    pub fn fuel(self, fuel: u64) -> Self {
+        self.with("fuel", json!(fuel))
+    }
+
+    /// A component's linear-memory limit per call, in MiB.
+    pub fn memory_mb(self, mb: u64) -> Self {
+        self.with("memory_mb", json!(mb))
+    }
+}
+
+/// The hooks loaded from the global and workspace configs, global first.
+#[derive(Clone, Debug, Default)]
+pub struct Config {
+    hooks: Vec<HookSpec>,
+    files: Vec<LoadedFile>,
+    chain_timeout_ms: Option<u64>,
+}
+
+/// A config file that was looked for.
+#[derive(Clone, Debug, Serialize)]
+pub struct LoadedFile {
+    /// Global or workspace.
+    pub source: Source,
+    /// Where it was looked for.
+    pub path: PathBuf,
+    /// Whether it existed.
+    pub found: bool,
+}
+
+/// Which configs to load, and how to load components: what the embedding
+/// program decides (the `toolgate` binary fills it from its flags and the
+/// environment; the library reads no environment).
+#[derive(Clone, Debug, Default)]
+#[must_use]
+pub struct Loader {
+    global_dir: Option<PathBuf>,
+    workspace: Option<PathBuf>,
+    wasm: WasmOptions,
+}
+
+impl Loader {
+    /// Reads `dir/hooks.json` as the operator's global config.
+    pub fn global_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.global_dir = Some(dir.into());
+        self
+    }
+
+    /// Reads `workspace/.toolgate/hooks.json` as the workspace's config.
+    pub fn workspace(mut self, workspace: impl Into<PathBuf>) -> Self {
+        self.workspace = Some(workspace.into());
+        self
+    }
+
+    /// How components are cached and run.
+    pub fn wasm(mut self, options: WasmOptions) -> Self {
+        self.wasm = options;
+        self
+    }
+
+    /// Loads the configs. Missing files mean no hooks; anything wrong in a
+    /// file that exists is an error. Problems in both are reported together.
+    pub fn load(&self) -> Result<Config, ConfigError> {
+        let mut config = Config::default();
+        let mut problems = Vec::new();
+        if let Some(dir) = &self.global_dir {
+            config.read(
+                Source::Global,
+                &dir.join("hooks.json"),
+                (dir, &self.wasm),
+                &mut problems,
+            );
+        }
+        if let Some(ws) = &self.workspace {
+            let ws = absolute(ws);
+            config.read(
+                Source::Workspace,
+                &ws.join(WORKSPACE_FILE),
+                (&ws, &self.wasm),
+                &mut problems,
+            );
+        }
+        ConfigError::or(config, problems)
+    }
+}
+
+impl Config {
+    /// An empty configuration.
+    pub fn empty() -> Self {
+        Config::default()
+    }
+
+    /// Starts choosing what to load.
+    pub fn loader() -> Loader {
+        Loader::default()
+    }
+
+    /// Loads `global_dir/hooks.json` and `workspace/.toolgate/hooks.json`,
+    /// either of which may be skipped, compiling components in memory (no
+    /// cache; see [`Loader::wasm`]).
+    pub fn load(
+        global_dir: Option<&Path>,
+        workspace: Option<&Path>,
+    ) -> Result<Config, ConfigError> {
+        let mut loader = Config::loader();
+        loader.global_dir = global_dir.map(Path::to_owned);
+        loader.workspace = workspace.map(Path::to_owned);
+        loader.load()
+    }
+
+    /// Loads one file as the given source, resolving relative programs
+    /// against `root`. A missing file is an error here.
+    pub fn from_file(source: Source, path: &Path, root: &Path) -> Result<Config, ConfigError> {
+        let mut config = Config::default();
+        let mut problems = Vec::new();
+        if !path.exists() && !path.is_symlink() {
+            problems.push(Problem::file(path, "not read: no such file".into()));
+        } else {
+            config.read(
+                source,
+                path,
+                (&absolute(root), &WasmOptions::default()),
+                &mut problems,
+            );
+        }
+        ConfigError::or(config, problems)
+    }
+
+    /// Hooks built in code, validated and loaded as a file's would be, as
+    /// the host's own ([`Source::Host`]): relative paths resolve against
+    /// `root`. Problems name the file as `(hooks built in code)`.
+    pub fn from_hooks(
+        hooks: impl IntoIterator<Item = HookDef>,
+        root: &Path,
+        wasm: &WasmOptions,
+    ) -> Result<Config, ConfigError> {
+        let value = json!({
+            "schema": CONFIG_SCHEMA,
+            "hooks": hooks.into_iter().map(|h| Value::Object(h.fields)).collect::<Vec<_>>(),
+        });
+        let mut problems = Vec::new();
+        let (hooks, _) = hook::parse_file(
+            value,
+            Source::Host,
+            Path::new("(hooks built in code)"),
+            (&absolute(root), wasm),
+            &mut problems,
+        );
+        ConfigError::or(
+            Config {
+                hooks,
+                ..Config::default()
+            },
+            problems,
+        )
+    }
+
+    /// The hooks, in consultation order (global, then workspace).
+    pub fn hooks(&self) -> &[HookSpec] {
+        &self.hooks
+    }
+
+    /// The files that were looked for, and whether each existed.
+    pub fn files(&self) -> &[LoadedFile] {
+        &self.files
+    }
+
+    /// The whole chain's deadline, when the global config sets
+    /// `chain_timeout_ms` (only the operator's config may).
+    pub fn chain_timeout(&self) -> Option<Duration> {
+        self.chain_timeout_ms.map(Duration::from_millis)
+    }
+
+    pub(crate) fn into_participants(self) -> impl Iterator<Item = Participant> {
+        self.hooks.into_iter().map(HookSpec::into_participant)
+    }
+
+    fn read(
+        &mut self,
+        source: Source,
+        path: &Path,
+        (root, wasm): (&Path, &WasmOptions),
+        problems: &mut Vec<Problem>,
+    ) {
+        // A workspace's own config must stay inside the workspace, like every
+        // file it names: a symlinked hooks.json is refused, not followed out.
+        let resolved = match source {
+            Source::Workspace => crate::safe_fs::beneath(path, root),
+            _ => Ok(path.to_owned()),
+        };
+        let text = match resolved
+            .and_then(|p| crate::safe_fs::read(&p, crate::safe_fs::MAX_CONFIG_BYTES))
+        {
+            Ok(text) => text,
+            Err(crate::safe_fs::ReadFileError::NotFound) if !path.is_symlink() => {
+                self.files.push(LoadedFile {
+                    source,
+                    path: path.to_owned(),
+                    found: false,
+                });
+                return;
+            }
+            Err(e) => {
+                self.files.push(LoadedFile {
+                    source,
+                    path: path.to_owned(),
+                    found: true,
+                });
+                problems.push(Problem::file(path, format!("not read: {e}")));
+                return;
+            }
+        };
+        self.files.push(LoadedFile {
+            source,
+            path: path.to_owned(),
+            found: true,
+        });
+        // Errors give the line and column only: never the file's content.
+        let value = match crate::strict_json::parse(&text) {
+            Ok(v) => v,
+            Err(e) => {
+                problems.push(Problem::file(path, e.to_string()));
+                return;
+            }
+        };
+        let (mut hooks, chain_timeout_ms) =
+            hook::parse_file(value, source, path, (root, wasm), problems);
+        if chain_timeout_ms.is_some() {
+            self.chain_timeout_ms = chain_timeout_ms;
+        }
+        if source == Source::Workspace {
+            admit_workspace_hooks(&mut hooks);
+        }
+        self.hooks.extend(hooks);
+    }
+}
+
+/// The trust gate for workspace hooks goes here. Today every workspace hook is
+/// admitted as configured; see the module docs.
+fn admit_workspace_hooks(_hooks: &mut Vec<HookSpec>) {}
+
+/// Everything wrong with the configuration, one [`Problem`] per line.
+#[derive(Debug, thiserror::Error)]
+pub struct ConfigError {
+    /// Each problem found.
+    pub problems: Vec<Problem>,
+}
+
+impl ConfigError {
+    fn or(config: Config, problems: Vec<Problem>) -> Result<Config, ConfigError> {
+        if problems.is_empty() {
+            Ok(config)
+        } else {
+            Err(ConfigError { problems })
+        }
+    }
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, p) in self.problems.iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            write!(f, "{p}")?;
+        }
+        Ok(())
+    }
+}
+
+/// One thing wrong with a config file.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Problem {
+    /// The file.
+    pub file: PathBuf,
+    /// The hook's index in `hooks`, when the problem is in a hook.
+    pub index: Option<usize>,
+    /// The hook's name, when it has a usable one.
+    pub name: Option<String>,
+    /// The field, when the problem is in one.
+    pub field: Option<String>,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl Problem {
+    pub(crate) fn file(path: &Path, message: String) -> Self {
+        Problem {
+            file: path.to_owned(),
+            index: None,
+            name: None,
+            field: None,
+            message,
+        }
+    }
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.file.display())?;
+        if let Some(i) = self.index {
+            write!(f, ": hooks[{i}]")?;
+            if let Some(name) = &self.name {
+                write!(f, " ({name:?})")?;
+            }
+        }
+        if let Some(field) = &self.field {
+            write!(f, ": field `{field}`")?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}

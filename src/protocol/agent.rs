@@ -1,0 +1,296 @@
+//! Outward: toolgate as the agent's hook. `toolgate claude-code` and
+//! `toolgate codex` read the agent's hook stdin ([`read_agent_input`]), run
+//! the chain, and answer in the agent's dialect ([`render_outcome`]).
+//!
+//! # Why one module for both agents
+//!
+//! Codex copies Claude Code's hook envelope (event names, `tool_input`,
+//! `hookSpecificOutput`), with a stricter output schema. The two differ in a
+//! handful of answers, each a `match` arm on [`Outward`] below; a new agent
+//! with the same envelope is a new variant, one with its own envelope a new
+//! file beside this one.
+
+use super::claude::event_name;
+use crate::contract::{Event, Request, ToolResult, Verdict};
+use crate::runner::Outcome;
+use serde_json::{Map, Value, json};
+
+/// The dialect `toolgate` answers in when it is the agent's hook.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outward {
+    /// Claude Code.
+    ClaudeCode,
+    /// Codex: the same envelope with a strict output schema (no `ask`, no
+    /// unknown fields, `updatedInput` only with `allow`).
+    Codex,
+}
+
+/// A tool call as Claude Code (or Codex) hands it to a hook.
+#[derive(Debug)]
+pub struct AgentCall {
+    /// `PreToolUse`, `PostToolUse`, `PostToolUseFailure`, or another event
+    /// toolgate has no part in.
+    pub hook_event_name: String,
+    /// The request, when the event is one toolgate evaluates.
+    pub request: Option<Request>,
+    /// The agent's working directory.
+    pub cwd: Option<String>,
+}
+
+/// Why an agent's hook input could not be read.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReadAgentInputError {
+    /// Not a JSON object.
+    #[error("the hook input is not a JSON object: {0}")]
+    NotJson(String),
+    /// A field the event needs is missing.
+    #[error("the hook input has no `{0}`")]
+    Missing(&'static str),
+}
+
+/// Reads Claude Code's (or Codex's) hook stdin.
+pub fn read_agent_input(bytes: &[u8]) -> Result<AgentCall, ReadAgentInputError> {
+    let value: Value =
+        serde_json::from_slice(bytes).map_err(|e| ReadAgentInputError::NotJson(e.to_string()))?;
+    let Value::Object(obj) = value else {
+        return Err(ReadAgentInputError::NotJson("not an object".into()));
+    };
+    let s = |k: &str| obj.get(k).and_then(Value::as_str).map(str::to_owned);
+    let name = s("hook_event_name").ok_or(ReadAgentInputError::Missing("hook_event_name"))?;
+    let cwd = s("cwd");
+    let event = match name.as_str() {
+        "PreToolUse" => Event::PreToolUse,
+        // A call whose tool failed (a command that exited non-zero) goes
+        // through the post chain too, with `is_error: true`: otherwise a
+        // redactor never sees `echo SECRET; exit 3`.
+        "PostToolUse" | "PostToolUseFailure" => Event::PostToolUse,
+        _ => {
+            return Ok(AgentCall {
+                hook_event_name: name,
+                request: None,
+                cwd,
+            });
+        }
+    };
+    let tool = s("tool_name").ok_or(ReadAgentInputError::Missing("tool_name"))?;
+    let input = obj
+        .get("tool_input")
+        .cloned()
+        .ok_or(ReadAgentInputError::Missing("tool_input"))?;
+    let result = match name.as_str() {
+        "PostToolUse" => Some(ToolResult::ok(
+            obj.get("tool_response").cloned().unwrap_or(Value::Null),
+        )),
+        // What the model is shown for a failed call is the error text.
+        "PostToolUseFailure" => Some(ToolResult::error(
+            obj.get("error").cloned().unwrap_or(Value::Null),
+        )),
+        _ => None,
+    };
+    Ok(AgentCall {
+        hook_event_name: name,
+        request: Some(Request {
+            event,
+            tool,
+            input,
+            result,
+            session_id: s("session_id"),
+            turn_id: s("turn_id"),
+            tool_call_id: s("tool_use_id"),
+            cwd: cwd.clone(),
+        }),
+        cwd,
+    })
+}
+
+/// What toolgate prints for an outcome when it is the agent's hook: the JSON
+/// for stdout (none when there is nothing to say) — always with exit 0; a
+/// toolgate failure is exit 2 with the reason on stderr, handled by the CLI.
+/// `hook_event_name` is the agent's event (`PostToolUseFailure` is answered
+/// as itself).
+///
+/// What each answer becomes, and why (Claude Code 2.1.197, each line pinned
+/// by a live test against the real CLI in `tests/all/live.rs`):
+///
+/// - `allow` prints no permission decision: toolgate's allow means "no
+///   objection", and the agent's own permission rules still apply.
+/// - `modify` is `updatedInput` **without** a permission decision: with
+///   `allow` beside it, Claude Code would approve the rewritten call and skip
+///   its permission rules; without one, it applies the rewrite and still asks
+///   its rules (Codex's schema needs `allow` with `updatedInput`).
+/// - a pre `replace` (toolgate answering for the tool) cannot be expressed;
+///   it becomes a denial whose reason carries the replacement.
+/// - a post `replace` is `updatedToolOutput` **in the tool's own output
+///   shape**, derived from the `tool_response` toolgate was given: Claude
+///   Code validates the replacement against the tool's schema and silently
+///   shows the original on a mismatch. A string replacement for Bash fills
+///   `stdout` and empties `stderr`. Where no shape can be derived, toolgate
+///   fails closed as below.
+/// - a post `deny` withholds the output: for Bash, an interrupted result whose
+///   stderr is the reason (the model sees the reason marked as an error); for
+///   a tool whose shape toolgate cannot fill, `continue: false`, which stops
+///   the agent before the model sees the output.
+/// - on `PostToolUseFailure` Claude Code honours no replacement and no stop:
+///   a deny or replace becomes `decision: block` with the reason (the model
+///   is told the output must be disregarded) and the context; the output
+///   itself cannot be withheld.
+pub fn render_outcome(outcome: &Outcome, dialect: Outward, hook_event_name: &str) -> Option<Value> {
+    let failure_event = hook_event_name == "PostToolUseFailure";
+    let event = if failure_event {
+        "PostToolUseFailure"
+    } else {
+        event_name(outcome.event)
+    };
+    let mut specific = Map::new();
+    specific.insert("hookEventName".into(), json!(event));
+    if let Some(context) = &outcome.context {
+        specific.insert("additionalContext".into(), json!(context));
+    }
+    let mut top = Map::new();
+    let original = outcome.tool_result.as_ref().map(|r| &r.output);
+    let withheld = |reason: &str| format!("toolgate withheld the output of this call: {reason}");
+    match (outcome.event, &outcome.verdict) {
+        (Event::PreToolUse, Verdict::Allow) => {}
+        (Event::PreToolUse, Verdict::Deny { reason }) => {
+            specific.insert("permissionDecision".into(), json!("deny"));
+            specific.insert("permissionDecisionReason".into(), json!(reason));
+        }
+        (Event::PreToolUse, Verdict::Modify { input }) => {
+            if dialect == Outward::Codex {
+                specific.insert("permissionDecision".into(), json!("allow"));
+            }
+            specific.insert("updatedInput".into(), input.clone());
+        }
+        (Event::PreToolUse, Verdict::Replace { result }) => {
+            specific.insert("permissionDecision".into(), json!("deny"));
+            specific.insert(
+                "permissionDecisionReason".into(),
+                json!(format!(
+                    "toolgate answered for the tool instead of running it: {}",
+                    output_text(&result.output)
+                )),
+            );
+        }
+        (Event::PostToolUse, Verdict::Allow | Verdict::Modify { .. }) => {}
+        (Event::PostToolUse, Verdict::Deny { reason }) if failure_event => {
+            top.insert("decision".into(), json!("block"));
+            top.insert("reason".into(), json!(withheld(reason)));
+        }
+        (Event::PostToolUse, Verdict::Replace { result }) if failure_event => {
+            top.insert("decision".into(), json!("block"));
+            top.insert(
+                "reason".into(),
+                json!(format!(
+                    "toolgate replaced the output of this call; disregard it and use this instead: {}",
+                    output_text(&result.output)
+                )),
+            );
+        }
+        (Event::PostToolUse, Verdict::Deny { reason }) => match dialect {
+            Outward::ClaudeCode => {
+                match original.and_then(|o| withheld_in_shape(o, &withheld(reason))) {
+                    Some(shaped) => {
+                        specific.insert("updatedToolOutput".into(), shaped);
+                    }
+                    None => stop(&mut top, &withheld(reason)),
+                }
+            }
+            Outward::Codex => {
+                top.insert("decision".into(), json!("block"));
+                top.insert("reason".into(), json!(reason));
+            }
+        },
+        (Event::PostToolUse, Verdict::Replace { result }) => match dialect {
+            Outward::ClaudeCode => match in_shape(original, &result.output) {
+                Some(shaped) => {
+                    specific.insert("updatedToolOutput".into(), shaped);
+                }
+                None => stop(
+                    &mut top,
+                    "toolgate replaced the output of this call but cannot express the \
+                     replacement in this tool's output shape, so the output is withheld",
+                ),
+            },
+            // Codex's strict schema has no output replacement: block with
+            // the replacement as the reason, so the model sees only it.
+            Outward::Codex => {
+                top.insert("decision".into(), json!("block"));
+                top.insert(
+                    "reason".into(),
+                    json!(format!(
+                        "toolgate replaced this tool's output: {}",
+                        output_text(&result.output)
+                    )),
+                );
+            }
+        },
+    }
+    if specific.len() > 1 {
+        top.insert("hookSpecificOutput".into(), Value::Object(specific));
+    }
+    (!top.is_empty()).then_some(Value::Object(top))
+}
+
+/// Fails closed after the call where no replacement can be expressed: the
+/// agent stops before the model sees the output.
+fn stop(top: &mut Map<String, Value>, reason: &str) {
+    top.insert("continue".into(), json!(false));
+    top.insert("stopReason".into(), json!(reason));
+}
+
+/// Fields that carry a tool's text output, in the order they are looked for.
+const TEXT_FIELDS: [&str; 5] = ["stdout", "content", "output", "result", "text"];
+
+/// `replacement` in the shape of `original` (the agent's `tool_response`): a
+/// string for a string-shaped tool, the text field filled (and Bash's
+/// `stderr` emptied) for an object-shaped one, an object replacement passed
+/// as the hook wrote it. `None` when no shape can be derived.
+fn in_shape(original: Option<&Value>, replacement: &Value) -> Option<Value> {
+    let Value::String(text) = replacement else {
+        // The hook gave a structured replacement: it chose the shape.
+        return Some(replacement.clone());
+    };
+    match original {
+        None | Some(Value::Null | Value::String(_)) => Some(replacement.clone()),
+        Some(Value::Object(fields)) => {
+            let field = TEXT_FIELDS
+                .iter()
+                .find(|f| fields.get(**f).is_some_and(Value::is_string))?;
+            let mut shaped = fields.clone();
+            shaped.insert((*field).to_owned(), json!(text));
+            if shaped.contains_key("stderr") {
+                shaped.insert("stderr".into(), json!(""));
+            }
+            if shaped.contains_key("interrupted") {
+                shaped.insert("interrupted".into(), json!(false));
+            }
+            Some(Value::Object(shaped))
+        }
+        Some(_) => None,
+    }
+}
+
+/// A withheld result in Bash's shape: an interrupted command whose stderr is
+/// the reason, which Claude Code shows the model as an error. `None` for
+/// other shapes.
+fn withheld_in_shape(original: &Value, reason: &str) -> Option<Value> {
+    let fields = original.as_object()?;
+    if !(fields.get("stdout").is_some_and(Value::is_string)
+        && fields.get("stderr").is_some_and(Value::is_string))
+    {
+        return None;
+    }
+    let mut shaped = fields.clone();
+    shaped.insert("stdout".into(), json!(""));
+    shaped.insert("stderr".into(), json!(reason));
+    shaped.insert("interrupted".into(), json!(true));
+    Some(Value::Object(shaped))
+}
+
+fn output_text(output: &Value) -> String {
+    match output {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}

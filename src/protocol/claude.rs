@@ -1,0 +1,321 @@
+//! Claude Code's hook protocol, inward: a hook written for Claude Code,
+//! run inside toolgate's chain.
+//!
+//! # Why
+//!
+//! Claude Code's hook protocol is the de facto standard (Codex copies it;
+//! Cursor, Copilot CLI and VS Code read Claude's settings). People who would
+//! use toolgate already have hooks written for it, and run agents that only
+//! know how to call a command. So toolgate speaks it in both directions:
+//!
+//! - **inward**: a subprocess hook with `"protocol": "claude-code"` gets
+//!   Claude Code's stdin and is read by Claude Code's rules, so an existing
+//!   script runs unmodified inside toolgate's ordered, fail-closed chain;
+//! - **outward**: `toolgate claude-code` / `toolgate codex` *is* a Claude Code
+//!   (or Codex) hook: one settings entry gives the agent the whole chain.
+//!
+//! # Where toolgate differs from Claude Code, on purpose
+//!
+//! - An exit code other than 0 and 2 is a *non-blocking error* in Claude Code
+//!   (the call goes through). In toolgate it is a failure, and the hook's
+//!   `on_failure` applies — deny by default. A guard that crashes must not
+//!   silently stop guarding.
+//! - `ask` and `defer` need a person watching. Inside toolgate's chain there
+//!   is none, so both become a denial whose reason says a person's
+//!   confirmation was required. Never a silent allow.
+//! - `continue: false` (stop the whole agent) cannot be honoured by a hook
+//!   chain; it becomes a denial of this call with the `stopReason`.
+//! - Plain-text stdout on exit 0 is not shown to the model (as in Claude Code
+//!   for tool events); toolgate keeps it for the operator.
+//! - A JSON answer that is malformed is a failure (fail closed), never the
+//!   allow that Claude Code makes of output it cannot read: a byte-order mark
+//!   before the JSON, a repeated key, a `permissionDecision`, `decision`,
+//!   reason or context that is not a string, a `hookSpecificOutput` that is
+//!   not an object, an `updatedInput` that is not an object, a `continue`
+//!   that is not a boolean. A deny signal wins over all of that: if the
+//!   answer (or any repeated key in it) says `deny`, `ask`, `defer`,
+//!   `block` or `continue: false`, the call is denied, so a malformed denial
+//!   cannot be waved through by `on_failure: allow`.
+
+use super::{Exit, Read};
+use crate::contract::{Answer, Event, HookRequest, ToolResult, Verdict};
+use crate::failure::HookFailure;
+use serde_json::{Map, Value, json};
+
+/// Claude Code's name for an event.
+pub fn event_name(event: Event) -> &'static str {
+    match event {
+        Event::PreToolUse => "PreToolUse",
+        Event::PostToolUse => "PostToolUse",
+    }
+}
+
+/// Encodes a request as Claude Code's hook stdin.
+pub(crate) fn encode_request(request: &HookRequest<'_>, default_cwd: &str) -> Vec<u8> {
+    let mut obj = json!({
+        "session_id": request.session_id.unwrap_or("toolgate"),
+        "cwd": request.cwd.unwrap_or(default_cwd),
+        "permission_mode": "default",
+        "hook_event_name": event_name(request.event),
+        "tool_name": request.tool,
+        "tool_input": request.input,
+        "tool_use_id": request.tool_call_id.unwrap_or(""),
+    });
+    if let Some(result) = request.result {
+        obj["tool_response"] = result.output.clone();
+    }
+    let mut bytes = obj.to_string().into_bytes();
+    bytes.push(b'\n');
+    bytes
+}
+
+/// What a Claude Code-style hook's exit means, read by Claude Code's rules
+/// (with toolgate's differences above): exit 2 is a denial whose reason is
+/// stderr, exit 0 is read by [`decode_answer`], anything else is a failure.
+pub(crate) fn read_exit(event: Event, exit: &Exit<'_>, current: Option<&ToolResult>) -> Read {
+    let (answer, note) = match exit.code {
+        Some(2) => {
+            let reason = String::from_utf8_lossy(exit.stderr).trim().to_owned();
+            let reason = if reason.is_empty() {
+                "blocked by a hook (exit 2) that gave no reason".to_owned()
+            } else {
+                reason
+            };
+            (Ok(Answer::deny(reason)), None)
+        }
+        Some(0) => decode_answer(event, exit.stdout, current),
+        _ => (
+            Err(HookFailure::ExitedNonZero {
+                status: format!(
+                    "{} (not 0 or 2; in Claude Code a non-blocking error)",
+                    exit.status
+                ),
+            }),
+            None,
+        ),
+    };
+    Read { answer, note }
+}
+
+/// Reads what a Claude Code hook printed on success: nothing is an allow,
+/// plain text is an allow with a note for the operator, JSON is decoded by
+/// Claude Code's rules (with toolgate's differences above). Returns the
+/// answer and, when there is one, text for the operator.
+pub(crate) fn decode_answer(
+    event: Event,
+    stdout: &[u8],
+    current: Option<&ToolResult>,
+) -> (Result<Answer, HookFailure>, Option<String>) {
+    let text = String::from_utf8_lossy(stdout);
+    let trimmed = text.trim();
+    let unmarked = trimmed
+        .trim_start_matches(['\u{feff}', '\u{200b}'])
+        .trim_start();
+    if trimmed.is_empty() {
+        (Ok(Answer::allow()), None)
+    } else if unmarked.starts_with('{') && unmarked.len() != trimmed.len() {
+        (
+            Err(HookFailure::NotADecision {
+                detail: "a byte-order mark (or zero-width character) before the JSON \
+                         answer; Claude Code would read it as plain text and let the \
+                         call through"
+                    .into(),
+            }),
+            None,
+        )
+    } else if trimmed.starts_with('{') {
+        decode_json(event, trimmed, current)
+    } else {
+        let note = format!(
+            "plain-text stdout (not shown to the model): {}",
+            crate::text::bound(trimmed.to_owned(), crate::text::MAX_MESSAGE, "stdout")
+        );
+        (Ok(Answer::allow()), Some(note))
+    }
+}
+
+fn decode_json(
+    event: Event,
+    text: &str,
+    current: Option<&ToolResult>,
+) -> (Result<Answer, HookFailure>, Option<String>) {
+    let not = |detail: String| HookFailure::NotADecision { detail };
+    let (obj, dups) = match crate::strict_json::parse_recording(text.as_bytes()) {
+        Ok((Value::Object(obj), dups)) => (obj, dups),
+        Ok(_) => return (Err(not("stdout is JSON but not an object".into())), None),
+        Err(e) => {
+            return (
+                Err(not(format!("stdout starts with `{{` but is not JSON: {e}"))),
+                None,
+            );
+        }
+    };
+    let empty = Map::new();
+    let specific = match obj.get("hookSpecificOutput") {
+        None => &empty,
+        Some(Value::Object(o)) => o,
+        Some(_) => {
+            // Still a denial if it says so elsewhere; see `signals`.
+            &empty
+        }
+    };
+    let str_field =
+        |o: &Map<String, Value>, k: &str| o.get(k).and_then(Value::as_str).map(str::to_owned);
+    let context = str_field(specific, "additionalContext");
+    let note = str_field(&obj, "systemMessage").map(|m| format!("systemMessage: {m}"));
+    let with_context = |verdict: Verdict| Answer {
+        verdict,
+        context: context.clone(),
+    };
+    let deny = |reason: Option<String>, fallback: &str| Verdict::Deny {
+        reason: reason
+            .filter(|r| !r.trim().is_empty())
+            .unwrap_or_else(|| fallback.to_owned()),
+    };
+
+    // Deny signals first: in the answer or among its repeated keys, they
+    // win over anything malformed (see the module docs).
+    let said = |key: &str, value: &Value, first: Option<&Value>| {
+        first == Some(value) || dups.iter().any(|(k, v)| k == key && v == value)
+    };
+    if said("continue", &Value::Bool(false), obj.get("continue")) {
+        let reason = deny(
+            str_field(&obj, "stopReason"),
+            "a hook asked the agent to stop",
+        );
+        return (Ok(with_context(reason)), note);
+    }
+    let reason = str_field(&obj, "reason");
+    if event == Event::PreToolUse {
+        let why = str_field(specific, "permissionDecisionReason").or(reason.clone());
+        let decision = specific.get("permissionDecision");
+        if said("permissionDecision", &json!("deny"), decision) {
+            return (Ok(with_context(deny(why, "denied by a hook"))), note);
+        }
+        if said("permissionDecision", &json!("ask"), decision) {
+            let verdict = deny(
+                why.map(|w| format!("this call needs a person's confirmation, which toolgate cannot ask for: {w}")),
+                "this call needs a person's confirmation, which toolgate cannot ask for",
+            );
+            return (Ok(with_context(verdict)), note);
+        }
+        if said("permissionDecision", &json!("defer"), decision) {
+            let verdict = deny(
+                why.map(|w| {
+                    format!("the hook deferred this call to a person, and none is watching: {w}")
+                }),
+                "the hook deferred this call to a person, and none is watching",
+            );
+            return (Ok(with_context(verdict)), note);
+        }
+    }
+    if said("decision", &json!("block"), obj.get("decision")) {
+        return (Ok(with_context(deny(reason, "blocked by a hook"))), note);
+    }
+
+    // No denial: now anything malformed is a failure, never an allow.
+    if let Some((key, _)) = dups.first() {
+        return (
+            Err(not(format!(
+                "the answer repeats the key `{}`; toolgate does not guess which one was meant",
+                crate::text::one_line(key)
+            ))),
+            note,
+        );
+    }
+    if let Some(problem) = malformed(&obj) {
+        return (Err(not(problem)), note);
+    }
+    let legacy = str_field(&obj, "decision");
+    let verdict = match event {
+        Event::PreToolUse => match str_field(specific, "permissionDecision").as_deref() {
+            Some("allow") | None => match legacy.as_deref() {
+                Some("approve") | None => match specific.get("updatedInput") {
+                    Some(input) => Verdict::Modify {
+                        input: input.clone(),
+                    },
+                    None => Verdict::Allow,
+                },
+                Some(other) => {
+                    return (
+                        Err(not(format!(
+                            "unknown `decision` {:?} (expected approve or block)",
+                            crate::text::one_line(other)
+                        ))),
+                        note,
+                    );
+                }
+            },
+            Some(other) => {
+                return (
+                    Err(not(format!(
+                        "unknown permissionDecision {:?} (expected allow, deny, ask or defer)",
+                        crate::text::one_line(other)
+                    ))),
+                    note,
+                );
+            }
+        },
+        Event::PostToolUse => match legacy.as_deref() {
+            Some("approve") | None => {
+                match specific
+                    .get("updatedToolOutput")
+                    .or_else(|| specific.get("updatedMCPToolOutput"))
+                {
+                    Some(output) => Verdict::Replace {
+                        result: ToolResult {
+                            output: output.clone(),
+                            is_error: current.is_some_and(|r| r.is_error),
+                        },
+                    },
+                    None => Verdict::Allow,
+                }
+            }
+            Some(other) => {
+                return (
+                    Err(not(format!(
+                        "unknown `decision` {:?} (expected block)",
+                        crate::text::one_line(other)
+                    ))),
+                    note,
+                );
+            }
+        },
+    };
+    (Ok(with_context(verdict)), note)
+}
+
+/// The first field of a Claude Code answer whose type is wrong, in words.
+fn malformed(obj: &Map<String, Value>) -> Option<String> {
+    let wrong = |field: &str, expected: &str| Some(format!("`{field}` must be {expected}"));
+    let specific = match obj.get("hookSpecificOutput") {
+        None => None,
+        Some(Value::Object(o)) => Some(o),
+        Some(_) => return wrong("hookSpecificOutput", "an object"),
+    };
+    for key in ["decision", "reason", "stopReason", "systemMessage"] {
+        if obj.get(key).is_some_and(|v| !v.is_string()) {
+            return wrong(key, "a string");
+        }
+    }
+    for key in ["continue", "suppressOutput"] {
+        if obj.get(key).is_some_and(|v| !v.is_boolean()) {
+            return wrong(key, "true or false");
+        }
+    }
+    let specific = specific?;
+    for key in [
+        "hookEventName",
+        "permissionDecision",
+        "permissionDecisionReason",
+        "additionalContext",
+    ] {
+        if specific.get(key).is_some_and(|v| !v.is_string()) {
+            return wrong(&format!("hookSpecificOutput.{key}"), "a string");
+        }
+    }
+    if specific.get("updatedInput").is_some_and(|v| !v.is_object()) {
+        return wrong("hookSpecificOutput.updatedInput", "an object");
+    }
+    None
+}

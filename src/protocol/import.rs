@@ -1,0 +1,213 @@
+//! Importing Claude Code settings: its hooks become hooks.json entries that
+//! run the same scripts through the Claude Code protocol.
+
+use serde_json::{Value, json};
+
+/// A Claude Code matcher, translated to toolgate's tool filter.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Matcher {
+    /// `""` or `"*"`: every tool.
+    All,
+    /// Letters, digits, `_` and `|` only: exact names (Claude Code 2.1.197
+    /// matches `Foo|Bas` against `Bash` as a list of names, not a regex).
+    Tools(Vec<String>),
+    /// Anything else is a regex Claude Code *searches* for in the name
+    /// (`^mcp__` covers every MCP tool; `a.h` matches `Bash`). toolgate's
+    /// matcher is anchored to the whole name, so the pattern is wrapped in
+    /// `.*(?:…).*`: the same set of tools.
+    Regex(String),
+    /// A regex toolgate's engine cannot compile (JavaScript's lookarounds,
+    /// backreferences), with why.
+    Unsupported(String),
+}
+
+/// Translates a Claude Code matcher to the same set of tools in toolgate's
+/// terms. Pinned by a table-driven test of matcher forms; the rules are what
+/// the real Claude Code CLI was seen to do.
+pub fn translate_matcher(matcher: &str) -> Matcher {
+    match matcher {
+        "" | "*" => Matcher::All,
+        m if m
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '|') =>
+        {
+            Matcher::Tools(
+                m.split('|')
+                    .filter(|n| !n.is_empty())
+                    .map(str::to_owned)
+                    .collect(),
+            )
+        }
+        m => {
+            let pattern = format!(".*(?:{m}).*");
+            // Compiled on its own first: a pattern that is not a regex by
+            // itself must not be rescued by the wrapping.
+            match crate::config::hook::whole_name_matcher(m)
+                .and_then(|_| crate::config::hook::whole_name_matcher(&pattern))
+            {
+                Ok(_) => Matcher::Regex(pattern),
+                Err(e) => Matcher::Unsupported(format!(
+                    "not a regex toolgate can compile: {}",
+                    crate::text::one_line(&e)
+                )),
+            }
+        }
+    }
+}
+
+/// What importing Claude Code settings produced.
+#[derive(Debug, Default, serde::Serialize)]
+pub struct Imported {
+    /// The equivalent hooks.json (`{"schema": 1, "hooks": [...]}`).
+    pub hooks_json: Value,
+    /// Things carried over with a change the operator should know about.
+    pub warnings: Vec<String>,
+    /// Things that could not be carried over, each named: never a silent drop.
+    pub not_carried: Vec<String>,
+}
+
+/// Translates the `hooks` of a Claude Code settings file into hooks.json.
+///
+/// - `PreToolUse` / `PostToolUse` command hooks become subprocess hooks with
+///   `"protocol": "claude-code"`, so the scripts run unmodified;
+/// - matchers are translated to the same set of tools ([`translate_matcher`]):
+///   empty or `*` is every tool, a name or `|`-list of names is `tools`, a
+///   regex (which Claude Code searches for anywhere in the name) becomes
+///   `.*(?:regex).*` with a warning saying so;
+/// - a shell-string `command` becomes `["sh", "-c", …]` (a warning says so),
+///   while the exec form (`command` + `args`) is kept as an argv;
+/// - `timeout` (seconds; Claude Code's default 60) becomes `timeout_ms`;
+/// - http / prompt / agent handlers, `if` rules, `async` hooks and events
+///   toolgate does not have are listed in `not_carried`.
+pub fn import_settings(settings: &Value) -> Imported {
+    let mut out = Imported::default();
+    let mut hooks = Vec::new();
+    let Some(events) = settings.get("hooks").and_then(Value::as_object) else {
+        out.not_carried
+            .push("the settings have no `hooks` object: nothing to import".into());
+        out.hooks_json = json!({"schema": 1, "hooks": []});
+        return out;
+    };
+    for (event_name, groups) in events {
+        let event = match event_name.as_str() {
+            "PreToolUse" => "pre_tool_use",
+            "PostToolUse" => "post_tool_use",
+            other => {
+                let n = groups.as_array().map_or(0, Vec::len);
+                out.not_carried.push(format!(
+                    "{other}: {n} matcher group(s) — toolgate has no {other} event"
+                ));
+                continue;
+            }
+        };
+        for (g, group) in groups.as_array().into_iter().flatten().enumerate() {
+            let matcher = group.get("matcher").and_then(Value::as_str).unwrap_or("");
+            for (h, handler) in group
+                .get("hooks")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .enumerate()
+            {
+                let at = format!("{event_name}[{g}].hooks[{h}]");
+                let kind = handler
+                    .get("type")
+                    .and_then(Value::as_str)
+                    .unwrap_or("command");
+                if kind != "command" {
+                    out.not_carried.push(format!(
+                        "{at}: a `{kind}` handler — toolgate runs commands only"
+                    ));
+                    continue;
+                }
+                if let Some(rule) = handler.get("if") {
+                    out.not_carried.push(format!(
+                        "{at}: an `if` rule ({rule}) — not imported, the hook is left out"
+                    ));
+                    continue;
+                }
+                if handler.get("async") == Some(&Value::Bool(true)) {
+                    out.not_carried.push(format!(
+                        "{at}: an `async` hook — it cannot decide anything, so it is left out"
+                    ));
+                    continue;
+                }
+                let Some(command) = handler.get("command").and_then(Value::as_str) else {
+                    out.not_carried.push(format!("{at}: no `command`"));
+                    continue;
+                };
+                let argv: Vec<String> = match handler.get("args").and_then(Value::as_array) {
+                    Some(args) => std::iter::once(command.to_owned())
+                        .chain(args.iter().map(|a| match a {
+                            Value::String(s) => s.clone(),
+                            other => other.to_string(),
+                        }))
+                        .collect(),
+                    None => {
+                        out.warnings.push(format!(
+                            "{at}: the shell string {command:?} now runs as [\"sh\", \"-c\", …]; \
+                             write it as an argv if it needs no shell"
+                        ));
+                        vec!["sh".into(), "-c".into(), command.to_owned()]
+                    }
+                };
+                let timeout_ms = match handler.get("timeout").and_then(Value::as_f64) {
+                    Some(secs) => {
+                        let ms = (secs * 1000.0).round().clamp(1.0, 600_000.0) as u64;
+                        if (secs * 1000.0).round() as u64 != ms {
+                            out.warnings
+                                .push(format!("{at}: timeout {secs} s clamped to {ms} ms"));
+                        }
+                        ms
+                    }
+                    None => 60_000,
+                };
+                let base = argv
+                    .iter()
+                    .rev()
+                    .find_map(|a| {
+                        let last = a.split_whitespace().last()?;
+                        let name = last.rsplit('/').next()?;
+                        (!name.is_empty()).then(|| name.trim_matches('"').to_owned())
+                    })
+                    .unwrap_or_else(|| "hook".into());
+                let mut hook = json!({
+                    "name": format!("{}-{}-{}-{}", event.trim_end_matches("_tool_use"), g, h, base),
+                    "command": argv,
+                    "protocol": "claude-code",
+                    "event": event,
+                    "timeout_ms": timeout_ms,
+                });
+                match translate_matcher(matcher) {
+                    Matcher::All => {}
+                    Matcher::Tools(names) => hook["tools"] = json!(names),
+                    Matcher::Regex(pattern) => {
+                        out.warnings.push(format!(
+                            "{at}: the matcher {matcher:?} is a regex, which Claude Code looks \
+                             for anywhere in the tool name; toolgate matches whole names, so it \
+                             became {pattern:?} (the same set of tools)"
+                        ));
+                        hook["matcher"] = json!(pattern);
+                    }
+                    Matcher::Unsupported(why) => {
+                        out.not_carried.push(format!(
+                            "{at}: the matcher {matcher:?} — {why}; the hook is left out"
+                        ));
+                        continue;
+                    }
+                }
+                hooks.push(hook);
+            }
+        }
+    }
+    if !hooks.is_empty() {
+        out.warnings.push(
+            "a hook that exits with a code other than 0 or 2 is a non-blocking error in \
+             Claude Code but a failure in toolgate, which blocks the call (on_failure: deny); \
+             add \"on_failure\": \"allow\" to a hook that should fail open"
+                .into(),
+        );
+    }
+    out.hooks_json = json!({"schema": 1, "hooks": hooks});
+    out
+}
