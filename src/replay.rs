@@ -20,6 +20,7 @@
 //! kind, is reported with its line number and skipped; nothing else is lost.
 
 use crate::contract::{Event, Request, ToolResult, Verdict};
+use crate::protocol::transcript::Item;
 use crate::runner::{HookRunner, Outcome};
 use serde::Serialize;
 use serde_json::Value;
@@ -90,92 +91,40 @@ pub fn parse(text: &str) -> Recording {
             }
             continue;
         }
-        let kind = value.get("type").and_then(Value::as_str);
-        let content = value
-            .get("message")
-            .and_then(|m| m.get("content"))
-            .and_then(Value::as_array);
-        match (kind, content) {
-            (Some("assistant"), Some(blocks)) => {
-                for block in blocks {
-                    if block.get("type").and_then(Value::as_str) != Some("tool_use") {
-                        continue;
+        let Some(items) = crate::protocol::transcript::read_entry(&value) else {
+            skip(
+                &mut recording,
+                "neither a wire-v1 request nor a Claude Code transcript entry".into(),
+            );
+            continue;
+        };
+        for item in items {
+            match item {
+                Item::Call(request) => {
+                    if let Some(id) = &request.tool_call_id {
+                        pending.insert(id.clone(), recording.calls.len());
                     }
-                    let (Some(id), Some(name)) = (
-                        block.get("id").and_then(Value::as_str),
-                        block.get("name").and_then(Value::as_str),
-                    ) else {
-                        skip(&mut recording, "a tool_use block without id or name".into());
-                        continue;
-                    };
-                    let mut request =
-                        Request::pre(name, block.get("input").cloned().unwrap_or(Value::Null));
-                    request.tool_call_id = Some(id.to_owned());
-                    request.session_id = value
-                        .get("sessionId")
-                        .and_then(Value::as_str)
-                        .map(str::to_owned);
-                    request.cwd = value.get("cwd").and_then(Value::as_str).map(str::to_owned);
-                    pending.insert(id.to_owned(), recording.calls.len());
                     recording.calls.push(Recorded {
                         line: line_no,
                         request,
                         recorded_result: None,
                     });
                 }
+                Item::Result {
+                    tool_use_id,
+                    result,
+                } => match tool_use_id.as_deref().and_then(|id| pending.remove(id)) {
+                    Some(index) => recording.calls[index].recorded_result = Some(result),
+                    None => skip(
+                        &mut recording,
+                        format!("a tool_result for an unknown tool_use id {tool_use_id:?}"),
+                    ),
+                },
+                Item::Problem(reason) => skip(&mut recording, reason),
             }
-            (Some("user"), Some(blocks)) => {
-                for block in blocks {
-                    if block.get("type").and_then(Value::as_str) != Some("tool_result") {
-                        continue;
-                    }
-                    let id = block.get("tool_use_id").and_then(Value::as_str);
-                    match id.and_then(|id| pending.remove(id)) {
-                        Some(index) => {
-                            let is_error = block.get("is_error") == Some(&Value::Bool(true));
-                            // What a live post hook is given: Claude Code's
-                            // structured result (its transcript keeps it as
-                            // `toolUseResult`), or for a failed call the text
-                            // the model saw.
-                            let output = match value.get("toolUseResult") {
-                                Some(structured @ Value::Object(_)) if !is_error => {
-                                    structured.clone()
-                                }
-                                _ => result_text(block.get("content")),
-                            };
-                            recording.calls[index].recorded_result =
-                                Some(ToolResult { output, is_error });
-                        }
-                        None => skip(
-                            &mut recording,
-                            format!("a tool_result for an unknown tool_use id {id:?}"),
-                        ),
-                    }
-                }
-            }
-            (Some(_), _) => {} // transcript entries with nothing to replay
-            (None, _) => skip(
-                &mut recording,
-                "neither a wire-v1 request nor a Claude Code transcript entry".into(),
-            ),
         }
     }
     recording
-}
-
-/// A tool_result's content as the model saw it: text blocks joined.
-fn result_text(content: Option<&Value>) -> Value {
-    match content {
-        Some(Value::Array(blocks)) => Value::String(
-            blocks
-                .iter()
-                .filter_map(|b| b.get("text").and_then(Value::as_str))
-                .collect::<Vec<_>>()
-                .join("\n"),
-        ),
-        Some(other) => other.clone(),
-        None => Value::Null,
-    }
 }
 
 /// One evaluated event of a replay.

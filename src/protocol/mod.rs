@@ -14,8 +14,8 @@
 //! - **outward** ([`Outward`]): toolgate *as* an agent's hook — `agent`
 //!   reads Claude Code's or Codex's hook stdin and renders the chain's
 //!   outcome in that agent's dialect;
-//! - `import` turns Claude Code settings into hooks.json; transcripts are read
-//!   by `replay`.
+//! - `import` turns Claude Code settings into hooks.json; `transcript` reads
+//!   Claude Code transcripts for `replay`.
 //!
 //! # Decoding does not depend on a process
 //!
@@ -29,6 +29,7 @@
 pub(crate) mod agent;
 pub(crate) mod claude;
 pub(crate) mod import;
+pub(crate) mod transcript;
 pub mod wire;
 
 pub use agent::{AgentCall, Outward, ReadAgentInputError, read_agent_input, render_outcome};
