@@ -69,12 +69,11 @@ impl fmt::Display for Event {
 }
 
 /// What a tool returned (or what a hook says it returned).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct ToolResult {
     /// The tool's output, any JSON.
     pub output: Value,
     /// Whether the tool reported a failure. The model is told.
-    #[serde(default)]
     pub is_error: bool,
 }
 
@@ -151,10 +150,8 @@ impl Request {
 ///
 /// It borrows from the runner, so threading a rewrite through ten hooks copies
 /// no JSON.
-#[derive(Clone, Copy, Debug, Serialize)]
+#[derive(Clone, Copy, Debug)]
 pub struct HookRequest<'a> {
-    /// Always [`crate::protocol::wire::SCHEMA`] on the wire.
-    pub schema: u32,
     /// The event.
     pub event: Event,
     /// The name this hook was registered or configured under.
@@ -164,22 +161,16 @@ pub struct HookRequest<'a> {
     /// The input as it stands after earlier hooks' `modify`.
     pub input: &'a Value,
     /// For post: the result as it stands after earlier hooks' `replace`.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub result: Option<&'a ToolResult>,
     /// See [`Request::session_id`].
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub session_id: Option<&'a str>,
     /// See [`Request::turn_id`].
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub turn_id: Option<&'a str>,
     /// See [`Request::tool_call_id`].
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub tool_call_id: Option<&'a str>,
     /// See [`Request::cwd`].
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub cwd: Option<&'a str>,
     /// This hook's `config` from hooks.json, if it has one.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub config: Option<&'a Value>,
 }
 

@@ -108,3 +108,156 @@ impl Inward {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::binding::wasm::{bindings as wit, from_wit, to_wit};
+    use crate::contract::{Answer, Event, HookRequest, ToolResult};
+    use serde_json::{Value, json};
+
+    fn request<'a>(input: &'a Value, result: Option<&'a ToolResult>) -> HookRequest<'a> {
+        HookRequest {
+            event: if result.is_some() {
+                Event::PostToolUse
+            } else {
+                Event::PreToolUse
+            },
+            hook: "guard",
+            tool: "Bash",
+            input,
+            result,
+            session_id: Some("s1"),
+            turn_id: Some("t1"),
+            tool_call_id: Some("c1"),
+            cwd: Some("/work"),
+            config: None,
+        }
+    }
+
+    /// One request, as each encoding carries it.
+    #[test]
+    fn the_same_call_reads_alike_in_every_encoding() {
+        let input = json!({"command": "git push --force"});
+        let result = ToolResult::ok(json!({"stdout": "done", "stderr": ""}));
+        for req in [request(&input, None), request(&input, Some(&result))] {
+            let wire: Value = serde_json::from_slice(&super::wire::encode_request(&req)).unwrap();
+            let claude: Value =
+                serde_json::from_slice(&super::claude::encode_request(&req, "/w")).unwrap();
+            let w = to_wit(&req, None);
+            // The tool and its input.
+            assert_eq!(
+                (wire["tool"].as_str(), claude["tool_name"].as_str()),
+                (Some("Bash"), Some("Bash"))
+            );
+            assert_eq!(w.tool, "Bash");
+            assert_eq!((&wire["input"], &claude["tool_input"]), (&input, &input));
+            assert_eq!(serde_json::from_str::<Value>(&w.input).unwrap(), input);
+            // The event.
+            let (wire_event, claude_event, wit_event) = match req.event {
+                Event::PreToolUse => ("pre_tool_use", "PreToolUse", wit::Event::PreToolUse),
+                Event::PostToolUse => ("post_tool_use", "PostToolUse", wit::Event::PostToolUse),
+            };
+            assert_eq!(wire["event"], wire_event);
+            assert_eq!(claude["hook_event_name"], claude_event);
+            assert_eq!(w.event, wit_event);
+            // Ids and where.
+            assert_eq!(wire["session_id"], "s1");
+            assert_eq!(claude["session_id"], "s1");
+            assert_eq!(w.session_id.as_deref(), Some("s1"));
+            assert_eq!(
+                (wire["turn_id"].as_str(), w.turn_id.as_deref()),
+                (Some("t1"), Some("t1"))
+            );
+            assert_eq!(wire["tool_call_id"], "c1");
+            assert_eq!(claude["tool_use_id"], "c1");
+            assert_eq!(w.tool_call_id.as_deref(), Some("c1"));
+            assert_eq!(
+                (&wire["cwd"], &claude["cwd"]),
+                (&json!("/work"), &json!("/work"))
+            );
+            assert_eq!(w.cwd.as_deref(), Some("/work"));
+            // The result, after the call.
+            match req.result {
+                Some(r) => {
+                    assert_eq!(
+                        wire["result"],
+                        json!({"output": r.output, "is_error": false})
+                    );
+                    assert_eq!(claude["tool_response"], r.output);
+                    let wr = w.result.as_ref().unwrap();
+                    assert_eq!(serde_json::from_str::<Value>(&wr.output).unwrap(), r.output);
+                    assert!(!wr.is_error);
+                }
+                None => {
+                    assert!(wire.get("result").is_none() && claude.get("tool_response").is_none());
+                    assert!(w.result.is_none());
+                }
+            }
+        }
+    }
+
+    /// Each answer, written in each encoding, reads back as itself.
+    #[test]
+    fn every_answer_reads_back_alike_from_every_encoding() {
+        let rewritten = json!({"command": "git push"});
+        let replaced = ToolResult::ok(json!("[redacted]"));
+        let pre = [
+            Answer::allow(),
+            Answer::deny("no force pushes").with_context("policy 7"),
+            Answer::modify(rewritten.clone()),
+        ];
+        let post = [Answer::replace(replaced.clone()).with_context("redacted")];
+        for (event, answers) in [
+            (Event::PreToolUse, &pre[..]),
+            (Event::PostToolUse, &post[..]),
+        ] {
+            for answer in answers {
+                // wire v1
+                let text = super::wire::encode_answer(answer).to_string();
+                assert_eq!(
+                    &super::wire::decode_answer(text.as_bytes()).unwrap(),
+                    answer,
+                    "{text}"
+                );
+                // WIT
+                let decision = match &answer.verdict {
+                    crate::Verdict::Allow => wit::Decision::Allow,
+                    crate::Verdict::Deny { reason } => wit::Decision::Deny(reason.clone()),
+                    crate::Verdict::Modify { input } => wit::Decision::Modify(input.to_string()),
+                    crate::Verdict::Replace { result } => wit::Decision::Replace(wit::ToolResult {
+                        output: result.output.to_string(),
+                        is_error: result.is_error,
+                    }),
+                };
+                let from = from_wit(wit::Verdict {
+                    decision,
+                    context: answer.context.clone(),
+                })
+                .unwrap();
+                assert_eq!(&from, answer);
+                // Claude Code
+                let mut specific = serde_json::Map::new();
+                specific.insert("hookEventName".into(), json!(super::event_name(event)));
+                if let Some(c) = &answer.context {
+                    specific.insert("additionalContext".into(), json!(c));
+                }
+                match &answer.verdict {
+                    crate::Verdict::Allow => {}
+                    crate::Verdict::Deny { reason } => {
+                        specific.insert("permissionDecision".into(), json!("deny"));
+                        specific.insert("permissionDecisionReason".into(), json!(reason));
+                    }
+                    crate::Verdict::Modify { input } => {
+                        specific.insert("updatedInput".into(), input.clone());
+                    }
+                    crate::Verdict::Replace { result } => {
+                        specific.insert("updatedToolOutput".into(), result.output.clone());
+                    }
+                }
+                let text = json!({"hookSpecificOutput": specific}).to_string();
+                let (read, _) = super::claude::decode_answer(event, text.as_bytes(), None);
+                assert_eq!(&read.unwrap(), answer, "{text}");
+            }
+        }
+    }
+}

@@ -144,7 +144,10 @@ mod tests {
     #[test]
     fn a_tool_use_without_an_id_is_a_problem_and_other_entries_are_nothing() {
         let entry = json!({"type": "assistant", "message": {"content": [{"type": "tool_use", "name": "Bash"}]}});
-        assert!(matches!(read_entry(&entry).unwrap().as_slice(), [Item::Problem(_)]));
+        assert!(matches!(
+            read_entry(&entry).unwrap().as_slice(),
+            [Item::Problem(_)]
+        ));
         assert_eq!(read_entry(&json!({"type": "summary"})).unwrap(), []);
         assert_eq!(read_entry(&json!({"hello": 1})), None);
     }

@@ -32,21 +32,140 @@
 //! `{"decision":"replace","result":{"output":…,"is_error":false}}`, each with an
 //! optional `"context":"…"`.
 
+//!
+//! # The wire owns its shapes
+//!
+//! The JSON shapes below (`RequestV1`, `ResultV1`, `AnswerV1`) are this
+//! module's own types, converted from and to the library's
+//! [`contract`](crate::contract) types at this boundary, as ripgrep's printer
+//! keeps its own JSON types: renaming a field of the Rust API cannot
+//! silently change wire v1. `the_same_call_reads_alike_in_every_encoding`
+//! (below) pins one request and each answer across wire v1, the WIT
+//! encoding and the Claude Code dialect.
+
 use crate::contract::{Answer, Event, HookRequest, Request, ToolResult, Verdict};
 use crate::failure::HookFailure;
 use crate::runner::Outcome;
-use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
 
 /// The wire schema this build speaks.
 pub const SCHEMA: u32 = 1;
 
+/// A request as wire v1 spells it.
+#[derive(Serialize)]
+struct RequestV1<'a> {
+    schema: u32,
+    event: &'static str,
+    hook: &'a str,
+    tool: &'a str,
+    input: &'a Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    result: Option<ResultV1>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    session_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    turn_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_call_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cwd: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    config: Option<&'a Value>,
+}
+
+/// A tool result as wire v1 spells it (`is_error` defaults to false).
+#[derive(Serialize, Deserialize)]
+struct ResultV1 {
+    output: Value,
+    #[serde(default)]
+    is_error: bool,
+}
+
+impl From<&ToolResult> for ResultV1 {
+    fn from(r: &ToolResult) -> Self {
+        ResultV1 {
+            output: r.output.clone(),
+            is_error: r.is_error,
+        }
+    }
+}
+
+impl From<ResultV1> for ToolResult {
+    fn from(r: ResultV1) -> Self {
+        ToolResult {
+            output: r.output,
+            is_error: r.is_error,
+        }
+    }
+}
+
+/// An answer as wire v1 spells it. Answers are decoded by hand
+/// ([`decode_answer`], whose rules are stricter than serde's); this shape is
+/// what toolgate writes (`toolgate check`'s output leads with it).
+#[derive(Serialize)]
+#[serde(tag = "decision", rename_all = "snake_case")]
+enum DecisionV1<'a> {
+    Allow,
+    Deny { reason: &'a str },
+    Modify { input: &'a Value },
+    Replace { result: ResultV1 },
+}
+
+impl<'a> From<&'a Verdict> for DecisionV1<'a> {
+    fn from(v: &'a Verdict) -> Self {
+        match v {
+            Verdict::Allow => DecisionV1::Allow,
+            Verdict::Deny { reason } => DecisionV1::Deny { reason },
+            Verdict::Modify { input } => DecisionV1::Modify { input },
+            Verdict::Replace { result } => DecisionV1::Replace {
+                result: result.into(),
+            },
+        }
+    }
+}
+
+/// The request as a wire-v1 hook receives it (for logging what an
+/// interceptor was asked, or handing it on).
+pub fn request_json(request: &HookRequest<'_>) -> Value {
+    serde_json::to_value(RequestV1::from(request)).unwrap_or_default()
+}
+
+impl<'a> From<&HookRequest<'a>> for RequestV1<'a> {
+    fn from(request: &HookRequest<'a>) -> Self {
+        RequestV1 {
+            schema: SCHEMA,
+            event: request.event.as_str(),
+            hook: request.hook,
+            tool: request.tool,
+            input: request.input,
+            result: request.result.map(ResultV1::from),
+            session_id: request.session_id,
+            turn_id: request.turn_id,
+            tool_call_id: request.tool_call_id,
+            cwd: request.cwd,
+            config: request.config,
+        }
+    }
+}
+
 /// Encodes a request for a subprocess hook.
 pub(crate) fn encode_request(request: &HookRequest<'_>) -> Vec<u8> {
+    let wire = RequestV1::from(request);
+
     // Serializing borrowed `Value`s and strings cannot fail.
-    let mut bytes = serde_json::to_vec(request).unwrap_or_default();
+    let mut bytes = serde_json::to_vec(&wire).unwrap_or_default();
     bytes.push(b'\n');
     bytes
+}
+
+/// Encodes an answer as a wire-v1 hook would print it.
+pub(crate) fn encode_answer(answer: &Answer) -> Value {
+    let mut value = serde_json::to_value(DecisionV1::from(&answer.verdict)).unwrap_or_default();
+    if let (Some(context), Value::Object(obj)) = (&answer.context, &mut value) {
+        obj.insert("context".into(), json!(context));
+    }
+    value
 }
 
 /// Decodes what a hook printed into an answer.
@@ -138,7 +257,7 @@ pub(crate) fn decode_answer(stdout: &[u8]) -> Result<Answer, HookFailure> {
 
 fn parse_result(value: Value) -> Result<ToolResult, String> {
     #[derive(Deserialize)]
-    struct Strict {
+    struct Lenient {
         output: Value,
         #[serde(default)]
         is_error: bool,
@@ -146,11 +265,13 @@ fn parse_result(value: Value) -> Result<ToolResult, String> {
     let Value::Object(_) = &value else {
         return Err(format!("expected an object with `output`, got {value}"));
     };
-    let strict: Strict = serde_json::from_value(value).map_err(|e| e.to_string())?;
-    Ok(ToolResult {
-        output: strict.output,
-        is_error: strict.is_error,
-    })
+    // Unknown fields in an answer are ignored (a newer hook may add some).
+    let r: Lenient = serde_json::from_value(value).map_err(|e| e.to_string())?;
+    Ok(ResultV1 {
+        output: r.output,
+        is_error: r.is_error,
+    }
+    .into())
 }
 
 /// A short, printable excerpt of bytes a hook wrote.
@@ -206,7 +327,7 @@ pub fn read_request(
         _hook: Option<Value>,
         tool: Option<String>,
         input: Option<Value>,
-        result: Option<ToolResult>,
+        result: Option<ResultV1>,
         session_id: Option<String>,
         turn_id: Option<String>,
         tool_call_id: Option<String>,
@@ -247,7 +368,7 @@ pub fn read_request(
         event,
         tool,
         input,
-        result: incoming.result,
+        result: incoming.result.map(ToolResult::from),
         session_id: incoming.session_id,
         turn_id: incoming.turn_id,
         tool_call_id: incoming.tool_call_id,
@@ -259,25 +380,15 @@ pub fn read_request(
 /// (deny), `input` (modify), `result` (replace, and post deny: what the model
 /// is shown), `context`, `decided_by`, and `runs`.
 pub fn outcome_json(outcome: &Outcome) -> Value {
-    let mut out = Map::new();
-    out.insert("decision".into(), json!(outcome.verdict.name()));
-    match &outcome.verdict {
-        Verdict::Allow => {}
-        Verdict::Deny { reason } => {
-            out.insert("reason".into(), json!(reason));
-        }
-        Verdict::Modify { input } => {
-            out.insert("input".into(), input.clone());
-        }
-        Verdict::Replace { result } => {
-            out.insert("result".into(), json!(result));
-        }
-    }
+    let answer = Answer {
+        verdict: outcome.verdict.clone(),
+        context: outcome.context.clone(),
+    };
+    let Value::Object(mut out) = encode_answer(&answer) else {
+        return Value::Null;
+    };
     if let (Verdict::Deny { .. }, Some(shown)) = (&outcome.verdict, &outcome.shown) {
-        out.insert("result".into(), json!(shown));
-    }
-    if let Some(context) = &outcome.context {
-        out.insert("context".into(), json!(context));
+        out.insert("result".into(), json!(ResultV1::from(shown)));
     }
     if let Some(by) = &outcome.decided_by {
         out.insert("decided_by".into(), json!(by));

@@ -750,7 +750,6 @@ async fn consult(
         round,
     } = asked;
     let hook_request = HookRequest {
-        schema: crate::protocol::wire::SCHEMA,
         event,
         hook: &p.name,
         tool: &request.tool,

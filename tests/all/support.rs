@@ -168,7 +168,7 @@ where
         self.seen
             .lock()
             .unwrap()
-            .push(serde_json::to_value(request).unwrap());
+            .push(toolgate::wire::request_json(request));
         (self.answer)(request)
     }
 
@@ -176,7 +176,7 @@ where
         self.seen
             .lock()
             .unwrap()
-            .push(serde_json::to_value(request).unwrap());
+            .push(toolgate::wire::request_json(request));
         (self.answer)(request)
     }
 }

@@ -65,7 +65,7 @@ pub const DEFAULT_MEMORY_MB: u64 = 128;
 /// Default wall-clock backstop for wasm hooks, in ms.
 pub const DEFAULT_TIMEOUT_MS: u64 = 1_000;
 
-mod bindings {
+pub(crate) mod bindings {
     wasmtime::component::bindgen!({
         path: "wit",
         world: "hook",
@@ -529,7 +529,7 @@ fn classify(error: &wasmtime::Error, memory_limit_hit: bool, timeout: Duration) 
     }
 }
 
-fn to_wit(request: &HookRequest<'_>, config: Option<&str>) -> WitRequest {
+pub(crate) fn to_wit(request: &HookRequest<'_>, config: Option<&str>) -> WitRequest {
     WitRequest {
         event: match request.event {
             Event::PreToolUse => WitEvent::PreToolUse,
@@ -554,7 +554,7 @@ fn to_wit(request: &HookRequest<'_>, config: Option<&str>) -> WitRequest {
 /// same bound a subprocess hook's whole answer has.
 const MAX_REWRITE_BYTES: usize = crate::binding::command::STDOUT_CAP;
 
-fn from_wit(verdict: bindings::Verdict) -> Result<Answer, HookFailure> {
+pub(crate) fn from_wit(verdict: bindings::Verdict) -> Result<Answer, HookFailure> {
     let unusable = |what: &str, e: serde_json::Error| HookFailure::UnusableRewrite {
         detail: format!("{what} is not JSON: {e}"),
     };
