@@ -9,7 +9,7 @@
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
-use toolgate::{Answer, BoxError, Config, HookRequest, HookRunner, Interceptor, Request};
+use toolgate::{BoxError, Config, HookRequest, HookRunner, Interceptor, Request, Verdict};
 
 fn main() {
     divan::main();
@@ -18,8 +18,8 @@ fn main() {
 struct Allow;
 #[async_trait::async_trait]
 impl Interceptor for Allow {
-    async fn pre_tool_use(&self, _: &HookRequest<'_>) -> Result<Answer, BoxError> {
-        Ok(Answer::allow())
+    async fn pre_tool_use(&self, _: &HookRequest<'_>) -> Result<Verdict, BoxError> {
+        Ok(Verdict::allow())
     }
 }
 

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use toolgate::{
-    Answer, BoxError, Config, HookRequest, HookRunner, Interceptor, Request, ToolResult,
+    BoxError, Config, HookRequest, HookRunner, Interceptor, Request, ToolResult, Verdict,
 };
 
 /// Redacts a secret the host owns from every tool output.
@@ -25,17 +25,17 @@ struct RedactSecret {
 
 #[async_trait::async_trait]
 impl Interceptor for RedactSecret {
-    async fn post_tool_use(&self, request: &HookRequest<'_>) -> Result<Answer, BoxError> {
+    async fn post_tool_use(&self, request: &HookRequest<'_>) -> Result<Verdict, BoxError> {
         let Some(result) = request.result else {
-            return Ok(Answer::allow());
+            return Ok(Verdict::allow());
         };
         let text = result.output.to_string();
         if !text.contains(&self.secret) {
-            return Ok(Answer::allow());
+            return Ok(Verdict::allow());
         }
         self.redactions.fetch_add(1, Ordering::Relaxed);
         let redacted: Value = serde_json::from_str(&text.replace(&self.secret, "[REDACTED]"))?;
-        Ok(Answer::replace(ToolResult {
+        Ok(Verdict::replace(ToolResult {
             output: redacted,
             is_error: result.is_error,
         })
@@ -114,14 +114,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("\n#{} model asked: {}", i + 1, input["command"]);
         println!(
             "   pre: {}{}",
-            call.pre.verdict.name(),
+            call.pre.decision.name(),
             call.pre
                 .decided_by
                 .as_ref()
                 .map(|h| format!(" (by {h})"))
                 .unwrap_or_default()
         );
-        if let toolgate::Verdict::Modify { input } = &call.pre.verdict {
+        if let toolgate::Decision::Modify { input } = &call.pre.decision {
             println!("   tool ran with: {}", input["command"]);
         }
         println!("   tool ran: {}", call.tool_ran);
@@ -154,7 +154,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .runs
             .iter()
             .chain(call.post.iter().flat_map(|p| &p.runs))
-            .map(|r| format!("{}:{:?}:{}µs", r.name, r.verdict, r.duration.as_micros()))
+            .map(|r| format!("{}:{:?}:{}µs", r.name, r.decision, r.duration.as_micros()))
             .collect();
         println!("   runs: {}", runs.join(", "));
         assert!(

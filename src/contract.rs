@@ -1,5 +1,13 @@
 //! The contract every binding speaks: events, the request, the answers.
 //!
+//! # One vocabulary across languages
+//!
+//! The names here are the WIT's (`wit/hook.wit`), the wire's and every
+//! SDK's: a hook is given a **request** and returns a **verdict**, which is
+//! a **decision** (allow, deny, modify, replace) plus optional **context**;
+//! a tool's output is a **tool result**. `tests/all/sdk.rs` fails when an SDK
+//! lacks a field of the WIT's request.
+//!
 //! # Why one vocabulary
 //!
 //! An in-process interceptor, an argv command and a WebAssembly component all
@@ -7,11 +15,11 @@
 //! composes them never needs to know which binding spoke. The alternative —
 //! each binding with its own verdict type, translated at the chain — is how
 //! semantics drift between bindings; here a binding's only job is to produce
-//! an [`Answer`] or a [`HookFailure`](crate::HookFailure).
+//! a [`Verdict`] or a [`HookFailure`](crate::HookFailure).
 //!
 //! # Deny is a value
 //!
-//! A hook that refuses a call has *decided*. That is [`Verdict::Deny`], an
+//! A hook that refuses a call has *decided*. That is [`Decision::Deny`], an
 //! ordinary `Ok` value. `Err` is reserved for "this hook could not decide"
 //! (it crashed, timed out, printed garbage) and goes through the hook's
 //! failure policy in the runner. Keeping the two apart in the types is what
@@ -174,9 +182,9 @@ pub struct HookRequest<'a> {
     pub config: Option<&'a Value>,
 }
 
-/// What a hook decided.
+/// What a hook decided (WIT `decision`, wire `"decision"`).
 #[derive(Clone, Debug, PartialEq)]
-pub enum Verdict {
+pub enum Decision {
     /// Let the call (or the result) through as it is.
     Allow,
     /// Refuse. Before the call, the tool does not run; after it, the model is
@@ -201,36 +209,37 @@ pub enum Verdict {
     },
 }
 
-impl Verdict {
+impl Decision {
     /// The wire name of the decision.
     pub fn name(&self) -> &'static str {
         match self {
-            Verdict::Allow => "allow",
-            Verdict::Deny { .. } => "deny",
-            Verdict::Modify { .. } => "modify",
-            Verdict::Replace { .. } => "replace",
+            Decision::Allow => "allow",
+            Decision::Deny { .. } => "deny",
+            Decision::Modify { .. } => "modify",
+            Decision::Replace { .. } => "replace",
         }
     }
 }
 
-/// A verdict plus optional advisory context for the model.
+/// A hook's answer: a decision plus optional advisory context for the model
+/// (WIT `verdict`).
 #[derive(Clone, Debug, PartialEq)]
-pub struct Answer {
+pub struct Verdict {
     /// The decision.
-    pub verdict: Verdict,
+    pub decision: Decision,
     /// Advisory text for the model, merged across the chain.
     pub context: Option<String>,
 }
 
-impl Answer {
+impl Verdict {
     /// `allow`.
     pub fn allow() -> Self {
-        Verdict::Allow.into()
+        Decision::Allow.into()
     }
 
     /// `deny` with a reason for the model.
     pub fn deny(reason: impl Into<String>) -> Self {
-        Verdict::Deny {
+        Decision::Deny {
             reason: reason.into(),
         }
         .into()
@@ -238,12 +247,12 @@ impl Answer {
 
     /// `modify` with a complete replacement input.
     pub fn modify(input: Value) -> Self {
-        Verdict::Modify { input }.into()
+        Decision::Modify { input }.into()
     }
 
     /// `replace` with a result.
     pub fn replace(result: ToolResult) -> Self {
-        Verdict::Replace { result }.into()
+        Decision::Replace { result }.into()
     }
 
     /// Adds advisory context for the model.
@@ -253,10 +262,10 @@ impl Answer {
     }
 }
 
-impl From<Verdict> for Answer {
-    fn from(verdict: Verdict) -> Self {
-        Answer {
-            verdict,
+impl From<Decision> for Verdict {
+    fn from(decision: Decision) -> Self {
+        Verdict {
+            decision,
             context: None,
         }
     }

@@ -50,7 +50,7 @@ impl fmt::Display for OnFailure {
 }
 
 /// Why a hook could not decide. Never used for a denial: a denial is an
-/// [`Answer`](crate::Answer).
+/// [`Verdict`](crate::Verdict).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum HookFailure {

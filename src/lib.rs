@@ -71,7 +71,7 @@ pub use binding::in_process::{BoxError, Interceptor};
 pub use binding::wasm;
 pub use binding::{BindingKind, BindingSpec, CommandSpec, WasmSpec};
 pub use config::{Config, ConfigError};
-pub use contract::{Answer, Event, HookRequest, Request, ToolResult, Verdict};
+pub use contract::{Decision, Event, HookRequest, Request, ToolResult, Verdict};
 pub use failure::{FailureKind, HookFailure, OnFailure};
 pub use protocol::{Inward, wire};
 pub use runner::{CallOutcome, HookRunner, HookRunnerBuilder, Outcome, RunRecord, Source, Step};

@@ -19,7 +19,7 @@
 //! and are passed over. A line that is not JSON, or JSON that is neither
 //! kind, is reported with its line number and skipped; nothing else is lost.
 
-use crate::contract::{Event, Request, ToolResult, Verdict};
+use crate::contract::{Decision, Event, Request, ToolResult};
 use crate::protocol::transcript::Item;
 use crate::runner::{HookRunner, Outcome};
 use serde::Serialize;
@@ -160,11 +160,11 @@ pub async fn run(runner: &HookRunner, recording: &Recording) -> Vec<Row> {
         let (Event::PreToolUse, Some(result)) = (call.request.event, &call.recorded_result) else {
             continue;
         };
-        let input = match &outcome.verdict {
-            Verdict::Allow => call.request.input.clone(),
-            Verdict::Modify { input } => input.clone(),
+        let input = match &outcome.decision {
+            Decision::Allow => call.request.input.clone(),
+            Decision::Modify { input } => input.clone(),
             // Denied: the tool did not run. Replaced: the post chain already ran.
-            Verdict::Deny { .. } | Verdict::Replace { .. } => continue,
+            Decision::Deny { .. } | Decision::Replace { .. } => continue,
         };
         let post = Request {
             event: Event::PostToolUse,
@@ -192,10 +192,10 @@ fn row(
         event: request.event,
         tool: request.tool.clone(),
         input: summary(&request.input),
-        decision: outcome.verdict.name(),
+        decision: outcome.decision.name(),
         decided_by: outcome.decided_by.clone(),
-        reason: match &outcome.verdict {
-            Verdict::Deny { reason } => Some(reason.clone()),
+        reason: match &outcome.decision {
+            Decision::Deny { reason } => Some(reason.clone()),
             _ => None,
         },
         latency_us: u64::try_from(took.as_micros()).unwrap_or(u64::MAX),

@@ -4,18 +4,21 @@
  * needs only clang and wasi-libc (the test suite regenerates them from the WIT
  * and fails if they differ). Compile hook.c with your hook.
  *
- * Implement one function:
+ * Implement one function, from a request to a verdict (the WIT's names: a
+ * verdict is a decision plus optional context):
  *
  *     #include "toolgate_hook.h"
- *     void tg_decide(const tg_request *req, tg_answer *ans) {
- *         if (tg_str_eq(req->tool, "Bash")) tg_deny(ans, "no shell here");
- *         else tg_allow(ans);
+ *     void tg_decide(const tg_request *req, tg_verdict *out) {
+ *         if (tg_str_eq(req->tool, "Bash")) tg_deny(out, tg_cstr("no shell here"));
+ *         else tg_allow(out);
  *     }
+ *
+ * (tests/all/sdk.rs compiles this example.)
  *
  * and compile this header's implementation into exactly one file with
  * `#define TOOLGATE_HOOK_IMPLEMENTATION` before including it. Strings in the
  * request point into guest memory and stay valid for the call; strings in the
- * answer need only stay valid until tg_decide returns (they are copied).
+ * verdict need only stay valid until tg_decide returns (they are copied).
  * Every call runs in a fresh instance, so nothing needs freeing. Tool inputs, results and config are JSON text.
  */
 #ifndef TOOLGATE_HOOK_H
@@ -39,28 +42,30 @@ typedef struct {
   int has_config; tg_str config;     /* the hook's config: JSON text */
 } tg_request;
 
+typedef enum { TG_ALLOW = 0, TG_DENY = 1, TG_MODIFY = 2, TG_REPLACE = 3 } tg_decision;
+
 typedef struct {
   int is_error;                      /* 1: the hook cannot decide (err) */
-  int decision;                      /* 0 allow, 1 deny, 2 modify, 3 replace */
+  tg_decision decision;
   tg_str text;                       /* deny reason | modify input JSON | replace output JSON | error */
   int replace_is_error;
   int has_context; tg_str context;
-} tg_answer;
+} tg_verdict;
 
 /* Implemented by the hook. */
-void tg_decide(const tg_request *req, tg_answer *ans);
+void tg_decide(const tg_request *req, tg_verdict *out);
 
 /* Helpers. */
 tg_str tg_cstr(const char *s);
 int tg_str_eq(tg_str a, const char *b);
 int tg_str_contains(tg_str haystack, const char *needle, size_t needle_len);
 char *tg_alloc(size_t n);
-void tg_allow(tg_answer *a);
-void tg_deny(tg_answer *a, tg_str reason);
-void tg_modify(tg_answer *a, tg_str input_json);
-void tg_replace(tg_answer *a, tg_str output_json, int is_error);
-void tg_cannot_decide(tg_answer *a, tg_str message);
-void tg_context(tg_answer *a, tg_str context);
+void tg_allow(tg_verdict *v);
+void tg_deny(tg_verdict *v, tg_str reason);
+void tg_modify(tg_verdict *v, tg_str input_json);
+void tg_replace(tg_verdict *v, tg_str output_json, int is_error);
+void tg_cannot_decide(tg_verdict *v, tg_str message);
+void tg_context(tg_verdict *v, tg_str context);
 
 #ifdef TOOLGATE_HOOK_IMPLEMENTATION
 #include <stdlib.h>
@@ -74,16 +79,16 @@ int tg_str_contains(tg_str h, const char *needle, size_t n) {
   return 0;
 }
 char *tg_alloc(size_t n) { char *p = malloc(n ? n : 1); if (!p) abort(); return p; }
-void tg_allow(tg_answer *a) { a->decision = 0; }
-void tg_deny(tg_answer *a, tg_str r) { a->decision = 1; a->text = r; }
-void tg_modify(tg_answer *a, tg_str j) { a->decision = 2; a->text = j; }
-void tg_replace(tg_answer *a, tg_str j, int e) { a->decision = 3; a->text = j; a->replace_is_error = e; }
-void tg_cannot_decide(tg_answer *a, tg_str m) { a->is_error = 1; a->text = m; }
-void tg_context(tg_answer *a, tg_str c) { a->has_context = 1; a->context = c; }
+void tg_allow(tg_verdict *v) { v->decision = TG_ALLOW; }
+void tg_deny(tg_verdict *v, tg_str r) { v->decision = TG_DENY; v->text = r; }
+void tg_modify(tg_verdict *v, tg_str j) { v->decision = TG_MODIFY; v->text = j; }
+void tg_replace(tg_verdict *v, tg_str j, int e) { v->decision = TG_REPLACE; v->text = j; v->replace_is_error = e; }
+void tg_cannot_decide(tg_verdict *v, tg_str m) { v->is_error = 1; v->text = m; }
+void tg_context(tg_verdict *v, tg_str c) { v->has_context = 1; v->context = c; }
 
 /* The canonical ABI itself is wit-bindgen's C output for wit/hook.wit
  * (hook.h / hook.c beside this header, compiled with the hook). This adapts
- * its types to the tg_* API. Answer strings are copied into malloc'd memory,
+ * its types to the tg_* API. Verdict strings are copied into malloc'd memory,
  * because wit-bindgen's post-return frees what the export returned: a string
  * literal handed over as is would be freed. */
 #include "hook.h"
@@ -119,7 +124,7 @@ bool exports_hook_decide(hook_request_t *r, hook_verdict_t *ret, hook_string_t *
   req.has_cwd = tg_from_opt(r->cwd, &req.cwd);
   req.has_config = tg_from_opt(r->config, &req.config);
 
-  tg_answer ans;
+  tg_verdict ans;
   memset(&ans, 0, sizeof ans);
   tg_decide(&req, &ans);
 
@@ -129,13 +134,14 @@ bool exports_hook_decide(hook_request_t *r, hook_verdict_t *ret, hook_string_t *
   }
   memset(ret, 0, sizeof *ret);
   switch (ans.decision) {
-  case 1: ret->decision.tag = HOOK_DECISION_DENY; tg_to(&ret->decision.val.deny, ans.text); break;
-  case 2: ret->decision.tag = HOOK_DECISION_MODIFY; tg_to(&ret->decision.val.modify, ans.text); break;
-  case 3:
+  case TG_DENY: ret->decision.tag = HOOK_DECISION_DENY; tg_to(&ret->decision.val.deny, ans.text); break;
+  case TG_MODIFY: ret->decision.tag = HOOK_DECISION_MODIFY; tg_to(&ret->decision.val.modify, ans.text); break;
+  case TG_REPLACE:
     ret->decision.tag = HOOK_DECISION_REPLACE;
     tg_to(&ret->decision.val.replace.output, ans.text);
     ret->decision.val.replace.is_error = ans.replace_is_error != 0;
     break;
+  case TG_ALLOW:
   default: ret->decision.tag = HOOK_DECISION_ALLOW; break;
   }
   if (ans.has_context) {

@@ -1,16 +1,17 @@
 // toolgate hook SDK for JavaScript guests (componentize-qjs / componentize-js).
 //
-// Write a function from a call to an answer; this module does the WIT plumbing
-// (JSON text in and out, the variant shapes, result/err):
+// Write a function from a request to a verdict; this module does the WIT
+// plumbing (JSON text in and out, the variant shapes, result/err). The names
+// are the WIT's: a request, a verdict (a decision plus optional context).
 //
 //   import { hook, allow, deny, modify } from "./toolgate_hook.js";
-//   export const decide = hook((call) => {
-//     if (call.tool === "Bash" && call.input.command?.includes("rm -rf /")) return deny("not here");
+//   export const decide = hook((request) => {
+//     if (request.tool === "Bash" && request.input.command?.includes("rm -rf /")) return deny("not here");
 //     return allow();
 //   });
 //
-// `call.input`, `call.resultOutput` and `call.config` are parsed from JSON on
-// first use (`call.inputText` is the raw text). Throw `new CannotDecide("why")`
+// `request.input`, `request.resultOutput` and `request.config` are parsed
+// from JSON on first use (`request.inputText` is the raw text). Throw `new CannotDecide("why")`
 // when the hook cannot decide: toolgate then applies the hook's `on_failure`
 // (deny by default) and shows the message to the operator, never the model.
 
@@ -33,32 +34,33 @@ function lazyJson(text) {
 }
 
 export function hook(check) {
-  return function decide(request) {
-    const input = lazyJson(request.input);
-    const config = lazyJson(request.config);
-    const output = lazyJson(request.result ? request.result.output : undefined);
-    const call = {
-      event: request.event === "pre-tool-use" ? "pre_tool_use" : "post_tool_use",
+  return function decide(wit) {
+    const input = lazyJson(wit.input);
+    const config = lazyJson(wit.config);
+    const output = lazyJson(wit.result ? wit.result.output : undefined);
+    const request = {
+      event: wit.event === "pre-tool-use" ? "pre_tool_use" : "post_tool_use",
       get isPre() { return this.event === "pre_tool_use"; },
-      hook: request.hook,
-      tool: request.tool,
-      inputText: request.input,
+      hook: wit.hook,
+      tool: wit.tool,
+      inputText: wit.input,
       get input() { return input(); },
       get config() { return config(); },
       get resultOutput() { return output(); },
-      resultIsError: !!(request.result && request.result.isError),
-      sessionId: request.sessionId,
-      toolCallId: request.toolCallId,
-      cwd: request.cwd,
+      resultIsError: !!(wit.result && wit.result.isError),
+      sessionId: wit.sessionId,
+      turnId: wit.turnId,
+      toolCallId: wit.toolCallId,
+      cwd: wit.cwd,
     };
-    let answer;
+    let verdict;
     try {
-      answer = check(call);
+      verdict = check(request);
     } catch (e) {
       // A bug in the hook, or CannotDecide: either way it could not decide.
       throw (e instanceof Error ? `${e.name}: ${e.message}` : String(e));
     }
-    if (!answer || !answer.decision) throw "check() returned no answer";
-    return answer;
+    if (!verdict || !verdict.decision) throw "check() returned no verdict";
+    return verdict;
   };
 }

@@ -1,21 +1,22 @@
 """toolgate hook SDK for Python guests built with componentize-py.
 
-Write a function from a typed call to an answer; this module does the WIT
+Write a function from a typed request to a verdict; this module does the WIT
 plumbing (JSON text in and out, the result/err convention) so you never touch
-the canonical ABI:
+the canonical ABI. The names are the WIT's: a request, a verdict (a decision
+plus optional context).
 
     from toolgate_hook import Hook, allow, deny
 
     class WitWorld(Hook):
-        def check(self, call):
-            if call.tool == "Bash" and "rm -rf /" in call.input.get("command", ""):
+        def check(self, request):
+            if request.tool == "Bash" and "rm -rf /" in request.input.get("command", ""):
                 return deny("not on this machine")
             return allow()
 
 Build with `componentize-py -d <toolgate>/wit -w hook componentize -p src -p
 <toolgate>/sdk/python --stub-wasi app -o hook.wasm` (see a guest example's
-build.sh). `call.input`, `call.result_output` and `call.config` are parsed
-from JSON on first use (`call.input_text` is the raw text); raise `CannotDecide("why")` when the hook cannot decide (toolgate
+build.sh). `request.input`, `request.result_output` and `request.config` are
+parsed from JSON on first use (`request.input_text` is the raw text); raise `CannotDecide("why")` when the hook cannot decide (toolgate
 then applies the hook's `on_failure`, deny by default).
 """
 
@@ -32,7 +33,7 @@ class CannotDecide(Exception):
     """Raise to say the hook cannot decide; the message reaches the operator."""
 
 
-class Call:
+class Request:
     """One tool call as the hook sees it.
 
     `input`, `result_output` and `config` are parsed from JSON on first use
@@ -48,6 +49,7 @@ class Call:
         self.input_text = request.input
         self.result_is_error = bool(request.result and request.result.is_error)
         self.session_id = request.session_id
+        self.turn_id = request.turn_id
         self.tool_call_id = request.tool_call_id
         self.cwd = request.cwd
 
@@ -71,40 +73,41 @@ class Call:
 
 
 @dataclass
-class Answer:
+class Verdict:
+    """A decision plus optional advisory context for the model."""
+
     decision: Any
     context: Optional[str] = None
 
 
-def allow(context: Optional[str] = None) -> Answer:
-    return Answer(wit_world.Decision_Allow(), context)
+def allow(context: Optional[str] = None) -> Verdict:
+    return Verdict(wit_world.Decision_Allow(), context)
 
 
-def deny(reason: str, context: Optional[str] = None) -> Answer:
-    return Answer(wit_world.Decision_Deny(reason), context)
+def deny(reason: str, context: Optional[str] = None) -> Verdict:
+    return Verdict(wit_world.Decision_Deny(reason), context)
 
 
-def modify(new_input: Any, context: Optional[str] = None) -> Answer:
-    return Answer(wit_world.Decision_Modify(json.dumps(new_input)), context)
+def modify(new_input: Any, context: Optional[str] = None) -> Verdict:
+    return Verdict(wit_world.Decision_Modify(json.dumps(new_input)), context)
 
 
-def replace(output: Any, is_error: bool = False, context: Optional[str] = None) -> Answer:
-    return Answer(wit_world.Decision_Replace(wit_world.ToolResult(json.dumps(output), is_error)), context)
+def replace(output: Any, is_error: bool = False, context: Optional[str] = None) -> Verdict:
+    return Verdict(wit_world.Decision_Replace(wit_world.ToolResult(json.dumps(output), is_error)), context)
 
 
 class Hook(wit_world.WitWorld):
     """Subclass as `WitWorld` in your app module and implement `check`."""
 
-    def check(self, call: Call) -> Answer:  # pragma: no cover - overridden
+    def check(self, request: Request) -> Verdict:  # pragma: no cover - overridden
         raise CannotDecide("the hook does not implement check()")
 
     def decide(self, request: "wit_world.Request") -> "wit_world.Verdict":
         try:
-            call = Call(request)
-            answer = self.check(call)
-            if not isinstance(answer, Answer):
-                raise CannotDecide(f"check() returned {type(answer).__name__}, not an answer")
-            return wit_world.Verdict(answer.decision, answer.context)
+            verdict = self.check(Request(request))
+            if not isinstance(verdict, Verdict):
+                raise CannotDecide(f"check() returned {type(verdict).__name__}, not a verdict")
+            return wit_world.Verdict(verdict.decision, verdict.context)
         except CannotDecide as e:
             raise Err(str(e))
         except Exception as e:  # a bug in the hook: it could not decide

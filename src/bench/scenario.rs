@@ -2,7 +2,7 @@
 //! measurements that are not per-call latency (throughput, the machine).
 
 use super::BenchError;
-use crate::{Answer, BoxError, HookRequest, HookRunner, Interceptor, Request};
+use crate::{BoxError, HookRequest, HookRunner, Interceptor, Request, Verdict};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -36,11 +36,11 @@ pub(crate) struct Allow;
 
 #[async_trait::async_trait]
 impl Interceptor for Allow {
-    async fn pre_tool_use(&self, request: &HookRequest<'_>) -> Result<Answer, BoxError> {
+    async fn pre_tool_use(&self, request: &HookRequest<'_>) -> Result<Verdict, BoxError> {
         Ok(if request.input.get("deny").is_some() {
-            Answer::deny("no")
+            Verdict::deny("no")
         } else {
-            Answer::allow()
+            Verdict::allow()
         })
     }
 }

@@ -26,7 +26,7 @@
 //! later rewrite of it.
 
 use crate::binding::{BindingKind, Decider, Participant, Reply, ToolFilter};
-use crate::contract::{Answer, Event, HookRequest};
+use crate::contract::{Event, HookRequest, Verdict};
 use crate::failure::{HookFailure, OnFailure};
 use crate::runner::Source;
 use futures_util::FutureExt;
@@ -38,20 +38,20 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 /// A guard in the host's process. Both methods default to `allow`.
 ///
-/// Return `Ok(Answer::deny(..))` to refuse: a denial is an answer. Return
+/// Return `Ok(Verdict::deny(..))` to refuse: a denial is an answer. Return
 /// `Err` only when the interceptor could not decide.
 #[async_trait::async_trait]
 pub trait Interceptor: Send + Sync + 'static {
     /// Before the tool runs.
-    async fn pre_tool_use(&self, request: &HookRequest<'_>) -> Result<Answer, BoxError> {
+    async fn pre_tool_use(&self, request: &HookRequest<'_>) -> Result<Verdict, BoxError> {
         let _ = request;
-        Ok(Answer::allow())
+        Ok(Verdict::allow())
     }
 
     /// After the tool ran; `request.result` is what the model would be shown.
-    async fn post_tool_use(&self, request: &HookRequest<'_>) -> Result<Answer, BoxError> {
+    async fn post_tool_use(&self, request: &HookRequest<'_>) -> Result<Verdict, BoxError> {
         let _ = request;
-        Ok(Answer::allow())
+        Ok(Verdict::allow())
     }
 }
 

@@ -41,7 +41,7 @@ pub(crate) mod in_process;
 pub mod wasm;
 
 use crate::config::hook::{Common, HookCtx};
-use crate::contract::{Answer, Event, HookRequest};
+use crate::contract::{Event, HookRequest, Verdict};
 use crate::failure::{HookFailure, OnFailure};
 use crate::runner::Source;
 use regex_automata::meta::Regex;
@@ -182,7 +182,7 @@ pub(crate) type Metrics = BTreeMap<&'static str, u64>;
 
 /// What a binding hands back for one consultation.
 pub(crate) struct Reply {
-    pub(crate) answer: Result<Answer, HookFailure>,
+    pub(crate) answer: Result<Verdict, HookFailure>,
     /// Operator-facing output the hook produced (stderr), already bounded.
     pub(crate) diagnostics: Option<String>,
     /// Something the binding noticed that the operator should know.
@@ -191,8 +191,8 @@ pub(crate) struct Reply {
     pub(crate) metrics: Metrics,
 }
 
-impl From<Result<Answer, HookFailure>> for Reply {
-    fn from(answer: Result<Answer, HookFailure>) -> Self {
+impl From<Result<Verdict, HookFailure>> for Reply {
+    fn from(answer: Result<Verdict, HookFailure>) -> Self {
         Reply {
             answer,
             diagnostics: None,

@@ -61,7 +61,7 @@ pub(crate) struct Args {
     /// The workspace, overriding $CLAUDE_PROJECT_DIR and the call's cwd.
     #[arg(long, value_name = "DIR")]
     workspace: Option<PathBuf>,
-    /// Answer within this many milliseconds, whatever happens: past it the
+    /// Verdict within this many milliseconds, whatever happens: past it the
     /// call is blocked (exit 2). Keep it below the agent's own hook timeout
     /// (Claude Code's `timeout`, in seconds, in the hook's settings entry).
     #[arg(long, value_name = "MS", default_value_t = DEFAULT_DEADLINE_MS,

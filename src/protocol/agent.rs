@@ -11,7 +11,7 @@
 //! file beside this one.
 
 use super::claude::event_name;
-use crate::contract::{Event, Request, ToolResult, Verdict};
+use crate::contract::{Decision, Event, Request, ToolResult};
 use crate::runner::Outcome;
 use serde_json::{Map, Value, json};
 
@@ -150,19 +150,19 @@ pub fn render_outcome(outcome: &Outcome, dialect: Outward, hook_event_name: &str
     let mut top = Map::new();
     let original = outcome.tool_result.as_ref().map(|r| &r.output);
     let withheld = |reason: &str| format!("toolgate withheld the output of this call: {reason}");
-    match (outcome.event, &outcome.verdict) {
-        (Event::PreToolUse, Verdict::Allow) => {}
-        (Event::PreToolUse, Verdict::Deny { reason }) => {
+    match (outcome.event, &outcome.decision) {
+        (Event::PreToolUse, Decision::Allow) => {}
+        (Event::PreToolUse, Decision::Deny { reason }) => {
             specific.insert("permissionDecision".into(), json!("deny"));
             specific.insert("permissionDecisionReason".into(), json!(reason));
         }
-        (Event::PreToolUse, Verdict::Modify { input }) => {
+        (Event::PreToolUse, Decision::Modify { input }) => {
             if dialect == Outward::Codex {
                 specific.insert("permissionDecision".into(), json!("allow"));
             }
             specific.insert("updatedInput".into(), input.clone());
         }
-        (Event::PreToolUse, Verdict::Replace { result }) => {
+        (Event::PreToolUse, Decision::Replace { result }) => {
             specific.insert("permissionDecision".into(), json!("deny"));
             specific.insert(
                 "permissionDecisionReason".into(),
@@ -172,12 +172,12 @@ pub fn render_outcome(outcome: &Outcome, dialect: Outward, hook_event_name: &str
                 )),
             );
         }
-        (Event::PostToolUse, Verdict::Allow | Verdict::Modify { .. }) => {}
-        (Event::PostToolUse, Verdict::Deny { reason }) if failure_event => {
+        (Event::PostToolUse, Decision::Allow | Decision::Modify { .. }) => {}
+        (Event::PostToolUse, Decision::Deny { reason }) if failure_event => {
             top.insert("decision".into(), json!("block"));
             top.insert("reason".into(), json!(withheld(reason)));
         }
-        (Event::PostToolUse, Verdict::Replace { result }) if failure_event => {
+        (Event::PostToolUse, Decision::Replace { result }) if failure_event => {
             top.insert("decision".into(), json!("block"));
             top.insert(
                 "reason".into(),
@@ -187,7 +187,7 @@ pub fn render_outcome(outcome: &Outcome, dialect: Outward, hook_event_name: &str
                 )),
             );
         }
-        (Event::PostToolUse, Verdict::Deny { reason }) => match dialect {
+        (Event::PostToolUse, Decision::Deny { reason }) => match dialect {
             Outward::ClaudeCode => {
                 match original.and_then(|o| withheld_in_shape(o, &withheld(reason))) {
                     Some(shaped) => {
@@ -201,7 +201,7 @@ pub fn render_outcome(outcome: &Outcome, dialect: Outward, hook_event_name: &str
                 top.insert("reason".into(), json!(reason));
             }
         },
-        (Event::PostToolUse, Verdict::Replace { result }) => match dialect {
+        (Event::PostToolUse, Decision::Replace { result }) => match dialect {
             Outward::ClaudeCode => match in_shape(original, &result.output) {
                 Some(shaped) => {
                     specific.insert("updatedToolOutput".into(), shaped);

@@ -38,7 +38,7 @@
 //!   cannot be waved through by `on_failure: allow`.
 
 use super::{Exit, Read};
-use crate::contract::{Answer, Event, HookRequest, ToolResult, Verdict};
+use crate::contract::{Decision, Event, HookRequest, ToolResult, Verdict};
 use crate::failure::HookFailure;
 use serde_json::{Map, Value, json};
 
@@ -81,7 +81,7 @@ pub(crate) fn read_exit(event: Event, exit: &Exit<'_>, current: Option<&ToolResu
             } else {
                 reason
             };
-            (Ok(Answer::deny(reason)), None)
+            (Ok(Verdict::deny(reason)), None)
         }
         Some(0) => decode_answer(event, exit.stdout, current),
         _ => (
@@ -105,14 +105,14 @@ pub(crate) fn decode_answer(
     event: Event,
     stdout: &[u8],
     current: Option<&ToolResult>,
-) -> (Result<Answer, HookFailure>, Option<String>) {
+) -> (Result<Verdict, HookFailure>, Option<String>) {
     let text = String::from_utf8_lossy(stdout);
     let trimmed = text.trim();
     let unmarked = trimmed
         .trim_start_matches(['\u{feff}', '\u{200b}'])
         .trim_start();
     if trimmed.is_empty() {
-        (Ok(Answer::allow()), None)
+        (Ok(Verdict::allow()), None)
     } else if unmarked.starts_with('{') && unmarked.len() != trimmed.len() {
         (
             Err(HookFailure::NotADecision {
@@ -130,7 +130,7 @@ pub(crate) fn decode_answer(
             "plain-text stdout (not shown to the model): {}",
             crate::text::bound(trimmed.to_owned(), crate::text::MAX_MESSAGE, "stdout")
         );
-        (Ok(Answer::allow()), Some(note))
+        (Ok(Verdict::allow()), Some(note))
     }
 }
 
@@ -138,7 +138,7 @@ fn decode_json(
     event: Event,
     text: &str,
     current: Option<&ToolResult>,
-) -> (Result<Answer, HookFailure>, Option<String>) {
+) -> (Result<Verdict, HookFailure>, Option<String>) {
     let not = |detail: String| HookFailure::NotADecision { detail };
     let (obj, dups) = match crate::strict_json::parse_recording(text.as_bytes()) {
         Ok((Value::Object(obj), dups)) => (obj, dups),
@@ -163,11 +163,11 @@ fn decode_json(
         |o: &Map<String, Value>, k: &str| o.get(k).and_then(Value::as_str).map(str::to_owned);
     let context = str_field(specific, "additionalContext");
     let note = str_field(&obj, "systemMessage").map(|m| format!("systemMessage: {m}"));
-    let with_context = |verdict: Verdict| Answer {
-        verdict,
+    let with_context = |verdict: Decision| Verdict {
+        decision: verdict,
         context: context.clone(),
     };
-    let deny = |reason: Option<String>, fallback: &str| Verdict::Deny {
+    let deny = |reason: Option<String>, fallback: &str| Decision::Deny {
         reason: reason
             .filter(|r| !r.trim().is_empty())
             .unwrap_or_else(|| fallback.to_owned()),
@@ -231,10 +231,10 @@ fn decode_json(
         Event::PreToolUse => match str_field(specific, "permissionDecision").as_deref() {
             Some("allow") | None => match legacy.as_deref() {
                 Some("approve") | None => match specific.get("updatedInput") {
-                    Some(input) => Verdict::Modify {
+                    Some(input) => Decision::Modify {
                         input: input.clone(),
                     },
-                    None => Verdict::Allow,
+                    None => Decision::Allow,
                 },
                 Some(other) => {
                     return (
@@ -262,13 +262,13 @@ fn decode_json(
                     .get("updatedToolOutput")
                     .or_else(|| specific.get("updatedMCPToolOutput"))
                 {
-                    Some(output) => Verdict::Replace {
+                    Some(output) => Decision::Replace {
                         result: ToolResult {
                             output: output.clone(),
                             is_error: current.is_some_and(|r| r.is_error),
                         },
                     },
-                    None => Verdict::Allow,
+                    None => Decision::Allow,
                 }
             }
             Some(other) => {

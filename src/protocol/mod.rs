@@ -36,7 +36,7 @@ pub use agent::{AgentCall, Outward, ReadAgentInputError, read_agent_input, rende
 pub use claude::event_name;
 pub use import::{Imported, Matcher, import_settings, translate_matcher};
 
-use crate::contract::{Answer, HookRequest};
+use crate::contract::{HookRequest, Verdict};
 use crate::failure::HookFailure;
 use std::ffi::OsString;
 use std::path::Path;
@@ -69,7 +69,7 @@ pub(crate) struct Exit<'a> {
 /// carries some beside the answer (Claude Code's plain stdout, its
 /// `systemMessage`).
 pub(crate) struct Read {
-    pub(crate) answer: Result<Answer, HookFailure>,
+    pub(crate) answer: Result<Verdict, HookFailure>,
     pub(crate) note: Option<String>,
 }
 
@@ -112,7 +112,7 @@ impl Inward {
 #[cfg(test)]
 mod tests {
     use crate::binding::wasm::{bindings as wit, from_wit, to_wit};
-    use crate::contract::{Answer, Event, HookRequest, ToolResult};
+    use crate::contract::{Event, HookRequest, ToolResult, Verdict};
     use serde_json::{Value, json};
 
     fn request<'a>(input: &'a Value, result: Option<&'a ToolResult>) -> HookRequest<'a> {
@@ -202,11 +202,11 @@ mod tests {
         let rewritten = json!({"command": "git push"});
         let replaced = ToolResult::ok(json!("[redacted]"));
         let pre = [
-            Answer::allow(),
-            Answer::deny("no force pushes").with_context("policy 7"),
-            Answer::modify(rewritten.clone()),
+            Verdict::allow(),
+            Verdict::deny("no force pushes").with_context("policy 7"),
+            Verdict::modify(rewritten.clone()),
         ];
-        let post = [Answer::replace(replaced.clone()).with_context("redacted")];
+        let post = [Verdict::replace(replaced.clone()).with_context("redacted")];
         for (event, answers) in [
             (Event::PreToolUse, &pre[..]),
             (Event::PostToolUse, &post[..]),
@@ -220,14 +220,16 @@ mod tests {
                     "{text}"
                 );
                 // WIT
-                let decision = match &answer.verdict {
-                    crate::Verdict::Allow => wit::Decision::Allow,
-                    crate::Verdict::Deny { reason } => wit::Decision::Deny(reason.clone()),
-                    crate::Verdict::Modify { input } => wit::Decision::Modify(input.to_string()),
-                    crate::Verdict::Replace { result } => wit::Decision::Replace(wit::ToolResult {
-                        output: result.output.to_string(),
-                        is_error: result.is_error,
-                    }),
+                let decision = match &answer.decision {
+                    crate::Decision::Allow => wit::Decision::Allow,
+                    crate::Decision::Deny { reason } => wit::Decision::Deny(reason.clone()),
+                    crate::Decision::Modify { input } => wit::Decision::Modify(input.to_string()),
+                    crate::Decision::Replace { result } => {
+                        wit::Decision::Replace(wit::ToolResult {
+                            output: result.output.to_string(),
+                            is_error: result.is_error,
+                        })
+                    }
                 };
                 let from = from_wit(wit::Verdict {
                     decision,
@@ -241,16 +243,16 @@ mod tests {
                 if let Some(c) = &answer.context {
                     specific.insert("additionalContext".into(), json!(c));
                 }
-                match &answer.verdict {
-                    crate::Verdict::Allow => {}
-                    crate::Verdict::Deny { reason } => {
+                match &answer.decision {
+                    crate::Decision::Allow => {}
+                    crate::Decision::Deny { reason } => {
                         specific.insert("permissionDecision".into(), json!("deny"));
                         specific.insert("permissionDecisionReason".into(), json!(reason));
                     }
-                    crate::Verdict::Modify { input } => {
+                    crate::Decision::Modify { input } => {
                         specific.insert("updatedInput".into(), input.clone());
                     }
-                    crate::Verdict::Replace { result } => {
+                    crate::Decision::Replace { result } => {
                         specific.insert("updatedToolOutput".into(), result.output.clone());
                     }
                 }

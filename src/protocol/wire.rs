@@ -27,7 +27,7 @@
 //! ```
 //! `result: {"output":…, "is_error":false}` is present for `post_tool_use`.
 //!
-//! Answer (from the hook): `{"decision":"allow"}` |
+//! Verdict (from the hook): `{"decision":"allow"}` |
 //! `{"decision":"deny","reason":"…"}` | `{"decision":"modify","input":…}` |
 //! `{"decision":"replace","result":{"output":…,"is_error":false}}`, each with an
 //! optional `"context":"…"`.
@@ -43,7 +43,7 @@
 //! (below) pins one request and each answer across wire v1, the WIT
 //! encoding and the Claude Code dialect.
 
-use crate::contract::{Answer, Event, HookRequest, Request, ToolResult, Verdict};
+use crate::contract::{Decision, Event, HookRequest, Request, ToolResult, Verdict};
 use crate::failure::HookFailure;
 use crate::runner::Outcome;
 use serde::{Deserialize, Serialize};
@@ -112,13 +112,13 @@ enum DecisionV1<'a> {
     Replace { result: ResultV1 },
 }
 
-impl<'a> From<&'a Verdict> for DecisionV1<'a> {
-    fn from(v: &'a Verdict) -> Self {
+impl<'a> From<&'a Decision> for DecisionV1<'a> {
+    fn from(v: &'a Decision) -> Self {
         match v {
-            Verdict::Allow => DecisionV1::Allow,
-            Verdict::Deny { reason } => DecisionV1::Deny { reason },
-            Verdict::Modify { input } => DecisionV1::Modify { input },
-            Verdict::Replace { result } => DecisionV1::Replace {
+            Decision::Allow => DecisionV1::Allow,
+            Decision::Deny { reason } => DecisionV1::Deny { reason },
+            Decision::Modify { input } => DecisionV1::Modify { input },
+            Decision::Replace { result } => DecisionV1::Replace {
                 result: result.into(),
             },
         }
@@ -160,8 +160,8 @@ pub(crate) fn encode_request(request: &HookRequest<'_>) -> Vec<u8> {
 }
 
 /// Encodes an answer as a wire-v1 hook would print it.
-pub(crate) fn encode_answer(answer: &Answer) -> Value {
-    let mut value = serde_json::to_value(DecisionV1::from(&answer.verdict)).unwrap_or_default();
+pub(crate) fn encode_answer(answer: &Verdict) -> Value {
+    let mut value = serde_json::to_value(DecisionV1::from(&answer.decision)).unwrap_or_default();
     if let (Some(context), Value::Object(obj)) = (&answer.context, &mut value) {
         obj.insert("context".into(), json!(context));
     }
@@ -169,7 +169,7 @@ pub(crate) fn encode_answer(answer: &Answer) -> Value {
 }
 
 /// Decodes what a hook printed into an answer.
-pub(crate) fn decode_answer(stdout: &[u8]) -> Result<Answer, HookFailure> {
+pub(crate) fn decode_answer(stdout: &[u8]) -> Result<Verdict, HookFailure> {
     let not = |detail: String| HookFailure::NotADecision { detail };
     if stdout.iter().all(u8::is_ascii_whitespace) {
         return Err(HookFailure::EmptyOutput);
@@ -193,7 +193,7 @@ pub(crate) fn decode_answer(stdout: &[u8]) -> Result<Answer, HookFailure> {
                 .unwrap_or(
                     "denied by a hook whose answer repeated a key (one of its decisions was deny)",
                 );
-            return Ok(Answer::deny(reason));
+            return Ok(Verdict::deny(reason));
         }
         return Err(not(format!(
             "the answer repeats the key `{}`; toolgate does not guess which one was meant",
@@ -222,8 +222,8 @@ pub(crate) fn decode_answer(stdout: &[u8]) -> Result<Answer, HookFailure> {
             Some(Value::String(c)) => Some(c),
             _ => None,
         };
-        return Ok(Answer {
-            verdict: Verdict::Deny { reason },
+        return Ok(Verdict {
+            decision: Decision::Deny { reason },
             context,
         });
     }
@@ -234,13 +234,13 @@ pub(crate) fn decode_answer(stdout: &[u8]) -> Result<Answer, HookFailure> {
         Some(other) => return Err(not(format!("`context` must be a string, got {other}"))),
     };
     let verdict = match decision.as_str() {
-        "allow" => Verdict::Allow,
+        "allow" => Decision::Allow,
         "modify" => match obj.remove("input") {
-            Some(input) => Verdict::Modify { input },
+            Some(input) => Decision::Modify { input },
             None => return Err(not("`modify` without an `input`".into())),
         },
         "replace" => match obj.remove("result") {
-            Some(result) => Verdict::Replace {
+            Some(result) => Decision::Replace {
                 result: parse_result(result)
                     .map_err(|e| not(format!("`replace` with an unusable `result`: {e}")))?,
             },
@@ -252,7 +252,10 @@ pub(crate) fn decode_answer(stdout: &[u8]) -> Result<Answer, HookFailure> {
             )));
         }
     };
-    Ok(Answer { verdict, context })
+    Ok(Verdict {
+        decision: verdict,
+        context,
+    })
 }
 
 fn parse_result(value: Value) -> Result<ToolResult, String> {
@@ -380,14 +383,14 @@ pub fn read_request(
 /// (deny), `input` (modify), `result` (replace, and post deny: what the model
 /// is shown), `context`, `decided_by`, and `runs`.
 pub fn outcome_json(outcome: &Outcome) -> Value {
-    let answer = Answer {
-        verdict: outcome.verdict.clone(),
+    let answer = Verdict {
+        decision: outcome.decision.clone(),
         context: outcome.context.clone(),
     };
     let Value::Object(mut out) = encode_answer(&answer) else {
         return Value::Null;
     };
-    if let (Verdict::Deny { .. }, Some(shown)) = (&outcome.verdict, &outcome.shown) {
+    if let (Decision::Deny { .. }, Some(shown)) = (&outcome.decision, &outcome.shown) {
         out.insert("result".into(), json!(ResultV1::from(shown)));
     }
     if let Some(by) = &outcome.decided_by {

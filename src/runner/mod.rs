@@ -79,7 +79,7 @@
 mod context;
 
 use crate::binding::{BindingKind, Participant};
-use crate::contract::{Event, HookRequest, Request, ToolResult, Verdict};
+use crate::contract::{Decision, Event, HookRequest, Request, ToolResult};
 use crate::failure::{FailureKind, HookFailure, OnFailure};
 use context::ContextMerger;
 use serde::{Serialize, Serializer};
@@ -147,8 +147,9 @@ pub struct RunRecord {
     /// Which round of the chain this consultation was in: 1 for the first
     /// pass, one more after each rewrite (see `# Re-judgement`).
     pub round: u32,
-    /// What it did.
-    pub verdict: Step,
+    /// What it did (`verdict` in the record's JSON).
+    #[serde(rename = "verdict")]
+    pub decision: Step,
     /// For a denial, the reason it gave.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
@@ -209,7 +210,7 @@ pub struct Outcome {
     /// input, or `Replace` with what the model is shown (the replacement after
     /// the post chain). For post: `Allow` (real output shown), `Deny` (a
     /// failure is shown), or `Replace` with what the model is shown.
-    pub verdict: Verdict,
+    pub decision: Decision,
     /// The participant whose answer decided it: the one that denied or
     /// replaced, or the last one that modified. `None` when everyone allowed.
     pub decided_by: Option<String>,
@@ -230,7 +231,7 @@ impl Outcome {
     /// Whether the call may go ahead (pre) or its result may be shown (post):
     /// anything but a denial.
     pub fn may_proceed(&self) -> bool {
-        !matches!(self.verdict, Verdict::Deny { .. })
+        !matches!(self.decision, Decision::Deny { .. })
     }
 }
 
@@ -263,14 +264,14 @@ impl CallOutcome {
 ///
 /// ```
 /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-/// use toolgate::{Answer, HookRequest, HookRunner, Interceptor, Request, BoxError};
+/// use toolgate::{Verdict, HookRequest, HookRunner, Interceptor, Request, BoxError};
 ///
 /// struct NoRm;
 /// #[async_trait::async_trait]
 /// impl Interceptor for NoRm {
-///     async fn pre_tool_use(&self, req: &HookRequest<'_>) -> Result<Answer, BoxError> {
+///     async fn pre_tool_use(&self, req: &HookRequest<'_>) -> Result<Verdict, BoxError> {
 ///         let cmd = req.input["command"].as_str().unwrap_or_default();
-///         Ok(if cmd.contains("rm -rf") { Answer::deny("no recursive deletes") } else { Answer::allow() })
+///         Ok(if cmd.contains("rm -rf") { Verdict::deny("no recursive deletes") } else { Verdict::allow() })
 ///     }
 /// }
 ///
@@ -450,15 +451,15 @@ impl HookRunner {
         match self.pre_chain(request, &mut state).await {
             PreEnd::Proceed { input, decided_by } => {
                 let verdict = match input {
-                    Some(input) => Verdict::Modify { input },
-                    None => Verdict::Allow,
+                    Some(input) => Decision::Modify { input },
+                    None => Decision::Allow,
                 };
                 self.finish(Event::PreToolUse, state, verdict, decided_by, None, None)
             }
             PreEnd::Deny { reason, by } => self.finish(
                 Event::PreToolUse,
                 state,
-                Verdict::Deny { reason },
+                Decision::Deny { reason },
                 Some(by),
                 None,
                 None,
@@ -469,8 +470,8 @@ impl HookRunner {
                     self.post_chain(request, input, &result, &mut state).await;
                 // A post-chain denial of the replacement is still a denial.
                 let verdict = match post_verdict {
-                    Verdict::Deny { reason } => Verdict::Deny { reason },
-                    _ => Verdict::Replace {
+                    Decision::Deny { reason } => Decision::Deny { reason },
+                    _ => Decision::Replace {
                         result: shown.clone(),
                     },
                 };
@@ -516,8 +517,8 @@ impl HookRunner {
         Fut: Future<Output = ToolResult>,
     {
         let pre = self.pre_tool_use(&request).await;
-        let input = match &pre.verdict {
-            Verdict::Deny { reason } => {
+        let input = match &pre.decision {
+            Decision::Deny { reason } => {
                 return CallOutcome {
                     shown: ToolResult::error(format!("toolgate: call blocked: {reason}")),
                     tool_ran: false,
@@ -525,7 +526,7 @@ impl HookRunner {
                     post: None,
                 };
             }
-            Verdict::Replace { .. } => {
+            Decision::Replace { .. } => {
                 let shown = pre
                     .shown
                     .clone()
@@ -537,8 +538,8 @@ impl HookRunner {
                     post: None,
                 };
             }
-            Verdict::Modify { input } => input.clone(),
-            Verdict::Allow => request.input.clone(),
+            Decision::Modify { input } => input.clone(),
+            Decision::Allow => request.input.clone(),
         };
         let result = tool(input.clone()).await;
         let post_request = Request {
@@ -572,14 +573,14 @@ impl HookRunner {
         &self,
         event: Event,
         state: ChainState,
-        verdict: Verdict,
+        verdict: Decision,
         decided_by: Option<String>,
         shown: Option<ToolResult>,
         tool_result: Option<ToolResult>,
     ) -> Outcome {
         Outcome {
             event,
-            verdict,
+            decision: verdict,
             decided_by,
             shown,
             tool_result,
@@ -608,8 +609,8 @@ impl HookRunner {
                     round: rewrites + 1,
                 };
                 match consult(p, request, asked, state).await {
-                    Some(Verdict::Allow) | None => {}
-                    Some(Verdict::Modify { input: new }) => {
+                    Some(Decision::Allow) | None => {}
+                    Some(Decision::Modify { input: new }) => {
                         if &new == current {
                             continue;
                         }
@@ -625,13 +626,13 @@ impl HookRunner {
                         }
                         continue 'round;
                     }
-                    Some(Verdict::Deny { reason }) => {
+                    Some(Decision::Deny { reason }) => {
                         return PreEnd::Deny {
                             reason,
                             by: p.name.clone(),
                         };
                     }
-                    Some(Verdict::Replace { result }) => {
+                    Some(Decision::Replace { result }) => {
                         return PreEnd::Replace {
                             input,
                             result,
@@ -650,7 +651,7 @@ impl HookRunner {
         input: &Value,
         real: &ToolResult,
         state: &mut ChainState,
-    ) -> (Verdict, ToolResult, Option<String>) {
+    ) -> (Decision, ToolResult, Option<String>) {
         let chain: Vec<&Participant> = self.applicable(Event::PostToolUse, &request.tool).collect();
         let mut shown: Option<ToolResult> = None;
         let mut decided_by = None;
@@ -660,7 +661,7 @@ impl HookRunner {
             let failure = ToolResult::error(format!(
                 "toolgate: the output of this call was withheld: {reason}"
             ));
-            (Verdict::Deny { reason }, failure, Some(by.to_owned()))
+            (Decision::Deny { reason }, failure, Some(by.to_owned()))
         };
         'round: loop {
             for (i, p) in chain.iter().enumerate() {
@@ -676,8 +677,8 @@ impl HookRunner {
                 };
                 match consult(p, request, asked, state).await {
                     // `consult` has already turned a post `modify` into a failure.
-                    Some(Verdict::Allow | Verdict::Modify { .. }) | None => {}
-                    Some(Verdict::Replace { result }) => {
+                    Some(Decision::Allow | Decision::Modify { .. }) | None => {}
+                    Some(Decision::Replace { result }) => {
                         if &result == current {
                             continue;
                         }
@@ -690,18 +691,18 @@ impl HookRunner {
                         }
                         continue 'round;
                     }
-                    Some(Verdict::Deny { reason }) => return withheld(reason, &p.name),
+                    Some(Decision::Deny { reason }) => return withheld(reason, &p.name),
                 }
             }
             return match shown {
                 Some(result) => (
-                    Verdict::Replace {
+                    Decision::Replace {
                         result: result.clone(),
                     },
                     result,
                     decided_by,
                 ),
-                None => (Verdict::Allow, real.clone(), None),
+                None => (Decision::Allow, real.clone(), None),
             };
         }
     }
@@ -742,7 +743,7 @@ async fn consult(
     request: &Request,
     asked: Asked<'_>,
     state: &mut ChainState,
-) -> Option<Verdict> {
+) -> Option<Decision> {
     let Asked {
         event,
         input,
@@ -771,7 +772,7 @@ async fn consult(
         source: p.source,
         event,
         round,
-        verdict: Step::Failed,
+        decision: Step::Failed,
         reason: None,
         failure: None,
         duration,
@@ -801,7 +802,7 @@ async fn consult(
             "reason",
         ));
         state.runs.push(record);
-        return Some(Verdict::Deny {
+        return Some(Decision::Deny {
             reason: crate::text::bound(reason, crate::text::MAX_REASON, "reason"),
         });
     };
@@ -813,8 +814,8 @@ async fn consult(
     let mut warnings: Vec<String> = reply.warning.into_iter().collect();
     let answer = reply
         .answer
-        .and_then(|answer| match (&answer.verdict, event) {
-            (Verdict::Modify { .. }, Event::PostToolUse) => Err(HookFailure::UnusableRewrite {
+        .and_then(|answer| match (&answer.decision, event) {
+            (Decision::Modify { .. }, Event::PostToolUse) => Err(HookFailure::UnusableRewrite {
                 detail: "`modify` after the call: the tool already ran with its input; \
                      use `replace` to change what the model is shown"
                     .into(),
@@ -829,9 +830,9 @@ async fn consult(
             {
                 warnings.push("advisory context over budget; truncated".into());
             }
-            record.verdict = match &mut answer.verdict {
-                Verdict::Allow => Step::Allow,
-                Verdict::Deny { reason } => {
+            record.decision = match &mut answer.decision {
+                Decision::Allow => Step::Allow,
+                Decision::Deny { reason } => {
                     // Bounded for the model; a truncated deny is still a deny.
                     *reason = crate::text::bound(
                         std::mem::take(reason),
@@ -841,10 +842,10 @@ async fn consult(
                     record.reason = Some(reason.clone());
                     Step::Deny
                 }
-                Verdict::Modify { .. } => Step::Modify,
-                Verdict::Replace { .. } => Step::Replace,
+                Decision::Modify { .. } => Step::Modify,
+                Decision::Replace { .. } => Step::Replace,
             };
-            Some(answer.verdict)
+            Some(answer.decision)
         }
         Err(failure) => {
             let message = crate::text::bound(
@@ -867,7 +868,7 @@ async fn consult(
                     );
                     let reason = crate::text::bound(reason, crate::text::MAX_REASON, "reason");
                     record.reason = Some(reason.clone());
-                    Some(Verdict::Deny { reason })
+                    Some(Decision::Deny { reason })
                 }
                 OnFailure::Allow => {
                     warnings.push(format!(

@@ -5,7 +5,7 @@ use crate::support::*;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use toolgate::{Answer, BindingKind, HookRunner, Request, Source, Step, ToolResult, Verdict};
+use toolgate::{BindingKind, Decision, HookRunner, Request, Source, Step, ToolResult, Verdict};
 
 /// Appends its name to `input.trace` once (idempotent, like `TRACE_HOOK`, so
 /// it agrees with its own rewrite when asked again in a later round).
@@ -17,7 +17,7 @@ fn trace_interceptor(name: &'static str) -> impl toolgate::Interceptor {
             Some(t) => t.push(json!(name)),
             None => input["trace"] = json!([name]),
         }
-        Ok(Answer::modify(input))
+        Ok(Verdict::modify(input))
     })
     .0
 }
@@ -55,8 +55,8 @@ async fn order_is_interceptors_then_global_then_workspace() {
 
     let expected = ["host-1", "host-2", "global-1", "global-2", "workspace-1"];
     assert_eq!(first_seen(&outcome), expected);
-    match &outcome.verdict {
-        Verdict::Modify { input } => assert_eq!(input["trace"], json!(expected)),
+    match &outcome.decision {
+        Decision::Modify { input } => assert_eq!(input["trace"], json!(expected)),
         other => panic!("expected modify, got {other:?}"),
     }
     // Each rewrite started a round in which everyone before the rewriter
@@ -106,7 +106,7 @@ async fn deny_short_circuits_so_later_hooks_never_run() {
     let counted = calls.clone();
     let (late, _) = scripted(move |_| {
         counted.fetch_add(1, Ordering::SeqCst);
-        Ok(Answer::allow())
+        Ok(Verdict::allow())
     });
 
     let runner = HookRunner::builder()
@@ -118,8 +118,8 @@ async fn deny_short_circuits_so_later_hooks_never_run() {
         .await;
 
     assert_eq!(
-        outcome.verdict,
-        Verdict::Deny {
+        outcome.decision,
+        Decision::Deny {
             reason: "no".into()
         }
     );
@@ -131,7 +131,7 @@ async fn deny_short_circuits_so_later_hooks_never_run() {
     );
 
     // An interceptor's deny stops every configured hook too.
-    let (denier, _) = scripted(|_| Ok(Answer::deny("host says no")));
+    let (denier, _) = scripted(|_| Ok(Verdict::deny("host says no")));
     let runner = HookRunner::builder()
         .interceptor("host", denier)
         .config(fx.config())
@@ -161,17 +161,17 @@ else:
     fx.workspace_hooks(json!([{"name": "checker", "command": [&check]}]));
     let (rewriter, _) = scripted(|req| {
         if req.event != toolgate::Event::PreToolUse {
-            return Ok(Answer::allow());
+            return Ok(Verdict::allow());
         }
         // Idempotent: asked again about a later rewrite that kept its flag,
         // it agrees.
         let command = req.input["command"].as_str().unwrap();
         if command.ends_with("--color=never") {
-            return Ok(Answer::allow());
+            return Ok(Verdict::allow());
         }
         let mut input = req.input.clone();
         input["command"] = json!(format!("{command} --color=never"));
-        Ok(Answer::modify(input))
+        Ok(Verdict::modify(input))
     });
     let runner = HookRunner::builder()
         .interceptor("rewriter", rewriter)
@@ -220,9 +220,9 @@ print(json.dumps({"decision": "replace", "result": {"output": out, "is_error": F
     let (cache, _) = scripted(|req| {
         Ok(match req.event {
             toolgate::Event::PreToolUse => {
-                Answer::replace(ToolResult::ok("cached: password=hunter2"))
+                Verdict::replace(ToolResult::ok("cached: password=hunter2"))
             }
-            _ => Answer::allow(),
+            _ => Verdict::allow(),
         })
     });
     let runner = HookRunner::builder()
@@ -241,8 +241,8 @@ print(json.dumps({"decision": "replace", "result": {"output": out, "is_error": F
     assert!(!marker.exists(), "pre hooks after a replace must not run");
     assert_eq!(call.shown, ToolResult::ok("cached: password=[redacted]"));
     assert_eq!(
-        call.pre.verdict,
-        Verdict::Replace {
+        call.pre.decision,
+        Decision::Replace {
             result: ToolResult::ok("cached: password=[redacted]")
         }
     );
@@ -291,8 +291,8 @@ print(json.dumps({"decision": "replace", "result": {"output": out, "is_error": r
         .await;
     let shown = ToolResult::ok("out-global-workspace");
     assert_eq!(
-        outcome.verdict,
-        Verdict::Replace {
+        outcome.decision,
+        Decision::Replace {
             result: shown.clone()
         }
     );
@@ -322,8 +322,8 @@ async fn post_deny_shows_the_model_a_failure_while_the_record_keeps_the_real_out
 
     assert!(!outcome.may_proceed());
     assert_eq!(
-        outcome.verdict,
-        Verdict::Deny {
+        outcome.decision,
+        Decision::Deny {
             reason: "contains a secret".into()
         }
     );
@@ -356,7 +356,7 @@ async fn post_modify_is_a_hook_error_and_the_failure_policy_applies() {
         .await;
     assert!(!outcome.may_proceed());
     let rec = record(&outcome, "closed");
-    assert_eq!(rec.verdict, Step::Failed);
+    assert_eq!(rec.decision, Step::Failed);
     assert_eq!(
         rec.failure.as_ref().unwrap().kind,
         toolgate::FailureKind::UnusableRewrite
@@ -370,7 +370,7 @@ async fn post_modify_is_a_hook_error_and_the_failure_policy_applies() {
         .runner()
         .post_tool_use(&Request::post("shell", json!({}), real.clone()))
         .await;
-    assert_eq!(outcome.verdict, Verdict::Allow);
+    assert_eq!(outcome.decision, Decision::Allow);
     assert_eq!(outcome.shown, Some(real));
     assert!(
         record(&outcome, "open")
@@ -383,8 +383,8 @@ async fn post_modify_is_a_hook_error_and_the_failure_policy_applies() {
     // The same rule holds for an interceptor.
     let (bad, _) = scripted(|req| {
         Ok(match req.event {
-            toolgate::Event::PostToolUse => Answer::modify(json!({})),
-            _ => Answer::allow(),
+            toolgate::Event::PostToolUse => Verdict::modify(json!({})),
+            _ => Verdict::allow(),
         })
     });
     let runner = HookRunner::builder().interceptor("bad", bad).build();
@@ -400,8 +400,8 @@ async fn post_modify_is_a_hook_error_and_the_failure_policy_applies() {
 
 #[tokio::test]
 async fn context_is_merged_in_chain_order() {
-    let (a, _) = scripted(|_| Ok(Answer::allow().with_context("first")));
-    let (b, _) = scripted(|_| Ok(Answer::deny("stop").with_context("second")));
+    let (a, _) = scripted(|_| Ok(Verdict::allow().with_context("first")));
+    let (b, _) = scripted(|_| Ok(Verdict::deny("stop").with_context("second")));
     let runner = HookRunner::builder()
         .interceptor("a", a)
         .interceptor("b", b)
@@ -420,7 +420,7 @@ async fn context_over_budget_is_truncated_with_a_visible_notice() {
     );
     // A generous deadline: this test is about context, not about a loaded machine.
     fx.workspace_hooks(json!([{"name": "chatty", "command": [&hook], "timeout_ms": 120000}]));
-    let (first, _) = scripted(|_| Ok(Answer::allow().with_context("é".repeat(3000))));
+    let (first, _) = scripted(|_| Ok(Verdict::allow().with_context("é".repeat(3000))));
     let runner = HookRunner::builder()
         .interceptor("first", first)
         .config(fx.config())
@@ -456,7 +456,7 @@ async fn context_over_budget_is_truncated_with_a_visible_notice() {
     assert!(record(&outcome, "first").warning.is_none());
 
     // A smaller budget, set on the builder, holds too.
-    let (long, _) = scripted(|_| Ok(Answer::allow().with_context("y".repeat(500))));
+    let (long, _) = scripted(|_| Ok(Verdict::allow().with_context("y".repeat(500))));
     let runner = HookRunner::builder()
         .interceptor("long", long)
         .context_limit(200)
@@ -485,7 +485,7 @@ async fn run_record_per_participant_that_ran() {
         {"name": "broken", "command": [&broken], "on_failure": "allow"},
         {"name": "other-tool", "command": [&allow], "tools": ["write_file"]}
     ]));
-    let (host, _) = scripted(|_| Ok(Answer::allow()));
+    let (host, _) = scripted(|_| Ok(Verdict::allow()));
     let runner = HookRunner::builder()
         .interceptor("host", host)
         .config(fx.config())
@@ -499,18 +499,18 @@ async fn run_record_per_participant_that_ran() {
     );
     let host = record(&outcome, "host");
     assert_eq!(
-        (host.binding, host.source, host.verdict),
+        (host.binding, host.source, host.decision),
         (BindingKind::InProcess, Source::Host, Step::Allow)
     );
     let ok = record(&outcome, "ok");
     assert_eq!(
-        (ok.binding, ok.source, ok.verdict),
+        (ok.binding, ok.source, ok.decision),
         (BindingKind::Subprocess, Source::Workspace, Step::Allow)
     );
     assert!(ok.duration.as_nanos() > 0);
     assert_eq!(ok.diagnostics.as_deref(), Some("to the operator\n"));
     let broken = record(&outcome, "broken");
-    assert_eq!(broken.verdict, Step::Failed);
+    assert_eq!(broken.decision, Step::Failed);
     assert!(broken.warning.is_some());
     let json = serde_json::to_value(&outcome.runs).unwrap();
     for key in [
@@ -589,8 +589,8 @@ async fn a_failing_hook_denies_by_default_and_says_which_hook_and_why() {
         .runner()
         .pre_tool_use(&Request::pre("t", json!({})))
         .await;
-    let Verdict::Deny { reason } = &outcome.verdict else {
-        panic!("{:?}", outcome.verdict)
+    let Decision::Deny { reason } = &outcome.decision else {
+        panic!("{:?}", outcome.decision)
     };
     assert!(
         reason.contains("`broken`") && reason.contains("exited_non_zero"),

@@ -4,7 +4,7 @@
 
 use crate::support::*;
 use serde_json::{Value, json};
-use toolgate::{FailureKind, Request, ToolResult, Verdict};
+use toolgate::{Decision, FailureKind, Request, ToolResult};
 
 fn cc_hook(name: &str, script: &str) -> Value {
     json!({"name": name, "command": [script], "protocol": "claude-code", "event": ["pre_tool_use", "post_tool_use"]})
@@ -47,8 +47,8 @@ async fn a_bash_exit_2_blocker_denies_with_its_stderr() {
         .pre_tool_use(&Request::pre("Bash", json!({"command": "rm -rf /"})))
         .await;
     assert_eq!(
-        outcome.verdict,
-        Verdict::Deny {
+        outcome.decision,
+        Decision::Deny {
             reason: "Destructive command blocked by policy".into()
         }
     );
@@ -56,7 +56,7 @@ async fn a_bash_exit_2_blocker_denies_with_its_stderr() {
     let outcome = runner
         .pre_tool_use(&Request::pre("Bash", json!({"command": "ls"})))
         .await;
-    assert_eq!(outcome.verdict, Verdict::Allow);
+    assert_eq!(outcome.decision, Decision::Allow);
 }
 
 #[tokio::test]
@@ -76,8 +76,8 @@ async fn a_python_json_decider_denies_rewrites_and_replaces_output() {
         ))
         .await;
     assert_eq!(
-        outcome.verdict,
-        Verdict::Deny {
+        outcome.decision,
+        Decision::Deny {
             reason: "No network from the shell".into()
         }
     );
@@ -94,8 +94,8 @@ async fn a_python_json_decider_denies_rewrites_and_replaces_output() {
         ))
         .await;
     assert_eq!(
-        outcome.verdict,
-        Verdict::Modify {
+        outcome.decision,
+        Decision::Modify {
             input: json!({"command": "npm install left-pad --ignore-scripts", "trace": ["native-after"]})
         }
     );
@@ -108,8 +108,8 @@ async fn a_python_json_decider_denies_rewrites_and_replaces_output() {
         ))
         .await;
     assert_eq!(
-        outcome.verdict,
-        Verdict::Replace {
+        outcome.decision,
+        Decision::Replace {
             result: ToolResult::ok("[output redacted: it contained a secret]")
         }
     );
@@ -148,13 +148,13 @@ async fn legacy_decisions_and_post_blocks_are_understood() {
         };
         match expected {
             Some(reason) => assert_eq!(
-                outcome.verdict,
-                Verdict::Deny {
+                outcome.decision,
+                Decision::Deny {
                     reason: reason.into()
                 },
                 "{answer}"
             ),
-            None => assert_eq!(outcome.verdict, Verdict::Allow, "{answer}"),
+            None => assert_eq!(outcome.decision, Decision::Allow, "{answer}"),
         }
     }
 }
@@ -174,8 +174,8 @@ async fn ask_and_defer_become_denials_never_a_silent_allow() {
             .runner()
             .pre_tool_use(&Request::pre("Bash", json!({})))
             .await;
-        let Verdict::Deny { reason } = &outcome.verdict else {
-            panic!("{decision}: {:?}", outcome.verdict)
+        let Decision::Deny { reason } = &outcome.decision else {
+            panic!("{decision}: {:?}", outcome.decision)
         };
         assert!(
             reason.contains("person") && reason.contains("touches prod"),
@@ -204,7 +204,7 @@ async fn other_exit_codes_fail_closed_unlike_claude_code() {
         .runner()
         .pre_tool_use(&Request::pre("Bash", json!({})))
         .await;
-    assert_eq!(outcome.verdict, Verdict::Allow);
+    assert_eq!(outcome.decision, Decision::Allow);
 }
 
 #[tokio::test]
@@ -219,7 +219,7 @@ async fn plain_text_and_system_messages_reach_the_operator_not_the_model() {
         .runner()
         .pre_tool_use(&Request::pre("Bash", json!({})))
         .await;
-    assert_eq!(outcome.verdict, Verdict::Allow);
+    assert_eq!(outcome.decision, Decision::Allow);
     assert!(outcome.context.is_none());
     assert!(
         record(&outcome, "h")
@@ -238,7 +238,7 @@ async fn plain_text_and_system_messages_reach_the_operator_not_the_model() {
         .runner()
         .pre_tool_use(&Request::pre("Bash", json!({})))
         .await;
-    assert_eq!(outcome.verdict, Verdict::Allow);
+    assert_eq!(outcome.decision, Decision::Allow);
     assert!(
         record(&outcome, "h")
             .diagnostics
@@ -539,8 +539,8 @@ fn import_carries_claude_code_settings_over_and_lists_the_rest() {
     let outcome =
         rt.block_on(runner.pre_tool_use(&Request::pre("Bash", json!({"command": "rm -rf /"}))));
     assert_eq!(
-        outcome.verdict,
-        Verdict::Deny {
+        outcome.decision,
+        Decision::Deny {
             reason: "Destructive command blocked by policy".into()
         }
     );

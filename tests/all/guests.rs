@@ -46,7 +46,7 @@ const RET: u32 = 512;
 const DATA: u32 = 4096;
 
 /// What a guest answers.
-pub enum Answer<'a> {
+pub enum Verdict<'a> {
     Allow,
     Deny(&'a str),
     Modify(&'a str),
@@ -60,12 +60,12 @@ pub struct Guest<'a> {
     pub prelude: &'a str,
     /// Extra module fields (functions, globals).
     pub fields: &'a str,
-    pub answer: Answer<'a>,
+    pub answer: Verdict<'a>,
     pub context: Option<&'a str>,
 }
 
 impl<'a> Guest<'a> {
-    pub fn answering(answer: Answer<'a>) -> Self {
+    pub fn answering(answer: Verdict<'a>) -> Self {
         Guest {
             prelude: "",
             fields: "",
@@ -90,10 +90,10 @@ impl<'a> Guest<'a> {
             format!("(i32.store8 (i32.const {}) (i32.const {val}))\n", RET + off)
         };
         match &self.answer {
-            Answer::Allow => body += &store8(4, 0),
-            Answer::Deny(s) | Answer::Modify(s) => {
+            Verdict::Allow => body += &store8(4, 0),
+            Verdict::Deny(s) | Verdict::Modify(s) => {
                 let (at, len) = place(s);
-                let tag = if matches!(self.answer, Answer::Deny(_)) {
+                let tag = if matches!(self.answer, Verdict::Deny(_)) {
                     1
                 } else {
                     2
@@ -102,14 +102,14 @@ impl<'a> Guest<'a> {
                 body += &store(8, format!("(i32.const {at})"));
                 body += &store(12, format!("(i32.const {len})"));
             }
-            Answer::Replace(s, is_error) => {
+            Verdict::Replace(s, is_error) => {
                 let (at, len) = place(s);
                 body += &store8(4, 3);
                 body += &store(8, format!("(i32.const {at})"));
                 body += &store(12, format!("(i32.const {len})"));
                 body += &store8(16, u32::from(*is_error));
             }
-            Answer::Err(s) => {
+            Verdict::Err(s) => {
                 let (at, len) = place(s);
                 body += &store8(0, 1);
                 body += &store(4, format!("(i32.const {at})"));
@@ -240,7 +240,7 @@ pub fn path(name: &str) -> PathBuf {
 }
 
 fn build_all(dir: &Path) {
-    use Answer::*;
+    use Verdict::*;
     Guest::answering(Allow).write(dir, "allow");
     Guest::answering(Deny("no force-pushing from a sandbox")).write(dir, "deny");
     Guest::answering(Modify(r#"{"command":"git push --dry-run"}"#)).write(dir, "modify");

@@ -3,8 +3,8 @@
 use crate::support::*;
 use serde_json::json;
 use toolgate::{
-    Answer, BoxError, FailureKind, HookRequest, HookRunner, Interceptor, Request, Step, ToolResult,
-    Verdict,
+    BoxError, Decision, FailureKind, HookRequest, HookRunner, Interceptor, Request, Step,
+    ToolResult, Verdict,
 };
 
 struct Silent;
@@ -14,17 +14,17 @@ impl Interceptor for Silent {}
 async fn interceptor_methods_default_to_allow() {
     let runner = HookRunner::builder().interceptor("silent", Silent).build();
     let pre = runner.pre_tool_use(&Request::pre("t", json!({}))).await;
-    assert_eq!(pre.verdict, Verdict::Allow);
+    assert_eq!(pre.decision, Decision::Allow);
     let post = runner
         .post_tool_use(&Request::post("t", json!({}), ToolResult::ok(1)))
         .await;
-    assert_eq!(post.verdict, Verdict::Allow);
+    assert_eq!(post.decision, Decision::Allow);
     assert_eq!(post.shown, Some(ToolResult::ok(1)));
 }
 
 #[tokio::test]
 async fn interceptor_error_is_a_failure_that_denies_by_default() {
-    let (failing, _) = scripted(|_| Err::<Answer, BoxError>("vault unreachable".into()));
+    let (failing, _) = scripted(|_| Err::<Verdict, BoxError>("vault unreachable".into()));
     let runner = HookRunner::builder().interceptor("vault", failing).build();
     let outcome = runner.pre_tool_use(&Request::pre("t", json!({}))).await;
     assert!(!outcome.may_proceed());
@@ -36,11 +36,11 @@ async fn interceptor_error_is_a_failure_that_denies_by_default() {
 struct Panicky;
 #[async_trait::async_trait]
 impl Interceptor for Panicky {
-    async fn pre_tool_use(&self, request: &HookRequest<'_>) -> Result<Answer, BoxError> {
+    async fn pre_tool_use(&self, request: &HookRequest<'_>) -> Result<Verdict, BoxError> {
         if request.input["boom"] == json!(true) {
             panic!("interceptor bug: {}", request.tool);
         }
-        Ok(Answer::allow())
+        Ok(Verdict::allow())
     }
 }
 
@@ -65,14 +65,14 @@ async fn interceptor_panic_is_a_failure_and_the_runner_keeps_working() {
     let outcome = runner
         .pre_tool_use(&Request::pre("shell", json!({"boom": false})))
         .await;
-    assert_eq!(outcome.verdict, Verdict::Allow);
-    assert_eq!(record(&outcome, "panicky").verdict, Step::Allow);
+    assert_eq!(outcome.decision, Decision::Allow);
+    assert_eq!(record(&outcome, "panicky").decision, Step::Allow);
 }
 
 #[tokio::test]
 async fn fail_open_interceptor_is_skipped_with_a_warning() {
-    let (failing, _) = scripted(|_| Err::<Answer, BoxError>("metrics down".into()));
-    let (next, seen) = scripted(|_| Ok(Answer::allow()));
+    let (failing, _) = scripted(|_| Err::<Verdict, BoxError>("metrics down".into()));
+    let (next, seen) = scripted(|_| Ok(Verdict::allow()));
     let runner = HookRunner::builder()
         .fail_open_interceptor("metrics", failing)
         .fail_open_interceptor("panicky", Panicky)
@@ -81,7 +81,7 @@ async fn fail_open_interceptor_is_skipped_with_a_warning() {
     let outcome = runner
         .pre_tool_use(&Request::pre("t", json!({"boom": true})))
         .await;
-    assert_eq!(outcome.verdict, Verdict::Allow);
+    assert_eq!(outcome.decision, Decision::Allow);
     assert_eq!(
         seen.lock().unwrap().len(),
         1,
@@ -89,14 +89,14 @@ async fn fail_open_interceptor_is_skipped_with_a_warning() {
     );
     for name in ["metrics", "panicky"] {
         let rec = record(&outcome, name);
-        assert_eq!(rec.verdict, Step::Failed);
+        assert_eq!(rec.decision, Step::Failed);
         assert!(rec.warning.as_ref().unwrap().contains("failed open"));
     }
 }
 
 #[tokio::test]
 async fn interceptor_sees_the_request_ids_and_its_own_name() {
-    let (spy, seen) = scripted(|_| Ok(Answer::allow()));
+    let (spy, seen) = scripted(|_| Ok(Verdict::allow()));
     let runner = HookRunner::builder().interceptor("spy", spy).build();
     let mut request = Request::pre("shell", json!({"command": "ls"}));
     request.session_id = Some("s1".into());

@@ -3,14 +3,14 @@
 //! binary or real components. Grouped by the class of attack, in the order of
 //! SECURITY.md.
 
-use crate::guests::{self, Answer as G, Guest, World};
+use crate::guests::{self, Guest, Verdict as G, World};
 use crate::support::*;
 use serde_json::{Value, json};
 use std::os::unix::fs::{PermissionsExt, symlink};
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
-use toolgate::{Answer, FailureKind, HookRunner, Request, Step, ToolResult, Verdict};
+use toolgate::{Decision, FailureKind, HookRunner, Request, Step, ToolResult, Verdict};
 
 /// A wire-v1 guard in python that denies any command containing `--force`.
 const NO_FORCE_PUSH: &str = r#"#!/usr/bin/env python3
@@ -89,9 +89,9 @@ async fn an_interceptor_that_allowed_is_consulted_again_on_a_rewrite() {
                 .unwrap_or("")
                 .contains("--force")
             {
-                Answer::deny("the host refuses force pushes")
+                Verdict::deny("the host refuses force pushes")
             } else {
-                Answer::allow()
+                Verdict::allow()
             },
         )
     });
@@ -103,8 +103,8 @@ async fn an_interceptor_that_allowed_is_consulted_again_on_a_rewrite() {
         .pre_tool_use(&Request::pre("Bash", json!({"command": "ls"})))
         .await;
     assert_eq!(
-        outcome.verdict,
-        Verdict::Deny {
+        outcome.decision,
+        Decision::Deny {
             reason: "the host refuses force pushes".into()
         }
     );
@@ -134,15 +134,15 @@ async fn a_rewrite_every_earlier_hook_accepts_goes_through_with_each_consultatio
         .pre_tool_use(&Request::pre("Bash", json!({"command": "rm -rf build"})))
         .await;
     assert_eq!(
-        outcome.verdict,
-        Verdict::Modify {
+        outcome.decision,
+        Decision::Modify {
             input: json!({"command": "mv build .trash/"})
         }
     );
     let steps: Vec<(&str, u32, Step)> = outcome
         .runs
         .iter()
-        .map(|r| (r.name.as_str(), r.round, r.verdict))
+        .map(|r| (r.name.as_str(), r.round, r.decision))
         .collect();
     assert_eq!(
         steps,
@@ -162,8 +162,8 @@ async fn rewriters_that_keep_disagreeing_are_denied_after_the_bound() {
     let b = Guest::answering(G::Modify(r#"{"command":"b"}"#)).write(&fx.workspace(), "b");
     fx.workspace_hooks(json!([{"name": "a", "wasm": a}, {"name": "b", "wasm": b}]));
     let outcome = pre_ls(&fx).await;
-    let Verdict::Deny { reason } = &outcome.verdict else {
-        panic!("expected a deny, got {:?}", outcome.verdict)
+    let Decision::Deny { reason } = &outcome.decision else {
+        panic!("expected a deny, got {:?}", outcome.decision)
     };
     assert!(
         reason.contains(&format!(
@@ -720,7 +720,7 @@ async fn memory_mb_bounds_the_sum_of_all_linear_memories() {
         {"name": "eight", "wasm": bomb, "memory_mb": 128},
     ]));
     let outcome = pre_ls(&fx).await;
-    assert_eq!(record(&outcome, "fits").verdict, Step::Allow);
+    assert_eq!(record(&outcome, "fits").decision, Step::Allow);
     assert_eq!(failure_kind(&outcome, "eight"), FailureKind::MemoryLimit);
     assert!(!outcome.may_proceed());
 }
@@ -797,8 +797,8 @@ async fn a_huge_deny_reason_is_truncated_visibly_and_still_denies() {
         {"name": "big-deny", "wasm": big},
     ]));
     let outcome = pre_ls(&fx).await;
-    let Verdict::Deny { reason } = &outcome.verdict else {
-        panic!("a truncated deny is still a deny: {:?}", outcome.verdict)
+    let Decision::Deny { reason } = &outcome.decision else {
+        panic!("a truncated deny is still a deny: {:?}", outcome.decision)
     };
     assert!(
         reason.len() <= toolgate::text::MAX_REASON,
@@ -910,8 +910,8 @@ async fn the_chain_deadline_denies_naming_the_running_hook_whatever_its_policy()
     let outcome = runner
         .pre_tool_use(&Request::pre("Bash", json!({"command": "ls"})))
         .await;
-    let Verdict::Deny { reason } = &outcome.verdict else {
-        panic!("{:?}", outcome.verdict)
+    let Decision::Deny { reason } = &outcome.decision else {
+        panic!("{:?}", outcome.decision)
     };
     assert!(
         reason.contains("deadline") && reason.contains("`slow`"),
@@ -1082,7 +1082,7 @@ async fn a_hook_answer_with_duplicate_keys_is_never_an_allow() {
         let outcome = pre_ls(&fx).await;
         let rec = record(&outcome, "h");
         if expect_deny_by_answer {
-            assert_eq!(rec.verdict, Step::Deny, "{hook}: {rec:#?}");
+            assert_eq!(rec.decision, Step::Deny, "{hook}: {rec:#?}");
             assert!(!outcome.may_proceed());
         } else {
             assert_eq!(
@@ -1130,7 +1130,7 @@ async fn a_malformed_claude_code_answer_fails_closed() {
         );
         fx.workspace_hooks(json!([{"name": "cc", "command": [&hook], "protocol": "claude-code"}]));
         let outcome = pre_ls(&fx).await;
-        assert!(!outcome.may_proceed(), "{answer}: {:?}", outcome.verdict);
+        assert!(!outcome.may_proceed(), "{answer}: {:?}", outcome.decision);
         assert_eq!(
             failure_kind(&outcome, "cc"),
             FailureKind::NotADecision,

@@ -5,7 +5,7 @@
 use crate::support::*;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
-use toolgate::{FailureKind, Outcome, Request, Step, ToolResult, Verdict};
+use toolgate::{Decision, FailureKind, Outcome, Request, Step, ToolResult};
 
 /// Runs a one-hook workspace whose hook is `body`, once with the default
 /// policy and once with `on_failure: allow`, and checks both.
@@ -18,7 +18,7 @@ async fn fails_closed_and_obeys_allow(body: &str, timeout_ms: u64, kind: Failure
         .pre_tool_use(&Request::pre("shell", json!({"command": "ls"})))
         .await;
     let rec = record(&closed, "h");
-    assert_eq!(rec.verdict, Step::Failed, "{rec:#?}");
+    assert_eq!(rec.decision, Step::Failed, "{rec:#?}");
     let failure = rec.failure.as_ref().unwrap();
     assert_eq!(failure.kind, kind, "{failure:#?}");
     assert!(
@@ -34,8 +34,8 @@ async fn fails_closed_and_obeys_allow(body: &str, timeout_ms: u64, kind: Failure
         .pre_tool_use(&Request::pre("shell", json!({"command": "ls"})))
         .await;
     assert_eq!(
-        open.verdict,
-        Verdict::Allow,
+        open.decision,
+        Decision::Allow,
         "on_failure: allow lets a {kind} failure through"
     );
     assert!(
@@ -145,23 +145,23 @@ async fn every_answer_shape_of_wire_v1_is_understood() {
     let cases = [
         (
             json!({"decision": "allow", "context": "fine", "future_field": 1}),
-            Verdict::Allow,
+            Decision::Allow,
         ),
         (
             json!({"decision": "deny", "reason": "no"}),
-            Verdict::Deny {
+            Decision::Deny {
                 reason: "no".into(),
             },
         ),
         (
             json!({"decision": "modify", "input": {"command": "ls -i"}}),
-            Verdict::Modify {
+            Decision::Modify {
                 input: json!({"command": "ls -i"}),
             },
         ),
         (
             json!({"decision": "replace", "result": {"output": {"files": []}, "is_error": false}}),
-            Verdict::Replace {
+            Decision::Replace {
                 result: ToolResult::ok(json!({"files": []})),
             },
         ),
@@ -173,7 +173,7 @@ async fn every_answer_shape_of_wire_v1_is_understood() {
             .runner()
             .pre_tool_use(&Request::pre("t", json!({})))
             .await;
-        assert_eq!(outcome.verdict, expected, "answer {answer}");
+        assert_eq!(outcome.decision, expected, "answer {answer}");
     }
 }
 
@@ -190,9 +190,9 @@ async fn a_deny_without_a_reason_still_denies_even_when_failing_open() {
         .pre_tool_use(&Request::pre("t", json!({})))
         .await;
     assert!(
-        matches!(outcome.verdict, Verdict::Deny { .. }),
+        matches!(outcome.decision, Decision::Deny { .. }),
         "{:?}",
-        outcome.verdict
+        outcome.decision
     );
 }
 
@@ -222,7 +222,7 @@ print(json.dumps({{"decision": "allow"}}))
         .runner()
         .pre_tool_use(&Request::pre("shell", hostile.clone()))
         .await;
-    assert_eq!(outcome.verdict, Verdict::Allow);
+    assert_eq!(outcome.decision, Decision::Allow);
     assert!(
         !pwned.exists(),
         "nothing in the tool input may run as shell syntax"
@@ -246,8 +246,8 @@ async fn relative_program_resolves_against_the_config_root_and_runs_there() {
         .await;
     let root = fx.workspace().canonicalize().unwrap();
     assert_eq!(
-        outcome.verdict,
-        Verdict::Deny {
+        outcome.decision,
+        Decision::Deny {
             reason: root.display().to_string()
         }
     );
@@ -268,7 +268,7 @@ async fn stdin_is_written_concurrently_with_reading_output() {
         .runner()
         .pre_tool_use(&Request::pre("t", json!({"blob": big})))
         .await;
-    assert_eq!(outcome.verdict, Verdict::Allow, "{:#?}", outcome.runs);
+    assert_eq!(outcome.decision, Decision::Allow, "{:#?}", outcome.runs);
 
     // A hook that never reads its stdin is fine too (EPIPE is ignored).
     let hook = fx.script("deaf.sh", "#!/bin/sh\necho '{\"decision\":\"allow\"}'\n");
@@ -277,7 +277,7 @@ async fn stdin_is_written_concurrently_with_reading_output() {
         .runner()
         .pre_tool_use(&Request::pre("t", json!({"blob": "y".repeat(1 << 20)})))
         .await;
-    assert_eq!(outcome.verdict, Verdict::Allow, "{:#?}", outcome.runs);
+    assert_eq!(outcome.decision, Decision::Allow, "{:#?}", outcome.runs);
 }
 
 #[tokio::test]
@@ -362,8 +362,8 @@ async fn a_grandchild_holding_stdout_cannot_hold_the_call() {
         started.elapsed()
     );
     assert_eq!(
-        outcome.verdict,
-        Verdict::Allow,
+        outcome.decision,
+        Decision::Allow,
         "the hook did answer before it exited"
     );
     let rec = record(&outcome, "bg");
@@ -511,7 +511,7 @@ async fn flooding_stderr_is_captured_bounded_and_the_answer_still_counts() {
         .runner()
         .pre_tool_use(&Request::pre("t", json!({})))
         .await;
-    assert_eq!(outcome.verdict, Verdict::Allow);
+    assert_eq!(outcome.decision, Decision::Allow);
     let diagnostics = record(&outcome, "noisy").diagnostics.clone().unwrap();
     assert!(
         diagnostics.len() < toolgate::limits::STDERR_CAP + 200,
@@ -597,7 +597,7 @@ async fn the_next_call_to_a_hook_that_failed_works() {
     let first = runner.pre_tool_use(&Request::pre("t", json!({}))).await;
     assert!(!first.may_proceed());
     let second = runner.pre_tool_use(&Request::pre("t", json!({}))).await;
-    assert_eq!(second.verdict, Verdict::Allow);
+    assert_eq!(second.decision, Decision::Allow);
 }
 
 #[tokio::test]
@@ -627,8 +627,8 @@ print(json.dumps({"decision": "deny", "reason": str(req["input"]["n"])}))
     for call in calls {
         let (n, outcome) = call.await.unwrap();
         assert_eq!(
-            outcome.verdict,
-            Verdict::Deny {
+            outcome.decision,
+            Decision::Deny {
                 reason: n.to_string()
             }
         );
@@ -659,7 +659,7 @@ async fn waiting_for_a_hook_never_blocks_the_async_runtime() {
     let started = Instant::now();
     let outcome = runner.pre_tool_use(&Request::pre("t", json!({}))).await;
     let waited = started.elapsed();
-    assert_eq!(outcome.verdict, Verdict::Allow);
+    assert_eq!(outcome.decision, Decision::Allow);
     assert!(!ticker.is_finished());
     ticker.abort();
     // The hook took at least 0.5 s; the runtime stayed free the whole time.

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use tempfile::TempDir;
 use toolgate::{
-    Answer, BoxError, Config, HookRequest, HookRunner, Interceptor, Outcome, RunRecord,
+    BoxError, Config, HookRequest, HookRunner, Interceptor, Outcome, RunRecord, Verdict,
 };
 
 /// A temporary directory holding a workspace (`ws/`) and a global config
@@ -147,7 +147,7 @@ pub struct Scripted<F> {
 
 pub fn scripted<F>(answer: F) -> (Scripted<F>, Arc<Mutex<Vec<Value>>>)
 where
-    F: Fn(&HookRequest<'_>) -> Result<Answer, BoxError> + Send + Sync + 'static,
+    F: Fn(&HookRequest<'_>) -> Result<Verdict, BoxError> + Send + Sync + 'static,
 {
     let seen = Arc::new(Mutex::new(Vec::new()));
     (
@@ -162,9 +162,9 @@ where
 #[async_trait::async_trait]
 impl<F> Interceptor for Scripted<F>
 where
-    F: Fn(&HookRequest<'_>) -> Result<Answer, BoxError> + Send + Sync + 'static,
+    F: Fn(&HookRequest<'_>) -> Result<Verdict, BoxError> + Send + Sync + 'static,
 {
-    async fn pre_tool_use(&self, request: &HookRequest<'_>) -> Result<Answer, BoxError> {
+    async fn pre_tool_use(&self, request: &HookRequest<'_>) -> Result<Verdict, BoxError> {
         self.seen
             .lock()
             .unwrap()
@@ -172,7 +172,7 @@ where
         (self.answer)(request)
     }
 
-    async fn post_tool_use(&self, request: &HookRequest<'_>) -> Result<Answer, BoxError> {
+    async fn post_tool_use(&self, request: &HookRequest<'_>) -> Result<Verdict, BoxError> {
         self.seen
             .lock()
             .unwrap()

@@ -7,7 +7,7 @@ use crate::guests::{self, PROBE_TEMPLATE};
 use crate::support::*;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
-use toolgate::{BindingKind, Config, FailureKind, Outcome, Request, Step, ToolResult, Verdict};
+use toolgate::{BindingKind, Config, Decision, FailureKind, Outcome, Request, Step, ToolResult};
 
 fn wasm_hook(name: &str, guest: &str, extra: Value) -> Value {
     let mut hook = json!({"name": name, "wasm": guests::path(guest)});
@@ -27,22 +27,22 @@ async fn pre(fx: &Fixture, input: Value) -> Outcome {
 async fn a_component_answers_allow_deny_modify_and_replace() {
     let fx = Fixture::new();
     let cases = [
-        ("allow", Verdict::Allow),
+        ("allow", Decision::Allow),
         (
             "deny",
-            Verdict::Deny {
+            Decision::Deny {
                 reason: "no force-pushing from a sandbox".into(),
             },
         ),
         (
             "modify",
-            Verdict::Modify {
+            Decision::Modify {
                 input: json!({"command": "git push --dry-run"}),
             },
         ),
         (
             "replace",
-            Verdict::Replace {
+            Decision::Replace {
                 result: ToolResult::ok(json!({"files": ["a", "b"]})),
             },
         ),
@@ -50,7 +50,7 @@ async fn a_component_answers_allow_deny_modify_and_replace() {
     for (guest, expected) in cases {
         fx.workspace_hooks(json!([wasm_hook("g", guest, json!({}))]));
         let outcome = pre(&fx, json!({"command": "git push"})).await;
-        assert_eq!(outcome.verdict, expected, "{guest}: {:#?}", outcome.runs);
+        assert_eq!(outcome.decision, expected, "{guest}: {:#?}", outcome.runs);
         let rec = record(&outcome, "g");
         assert_eq!(rec.binding, BindingKind::Wasm);
         assert!(rec.metrics["fuel_used"] > 0, "fuel used is reported");
@@ -73,8 +73,8 @@ async fn the_request_crosses_as_json_text_with_the_hooks_config() {
     )]));
     let input = json!({"command": "ls \"quoted\" ünïcode", "n": [1, 2.5, null]});
     let outcome = pre(&fx, input.clone()).await;
-    let Verdict::Deny { reason } = &outcome.verdict else {
-        panic!("{:?}", outcome.verdict)
+    let Decision::Deny { reason } = &outcome.decision else {
+        panic!("{:?}", outcome.decision)
     };
     assert_eq!(serde_json::from_str::<Value>(reason).unwrap(), input);
     let context: Value = serde_json::from_str(outcome.context.as_deref().unwrap()).unwrap();
@@ -93,8 +93,8 @@ async fn the_request_crosses_as_json_text_with_the_hooks_config() {
             ToolResult::ok(json!({"lines": 3})),
         ))
         .await;
-    let Verdict::Deny { reason } = &outcome.verdict else {
-        panic!("{:?}", outcome.verdict)
+    let Decision::Deny { reason } = &outcome.decision else {
+        panic!("{:?}", outcome.decision)
     };
     assert_eq!(
         serde_json::from_str::<Value>(reason).unwrap(),
@@ -125,8 +125,8 @@ async fn fails_closed_obeys_allow_and_recovers(
         .pre_tool_use(&Request::pre("shell", json!({})))
         .await;
     assert_eq!(
-        open.verdict,
-        Verdict::Allow,
+        open.decision,
+        Decision::Allow,
         "on_failure: allow lets {kind} through"
     );
     assert!(
@@ -224,7 +224,7 @@ async fn the_guests_own_error_is_a_failure() {
             .await;
     assert!(failure_message(&outcome, "h").contains("config lacks `allowed`"));
     // The guest's message is for the operator; the model gets the policy's reason.
-    let Verdict::Deny { reason } = &outcome.verdict else {
+    let Decision::Deny { reason } = &outcome.decision else {
         panic!()
     };
     assert!(!reason.contains("config lacks"), "{reason}");
@@ -270,7 +270,7 @@ async fn oversized_context_is_truncated_with_a_notice() {
     let fx = Fixture::new();
     fx.workspace_hooks(json!([wasm_hook("chatty", "big-context", json!({}))]));
     let outcome = pre(&fx, json!({})).await;
-    assert_eq!(outcome.verdict, Verdict::Allow);
+    assert_eq!(outcome.decision, Decision::Allow);
     let context = outcome.context.clone().unwrap();
     assert!(context.len() <= toolgate::limits::DEFAULT_CONTEXT_LIMIT);
     assert!(context.contains("advisory context truncated"));
@@ -291,8 +291,8 @@ async fn no_state_survives_between_calls() {
     for call in 0..5 {
         let outcome = runner.pre_tool_use(&Request::pre("t", json!({}))).await;
         assert_eq!(
-            outcome.verdict,
-            Verdict::Allow,
+            outcome.decision,
+            Decision::Allow,
             "call {call} saw a counter above 1"
         );
     }
@@ -303,7 +303,7 @@ async fn a_guest_reaching_for_files_env_sockets_or_stdin_gets_nothing() {
     let fx = Fixture::new();
     fx.workspace_hooks(json!([wasm_hook("probe", "probe", json!({}))]));
     let outcome = pre(&fx, json!({"path": "/etc/passwd"})).await;
-    let Verdict::Deny { reason } = &outcome.verdict else {
+    let Decision::Deny { reason } = &outcome.decision else {
         panic!("{:#?}", outcome.runs)
     };
     // No preopened directory to open /etc/passwd through, no environment, no
@@ -449,15 +449,15 @@ print(json.dumps({"decision": "allow"} if ok else {"decision": "deny", "reason":
     let outcome = pre(&fx, json!({"command": "git push --force"})).await;
     assert_eq!(ran(&outcome), ["rewrite", "argv-check", "final"]);
     assert_eq!(
-        outcome.verdict,
-        Verdict::Modify {
+        outcome.decision,
+        Decision::Modify {
             input: json!({"command": "git push --dry-run"})
         }
     );
     let bindings: Vec<_> = outcome
         .runs
         .iter()
-        .map(|r| (r.binding, r.verdict))
+        .map(|r| (r.binding, r.decision))
         .collect();
     assert_eq!(
         bindings,
@@ -522,7 +522,7 @@ async fn concurrent_calls_each_get_their_own_instance() {
         .collect();
     for call in calls {
         let (n, outcome) = call.await.unwrap();
-        let Verdict::Deny { reason } = &outcome.verdict else {
+        let Decision::Deny { reason } = &outcome.decision else {
             panic!("{:#?}", outcome.runs)
         };
         assert_eq!(
@@ -539,7 +539,7 @@ async fn the_reference_guest_builds_in_process_and_allows() {
     std::fs::write(&path, toolgate::wasm::reference_guest()).unwrap();
     fx.workspace_hooks(json!([{"name": "ref", "wasm": path}]));
     let outcome = pre(&fx, json!({"command": "anything"})).await;
-    assert_eq!(outcome.verdict, Verdict::Allow);
+    assert_eq!(outcome.decision, Decision::Allow);
     assert!(record(&outcome, "ref").metrics["fuel_used"] > 0);
 }
 
@@ -555,10 +555,10 @@ async fn a_wat_file_is_built_into_a_component_at_load() {
         .pre_tool_use(&Request::pre("WebFetch", json!({"url": "x"})))
         .await;
     assert!(
-        matches!(&denied.verdict, Verdict::Deny { reason } if reason.contains("Network tools are disabled"))
+        matches!(&denied.decision, Decision::Deny { reason } if reason.contains("Network tools are disabled"))
     );
     let allowed = runner.pre_tool_use(&Request::pre("Bash", json!({}))).await;
-    assert_eq!(allowed.verdict, Verdict::Allow);
+    assert_eq!(allowed.decision, Decision::Allow);
 
     std::fs::write(
         fx.workspace().join("bad.wat"),

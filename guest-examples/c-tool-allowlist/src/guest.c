@@ -15,7 +15,7 @@
 static const char DENIED_PREFIX[] = "the tool `";
 static const char DENIED_SUFFIX[] = "` is not on this workspace's allowlist; use one of the allowed tools or ask the user.";
 
-void tg_decide(const tg_request *req, tg_answer *ans) {
+void tg_decide(const tg_request *req, tg_verdict *ans) {
   if (req->event != TG_PRE_TOOL_USE) { tg_allow(ans); return; }
   const char key[] = "\"allowed\"";
   if (!req->has_config || !tg_str_contains(req->config, key, sizeof key - 1)) {

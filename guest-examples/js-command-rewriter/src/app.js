@@ -23,15 +23,15 @@ const RULES = [
   },
 ];
 
-export const decide = hook((call) => {
-  if (!call.isPre || !["Bash", "shell"].includes(call.tool)) return allow();
-  const command = call.input && call.input.command;
+export const decide = hook((request) => {
+  if (!request.isPre || !["Bash", "shell"].includes(request.tool)) return allow();
+  const command = request.input && request.input.command;
   if (typeof command !== "string") return allow();
   for (const rule of RULES) {
     const m = command.match(rule.match);
     const rewritten = m && rule.rewrite(m);
     if (rewritten) {
-      return modify({ ...call.input, command: rewritten }, `toolgate rewrote \`${command.trim()}\`: ${rule.why}.`);
+      return modify({ ...request.input, command: rewritten }, `toolgate rewrote \`${command.trim()}\`: ${rule.why}.`);
     }
   }
   return allow();

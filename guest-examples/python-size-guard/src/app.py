@@ -8,22 +8,22 @@ from toolgate_hook import Hook, allow, deny
 
 
 class WitWorld(Hook):
-    def check(self, call):
-        if not call.is_pre:
+    def check(self, request):
+        if not request.is_pre:
             return allow()
-        config = call.config or {}
+        config = request.config or {}
         limit = int(config.get("max_input_bytes", 65536))
         max_lines = int(config.get("max_write_lines", 2000))
         # The raw text is what crosses the boundary: measure it, don't re-encode.
-        size = len(call.input_text.encode())
+        size = len(request.input_text.encode())
         if size > limit:
             return deny(
-                f"this {call.tool} call's input is {size} bytes; the limit here is {limit}. "
+                f"this {request.tool} call's input is {size} bytes; the limit here is {limit}. "
                 "Split the work into smaller calls."
             )
         content = None
-        if '"content"' in call.input_text:  # parse only when there is something to count
-            content = call.input.get("content") if isinstance(call.input, dict) else None
+        if '"content"' in request.input_text:  # parse only when there is something to count
+            content = request.input.get("content") if isinstance(request.input, dict) else None
         if isinstance(content, str):
             lines = content.count("\n") + 1
             if lines > max_lines:

@@ -103,7 +103,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!(
             "  {id:6} {:13} {:8} by {}",
             outcome.event.as_str(),
-            outcome.verdict.name(),
+            outcome.decision.name(),
             outcome.decided_by.as_deref().unwrap_or("-")
         );
     }

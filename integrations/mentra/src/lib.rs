@@ -49,7 +49,7 @@ use mentra::tool::ToolResultContent;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use toolgate::{Event, HookRunner, Outcome, Request, ToolResult, Verdict};
+use toolgate::{Decision, Event, HookRunner, Outcome, Request, ToolResult};
 
 /// toolgate's chain as mentra's pre- and post-execution hook.
 pub struct ToolgateHooks {
@@ -181,12 +181,12 @@ impl PreExecutionHook for ToolgateHooks {
                 lock(&self.pending_context).insert(ctx.tool_call_id.clone(), c.to_owned());
             }
         };
-        Ok(match &outcome.verdict {
-            Verdict::Allow => {
+        Ok(match &outcome.decision {
+            Decision::Allow => {
                 carry(context);
                 HookDecision::Allow
             }
-            Verdict::Modify { input } => {
+            Decision::Modify { input } => {
                 carry(context);
                 HookDecision::Modify {
                     input_json: input.to_string(),
@@ -196,8 +196,8 @@ impl PreExecutionHook for ToolgateHooks {
                     )),
                 }
             }
-            Verdict::Deny { reason } => HookDecision::Deny(with_context(reason.clone(), context)),
-            Verdict::Replace { result } => HookDecision::Deny(with_context(
+            Decision::Deny { reason } => HookDecision::Deny(with_context(reason.clone(), context)),
+            Decision::Replace { result } => HookDecision::Deny(with_context(
                 format!(
                     "toolgate answered for the tool instead of running it: {}",
                     text_of(&result.output)
@@ -240,7 +240,7 @@ impl PostExecutionHook for ToolgateHooks {
             .collect::<Vec<_>>()
             .join("\n\n");
         let context = (!context.is_empty()).then_some(context);
-        if matches!(outcome.verdict, Verdict::Allow) && context.is_none() {
+        if matches!(outcome.decision, Decision::Allow) && context.is_none() {
             return Ok(ResultDecision::Keep);
         }
         // What toolgate shows the model: the real output (allow), the

@@ -12,7 +12,7 @@ use mentra::tool::{ParallelToolContext, ToolDefinition, ToolExecutor, ToolResult
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use toolgate::{Answer, BoxError, Config, HookRequest, HookRunner, Interceptor, Verdict};
+use toolgate::{BoxError, Config, Decision, HookRequest, HookRunner, Interceptor, Verdict};
 use toolgate_mentra::ToolgateHooks;
 
 /// A tool that records every input it really ran with and answers with
@@ -53,12 +53,12 @@ struct NoRm;
 
 #[async_trait]
 impl Interceptor for NoRm {
-    async fn pre_tool_use(&self, req: &HookRequest<'_>) -> Result<Answer, BoxError> {
+    async fn pre_tool_use(&self, req: &HookRequest<'_>) -> Result<Verdict, BoxError> {
         let cmd = req.input["command"].as_str().unwrap_or_default();
         Ok(if cmd.contains("rm -rf") {
-            Answer::deny("the host does not run recursive deletes")
+            Verdict::deny("the host does not run recursive deletes")
         } else {
-            Answer::allow()
+            Verdict::allow()
         })
     }
 }
@@ -311,9 +311,9 @@ async fn a_rewrite_that_breaks_the_tools_schema_is_mentras_refusal_and_toolgates
     let (_, outcome) = &s.hooks.outcomes()[0];
     assert_eq!(outcome.decided_by.as_deref(), Some("rewriter"));
     assert!(
-        matches!(outcome.verdict, Verdict::Modify { .. }),
+        matches!(outcome.decision, Decision::Modify { .. }),
         "{:?}",
-        outcome.verdict
+        outcome.decision
     );
 }
 

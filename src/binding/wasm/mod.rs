@@ -45,7 +45,7 @@ pub(crate) use spec::CONFIG;
 pub use spec::WasmSpec;
 
 use crate::binding::{Decider, Metrics, Reply};
-use crate::contract::{Answer, Event, HookRequest, ToolResult, Verdict};
+use crate::contract::{Decision, Event, HookRequest, ToolResult, Verdict};
 use crate::failure::HookFailure;
 use engine::Runtime;
 use host::HostState;
@@ -73,7 +73,7 @@ pub(crate) mod bindings {
     });
 }
 
-use bindings::{Decision, Event as WitEvent, Hook, HookPre, Request as WitRequest};
+use bindings::{Decision as WitDecision, Event as WitEvent, Hook, HookPre, Request as WitRequest};
 
 /// Why a component could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -554,7 +554,7 @@ pub(crate) fn to_wit(request: &HookRequest<'_>, config: Option<&str>) -> WitRequ
 /// same bound a subprocess hook's whole answer has.
 const MAX_REWRITE_BYTES: usize = crate::binding::command::STDOUT_CAP;
 
-pub(crate) fn from_wit(verdict: bindings::Verdict) -> Result<Answer, HookFailure> {
+pub(crate) fn from_wit(verdict: bindings::Verdict) -> Result<Verdict, HookFailure> {
     let unusable = |what: &str, e: serde_json::Error| HookFailure::UnusableRewrite {
         detail: format!("{what} is not JSON: {e}"),
     };
@@ -564,27 +564,27 @@ pub(crate) fn from_wit(verdict: bindings::Verdict) -> Result<Answer, HookFailure
         ),
     };
     match &verdict.decision {
-        Decision::Modify(input) if input.len() > MAX_REWRITE_BYTES => {
+        WitDecision::Modify(input) if input.len() > MAX_REWRITE_BYTES => {
             return Err(oversized("the `modify` input", input.len()));
         }
-        Decision::Replace(result) if result.output.len() > MAX_REWRITE_BYTES => {
+        WitDecision::Replace(result) if result.output.len() > MAX_REWRITE_BYTES => {
             return Err(oversized("the `replace` output", result.output.len()));
         }
         _ => {}
     }
-    let verdict_ = match verdict.decision {
-        Decision::Allow => Verdict::Allow,
-        Decision::Deny(reason) => Verdict::Deny {
+    let decision = match verdict.decision {
+        WitDecision::Allow => Decision::Allow,
+        WitDecision::Deny(reason) => Decision::Deny {
             reason: if reason.trim().is_empty() {
                 "denied by a hook that gave no reason".to_owned()
             } else {
                 reason
             },
         },
-        Decision::Modify(input) => Verdict::Modify {
+        WitDecision::Modify(input) => Decision::Modify {
             input: serde_json::from_str(&input).map_err(|e| unusable("the `modify` input", e))?,
         },
-        Decision::Replace(result) => Verdict::Replace {
+        WitDecision::Replace(result) => Decision::Replace {
             result: ToolResult {
                 output: serde_json::from_str(&result.output)
                     .map_err(|e| unusable("the `replace` output", e))?,
@@ -592,8 +592,8 @@ pub(crate) fn from_wit(verdict: bindings::Verdict) -> Result<Answer, HookFailure
             },
         },
     };
-    Ok(Answer {
-        verdict: verdict_,
+    Ok(Verdict {
+        decision,
         context: verdict.context,
     })
 }

@@ -22,7 +22,7 @@ static int has_word(tg_str text, const char *word, size_t n) {
   return 0;
 }
 
-void tg_decide(const tg_request *req, tg_answer *ans) {
+void tg_decide(const tg_request *req, tg_verdict *ans) {
   tg_allow(ans);
   if (req->event != TG_PRE_TOOL_USE || !req->has_config) return;
   const char key[] = "\"forbidden\"";

@@ -2,11 +2,11 @@
 // program (the hook's config: {"forbidden": ["sudo"]}), allows the rest.
 import { hook, allow, deny } from "./toolgate_hook.js";
 
-export const decide = hook((call) => {
-  if (!call.isPre) return allow();
-  const command = call.input && call.input.command;
+export const decide = hook((request) => {
+  if (!request.isPre) return allow();
+  const command = request.input && request.input.command;
   if (typeof command !== "string") return allow();
-  const forbidden = (call.config && call.config.forbidden) || [];
+  const forbidden = (request.config && request.config.forbidden) || [];
   const words = command.split(/\s+/);
   for (const program of forbidden) {
     if (words.includes(program)) {
