@@ -54,13 +54,13 @@ fn runner(name: &str, hooks: serde_json::Value) -> HookRunner {
         .build()
 }
 
-fn bench_runner(bencher: divan::Bencher, runner: HookRunner) {
+fn bench_runner(bencher: divan::Bencher<'_, '_>, runner: HookRunner) {
     let request = Request::pre("shell", json!({"command": "git push origin main"}));
     bencher.bench_local(|| rt().block_on(runner.pre_tool_use(&request)));
 }
 
 #[divan::bench]
-fn in_process_interceptor(bencher: divan::Bencher) {
+fn in_process_interceptor(bencher: divan::Bencher<'_, '_>) {
     bench_runner(
         bencher,
         HookRunner::builder().interceptor("allow", Allow).build(),
@@ -68,7 +68,7 @@ fn in_process_interceptor(bencher: divan::Bencher) {
 }
 
 #[divan::bench]
-fn wasm_reference_guest(bencher: divan::Bencher) {
+fn wasm_reference_guest(bencher: divan::Bencher<'_, '_>) {
     let path = tmp().join("reference.wasm");
     std::fs::write(&path, toolgate::wasm::reference_guest()).expect("write guest");
     bench_runner(bencher, runner("ref", json!([{"name": "g", "wasm": path}])));
@@ -86,7 +86,7 @@ fn rust_guest() -> Option<PathBuf> {
 }
 
 #[divan::bench]
-fn wasm_rust_guest(bencher: divan::Bencher) {
+fn wasm_rust_guest(bencher: divan::Bencher<'_, '_>) {
     if let Some(path) = rust_guest() {
         bench_runner(
             bencher,
@@ -96,7 +96,7 @@ fn wasm_rust_guest(bencher: divan::Bencher) {
 }
 
 #[divan::bench]
-fn wasm_chain_of_three(bencher: divan::Bencher) {
+fn wasm_chain_of_three(bencher: divan::Bencher<'_, '_>) {
     if let Some(path) = rust_guest() {
         let hooks = json!([{"name": "a", "wasm": &path}, {"name": "b", "wasm": &path}, {"name": "c", "wasm": &path}]);
         bench_runner(bencher, runner("three", hooks));
@@ -104,7 +104,7 @@ fn wasm_chain_of_three(bencher: divan::Bencher) {
 }
 
 #[divan::bench(sample_count = 20, sample_size = 5)]
-fn subprocess_bash(bencher: divan::Bencher) {
+fn subprocess_bash(bencher: divan::Bencher<'_, '_>) {
     let script = tmp().join("allow.sh");
     std::fs::write(
         &script,

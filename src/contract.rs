@@ -34,15 +34,28 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use std::fmt;
 
 /// When a hook is consulted.
 ///
 /// Only [`Event::PreToolUse`] can stop a call. Observation-only events
 /// (`stop`, `session_start`) may be added later; the enum is non-exhaustive so
 /// adding them is not a breaking change.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    Deserialize,
+    strum::Display,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 #[non_exhaustive]
 pub enum Event {
     /// Before the tool runs: allow, deny, modify the input, or replace the
@@ -54,25 +67,16 @@ pub enum Event {
 
 impl Event {
     /// Every event, in the order a call meets them.
-    pub const ALL: [Event; 2] = [Event::PreToolUse, Event::PostToolUse];
+    pub const ALL: &'static [Event] = <Event as strum::VariantArray>::VARIANTS;
 
     /// The wire name (`pre_tool_use`, `post_tool_use`).
     pub fn as_str(self) -> &'static str {
-        match self {
-            Event::PreToolUse => "pre_tool_use",
-            Event::PostToolUse => "post_tool_use",
-        }
+        self.into()
     }
 
     /// Parses a wire name.
     pub fn from_wire(name: &str) -> Option<Event> {
-        Event::ALL.into_iter().find(|e| e.as_str() == name)
-    }
-}
-
-impl fmt::Display for Event {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        name.parse().ok()
     }
 }
 
@@ -268,5 +272,20 @@ impl From<Decision> for Verdict {
             decision,
             context: None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_round_trip_through_their_wire_names() {
+        for event in Event::ALL {
+            assert_eq!(Event::from_wire(event.as_str()), Some(*event));
+            assert_eq!(event.to_string(), event.as_str());
+        }
+        assert_eq!(Event::ALL, [Event::PreToolUse, Event::PostToolUse]);
+        assert_eq!(Event::from_wire("PreToolUse"), None);
     }
 }

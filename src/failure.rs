@@ -18,11 +18,22 @@
 //! false` make the same call.
 
 use serde::{Deserialize, Serialize};
-use std::fmt;
 
 /// What the chain does when a hook could not decide.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    strum::Display,
+    strum::IntoStaticStr,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum OnFailure {
     /// Treat the failure as a denial (the default): the call is blocked, or
     /// after the call the model is shown a failure instead of the output.
@@ -36,26 +47,26 @@ pub enum OnFailure {
 impl OnFailure {
     /// The config spelling.
     pub fn as_str(self) -> &'static str {
-        match self {
-            OnFailure::Deny => "deny",
-            OnFailure::Allow => "allow",
-        }
-    }
-}
-
-impl fmt::Display for OnFailure {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        self.into()
     }
 }
 
 /// Why a hook could not decide. Never used for a denial: a denial is an
 /// [`Verdict`](crate::Verdict).
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, thiserror::Error, strum::EnumDiscriminants)]
+#[strum_discriminants(
+    name(FailureKind),
+    doc = "The name of a [`HookFailure`], stable in run records (`\"timed_out\"`, …): one \
+           kind per variant, named alike.",
+    derive(Hash, Serialize, strum::Display, strum::IntoStaticStr),
+    serde(rename_all = "snake_case"),
+    strum(serialize_all = "snake_case"),
+    allow(missing_docs)
+)]
 #[non_exhaustive]
 pub enum HookFailure {
     /// The program could not be started (missing, not executable, …).
-    #[error("could not start `{program}`: {source}")]
+    #[error("could not start `{program}`")]
     SpawnFailed {
         /// The program as resolved.
         program: String,
@@ -102,7 +113,7 @@ pub enum HookFailure {
         detail: String,
     },
     /// An in-process interceptor returned `Err`.
-    #[error("returned an error: {source}")]
+    #[error("returned an error")]
     InterceptorError {
         /// The interceptor's error.
         #[source]
@@ -153,88 +164,57 @@ pub enum HookFailure {
 impl HookFailure {
     /// The kind, for run records and matching.
     pub fn kind(&self) -> FailureKind {
-        match self {
-            HookFailure::SpawnFailed { .. } => FailureKind::SpawnFailed,
-            HookFailure::TimedOut { .. } => FailureKind::TimedOut,
-            HookFailure::ExitedNonZero { .. } => FailureKind::ExitedNonZero,
-            HookFailure::EmptyOutput => FailureKind::EmptyOutput,
-            HookFailure::NotADecision { .. } => FailureKind::NotADecision,
-            HookFailure::OversizedOutput { .. } => FailureKind::OversizedOutput,
-            HookFailure::UnusableRewrite { .. } => FailureKind::UnusableRewrite,
-            HookFailure::InterceptorError { .. } => FailureKind::InterceptorError,
-            HookFailure::InterceptorPanic { .. } => FailureKind::InterceptorPanic,
-            HookFailure::OutOfFuel => FailureKind::OutOfFuel,
-            HookFailure::MemoryLimit { .. } => FailureKind::MemoryLimit,
-            HookFailure::StackOverflow => FailureKind::StackOverflow,
-            HookFailure::Trap { .. } => FailureKind::Trap,
-            HookFailure::GuestError { .. } => FailureKind::GuestError,
-            HookFailure::ChainDeadline { .. } => FailureKind::ChainDeadline,
-        }
+        self.into()
     }
-}
-
-/// The name of a [`HookFailure`], stable in run records (`"timed_out"`, …).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum FailureKind {
-    /// See [`HookFailure::SpawnFailed`].
-    SpawnFailed,
-    /// See [`HookFailure::TimedOut`].
-    TimedOut,
-    /// See [`HookFailure::ExitedNonZero`].
-    ExitedNonZero,
-    /// See [`HookFailure::EmptyOutput`].
-    EmptyOutput,
-    /// See [`HookFailure::NotADecision`].
-    NotADecision,
-    /// See [`HookFailure::OversizedOutput`].
-    OversizedOutput,
-    /// See [`HookFailure::UnusableRewrite`].
-    UnusableRewrite,
-    /// See [`HookFailure::InterceptorError`].
-    InterceptorError,
-    /// See [`HookFailure::InterceptorPanic`].
-    InterceptorPanic,
-    /// See [`HookFailure::OutOfFuel`].
-    OutOfFuel,
-    /// See [`HookFailure::MemoryLimit`].
-    MemoryLimit,
-    /// See [`HookFailure::StackOverflow`].
-    StackOverflow,
-    /// See [`HookFailure::Trap`].
-    Trap,
-    /// See [`HookFailure::GuestError`].
-    GuestError,
-    /// See [`HookFailure::ChainDeadline`].
-    ChainDeadline,
 }
 
 impl FailureKind {
     /// The record spelling.
     pub fn as_str(self) -> &'static str {
-        match self {
-            FailureKind::SpawnFailed => "spawn_failed",
-            FailureKind::TimedOut => "timed_out",
-            FailureKind::ExitedNonZero => "exited_non_zero",
-            FailureKind::EmptyOutput => "empty_output",
-            FailureKind::NotADecision => "not_a_decision",
-            FailureKind::OversizedOutput => "oversized_output",
-            FailureKind::UnusableRewrite => "unusable_rewrite",
-            FailureKind::InterceptorError => "interceptor_error",
-            FailureKind::InterceptorPanic => "interceptor_panic",
-            FailureKind::OutOfFuel => "out_of_fuel",
-            FailureKind::MemoryLimit => "memory_limit",
-            FailureKind::StackOverflow => "stack_overflow",
-            FailureKind::Trap => "trap",
-            FailureKind::GuestError => "guest_error",
-            FailureKind::ChainDeadline => "chain_deadline",
-        }
+        self.into()
     }
 }
 
-impl fmt::Display for FailureKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failure_kinds_keep_their_record_spelling() {
+        let kinds = [
+            (HookFailure::EmptyOutput.kind(), "empty_output"),
+            (HookFailure::OutOfFuel.kind(), "out_of_fuel"),
+            (HookFailure::StackOverflow.kind(), "stack_overflow"),
+            (
+                HookFailure::ChainDeadline { timeout_ms: 1 }.kind(),
+                "chain_deadline",
+            ),
+            (
+                HookFailure::ExitedNonZero {
+                    status: "exit code 3".into(),
+                }
+                .kind(),
+                "exited_non_zero",
+            ),
+        ];
+        for (kind, spelling) in kinds {
+            assert_eq!(kind.as_str(), spelling);
+            assert_eq!(kind.to_string(), spelling);
+            assert_eq!(serde_json::to_value(kind).unwrap(), spelling);
+        }
+        assert_eq!(OnFailure::Allow.as_str(), "allow");
+        assert_eq!(OnFailure::default().to_string(), "deny");
+    }
+
+    #[test]
+    fn a_failure_does_not_repeat_its_source_in_its_message() {
+        let failure = HookFailure::SpawnFailed {
+            program: "./guard".into(),
+            source: std::io::Error::from(std::io::ErrorKind::NotFound),
+        };
+        assert_eq!(failure.to_string(), "could not start `./guard`");
+        let chain = crate::text::error_chain(&failure);
+        assert!(chain.starts_with("could not start `./guard`: "), "{chain}");
+        assert_eq!(chain.matches("./guard").count(), 1);
     }
 }

@@ -214,13 +214,5 @@ fn summary(input: &Value) -> String {
         }
         other => other.to_string(),
     };
-    let one_line: String = text
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect();
-    if one_line.chars().count() > 48 {
-        format!("{}…", one_line.chars().take(47).collect::<String>())
-    } else {
-        one_line
-    }
+    crate::text::excerpt(&text, 48)
 }

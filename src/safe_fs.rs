@@ -33,12 +33,12 @@ use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 /// Largest hooks.json read: 1 MiB, hundreds of times any real config.
-pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
+pub(crate) const MAX_CONFIG_BYTES: u64 = 1 << 20;
 /// Largest `.wat` read: 8 MiB of WebAssembly text.
-pub const MAX_WAT_BYTES: u64 = 8 << 20;
+pub(crate) const MAX_WAT_BYTES: u64 = 8 << 20;
 /// Largest component read: 128 MiB (the largest guest examples, Python and
 /// JavaScript runtimes, are 12–19 MB).
-pub const MAX_COMPONENT_BYTES: u64 = 128 << 20;
+pub(crate) const MAX_COMPONENT_BYTES: u64 = 128 << 20;
 
 /// Why a file a config names was not read.
 #[derive(Debug, thiserror::Error)]
@@ -72,8 +72,8 @@ pub enum ReadFileError {
         root: PathBuf,
     },
     /// The operating system refused.
-    #[error("cannot read: {0}")]
-    Io(std::io::Error),
+    #[error("cannot read")]
+    Io(#[source] std::io::Error),
 }
 
 fn io(e: std::io::Error) -> ReadFileError {

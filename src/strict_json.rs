@@ -29,7 +29,7 @@ use std::fmt;
 /// Where and how a JSON text is invalid, without any of its content.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("not valid JSON at line {line}, column {column}: {what}")]
-pub struct JsonError {
+pub(crate) struct JsonError {
     /// 1-based line.
     pub line: usize,
     /// 1-based column.

@@ -45,8 +45,37 @@ pub fn one_line(text: &str) -> String {
         .collect()
 }
 
+/// [`one_line`], trimmed, and cut to `max_chars` characters with a `…`:
+/// for quoting the start of something a hook printed, or summarising a tool
+/// input in a table.
+pub fn excerpt(text: &str, max_chars: usize) -> String {
+    let line = one_line(text);
+    let line = line.trim();
+    if line.chars().count() > max_chars {
+        let mut cut: String = line.chars().take(max_chars.saturating_sub(1)).collect();
+        cut.push('…');
+        cut
+    } else {
+        line.to_owned()
+    }
+}
+
 fn is_bidi_control(c: char) -> bool {
     matches!(c, '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+}
+
+/// An error and its sources in one line (`outer: inner: innermost`), as
+/// anyhow's `{:#}` prints them: error types here do not repeat their source
+/// in their own message, so this is how the whole story is told.
+pub fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(e) = source {
+        text.push_str(": ");
+        text.push_str(&e.to_string());
+        source = e.source();
+    }
+    text
 }
 
 /// Cuts `text` to at most `limit` bytes (on a character boundary), ending with
@@ -93,5 +122,12 @@ mod tests {
         let s = sanitize("a\u{1b}[2Jb\u{9b}c\u{202e}d\ne\tf");
         assert_eq!(s, "a\u{FFFD}[2Jb\u{FFFD}c\u{FFFD}d\ne\tf");
         assert_eq!(one_line("a\nb\tc"), "a b c");
+    }
+
+    #[test]
+    fn an_excerpt_is_one_trimmed_line_cut_visibly() {
+        assert_eq!(excerpt("  a\nb  ", 10), "a b");
+        assert_eq!(excerpt("abcdef", 4), "abc…");
+        assert_eq!(excerpt("\u{1b}[2J", 10), "\u{FFFD}[2J");
     }
 }

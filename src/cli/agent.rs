@@ -33,7 +33,6 @@
 //! own rules apply.
 
 use super::runtime;
-use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -61,7 +60,7 @@ pub(crate) struct Args {
     /// The workspace, overriding $CLAUDE_PROJECT_DIR and the call's cwd.
     #[arg(long, value_name = "DIR")]
     workspace: Option<PathBuf>,
-    /// Verdict within this many milliseconds, whatever happens: past it the
+    /// Answer within this many milliseconds, whatever happens: past it the
     /// call is blocked (exit 2). Keep it below the agent's own hook timeout
     /// (Claude Code's `timeout`, in seconds, in the hook's settings entry).
     #[arg(long, value_name = "MS", default_value_t = DEFAULT_DEADLINE_MS,
@@ -138,8 +137,7 @@ fn evaluate(
     started: Instant,
     chain_budget: Duration,
 ) -> anyhow::Result<Option<serde_json::Value>> {
-    let mut bytes = Vec::new();
-    std::io::stdin().take(64 << 20).read_to_end(&mut bytes)?;
+    let bytes = super::read_stdin("the hook input")?;
     // Fault injection for the tests that pin the panic hook and the
     // watchdog; compiled out of release builds.
     #[cfg(debug_assertions)]

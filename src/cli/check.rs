@@ -11,14 +11,9 @@
 //! post call for it.
 
 use super::{EXIT_DENIED, runtime};
-use anyhow::Context;
-use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use toolgate::{HookRunner, wire};
-
-/// The largest request read from stdin.
-const MAX_REQUEST: u64 = 64 * 1024 * 1024;
 
 /// Evaluate one tool call read from stdin; print the decision as JSON.
 ///
@@ -47,14 +42,7 @@ pub(crate) struct Args {
 
 pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     let workspace = super::workspace(args.workspace)?;
-    let mut bytes = Vec::new();
-    std::io::stdin()
-        .take(MAX_REQUEST + 1)
-        .read_to_end(&mut bytes)
-        .context("reading the request from stdin")?;
-    if bytes.len() as u64 > MAX_REQUEST {
-        anyhow::bail!("the request on stdin is larger than {MAX_REQUEST} bytes");
-    }
+    let bytes = super::read_stdin("the request")?;
     let request = wire::read_request(&bytes, args.event.as_deref(), args.tool.as_deref())?;
     let config = super::env::load(&workspace.root, true)?;
     let runner = HookRunner::builder().config(config).build();

@@ -230,6 +230,26 @@ pub(crate) mod env {
     }
 }
 
+/// The most read from stdin: a request, or an agent's hook input (which
+/// carries a tool's whole output after the call).
+pub(crate) const MAX_STDIN: u64 = 64 * 1024 * 1024;
+
+/// Reads `what` from stdin, refusing more than [`MAX_STDIN`] bytes rather
+/// than cutting it short.
+pub(crate) fn read_stdin(what: &str) -> anyhow::Result<Vec<u8>> {
+    use anyhow::Context;
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    std::io::stdin()
+        .take(MAX_STDIN + 1)
+        .read_to_end(&mut bytes)
+        .with_context(|| format!("reading {what} from stdin"))?;
+    if bytes.len() as u64 > MAX_STDIN {
+        anyhow::bail!("{what} on stdin is larger than {MAX_STDIN} bytes");
+    }
+    Ok(bytes)
+}
+
 /// The tokio runtime the commands run the chain on.
 pub(crate) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_current_thread()

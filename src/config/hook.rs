@@ -169,6 +169,31 @@ impl HookCtx<'_> {
         self.problems.is_empty()
     }
 
+    /// A path a hook names, resolved against the config's root. When
+    /// `confined` and the config is a workspace's, it must stay beneath the
+    /// workspace root after symlinks, whatever it looks like (absolute, `..`,
+    /// a symlink out). A refusal is reported on `field`.
+    pub(crate) fn resolve(
+        &mut self,
+        (field, what): (&str, &str),
+        written: &str,
+        common: &Common<'_>,
+        confined: bool,
+    ) -> Option<std::path::PathBuf> {
+        let joined = common.root.join(written);
+        let checked = match common.source {
+            Source::Workspace if confined => crate::safe_fs::beneath(&joined, common.root),
+            _ => Ok(joined.clone()),
+        };
+        match checked {
+            Ok(path) => Some(path),
+            Err(e) => {
+                self.refused_path(field, what, written, &joined, common.root, e);
+                None
+            }
+        }
+    }
+
     /// Reports why a path a hook names was refused.
     pub(crate) fn refused_path(
         &mut self,
@@ -185,7 +210,7 @@ impl HookCtx<'_> {
                 resolved.display(),
                 root.display()
             ),
-            e => format!("{what} {written:?} {e}"),
+            e => format!("{what} {written:?} {}", crate::text::error_chain(&e)),
         };
         self.problem(field, message);
     }

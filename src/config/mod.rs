@@ -427,7 +427,10 @@ impl Config {
                     path: path.to_owned(),
                     found: true,
                 });
-                problems.push(Problem::file(path, format!("not read: {e}")));
+                problems.push(Problem::file(
+                    path,
+                    format!("not read: {}", crate::text::error_chain(&e)),
+                ));
                 return;
             }
         };

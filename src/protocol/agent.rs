@@ -42,8 +42,11 @@ pub struct AgentCall {
 #[non_exhaustive]
 pub enum ReadAgentInputError {
     /// Not a JSON object.
-    #[error("the hook input is not a JSON object: {0}")]
-    NotJson(String),
+    #[error("the hook input is not JSON")]
+    NotJson(#[source] serde_json::Error),
+    /// JSON, but not an object.
+    #[error("the hook input is not a JSON object")]
+    NotAnObject,
     /// A field the event needs is missing.
     #[error("the hook input has no `{0}`")]
     Missing(&'static str),
@@ -51,10 +54,9 @@ pub enum ReadAgentInputError {
 
 /// Reads Claude Code's (or Codex's) hook stdin.
 pub fn read_agent_input(bytes: &[u8]) -> Result<AgentCall, ReadAgentInputError> {
-    let value: Value =
-        serde_json::from_slice(bytes).map_err(|e| ReadAgentInputError::NotJson(e.to_string()))?;
+    let value: Value = serde_json::from_slice(bytes).map_err(ReadAgentInputError::NotJson)?;
     let Value::Object(obj) = value else {
-        return Err(ReadAgentInputError::NotJson("not an object".into()));
+        return Err(ReadAgentInputError::NotAnObject);
     };
     let s = |k: &str| obj.get(k).and_then(Value::as_str).map(str::to_owned);
     let name = s("hook_event_name").ok_or(ReadAgentInputError::Missing("hook_event_name"))?;

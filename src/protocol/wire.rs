@@ -27,7 +27,7 @@
 //! ```
 //! `result: {"output":…, "is_error":false}` is present for `post_tool_use`.
 //!
-//! Verdict (from the hook): `{"decision":"allow"}` |
+//! Answer (from the hook; a verdict in the WIT's words): `{"decision":"allow"}` |
 //! `{"decision":"deny","reason":"…"}` | `{"decision":"modify","input":…}` |
 //! `{"decision":"replace","result":{"output":…,"is_error":false}}`, each with an
 //! optional `"context":"…"`.
@@ -280,15 +280,8 @@ fn parse_result(value: Value) -> Result<ToolResult, String> {
 /// A short, printable excerpt of bytes a hook wrote.
 fn excerpt(bytes: &[u8]) -> String {
     const MAX: usize = 120;
-    let text = String::from_utf8_lossy(&bytes[..bytes.len().min(MAX)]);
-    let mut clean: String = text
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect();
-    if bytes.len() > MAX {
-        clean.push('…');
-    }
-    format!("{:?}", clean.trim())
+    let text = String::from_utf8_lossy(&bytes[..bytes.len().min(MAX * 4)]);
+    format!("{:?}", crate::text::excerpt(&text, MAX))
 }
 
 /// Why a request could not be read.
@@ -296,7 +289,7 @@ fn excerpt(bytes: &[u8]) -> String {
 #[non_exhaustive]
 pub enum ReadRequestError {
     /// Not JSON, or a field of the wrong type, or an unknown field.
-    #[error("the request is not a valid wire v1 object: {0}")]
+    #[error("the request is not a valid wire v1 object")]
     Malformed(#[source] serde_json::Error),
     /// A `schema` other than 1.
     #[error("the request says schema {0}; this toolgate speaks schema {SCHEMA}")]

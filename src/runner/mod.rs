@@ -105,8 +105,21 @@ pub const DEFAULT_CHAIN_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Where a participant came from. The declaration order is the consultation
 /// order: host before global before workspace.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    strum::Display,
+    strum::IntoStaticStr,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum Source {
     /// Registered in code by the embedding program.
     Host,
@@ -119,17 +132,7 @@ pub enum Source {
 impl Source {
     /// The record spelling.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Source::Host => "host",
-            Source::Global => "global",
-            Source::Workspace => "workspace",
-        }
-    }
-}
-
-impl fmt::Display for Source {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        self.into()
     }
 }
 
@@ -367,6 +370,27 @@ impl HookRunnerBuilder {
 #[derive(Clone)]
 pub struct HookRunner {
     inner: Arc<Inner>,
+}
+
+impl fmt::Debug for HookRunner {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HookRunner")
+            .field("participants", &self.participants())
+            .field("context_limit", &self.inner.context_limit)
+            .field("chain_timeout", &self.inner.chain_timeout)
+            .finish()
+    }
+}
+
+impl fmt::Debug for HookRunnerBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<&str> = self.participants.iter().map(|p| p.name.as_str()).collect();
+        f.debug_struct("HookRunnerBuilder")
+            .field("participants", &names)
+            .field("context_limit", &self.context_limit)
+            .field("chain_timeout", &self.chain_timeout)
+            .finish()
+    }
 }
 
 struct Inner {
@@ -793,7 +817,7 @@ async fn consult(
         );
         record.failure = Some(FailureRecord {
             kind: failure.kind(),
-            message: failure.to_string(),
+            message: crate::text::error_chain(&failure),
             on_failure: OnFailure::Deny,
         });
         record.reason = Some(crate::text::bound(
@@ -849,7 +873,7 @@ async fn consult(
         }
         Err(failure) => {
             let message = crate::text::bound(
-                crate::text::sanitize(&failure.to_string()),
+                crate::text::sanitize(&crate::text::error_chain(&failure)),
                 crate::text::MAX_MESSAGE,
                 "message",
             );

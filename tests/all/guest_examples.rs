@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 /// The built component of a guest example, or a failure naming the command
 /// that builds it.
-pub fn built(name: &str) -> PathBuf {
+pub(crate) fn built(name: &str) -> PathBuf {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("guest-examples")
         .join(name);

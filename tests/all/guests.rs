@@ -46,7 +46,7 @@ const RET: u32 = 512;
 const DATA: u32 = 4096;
 
 /// What a guest answers.
-pub enum Verdict<'a> {
+pub(crate) enum Verdict<'a> {
     Allow,
     Deny(&'a str),
     Modify(&'a str),
@@ -55,17 +55,17 @@ pub enum Verdict<'a> {
 }
 
 /// A guest: what it does before answering, what it answers, and any context.
-pub struct Guest<'a> {
+pub(crate) struct Guest<'a> {
     /// WAT instructions run first in `decide` (`$args` is the request pointer).
-    pub prelude: &'a str,
+    pub(crate) prelude: &'a str,
     /// Extra module fields (functions, globals).
-    pub fields: &'a str,
-    pub answer: Verdict<'a>,
-    pub context: Option<&'a str>,
+    pub(crate) fields: &'a str,
+    pub(crate) answer: Verdict<'a>,
+    pub(crate) context: Option<&'a str>,
 }
 
 impl<'a> Guest<'a> {
-    pub fn answering(answer: Verdict<'a>) -> Self {
+    pub(crate) fn answering(answer: Verdict<'a>) -> Self {
         Guest {
             prelude: "",
             fields: "",
@@ -74,7 +74,7 @@ impl<'a> Guest<'a> {
         }
     }
 
-    pub fn wat(&self) -> String {
+    pub(crate) fn wat(&self) -> String {
         let mut data = Vec::new();
         let mut next = DATA;
         let mut place = |s: &str| {
@@ -141,7 +141,7 @@ impl<'a> Guest<'a> {
     }
 
     /// Builds the component and writes it to `dir/name.wasm`.
-    pub fn write(&self, dir: &Path, name: &str) -> PathBuf {
+    pub(crate) fn write(&self, dir: &Path, name: &str) -> PathBuf {
         let path = dir.join(format!("{name}.wasm"));
         std::fs::write(&path, component(&self.wat(), World::Hook)).unwrap();
         path
@@ -160,7 +160,7 @@ fn escape(s: &str) -> String {
 
 /// Which world a test guest is built against.
 #[derive(Clone, Copy)]
-pub enum World {
+pub(crate) enum World {
     /// `toolgate:hook/hook`: exports `decide`, imports nothing.
     Hook,
     /// `toolgate:probe/probe` (tests/guests/wit): the hook world plus WASI
@@ -173,7 +173,7 @@ pub enum World {
 }
 
 /// Turns a core module in WAT into a component for `world`.
-pub fn component(wat: &str, world: World) -> Vec<u8> {
+pub(crate) fn component(wat: &str, world: World) -> Vec<u8> {
     let mut module = wat::parse_str(wat).unwrap_or_else(|e| panic!("bad WAT: {e}\n{wat}"));
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut resolve = wit_parser::Resolve::default();
@@ -221,7 +221,7 @@ pub fn component(wat: &str, world: World) -> Vec<u8> {
 }
 
 /// A directory of the standard test guests, built once per test run.
-pub fn dir() -> &'static Path {
+pub(crate) fn dir() -> &'static Path {
     static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
     DIR.get_or_init(|| {
         let dir = tempfile::tempdir().unwrap();
@@ -233,7 +233,7 @@ pub fn dir() -> &'static Path {
 }
 
 /// The path of a standard test guest.
-pub fn path(name: &str) -> PathBuf {
+pub(crate) fn path(name: &str) -> PathBuf {
     let path = dir().join(format!("{name}.wasm"));
     assert!(path.exists(), "no test guest named {name}");
     path
@@ -333,7 +333,7 @@ impl Guest<'_> {
 }
 
 /// The reason template the probe fills in: each `?` becomes a digit.
-pub const PROBE_TEMPLATE: &str = "preopens=? env=? args=? tcp=?? stdin=??";
+pub(crate) const PROBE_TEMPLATE: &str = "preopens=? env=? args=? tcp=?? stdin=??";
 
 /// A guest that tries everything a sandbox escape would need, through real
 /// WASI imports, and reports what it got as its denial reason: the number of
@@ -409,7 +409,7 @@ fn http_wat() -> &'static str {
 }
 
 /// Builds the guests whose worlds import WASI or more.
-pub fn write_import_guests(dir: &Path) {
+pub(crate) fn write_import_guests(dir: &Path) {
     std::fs::write(
         dir.join("probe.wasm"),
         component(&probe_wat(), World::Probe),

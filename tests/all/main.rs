@@ -3,6 +3,7 @@
 //! Hooks here are real processes (sh and python3 scripts written to temporary
 //! workspaces) and the CLI tests run the real `toolgate` executable.
 
+mod build;
 mod chain;
 mod claude;
 mod cli;
@@ -16,6 +17,7 @@ mod replay;
 mod scaffold;
 mod sdk;
 mod security;
+mod snapshots;
 mod subprocess;
 mod support;
 mod wasm;

@@ -21,8 +21,8 @@ use std::net::{TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
 
 /// A running mock, serving until the process ends.
-pub struct MockModel {
-    pub port: u16,
+pub(crate) struct MockModel {
+    pub(crate) port: u16,
     requests: Arc<Mutex<Vec<Value>>>,
 }
 
@@ -36,13 +36,13 @@ enum Api {
 impl MockModel {
     /// A Messages API that makes these tool calls, one per turn: each is
     /// `{"name": …, "input": …}`.
-    pub fn anthropic(script: Vec<Value>) -> Self {
+    pub(crate) fn anthropic(script: Vec<Value>) -> Self {
         Self::start(Api::Anthropic, script)
     }
 
     /// A Responses API that makes these function calls, one per turn: each
     /// is `{"name": …, "input": …}` (the input becomes the call's arguments).
-    pub fn openai(script: Vec<Value>) -> Self {
+    pub(crate) fn openai(script: Vec<Value>) -> Self {
         Self::start(Api::OpenAi, script)
     }
 
@@ -63,7 +63,7 @@ impl MockModel {
 
     /// Every `function_call_output` the model was sent (Responses API),
     /// once each.
-    pub fn function_outputs(&self) -> Vec<String> {
+    pub(crate) fn function_outputs(&self) -> Vec<String> {
         let mut seen: Vec<String> = Vec::new();
         for body in self.requests() {
             for item in body["input"].as_array().into_iter().flatten() {
@@ -80,7 +80,7 @@ impl MockModel {
 
     /// Every input text of a message the model was sent (Responses API):
     /// hook context arrives as a developer message.
-    pub fn input_texts(&self) -> Vec<String> {
+    pub(crate) fn input_texts(&self) -> Vec<String> {
         let mut seen: Vec<String> = Vec::new();
         for body in self.requests() {
             for item in body["input"].as_array().into_iter().flatten() {
@@ -96,18 +96,18 @@ impl MockModel {
         seen
     }
 
-    pub fn base_url(&self) -> String {
+    pub(crate) fn base_url(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
     }
 
     /// Every request body received (JSON), in order.
-    pub fn requests(&self) -> Vec<Value> {
+    pub(crate) fn requests(&self) -> Vec<Value> {
         self.requests.lock().unwrap().clone()
     }
 
     /// Every `tool_result` block the model was sent, in order, once each
     /// (later requests repeat the conversation).
-    pub fn tool_results(&self) -> Vec<Value> {
+    pub(crate) fn tool_results(&self) -> Vec<Value> {
         let mut seen = Vec::new();
         for body in self.requests() {
             for block in content_blocks(&body) {
@@ -126,7 +126,7 @@ impl MockModel {
 
     /// Every text the model was sent in user turns (system reminders with
     /// hook context and blocking errors among them).
-    pub fn user_texts(&self) -> Vec<String> {
+    pub(crate) fn user_texts(&self) -> Vec<String> {
         let mut seen: Vec<String> = Vec::new();
         for body in self.requests() {
             for block in content_blocks(&body) {
@@ -153,7 +153,7 @@ fn content_blocks(body: &Value) -> Vec<Value> {
 }
 
 /// The text a tool_result carries, whether a string or text blocks.
-pub fn result_text(block: &Value) -> String {
+pub(crate) fn result_text(block: &Value) -> String {
     match &block["content"] {
         Value::String(s) => s.clone(),
         Value::Array(parts) => parts

@@ -12,40 +12,40 @@ use toolgate::{
 
 /// A temporary directory holding a workspace (`ws/`) and a global config
 /// directory (`global/`), each with hook scripts and a hooks.json.
-pub struct Fixture {
-    pub dir: TempDir,
+pub(crate) struct Fixture {
+    pub(crate) dir: TempDir,
 }
 
 impl Fixture {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         std::fs::create_dir_all(dir.path().join("ws/.toolgate")).unwrap();
         std::fs::create_dir_all(dir.path().join("global")).unwrap();
         Fixture { dir }
     }
 
-    pub fn workspace(&self) -> PathBuf {
+    pub(crate) fn workspace(&self) -> PathBuf {
         self.dir.path().join("ws")
     }
 
-    pub fn global(&self) -> PathBuf {
+    pub(crate) fn global(&self) -> PathBuf {
         self.dir.path().join("global")
     }
 
     /// A path inside the fixture for a hook to leave evidence in.
-    pub fn marker(&self, name: &str) -> PathBuf {
+    pub(crate) fn marker(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
     }
 
     /// Writes an executable script under the workspace and returns its
     /// workspace-relative path (`./name`).
-    pub fn script(&self, name: &str, body: &str) -> String {
+    pub(crate) fn script(&self, name: &str, body: &str) -> String {
         write_executable(&self.workspace().join(name), body);
         format!("./{name}")
     }
 
     /// Writes an executable script under the global config directory.
-    pub fn global_script(&self, name: &str, body: &str) -> String {
+    pub(crate) fn global_script(&self, name: &str, body: &str) -> String {
         write_executable(&self.global().join(name), body);
         format!("./{name}")
     }
@@ -57,7 +57,7 @@ impl Fixture {
     /// linked into `<ws>/.toolgate/guests/` and the hook points there: the
     /// layout a real repository has. Tests of the containment rule itself
     /// write hooks.json with `workspace_raw`.
-    pub fn workspace_hooks(&self, mut hooks: Value) -> &Self {
+    pub(crate) fn workspace_hooks(&self, mut hooks: Value) -> &Self {
         let ws = self.workspace();
         for hook in hooks.as_array_mut().into_iter().flatten() {
             let Some(path) = hook.get("wasm").and_then(Value::as_str).map(PathBuf::from) else {
@@ -81,31 +81,31 @@ impl Fixture {
     }
 
     /// Writes the global hooks.json with these hooks.
-    pub fn global_hooks(&self, hooks: Value) -> &Self {
+    pub(crate) fn global_hooks(&self, hooks: Value) -> &Self {
         let text = json!({"schema": 1, "hooks": hooks}).to_string();
         std::fs::write(self.global().join("hooks.json"), text).unwrap();
         self
     }
 
     /// Writes raw text as the workspace hooks.json.
-    pub fn workspace_raw(&self, text: &str) -> PathBuf {
+    pub(crate) fn workspace_raw(&self, text: &str) -> PathBuf {
         let path = self.workspace().join(".toolgate/hooks.json");
         std::fs::write(&path, text).unwrap();
         path
     }
 
     /// Loads both configs.
-    pub fn config(&self) -> Config {
+    pub(crate) fn config(&self) -> Config {
         Config::load(Some(&self.global()), Some(&self.workspace())).expect("config loads")
     }
 
     /// A runner over both configs and no interceptors.
-    pub fn runner(&self) -> HookRunner {
+    pub(crate) fn runner(&self) -> HookRunner {
         HookRunner::builder().config(self.config()).build()
     }
 }
 
-pub fn write_executable(path: &Path, body: &str) {
+pub(crate) fn write_executable(path: &Path, body: &str) {
     std::fs::write(path, body).unwrap();
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
@@ -113,7 +113,7 @@ pub fn write_executable(path: &Path, body: &str) {
 /// A python3 hook that appends its own name to `input.trace` (once) and
 /// answers `modify`: proves order and threading at once. Idempotent, so it
 /// agrees with its own earlier rewrite when re-judging a later one.
-pub const TRACE_HOOK: &str = r#"#!/usr/bin/env python3
+pub(crate) const TRACE_HOOK: &str = r#"#!/usr/bin/env python3
 import json, sys
 req = json.load(sys.stdin)
 inp = req["input"]
@@ -124,7 +124,7 @@ print(json.dumps({"decision": "modify", "input": inp}))
 "#;
 
 /// A shell hook that prints a fixed answer.
-pub fn answer_script(answer: &Value) -> String {
+pub(crate) fn answer_script(answer: &Value) -> String {
     format!(
         "#!/bin/sh\ncat > /dev/null\nprintf '%s\\n' '{}'\n",
         answer.to_string().replace('\'', r"'\''")
@@ -132,7 +132,7 @@ pub fn answer_script(answer: &Value) -> String {
 }
 
 /// A shell hook that leaves a marker file, then allows.
-pub fn marker_script(marker: &Path) -> String {
+pub(crate) fn marker_script(marker: &Path) -> String {
     format!(
         "#!/bin/sh\ncat > /dev/null\ntouch '{}'\necho '{{\"decision\":\"allow\"}}'\n",
         marker.display()
@@ -140,12 +140,12 @@ pub fn marker_script(marker: &Path) -> String {
 }
 
 /// An interceptor that answers from a closure and logs every request.
-pub struct Scripted<F> {
-    pub seen: Arc<Mutex<Vec<Value>>>,
-    pub answer: F,
+pub(crate) struct Scripted<F> {
+    pub(crate) seen: Arc<Mutex<Vec<Value>>>,
+    pub(crate) answer: F,
 }
 
-pub fn scripted<F>(answer: F) -> (Scripted<F>, Arc<Mutex<Vec<Value>>>)
+pub(crate) fn scripted<F>(answer: F) -> (Scripted<F>, Arc<Mutex<Vec<Value>>>)
 where
     F: Fn(&HookRequest<'_>) -> Result<Verdict, BoxError> + Send + Sync + 'static,
 {
@@ -182,7 +182,7 @@ where
 }
 
 /// The record for the hook with this name.
-pub fn record<'a>(outcome: &'a Outcome, name: &str) -> &'a RunRecord {
+pub(crate) fn record<'a>(outcome: &'a Outcome, name: &str) -> &'a RunRecord {
     outcome
         .runs
         .iter()
@@ -191,12 +191,12 @@ pub fn record<'a>(outcome: &'a Outcome, name: &str) -> &'a RunRecord {
 }
 
 /// Names of the participants that ran, in order.
-pub fn ran(outcome: &Outcome) -> Vec<&str> {
+pub(crate) fn ran(outcome: &Outcome) -> Vec<&str> {
     outcome.runs.iter().map(|r| r.name.as_str()).collect()
 }
 
 /// The failure message recorded for the hook with this name.
-pub fn failure_message<'a>(outcome: &'a Outcome, name: &str) -> &'a str {
+pub(crate) fn failure_message<'a>(outcome: &'a Outcome, name: &str) -> &'a str {
     let rec = record(outcome, name);
     match &rec.failure {
         Some(f) => &f.message,
@@ -205,7 +205,7 @@ pub fn failure_message<'a>(outcome: &'a Outcome, name: &str) -> &'a str {
 }
 
 /// The failure kind recorded for the hook with this name.
-pub fn failure_kind(outcome: &Outcome, name: &str) -> toolgate::FailureKind {
+pub(crate) fn failure_kind(outcome: &Outcome, name: &str) -> toolgate::FailureKind {
     let rec = record(outcome, name);
     match &rec.failure {
         Some(f) => f.kind,
@@ -214,14 +214,14 @@ pub fn failure_kind(outcome: &Outcome, name: &str) -> toolgate::FailureKind {
 }
 
 /// The real `toolgate` binary, with the operator's trace switched off.
-pub fn toolgate() -> std::process::Command {
+pub(crate) fn toolgate() -> std::process::Command {
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"));
     cmd.env_remove("TOOLGATE_LOG");
     cmd
 }
 
 /// Runs `cmd` to the end, failing the test with its output unless it succeeded.
-pub fn succeeded(cmd: &mut std::process::Command) -> std::process::Output {
+pub(crate) fn succeeded(cmd: &mut std::process::Command) -> std::process::Output {
     let out = cmd.output().expect("the command runs");
     assert!(
         out.status.success(),
@@ -236,7 +236,7 @@ pub fn succeeded(cmd: &mut std::process::Command) -> std::process::Output {
 
 /// `toolgate check` on one request, against `workspace`'s hooks with
 /// `config_dir` as the global configuration: its exit code and JSON answer.
-pub fn check_in(workspace: &Path, config_dir: &Path, request: &str) -> (Option<i32>, Value) {
+pub(crate) fn check_in(workspace: &Path, config_dir: &Path, request: &str) -> (Option<i32>, Value) {
     let out = run_with_stdin(
         toolgate()
             .args(["check", "--workspace"])
@@ -248,7 +248,7 @@ pub fn check_in(workspace: &Path, config_dir: &Path, request: &str) -> (Option<i
 }
 
 /// Runs a command with `stdin` written to it and collects its output.
-pub fn run_with_stdin(cmd: &mut std::process::Command, stdin: &str) -> std::process::Output {
+pub(crate) fn run_with_stdin(cmd: &mut std::process::Command, stdin: &str) -> std::process::Output {
     use std::io::Write;
     use std::process::Stdio;
     let mut child = cmd
@@ -267,7 +267,7 @@ pub fn run_with_stdin(cmd: &mut std::process::Command, stdin: &str) -> std::proc
 }
 
 /// A command's stdout as JSON, or a failure showing both streams.
-pub fn stdout_json(out: &std::process::Output) -> Value {
+pub(crate) fn stdout_json(out: &std::process::Output) -> Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!(
             "stdout is not JSON ({e}): {}\nstderr: {}",
@@ -278,14 +278,14 @@ pub fn stdout_json(out: &std::process::Output) -> Value {
 }
 
 /// A command's stderr as text.
-pub fn stderr(out: &std::process::Output) -> String {
+pub(crate) fn stderr(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 /// Waits for `child` at most `limit`, killing it and failing the test past
 /// it, so a hang fails the test instead of hanging the suite. Its output must
 /// fit the pipe buffers (it is read once the child has exited).
-pub fn finish_within(
+pub(crate) fn finish_within(
     mut child: std::process::Child,
     limit: std::time::Duration,
     what: &str,
@@ -306,7 +306,7 @@ pub fn finish_within(
 }
 
 /// chown as root, or through passwordless sudo (CI runs as root).
-pub fn chown_to_nobody(path: &Path) {
+pub(crate) fn chown_to_nobody(path: &Path) {
     if nix::unistd::geteuid().is_root() {
         nix::unistd::chown(path, Some(nix::unistd::Uid::from_raw(65534)), None).unwrap();
     } else {

@@ -5,7 +5,6 @@ use super::{CommandHook, limits};
 use crate::binding::{BindingConfig, BindingKind, BindingSpec, Configurable, Decider};
 use crate::config::hook::{Common, HookCtx, type_name};
 use crate::protocol::Inward;
-use crate::runner::Source;
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
@@ -66,7 +65,7 @@ fn parse(
     common: &Common<'_>,
     ctx: &mut HookCtx<'_>,
 ) -> Option<BindingSpec> {
-    let (source, root) = (common.source, common.root);
+    let root = common.root;
     let argv: Vec<String> = match obj.get("command") {
         None => {
             ctx.problem(
@@ -123,26 +122,16 @@ fn parse(
     }
     let written = Path::new(first);
     let program = if first.contains('/') {
-        let resolved = if written.is_absolute() {
-            written.to_owned()
-        } else {
-            root.join(written)
-        };
         // A relative program from a workspace config must stay in the
         // workspace after symlinks; an absolute one names a program on this
         // machine (which the trust gate pins). Either must be a regular file.
-        let checked = match (source, written.is_absolute()) {
-            (Source::Workspace, false) => crate::safe_fs::beneath(&resolved, root)
-                .and_then(|p| crate::safe_fs::regular_file(&p).map(|()| p)),
-            _ => crate::safe_fs::regular_file(&resolved).map(|()| resolved.clone()),
-        };
-        match checked {
-            Ok(program) => program,
-            Err(e) => {
-                ctx.refused_path("command", "program", first, &resolved, root, e);
-                return None;
-            }
+        let what = ("command", "program");
+        let program = ctx.resolve(what, first, common, !written.is_absolute())?;
+        if let Err(e) = crate::safe_fs::regular_file(&program) {
+            ctx.refused_path(what.0, what.1, first, &program, common.root, e);
+            return None;
         }
+        program
     } else {
         written.to_owned()
     };

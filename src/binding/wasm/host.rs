@@ -103,14 +103,14 @@ pub(crate) struct MemoryLimiter {
 }
 
 /// Table elements per call, across every table (8 bytes each: 8 MiB).
-pub const TABLE_ELEMENTS: usize = 1_000_000;
+pub(crate) const TABLE_ELEMENTS: usize = 1_000_000;
 /// Core instances per call. The largest real guests here (componentize-py,
 /// componentize-js) create under 20.
-pub const MAX_INSTANCES: usize = 64;
+pub(crate) const MAX_INSTANCES: usize = 64;
 /// Linear memories per call.
-pub const MAX_MEMORIES: usize = 16;
+pub(crate) const MAX_MEMORIES: usize = 16;
 /// Tables per call.
-pub const MAX_TABLES: usize = 64;
+pub(crate) const MAX_TABLES: usize = 64;
 
 impl wasmtime::ResourceLimiter for MemoryLimiter {
     fn memory_growing(

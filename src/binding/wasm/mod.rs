@@ -80,12 +80,13 @@ use bindings::{Decision as WitDecision, Event as WitEvent, Hook, HookPre, Reques
 #[non_exhaustive]
 pub enum LoadComponentError {
     /// The file could not be read (missing, not a regular file, too large).
-    #[error("{path} {reason}")]
+    #[error("{}", path.display())]
     Read {
         /// The path.
-        path: String,
+        path: PathBuf,
         /// Why, without any of the file's content.
-        reason: String,
+        #[source]
+        source: crate::safe_fs::ReadFileError,
     },
     /// The wasm engine could not be created.
     #[error("the WebAssembly engine is unavailable: {0}")]
@@ -211,9 +212,9 @@ pub(crate) fn load(
     } else {
         crate::safe_fs::MAX_COMPONENT_BYTES
     };
-    let bytes = crate::safe_fs::read(path, limit).map_err(|e| LoadComponentError::Read {
-        path: path.display().to_string(),
-        reason: e.to_string(),
+    let bytes = crate::safe_fs::read(path, limit).map_err(|source| LoadComponentError::Read {
+        path: path.to_owned(),
+        source,
     })?;
     let bytes = if is_wat {
         let text = std::str::from_utf8(&bytes).map_err(|e| {
@@ -426,7 +427,7 @@ fn wat_to_module(text: &str) -> Result<Vec<u8>, String> {
         )
     };
     let buf = wast::parser::ParseBuffer::new(text).map_err(at)?;
-    let mut wat = wast::parser::parse::<wast::Wat>(&buf).map_err(at)?;
+    let mut wat = wast::parser::parse::<wast::Wat<'_>>(&buf).map_err(at)?;
     wat.encode().map_err(at)
 }
 

@@ -4,7 +4,6 @@
 use super::{ComponentInfo, DEFAULT_FUEL, DEFAULT_MEMORY_MB, MAX_FUEL, MAX_MEMORY_MB, WasmHook};
 use crate::binding::{BindingConfig, BindingKind, BindingSpec, Configurable, Decider};
 use crate::config::hook::{Common, HookCtx};
-use crate::runner::Source;
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::path::PathBuf;
@@ -97,21 +96,8 @@ fn parse(
     else {
         return None;
     };
-    let root = common.root;
-    let joined = root.join(written);
-    let checked = match common.source {
-        // A workspace names only files in its own tree, whatever the path
-        // looks like (absolute, `..`, or a symlink out).
-        Source::Workspace => crate::safe_fs::beneath(&joined, root),
-        _ => Ok(joined.clone()),
-    };
-    let path = match checked {
-        Ok(path) => path,
-        Err(e) => {
-            ctx.refused_path("wasm", "component", written, &joined, root, e);
-            return None;
-        }
-    };
+    // A workspace names only components in its own tree.
+    let path = ctx.resolve(("wasm", "component"), written, common, true)?;
     match super::load(
         &path,
         common.wasm,
@@ -130,7 +116,10 @@ fn parse(
             loaded: Arc::new(loaded),
         })),
         Err(e) => {
-            ctx.problem("wasm", format!("component {written:?}: {e}"));
+            ctx.problem(
+                "wasm",
+                format!("component {written:?}: {}", crate::text::error_chain(&e)),
+            );
             None
         }
     }
