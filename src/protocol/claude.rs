@@ -319,3 +319,77 @@ fn malformed(obj: &Map<String, Value>) -> Option<String> {
     }
     None
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decode(event: Event, text: &str) -> (Result<Verdict, HookFailure>, Option<String>) {
+        decode_answer(event, text.as_bytes(), None)
+    }
+
+    #[test]
+    fn ask_and_defer_become_denials_that_say_a_person_was_needed() {
+        for decision in ["ask", "defer"] {
+            let text = format!(
+                r#"{{"hookSpecificOutput":{{"hookEventName":"PreToolUse","permissionDecision":"{decision}"}}}}"#
+            );
+            let (answer, _) = decode(Event::PreToolUse, &text);
+            let Decision::Deny { reason } = answer.unwrap().decision else {
+                panic!("{decision} was not a denial")
+            };
+            assert!(reason.contains("person"), "{reason}");
+        }
+    }
+
+    #[test]
+    fn a_byte_order_mark_before_json_is_a_failure_not_plain_text() {
+        let (answer, _) = decode(Event::PreToolUse, "\u{feff}{\"decision\":\"block\"}");
+        assert!(answer.is_err());
+    }
+
+    #[test]
+    fn plain_text_is_an_allow_with_a_note_for_the_operator() {
+        let (answer, note) = decode(Event::PreToolUse, "looks fine to me");
+        assert_eq!(answer.unwrap(), Verdict::allow());
+        assert!(note.unwrap().contains("looks fine to me"));
+    }
+
+    #[test]
+    fn a_deny_signal_wins_over_a_malformed_answer() {
+        let (answer, _) = decode(
+            Event::PreToolUse,
+            r#"{"continue":false,"stopReason":"halt","hookSpecificOutput":7}"#,
+        );
+        assert_eq!(
+            answer.unwrap().decision,
+            Decision::Deny {
+                reason: "halt".into()
+            }
+        );
+        let (answer, _) = decode(
+            Event::PostToolUse,
+            r#"{"decision":"approve","decision":"block"}"#,
+        );
+        assert!(matches!(answer.unwrap().decision, Decision::Deny { .. }));
+    }
+
+    #[test]
+    fn exit_codes_read_by_claude_codes_rules() {
+        let exit = |code, stderr: &'static [u8]| Exit {
+            code: Some(code),
+            status: "exit",
+            stdout: b"",
+            stderr,
+        };
+        let read = read_exit(Event::PreToolUse, &exit(2, b"no\n"), None);
+        assert_eq!(read.answer.unwrap(), Verdict::deny("no"));
+        let read = read_exit(Event::PreToolUse, &exit(0, b""), None);
+        assert_eq!(read.answer.unwrap(), Verdict::allow());
+        let read = read_exit(Event::PreToolUse, &exit(1, b""), None);
+        assert!(matches!(
+            read.answer,
+            Err(HookFailure::ExitedNonZero { .. })
+        ));
+    }
+}

@@ -392,3 +392,50 @@ pub fn outcome_json(outcome: &Outcome) -> Value {
     out.insert("runs".into(), json!(outcome.runs));
     Value::Object(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decode(text: &str) -> Result<Verdict, HookFailure> {
+        decode_answer(text.as_bytes())
+    }
+
+    #[test]
+    fn a_deny_always_denies_even_malformed() {
+        let answer = decode(r#"{"decision":"deny","context":7}"#).unwrap();
+        assert!(matches!(answer.decision, Decision::Deny { .. }));
+        let answer = decode(r#"{"decision":"allow","decision":"deny","reason":"r"}"#).unwrap();
+        assert_eq!(answer.decision, Decision::Deny { reason: "r".into() });
+    }
+
+    #[test]
+    fn nothing_unclear_is_ever_an_allow() {
+        for text in [
+            "",
+            "  \n",
+            "allow",
+            "[]",
+            r#"{"decision":"yes"}"#,
+            r#"{"decision":"allow","decision":"allow"}"#,
+            r#"{"decision":"modify"}"#,
+            r#"{"decision":"replace","result":"x"}"#,
+            r#"{"decision":"allow","context":7}"#,
+        ] {
+            assert!(decode(text).is_err(), "{text:?} was read as an answer");
+        }
+    }
+
+    #[test]
+    fn unknown_answer_fields_are_ignored() {
+        let answer = decode(r#"{"decision":"allow","future":1}"#).unwrap();
+        assert_eq!(answer, Verdict::allow());
+    }
+
+    #[test]
+    fn an_excerpt_of_garbage_is_one_short_printable_line() {
+        let err = decode(&format!("\u{1b}[2J{}", "x".repeat(500))).unwrap_err();
+        let text = err.to_string();
+        assert!(!text.contains('\u{1b}') && text.len() < 400, "{text}");
+    }
+}

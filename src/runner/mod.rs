@@ -909,3 +909,6 @@ async fn consult(
     state.runs.push(record);
     verdict
 }
+
+#[cfg(test)]
+mod tests;

@@ -143,22 +143,19 @@ async fn deny_short_circuits_so_later_hooks_never_run() {
 
 #[tokio::test]
 async fn modify_threads_to_next_participant_and_tool_gets_final_input() {
-    let fx = Fixture::new();
-    // The workspace hook only allows if it sees the interceptor's rewrite.
-    let check = fx.script(
-        "check.py",
-        r#"#!/usr/bin/env python3
-import json, sys
-req = json.load(sys.stdin)
-inp = req["input"]
-if inp.get("command") != "ls --color=never":
-    print(json.dumps({"decision": "deny", "reason": "saw %r" % inp}))
-else:
-    inp["checked"] = True
-    print(json.dumps({"decision": "modify", "input": inp}))
-"#,
-    );
-    fx.workspace_hooks(json!([{"name": "checker", "command": [&check]}]));
+    // The checker only goes along if it sees the rewriter's rewrite; both are
+    // in-process mocks: what is pinned is the threading, not a binding.
+    let (checker, _) = scripted(|req| {
+        let mut input = req.input.clone();
+        if input.get("command") != Some(&json!("ls --color=never")) {
+            return Ok(Verdict::deny(format!("saw {input}")));
+        }
+        if input.get("checked").is_some() {
+            return Ok(Verdict::allow());
+        }
+        input["checked"] = json!(true);
+        Ok(Verdict::modify(input))
+    });
     let (rewriter, _) = scripted(|req| {
         if req.event != toolgate::Event::PreToolUse {
             return Ok(Verdict::allow());
@@ -175,7 +172,7 @@ else:
     });
     let runner = HookRunner::builder()
         .interceptor("rewriter", rewriter)
-        .config(fx.config())
+        .interceptor("checker", checker)
         .build();
 
     let tool_saw = Arc::new(std::sync::Mutex::new(Value::Null));
@@ -272,21 +269,21 @@ print(json.dumps({"decision": "replace", "result": {"output": out, "is_error": F
 
 #[tokio::test]
 async fn post_replace_threads_to_next_participant() {
-    let fx = Fixture::new();
-    let append = r#"#!/usr/bin/env python3
-import json, sys
-req = json.load(sys.stdin)
-out = req["result"]["output"]
-if req["config"]["suffix"] not in out:
-    out += req["config"]["suffix"]
-print(json.dumps({"decision": "replace", "result": {"output": out, "is_error": req["result"]["is_error"]}}))
-"#;
-    let g = fx.global_script("append.py", append);
-    let w = fx.script("append.py", append);
-    fx.global_hooks(json!([{"name": "g", "command": [&g], "event": "post_tool_use", "config": {"suffix": "-global"}}]));
-    fx.workspace_hooks(json!([{"name": "w", "command": [&w], "event": "post_tool_use", "config": {"suffix": "-workspace"}}]));
-    let outcome = fx
-        .runner()
+    let append = |suffix: &'static str| {
+        scripted(move |req| {
+            let out = req.result.unwrap().output.as_str().unwrap().to_owned();
+            Ok(if out.contains(suffix) {
+                Verdict::allow()
+            } else {
+                Verdict::replace(ToolResult::ok(out + suffix))
+            })
+        })
+        .0
+    };
+    let outcome = HookRunner::builder()
+        .interceptor("g", append("-global"))
+        .interceptor("w", append("-workspace"))
+        .build()
         .post_tool_use(&Request::post("shell", json!({}), ToolResult::ok("out")))
         .await;
     let shown = ToolResult::ok("out-global-workspace");
@@ -412,18 +409,11 @@ async fn context_is_merged_in_chain_order() {
 
 #[tokio::test]
 async fn context_over_budget_is_truncated_with_a_visible_notice() {
-    let fx = Fixture::new();
-    let big = "x".repeat(6000);
-    let hook = fx.script(
-        "ctx.sh",
-        &answer_script(&json!({"decision": "allow", "context": big})),
-    );
-    // A generous deadline: this test is about context, not about a loaded machine.
-    fx.workspace_hooks(json!([{"name": "chatty", "command": [&hook], "timeout_ms": 120000}]));
+    let (chatty, _) = scripted(|_| Ok(Verdict::allow().with_context("x".repeat(6000))));
     let (first, _) = scripted(|_| Ok(Verdict::allow().with_context("é".repeat(3000))));
     let runner = HookRunner::builder()
         .interceptor("first", first)
-        .config(fx.config())
+        .interceptor("chatty", chatty)
         .build();
     let outcome = runner.pre_tool_use(&Request::pre("t", json!({}))).await;
 

@@ -265,3 +265,57 @@ fn global_programs_resolve_against_the_global_config_dir() {
     assert!(program.starts_with(fx.global()));
     assert_eq!(cwd, &fx.global());
 }
+
+#[tokio::test]
+async fn hooks_built_in_code_are_validated_and_run_like_a_files() {
+    use toolgate::config::HookDef;
+    use toolgate::wasm::WasmOptions;
+    let fx = Fixture::new();
+    let deny = fx.script(
+        "deny.sh",
+        &answer_script(&json!({"decision": "deny", "reason": "built in code"})),
+    );
+    let config = Config::from_hooks(
+        [HookDef::command("guard", [deny.as_str()])
+            .tools(["shell"])
+            .timeout_ms(5000)],
+        &fx.workspace(),
+        &WasmOptions::new(),
+    )
+    .unwrap();
+    assert_eq!(config.hooks()[0].source, Source::Host);
+    let outcome = toolgate::HookRunner::builder()
+        .config(config)
+        .build()
+        .pre_tool_use(&toolgate::Request::pre("shell", json!({})))
+        .await;
+    assert_eq!(
+        outcome.decision,
+        toolgate::Decision::Deny {
+            reason: "built in code".into()
+        }
+    );
+
+    // The same rules as a file: every problem, named by hook and field.
+    let err = Config::from_hooks(
+        [
+            HookDef::command("a", ["sh"]).timeout_ms(0),
+            HookDef::wasm("b", "missing.wasm").events(&[Event::PostToolUse]),
+            HookDef::command("c", ["sh"]).fuel(5),
+        ],
+        &fx.workspace(),
+        &WasmOptions::new(),
+    )
+    .unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("(hooks built in code): hooks[0] (\"a\"): field `timeout_ms`"),
+        "{text}"
+    );
+    assert!(text.contains("hooks[1] (\"b\"): field `wasm`"), "{text}");
+    assert!(
+        text.contains("hooks[2] (\"c\"): field `fuel`: only for `wasm` hooks"),
+        "{text}"
+    );
+    assert_eq!(err.problems.len(), 3, "{text}");
+}
