@@ -43,7 +43,16 @@ use std::path::Path;
 
 /// How a subprocess hook is spoken to.
 #[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, strum::Display, strum::EnumString,
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    serde::Serialize,
+    strum::Display,
+    strum::EnumString,
+    strum::VariantNames,
 )]
 #[serde(rename_all = "kebab-case")]
 #[strum(serialize_all = "kebab-case")]
@@ -74,6 +83,17 @@ pub(crate) struct Read {
 }
 
 impl Inward {
+    /// The names hooks.json accepts for `protocol`.
+    pub const VARIANTS: &'static [&'static str] = <Inward as strum::VariantNames>::VARIANTS;
+
+    /// How listings name it, when it is not the default.
+    pub fn label(self) -> Option<&'static str> {
+        match self {
+            Inward::Toolgate => None,
+            Inward::ClaudeCode => Some("Claude Code protocol"),
+        }
+    }
+
     /// The bytes for the hook's stdin, and the environment it expects.
     /// `project_dir` is the root of the config that declared the hook.
     pub(crate) fn encode(

@@ -268,37 +268,6 @@ print(json.dumps({"decision": "replace", "result": {"output": out, "is_error": F
 }
 
 #[tokio::test]
-async fn post_replace_threads_to_next_participant() {
-    let append = |suffix: &'static str| {
-        scripted(move |req| {
-            let out = req.result.unwrap().output.as_str().unwrap().to_owned();
-            Ok(if out.contains(suffix) {
-                Verdict::allow()
-            } else {
-                Verdict::replace(ToolResult::ok(out + suffix))
-            })
-        })
-        .0
-    };
-    let outcome = HookRunner::builder()
-        .interceptor("g", append("-global"))
-        .interceptor("w", append("-workspace"))
-        .build()
-        .post_tool_use(&Request::post("shell", json!({}), ToolResult::ok("out")))
-        .await;
-    let shown = ToolResult::ok("out-global-workspace");
-    assert_eq!(
-        outcome.decision,
-        Decision::Replace {
-            result: shown.clone()
-        }
-    );
-    assert_eq!(outcome.shown, Some(shown));
-    assert_eq!(outcome.tool_result, Some(ToolResult::ok("out")));
-    assert_eq!(outcome.decided_by.as_deref(), Some("w"));
-}
-
-#[tokio::test]
 async fn post_deny_shows_the_model_a_failure_while_the_record_keeps_the_real_output() {
     let fx = Fixture::new();
     let deny = fx.script(

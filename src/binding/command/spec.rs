@@ -43,9 +43,9 @@ impl BindingConfig for CommandSpec {
     }
 
     fn runs(&self) -> String {
-        match self.protocol {
-            Inward::Toolgate => self.command.join(" "),
-            Inward::ClaudeCode => format!("{} (Claude Code protocol)", self.command.join(" ")),
+        match self.protocol.label() {
+            None => self.command.join(" "),
+            Some(label) => format!("{} ({label})", self.command.join(" ")),
         }
     }
 
@@ -136,14 +136,15 @@ fn parse(
         written.to_owned()
     };
     let protocol = match obj.get("protocol") {
-        None => Inward::Toolgate,
-        Some(Value::String(p)) if p == "toolgate" => Inward::Toolgate,
-        Some(Value::String(p)) if p == "claude-code" => Inward::ClaudeCode,
+        None => Inward::default(),
+        Some(Value::String(p)) if p.parse::<Inward>().is_ok() => p.parse().ok()?,
         Some(other) => {
+            let known: Vec<String> = Inward::VARIANTS.iter().map(|p| format!("{p:?}")).collect();
             ctx.problem(
                 "protocol",
                 format!(
-                    "unknown protocol {other}; expected \"toolgate\" (wire v1, the default) or \"claude-code\""
+                    "unknown protocol {other}; expected {} (\"toolgate\", wire v1, is the default)",
+                    known.join(" or ")
                 ),
             );
             return None;
