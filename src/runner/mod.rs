@@ -615,57 +615,39 @@ impl HookRunner {
 
     async fn pre_chain(&self, request: &Request, state: &mut ChainState) -> PreEnd {
         let chain: Vec<&Participant> = self.applicable(Event::PreToolUse, &request.tool).collect();
-        let mut input: Option<Value> = None;
-        let mut decided_by = None;
-        // Index (in `chain`) of the participant whose rewrite is current.
-        let mut author: Option<usize> = None;
-        let mut rewrites = 0u32;
-        'round: loop {
-            for (i, p) in chain.iter().enumerate() {
-                if author == Some(i) {
-                    continue;
-                }
-                let current = input.as_ref().unwrap_or(&request.input);
-                let asked = Asked {
-                    event: Event::PreToolUse,
-                    input: current,
-                    result: None,
-                    round: rewrites + 1,
-                };
-                match consult(p, request, asked, state).await {
-                    Some(Decision::Allow) | None => {}
-                    Some(Decision::Modify { input: new }) => {
-                        if &new == current {
-                            continue;
-                        }
-                        rewrites += 1;
-                        decided_by = Some(p.name.clone());
-                        input = Some(new);
-                        author = Some(i);
-                        if rewrites > MAX_REWRITES {
-                            return PreEnd::Deny {
-                                reason: too_many_rewrites("input", &p.name),
-                                by: p.name.clone(),
-                            };
-                        }
-                        continue 'round;
-                    }
-                    Some(Decision::Deny { reason }) => {
-                        return PreEnd::Deny {
-                            reason,
-                            by: p.name.clone(),
-                        };
-                    }
-                    Some(Decision::Replace { result }) => {
-                        return PreEnd::Replace {
-                            input,
-                            result,
-                            by: p.name.clone(),
-                        };
-                    }
-                }
-            }
-            return PreEnd::Proceed { input, decided_by };
+        let subject = Subject {
+            event: Event::PreToolUse,
+            what: "input",
+            ask: |input, _| (input, None),
+            rewrite: |decision| match decision {
+                Decision::Modify { input } => Ok(input),
+                other => Err(other),
+            },
+        };
+        match rounds(
+            &chain,
+            request,
+            &request.input,
+            &request.input,
+            subject,
+            state,
+        )
+        .await
+        {
+            Ended::Through { rewritten, by } => PreEnd::Proceed {
+                input: rewritten,
+                decided_by: by,
+            },
+            Ended::Denied { reason, by } => PreEnd::Deny { reason, by },
+            Ended::Replaced {
+                result,
+                rewritten,
+                by,
+            } => PreEnd::Replace {
+                input: rewritten,
+                result,
+                by,
+            },
         }
     }
 
@@ -677,57 +659,40 @@ impl HookRunner {
         state: &mut ChainState,
     ) -> (Decision, ToolResult, Option<String>) {
         let chain: Vec<&Participant> = self.applicable(Event::PostToolUse, &request.tool).collect();
-        let mut shown: Option<ToolResult> = None;
-        let mut decided_by = None;
-        let mut author: Option<usize> = None;
-        let mut rewrites = 0u32;
-        let withheld = |reason: String, by: &str| {
-            let failure = ToolResult::error(format!(
-                "toolgate: the output of this call was withheld: {reason}"
-            ));
-            (Decision::Deny { reason }, failure, Some(by.to_owned()))
+        let subject = Subject {
+            event: Event::PostToolUse,
+            what: "shown result",
+            ask: |shown, input| (input, Some(shown)),
+            rewrite: |decision| match decision {
+                Decision::Replace { result } => Ok(result),
+                other => Err(other),
+            },
         };
-        'round: loop {
-            for (i, p) in chain.iter().enumerate() {
-                if author == Some(i) {
-                    continue;
-                }
-                let current = shown.as_ref().unwrap_or(real);
-                let asked = Asked {
-                    event: Event::PostToolUse,
-                    input,
-                    result: Some(current),
-                    round: rewrites + 1,
-                };
-                match consult(p, request, asked, state).await {
-                    // `consult` has already turned a post `modify` into a failure.
-                    Some(Decision::Allow | Decision::Modify { .. }) | None => {}
-                    Some(Decision::Replace { result }) => {
-                        if &result == current {
-                            continue;
-                        }
-                        rewrites += 1;
-                        decided_by = Some(p.name.clone());
-                        shown = Some(result);
-                        author = Some(i);
-                        if rewrites > MAX_REWRITES {
-                            return withheld(too_many_rewrites("shown result", &p.name), &p.name);
-                        }
-                        continue 'round;
-                    }
-                    Some(Decision::Deny { reason }) => return withheld(reason, &p.name),
-                }
+        let shown = |result: ToolResult, by: Option<String>| {
+            (
+                Decision::Replace {
+                    result: result.clone(),
+                },
+                result,
+                by,
+            )
+        };
+        match rounds(&chain, request, real, input, subject, state).await {
+            Ended::Through {
+                rewritten: Some(result),
+                by,
+            } => shown(result, by),
+            Ended::Through {
+                rewritten: None, ..
+            } => (Decision::Allow, real.clone(), None),
+            // Not reached (a post `replace` is the rewrite), and harmless.
+            Ended::Replaced { result, by, .. } => shown(result, Some(by)),
+            Ended::Denied { reason, by } => {
+                let failure = ToolResult::error(format!(
+                    "toolgate: the output of this call was withheld: {reason}"
+                ));
+                (Decision::Deny { reason }, failure, Some(by))
             }
-            return match shown {
-                Some(result) => (
-                    Decision::Replace {
-                        result: result.clone(),
-                    },
-                    result,
-                    decided_by,
-                ),
-                None => (Decision::Allow, real.clone(), None),
-            };
         }
     }
 
@@ -748,6 +713,110 @@ fn too_many_rewrites(what: &str, last: &str) -> String {
         "toolgate: the hooks rewrote this call's {what} more than {MAX_REWRITES} times without \
          all of them agreeing on one (last rewrite by `{last}`), so this call is blocked"
     )
+}
+
+/// What one event's rounds are about: the input before the call, the shown
+/// result after it.
+struct Subject<S> {
+    event: Event,
+    /// The subject in words, for the too-many-rewrites denial.
+    what: &'static str,
+    /// The input and result a participant is asked about, given the subject
+    /// and the call's input.
+    ask: for<'s> fn(&'s S, &'s Value) -> (&'s Value, Option<&'s ToolResult>),
+    /// The subject a decision rewrites it to, or the decision back when it is
+    /// not a rewrite.
+    rewrite: fn(Decision) -> Result<S, Decision>,
+}
+
+/// How one event's rounds ended.
+enum Ended<S> {
+    /// Everyone let the subject through; `rewritten` is the last rewrite.
+    Through {
+        rewritten: Option<S>,
+        by: Option<String>,
+    },
+    /// A participant denied, or the rewrites never settled.
+    Denied { reason: String, by: String },
+    /// A participant answered for the tool (a pre `replace`).
+    Replaced {
+        result: ToolResult,
+        rewritten: Option<S>,
+        by: String,
+    },
+}
+
+/// Consults `chain` on `original` round by round (see `# Re-judgement`): a
+/// rewrite starts a new round from the top on the rewritten subject, with
+/// its author skipped; a rewrite that changes nothing is an allow; past
+/// [`MAX_REWRITES`] the call is denied.
+async fn rounds<S: PartialEq>(
+    chain: &[&Participant],
+    request: &Request,
+    original: &S,
+    input: &Value,
+    subject: Subject<S>,
+    state: &mut ChainState,
+) -> Ended<S> {
+    let mut current: Option<S> = None;
+    let mut by = None;
+    // Index (in `chain`) of the participant whose rewrite is current.
+    let mut author: Option<usize> = None;
+    let mut rewrites = 0u32;
+    'round: loop {
+        for (i, p) in chain.iter().enumerate() {
+            if author == Some(i) {
+                continue;
+            }
+            let now = current.as_ref().unwrap_or(original);
+            let (input, result) = (subject.ask)(now, input);
+            let asked = Asked {
+                event: subject.event,
+                input,
+                result,
+                round: rewrites + 1,
+            };
+            let Some(decision) = consult(p, request, asked, state).await else {
+                continue;
+            };
+            match (subject.rewrite)(decision) {
+                Ok(new) if &new == now => {}
+                Ok(new) => {
+                    rewrites += 1;
+                    by = Some(p.name.clone());
+                    current = Some(new);
+                    author = Some(i);
+                    if rewrites > MAX_REWRITES {
+                        return Ended::Denied {
+                            reason: too_many_rewrites(subject.what, &p.name),
+                            by: p.name.clone(),
+                        };
+                    }
+                    continue 'round;
+                }
+                Err(Decision::Deny { reason }) => {
+                    return Ended::Denied {
+                        reason,
+                        by: p.name.clone(),
+                    };
+                }
+                Err(Decision::Replace { result }) => {
+                    return Ended::Replaced {
+                        result,
+                        rewritten: current,
+                        by: p.name.clone(),
+                    };
+                }
+                // An allow; after the call `consult` has already turned a
+                // `modify` into a failure.
+                Err(Decision::Allow | Decision::Modify { .. }) => {}
+            }
+        }
+        return Ended::Through {
+            rewritten: current,
+            by,
+        };
+    }
 }
 
 /// What one participant is asked in one consultation.

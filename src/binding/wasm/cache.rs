@@ -55,10 +55,11 @@
 //!
 //! # Location
 //!
-//! `$TOOLGATE_CACHE_DIR`, else `$XDG_CACHE_HOME/toolgate/wasm`, else
-//! `~/.cache/toolgate/wasm`. If no directory can be used, components are
-//! compiled in memory each time (with a debug log), which is slower but
-//! correct.
+//! Wherever the embedding program says (`WasmOptions::cache_dir`; the
+//! `toolgate` binary uses `$TOOLGATE_CACHE_DIR`, else
+//! `$XDG_CACHE_HOME/toolgate/wasm`, else `~/.cache/toolgate/wasm`). With no
+//! directory, or one that cannot be used, components are compiled in memory
+//! each time (with a debug log), which is slower but correct.
 
 use std::fs::File;
 use std::hash::Hash;
