@@ -392,7 +392,7 @@ fn check_component_header(bytes: &[u8]) -> Result<(), LoadComponentError> {
 ///
 /// A syntax error is reported by line and column only: the text may be a
 /// file someone symlinked to a secret, and the error may reach the model.
-pub fn component_from_wat(wat: &str) -> Result<Vec<u8>, String> {
+pub(crate) fn component_from_wat(wat: &str) -> Result<Vec<u8>, String> {
     let mut module = wat_to_module(wat)?;
     let mut resolve = wit_parser::Resolve::default();
     let pkg = resolve
