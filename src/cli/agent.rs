@@ -45,17 +45,6 @@ use toolgate::agent::{Outward as Dialect, read_agent_input, render_outcome};
 /// Exit 0 with the decision as JSON on stdout; exit 2 (the call is blocked)
 /// with the reason on stderr when toolgate cannot evaluate.
 #[derive(clap::Args)]
-#[command(
-    after_help = "Install it by absolute path (a hook command that is not found lets calls \
-    through) for PreToolUse, PostToolUse and (Claude Code) PostToolUseFailure, e.g. in \
-    ~/.claude/settings.json:\n  \
-    {\"hooks\": {\"PreToolUse\": [{\"matcher\": \"*\", \"hooks\": [{\"type\": \"command\", \"command\": \"/usr/local/bin/toolgate claude-code\"}]}], ...}}\n\
-    Codex: the same entries with `toolgate codex` in ~/.codex/hooks.json, then trust them once in /hooks \
-    (Codex skips hooks nobody reviewed). The README's \"Coming from Claude Code / Codex\" lists what \
-    each answer becomes in each agent.\n\n\
-    Example:\n  \
-    echo '{\"hook_event_name\":\"PreToolUse\",\"tool_name\":\"Bash\",\"tool_input\":{\"command\":\"git push --force\"},\"cwd\":\"examples/demo\"}' | toolgate claude-code"
-)]
 pub(crate) struct Args {
     /// The workspace, overriding $CLAUDE_PROJECT_DIR and the call's cwd.
     #[arg(long, value_name = "DIR")]
@@ -67,6 +56,64 @@ pub(crate) struct Args {
           value_parser = clap::value_parser!(u64).range(100..=600_000))]
     deadline_ms: u64,
 }
+
+/// `toolgate claude-code --help`: where Claude Code reads its hooks, and an
+/// entry that pastes as valid JSON (short lines: nothing is wrapped inside a
+/// string on an 80-column terminal).
+pub(crate) const CLAUDE_CODE_HELP: &str = r#"Install it by absolute path (a hook command that is not found lets calls
+through) in ~/.claude/settings.json, or a project's .claude/settings.json,
+for PreToolUse, PostToolUse and PostToolUseFailure:
+
+{
+  "hooks": {
+    "PreToolUse": [
+      {
+        "matcher": "*",
+        "hooks": [
+          {
+            "type": "command",
+            "command": "/usr/local/bin/toolgate claude-code"
+          }
+        ]
+      }
+    ]
+  }
+}
+
+and the same entry under "PostToolUse" and "PostToolUseFailure". The
+README's "Coming from Claude Code / Codex" lists what each answer becomes.
+
+Example:
+  toolgate claude-code < examples/demo/claude-pre-force-push.json"#;
+
+/// `toolgate codex --help`: where Codex reads its hooks, and that it skips
+/// hooks nobody trusted.
+pub(crate) const CODEX_HELP: &str = r#"Install it by absolute path (a hook command that is not found lets calls
+through) in ~/.codex/hooks.json (or $CODEX_HOME/hooks.json) for PreToolUse
+and PostToolUse, then trust it once in Codex's /hooks: Codex skips hooks
+nobody reviewed, without a word in `codex exec`.
+
+{
+  "hooks": {
+    "PreToolUse": [
+      {
+        "matcher": "*",
+        "hooks": [
+          {
+            "type": "command",
+            "command": "/usr/local/bin/toolgate codex"
+          }
+        ]
+      }
+    ]
+  }
+}
+
+and the same entry under "PostToolUse". The README's "Coming from Claude
+Code / Codex" lists what each answer becomes.
+
+Example:
+  toolgate codex < examples/demo/claude-pre-force-push.json"#;
 
 /// Default `--deadline-ms`: 50 s, inside the 60 s hook timeout that Claude
 /// Code long used by default and that users commonly configure, with room
@@ -137,7 +184,10 @@ fn evaluate(
     started: Instant,
     chain_budget: Duration,
 ) -> anyhow::Result<Option<serde_json::Value>> {
-    let bytes = super::read_stdin("the hook input")?;
+    let bytes = super::read_stdin(
+        "the hook input",
+        "toolgate claude-code < examples/demo/claude-pre-force-push.json",
+    )?;
     // Fault injection for the tests that pin the panic hook and the
     // watchdog; compiled out of release builds.
     #[cfg(debug_assertions)]

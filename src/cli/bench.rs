@@ -10,10 +10,12 @@ use std::path::PathBuf;
 /// budget with each target marked met or not.
 #[derive(clap::Args)]
 #[command(after_help = "Examples:\n  \
-    toolgate bench                     # full run (about a minute)\n  \
-    toolgate bench --quick             # a smoke run\n  \
+    toolgate bench              # a full run, a few minutes\n  \
+    toolgate bench --quick      # a smoke run\n  \
     toolgate bench --json > bench.json\n\n\
-    Guests are taken from guest-examples/*/out/*.wasm (build them with guest-examples/build-all).")]
+    Guests are taken from guest-examples/*/out/*.wasm\n\
+    (build them with guest-examples/build-all). Run it from a release build\n\
+    (cargo build --release): a debug build's numbers are not the product's.")]
 pub(crate) struct Args {
     /// Rounds of interleaved batches.
     #[arg(long, default_value_t = 20)]

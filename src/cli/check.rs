@@ -11,6 +11,7 @@
 //! post call for it.
 
 use super::{EXIT_DENIED, runtime};
+use anyhow::Context;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use toolgate::{HookRunner, wire};
@@ -21,12 +22,19 @@ use toolgate::{HookRunner, wire};
 /// 1: toolgate could not evaluate (bad config, bad request); the reason is
 /// on stderr, and a caller must treat it as a denial.
 #[derive(clap::Args)]
-#[command(after_help = "Example:\n  \
-    echo '{\"event\":\"pre_tool_use\",\"tool\":\"shell\",\"input\":{\"command\":\"git push --force\"}}' \\\n    \
-    | toolgate check --workspace examples/demo\n\n\
-    Output: {\"decision\":\"deny\",\"reason\":\"…\",\"decided_by\":\"…\",\"runs\":[…]}\n\
-    Fields: decision (allow|deny|modify|replace), reason (deny), input (modify: the final input),\n\
-    result (replace: what the model is shown), context, decided_by, runs (one record per hook that ran).")]
+#[command(after_help = "Examples:\n  \
+    toolgate check --workspace examples/demo < examples/demo/force-push.json\n  \
+    toolgate check --event pre_tool_use --tool shell <<'EOF'\n\
+{\"input\": {\"command\": \"git push --force\"}}\n\
+EOF\n\n\
+    Output, one JSON object:\n  \
+    decision    allow | deny | modify | replace\n  \
+    reason      deny: why, for the model\n  \
+    input       modify: the final input\n  \
+    result      replace: what the model is shown (post deny: the failure shown)\n  \
+    context     advisory text for the model\n  \
+    decided_by  the hook whose answer decided\n  \
+    runs        one record per hook that ran")]
 pub(crate) struct Args {
     /// The workspace whose .toolgate/hooks.json applies [default: the
     /// nearest ancestor of the working directory with a .toolgate/].
@@ -42,8 +50,12 @@ pub(crate) struct Args {
 
 pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     let workspace = super::workspace(args.workspace)?;
-    let bytes = super::read_stdin("the request")?;
-    let request = wire::read_request(&bytes, args.event.as_deref(), args.tool.as_deref())?;
+    let bytes = super::read_stdin(
+        "the request",
+        "toolgate check < examples/demo/force-push.json",
+    )?;
+    let request = wire::read_request(&bytes, args.event.as_deref(), args.tool.as_deref())
+        .context("the request on stdin")?;
     let config = super::env::load(&workspace.root, true)?;
     let runner = HookRunner::builder().config(config).build();
     let outcome = runtime()?.block_on(runner.evaluate(&request));

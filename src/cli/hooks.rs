@@ -4,11 +4,9 @@
 //! an operator can see exactly which guards a call in this workspace meets and
 //! in what order. `--check` validates only, for CI and pre-commit use.
 
-use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use toolgate::config::HookSpec;
 use toolgate::{BindingSpec, CommandSpec};
 use toolgate::{Config, Source};
 
@@ -36,19 +34,28 @@ pub(crate) struct Args {
 
 pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     let workspace = super::workspace(args.workspace)?;
-    let config = super::env::load(&workspace.root, true)?;
+    let config = match super::env::load(&workspace.root, true) {
+        Ok(config) => config,
+        Err(e) => {
+            // Every problem at once: the loader's, and the bare programs
+            // not on PATH (which only this command checks) in the same files.
+            let files = [
+                super::env::global_dir().map(|d| d.join("hooks.json")),
+                Some(workspace.root.join(toolgate::config::WORKSPACE_FILE)),
+            ];
+            let mut problems = vec![e.to_string()];
+            problems.extend(missing_in_files(files.iter().flatten()));
+            anyhow::bail!("{}", problems.join("\n"));
+        }
+    };
     let missing: Vec<String> = config
         .hooks()
         .iter()
         .filter_map(|h| {
-            missing_program(h).map(|p| {
-                format!(
-                    "{}: hooks[{}] ({:?}): field `command`: program {p:?} is not on PATH",
-                    h.file.display(),
-                    h.index,
-                    h.name
-                )
-            })
+            let BindingSpec::Subprocess(CommandSpec { program, .. }) = &h.binding else {
+                return None;
+            };
+            not_on_path(program).then(|| missing_message(&h.file, h.index, &h.name, program))
         })
         .collect();
     if args.check {
@@ -109,22 +116,17 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 fn print_table(config: &Config) {
-    let mut table = Table::new();
-    table.load_style(UTF8_FULL_CONDENSED).set_header([
-        "#",
-        "name",
-        "source",
-        "binding",
-        "events",
-        "tools",
-        "timeout",
-        "limits",
-        "on_failure",
-        "runs",
-    ]);
+    // Six columns, related facts stacked in one cell, so the table reads at
+    // 80 columns; `--json` has every field on its own.
+    let mut table = super::table(&["#", "hook", "from", "applies to", "limits", "runs"]);
+    for column in 0..3 {
+        if let Some(c) = table.column_mut(column) {
+            c.set_constraint(comfy_table::ColumnConstraint::ContentWidth);
+        }
+    }
     for (i, hook) in config.hooks().iter().enumerate() {
         let tools = match (&hook.tools, &hook.matcher) {
-            (None, None) => "all".to_owned(),
+            (None, None) => "every tool".to_owned(),
             (tools, matcher) => [
                 tools.as_ref().map(|t| t.join(", ")),
                 matcher.as_ref().map(|m| format!("/{m}/")),
@@ -135,27 +137,20 @@ fn print_table(config: &Config) {
             .join(" or "),
         };
         let events: Vec<&str> = hook.events.iter().map(|e| e.as_str()).collect();
-        let (runs, limits) = (
-            hook.binding.runs(),
-            hook.binding.limits().unwrap_or_else(|| "-".to_owned()),
-        );
-        // Every cell may carry text a workspace wrote: one line, no
+        let mut limits = vec![format!("{} ms", hook.timeout_ms)];
+        limits.extend(hook.binding.limits());
+        limits.push(format!("on failure: {}", hook.on_failure));
+        // Every cell may carry text a workspace wrote: one line each, no
         // terminal control sequences.
-        table.add_row(
-            [
-                (i + 1).to_string(),
-                hook.name.clone(),
-                hook.source.to_string(),
-                hook.binding_kind().to_string(),
-                events.join(", "),
-                tools,
-                format!("{} ms", hook.timeout_ms),
-                limits,
-                hook.on_failure.to_string(),
-                runs,
-            ]
-            .map(|cell| toolgate::text::one_line(&cell)),
-        );
+        let one = |text: &str| toolgate::text::one_line(text);
+        table.add_row([
+            (i + 1).to_string(),
+            one(&hook.name),
+            format!("{}\n{}", hook.source, hook.binding_kind()),
+            format!("{}\n{}", events.join(", "), one(&tools)),
+            limits.iter().map(|l| one(l)).collect::<Vec<_>>().join("\n"),
+            one(&hook.binding.runs()),
+        ]);
     }
     if config.hooks().is_empty() {
         outln!("no hooks configured");
@@ -213,17 +208,51 @@ fn cache_warnings(config: &Config) -> Vec<String> {
         .collect()
 }
 
-/// A bare program name that is not on `PATH`: every call would fail to spawn.
-fn missing_program(hook: &HookSpec) -> Option<String> {
-    let BindingSpec::Subprocess(CommandSpec { program, .. }) = &hook.binding else {
-        return None;
-    };
+/// Whether `program` is a bare name that is not on `PATH`: every call would
+/// fail to spawn.
+fn not_on_path(program: &Path) -> bool {
     if program.components().count() != 1 || program.is_absolute() {
-        return None;
+        return false;
     }
-    let path = std::env::var_os("PATH")?;
-    let found = std::env::split_paths(&path).any(|dir| is_executable(&dir.join(program)));
-    (!found).then(|| program.display().to_string())
+    let Some(path) = std::env::var_os("PATH") else {
+        return true;
+    };
+    !std::env::split_paths(&path).any(|dir| is_executable(&dir.join(program)))
+}
+
+fn missing_message(file: &Path, index: usize, name: &str, program: &Path) -> String {
+    format!(
+        "{}: hooks[{index}] ({name:?}): field `command`: program {:?} is not on PATH",
+        file.display(),
+        program.display().to_string()
+    )
+}
+
+/// The bare programs not on `PATH` in config files that did not load, read
+/// leniently (regular files of at most 1 MiB only; anything else the loader
+/// has already reported).
+fn missing_in_files<'a>(files: impl Iterator<Item = &'a PathBuf>) -> Vec<String> {
+    let mut out = Vec::new();
+    for file in files {
+        let small_regular = std::fs::symlink_metadata(file)
+            .is_ok_and(|m| m.file_type().is_file() && m.len() <= 1 << 20);
+        let Some(value) = small_regular
+            .then(|| std::fs::read(file).ok())
+            .flatten()
+            .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
+        else {
+            continue;
+        };
+        let hooks = value["hooks"].as_array().cloned().unwrap_or_default();
+        for (index, hook) in hooks.iter().enumerate() {
+            let program = hook["command"][0].as_str().unwrap_or_default();
+            if !program.is_empty() && !program.contains('/') && not_on_path(Path::new(program)) {
+                let name = hook["name"].as_str().unwrap_or_default();
+                out.push(missing_message(file, index, name, Path::new(program)));
+            }
+        }
+    }
+    out
 }
 
 fn is_executable(path: &Path) -> bool {

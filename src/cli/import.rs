@@ -14,9 +14,11 @@ pub(crate) struct Args {
 enum From {
     /// Write the hooks.json equivalent to a Claude Code settings file, and list
     /// everything that could not be carried over.
-    #[command(after_help = "Example:\n  \
-        toolgate import claude-code .claude/settings.json          # writes .toolgate/hooks.json\n  \
-        toolgate import claude-code ~/.claude/settings.json -o -   # print instead of writing")]
+    #[command(after_help = "Examples:\n  \
+        # write .toolgate/hooks.json beside the project's .claude/:\n  \
+        toolgate import claude-code .claude/settings.json\n  \
+        # print instead of writing:\n  \
+        toolgate import claude-code ~/.claude/settings.json -o -")]
     ClaudeCode {
         /// The settings file (.claude/settings.json, ~/.claude/settings.json, …).
         settings: PathBuf,
@@ -41,7 +43,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     let value: serde_json::Value = serde_json::from_str(&text)
         .map_err(|e| anyhow::anyhow!("{}: not valid JSON: {e}", settings.display()))?;
     let imported = toolgate::agent::import_settings(&value);
-    let rendered = serde_json::to_string_pretty(&imported.hooks_json)? + "\n";
+    let rendered = imported.to_pretty_json();
     let output = output.unwrap_or_else(|| default_output(&settings));
     let count = imported.hooks_json["hooks"].as_array().map_or(0, Vec::len);
     if output == Path::new("-") {

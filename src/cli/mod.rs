@@ -88,8 +88,7 @@ pub(crate) const EXIT_DENIED: u8 = 2;
         input to the next hook; a hook that fails is treated as a deny unless it \
         says on_failure: allow.",
     after_help = "Examples:\n  \
-        echo '{\"event\":\"pre_tool_use\",\"tool\":\"shell\",\"input\":{\"command\":\"git push --force\"}}' \\\n    \
-        | toolgate check --workspace examples/demo\n  \
+        toolgate check --workspace examples/demo < examples/demo/force-push.json\n  \
         toolgate hooks --workspace examples/demo\n\n\
         Set TOOLGATE_LOG=debug to see what the chain does on stderr."
 )]
@@ -104,8 +103,11 @@ enum Command {
     Hooks(hooks::Args),
     Bench(bench::Args),
     /// Be a Claude Code hook: read its stdin, run the chain, answer in its format.
+    #[command(after_help = agent::CLAUDE_CODE_HELP)]
     ClaudeCode(agent::Args),
-    /// Be a Codex hook: like claude-code, within Codex's stricter output schema.
+    /// Be a Codex hook: read its stdin, run the chain, answer in Codex's
+    /// stricter output schema.
+    #[command(after_help = agent::CODEX_HELP)]
     Codex(agent::Args),
     Import(import::Args),
     New(new::Args),
@@ -235,10 +237,16 @@ pub(crate) mod env {
 pub(crate) const MAX_STDIN: u64 = 64 * 1024 * 1024;
 
 /// Reads `what` from stdin, refusing more than [`MAX_STDIN`] bytes rather
-/// than cutting it short.
-pub(crate) fn read_stdin(what: &str) -> anyhow::Result<Vec<u8>> {
+/// than cutting it short. On a terminal with nothing piped, says what it is
+/// waiting for (`example` shows how to pipe it) instead of waiting silently.
+pub(crate) fn read_stdin(what: &str, example: &str) -> anyhow::Result<Vec<u8>> {
     use anyhow::Context;
-    use std::io::Read;
+    use std::io::{IsTerminal, Read};
+    if std::io::stdin().is_terminal() {
+        eprintln!(
+            "toolgate: reading {what} from stdin (type it and end with Ctrl-D), or pipe it: {example}"
+        );
+    }
     let mut bytes = Vec::new();
     std::io::stdin()
         .take(MAX_STDIN + 1)
@@ -248,6 +256,27 @@ pub(crate) fn read_stdin(what: &str) -> anyhow::Result<Vec<u8>> {
         anyhow::bail!("{what} on stdin is larger than {MAX_STDIN} bytes");
     }
     Ok(bytes)
+}
+
+/// A table that fits the terminal: cells wrap to `$COLUMNS` or the
+/// terminal's width; piped with no `$COLUMNS`, nothing is cut (`--json`
+/// always has everything).
+pub(crate) fn table(header: &[&str]) -> comfy_table::Table {
+    use comfy_table::{ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
+    let mut table = Table::new();
+    table
+        .load_style(UTF8_FULL_CONDENSED)
+        .set_header(header.to_vec());
+    let width = std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.parse::<u16>().ok())
+        .or_else(|| terminal_size::terminal_size_of(std::io::stdout()).map(|(w, _)| w.0));
+    if let Some(width) = width {
+        table
+            .set_content_arrangement(ContentArrangement::Dynamic)
+            .set_width(width);
+    }
+    table
 }
 
 /// The tokio runtime the commands run the chain on.

@@ -17,7 +17,8 @@ use std::process::ExitCode;
 #[derive(clap::Args)]
 #[command(after_help = "Example:\n  \
     toolgate new --lang go no-sudo\n  \
-    cd no-sudo && ./test.sh      # builds out/no-sudo.wasm, runs tests/*.json through `toolgate check`")]
+    # build out/no-sudo.wasm, then run tests/*.json through `toolgate check`:\n  \
+    cd no-sudo && ./test.sh")]
 pub(crate) struct Args {
     /// The language the hook is written in.
     #[arg(long, value_enum)]

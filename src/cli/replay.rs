@@ -1,7 +1,6 @@
 //! `toolgate replay`: run a recorded session through the chain.
 
 use super::runtime;
-use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -16,7 +15,8 @@ use toolgate::{HookRunner, replay};
 #[derive(clap::Args)]
 #[command(after_help = "Examples:\n  \
     toolgate replay examples/demo/session.jsonl --workspace examples/demo\n  \
-    toolgate replay ~/.claude/projects/<project>/<session>.jsonl --workspace . --json")]
+    # a Claude Code session of this project, as JSON:\n  \
+    toolgate replay ~/.claude/projects/<project>/<session>.jsonl --json")]
 pub(crate) struct Args {
     /// The recording (JSONL).
     file: PathBuf,
@@ -53,8 +53,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         outln!("{}", serde_json::to_string_pretty(&out)?);
         return Ok(ExitCode::SUCCESS);
     }
-    let mut table = Table::new();
-    table.load_style(UTF8_FULL_CONDENSED).set_header([
+    let mut table = super::table(&[
         "#", "line", "event", "tool", "input", "decision", "by", "latency",
     ]);
     for r in &rows {

@@ -66,6 +66,53 @@ pub struct Imported {
     pub not_carried: Vec<String>,
 }
 
+impl Imported {
+    /// The hooks.json text, keys in the order a person reads them (`schema`
+    /// first; in each hook `name`, then what runs, then when and how).
+    pub fn to_pretty_json(&self) -> String {
+        const ORDER: [&str; 10] = [
+            "schema",
+            "hooks",
+            "name",
+            "command",
+            "protocol",
+            "event",
+            "tools",
+            "matcher",
+            "timeout_ms",
+            "on_failure",
+        ];
+        struct Ordered<'a>(&'a Value);
+        impl serde::Serialize for Ordered<'_> {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                use serde::ser::{SerializeMap, SerializeSeq};
+                match self.0 {
+                    Value::Object(map) => {
+                        let rank =
+                            |k: &str| ORDER.iter().position(|o| *o == k).unwrap_or(ORDER.len());
+                        let mut keys: Vec<&String> = map.keys().collect();
+                        keys.sort_by_key(|k| (rank(k), (*k).clone()));
+                        let mut out = s.serialize_map(Some(keys.len()))?;
+                        for k in keys {
+                            out.serialize_entry(k, &Ordered(&map[k]))?;
+                        }
+                        out.end()
+                    }
+                    Value::Array(items) => {
+                        let mut out = s.serialize_seq(Some(items.len()))?;
+                        for item in items {
+                            out.serialize_element(&Ordered(item))?;
+                        }
+                        out.end()
+                    }
+                    other => other.serialize(s),
+                }
+            }
+        }
+        serde_json::to_string_pretty(&Ordered(&self.hooks_json)).unwrap_or_default() + "\n"
+    }
+}
+
 /// Translates the `hooks` of a Claude Code settings file into hooks.json.
 ///
 /// - `PreToolUse` / `PostToolUse` command hooks become subprocess hooks with

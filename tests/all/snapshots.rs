@@ -12,6 +12,12 @@ fn text(cmd: &mut std::process::Command) -> String {
     String::from_utf8(out.stdout).expect("UTF-8 output")
 }
 
+/// Piped and with no `$COLUMNS`: a table is not wrapped at all.
+fn unwrapped(cmd: &mut std::process::Command) -> String {
+    let out = succeeded(cmd.env_remove("COLUMNS").env("NO_COLOR", "1"));
+    String::from_utf8(out.stdout).expect("UTF-8 output")
+}
+
 #[test]
 fn every_help_reads_as_pinned() {
     let commands: [&[&str]; 10] = [
@@ -57,7 +63,7 @@ fn the_hooks_table_reads_as_pinned() {
     );
     let global = fixed_length_dir("tg-snap-gl-");
     let cache = tempfile::tempdir().unwrap();
-    let out = text(
+    let out = unwrapped(
         toolgate()
             .args(["hooks", "--workspace"])
             .arg(workspace.path())
