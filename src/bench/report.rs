@@ -226,3 +226,44 @@ impl fmt::Display for Report {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_debug_build_says_its_numbers_are_not_the_products() {
+        let report = Report {
+            machine: Machine {
+                cpu: "cpu".into(),
+                cores: 2,
+                kernel: "6".into(),
+                loadavg: "0".into(),
+            },
+            load_before: "0".into(),
+            load_after: "0".into(),
+            wasm_engine: serde_json::json!({}),
+            rounds: 1,
+            reference: "r".into(),
+            latency: Vec::new(),
+            loads: Vec::new(),
+            throughput: Throughput {
+                guest: "r".into(),
+                one_thread_calls_per_s: 1.0,
+                two_threads_calls_per_s: 2.0,
+                ratio: 2.0,
+            },
+            resident_bytes_per_instance: 0,
+            budget: vec![Target::new("t".into(), 1.0, 2.0, "µs", true)],
+            debug_build: true,
+        };
+        let text = report.to_string();
+        assert!(text.contains("debug build"), "{text}");
+        assert!(text.contains("✓ t"), "{text}");
+        let release = Report {
+            debug_build: false,
+            ..report
+        };
+        assert!(!release.to_string().contains("debug build"));
+    }
+}

@@ -67,7 +67,8 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         let count = |s: Source| config.hooks().iter().filter(|h| h.source == s).count();
         outln!(
-            "ok: {} hooks ({} global, {} workspace; workspace {})",
+            "{} {} hooks ({} global, {} workspace; workspace {})",
+            super::colour::decision("allow", "ok:"),
             config.hooks().len(),
             count(Source::Global),
             count(Source::Workspace),

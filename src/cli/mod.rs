@@ -134,7 +134,11 @@ pub(crate) fn main() -> ExitCode {
         Err(e) => {
             // Error text may quote what a hook or a config said: no terminal
             // control sequences reach the operator's terminal.
-            eprintln!("toolgate: {}", toolgate::text::sanitize(&format!("{e:#}")));
+            eprintln!(
+                "{} {}",
+                colour::error("toolgate:"),
+                toolgate::text::sanitize(&format!("{e:#}"))
+            );
             ExitCode::from(EXIT_ERROR)
         }
     }
@@ -215,7 +219,12 @@ pub(crate) mod env {
             _ if one_shot => Allocator::OneShot,
             _ => Allocator::Pooling,
         };
-        let options = WasmOptions::new().allocator(allocator);
+        let mut options = WasmOptions::new().allocator(allocator);
+        // A first compile takes seconds to minutes: say so on a terminal,
+        // stay quiet when stderr is a pipe (an agent reading it).
+        if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+            options = options.progress(|line| eprintln!("toolgate: {line}"));
+        }
         match cache_dir() {
             Some(dir) => options.cache_dir(dir),
             None => options,
@@ -256,6 +265,54 @@ pub(crate) fn read_stdin(what: &str, example: &str) -> anyhow::Result<Vec<u8>> {
         anyhow::bail!("{what} on stdin is larger than {MAX_STDIN} bytes");
     }
     Ok(bytes)
+}
+
+/// Colour where it helps a person read (decisions, failures): on a terminal,
+/// never when piped or with `NO_COLOR` set; `CLICOLOR_FORCE` forces it (for
+/// a pager that understands it).
+pub(crate) mod colour {
+    use anstyle::{AnsiColor, Style};
+    use std::io::IsTerminal;
+
+    fn set(key: &str) -> bool {
+        std::env::var_os(key).is_some_and(|v| !v.is_empty() && v != "0")
+    }
+
+    fn enabled(is_terminal: bool) -> bool {
+        !set("NO_COLOR") && (set("CLICOLOR_FORCE") || is_terminal)
+    }
+
+    fn paint(text: &str, style: Style, on: bool) -> String {
+        if on {
+            format!("{style}{text}{style:#}")
+        } else {
+            text.to_owned()
+        }
+    }
+
+    /// A decision's word (or a phrase about it), coloured by what it did, for
+    /// stdout.
+    pub(crate) fn decision(word: &str, text: &str) -> String {
+        let colour = match word {
+            "deny" | "failed" => AnsiColor::Red,
+            "modify" | "replace" => AnsiColor::Yellow,
+            _ => AnsiColor::Green,
+        };
+        paint(
+            text,
+            Style::new().fg_color(Some(colour.into())),
+            enabled(std::io::stdout().is_terminal()),
+        )
+    }
+
+    /// An error's prefix on stderr.
+    pub(crate) fn error(text: &str) -> String {
+        paint(
+            text,
+            Style::new().fg_color(Some(AnsiColor::Red.into())).bold(),
+            enabled(std::io::stderr().is_terminal()),
+        )
+    }
 }
 
 /// A table that fits the terminal: cells wrap to `$COLUMNS` or the

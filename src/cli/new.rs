@@ -94,6 +94,8 @@ impl Lang {
         match self {
             Lang::Rust => &[
                 ("Cargo.toml", sdk!("templates/rust/Cargo.toml"), false),
+                // Reproducible builds: the versions the examples are built and tested with.
+                ("Cargo.lock", sdk!("templates/rust/Cargo.lock"), false),
                 ("src/lib.rs", sdk!("templates/rust/src/lib.rs"), false),
                 ("toolgate/rust/Cargo.toml", sdk!("rust/Cargo.toml"), false),
                 ("toolgate/rust/src/lib.rs", sdk!("rust/src/lib.rs"), false),

@@ -81,7 +81,10 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         );
     }
     outln!("{table}");
-    let summary: Vec<String> = totals.iter().map(|(d, n)| format!("{n} {d}")).collect();
+    let summary: Vec<String> = totals
+        .iter()
+        .map(|(d, n)| super::colour::decision(d, &format!("{n} {d}")))
+        .collect();
     outln!(
         "{} calls, {} events: {}",
         recording.calls.len(),
@@ -91,9 +94,10 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     let clean = toolgate::text::one_line;
     for r in rows.iter().filter(|r| r.reason.is_some()) {
         outln!(
-            "  #{} {} denied by {}: {}",
+            "  #{} {} {} {}: {}",
             r.call,
             clean(&r.tool),
+            super::colour::decision("deny", "denied by"),
             clean(r.decided_by.as_deref().unwrap_or("?")),
             clean(r.reason.as_deref().unwrap_or(""))
         );

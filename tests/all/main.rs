@@ -8,6 +8,7 @@ mod chain;
 mod claude;
 mod cli;
 mod config;
+mod first_hour;
 mod guest_examples;
 mod guests;
 mod interceptor;

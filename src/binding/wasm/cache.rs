@@ -129,11 +129,48 @@ pub fn wasmtime_version() -> &'static str {
     "48.0.8"
 }
 
+/// Who to tell about a compile, and what to call the component.
+pub(crate) type Progress<'a> = Option<(fn(&str), &'a str)>;
+
+/// Compiles `bytes`, telling `progress` (when given) before and after: a
+/// language runtime takes seconds to minutes on a small machine, and a
+/// person should not watch a silent terminal meanwhile.
+fn compile_component(
+    engine: &Engine,
+    bytes: &[u8],
+    progress: Progress<'_>,
+) -> wasmtime::Result<Component> {
+    let started = std::time::Instant::now();
+    if let Some((say, label)) = progress {
+        let size = if bytes.len() >= 1 << 20 {
+            format!("{:.1} MiB", bytes.len() as f64 / (1 << 20) as f64)
+        } else {
+            format!("{} KiB", bytes.len().div_ceil(1024))
+        };
+        say(&format!(
+            "compiling {label} ({size}; later loads come from the compile cache)…"
+        ));
+    }
+    let component = Component::new(engine, bytes)?;
+    if let Some((say, label)) = progress {
+        say(&format!(
+            "compiled {label} in {:.1} s",
+            started.elapsed().as_secs_f64()
+        ));
+    }
+    Ok(component)
+}
+
 /// Loads `bytes` as a component, through the cache in `dir` if given.
-pub(crate) fn load(engine: &Engine, dir: Option<&Path>, bytes: &[u8]) -> wasmtime::Result<Loaded> {
+pub(crate) fn load(
+    engine: &Engine,
+    dir: Option<&Path>,
+    bytes: &[u8],
+    progress: Progress<'_>,
+) -> wasmtime::Result<Loaded> {
     let compile = |outcome, warning| {
         Ok(Loaded {
-            component: Component::new(engine, bytes)?,
+            component: compile_component(engine, bytes, progress)?,
             outcome,
             warning,
         })
@@ -204,7 +241,7 @@ pub(crate) fn load(engine: &Engine, dir: Option<&Path>, bytes: &[u8]) -> wasmtim
             outcome = CacheOutcome::Rebuilt;
         }
     }
-    let component = Component::new(engine, bytes)?;
+    let component = compile_component(engine, bytes, progress)?;
     if let Err(e) = store(&artifact, &meta, &key, &component.serialize()?) {
         tracing::debug!("could not write cache entry {}: {e}", artifact.display());
     }

@@ -153,6 +153,9 @@ pub struct WasmOptions {
     pub cache_dir: Option<PathBuf>,
     /// The instance allocator.
     pub allocator: Allocator,
+    /// Told a line before and after a component is compiled (not when it
+    /// comes from the cache), for a person watching; `None` says nothing.
+    pub progress: Option<fn(&str)>,
 }
 
 impl WasmOptions {
@@ -170,6 +173,12 @@ impl WasmOptions {
     /// Uses `allocator`.
     pub fn allocator(mut self, allocator: Allocator) -> Self {
         self.allocator = allocator;
+        self
+    }
+
+    /// Tells `progress` when a component is being compiled.
+    pub fn progress(mut self, progress: fn(&str)) -> Self {
+        self.progress = Some(progress);
         self
     }
 }
@@ -236,8 +245,17 @@ pub(crate) fn load(
         component,
         outcome,
         warning: cache_warning,
-    } = cache::load(&runtime.engine, cache_dir, &bytes)
-        .map_err(|e| LoadComponentError::Compile(format!("{e:#}")))?;
+    } = cache::load(
+        &runtime.engine,
+        cache_dir,
+        &bytes,
+        options
+            .progress
+            .map(|say| (say, path.display().to_string()))
+            .as_ref()
+            .map(|(say, label)| (*say, label.as_str())),
+    )
+    .map_err(|e| LoadComponentError::Compile(format!("{e:#}")))?;
     let imports: Vec<String> = component
         .component_type()
         .imports(&runtime.engine)
