@@ -137,7 +137,32 @@ fn fmt_us(us: f64) -> String {
 
 impl fmt::Display for Report {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
+        self.write(f, None)
+    }
+}
+
+impl Report {
+    /// The tables and figures as text, tables fitted to `width` columns when
+    /// given (cells wrap), whole otherwise (what `Display` gives).
+    pub fn render(&self, width: Option<u16>) -> String {
+        struct Fitted<'a>(&'a Report, Option<u16>);
+        impl fmt::Display for Fitted<'_> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                self.0.write(f, self.1)
+            }
+        }
+        Fitted(self, width).to_string()
+    }
+
+    fn write(&self, f: &mut fmt::Formatter<'_>, width: Option<u16>) -> fmt::Result {
+        use comfy_table::{ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
+        let fit = |table: &mut Table| {
+            if let Some(w) = width {
+                table
+                    .set_content_arrangement(ContentArrangement::Dynamic)
+                    .set_width(w);
+            }
+        };
         let m = &self.machine;
         writeln!(
             f,
@@ -162,6 +187,7 @@ impl fmt::Display for Report {
             self.rounds,
         )?;
         let mut table = Table::new();
+        fit(&mut table);
         table.load_style(UTF8_FULL_CONDENSED).set_header([
             "scenario",
             "calls",
@@ -186,6 +212,7 @@ impl fmt::Display for Report {
             self.reference
         )?;
         let mut loads = Table::new();
+        fit(&mut loads);
         loads.load_style(UTF8_FULL_CONDENSED).set_header([
             "guest",
             "size",
@@ -260,6 +287,24 @@ mod tests {
         let text = report.to_string();
         assert!(text.contains("debug build"), "{text}");
         assert!(text.contains("✓ t"), "{text}");
+        let narrow = Report {
+            latency: vec![Row {
+                scenario: "a scenario with a long name that would not fit ".repeat(3),
+                calls: 1,
+                median_us: 1.0,
+                p99_us: 1.0,
+                calls_per_s: 1.0,
+                ratio_to_reference: Some(1.0),
+            }],
+            ..report.clone()
+        }
+        .render(Some(80));
+        for line in narrow
+            .lines()
+            .filter(|l| l.starts_with(['│', '┌', '└', '╞']))
+        {
+            assert!(line.chars().count() <= 80, "{line}");
+        }
         let release = Report {
             debug_build: false,
             ..report

@@ -43,7 +43,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<std::process::ExitCode> {
     if args.json {
         outln!("{}", serde_json::to_string_pretty(&report)?);
     } else {
-        outln!("{report}");
+        outln!("{}", report.render(super::width()));
     }
     Ok(std::process::ExitCode::SUCCESS)
 }

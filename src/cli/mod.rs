@@ -315,6 +315,14 @@ pub(crate) mod colour {
     }
 }
 
+/// The width tables fit: `$COLUMNS`, else stdout's terminal, else none.
+pub(crate) fn width() -> Option<u16> {
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.parse::<u16>().ok())
+        .or_else(|| terminal_size::terminal_size_of(std::io::stdout()).map(|(w, _)| w.0))
+}
+
 /// A table that fits the terminal: cells wrap to `$COLUMNS` or the
 /// terminal's width; piped with no `$COLUMNS`, nothing is cut (`--json`
 /// always has everything).
@@ -324,11 +332,7 @@ pub(crate) fn table(header: &[&str]) -> comfy_table::Table {
     table
         .load_style(UTF8_FULL_CONDENSED)
         .set_header(header.to_vec());
-    let width = std::env::var("COLUMNS")
-        .ok()
-        .and_then(|c| c.parse::<u16>().ok())
-        .or_else(|| terminal_size::terminal_size_of(std::io::stdout()).map(|(w, _)| w.0));
-    if let Some(width) = width {
+    if let Some(width) = width() {
         table
             .set_content_arrangement(ContentArrangement::Dynamic)
             .set_width(width);

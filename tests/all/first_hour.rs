@@ -340,7 +340,11 @@ fn the_rust_scaffold_ships_the_lock_file_its_example_is_built_with() {
 #[test]
 fn a_file_that_is_not_a_component_gets_one_line_saying_what_it_is() {
     let fx = Fixture::new();
-    std::fs::write(fx.workspace().join("notes.wasm"), "these are notes\n\u{1}\u{2}").unwrap();
+    std::fs::write(
+        fx.workspace().join("notes.wasm"),
+        "these are notes\n\u{1}\u{2}",
+    )
+    .unwrap();
     // A core module: the 8-byte preamble of WebAssembly version 1.
     std::fs::write(fx.workspace().join("core.wasm"), b"\0asm\x01\0\0\0").unwrap();
     fx.workspace_hooks(json!([
@@ -357,8 +361,20 @@ fn a_file_that_is_not_a_component_gets_one_line_saying_what_it_is() {
     let err = stderr(&out);
     let lines: Vec<&str> = err.lines().collect();
     assert_eq!(lines.len(), 2, "one line each: {err}");
-    assert!(lines[0].contains("(\"notes\")") && lines[0].contains("not a WebAssembly component"), "{err}");
-    assert!(!err.contains("these are notes") && !err.contains("[116,"), "no content, no byte dump: {err}");
-    assert!(lines[1].contains("(\"core\")") && lines[1].contains("core WebAssembly module"), "{err}");
-    assert!(lines[1].contains("wasm-tools component new"), "the command that makes it a component: {err}");
+    assert!(
+        lines[0].contains("(\"notes\")") && lines[0].contains("not a WebAssembly component"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("these are notes") && !err.contains("[116,"),
+        "no content, no byte dump: {err}"
+    );
+    assert!(
+        lines[1].contains("(\"core\")") && lines[1].contains("core WebAssembly module"),
+        "{err}"
+    );
+    assert!(
+        lines[1].contains("wasm-tools component new"),
+        "the command that makes it a component: {err}"
+    );
 }
