@@ -45,7 +45,7 @@
 //! A workspace's hooks are workspace data: cloning a repository should not run
 //! its commands without the operator's say. That gate (trust pinned to content
 //! hashes, like a lockfile) is its own later piece of work; until then
-//! workspace commands run as configured, and [`admit_workspace_hooks`] is the
+//! workspace commands run as configured, and `admit_workspace_hooks` is the
 //! seam where the gate goes.
 
 pub(crate) mod hook;
