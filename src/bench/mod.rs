@@ -208,6 +208,9 @@ pub fn run(options: &Options) -> Result<Report, BenchError> {
         ),
         2000,
     );
+    // The agent path: what an agent pays per tool call, `toolgate
+    // claude-code` as a fresh process with one hook (warm compile cache).
+    let mut agent_rows: Vec<(String, serde_json::Value, Request, Option<PathBuf>)> = Vec::new();
     for (name, path) in &guests {
         // A guest example may need a config to decide (an allowlist, say):
         // `bench-config.json` beside its build script supplies it; and it is
@@ -228,14 +231,22 @@ pub fn run(options: &Options) -> Result<Report, BenchError> {
             None => pre.clone(),
         };
         let mut hook = HookDef::wasm("g", path).events(&[request.event]);
+        let mut file_hook = json!({"name": "g", "wasm": path, "event": request.event.as_str()});
         if let Some((config, file)) = beside("bench-config.json") {
-            hook = hook.config(serde_json::from_slice(&config).map_err(|e| {
-                BenchError::GuestFile {
+            let config: serde_json::Value =
+                serde_json::from_slice(&config).map_err(|e| BenchError::GuestFile {
                     file,
                     source: Box::new(e),
-                }
-            })?);
+                })?;
+            file_hook["config"] = config.clone();
+            hook = hook.config(config);
         }
+        agent_rows.push((
+            format!("wasm: {name}"),
+            file_hook,
+            request.clone(),
+            Some(path.clone()),
+        ));
         push(
             format!("wasm: {name}"),
             Kind::Chain(chain(root, [hook])?, request),
@@ -295,6 +306,48 @@ pub fn run(options: &Options) -> Result<Report, BenchError> {
             Kind::Chain(chain(root, [hook])?, pre.clone()),
             n,
         );
+        if !name.contains("native") {
+            let file_hook = json!({"name": "p", "command": [program]});
+            agent_rows.push((
+                name.replace("subprocess: ", ""),
+                file_hook,
+                pre.clone(),
+                None,
+            ));
+        }
+    }
+    // The children are one-shot processes: their cache entries are keyed by
+    // that engine, so the cache is warmed with the same one.
+    let one_shot = WasmOptions::new()
+        .cache_dir(&cache)
+        .allocator(wasm::Allocator::OneShot);
+    for (i, (what, hook, request, guest)) in agent_rows.into_iter().enumerate() {
+        if let Some(guest) = guest {
+            progress(&format!(
+                "warming the compile cache for the agent path: {what}…"
+            ));
+            wasm::load_component(&guest, &one_shot).map_err(|source| BenchError::Load {
+                guest: what.clone(),
+                source,
+            })?;
+        }
+        let dir = root.join(format!("agent-{i}"));
+        std::fs::create_dir_all(&dir)?;
+        std::fs::write(
+            dir.join("hooks.json"),
+            json!({"schema": 1, "hooks": [hook]}).to_string(),
+        )?;
+        push(
+            format!("agent path: `toolgate claude-code` + {what}"),
+            Kind::Process {
+                exe: options.exe.clone(),
+                command: "claude-code",
+                workspace: dir,
+                cache: cache.clone(),
+                stdin: scenario::agent_input(&request),
+            },
+            5,
+        );
     }
     // `toolgate check` is a real process: its hooks are a real global config.
     let check_ws = root.join("ws-check");
@@ -303,17 +356,16 @@ pub fn run(options: &Options) -> Result<Report, BenchError> {
         check_ws.join("hooks.json"),
         json!({"schema": 1, "hooks": [{"name": "g", "wasm": &reference.1}]}).to_string(),
     )?;
-    // Warm the cache the `check` children use.
-    wasm::load_component(&reference.1, &WasmOptions::new().cache_dir(&cache)).map_err(
-        |source| BenchError::Load {
-            guest: reference.0.clone(),
-            source,
-        },
-    )?;
+    // Warm the cache the `check` children use (one-shot processes, as above).
+    wasm::load_component(&reference.1, &one_shot).map_err(|source| BenchError::Load {
+        guest: reference.0.clone(),
+        source,
+    })?;
     push(
         format!("`toolgate check` process, warm cache ({})", reference.0),
         Kind::Process {
             exe: options.exe.clone(),
+            command: "check",
             workspace: check_ws,
             cache: cache.clone(),
             stdin: json!({"event": "pre_tool_use", "tool": "shell", "input": {"command": "git push origin main"}})

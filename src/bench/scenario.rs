@@ -14,9 +14,11 @@ use std::time::{Duration, Instant};
 pub(crate) enum Kind {
     /// Through a chain in this process.
     Chain(HookRunner, Request),
-    /// `toolgate check` as a fresh process.
+    /// `toolgate <command>` as a fresh process (`check`, or `claude-code`:
+    /// the path an agent takes, one process per tool call).
     Process {
         exe: PathBuf,
+        command: &'static str,
         workspace: PathBuf,
         cache: PathBuf,
         stdin: Vec<u8>,
@@ -71,32 +73,60 @@ pub(crate) async fn call(kind: &Kind) -> Result<(), BenchError> {
         }
         Kind::Process {
             exe,
+            command,
             workspace,
             cache,
             stdin,
         } => {
             let mut child = Command::new(exe)
-                .arg("check")
+                .arg(command)
                 .arg("--workspace")
                 .arg(workspace)
                 .env("TOOLGATE_CONFIG_DIR", workspace)
                 .env("TOOLGATE_CACHE_DIR", cache)
                 .stdin(Stdio::piped())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
                 .spawn()?;
             if let Some(mut input) = child.stdin.take() {
                 input.write_all(stdin)?;
             }
-            let status = child.wait()?;
-            if status.code() != Some(0) {
+            let out = child.wait_with_output()?;
+            // `check` exits 2 on a deny; an agent command exits 0 and says
+            // so in its answer.
+            let denied =
+                *command != "check" && String::from_utf8_lossy(&out.stdout).contains("\"deny\"");
+            if out.status.code() != Some(0) || denied {
                 return Err(BenchError::Denied(format!(
-                    "toolgate check exited with {status}"
+                    "toolgate {command} exited with {}{}: {}{}",
+                    out.status,
+                    if denied { " and denied" } else { "" },
+                    crate::text::excerpt(&String::from_utf8_lossy(&out.stdout), 300),
+                    crate::text::excerpt(&String::from_utf8_lossy(&out.stderr), 300),
                 )));
             }
         }
     }
     Ok(())
+}
+
+/// A wire-v1 request as Claude Code hands it to `toolgate claude-code`.
+pub(crate) fn agent_input(request: &Request) -> Vec<u8> {
+    let mut input = serde_json::json!({
+        "hook_event_name": match request.event {
+            crate::Event::PreToolUse => "PreToolUse",
+            _ => "PostToolUse",
+        },
+        "session_id": "bench",
+        "cwd": request.cwd.as_deref().unwrap_or("/"),
+        "tool_name": request.tool,
+        "tool_input": request.input,
+        "tool_use_id": "bench",
+    });
+    if let Some(result) = &request.result {
+        input["tool_response"] = result.output.clone();
+    }
+    input.to_string().into_bytes()
 }
 
 /// Calls per second of `tasks` concurrent tasks over `window`.
