@@ -20,7 +20,10 @@
 //! hook per guest example found (fresh instance per call, fuel on, as
 //! shipped) and a trivial WAT guest; a chain of three wasm hooks; subprocess
 //! hooks (a tiny native binary, a bash script, a Python script); `toolgate
-//! check` as a whole fresh process with a warm compile cache. Then cold
+//! check` as a whole fresh process with a warm compile cache; and the agent
+//! path — what Claude Code and Codex pay per tool call, `toolgate
+//! claude-code` started afresh with one hook: each guest example (warm
+//! cache), a bash script and a Python script doing the same job. Then cold
 //! compile against cache-hit load per guest, calls/s with one and two
 //! threads, and resident memory per concurrent instance. The reference row
 //! for ratios is the Rust guest example when built, else the trivial guest.
