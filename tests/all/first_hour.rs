@@ -17,6 +17,20 @@ fn help(args: &[&str], columns: &str) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
+/// Runs `command` with a terminal for its stdin, stdout and stderr
+/// (`script` from util-linux), stdin at its end; what the terminal showed.
+fn on_a_terminal(command: &str, dir: &Path, envs: &[(&str, &Path)]) -> String {
+    let mut cmd = std::process::Command::new("script");
+    cmd.args(["-qec", command, "/dev/null"])
+        .current_dir(dir)
+        .stdin(std::process::Stdio::null());
+    for (k, v) in envs {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("script (util-linux) runs");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 const COMMANDS: [&[&str]; 9] = [
     &[],
     &["check"],
@@ -137,19 +151,14 @@ fn a_request_that_is_not_json_is_said_to_come_from_stdin_once() {
 
 #[test]
 fn a_terminal_with_nothing_piped_gets_a_hint_not_a_silent_wait() {
-    // `script` gives the command a terminal; its stdin ends at once.
-    let out = std::process::Command::new("script")
-        .args(["-qec"])
-        .arg(format!(
+    let text = on_a_terminal(
+        &format!(
             "{} check --workspace examples/demo",
             env!("CARGO_BIN_EXE_toolgate")
-        ))
-        .arg("/dev/null")
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .stdin(std::process::Stdio::null())
-        .output()
-        .expect("script (util-linux) runs");
-    let text = String::from_utf8_lossy(&out.stdout);
+        ),
+        Path::new(env!("CARGO_MANIFEST_DIR")),
+        &[],
+    );
     assert!(text.contains("reading the request from stdin"), "{text}");
     assert!(
         text.contains("toolgate check < examples/demo/force-push.json"),
@@ -169,15 +178,16 @@ fn a_first_compile_says_so_on_a_terminal_and_not_when_piped() {
         env!("CARGO_BIN_EXE_toolgate"),
         fx.workspace().display()
     );
+    let global = fx.global();
     let on_terminal = |cache: &Path| {
-        let out = std::process::Command::new("script")
-            .args(["-qec", &command, "/dev/null"])
-            .env("TOOLGATE_CACHE_DIR", cache)
-            .env("TOOLGATE_CONFIG_DIR", fx.global())
-            .stdin(std::process::Stdio::null())
-            .output()
-            .expect("script runs");
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        on_a_terminal(
+            &command,
+            &fx.workspace(),
+            &[
+                ("TOOLGATE_CACHE_DIR", cache),
+                ("TOOLGATE_CONFIG_DIR", &global),
+            ],
+        )
     };
     let first = on_terminal(cache.path());
     assert!(

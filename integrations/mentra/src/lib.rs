@@ -108,31 +108,24 @@ trait CallContext {
     fn parts(&self) -> (&str, &str, &str, &std::path::Path, &str);
 }
 
-impl CallContext for PreExecutionContext {
-    fn parts(&self) -> (&str, &str, &str, &std::path::Path, &str) {
-        let c = self;
-        (
-            &c.tool_name,
-            &c.tool_call_id,
-            &c.agent_id,
-            &c.working_directory,
-            &c.input_json,
-        )
-    }
+// mentra's two contexts have the same fields but no common trait.
+macro_rules! call_context {
+    ($($context:ty),*) => {$(
+        impl CallContext for $context {
+            fn parts(&self) -> (&str, &str, &str, &std::path::Path, &str) {
+                (
+                    &self.tool_name,
+                    &self.tool_call_id,
+                    &self.agent_id,
+                    &self.working_directory,
+                    &self.input_json,
+                )
+            }
+        }
+    )*};
 }
 
-impl CallContext for PostExecutionContext {
-    fn parts(&self) -> (&str, &str, &str, &std::path::Path, &str) {
-        let c = self;
-        (
-            &c.tool_name,
-            &c.tool_call_id,
-            &c.agent_id,
-            &c.working_directory,
-            &c.input_json,
-        )
-    }
-}
+call_context!(PreExecutionContext, PostExecutionContext);
 
 /// A request for `event` from what mentra hands a hook.
 fn request(event: Event, ctx: &impl CallContext) -> Result<Request, String> {
