@@ -74,3 +74,41 @@ fn cargo_run_and_cargo_test_resolve_shared_dependencies_alike() {
         differing.join("\n")
     );
 }
+
+/// The library takes every path and switch as an option (README "Embedding
+/// the library"); only the binary (`src/cli/`, `src/main.rs`) reads the
+/// environment. A read slipped into the library would silently make an
+/// embedder's process environment part of its configuration.
+#[test]
+fn the_library_reads_no_environment_variable() {
+    fn walk(dir: &std::path::Path, found: &mut Vec<String>) {
+        for entry in std::fs::read_dir(dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                if !path.ends_with("cli") {
+                    walk(&path, found);
+                }
+            } else if path.extension().is_some_and(|e| e == "rs") && !path.ends_with("main.rs") {
+                let text = std::fs::read_to_string(&path).unwrap();
+                for (n, line) in text.lines().enumerate() {
+                    if ["env::var", "var_os(", "env::vars"]
+                        .iter()
+                        .any(|p| line.contains(p))
+                    {
+                        found.push(format!("{}:{}: {}", path.display(), n + 1, line.trim()));
+                    }
+                }
+            }
+        }
+    }
+    let mut found = Vec::new();
+    walk(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+        &mut found,
+    );
+    assert!(
+        found.is_empty(),
+        "the library reads the environment:\n{}",
+        found.join("\n")
+    );
+}

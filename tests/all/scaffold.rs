@@ -36,6 +36,13 @@ fn scaffold_passes_its_tests(lang: &str) -> (tempfile::TempDir, PathBuf) {
         in_guest_cache(dir.join("test.sh")).env("TOOLGATE", env!("CARGO_BIN_EXE_toolgate")),
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
+    // The build says which phase it is in and how long it took (README:
+    // "Each guest build prints its phases").
+    let progress = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        progress.contains(&format!("hello-{lang}")) && progress.contains(": done in "),
+        "{progress}"
+    );
     for case in ["tests/allow-ls.json", "tests/deny-sudo.json"] {
         assert!(stdout.contains(&format!("ok    {case}")), "{stdout}");
     }
