@@ -111,7 +111,11 @@ pub enum BenchError {
 /// A chain of hooks built in code, as the host's own (so they may name
 /// files anywhere).
 fn chain(root: &Path, hooks: impl IntoIterator<Item = HookDef>) -> Result<HookRunner, BenchError> {
-    let config = Config::from_hooks(hooks, root, &WasmOptions::new())?;
+    // One compile cache for every in-process chain: a guest compiled for one
+    // row (the reference, three times in the chain of 3, again for the
+    // throughput runner) is not compiled again for the next.
+    let options = WasmOptions::new().cache_dir(root.join("cache-chains"));
+    let config = Config::from_hooks(hooks, root, &options)?;
     Ok(HookRunner::builder().config(config).build())
 }
 
