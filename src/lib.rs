@@ -32,6 +32,7 @@
 //! | `binding` | the participant seam, and one module per binding: `in_process`, `command` (subprocess), [`wasm`] (components) |
 //! | `protocol` | how toolgate speaks with other programs: inward ([`wire`] v1, Claude Code hooks), outward (being [`agent`]s' hook), import |
 //! | [`config`] | hooks.json: parse, validate, discover, load; hooks built in code |
+//! | [`trust`] | workspace trust: what is pinned, the store, the gate before each workspace command |
 //! | [`replay`] | recorded sessions (wire v1 or Claude Code transcripts) run through the chain |
 //! | [`text`] | bounding and sanitising what hooks say, before the model or a terminal sees it |
 //! | `safe_fs` | reading files a config names: regular files only, bounded, inside the workspace |
@@ -66,6 +67,7 @@ pub mod runner;
 mod safe_fs;
 mod strict_json;
 pub mod text;
+pub mod trust;
 
 pub use binding::in_process::{BoxError, Interceptor};
 pub use binding::wasm;

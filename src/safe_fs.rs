@@ -128,6 +128,33 @@ pub(crate) fn regular_file(path: &Path) -> Result<(), ReadFileError> {
 /// Reads `path` if it is a regular file (not a pseudo-file) of at most
 /// `limit` bytes. Never blocks on a FIFO, never reads past `limit + 1`.
 pub(crate) fn read(path: &Path, limit: u64) -> Result<Vec<u8>, ReadFileError> {
+    let (file, len) = open_regular(path, limit)?;
+    let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
+    file.take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(ReadFileError::Io)?;
+    if bytes.len() as u64 > limit {
+        return Err(ReadFileError::TooLarge { limit });
+    }
+    Ok(bytes)
+}
+
+/// The content digest (`blake3:<hex>`) of `path`, read as [`read`] reads:
+/// a regular file of at most `limit` bytes, streamed rather than held.
+pub(crate) fn digest(path: &Path, limit: u64) -> Result<String, ReadFileError> {
+    let (file, _) = open_regular(path, limit)?;
+    let mut hasher = blake3::Hasher::new();
+    let copied =
+        std::io::copy(&mut file.take(limit + 1), &mut hasher).map_err(ReadFileError::Io)?;
+    if copied > limit {
+        return Err(ReadFileError::TooLarge { limit });
+    }
+    Ok(format!("blake3:{}", hasher.finalize().to_hex()))
+}
+
+/// Opens `path` if it is a regular file (not a pseudo-file) of at most
+/// `limit` bytes, checked before and after opening; returns it and its size.
+fn open_regular(path: &Path, limit: u64) -> Result<(File, u64), ReadFileError> {
     regular_file(path)?;
     let file = std::fs::OpenOptions::new()
         .read(true)
@@ -144,14 +171,68 @@ pub(crate) fn read(path: &Path, limit: u64) -> Result<Vec<u8>, ReadFileError> {
     if meta.len() > limit {
         return Err(ReadFileError::TooLarge { limit });
     }
-    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
-    file.take(limit + 1)
-        .read_to_end(&mut bytes)
-        .map_err(ReadFileError::Io)?;
-    if bytes.len() as u64 > limit {
-        return Err(ReadFileError::TooLarge { limit });
+    Ok((file, meta.len()))
+}
+
+/// ssh's StrictModes rule for a file or directory only the user may
+/// change: owned by the current user, with none of the `forbidden` mode
+/// bits (`0o022`: nobody else may write; `0o077`: nobody else may even
+/// read). Says what is wrong and how to fix it.
+pub(crate) fn owned_by_me(meta: &std::fs::Metadata, forbidden: u32) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
+    let me = nix::unistd::geteuid().as_raw();
+    if meta.uid() != me {
+        return Err(format!(
+            "is owned by uid {}, not by the current user (uid {me})",
+            meta.uid()
+        ));
     }
-    Ok(bytes)
+    if meta.mode() & forbidden != 0 {
+        let (who, fix) = if forbidden & 0o044 != 0 {
+            ("accessible", "go-rwx")
+        } else {
+            ("writable", "go-w")
+        };
+        return Err(format!(
+            "is {who} by group or others (mode {:o}); chmod {fix} it",
+            meta.mode() & 0o7777
+        ));
+    }
+    Ok(())
+}
+
+/// Whether someone other than the user (or root) could replace `path` or
+/// what is in it: it and its directory must be owned by the user or root
+/// and not writable by group or others (the directory may be if it is
+/// sticky, as `/tmp` is). For programs outside a workspace, which trust
+/// pins by path rather than by content.
+pub(crate) fn writable_only_by_owner(path: &Path) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
+    let me = nix::unistd::geteuid().as_raw();
+    let check = |p: &Path, dir: bool| -> Result<(), String> {
+        let meta = std::fs::metadata(p).map_err(|e| format!("{}: {e}", p.display()))?;
+        if meta.uid() != me && meta.uid() != 0 {
+            return Err(format!(
+                "{} is owned by uid {}, neither the current user nor root",
+                p.display(),
+                meta.uid()
+            ));
+        }
+        let sticky = dir && meta.mode() & 0o1000 != 0;
+        if meta.mode() & 0o022 != 0 && !sticky {
+            return Err(format!(
+                "{} is writable by group or others (mode {:o})",
+                p.display(),
+                meta.mode() & 0o7777
+            ));
+        }
+        Ok(())
+    };
+    check(path, false)?;
+    match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => check(parent, true),
+        _ => Ok(()),
+    }
 }
 
 fn is_pseudo(file: &File) -> bool {

@@ -101,5 +101,6 @@ pub(crate) fn participant(
         on_failure,
         config: None,
         decider: Arc::new(InProcess(interceptor)),
+        gate: None,
     }
 }

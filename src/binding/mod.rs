@@ -219,6 +219,8 @@ pub(crate) struct Participant {
     pub(crate) on_failure: OnFailure,
     pub(crate) config: Option<Value>,
     pub(crate) decider: Arc<dyn Decider>,
+    /// For a workspace command hook: the trust gate it must pass first.
+    pub(crate) gate: Option<Arc<crate::trust::Gate>>,
 }
 
 impl Participant {

@@ -7,6 +7,7 @@
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use toolgate::trust::{TrustState, UntrustedPolicy};
 use toolgate::{BindingSpec, CommandSpec};
 use toolgate::{Config, Source};
 
@@ -62,7 +63,10 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         if !missing.is_empty() {
             anyhow::bail!("{}", missing.join("\n"));
         }
-        for warning in cache_warnings(&config) {
+        for warning in cache_warnings(&config)
+            .into_iter()
+            .chain(trust_notes(&config))
+        {
             eprintln!("{warning}");
         }
         let count = |s: Source| config.hooks().iter().filter(|h| h.source == s).count();
@@ -144,10 +148,18 @@ fn print_table(config: &Config) {
         // Every cell may carry text a workspace wrote: one line each, no
         // terminal control sequences.
         let one = |text: &str| toolgate::text::one_line(text);
+        let trust = match &hook.trust {
+            Some(TrustState::Trusted) => "\ntrusted",
+            Some(TrustState::Untrusted { policy, .. }) => match policy {
+                UntrustedPolicy::Skip => "\nUNTRUSTED: skip",
+                _ => "\nUNTRUSTED: deny",
+            },
+            _ => "",
+        };
         table.add_row([
             (i + 1).to_string(),
             one(&hook.name),
-            format!("{}\n{}", hook.source, hook.binding_kind()),
+            format!("{}\n{}{trust}", hook.source, hook.binding_kind()),
             format!("{}\n{}", events.join(", "), one(&tools)),
             limits.iter().map(|l| one(l)).collect::<Vec<_>>().join("\n"),
             one(&hook.binding.runs()),
@@ -166,7 +178,10 @@ fn print_table(config: &Config) {
             if file.found { "read" } else { "not present" }
         );
     }
-    for warning in cache_warnings(config) {
+    for warning in cache_warnings(config)
+        .into_iter()
+        .chain(trust_notes(config))
+    {
         outln!("{warning}");
     }
     let chain = config
@@ -190,6 +205,30 @@ fn print_table(config: &Config) {
             );
         }
     }
+}
+
+/// One line per workspace command hook that will not run, and what to do.
+fn trust_notes(config: &Config) -> Vec<String> {
+    let untrusted: Vec<String> = config
+        .hooks()
+        .iter()
+        .filter_map(|hook| match &hook.trust {
+            Some(TrustState::Untrusted { reason, policy }) => Some(format!(
+                "untrusted: {} will not run ({}; its calls: {policy})",
+                toolgate::text::one_line(&hook.name),
+                toolgate::text::one_line(reason)
+            )),
+            _ => None,
+        })
+        .collect();
+    let mut notes = untrusted.clone();
+    if let (false, Some((root, _))) = (untrusted.is_empty(), config.workspace_config()) {
+        notes.push(format!(
+            "review and trust them with: toolgate trust --workspace {}",
+            toolgate::text::one_line(&root.display().to_string())
+        ));
+    }
+    notes
 }
 
 /// One line per wasm hook whose compile cache was not trusted.

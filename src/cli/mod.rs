@@ -66,6 +66,7 @@ mod hooks;
 mod import;
 mod new;
 mod replay;
+mod trust;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -112,6 +113,7 @@ enum Command {
     Import(import::Args),
     New(new::Args),
     Replay(replay::Args),
+    Trust(trust::Args),
 }
 
 pub(crate) fn main() -> ExitCode {
@@ -124,6 +126,7 @@ pub(crate) fn main() -> ExitCode {
         Command::Import(args) => import::run(args),
         Command::New(args) => new::run(args),
         Command::Replay(args) => replay::run(args),
+        Command::Trust(args) => trust::run(args),
         Command::ClaudeCode(args) => {
             return agent::run(args, toolgate::agent::Outward::ClaudeCode);
         }
@@ -231,13 +234,42 @@ pub(crate) mod env {
         }
     }
 
-    /// The global config and `workspace`'s, loaded as the environment says.
-    pub(crate) fn load(workspace: &Path, one_shot: bool) -> Result<Config, ConfigError> {
+    /// Where trust in workspaces is recorded: `$XDG_STATE_HOME/toolgate/trust`,
+    /// else `$HOME/.local/state/toolgate/trust`. Deliberately no
+    /// `TOOLGATE_*` override: nothing but the user's own state directory
+    /// holds trust (see `toolgate::trust`).
+    pub(crate) fn trust_store() -> Option<toolgate::trust::TrustStore> {
+        dir("XDG_STATE_HOME")
+            .map(|d| d.join("toolgate").join("trust"))
+            .or_else(|| dir("HOME").map(|h| h.join(".local/state/toolgate/trust")))
+            .map(toolgate::trust::TrustStore::new)
+    }
+
+    /// `PATH`, which a bare program name in a workspace command hook is
+    /// pinned from.
+    pub(crate) fn search_path() -> Option<std::ffi::OsString> {
+        std::env::var_os("PATH")
+    }
+
+    /// A loader for `workspace` (and the global config), as the
+    /// environment says.
+    pub(crate) fn loader(workspace: &Path, one_shot: bool) -> toolgate::config::Loader {
         let mut loader = Config::loader().workspace(workspace).wasm(wasm(one_shot));
         if let Some(global) = global_dir() {
             loader = loader.global_dir(global);
         }
-        loader.load()
+        if let Some(store) = trust_store() {
+            loader = loader.trust(store);
+        }
+        if let Some(path) = search_path() {
+            loader = loader.search_path(path);
+        }
+        loader
+    }
+
+    /// The global config and `workspace`'s, loaded as the environment says.
+    pub(crate) fn load(workspace: &Path, one_shot: bool) -> Result<Config, ConfigError> {
+        loader(workspace, one_shot).load()
     }
 }
 

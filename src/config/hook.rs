@@ -25,7 +25,15 @@ const COMMON_FIELDS: &[&str] = &[
     "on_failure",
     "config",
 ];
-const TOP_FIELDS: &[&str] = &["schema", "hooks", "chain_timeout_ms"];
+const TOP_FIELDS: &[&str] = &["schema", "hooks", "chain_timeout_ms", "untrusted_hooks"];
+
+/// A file's top-level settings besides its hooks. Both are the operator's:
+/// a workspace (or host) config that sets one is refused.
+#[derive(Default)]
+pub(crate) struct Top {
+    pub(crate) chain_timeout_ms: Option<u64>,
+    pub(crate) untrusted: Option<crate::trust::UntrustedPolicy>,
+}
 
 /// What a binding's parser gets besides its own fields: where the hook came
 /// from and the common fields it may need.
@@ -47,7 +55,7 @@ pub(crate) fn parse_file(
     path: &Path,
     (root, wasm): (&Path, &WasmOptions),
     problems: &mut Vec<Problem>,
-) -> (Vec<HookSpec>, Option<u64>) {
+) -> (Vec<HookSpec>, Top) {
     let top_problem = |field: &str, message: String| Problem {
         field: Some(field.to_owned()),
         ..Problem::file(path, message)
@@ -57,7 +65,7 @@ pub(crate) fn parse_file(
             path,
             "expected an object like {\"schema\": 1, \"hooks\": [...]}".into(),
         ));
-        return (Vec::new(), None);
+        return (Vec::new(), Top::default());
     };
     for key in top.keys() {
         if !TOP_FIELDS.contains(&key.as_str()) {
@@ -109,15 +117,43 @@ pub(crate) fn parse_file(
             parsed
         }
     };
+    let untrusted = match (top.get("untrusted_hooks"), source) {
+        (None, _) => None,
+        (Some(_), Source::Workspace | Source::Host) => {
+            problems.push(top_problem(
+                "untrusted_hooks",
+                "only the operator's global config decides what happens to untrusted \
+                 workspace hooks; a workspace cannot"
+                    .into(),
+            ));
+            None
+        }
+        (Some(Value::String(s)), Source::Global)
+            if s.parse::<crate::trust::UntrustedPolicy>().is_ok() =>
+        {
+            s.parse().ok()
+        }
+        (Some(other), Source::Global) => {
+            problems.push(top_problem(
+                "untrusted_hooks",
+                format!("expected \"deny\" (the default) or \"skip\", got {other}"),
+            ));
+            None
+        }
+    };
+    let settings = Top {
+        chain_timeout_ms,
+        untrusted,
+    };
     let hooks = match top.remove("hooks") {
-        None => return (Vec::new(), chain_timeout_ms),
+        None => return (Vec::new(), settings),
         Some(Value::Array(hooks)) => hooks,
         Some(other) => {
             problems.push(top_problem(
                 "hooks",
                 format!("expected an array of hooks, got {}", type_name(&other)),
             ));
-            return (Vec::new(), chain_timeout_ms);
+            return (Vec::new(), settings);
         }
     };
     let mut specs: Vec<HookSpec> = Vec::new();
@@ -140,7 +176,7 @@ pub(crate) fn parse_file(
         }
         problems.append(&mut ctx.problems);
     }
-    (specs, chain_timeout_ms)
+    (specs, settings)
 }
 
 /// Where problems in one hook are collected, each naming the file, the
@@ -339,7 +375,9 @@ fn parse_hook(
         timeout_ms: timeout_ms?,
         on_failure: on_failure?,
         config,
+        trust: None,
         compiled_matcher: compiled_matcher?,
+        gate: None,
     })
 }
 

@@ -42,11 +42,12 @@
 //!
 //! # Workspace commands and trust
 //!
-//! A workspace's hooks are workspace data: cloning a repository should not run
-//! its commands without the operator's say. That gate (trust pinned to content
-//! hashes, like a lockfile) is its own later piece of work; until then
-//! workspace commands run as configured, and `admit_workspace_hooks` is the
-//! seam where the gate goes.
+//! A workspace's hooks are workspace data: cloning a repository must not run
+//! its commands without the user's say. After a workspace config is parsed,
+//! `crate::trust::admit` judges each command hook against what the user
+//! recorded ([`Loader::trust`]); one that does not match never runs (see
+//! `trust`). `untrusted_hooks` (what such a hook's calls get) is read from
+//! the global config only, like `chain_timeout_ms`.
 
 pub(crate) mod hook;
 mod workspace;
@@ -60,6 +61,7 @@ use crate::contract::Event;
 use crate::failure::OnFailure;
 use crate::protocol::Inward;
 use crate::runner::Source;
+use crate::trust::{TrustCtx, TrustState, TrustStore, UntrustedPolicy};
 use regex_automata::meta::Regex;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
@@ -107,8 +109,13 @@ pub struct HookSpec {
     /// Its `config`, handed to it in every request.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub config: Option<Value>,
+    /// For a workspace hook: whether it may run (see `trust`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trust: Option<TrustState>,
     #[serde(skip)]
     compiled_matcher: Option<Regex>,
+    #[serde(skip)]
+    pub(crate) gate: Option<std::sync::Arc<crate::trust::Gate>>,
 }
 
 impl HookSpec {
@@ -130,6 +137,7 @@ impl HookSpec {
             },
             on_failure: self.on_failure,
             config: self.config,
+            gate: self.gate,
         }
     }
 }
@@ -236,6 +244,10 @@ pub struct Config {
     hooks: Vec<HookSpec>,
     files: Vec<LoadedFile>,
     chain_timeout_ms: Option<u64>,
+    untrusted: UntrustedPolicy,
+    /// The workspace's canonical root and its hooks.json digest (absent
+    /// when there is no file).
+    workspace: Option<(PathBuf, Option<String>)>,
 }
 
 /// A config file that was looked for.
@@ -258,6 +270,7 @@ pub struct Loader {
     global_dir: Option<PathBuf>,
     workspace: Option<PathBuf>,
     wasm: WasmOptions,
+    trust: TrustCtx,
 }
 
 impl Loader {
@@ -279,6 +292,23 @@ impl Loader {
         self
     }
 
+    /// Where the user's trust in workspaces is recorded. Without a store,
+    /// no workspace command hook is trusted (each is denied or skipped, as
+    /// the global config's `untrusted_hooks` says).
+    pub fn trust(mut self, store: TrustStore) -> Self {
+        self.trust.store = Some(store);
+        self
+    }
+
+    /// The search path (`PATH`'s value) a bare program name in a workspace
+    /// command hook is looked up on, for pinning. The hook is then spawned
+    /// from the path pinned. Without it, bare names cannot be pinned and
+    /// such hooks are untrusted.
+    pub fn search_path(mut self, path: impl Into<std::ffi::OsString>) -> Self {
+        self.trust.search_path = Some(path.into());
+        self
+    }
+
     /// Loads the configs. Missing files mean no hooks; anything wrong in a
     /// file that exists is an error. Problems in both are reported together.
     pub fn load(&self) -> Result<Config, ConfigError> {
@@ -294,12 +324,24 @@ impl Loader {
         }
         if let Some(ws) = &self.workspace {
             let ws = absolute(ws);
-            config.read(
+            let root = crate::trust::canonical_root(&ws);
+            let first = config.hooks.len();
+            let digest = config.read(
                 Source::Workspace,
                 &ws.join(WORKSPACE_FILE),
                 (&ws, &self.wasm),
                 &mut problems,
             );
+            if let Some(digest) = &digest {
+                crate::trust::admit(
+                    &mut config.hooks[first..],
+                    digest,
+                    &root,
+                    &self.trust,
+                    config.untrusted,
+                );
+            }
+            config.workspace = Some((root, digest));
         }
         ConfigError::or(config, problems)
     }
@@ -392,17 +434,33 @@ impl Config {
         self.chain_timeout_ms.map(Duration::from_millis)
     }
 
+    /// What an untrusted workspace command hook's calls get
+    /// (`untrusted_hooks` in the global config; deny by default).
+    pub fn untrusted_policy(&self) -> UntrustedPolicy {
+        self.untrusted
+    }
+
+    /// The loaded workspace's canonical root, and the digest of its
+    /// hooks.json when it has one.
+    pub fn workspace_config(&self) -> Option<(&Path, Option<&str>)> {
+        self.workspace
+            .as_ref()
+            .map(|(root, digest)| (root.as_path(), digest.as_deref()))
+    }
+
     pub(crate) fn into_participants(self) -> impl Iterator<Item = Participant> {
         self.hooks.into_iter().map(HookSpec::into_participant)
     }
 
+    /// Reads one file's hooks into the config. Returns the digest of the
+    /// bytes it parsed, when it read the file.
     fn read(
         &mut self,
         source: Source,
         path: &Path,
         (root, wasm): (&Path, &WasmOptions),
         problems: &mut Vec<Problem>,
-    ) {
+    ) -> Option<String> {
         // A workspace's own config must stay inside the workspace, like every
         // file it names: a symlinked hooks.json is refused, not followed out.
         let resolved = match source {
@@ -419,7 +477,7 @@ impl Config {
                     path: path.to_owned(),
                     found: false,
                 });
-                return;
+                return None;
             }
             Err(e) => {
                 self.files.push(LoadedFile {
@@ -431,7 +489,7 @@ impl Config {
                     path,
                     format!("not read: {}", crate::text::error_chain(&e)),
                 ));
-                return;
+                return None;
             }
         };
         self.files.push(LoadedFile {
@@ -439,29 +497,26 @@ impl Config {
             path: path.to_owned(),
             found: true,
         });
+        let digest = format!("blake3:{}", blake3::hash(&text).to_hex());
         // Errors give the line and column only: never the file's content.
         let value = match crate::strict_json::parse(&text) {
             Ok(v) => v,
             Err(e) => {
                 problems.push(Problem::file(path, e.to_string()));
-                return;
+                return Some(digest);
             }
         };
-        let (mut hooks, chain_timeout_ms) =
-            hook::parse_file(value, source, path, (root, wasm), problems);
-        if chain_timeout_ms.is_some() {
-            self.chain_timeout_ms = chain_timeout_ms;
+        let (hooks, top) = hook::parse_file(value, source, path, (root, wasm), problems);
+        if top.chain_timeout_ms.is_some() {
+            self.chain_timeout_ms = top.chain_timeout_ms;
         }
-        if source == Source::Workspace {
-            admit_workspace_hooks(&mut hooks);
+        if let Some(policy) = top.untrusted {
+            self.untrusted = policy;
         }
         self.hooks.extend(hooks);
+        Some(digest)
     }
 }
-
-/// The trust gate for workspace hooks goes here. Today every workspace hook is
-/// admitted as configured; see the module docs.
-fn admit_workspace_hooks(_hooks: &mut Vec<HookSpec>) {}
 
 /// Everything wrong with the configuration, one [`Problem`] per line.
 #[derive(Debug, thiserror::Error)]

@@ -191,6 +191,9 @@ pub enum Step {
     Replace,
     /// Could not decide; see [`RunRecord::failure`].
     Failed,
+    /// Not run: an untrusted workspace hook under `untrusted_hooks: skip`;
+    /// [`RunRecord::reason`] says why.
+    Skipped,
 }
 
 /// A failure, as recorded.
@@ -856,6 +859,9 @@ async fn consult(
         config: p.config.as_ref(),
     };
     let started = Instant::now();
+    if let Some(refusal) = p.gate.as_ref().and_then(|gate| gate.admit().err()) {
+        return refused(p, event, round, started, refusal, state);
+    }
     let reply = tokio::time::timeout_at(state.deadline, p.decider.decide(&hook_request)).await;
     let duration = started.elapsed();
 
@@ -977,6 +983,38 @@ async fn consult(
     }
     state.runs.push(record);
     verdict
+}
+
+/// Records a participant its trust gate stopped: a deny (its reason says
+/// what to run) or, under `untrusted_hooks: skip`, a skip. Its own
+/// `on_failure` does not apply: the workspace does not choose what its
+/// untrusted hooks get.
+fn refused(
+    p: &Participant,
+    event: Event,
+    round: u32,
+    started: Instant,
+    refusal: crate::trust::Refusal,
+    state: &mut ChainState,
+) -> Option<Decision> {
+    let reason = crate::text::bound(refusal.reason, crate::text::MAX_REASON, "reason");
+    tracing::warn!(hook = %p.name, "{}", crate::text::one_line(&reason));
+    let skip = refusal.policy == crate::trust::UntrustedPolicy::Skip;
+    state.runs.push(RunRecord {
+        name: p.name.clone(),
+        binding: p.binding,
+        source: p.source,
+        event,
+        round,
+        decision: if skip { Step::Skipped } else { Step::Deny },
+        reason: Some(reason.clone()),
+        failure: None,
+        duration: started.elapsed(),
+        metrics: BTreeMap::new(),
+        warning: None,
+        diagnostics: None,
+    });
+    (!skip).then_some(Decision::Deny { reason })
 }
 
 #[cfg(test)]

@@ -81,6 +81,7 @@ impl Chain {
                 script: Box::new(script),
                 delay,
             }),
+            gate: None,
         });
         self
     }

@@ -1,5 +1,7 @@
-//! The subprocess binding's part of hooks.json: `command` (an argv) and
-//! `protocol` (`toolgate`, the default, or `claude-code`).
+//! The subprocess binding's part of hooks.json: `command` (an argv),
+//! `protocol` (`toolgate`, the default, or `claude-code`) and `trust_files`
+//! (files a workspace hook reads or loads that trust must pin too, beyond
+//! its program and script; see `trust`).
 
 use super::{CommandHook, limits};
 use crate::binding::{BindingConfig, BindingKind, BindingSpec, Configurable, Decider};
@@ -16,7 +18,7 @@ pub const DEFAULT_TIMEOUT_MS: u64 = 10_000;
 
 pub(crate) const CONFIG: Configurable = Configurable {
     key: "command",
-    fields: &["protocol"],
+    fields: &["protocol", "trust_files"],
     default_timeout_ms: DEFAULT_TIMEOUT_MS,
     parse,
 };
@@ -35,6 +37,9 @@ pub struct CommandSpec {
     pub cwd: PathBuf,
     /// How it is spoken to.
     pub protocol: Inward,
+    /// `trust_files`: as written, and resolved.
+    #[serde(skip)]
+    pub(crate) trust_files: Vec<(String, PathBuf)>,
 }
 
 impl BindingConfig for CommandSpec {
@@ -150,10 +155,52 @@ fn parse(
             return None;
         }
     };
+    let trust_files = parse_trust_files(obj.get("trust_files"), common, ctx)?;
     Some(BindingSpec::Subprocess(CommandSpec {
         command: argv,
         program,
         cwd: root.to_owned(),
         protocol,
+        trust_files,
     }))
+}
+
+/// `trust_files`: regular files, inside the workspace for a workspace hook.
+fn parse_trust_files(
+    value: Option<&Value>,
+    common: &Common<'_>,
+    ctx: &mut HookCtx<'_>,
+) -> Option<Vec<(String, PathBuf)>> {
+    let items = match value {
+        None => return Some(Vec::new()),
+        Some(Value::Array(items)) => items,
+        Some(other) => {
+            ctx.problem(
+                "trust_files",
+                format!(
+                    "expected an array of paths (such as [\"hooks/lib.py\"]), got {}",
+                    type_name(other)
+                ),
+            );
+            return None;
+        }
+    };
+    let mut files = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let Value::String(written) = item else {
+            ctx.problem(
+                "trust_files",
+                format!("element {i} must be a path string, got {}", type_name(item)),
+            );
+            return None;
+        };
+        let what = ("trust_files", "file");
+        let path = ctx.resolve(what, written, common, true)?;
+        if let Err(e) = crate::safe_fs::regular_file(&path) {
+            ctx.refused_path(what.0, what.1, written, &path, common.root, e);
+            return None;
+        }
+        files.push((written.clone(), path));
+    }
+    Some(files)
 }

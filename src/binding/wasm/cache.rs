@@ -298,20 +298,7 @@ fn open_owned(path: &Path) -> Result<(File, std::fs::Metadata), Entry> {
 /// The StrictModes rule for one file or directory: owned by the current
 /// user, not writable by group or others.
 fn owned_and_private(meta: &std::fs::Metadata) -> Result<(), String> {
-    let me = nix::unistd::geteuid().as_raw();
-    if meta.uid() != me {
-        return Err(format!(
-            "is owned by uid {}, not by the current user (uid {me})",
-            meta.uid()
-        ));
-    }
-    if meta.mode() & 0o022 != 0 {
-        return Err(format!(
-            "is writable by group or others (mode {:o}); chmod go-w it",
-            meta.mode() & 0o7777
-        ));
-    }
-    Ok(())
+    crate::safe_fs::owned_by_me(meta, 0o022)
 }
 
 /// Creates the cache directory (0700) if needed, then applies the checks in

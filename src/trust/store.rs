@@ -1,0 +1,219 @@
+//! The trust store: one record per workspace, in a directory only the user
+//! can read or write.
+
+use super::{Manifest, TrustError};
+use serde::{Deserialize, Serialize};
+use std::io::Write;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+/// The record format this build writes and reads.
+const RECORD_SCHEMA: u32 = 1;
+/// The most of a record read: 1 MiB.
+const MAX_RECORD_BYTES: u64 = 1 << 20;
+
+/// Where trust is recorded: a directory of the user's own (the binary uses
+/// `$XDG_STATE_HOME/toolgate/trust`, else `~/.local/state/toolgate/trust`).
+/// It must be the user's, mode 0700, with records 0600, and never inside
+/// the workspace being judged; anything else is refused, and a refused
+/// store trusts nothing.
+#[derive(Clone, Debug)]
+pub struct TrustStore {
+    dir: PathBuf,
+}
+
+/// What was recorded when the user trusted a workspace.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Record {
+    /// The record format.
+    pub schema: u32,
+    /// The digest of [`Record::manifest`] the user confirmed.
+    pub digest: String,
+    /// When, in seconds since the Unix epoch.
+    pub trusted_at: u64,
+    /// What was trusted.
+    #[serde(flatten)]
+    pub manifest: Manifest,
+}
+
+impl TrustStore {
+    /// A store in `dir` (created 0700 on the first record).
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        TrustStore { dir: dir.into() }
+    }
+
+    /// Its directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The record file for a workspace: named by the digest of its
+    /// canonical root, so a moved workspace has no record.
+    pub fn record_path(&self, root: &Path) -> PathBuf {
+        let key = blake3::hash(root.as_os_str().as_encoded_bytes()).to_hex();
+        self.dir.join(format!("{}.json", &key[..32]))
+    }
+
+    /// Checks the directory: the user's own, 0700, not a symlink, its parent
+    /// not replaceable by others, and not inside `root`.
+    fn check(&self, root: &Path, create: bool) -> Result<(), TrustError> {
+        let refuse = |why: String| TrustError::Store {
+            dir: self.dir.clone(),
+            why,
+        };
+        if create && std::fs::symlink_metadata(&self.dir).is_err() {
+            use std::os::unix::fs::DirBuilderExt;
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(&self.dir)
+                .map_err(|e| refuse(format!("it cannot be created: {e}")))?;
+        }
+        let meta = match std::fs::symlink_metadata(&self.dir) {
+            Ok(meta) => meta,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(TrustError::NoStore {
+                    dir: self.dir.clone(),
+                });
+            }
+            Err(e) => return Err(refuse(format!("it cannot be read: {e}"))),
+        };
+        if meta.file_type().is_symlink() {
+            return Err(refuse("it is a symlink".into()));
+        }
+        if !meta.is_dir() {
+            return Err(refuse("it is not a directory".into()));
+        }
+        crate::safe_fs::owned_by_me(&meta, 0o077).map_err(|why| refuse(format!("it {why}")))?;
+        let canonical = self
+            .dir
+            .canonicalize()
+            .map_err(|e| refuse(format!("it cannot be resolved: {e}")))?;
+        if canonical.starts_with(root) {
+            return Err(refuse(format!(
+                "it is inside the workspace {} (trust must live outside what it judges)",
+                root.display()
+            )));
+        }
+        if let Some(parent) = canonical.parent() {
+            let pmeta = std::fs::metadata(parent)
+                .map_err(|e| refuse(format!("its parent cannot be read: {e}")))?;
+            let me = nix::unistd::geteuid().as_raw();
+            let sticky = pmeta.mode() & 0o1000 != 0;
+            if (pmeta.uid() != me && pmeta.uid() != 0) || (pmeta.mode() & 0o022 != 0 && !sticky) {
+                return Err(refuse(format!(
+                    "its parent {} could be changed by another user (owner uid {}, mode {:o})",
+                    parent.display(),
+                    pmeta.uid(),
+                    pmeta.mode() & 0o7777
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The record for `root`, if the user trusted it.
+    pub fn read(&self, root: &Path) -> Result<Option<Record>, TrustError> {
+        match self.check(root, false) {
+            Err(TrustError::NoStore { .. }) => return Ok(None),
+            other => other?,
+        }
+        let path = self.record_path(root);
+        let refuse = |why: String| TrustError::Record {
+            path: path.clone(),
+            why,
+        };
+        let file = match std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
+            .open(&path)
+        {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) if e.raw_os_error() == Some(nix::libc::ELOOP) => {
+                return Err(refuse("it is a symlink".into()));
+            }
+            Err(e) => return Err(refuse(format!("it cannot be opened: {e}"))),
+        };
+        let meta = file
+            .metadata()
+            .map_err(|e| refuse(format!("it cannot be read: {e}")))?;
+        if !meta.is_file() {
+            return Err(refuse("it is not a regular file".into()));
+        }
+        crate::safe_fs::owned_by_me(&meta, 0o077).map_err(|why| refuse(format!("it {why}")))?;
+        let mut text = Vec::new();
+        use std::io::Read;
+        file.take(MAX_RECORD_BYTES + 1)
+            .read_to_end(&mut text)
+            .map_err(|e| refuse(format!("it cannot be read: {e}")))?;
+        if text.len() as u64 > MAX_RECORD_BYTES {
+            return Err(refuse("it is larger than 1 MiB".into()));
+        }
+        let value = crate::strict_json::parse(&text).map_err(|e| refuse(e.to_string()))?;
+        let record: Record = serde_json::from_value(value)
+            .map_err(|e| refuse(format!("not a trust record: {e}")))?;
+        if record.schema != RECORD_SCHEMA {
+            return Err(refuse(format!(
+                "record schema {} (this build reads {RECORD_SCHEMA})",
+                record.schema
+            )));
+        }
+        if record.manifest.workspace != root {
+            return Err(refuse(format!(
+                "it records {}, not this workspace",
+                record.manifest.workspace.display()
+            )));
+        }
+        if record.digest != record.manifest.digest() {
+            return Err(refuse(
+                "its digest does not match what it records (edited by hand?)".into(),
+            ));
+        }
+        Ok(Some(record))
+    }
+
+    /// Records `manifest` as trusted (replacing any earlier record for its
+    /// workspace), written 0600 and renamed into place.
+    pub(crate) fn write(&self, manifest: &Manifest) -> Result<PathBuf, TrustError> {
+        self.check(&manifest.workspace, true)?;
+        let path = self.record_path(&manifest.workspace);
+        let record = Record {
+            schema: RECORD_SCHEMA,
+            digest: manifest.digest(),
+            trusted_at: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0),
+            manifest: manifest.clone(),
+        };
+        let write = || -> std::io::Result<()> {
+            // tempfile creates its files 0600.
+            let mut tmp = tempfile::NamedTempFile::new_in(&self.dir)?;
+            let text = serde_json::to_vec_pretty(&record).map_err(std::io::Error::other)?;
+            tmp.write_all(&text)?;
+            tmp.as_file().sync_data()?;
+            tmp.persist(&path).map_err(|e| e.error)?;
+            Ok(())
+        };
+        write().map_err(|source| TrustError::Write {
+            path: path.clone(),
+            source,
+        })?;
+        Ok(path)
+    }
+
+    /// Forgets `root`. Returns whether there was a record.
+    pub(crate) fn remove(&self, root: &Path) -> Result<bool, TrustError> {
+        match self.check(root, false) {
+            Err(TrustError::NoStore { .. }) => return Ok(false),
+            other => other?,
+        }
+        let path = self.record_path(root);
+        match std::fs::remove_file(&path) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+            Err(source) => Err(TrustError::Write { path, source }),
+        }
+    }
+}
