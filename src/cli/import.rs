@@ -57,6 +57,18 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         super::write_file(&output, &rendered, false)?;
         eprintln!("wrote {count} hook(s) to {}", output.display());
+        if let Some(ws) = output.parent().and_then(std::path::Path::parent) {
+            let ws = if ws.as_os_str().is_empty() {
+                std::path::Path::new(".")
+            } else {
+                ws
+            };
+            eprintln!(
+                "next: review and trust its command hooks (they do not run until you do): \
+                 toolgate trust --workspace {}",
+                ws.display()
+            );
+        }
     }
     for w in &imported.warnings {
         eprintln!("warning: {w}");

@@ -249,7 +249,9 @@ pub(crate) fn admit(
             continue;
         };
         let inputs = CommandInputs::of(spec, &hook.name, root, ctx.search_path.as_deref());
-        let judged = record.as_ref().map_err(Clone::clone).and_then(|record| {
+        // A hook that cannot be pinned says so first: trusting it would not help.
+        let judged = inputs.pin().and_then(|now| {
+            let record = record.as_ref().map_err(Clone::clone)?;
             if record.manifest.config != config_digest {
                 return Err("hooks.json changed since it was trusted".to_owned());
             }
@@ -259,7 +261,6 @@ pub(crate) fn admit(
                 .iter()
                 .find(|p| p.name == hook.name)
                 .ok_or_else(|| "not among the hooks that were trusted".to_owned())?;
-            let now = inputs.pin()?;
             match difference(trusted, &now) {
                 None => Ok(now),
                 Some(what) => Err(what),

@@ -305,6 +305,7 @@ async fn protocol_is_validated() {
 use std::process::Output;
 
 fn agent(fx: &Fixture, dialect: &str, input: Value, env_project: bool) -> Output {
+    fx.trust();
     let mut cmd = toolgate();
     cmd.arg(dialect)
         .env("TOOLGATE_CONFIG_DIR", fx.global())
@@ -530,7 +531,10 @@ fn import_carries_claude_code_settings_over_and_lists_the_rest() {
 
     // The imported chain loads and the unmodified script still blocks.
     let runner = toolgate::HookRunner::builder()
-        .config(toolgate::Config::load(None, Some(&project)).unwrap())
+        .config({
+            crate::support::trust(&project);
+            crate::support::loader(&project).load().unwrap()
+        })
         .build();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -8,6 +8,7 @@ use std::process::Output;
 
 /// Runs `toolgate check` with the fixture's global dir and workspace.
 fn check(fx: &Fixture, args: &[&str], stdin: &str) -> Output {
+    fx.trust();
     run_with_stdin(
         toolgate()
             .arg("check")
@@ -359,13 +360,40 @@ fn the_readme_quick_start_denies_the_force_push() {
     let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/demo");
     let stdin = std::fs::read_to_string(demo.join("force-push.json")).unwrap();
     let empty = tempfile::tempdir().unwrap();
-    let out = run_with_stdin(
+    let state = tempfile::tempdir().unwrap();
+    let toolgate = || {
+        let mut cmd = toolgate();
+        cmd.env("TOOLGATE_CONFIG_DIR", empty.path())
+            .env("XDG_STATE_HOME", state.path());
+        cmd
+    };
+    // A new user's first call: the demo's command hooks are not trusted
+    // yet; the reason says what to run.
+    let out = run_with_stdin(toolgate().args(["check", "--workspace"]).arg(&demo), &stdin);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let reason = stdout_json(&out)["reason"].as_str().unwrap().to_owned();
+    assert!(reason.contains("toolgate trust --workspace"), "{reason}");
+    // The README's trust step, as a script does it: review, then confirm
+    // the digest the review printed.
+    let review = toolgate()
+        .args(["trust", "--workspace"])
+        .arg(&demo)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&review.stdout).into_owned();
+    let digest = text
+        .lines()
+        .find_map(|l| l.strip_prefix("digest: "))
+        .expect("the review prints the digest")
+        .to_owned();
+    crate::support::succeeded(
         toolgate()
-            .args(["check", "--workspace"])
+            .args(["trust", "--workspace"])
             .arg(&demo)
-            .env("TOOLGATE_CONFIG_DIR", empty.path()),
-        &stdin,
+            .args(["--yes", &digest]),
     );
+    let out = run_with_stdin(toolgate().args(["check", "--workspace"]).arg(&demo), &stdin);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     let v = stdout_json(&out);
     assert_eq!(v["decided_by"], "no-force-push");

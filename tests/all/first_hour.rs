@@ -31,7 +31,7 @@ fn on_a_terminal(command: &str, dir: &Path, envs: &[(&str, &Path)]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-const COMMANDS: [&[&str]; 9] = [
+const COMMANDS: [&[&str]; 12] = [
     &[],
     &["check"],
     &["hooks"],
@@ -41,6 +41,9 @@ const COMMANDS: [&[&str]; 9] = [
     &["import", "claude-code"],
     &["new"],
     &["bench"],
+    &["trust"],
+    &["trust", "status"],
+    &["trust", "revoke"],
 ];
 
 /// The part of a help after the options: the examples and notes a person
@@ -307,6 +310,7 @@ fn import_writes_schema_first_and_each_hook_name_first() {
 
 #[test]
 fn colour_only_on_a_terminal_or_when_forced_and_never_with_no_color() {
+    crate::support::trust(&Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/demo"));
     let demo = [
         "replay",
         "examples/demo/session.jsonl",

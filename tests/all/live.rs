@@ -82,6 +82,8 @@ fn claude_with(fx: &Fixture, handler: Value, calls: Vec<Value>, allow_bash: bool
     let home = fx.dir.path().join("home");
     std::fs::create_dir_all(&home).unwrap();
     let mock = MockModel::anthropic(calls);
+    // The user trusted this workspace's hooks (the gate has its own tests).
+    crate::support::trust(&fx.workspace());
     let mut cmd = Command::new(claude_bin());
     cmd.args([
         "-p",
@@ -97,6 +99,7 @@ fn claude_with(fx: &Fixture, handler: Value, calls: Vec<Value>, allow_bash: bool
     .env("DISABLE_TELEMETRY", "1")
     .env("DISABLE_AUTOUPDATER", "1")
     .env("TOOLGATE_CONFIG_DIR", fx.global())
+    .env("XDG_STATE_HOME", crate::support::state_home())
     .env_remove("TOOLGATE_LOG")
     .stdin(Stdio::null())
     .stdout(Stdio::piped())
@@ -453,6 +456,7 @@ fn codex_with(fx: &Fixture, handler: Value, commands: &[&str], trusted: bool) ->
         .map(|c| json!({"name": "exec_command", "input": {"cmd": c}}))
         .collect();
     let mock = MockModel::openai(calls);
+    crate::support::trust(&fx.workspace());
     let provider = format!(
         "model_providers.mock={{name=\"mock\",base_url=\"{}/v1\",env_key=\"OPENAI_API_KEY\",wire_api=\"responses\"}}",
         mock.base_url()
@@ -481,6 +485,7 @@ fn codex_with(fx: &Fixture, handler: Value, commands: &[&str], trusted: bool) ->
         .env("HOME", &home)
         .env("OPENAI_API_KEY", "sk-test")
         .env("TOOLGATE_CONFIG_DIR", fx.global())
+        .env("XDG_STATE_HOME", crate::support::state_home())
         .env_remove("CLAUDE_PROJECT_DIR")
         .env_remove("TOOLGATE_LOG")
         .stdin(Stdio::null())

@@ -21,4 +21,5 @@ mod security;
 mod snapshots;
 mod subprocess;
 mod support;
+mod trust;
 mod wasm;

@@ -7,6 +7,7 @@ use std::path::Path;
 use std::process::Output;
 
 fn replay(file: &Path, workspace: &Path, json_out: bool) -> Output {
+    crate::support::trust(workspace);
     let mut cmd = toolgate();
     cmd.arg("replay")
         .arg(file)

@@ -20,8 +20,9 @@ fn unwrapped(cmd: &mut std::process::Command) -> String {
 
 #[test]
 fn every_help_reads_as_pinned() {
-    let commands: [&[&str]; 10] = [
+    let commands: [&[&str]; 11] = [
         &["--help"],
+        &["trust", "--help"],
         &["check", "--help"],
         &["hooks", "--help"],
         &["replay", "--help"],

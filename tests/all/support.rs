@@ -94,9 +94,22 @@ impl Fixture {
         path
     }
 
-    /// Loads both configs.
+    /// Loads both configs, as a user who reviewed and trusted the
+    /// workspace as it is now (tests of the gate itself use `toolgate
+    /// trust` and [`trust_store`]).
     pub(crate) fn config(&self) -> Config {
-        Config::load(Some(&self.global()), Some(&self.workspace())).expect("config loads")
+        self.trust();
+        loader(&self.workspace())
+            .global_dir(self.global())
+            .load()
+            .expect("config loads")
+    }
+
+    /// Records the workspace as it is now as trusted, in the store every
+    /// test's `toolgate` uses.
+    pub(crate) fn trust(&self) -> &Self {
+        trust(&self.workspace());
+        self
     }
 
     /// A runner over both configs and no interceptors.
@@ -213,11 +226,63 @@ pub(crate) fn failure_kind(outcome: &Outcome, name: &str) -> toolgate::FailureKi
     }
 }
 
-/// The real `toolgate` binary, with the operator's trace switched off.
+/// The real `toolgate` binary, with the operator's trace switched off and
+/// its trust store ([`trust_store`]) out of the real user's home.
 pub(crate) fn toolgate() -> std::process::Command {
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"));
     cmd.env_remove("TOOLGATE_LOG");
+    cmd.env("XDG_STATE_HOME", state_home());
     cmd
+}
+
+/// The state directory every test's `toolgate` keeps trust in: one per test
+/// run, emptied when the run starts. Records are per workspace, and every
+/// test has its own temporary workspace.
+pub(crate) fn state_home() -> &'static Path {
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        use std::os::unix::fs::DirBuilderExt;
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("state-home");
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir.join("toolgate/trust"))
+            .expect("the test state directory");
+        dir
+    })
+}
+
+/// The trust store in [`state_home`].
+pub(crate) fn trust_store() -> toolgate::trust::TrustStore {
+    toolgate::trust::TrustStore::new(state_home().join("toolgate/trust"))
+}
+
+/// A loader for `workspace` with the tests' trust store and `PATH`.
+pub(crate) fn loader(workspace: &Path) -> toolgate::config::Loader {
+    let mut loader = Config::loader().workspace(workspace).trust(trust_store());
+    if let Some(path) = std::env::var_os("PATH") {
+        loader = loader.search_path(path);
+    }
+    loader
+}
+
+/// Trusts `workspace` as it is now (what `toolgate trust` records after
+/// the user says yes), in the tests' store. A workspace without a
+/// hooks.json is left alone.
+pub(crate) fn trust(workspace: &Path) {
+    if !workspace.join(".toolgate/hooks.json").exists() {
+        return;
+    }
+    let Ok(config) = loader(workspace).load() else {
+        return; // a broken config: the test is about its error
+    };
+    let path = std::env::var_os("PATH");
+    let review = toolgate::trust::Review::of(&config, &trust_store(), path.as_deref())
+        .expect("the workspace can be reviewed");
+    review
+        .record(&trust_store(), &review.digest)
+        .expect("trust is recorded");
 }
 
 /// Runs `cmd` to the end, failing the test with its output unless it succeeded.
@@ -235,8 +300,10 @@ pub(crate) fn succeeded(cmd: &mut std::process::Command) -> std::process::Output
 }
 
 /// `toolgate check` on one request, against `workspace`'s hooks with
-/// `config_dir` as the global configuration: its exit code and JSON answer.
+/// `config_dir` as the global configuration, the workspace trusted as it is
+/// now: its exit code and JSON answer.
 pub(crate) fn check_in(workspace: &Path, config_dir: &Path, request: &str) -> (Option<i32>, Value) {
+    trust(workspace);
     let out = run_with_stdin(
         toolgate()
             .args(["check", "--workspace"])

@@ -1,0 +1,503 @@
+//! Workspace trust, through the real binary: a repository's command hooks
+//! run only after the user pinned exactly what runs (SECURITY.md, "Workspace
+//! trust"). Each test keeps its own state directory, so the trust store is
+//! the only thing that differs between "trusted" and "not".
+
+use crate::support::{Fixture, run_with_stdin, stderr, stdout_json, toolgate, write_executable};
+use serde_json::{Value, json};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+const PUSH: &str = r#"{"event":"pre_tool_use","tool":"Bash","input":{"command":"git push"}}"#;
+
+/// A workspace whose one command hook leaves a marker when it runs, and a
+/// state directory of its own.
+struct Case {
+    fx: Fixture,
+    state: tempfile::TempDir,
+}
+
+impl Case {
+    fn new() -> Self {
+        let fx = Fixture::new();
+        let marker = fx.marker("ran");
+        std::fs::create_dir_all(fx.workspace().join("hooks")).unwrap();
+        write_executable(
+            &fx.workspace().join("hooks/guard.sh"),
+            &format!(
+                "#!/bin/sh\ncat >/dev/null\ntouch '{}'\necho '{{\"decision\":\"allow\"}}'\n",
+                marker.display()
+            ),
+        );
+        fx.workspace_hooks(json!([
+            {"name": "guard", "command": ["sh", "hooks/guard.sh"], "tools": ["Bash"]}
+        ]));
+        Case {
+            fx,
+            state: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn ws(&self) -> PathBuf {
+        self.fx.workspace()
+    }
+
+    fn cmd(&self) -> std::process::Command {
+        let mut cmd = toolgate();
+        cmd.env("XDG_STATE_HOME", self.state.path())
+            .env("TOOLGATE_CONFIG_DIR", self.fx.global());
+        cmd
+    }
+
+    fn store(&self) -> PathBuf {
+        self.state.path().join("toolgate/trust")
+    }
+
+    /// `toolgate check` on a Bash call: exit code and answer.
+    fn check(&self) -> (Option<i32>, Value) {
+        let out = run_with_stdin(
+            self.cmd().args(["check", "--workspace"]).arg(self.ws()),
+            PUSH,
+        );
+        (out.status.code(), stdout_json(&out))
+    }
+
+    fn ran(&self) -> bool {
+        let marker = self.fx.marker("ran");
+        let ran = marker.exists();
+        let _ = std::fs::remove_file(marker);
+        ran
+    }
+
+    fn status(&self) -> Value {
+        let out = self
+            .cmd()
+            .args(["trust", "status", "--json", "--workspace"])
+            .arg(self.ws())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        stdout_json(&out)
+    }
+
+    fn digest(&self) -> String {
+        self.status()["current_digest"]
+            .as_str()
+            .expect("a digest")
+            .to_owned()
+    }
+
+    fn trust_with(&self, digest: &str) -> std::process::Output {
+        self.cmd()
+            .args(["trust", "--workspace"])
+            .arg(self.ws())
+            .args(["--yes", digest])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap()
+    }
+
+    fn trust(&self) {
+        let out = self.trust_with(&self.digest());
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+
+    /// The call is denied by the gate, the hook did not run, and the reason
+    /// contains `why` and the command that fixes it.
+    fn denied_untrusted(&self, why: &str) {
+        let (code, answer) = self.check();
+        assert_eq!(code, Some(2), "{answer}");
+        let reason = answer["reason"].as_str().unwrap_or_default();
+        assert!(reason.contains("is not trusted"), "{reason}");
+        assert!(reason.contains(why), "wanted {why:?} in: {reason}");
+        assert!(
+            reason.contains(&format!(
+                "toolgate trust --workspace {}",
+                self.canonical().display()
+            )),
+            "{reason}"
+        );
+        assert!(!self.ran(), "an untrusted hook ran");
+    }
+
+    fn canonical(&self) -> PathBuf {
+        self.ws().canonicalize().unwrap()
+    }
+
+    fn runs_trusted(&self) {
+        let (code, answer) = self.check();
+        assert_eq!(code, Some(0), "{answer}");
+        assert!(self.ran(), "the trusted hook did not run: {answer}");
+    }
+}
+
+#[test]
+fn first_use_is_denied_with_the_command_that_trusts_it() {
+    let case = Case::new();
+    case.denied_untrusted("never trusted on this machine");
+}
+
+#[test]
+fn trusted_hooks_run_and_status_says_so() {
+    let case = Case::new();
+    case.trust();
+    case.runs_trusted();
+    let status = case.status();
+    assert_eq!(status["hooks"][0]["trust"]["state"], "trusted", "{status}");
+    assert_eq!(status["recorded"]["digest"], status["current_digest"]);
+    // The store is the user's own and private.
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&case.store()), 0o700);
+    for entry in std::fs::read_dir(case.store()).unwrap() {
+        assert_eq!(mode(&entry.unwrap().path()), 0o600);
+    }
+}
+
+#[test]
+fn an_edit_to_the_script_revokes_trust() {
+    let case = Case::new();
+    case.trust();
+    case.runs_trusted();
+    let script = case.ws().join("hooks/guard.sh");
+    let text = std::fs::read_to_string(&script).unwrap();
+    std::fs::write(
+        &script,
+        text.replace("cat >/dev/null", "cat >/dev/null; : evil"),
+    )
+    .unwrap();
+    case.denied_untrusted("script hooks/guard.sh changed since it was trusted");
+}
+
+#[test]
+fn an_edit_to_hooks_json_revokes_trust() {
+    let case = Case::new();
+    case.trust();
+    let path = case.ws().join(".toolgate/hooks.json");
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, format!("{text}\n")).unwrap();
+    case.denied_untrusted("hooks.json changed since it was trusted");
+}
+
+#[test]
+fn a_moved_workspace_is_not_trusted() {
+    let case = Case::new();
+    case.trust();
+    let moved = case.fx.dir.path().join("moved");
+    std::fs::rename(case.ws(), &moved).unwrap();
+    let out = run_with_stdin(case.cmd().args(["check", "--workspace"]).arg(&moved), PUSH);
+    assert_eq!(out.status.code(), Some(2));
+    let reason = stdout_json(&out)["reason"].as_str().unwrap().to_owned();
+    assert!(reason.contains("never trusted on this machine"), "{reason}");
+    assert!(!case.ran());
+}
+
+#[test]
+fn a_symlinked_program_is_pinned_to_what_it_points_at() {
+    let case = Case::new();
+    let hooks = case.ws().join("hooks");
+    std::fs::copy(hooks.join("guard.sh"), hooks.join("other.sh")).unwrap();
+    std::os::unix::fs::symlink("guard.sh", hooks.join("link")).unwrap();
+    case.fx.workspace_hooks(json!([
+        {"name": "guard", "command": ["hooks/link"], "tools": ["Bash"]}
+    ]));
+    case.trust();
+    case.runs_trusted();
+    // Same bytes, another file: the link now resolves elsewhere.
+    std::fs::remove_file(hooks.join("link")).unwrap();
+    std::os::unix::fs::symlink("other.sh", hooks.join("link")).unwrap();
+    case.denied_untrusted("now resolves to");
+}
+
+#[test]
+fn a_trust_store_anyone_else_can_read_or_write_trusts_nothing() {
+    let case = Case::new();
+    case.trust();
+    case.runs_trusted();
+    std::fs::set_permissions(case.store(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    case.denied_untrusted("is accessible by group or others (mode 755)");
+    // Recording into it is refused too.
+    let out = case.trust_with(&case.digest());
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("the trust store"), "{}", stderr(&out));
+    std::fs::set_permissions(case.store(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    case.runs_trusted();
+    // A record others can read is refused the same way.
+    let record = std::fs::read_dir(case.store())
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    std::fs::set_permissions(&record, std::fs::Permissions::from_mode(0o644)).unwrap();
+    case.denied_untrusted("the trust record");
+}
+
+#[test]
+fn a_hand_written_record_is_refused() {
+    let case = Case::new();
+    case.trust();
+    let record = std::fs::read_dir(case.store())
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    // Pin some other script content, keep the old digest: a forged record.
+    let text = std::fs::read_to_string(&record).unwrap();
+    let mut value: Value = serde_json::from_str(&text).unwrap();
+    value["hooks"][0]["argv"] = json!(["sh", "-c", "anything"]);
+    std::fs::write(&record, value.to_string()).unwrap();
+    case.denied_untrusted("its digest does not match what it records");
+}
+
+#[test]
+fn a_workspace_cannot_choose_the_trust_store_or_the_policy() {
+    let case = Case::new();
+    for (field, value) in [
+        ("trust_dir", json!("/tmp/x")),
+        ("untrusted_hooks", json!("skip")),
+    ] {
+        let mut config = json!({"schema": 1, "hooks": [
+            {"name": "guard", "command": ["sh", "hooks/guard.sh"]}
+        ]});
+        config[field] = value;
+        case.fx.workspace_raw(&config.to_string());
+        let out = run_with_stdin(
+            case.cmd().args(["check", "--workspace"]).arg(case.ws()),
+            PUSH,
+        );
+        assert_eq!(out.status.code(), Some(1), "{field}");
+        assert!(
+            stderr(&out).contains(&format!("field `{field}`")),
+            "{}",
+            stderr(&out)
+        );
+        assert!(!case.ran());
+    }
+    // A state directory inside the workspace (an agent's settings could
+    // point XDG_STATE_HOME there) is refused, even with a record in it.
+    let case = Case::new();
+    let inside = case.ws().join(".state");
+    std::fs::create_dir(&inside).unwrap();
+    std::fs::set_permissions(&inside, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let digest = case.digest();
+    let out = case
+        .cmd()
+        .env("XDG_STATE_HOME", &inside)
+        .args(["trust", "--workspace"])
+        .arg(case.ws())
+        .args(["--yes", &digest])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("inside the workspace"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn skip_mode_leaves_the_hook_out_and_says_so() {
+    let case = Case::new();
+    std::fs::write(
+        case.fx.global().join("hooks.json"),
+        json!({"schema": 1, "untrusted_hooks": "skip"}).to_string(),
+    )
+    .unwrap();
+    let (code, answer) = case.check();
+    assert_eq!(code, Some(0), "{answer}");
+    assert!(!case.ran());
+    let run = &answer["runs"][0];
+    assert_eq!(run["verdict"], "skipped", "{answer}");
+    let reason = run["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("never trusted") && reason.contains("toolgate trust"),
+        "{reason}"
+    );
+    let out = case
+        .cmd()
+        .args(["hooks", "--workspace"])
+        .arg(case.ws())
+        .env("COLUMNS", "200")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("UNTRUSTED: skip"), "{text}");
+    assert!(text.contains("untrusted: guard will not run"), "{text}");
+}
+
+#[test]
+fn yes_with_a_wrong_digest_records_nothing() {
+    let case = Case::new();
+    let out = case.trust_with("blake3:0000");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("not what was reviewed"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(case.status()["recorded"].is_null());
+    case.denied_untrusted("never trusted");
+    // Nor does a review without a terminal to ask on: it prints the command.
+    let out = case
+        .cmd()
+        .args(["trust", "--workspace"])
+        .arg(case.ws())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains(&format!("--yes {}", case.digest())),
+        "{}",
+        stderr(&out)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("hooks/guard.sh"));
+    case.denied_untrusted("never trusted");
+}
+
+#[test]
+fn the_review_shows_what_changed_since_it_was_trusted() {
+    let case = Case::new();
+    case.trust();
+    std::fs::write(
+        case.ws().join("hooks/guard.sh"),
+        "#!/bin/sh\necho changed\n",
+    )
+    .unwrap();
+    let out = case
+        .cmd()
+        .args(["trust", "--workspace"])
+        .arg(case.ws())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("~ guard (command; script hooks/guard.sh changed since it was trusted)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("hooks.json") && text.contains("(as trusted)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn declared_trust_files_are_pinned() {
+    let case = Case::new();
+    std::fs::write(case.ws().join("hooks/lib.sh"), "X=1\n").unwrap();
+    case.fx.workspace_hooks(json!([{
+        "name": "guard", "command": ["sh", "hooks/guard.sh"], "tools": ["Bash"],
+        "trust_files": ["hooks/lib.sh"]
+    }]));
+    case.trust();
+    case.runs_trusted();
+    std::fs::write(case.ws().join("hooks/lib.sh"), "X=2\n").unwrap();
+    case.denied_untrusted("declared hooks/lib.sh changed");
+}
+
+#[test]
+fn a_program_outside_the_workspace_that_others_can_write_cannot_be_trusted() {
+    let case = Case::new();
+    let open = case.fx.dir.path().join("open");
+    std::fs::create_dir(&open).unwrap();
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+    std::fs::copy(case.ws().join("hooks/guard.sh"), open.join("guard.sh")).unwrap();
+    case.fx.workspace_hooks(json!([
+        {"name": "guard", "command": ["sh", open.join("guard.sh")], "tools": ["Bash"]}
+    ]));
+    let out = case
+        .cmd()
+        .args(["trust", "--workspace"])
+        .arg(case.ws())
+        .args(["--yes", "blake3:0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("could be changed by others"),
+        "{}",
+        stderr(&out)
+    );
+    case.denied_untrusted("could be changed by others");
+}
+
+#[test]
+fn revoking_stops_the_hooks() {
+    let case = Case::new();
+    case.trust();
+    case.runs_trusted();
+    let out = case
+        .cmd()
+        .args(["trust", "revoke", "--workspace"])
+        .arg(case.ws())
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("revoked"));
+    case.denied_untrusted("never trusted");
+}
+
+#[test]
+fn global_hooks_need_no_trust() {
+    let case = Case::new();
+    case.fx.workspace_raw(r#"{"schema": 1, "hooks": []}"#);
+    let script = case.fx.global_script(
+        "g.sh",
+        &std::fs::read_to_string(case.ws().join("hooks/guard.sh")).unwrap(),
+    );
+    case.fx
+        .global_hooks(json!([{"name": "g", "command": [script]}]));
+    case.runs_trusted();
+}
+
+#[test]
+fn an_agent_is_told_to_ask_a_person_and_the_hook_does_not_run() {
+    let case = Case::new();
+    let input = json!({
+        "session_id": "s", "transcript_path": "/dev/null", "cwd": case.ws(),
+        "hook_event_name": "PreToolUse", "tool_name": "Bash",
+        "tool_input": {"command": "git push"}
+    });
+    let out = run_with_stdin(
+        case.cmd()
+            .args(["claude-code", "--workspace"])
+            .arg(case.ws()),
+        &input.to_string(),
+    );
+    let answer = stdout_json(&out);
+    let hso = &answer["hookSpecificOutput"];
+    assert_eq!(hso["permissionDecision"], "deny", "{answer}");
+    assert!(
+        hso["permissionDecisionReason"]
+            .as_str()
+            .unwrap()
+            .contains("A person must review it"),
+        "{answer}"
+    );
+    assert!(!case.ran());
+}
+
+/// The pin is checked again just before each spawn, not only at load: a
+/// long-lived runner (an embedding harness, the server) does not run a
+/// script that changed after its config was loaded.
+#[test]
+fn an_edit_after_loading_is_caught_before_the_spawn() {
+    let case = Case::new();
+    case.fx.trust();
+    let config = crate::support::loader(&case.ws()).load().unwrap();
+    let runner = toolgate::HookRunner::builder().config(config).build();
+    let request = toolgate::Request::pre("Bash", json!({"command": "ls"}));
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    assert!(rt.block_on(runner.pre_tool_use(&request)).may_proceed());
+    assert!(case.ran());
+    let script = case.ws().join("hooks/guard.sh");
+    let text = std::fs::read_to_string(&script).unwrap();
+    std::fs::write(&script, format!("{text}# edited\n")).unwrap();
+    let outcome = rt.block_on(runner.pre_tool_use(&request));
+    assert!(!outcome.may_proceed());
+    assert!(!case.ran(), "the edited script ran");
+    let reason = outcome.runs[0].reason.as_deref().unwrap();
+    assert!(reason.contains("changed since it was trusted"), "{reason}");
+}
