@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use toolgate::{
-    BoxError, Config, HookRequest, HookRunner, Interceptor, Request, ToolResult, Verdict,
+    BoxError, Config, HookRequest, HookRunner, Interceptor, Request, Source, ToolResult, Verdict,
 };
 
 /// Redacts a secret the host owns from every tool output.
@@ -82,8 +82,16 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 redactions: AtomicUsize::new(0),
             },
         )
-        // The workspace's hooks only: the example ignores your global config.
-        .config(Config::load(None, Some(&demo))?)
+        // The demo's hooks, loaded as this program's own configuration (the
+        // operator's, `Source::Global`): the example ships them, so it is
+        // their author. A harness loading *a user's workspace* uses
+        // `Config::loader().workspace(..).trust(store)` instead, and the
+        // workspace's commands then run only once the user trusted them.
+        .config(Config::from_file(
+            Source::Global,
+            &demo.join(".toolgate/hooks.json"),
+            &demo,
+        )?)
         .build();
 
     println!("chain, in order:");

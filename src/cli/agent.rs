@@ -205,32 +205,52 @@ fn evaluate(
     let event_name = call.hook_event_name;
     // Given (--workspace, or $CLAUDE_PROJECT_DIR which Claude Code sets),
     // else found by walking up from the call's cwd (Codex sets none).
-    let given = args
-        .workspace
-        .or_else(|| std::env::var_os("CLAUDE_PROJECT_DIR").map(PathBuf::from));
-    let workspace = match given {
+    let workspace = workspace_of(args.workspace, call.cwd.as_deref())?;
+    let budget = chain_budget.saturating_sub(started.elapsed());
+    // A running server answers the same way, with its hooks already loaded.
+    let ask = super::client::Ask {
+        mode: super::client::Mode::Agent(dialect),
+        workspace: &workspace,
+        input: &bytes,
+        deadline: Some(budget),
+    };
+    if let Some(reply) = super::client::ask(&ask) {
+        return reply.into_agent_answer();
+    }
+    let config = super::env::load(&workspace, true)?;
+    let runner = HookRunner::builder().config(config).build();
+    // The chain must answer before the watchdog; loading took some of it.
+    let budget = chain_budget.saturating_sub(started.elapsed());
+    Ok(runtime()?.block_on(answer(&runner, &request, dialect, &event_name, budget)))
+}
+
+/// The agent's answer to `request` (`None`: nothing to print): the same
+/// whether evaluated here or by a running server. The chain's deadline is
+/// cut to `budget`.
+pub(crate) async fn answer(
+    runner: &HookRunner,
+    request: &toolgate::Request,
+    dialect: Dialect,
+    event_name: &str,
+    budget: Duration,
+) -> Option<serde_json::Value> {
+    let runner = runner.with_chain_timeout(runner.chain_timeout().min(budget));
+    let outcome = runner.evaluate(request).await;
+    render_outcome(&outcome, dialect, event_name)
+}
+
+/// The workspace a call belongs to: `--workspace`, else
+/// `$CLAUDE_PROJECT_DIR`, else found by walking up from the call's `cwd`.
+pub(crate) fn workspace_of(given: Option<PathBuf>, cwd: Option<&str>) -> anyhow::Result<PathBuf> {
+    let given = given.or_else(|| std::env::var_os("CLAUDE_PROJECT_DIR").map(PathBuf::from));
+    Ok(match given {
         Some(dir) => super::workspace(Some(dir))?.root,
         None => {
-            let start = call
-                .cwd
-                .map(PathBuf::from)
-                .unwrap_or_else(|| PathBuf::from("."));
+            let start = cwd.map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."));
             if !start.is_dir() {
                 anyhow::bail!("the call's cwd {} is not a directory", start.display());
             }
             toolgate::config::find_workspace(&start, super::env::dir("HOME").as_deref()).root
         }
-    };
-    let config = super::env::load(&workspace, true)?;
-    // The chain must answer before the watchdog; loading took some of it.
-    let chain_timeout = config
-        .chain_timeout()
-        .unwrap_or(toolgate::runner::DEFAULT_CHAIN_TIMEOUT)
-        .min(chain_budget.saturating_sub(started.elapsed()));
-    let runner = HookRunner::builder()
-        .config(config)
-        .chain_timeout(chain_timeout)
-        .build();
-    let outcome = runtime()?.block_on(runner.evaluate(&request));
-    Ok(render_outcome(&outcome, dialect, &event_name))
+    })
 }

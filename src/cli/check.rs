@@ -56,13 +56,37 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     )?;
     let request = wire::read_request(&bytes, args.event.as_deref(), args.tool.as_deref())
         .context("the request on stdin")?;
+    // A running server answers the same way, with its hooks already loaded.
+    let ask = super::client::Ask {
+        mode: super::client::Mode::Check {
+            event: args.event.clone(),
+            tool: args.tool.clone(),
+        },
+        workspace: &workspace.root,
+        input: &bytes,
+        deadline: None,
+    };
+    if let Some(reply) = super::client::ask(&ask) {
+        return reply.finish();
+    }
     let config = super::env::load(&workspace.root, true)?;
     let runner = HookRunner::builder().config(config).build();
-    let outcome = runtime()?.block_on(runner.evaluate(&request));
-    outln!("{}", wire::outcome_json(&outcome));
-    Ok(if outcome.may_proceed() {
-        ExitCode::SUCCESS
+    let (json, code) = runtime()?.block_on(answer(&runner, &request));
+    outln!("{json}");
+    Ok(ExitCode::from(code))
+}
+
+/// What `check` prints for `request`, and its exit code: the same whether
+/// evaluated here or by a running server.
+pub(crate) async fn answer(
+    runner: &HookRunner,
+    request: &toolgate::Request,
+) -> (serde_json::Value, u8) {
+    let outcome = runner.evaluate(request).await;
+    let code = if outcome.may_proceed() {
+        0
     } else {
-        ExitCode::from(EXIT_DENIED)
-    })
+        EXIT_DENIED
+    };
+    (wire::outcome_json(&outcome), code)
 }

@@ -94,6 +94,9 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         if let Some(engine) = &engine {
             out["wasm_engine"] = engine.clone();
         }
+        if let Some(status) = super::serve::query_status() {
+            out["server"] = status;
+        }
         outln!("{}", serde_json::to_string_pretty(&out)?);
     } else {
         outln!(
@@ -113,6 +116,9 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
                     .unwrap_or_default()
             );
         }
+    }
+    if !args.json {
+        server_line(&workspace.root);
     }
     for m in &missing {
         eprintln!("warning: {}", toolgate::text::one_line(m));
@@ -205,6 +211,34 @@ fn print_table(config: &Config) {
             );
         }
     }
+}
+
+/// What a running `toolgate serve` has loaded for this workspace, and the
+/// error of its last reload when the files no longer load.
+fn server_line(workspace: &Path) {
+    let Some(status) = super::serve::query_status() else {
+        return;
+    };
+    let root = workspace
+        .canonicalize()
+        .unwrap_or_else(|_| workspace.to_owned());
+    let here = status["workspaces"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|w| w["workspace"].as_str().map(Path::new) == Some(root.as_path()));
+    outln!(
+        "server: running (pid {}, {} requests){}",
+        status["pid"],
+        status["requests"],
+        match here {
+            None => "; this workspace not loaded yet".to_owned(),
+            Some(w) => match w["error"].as_str() {
+                Some(e) => format!("; this workspace: {}", toolgate::text::one_line(e)),
+                None => format!("; this workspace: {} hooks loaded", w["hooks"]),
+            },
+        }
+    );
 }
 
 /// One line per workspace command hook that will not run, and what to do.

@@ -62,10 +62,12 @@ pub(crate) fn write_file(
 mod agent;
 mod bench;
 mod check;
+mod client;
 mod hooks;
 mod import;
 mod new;
 mod replay;
+mod serve;
 mod trust;
 
 use clap::{Parser, Subcommand};
@@ -114,6 +116,7 @@ enum Command {
     New(new::Args),
     Replay(replay::Args),
     Trust(trust::Args),
+    Serve(serve::Args),
 }
 
 pub(crate) fn main() -> ExitCode {
@@ -127,6 +130,7 @@ pub(crate) fn main() -> ExitCode {
         Command::New(args) => new::run(args),
         Command::Replay(args) => replay::run(args),
         Command::Trust(args) => trust::run(args),
+        Command::Serve(args) => serve::run(args),
         Command::ClaudeCode(args) => {
             return agent::run(args, toolgate::agent::Outward::ClaudeCode);
         }
@@ -243,6 +247,26 @@ pub(crate) mod env {
             .map(|d| d.join("toolgate").join("trust"))
             .or_else(|| dir("HOME").map(|h| h.join(".local/state/toolgate/trust")))
             .map(toolgate::trust::TrustStore::new)
+    }
+
+    /// Where `toolgate serve` listens and the other commands look for it:
+    /// `$TOOLGATE_SOCKET`, else `$XDG_RUNTIME_DIR/toolgate/serve.sock`, else
+    /// `/tmp/toolgate-<uid>/serve.sock`. `None` when `TOOLGATE_SERVER=off`
+    /// (the commands then always evaluate themselves).
+    pub(crate) fn socket_path() -> Option<PathBuf> {
+        if std::env::var("TOOLGATE_SERVER").is_ok_and(|v| v == "off") {
+            return None;
+        }
+        dir("TOOLGATE_SOCKET").or_else(|| {
+            Some(
+                dir("XDG_RUNTIME_DIR")
+                    .map(|d| d.join("toolgate"))
+                    .unwrap_or_else(|| {
+                        PathBuf::from(format!("/tmp/toolgate-{}", nix::unistd::geteuid()))
+                    })
+                    .join("serve.sock"),
+            )
+        })
     }
 
     /// `PATH`, which a bare program name in a workspace command hook is

@@ -44,6 +44,9 @@ pub(crate) struct Args {
 #[derive(clap::Subcommand)]
 enum Action {
     /// Show each workspace hook's trust state, and the recorded digest.
+    #[command(after_help = "Examples:\n  \
+        toolgate trust status --workspace examples/demo\n  \
+        toolgate trust status --json | jq '.hooks[].trust'")]
     Status {
         /// The workspace [default: as for `trust`].
         #[arg(long, value_name = "DIR")]
@@ -53,6 +56,8 @@ enum Action {
         json: bool,
     },
     /// Forget a workspace: its command hooks stop running until trusted again.
+    #[command(after_help = "Example:\n  \
+        toolgate trust revoke --workspace examples/demo")]
     Revoke {
         /// The workspace [default: as for `trust`].
         #[arg(long, value_name = "DIR")]
@@ -108,7 +113,7 @@ fn review(workspace: Option<PathBuf>) -> anyhow::Result<(Config, Review, TrustSt
 
 fn trust(workspace: Option<PathBuf>, yes: Option<String>) -> anyhow::Result<ExitCode> {
     use std::io::IsTerminal;
-    let (config, review, store) = review(workspace)?;
+    let (_, review, store) = review(workspace)?;
     print_review(&review, &store);
     let commands = review
         .manifest
@@ -132,7 +137,7 @@ fn trust(workspace: Option<PathBuf>, yes: Option<String>) -> anyhow::Result<Exit
             return Ok(ExitCode::SUCCESS);
         }
         None if std::io::stdin().is_terminal() => {
-            eprint!("Trust these {commands} command hooks in {root}? [y/N] ");
+            eprint!("Trust {} in {root}? [y/N] ", hooks_phrase(commands, true));
             let mut line = String::new();
             std::io::stdin().read_line(&mut line)?;
             if !matches!(line.trim(), "y" | "Y" | "yes" | "YES" | "Yes") {
@@ -148,12 +153,21 @@ fn trust(workspace: Option<PathBuf>, yes: Option<String>) -> anyhow::Result<Exit
         ),
     };
     let path = review.record(&store, &confirmed)?;
-    let _ = config;
     outln!(
-        "trusted: {commands} command hooks in {root} (recorded in {})",
+        "trusted: {} in {root} (recorded in {})",
+        hooks_phrase(commands, false),
         one(&path.display().to_string())
     );
     Ok(ExitCode::SUCCESS)
+}
+
+fn hooks_phrase(n: usize, asking: bool) -> String {
+    match (n, asking) {
+        (1, true) => "this command hook".to_owned(),
+        (1, false) => "1 command hook".to_owned(),
+        (n, true) => format!("these {n} command hooks"),
+        (n, false) => format!("{n} command hooks"),
+    }
 }
 
 fn short(digest: &str) -> String {

@@ -363,8 +363,8 @@ impl HookRunnerBuilder {
             inner: Arc::new(Inner {
                 participants: self.participants,
                 context_limit: self.context_limit,
-                chain_timeout: self.chain_timeout,
             }),
+            chain_timeout: self.chain_timeout,
         }
     }
 }
@@ -373,6 +373,7 @@ impl HookRunnerBuilder {
 #[derive(Clone)]
 pub struct HookRunner {
     inner: Arc<Inner>,
+    chain_timeout: Duration,
 }
 
 impl fmt::Debug for HookRunner {
@@ -380,7 +381,7 @@ impl fmt::Debug for HookRunner {
         f.debug_struct("HookRunner")
             .field("participants", &self.participants())
             .field("context_limit", &self.inner.context_limit)
-            .field("chain_timeout", &self.inner.chain_timeout)
+            .field("chain_timeout", &self.chain_timeout)
             .finish()
     }
 }
@@ -399,7 +400,6 @@ impl fmt::Debug for HookRunnerBuilder {
 struct Inner {
     participants: Vec<Participant>,
     context_limit: usize,
-    chain_timeout: Duration,
 }
 
 /// A summary of one participant, for listings.
@@ -447,6 +447,21 @@ impl HookRunner {
             context_limit: DEFAULT_CONTEXT_LIMIT,
             chain_timeout: DEFAULT_CHAIN_TIMEOUT,
         }
+    }
+
+    /// The same chain (sharing its loaded hooks) with another whole-chain
+    /// deadline: for a caller that must answer within its own budget, such
+    /// as one request to a long-lived server.
+    pub fn with_chain_timeout(&self, timeout: Duration) -> HookRunner {
+        HookRunner {
+            inner: self.inner.clone(),
+            chain_timeout: timeout,
+        }
+    }
+
+    /// The whole-chain deadline.
+    pub fn chain_timeout(&self) -> Duration {
+        self.chain_timeout
     }
 
     /// The participants in consultation order.
@@ -591,8 +606,8 @@ impl HookRunner {
         ChainState {
             context: ContextMerger::new(self.inner.context_limit),
             runs: Vec::new(),
-            deadline: tokio::time::Instant::now() + self.inner.chain_timeout,
-            chain_timeout: self.inner.chain_timeout,
+            deadline: tokio::time::Instant::now() + self.chain_timeout,
+            chain_timeout: self.chain_timeout,
         }
     }
 

@@ -275,7 +275,7 @@ pub(crate) fn admit(
                 {
                     spec.program = found;
                 }
-                (TrustState::Trusted, Check::Verify { inputs, pin })
+                (TrustState::Trusted, Check::Verify(Box::new((inputs, pin))))
             }
             Err(reason) => (
                 TrustState::Untrusted {
@@ -344,7 +344,7 @@ pub(crate) struct Gate {
 
 enum Check {
     Refuse(String),
-    Verify { inputs: CommandInputs, pin: HookPin },
+    Verify(Box<(CommandInputs, HookPin)>),
 }
 
 /// A hook the gate stopped.
@@ -368,8 +368,8 @@ impl Gate {
     pub(crate) fn admit(&self) -> Result<(), Refusal> {
         let why = match &self.check {
             Check::Refuse(why) => why.clone(),
-            Check::Verify { inputs, pin } => match inputs.pin() {
-                Ok(now) => match difference(pin, &now) {
+            Check::Verify(pinned) => match pinned.0.pin() {
+                Ok(now) => match difference(&pinned.1, &now) {
                     None => return Ok(()),
                     Some(why) => why,
                 },

@@ -31,7 +31,7 @@ fn on_a_terminal(command: &str, dir: &Path, envs: &[(&str, &Path)]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-const COMMANDS: [&[&str]; 12] = [
+const COMMANDS: [&[&str]; 13] = [
     &[],
     &["check"],
     &["hooks"],
@@ -44,6 +44,7 @@ const COMMANDS: [&[&str]; 12] = [
     &["trust"],
     &["trust", "status"],
     &["trust", "revoke"],
+    &["serve"],
 ];
 
 /// The part of a help after the options: the examples and notes a person

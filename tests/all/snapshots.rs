@@ -20,9 +20,10 @@ fn unwrapped(cmd: &mut std::process::Command) -> String {
 
 #[test]
 fn every_help_reads_as_pinned() {
-    let commands: [&[&str]; 11] = [
+    let commands: [&[&str]; 12] = [
         &["--help"],
         &["trust", "--help"],
+        &["serve", "--help"],
         &["check", "--help"],
         &["hooks", "--help"],
         &["replay", "--help"],

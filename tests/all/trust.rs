@@ -501,3 +501,29 @@ fn an_edit_after_loading_is_caught_before_the_spawn() {
     let reason = outcome.runs[0].reason.as_deref().unwrap();
     assert!(reason.contains("changed since it was trusted"), "{reason}");
 }
+
+#[test]
+fn on_a_terminal_trust_asks_and_records_only_on_yes() {
+    let case = Case::new();
+    let ask = |answer: &str| {
+        let command = format!(
+            "{} trust --workspace {}",
+            env!("CARGO_BIN_EXE_toolgate"),
+            case.ws().display()
+        );
+        let out = crate::support::run_with_stdin(
+            std::process::Command::new("script")
+                .args(["-qec", &command, "/dev/null"])
+                .env("XDG_STATE_HOME", case.state.path()),
+            answer,
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let said = ask("n\n");
+    assert!(said.contains("Trust this command hook in"), "{said}");
+    assert!(said.contains("not trusted; nothing recorded"), "{said}");
+    case.denied_untrusted("never trusted");
+    let said = ask("y\n");
+    assert!(said.contains("trusted: 1 command hook in"), "{said}");
+    case.runs_trusted();
+}

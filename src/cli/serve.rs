@@ -1,0 +1,525 @@
+//! `toolgate serve`: keep hooks loaded and answer chain evaluations over a
+//! Unix socket, so a per-call agent process only forwards its input.
+//!
+//! # Why a server, and why this shape
+//!
+//! Claude Code and Codex start a fresh `toolgate` for every tool call; each
+//! then parses its configs and loads its components. A long-lived process
+//! per user keeps compiled components, instance pools and parsed configs
+//! warm (OPA's server mode, and the community daemons for Claude Code hooks,
+//! are the same idea). The per-call process stays as the agent's hook and
+//! falls back to evaluating itself when no server answers (`client.rs`).
+//!
+//! # Protocol
+//!
+//! One JSON object per line each way, over `$XDG_RUNTIME_DIR/toolgate/serve.sock`
+//! (else `/tmp/toolgate-<uid>/serve.sock`; `TOOLGATE_SOCKET` or `--socket`
+//! overrides). The directory is created 0700 and must be the user's own; a
+//! connecting process must be the same user (`SO_PEERCRED`), else it gets an
+//! error line and the connection is closed.
+//!
+//! ```text
+//! → {"id": 7, "op": "evaluate", "mode": "check" | "claude-code" | "codex",
+//!    "workspace": "/abs/root", "input": "<what the agent wrote on stdin>",
+//!    "event": null, "tool": null, "deadline_ms": 50000,
+//!    "context": {"global": "…", "trust": "…", "path": "…"}}
+//! ← {"id": 7, "ack": true}
+//! ← {"id": 7, "exit": 2, "stdout": {…what the command prints…}, "warning": null}
+//!    or {"id": 7, "error": "…"}
+//! → {"id": 8, "op": "status"}
+//! ← {"id": 8, "status": {"pid": …, "requests": …, "workspaces": [ … ]}}
+//! ```
+//!
+//! Requests on one connection are evaluated concurrently and answered as
+//! each finishes (match them by `id`). Each has a deadline (`deadline_ms`,
+//! else the chain's own). A line longer than [`MAX_LINE`] is answered with
+//! an error and the connection closed: it is never buffered without bound.
+//!
+//! # One loaded config per workspace, reloaded when its files change
+//!
+//! A config is loaded per (workspace root, global config dir, trust store,
+//! `PATH`): the client sends its own, so the server loads exactly what the
+//! client would have. Before each evaluation the server compares the
+//! files that config came from (both hooks.json files, the trust record,
+//! each component) with what it loaded, by device, inode, size, mtime and
+//! ctime (ctime cannot be set by a user, so a rewrite that restores the
+//! mtime is still seen), and reloads when any differ. Checking on request
+//! rather than with an inotify watch needs no extra thread or crate, cannot
+//! miss an event, and costs a few `stat`s (microseconds); the next request
+//! after an edit always sees it. A reload that fails keeps the last good
+//! config, and every answer carries the error as a `warning` (and `status`
+//! shows it) until the files are fixed. Workspace command files are checked
+//! by the trust gate itself before every spawn.
+
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{UnixListener, UnixStream};
+use toolgate::trust::TrustStore;
+use toolgate::{Config, HookRunner, Source};
+
+/// The longest request line: the 64 MiB an agent may write on stdin, as a
+/// JSON string, plus the envelope.
+pub(crate) const MAX_LINE: usize = 2 * super::MAX_STDIN as usize + 64 * 1024;
+
+/// Keep hooks loaded and answer evaluations over a Unix socket.
+///
+/// `toolgate check`, `claude-code` and `codex` use a running server
+/// automatically and evaluate themselves when none answers; the decision is
+/// the same either way. Stop it with Ctrl-C or SIGTERM.
+#[derive(clap::Args)]
+#[command(after_help = "Examples:\n  \
+    toolgate serve                      # in the foreground, for this user\n  \
+    toolgate serve --socket /run/user/1000/tg.sock\n\n\
+    As a systemd user unit (~/.config/systemd/user/toolgate.service):\n  \
+    [Service]\n  \
+    ExecStart=%h/.cargo/bin/toolgate serve\n  \
+    [Install]\n  \
+    WantedBy=default.target\n\
+    then: systemctl --user enable --now toolgate\n\n\
+    TOOLGATE_SERVER=off makes the other commands ignore a running server.")]
+pub(crate) struct Args {
+    /// The socket to listen on [default: $TOOLGATE_SOCKET, else
+    /// $XDG_RUNTIME_DIR/toolgate/serve.sock, else /tmp/toolgate-<uid>/serve.sock].
+    #[arg(long, value_name = "PATH")]
+    socket: Option<PathBuf>,
+}
+
+/// What a config was loaded for.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct Key {
+    workspace: PathBuf,
+    global: Option<PathBuf>,
+    trust: Option<PathBuf>,
+    path: Option<OsString>,
+}
+
+/// A file a loaded config depends on, as it was.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Stamp {
+    path: PathBuf,
+    seen: Option<(u64, u64, u64, i64, i64, i64, i64)>,
+}
+
+impl Stamp {
+    fn of(path: PathBuf) -> Stamp {
+        let seen = std::fs::metadata(&path).ok().map(|m| {
+            (
+                m.dev(),
+                m.ino(),
+                m.size(),
+                m.mtime(),
+                m.mtime_nsec(),
+                m.ctime(),
+                m.ctime_nsec(),
+            )
+        });
+        Stamp { path, seen }
+    }
+}
+
+/// One workspace's loaded chain.
+struct Loaded {
+    runner: HookRunner,
+    stamps: Vec<Stamp>,
+    hooks: usize,
+    loaded_at: SystemTime,
+    /// The last reload's failure, while the files stay broken.
+    error: Option<String>,
+}
+
+struct Server {
+    loaded: Mutex<HashMap<Key, Arc<Mutex<Option<Loaded>>>>>,
+    requests: AtomicU64,
+    started: SystemTime,
+}
+
+pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let socket = args
+        .socket
+        .or_else(super::env::socket_path)
+        .ok_or_else(|| anyhow::anyhow!("no place for the socket: set XDG_RUNTIME_DIR"))?;
+    prepare(&socket)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async move {
+        let listener = UnixListener::bind(&socket)
+            .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", socket.display()))?;
+        eprintln!(
+            "toolgate serve: listening on {} (pid {})",
+            socket.display(),
+            std::process::id()
+        );
+        let server = Arc::new(Server {
+            loaded: Mutex::new(HashMap::new()),
+            requests: AtomicU64::new(0),
+            started: SystemTime::now(),
+        });
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        loop {
+            tokio::select! {
+                accepted = listener.accept() => {
+                    let Ok((stream, _)) = accepted else { continue };
+                    tokio::spawn(connection(server.clone(), stream));
+                }
+                _ = tokio::signal::ctrl_c() => break,
+                _ = term.recv() => break,
+            }
+        }
+        let _ = std::fs::remove_file(&socket);
+        eprintln!("toolgate serve: stopped");
+        Ok::<_, anyhow::Error>(())
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Creates the socket's directory (0700, the user's own) and clears a stale
+/// socket; refuses to start beside a running server.
+fn prepare(socket: &Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    let dir = socket
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    if !dir.exists() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
+    }
+    let meta = std::fs::symlink_metadata(dir)?;
+    if meta.uid() != nix::unistd::geteuid().as_raw() || meta.file_type().is_symlink() {
+        anyhow::bail!(
+            "{} is not a directory of this user's own; the socket must not be where others \
+             can replace it",
+            dir.display()
+        );
+    }
+    if std::fs::symlink_metadata(socket).is_ok() {
+        if std::os::unix::net::UnixStream::connect(socket).is_ok() {
+            anyhow::bail!("a server is already listening on {}", socket.display());
+        }
+        std::fs::remove_file(socket)?;
+    }
+    Ok(())
+}
+
+async fn connection(server: Arc<Server>, stream: UnixStream) {
+    let (read, write) = stream.into_split();
+    let write = Arc::new(tokio::sync::Mutex::new(write));
+    let send = move |value: Value| {
+        let write = write.clone();
+        async move {
+            let mut line = value.to_string();
+            line.push('\n');
+            let _ = write.lock().await.write_all(line.as_bytes()).await;
+        }
+    };
+    if let Err(why) = super::client::same_user(&read.as_ref()) {
+        send(json!({"id": null, "error": format!("refused: the connecting process {why}")})).await;
+        return;
+    }
+    let mut reader = BufReader::new(read);
+    loop {
+        let line = match read_line(&mut reader).await {
+            Ok(Some(line)) => line,
+            Ok(None) => return,
+            Err(message) => {
+                send(json!({"id": null, "error": message})).await;
+                return;
+            }
+        };
+        let request: Value = match serde_json::from_slice(&line) {
+            Ok(v) => v,
+            Err(e) => {
+                send(json!({"id": null, "error": format!("not a JSON request: {e}")})).await;
+                continue;
+            }
+        };
+        let id = request.get("id").cloned().unwrap_or(Value::Null);
+        match request["op"].as_str() {
+            Some("evaluate") => {
+                send(json!({"id": id, "ack": true})).await;
+                let server = server.clone();
+                let send = send.clone();
+                tokio::spawn(async move {
+                    let mut answer = evaluate(&server, &request).await;
+                    answer["id"] = id;
+                    send(answer).await;
+                });
+            }
+            Some("status") => send(json!({"id": id, "status": status(&server)})).await,
+            other => {
+                send(json!({"id": id, "error": format!("unknown op {other:?}; expected \"evaluate\" or \"status\"")}))
+                    .await;
+            }
+        }
+    }
+}
+
+/// One line, without its newline; an error past [`MAX_LINE`] bytes.
+async fn read_line<R: tokio::io::AsyncBufRead + Unpin>(
+    reader: &mut R,
+) -> Result<Option<Vec<u8>>, String> {
+    let mut line = Vec::new();
+    loop {
+        let buf = reader.fill_buf().await.map_err(|e| e.to_string())?;
+        if buf.is_empty() {
+            return Ok((!line.is_empty()).then_some(line));
+        }
+        let (chunk, done) = match buf.iter().position(|&b| b == b'\n') {
+            Some(i) => (&buf[..i], Some(i + 1)),
+            None => (buf, None),
+        };
+        if line.len() + chunk.len() > MAX_LINE {
+            return Err(format!(
+                "request line longer than {MAX_LINE} bytes; the connection is closed"
+            ));
+        }
+        line.extend_from_slice(chunk);
+        let used = done.unwrap_or(buf.len());
+        reader.consume(used);
+        if done.is_some() {
+            return Ok(Some(line));
+        }
+    }
+}
+
+fn path_of(value: &Value) -> Option<PathBuf> {
+    value.as_str().map(PathBuf::from)
+}
+
+async fn evaluate(server: &Arc<Server>, request: &Value) -> Value {
+    server.requests.fetch_add(1, Ordering::Relaxed);
+    let Some(workspace) = path_of(&request["workspace"]) else {
+        return json!({"error": "the request names no workspace"});
+    };
+    let context = &request["context"];
+    let key = Key {
+        workspace,
+        global: path_of(&context["global"]),
+        trust: path_of(&context["trust"]),
+        path: context["path"].as_str().map(OsString::from),
+    };
+    let input = request["input"]
+        .as_str()
+        .unwrap_or_default()
+        .as_bytes()
+        .to_vec();
+    let mode = request["mode"].as_str().unwrap_or_default().to_owned();
+    let deadline = request["deadline_ms"].as_u64().map(Duration::from_millis);
+    let event = request["event"].as_str().map(str::to_owned);
+    let tool = request["tool"].as_str().map(str::to_owned);
+    let started = Instant::now();
+    let (runner, warning) = match runner_for(server, key).await {
+        Ok(found) => found,
+        Err(error) => return json!({"error": error}),
+    };
+    let deadline = deadline.map(|d| d.saturating_sub(started.elapsed()));
+    let answered = match mode.as_str() {
+        "check" => match toolgate::wire::read_request(&input, event.as_deref(), tool.as_deref()) {
+            Ok(request) => {
+                let (stdout, code) = super::check::answer(&runner, &request).await;
+                json!({"exit": code, "stdout": stdout})
+            }
+            Err(e) => {
+                json!({"error": format!("the request on stdin: {}", toolgate::text::error_chain(&e))})
+            }
+        },
+        "claude-code" | "codex" => {
+            let dialect = if mode == "codex" {
+                toolgate::agent::Outward::Codex
+            } else {
+                toolgate::agent::Outward::ClaudeCode
+            };
+            match toolgate::agent::read_agent_input(&input) {
+                Ok(call) => match call.request {
+                    None => json!({"exit": 0, "stdout": null}),
+                    Some(request) => {
+                        let budget = deadline.unwrap_or(toolgate::runner::DEFAULT_CHAIN_TIMEOUT);
+                        let stdout = super::agent::answer(
+                            &runner,
+                            &request,
+                            dialect,
+                            &call.hook_event_name,
+                            budget,
+                        )
+                        .await;
+                        json!({"exit": 0, "stdout": stdout})
+                    }
+                },
+                Err(e) => json!({"error": toolgate::text::error_chain(&e)}),
+            }
+        }
+        other => json!({"error": format!("unknown mode {other:?}")}),
+    };
+    let mut answered = answered;
+    if let Some(w) = warning {
+        answered["warning"] = json!(w);
+    }
+    answered
+}
+
+/// The chain for `key`, loaded or reloaded as its files say; with the last
+/// reload's error when it failed and an older config answers instead.
+async fn runner_for(
+    server: &Arc<Server>,
+    key: Key,
+) -> Result<(HookRunner, Option<String>), String> {
+    let slot = server
+        .loaded
+        .lock()
+        .map_err(|_| "the server's state is poisoned".to_owned())?
+        .entry(key.clone())
+        .or_default()
+        .clone();
+    let fresh = {
+        let guard = slot.lock().map_err(|_| "poisoned".to_owned())?;
+        match &*guard {
+            Some(loaded)
+                if loaded
+                    .stamps
+                    .iter()
+                    .all(|s| *s == Stamp::of(s.path.clone())) =>
+            {
+                return Ok((loaded.runner.clone(), loaded.error.clone()));
+            }
+            _ => guard.is_none(),
+        }
+    };
+    // (Re)load off the async workers: a first compile can take seconds.
+    let load_key = key.clone();
+    let loaded = tokio::task::spawn_blocking(move || load(&load_key))
+        .await
+        .map_err(|e| format!("loading panicked: {e}"))?;
+    let mut guard = slot.lock().map_err(|_| "poisoned".to_owned())?;
+    match (loaded, guard.as_mut()) {
+        (Ok(new), _) => {
+            let runner = new.runner.clone();
+            *guard = Some(new);
+            Ok((runner, None))
+        }
+        (Err((error, stamps)), Some(old)) if !fresh => {
+            let warning = format!(
+                "the config no longer loads, so the last good one (loaded {}) still answers: {error}",
+                ago(old.loaded_at)
+            );
+            old.error = Some(warning.clone());
+            old.stamps = stamps;
+            Ok((old.runner.clone(), Some(warning)))
+        }
+        (Err((error, _)), _) => Err(error),
+    }
+}
+
+fn ago(at: SystemTime) -> String {
+    format!("{} s ago", at.elapsed().map(|d| d.as_secs()).unwrap_or(0))
+}
+
+/// Loads the chain for `key`, and the stamps of every file it came from.
+fn load(key: &Key) -> Result<Loaded, (String, Vec<Stamp>)> {
+    let mut loader = Config::loader()
+        .workspace(&key.workspace)
+        .wasm(super::env::wasm(false));
+    if let Some(global) = &key.global {
+        loader = loader.global_dir(global);
+    }
+    let store = key.trust.as_ref().map(TrustStore::new);
+    if let Some(store) = &store {
+        loader = loader.trust(store.clone());
+    }
+    if let Some(path) = &key.path {
+        loader = loader.search_path(path);
+    }
+    let mut stamps: Vec<Stamp> = Vec::new();
+    if let Some(global) = &key.global {
+        stamps.push(Stamp::of(global.join("hooks.json")));
+    }
+    stamps.push(Stamp::of(
+        key.workspace.join(toolgate::config::WORKSPACE_FILE),
+    ));
+    if let Some(store) = &store {
+        let root = key
+            .workspace
+            .canonicalize()
+            .unwrap_or_else(|_| key.workspace.clone());
+        stamps.push(Stamp::of(store.record_path(&root)));
+    }
+    let config = match loader.load() {
+        Ok(config) => config,
+        Err(e) => return Err((e.to_string(), stamps)),
+    };
+    for hook in config.hooks() {
+        if let toolgate::BindingSpec::Wasm(spec) = &hook.binding {
+            stamps.push(Stamp::of(spec.wasm.clone()));
+        }
+    }
+    let hooks = config.hooks().len();
+    Ok(Loaded {
+        runner: HookRunner::builder().config(config).build(),
+        stamps,
+        hooks,
+        loaded_at: SystemTime::now(),
+        error: None,
+    })
+}
+
+fn status(server: &Server) -> Value {
+    let workspaces: Vec<Value> = server
+        .loaded
+        .lock()
+        .map(|map| {
+            map.iter()
+                .filter_map(|(key, slot)| {
+                    let guard = slot.lock().ok()?;
+                    let loaded = guard.as_ref()?;
+                    Some(json!({
+                        "workspace": key.workspace,
+                        "global": key.global,
+                        "hooks": loaded.hooks,
+                        "loaded_s_ago": loaded.loaded_at.elapsed().map(|d| d.as_secs()).unwrap_or(0),
+                        "error": loaded.error,
+                        "participants": loaded.runner.participants().iter()
+                            .filter(|p| p.source != Source::Host)
+                            .map(|p| json!({"name": p.name, "binding": p.binding, "source": p.source}))
+                            .collect::<Vec<_>>(),
+                    }))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    json!({
+        "pid": std::process::id(),
+        "up_s": server.started.elapsed().map(|d| d.as_secs()).unwrap_or(0),
+        "requests": server.requests.load(Ordering::Relaxed),
+        "workspaces": workspaces,
+    })
+}
+
+/// Asks a running server for its status (for `toolgate hooks`); `None`
+/// when none answers.
+pub(crate) fn query_status() -> Option<Value> {
+    use std::io::{BufRead, Write};
+    let path = super::env::socket_path()?;
+    let stream = std::os::unix::net::UnixStream::connect(path).ok()?;
+    super::client::same_user(&stream).ok()?;
+    stream
+        .set_read_timeout(Some(super::client::ACK_TIMEOUT))
+        .ok()?;
+    (&stream)
+        .write_all(b"{\"id\":1,\"op\":\"status\"}\n")
+        .ok()?;
+    let mut line = String::new();
+    std::io::BufReader::new(&stream).read_line(&mut line).ok()?;
+    let value: Value = serde_json::from_str(&line).ok()?;
+    Some(value["status"].clone())
+}
