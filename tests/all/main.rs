@@ -18,6 +18,7 @@ mod replay;
 mod scaffold;
 mod sdk;
 mod security;
+mod serve;
 mod snapshots;
 mod subprocess;
 mod support;

@@ -226,12 +226,15 @@ pub(crate) fn failure_kind(outcome: &Outcome, name: &str) -> toolgate::FailureKi
     }
 }
 
-/// The real `toolgate` binary, with the operator's trace switched off and
-/// its trust store ([`trust_store`]) out of the real user's home.
+/// The real `toolgate` binary, with the operator's trace switched off, its
+/// trust store ([`trust_store`]) out of the real user's home, and no server.
 pub(crate) fn toolgate() -> std::process::Command {
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"));
     cmd.env_remove("TOOLGATE_LOG");
     cmd.env("XDG_STATE_HOME", state_home());
+    // Never a server the machine happens to run: tests of the server
+    // start their own and point at it (`serve.rs`).
+    cmd.env("TOOLGATE_SERVER", "off");
     cmd
 }
 

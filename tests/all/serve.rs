@@ -1,0 +1,433 @@
+//! `toolgate serve` through the real binary: the protocol, reload, the
+//! fallback when no server answers, the peer check, and the same decision
+//! with and without a server for every chain rule.
+
+use crate::support::{Fixture, run_with_stdin, stderr, stdout_json, toolgate};
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// A running `toolgate serve` on a socket of its own; killed on drop.
+struct Server {
+    child: std::process::Child,
+    socket: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Server {
+    fn start() -> Server {
+        let dir = tempfile::tempdir().unwrap();
+        let socket = dir.path().join("run/serve.sock");
+        let child = toolgate()
+            .arg("serve")
+            .arg("--socket")
+            .arg(&socket)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let started = Instant::now();
+        while UnixStream::connect(&socket).is_err() {
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "the server did not start listening"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Server {
+            child,
+            socket,
+            _dir: dir,
+        }
+    }
+
+    /// A `toolgate` that uses this server.
+    fn client(&self) -> std::process::Command {
+        let mut cmd = toolgate();
+        cmd.env_remove("TOOLGATE_SERVER")
+            .env("TOOLGATE_SOCKET", &self.socket);
+        cmd
+    }
+
+    /// Sends raw lines on one connection; returns the lines read back
+    /// until `want` answers (not acks) arrived.
+    fn exchange(&self, lines: &[String], want: usize) -> Vec<Value> {
+        let stream = UnixStream::connect(&self.socket).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .unwrap();
+        for line in lines {
+            (&stream).write_all(line.as_bytes()).unwrap();
+            (&stream).write_all(b"\n").unwrap();
+        }
+        let mut reader = BufReader::new(&stream);
+        let mut answers = Vec::new();
+        while answers
+            .iter()
+            .filter(|a: &&Value| a.get("ack").is_none())
+            .count()
+            < want
+        {
+            let mut line = String::new();
+            if reader.read_line(&mut line).unwrap() == 0 {
+                break;
+            }
+            answers.push(serde_json::from_str(&line).unwrap());
+        }
+        answers
+    }
+
+    fn status(&self) -> Value {
+        self.exchange(&[json!({"id": "s", "op": "status"}).to_string()], 1)[0]["status"].clone()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A workspace and global config whose hooks exercise every chain rule,
+/// each picked by the command in the request.
+fn rules_fixture() -> Fixture {
+    let fx = Fixture::new();
+    let sh = |name: &str, body: &str| -> String {
+        fx.script(
+            name,
+            &format!("#!/bin/sh\ninput=$(cat)\n{body}\necho '{{\"decision\":\"allow\"}}'\n"),
+        )
+    };
+    let global = fx.global_script(
+        "global.sh",
+        "#!/bin/sh\ninput=$(cat)\ncase \"$input\" in\n\
+         *global-deny*) echo '{\"decision\":\"deny\",\"reason\":\"the operator says no\"}'; exit 0;;\n\
+         *'rm -rf /'*) echo '{\"decision\":\"deny\",\"reason\":\"never rm -rf /\"}'; exit 0;;\n\
+         esac\necho '{\"decision\":\"allow\"}'\n",
+    );
+    std::fs::write(
+        fx.global().join("hooks.json"),
+        json!({"schema": 1, "chain_timeout_ms": 1500, "hooks": [
+            {"name": "global", "command": [global]}
+        ]})
+        .to_string(),
+    )
+    .unwrap();
+    let rewrite = sh(
+        "rewrite.sh",
+        "case \"$input\" in\n\
+         *rewrite-me*) echo '{\"decision\":\"modify\",\"input\":{\"command\":\"rewritten\"}}'; exit 0;;\n\
+         *rejudge*) echo '{\"decision\":\"modify\",\"input\":{\"command\":\"rm -rf /\"}}'; exit 0;;\n\
+         *with-context*) echo '{\"decision\":\"allow\",\"context\":\"mind the gap\"}'; exit 0;;\n\
+         *replace-me*) echo '{\"decision\":\"replace\",\"result\":{\"output\":\"SECRET from the hook\"}}'; exit 0;;\n\
+         *fail-closed*) exit 3;;\n\
+         *slow*) sleep 5;;\n\
+         esac",
+    );
+    let open = sh("open.sh", "case \"$input\" in *fail-open*) exit 3;; esac");
+    let post = sh(
+        "post.sh",
+        "case \"$input\" in\n\
+         *post-deny*) echo '{\"decision\":\"deny\",\"reason\":\"output withheld\"}'; exit 0;;\n\
+         *SECRET*) echo '{\"decision\":\"replace\",\"result\":{\"output\":\"[redacted]\"}}'; exit 0;;\n\
+         esac",
+    );
+    let other = sh(
+        "other.sh",
+        "echo '{\"decision\":\"deny\",\"reason\":\"Other is off\"}'; exit 0",
+    );
+    fx.workspace_hooks(json!([
+        {"name": "rewrite", "command": [rewrite]},
+        {"name": "fail-open", "command": [open], "on_failure": "allow"},
+        {"name": "post", "command": [post], "event": "post_tool_use"},
+        {"name": "other-only", "command": [other], "tools": ["Other"]},
+        {"name": "wasm-allow", "wasm": crate::guests::path("allow")}
+    ]));
+    fx
+}
+
+fn pre(tool: &str, command: &str) -> String {
+    json!({"event": "pre_tool_use", "tool": tool, "input": {"command": command}}).to_string()
+}
+
+fn post(command: &str, output: &str) -> String {
+    json!({"event": "post_tool_use", "tool": "Bash", "input": {"command": command},
+           "result": {"output": output}})
+    .to_string()
+}
+
+/// The answer without what differs run to run (durations).
+fn stable(mut v: Value) -> Value {
+    if let Some(runs) = v.get_mut("runs").and_then(Value::as_array_mut) {
+        for run in runs {
+            if let Some(run) = run.as_object_mut() {
+                run.remove("duration_us");
+            }
+        }
+    }
+    v
+}
+
+#[test]
+fn every_chain_rule_decides_the_same_with_and_without_the_server() {
+    let fx = rules_fixture();
+    fx.trust();
+    let server = Server::start();
+    let cases = [
+        pre("Bash", "ls"),           // everyone allows
+        pre("Bash", "global-deny"),  // the operator's deny ends the chain first
+        pre("Bash", "rewrite-me"),   // modify threads to the next hook
+        pre("Bash", "rejudge"),      // a rewrite is judged again upstream
+        pre("Bash", "with-context"), // context reaches the answer
+        pre("Bash", "replace-me"),   // replace goes through the post chain
+        pre("Bash", "fail-closed"),  // a failure denies by default
+        pre("Bash", "fail-open"),    // on_failure: allow goes on
+        pre("Other", "ls"),          // tool filters
+        pre("Bash", "slow"),         // the chain's deadline
+        post("cat log", "SECRET"),   // post replace
+        post("post-deny", "fine"),   // post deny withholds the output
+    ];
+    for (i, request) in cases.iter().enumerate() {
+        let run = |cmd: &mut std::process::Command| {
+            let out = run_with_stdin(
+                cmd.args(["check", "--workspace"])
+                    .arg(fx.workspace())
+                    .env("TOOLGATE_CONFIG_DIR", fx.global()),
+                request,
+            );
+            (out.status.code(), stable(stdout_json(&out)))
+        };
+        let local = run(&mut toolgate());
+        let served = run(&mut server.client());
+        assert_eq!(local, served, "case {i}: {request}");
+    }
+    // And every one of them was answered by the server, not by a fallback.
+    assert_eq!(server.status()["requests"], cases.len());
+    // The agent commands too.
+    let input = json!({"session_id": "s", "transcript_path": "/dev/null", "cwd": fx.workspace(),
+        "hook_event_name": "PreToolUse", "tool_name": "Bash",
+        "tool_input": {"command": "rejudge"}})
+    .to_string();
+    for dialect in ["claude-code", "codex"] {
+        let run = |cmd: &mut std::process::Command| {
+            let out = run_with_stdin(
+                cmd.arg(dialect)
+                    .arg("--workspace")
+                    .arg(fx.workspace())
+                    .env("TOOLGATE_CONFIG_DIR", fx.global()),
+                &input,
+            );
+            (out.status.code(), stdout_json(&out))
+        };
+        let local = run(&mut toolgate());
+        assert_eq!(
+            local.1["hookSpecificOutput"]["permissionDecision"], "deny",
+            "{dialect}: {}",
+            local.1
+        );
+        assert_eq!(local, run(&mut server.client()), "{dialect}");
+    }
+    assert_eq!(server.status()["requests"], cases.len() + 2);
+}
+
+#[test]
+fn the_server_reloads_edits_and_keeps_the_last_good_config_when_one_breaks() {
+    let fx = Fixture::new();
+    let server = Server::start();
+    let config = |decision: &str| {
+        json!({"schema": 1, "hooks": [{"name": "g", "wasm": crate::guests::path(decision)}]})
+            .to_string()
+    };
+    std::fs::write(fx.global().join("hooks.json"), config("deny")).unwrap();
+    let check = || {
+        let out = run_with_stdin(
+            server
+                .client()
+                .args(["check", "--workspace"])
+                .arg(fx.workspace())
+                .env("TOOLGATE_CONFIG_DIR", fx.global()),
+            &pre("Bash", "ls"),
+        );
+        (out.status.code(), stderr(&out))
+    };
+    assert_eq!(check().0, Some(2));
+    std::fs::write(fx.global().join("hooks.json"), config("allow")).unwrap();
+    assert_eq!(check().0, Some(0), "the edit was not picked up");
+    // A broken edit: the last good config answers, and says why.
+    std::fs::write(
+        fx.global().join("hooks.json"),
+        "{\"schema\": 1, \"hooks\": [",
+    )
+    .unwrap();
+    let (code, err) = check();
+    assert_eq!(code, Some(0));
+    assert!(err.contains("the last good one"), "{err}");
+    let status = server.status();
+    let error = status["workspaces"][0]["error"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(error.contains("hooks.json"), "{status}");
+    // Fixed again: the warning is gone.
+    std::fs::write(fx.global().join("hooks.json"), config("deny")).unwrap();
+    let (code, err) = check();
+    assert_eq!(code, Some(2));
+    assert!(!err.contains("last good"), "{err}");
+    assert_eq!(server.status()["requests"], 4, "every check was the server's");
+}
+
+#[test]
+fn without_a_server_the_commands_evaluate_themselves() {
+    let fx = Fixture::new();
+    std::fs::write(
+        fx.global().join("hooks.json"),
+        json!({"schema": 1, "hooks": [{"name": "g", "wasm": crate::guests::path("deny")}]})
+            .to_string(),
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    // Nothing there; a stale socket file; a listener that never acknowledges.
+    let stale = dir.path().join("stale.sock");
+    drop(std::os::unix::net::UnixListener::bind(&stale).unwrap());
+    let mute = dir.path().join("mute.sock");
+    let _listener = std::os::unix::net::UnixListener::bind(&mute).unwrap();
+    for socket in [dir.path().join("none.sock"), stale, mute] {
+        let started = Instant::now();
+        let out = run_with_stdin(
+            toolgate()
+                .env_remove("TOOLGATE_SERVER")
+                .env("TOOLGATE_SOCKET", &socket)
+                .args(["check", "--workspace"])
+                .arg(fx.workspace())
+                .env("TOOLGATE_CONFIG_DIR", fx.global()),
+            &pre("Bash", "ls"),
+        );
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{}: {}",
+            socket.display(),
+            stderr(&out)
+        );
+        assert_eq!(stdout_json(&out)["decided_by"], "g");
+        assert!(started.elapsed() < Duration::from_secs(20));
+    }
+}
+
+#[test]
+fn the_protocol_answers_by_id_concurrently_and_refuses_what_it_cannot_read() {
+    let fx = Fixture::new();
+    let slow = fx.global_script("slow.sh", "#!/bin/sh\ncat >/dev/null\ncase \"$0\" in *) sleep 1;; esac\necho '{\"decision\":\"allow\"}'\n");
+    std::fs::write(
+        fx.global().join("hooks.json"),
+        json!({"schema": 1, "hooks": [{"name": "slow", "command": [slow], "tools": ["Slow"]}]})
+            .to_string(),
+    )
+    .unwrap();
+    let server = Server::start();
+    let evaluate = |id: &str, tool: &str| {
+        json!({"id": id, "op": "evaluate", "mode": "check", "workspace": fx.workspace(),
+               "input": pre(tool, "ls"), "context": {"global": fx.global()}})
+        .to_string()
+    };
+    let answers = server.exchange(&[evaluate("slow", "Slow"), evaluate("fast", "Bash")], 2);
+    let order: Vec<&str> = answers
+        .iter()
+        .filter(|a| a.get("ack").is_none())
+        .map(|a| a["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(order, ["fast", "slow"], "{answers:?}");
+    assert!(
+        answers.iter().all(|a| a.get("error").is_none()),
+        "{answers:?}"
+    );
+    let answers = server.exchange(
+        &[
+            "not json".into(),
+            json!({"id": 3, "op": "dance"}).to_string(),
+        ],
+        2,
+    );
+    assert!(
+        answers[0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("not a JSON request")
+    );
+    assert!(answers[1]["error"].as_str().unwrap().contains("unknown op"));
+    assert_eq!(answers[1]["id"], 3);
+}
+
+#[test]
+fn an_oversized_line_is_an_error_and_a_closed_connection_not_a_hang() {
+    let server = Server::start();
+    let stream = UnixStream::connect(&server.socket).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let writer = {
+        let stream = stream.try_clone().unwrap();
+        std::thread::spawn(move || {
+            let chunk = vec![b'x'; 1 << 20];
+            // 200 MiB without a newline; the server stops reading at its bound.
+            for _ in 0..200 {
+                if (&stream).write_all(&chunk).is_err() {
+                    return;
+                }
+            }
+        })
+    };
+    let mut line = String::new();
+    BufReader::new(&stream).read_line(&mut line).unwrap();
+    let answer: Value = serde_json::from_str(&line).unwrap();
+    assert!(
+        answer["error"].as_str().unwrap().contains("longer than"),
+        "{answer}"
+    );
+    writer.join().unwrap();
+    // The server is still there for everyone else.
+    assert!(server.status()["pid"].is_u64());
+}
+
+#[test]
+fn the_server_refuses_a_process_of_another_user() {
+    let server = Server::start();
+    // Let another user reach the socket at all, so the peer check is what
+    // refuses it.
+    use std::os::unix::fs::PermissionsExt;
+    let dir = server.socket.parent().unwrap();
+    for p in [dir.parent().unwrap(), dir] {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o711)).unwrap();
+    }
+    std::fs::set_permissions(&server.socket, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let probe = format!(
+        "import socket; s = socket.socket(socket.AF_UNIX); s.connect({:?}); \
+         s.sendall(b'{{\"id\":1,\"op\":\"status\"}}\\n'); print(s.makefile().readline())",
+        server.socket.display().to_string()
+    );
+    let mut cmd = if nix::unistd::geteuid().is_root() {
+        use std::os::unix::process::CommandExt;
+        let mut cmd = std::process::Command::new("python3");
+        cmd.uid(65534).gid(65534);
+        cmd
+    } else {
+        let mut cmd = std::process::Command::new("sudo");
+        cmd.args(["-n", "-u", "nobody", "python3"]);
+        cmd
+    };
+    let out = cmd
+        .args(["-c", &probe])
+        .output()
+        .expect("python3 runs as nobody");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains("refused: the connecting process it runs as uid 65534"),
+        "{said}{}",
+        stderr(&out)
+    );
+    assert!(!said.contains("\"status\""));
+}
