@@ -129,6 +129,107 @@ pub fn wasmtime_version() -> &'static str {
     "48.0.8"
 }
 
+/// The stat index: a component file's identity (device, inode, size, mtime
+/// and ctime) recorded with its content hash, so a one-shot process finds
+/// its cache entry without reading and hashing tens of MB of component on
+/// every call. Sound because a user cannot set ctime: any write, rename
+/// over or `touch` of the file changes it (or its inode), and the entry is
+/// then simply not used. An identity recorded within [`RACY`] of the file's
+/// last change is not recorded at all (git's "racily clean" problem: a
+/// second write within the same clock tick would keep the old stamp).
+const STAT_MAGIC: &[u8; 8] = b"TGSTAT01";
+const RACY: std::time::Duration = std::time::Duration::from_secs(2);
+
+fn stamp(meta: &std::fs::Metadata) -> [i64; 7] {
+    [
+        meta.dev() as i64,
+        meta.ino() as i64,
+        meta.size() as i64,
+        meta.mtime(),
+        meta.mtime_nsec(),
+        meta.ctime(),
+        meta.ctime_nsec(),
+    ]
+}
+
+fn index_path(dir: &Path, canonical: &Path) -> PathBuf {
+    let key = blake3::hash(canonical.as_os_str().as_encoded_bytes()).to_hex();
+    dir.join(format!("{}.stat", &key[..32]))
+}
+
+/// The content hash of the component at `path`, if the stat index in `dir`
+/// recorded it and the file has not changed since.
+pub(crate) fn known_hash(dir: &Path, path: &Path) -> Option<(blake3::Hash, u64)> {
+    trusted_dir(dir).ok()?;
+    let canonical = path.canonicalize().ok()?;
+    let meta = std::fs::metadata(&canonical).ok()?;
+    let (mut file, _) = open_owned(&index_path(dir, &canonical)).ok()?;
+    let mut bytes = Vec::with_capacity(8 + 56 + 32);
+    Read::by_ref(&mut file)
+        .take(256)
+        .read_to_end(&mut bytes)
+        .ok()?;
+    if bytes.len() != 8 + 56 + 32 || &bytes[..8] != STAT_MAGIC {
+        return None;
+    }
+    let recorded: Vec<i64> = bytes[8..64]
+        .chunks(8)
+        .map(|c| i64::from_le_bytes(c.try_into().unwrap_or_default()))
+        .collect();
+    if recorded != stamp(&meta) {
+        return None;
+    }
+    let hash: [u8; 32] = bytes[64..].try_into().ok()?;
+    Some((blake3::Hash::from_bytes(hash), meta.size()))
+}
+
+/// Records `hash` as the content of the component at `path` (see
+/// [`known_hash`]), unless the file changed too recently to tell.
+pub(crate) fn remember_hash(dir: &Path, path: &Path, hash: &blake3::Hash) {
+    let Ok(canonical) = path.canonicalize() else {
+        return;
+    };
+    let Ok(meta) = std::fs::metadata(&canonical) else {
+        return;
+    };
+    let changed = std::time::UNIX_EPOCH
+        + std::time::Duration::new(meta.ctime().max(0) as u64, meta.ctime_nsec().max(0) as u32);
+    if std::time::SystemTime::now()
+        .duration_since(changed)
+        .is_ok_and(|age| age < RACY)
+        || trusted_dir(dir).is_err()
+    {
+        return;
+    }
+    let write = || -> std::io::Result<()> {
+        let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+        tmp.write_all(STAT_MAGIC)?;
+        for n in stamp(&meta) {
+            tmp.write_all(&n.to_le_bytes())?;
+        }
+        tmp.write_all(hash.as_bytes())?;
+        tmp.persist(index_path(dir, &canonical)).map_err(|e| e.error)?;
+        Ok(())
+    };
+    if let Err(e) = write() {
+        tracing::debug!("could not record the stat index for {}: {e}", path.display());
+    }
+}
+
+/// A cache hit for the component whose content hash is `hash`, if there is
+/// a trusted, intact entry; nothing is compiled or written.
+pub(crate) fn load_hit(engine: &Engine, dir: &Path, hash: &blake3::Hash) -> Option<Component> {
+    let key = key(engine, hash);
+    let artifact = dir.join(format!("{key}.cwasm"));
+    check_entry(&artifact, &dir.join(format!("{key}.meta")), &key).ok()?;
+    // SAFETY: as in `load`: the directory (checked by `known_hash`) and both
+    // entry files passed the ownership and permission checks, the entry was
+    // written for this key, and its length and digest match.
+    #[allow(unsafe_code)]
+    let mapped = unsafe { Component::deserialize_file(engine, &artifact) };
+    mapped.ok()
+}
+
 /// Who to tell about a compile, and what to call the component.
 pub(crate) type Progress<'a> = Option<(fn(&str), &'a str)>;
 

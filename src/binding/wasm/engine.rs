@@ -17,9 +17,11 @@
 //!   the pages a call dirtied are reset). If the machine refuses the pool's virtual
 //!   reservation, the engine falls back to on-demand allocation and says why
 //!   ([`Allocator::OnDemand`] forces that). A process that evaluates one
-//!   call asks for [`Allocator::OneShot`] instead: on-demand, without memory
-//!   images, because setting up the pool (hundreds of guard-page
-//!   `mprotect`s) and an image costs more than it saves for a call or two.
+//!   call asks for [`Allocator::OneShot`] instead: on-demand, because
+//!   setting up the pool (hundreds of guard-page `mprotect`s) costs more
+//!   than it saves for a call or two; its memory images are still
+//!   copy-on-write, mapped from the cache entry the component was mapped
+//!   from, so a large initialised heap is never copied.
 //!
 //! The choice is an option of each load, not a process-wide switch: each
 //! allocator has its own shared engine, created on first use.
@@ -149,12 +151,10 @@ impl Runtime {
                 },
             ),
             Allocator::OneShot => (
-                {
-                    // A memory image (memfd + copy) pays off only when reused.
-                    let mut config = base_config();
-                    config.memory_init_cow(false);
-                    Engine::new(&config).map_err(|e| format!("creating the wasm engine: {e:#}"))?
-                },
+                // Memory images stay on: a cache hit maps the artifact, and
+                // the image is then mapped copy-on-write from that file, not
+                // copied (a wizer-initialised JS or Python heap is MBs).
+                Engine::new(&base_config()).map_err(|e| format!("creating the wasm engine: {e:#}"))?,
                 AllocatorInfo {
                     kind: "on_demand",
                     fallback_reason: Some(

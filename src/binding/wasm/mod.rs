@@ -207,11 +207,6 @@ pub(crate) fn load(
     limits: Limits,
     config: Option<&serde_json::Value>,
 ) -> Result<(WasmHook, ComponentInfo), LoadComponentError> {
-    let Limits {
-        fuel,
-        memory_mb,
-        timeout_ms,
-    } = limits;
     let cache_dir = options.cache_dir.as_deref();
     let runtime = engine::runtime(options.allocator).map_err(LoadComponentError::Engine)?;
     let started = Instant::now();
@@ -221,6 +216,20 @@ pub(crate) fn load(
     } else {
         crate::safe_fs::MAX_COMPONENT_BYTES
     };
+    // A one-shot process's common case: the stat index names the content
+    // hash, the entry is intact, and nothing of the component is read.
+    if !is_wat
+        && let Some(dir) = cache_dir
+        && let Some((hash, size)) = cache::known_hash(dir, path)
+        && let Some(component) = cache::load_hit(&runtime.engine, dir, &hash)
+    {
+        let loaded = cache::Loaded {
+            component,
+            outcome: CacheOutcome::Hit,
+            warning: None,
+        };
+        return finish(runtime, loaded, size, started, (limits, config));
+    }
     let bytes = crate::safe_fs::read(path, limit).map_err(|source| LoadComponentError::Read {
         path: path.to_owned(),
         source,
@@ -241,11 +250,7 @@ pub(crate) fn load(
         check_component_header(&bytes)?;
         bytes
     };
-    let cache::Loaded {
-        component,
-        outcome,
-        warning: cache_warning,
-    } = cache::load(
+    let loaded = cache::load(
         &runtime.engine,
         cache_dir,
         &bytes,
@@ -256,6 +261,33 @@ pub(crate) fn load(
             .map(|(say, label)| (*say, label.as_str())),
     )
     .map_err(|e| LoadComponentError::Compile(format!("{e:#}")))?;
+    if !is_wat
+        && let Some(dir) = cache_dir
+        && loaded.outcome != CacheOutcome::Uncached
+    {
+        cache::remember_hash(dir, path, &blake3::hash(&bytes));
+    }
+    finish(runtime, loaded, bytes.len() as u64, started, (limits, config))
+}
+
+/// Links a loaded component and wraps it as a hook.
+fn finish(
+    runtime: Arc<Runtime>,
+    loaded: cache::Loaded,
+    size: u64,
+    started: Instant,
+    (limits, config): (Limits, Option<&serde_json::Value>),
+) -> Result<(WasmHook, ComponentInfo), LoadComponentError> {
+    let Limits {
+        fuel,
+        memory_mb,
+        timeout_ms,
+    } = limits;
+    let cache::Loaded {
+        component,
+        outcome,
+        warning: cache_warning,
+    } = loaded;
     let imports: Vec<String> = component
         .component_type()
         .imports(&runtime.engine)
@@ -278,7 +310,7 @@ pub(crate) fn load(
         ))
     })?;
     let info = ComponentInfo {
-        bytes: bytes.len() as u64,
+        bytes: size,
         cache: outcome,
         cache_warning: cache_warning.clone(),
         load_time: started.elapsed(),
