@@ -217,7 +217,7 @@ fn evaluate(
     if let Some(reply) = super::client::ask(&ask) {
         return reply.into_agent_answer();
     }
-    let config = super::env::load(&workspace, true)?;
+    let config = super::env::load_for(&workspace, &request)?;
     let runner = HookRunner::builder().config(config).build();
     // The chain must answer before the watchdog; loading took some of it.
     let budget = chain_budget.saturating_sub(started.elapsed());

@@ -69,7 +69,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let Some(reply) = super::client::ask(&ask) {
         return reply.finish();
     }
-    let config = super::env::load(&workspace.root, true)?;
+    let config = super::env::load_for(&workspace.root, &request)?;
     let runner = HookRunner::builder().config(config).build();
     let (json, code) = runtime()?.block_on(answer(&runner, &request));
     outln!("{json}");

@@ -295,6 +295,17 @@ pub(crate) mod env {
     pub(crate) fn load(workspace: &Path, one_shot: bool) -> Result<Config, ConfigError> {
         loader(workspace, one_shot).load()
     }
+
+    /// What a one-shot process evaluating `request` needs: the hooks that
+    /// apply to it.
+    pub(crate) fn load_for(
+        workspace: &Path,
+        request: &toolgate::Request,
+    ) -> Result<Config, ConfigError> {
+        loader(workspace, true)
+            .only_for(request.event, request.tool.clone())
+            .load()
+    }
 }
 
 /// The most read from stdin: a request, or an agent's hook input (which

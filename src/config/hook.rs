@@ -47,13 +47,20 @@ pub(crate) struct Common<'a> {
     pub(crate) config: Option<&'a Value>,
     /// How components are loaded.
     pub(crate) wasm: &'a WasmOptions,
+    /// Whether to load what the hook runs: false when the process evaluates
+    /// one call the hook does not apply to (its fields are still checked).
+    pub(crate) load: bool,
 }
+
+/// One call a one-shot process evaluates: only hooks that apply to it are
+/// loaded.
+pub(crate) type Only<'a> = Option<(Event, &'a str)>;
 
 pub(crate) fn parse_file(
     value: Value,
     source: Source,
     path: &Path,
-    (root, wasm): (&Path, &WasmOptions),
+    (root, wasm, only): (&Path, &WasmOptions, Only<'_>),
     problems: &mut Vec<Problem>,
 ) -> (Vec<HookSpec>, Top) {
     let top_problem = |field: &str, message: String| Problem {
@@ -157,6 +164,9 @@ pub(crate) fn parse_file(
         }
     };
     let mut specs: Vec<HookSpec> = Vec::new();
+    // Hooks left out because they do not apply to the one call: their names
+    // still count for the duplicate check.
+    let mut left_out: Vec<String> = Vec::new();
     for (index, hook) in hooks.into_iter().enumerate() {
         let mut ctx = HookCtx {
             path,
@@ -164,8 +174,24 @@ pub(crate) fn parse_file(
             name: None,
             problems: Vec::new(),
         };
-        if let Some(spec) = parse_hook(hook, source, (root, wasm), &mut ctx) {
-            if specs.iter().any(|s| s.name == spec.name) {
+        let parsed = parse_hook(hook, source, (root, wasm, only), &mut ctx);
+        let duplicate = |name: &str, specs: &[HookSpec], left_out: &[String]| {
+            specs.iter().any(|s| s.name == name) || left_out.iter().any(|n| n == name)
+        };
+        if parsed.is_none()
+            && ctx.problems.is_empty()
+            && let Some(name) = ctx.name.clone()
+        {
+            if duplicate(&name, &specs, &left_out) {
+                ctx.problem(
+                    "name",
+                    "another hook in this file has the same name; names identify hooks in run records",
+                );
+            }
+            left_out.push(name);
+        }
+        if let Some(spec) = parsed {
+            if duplicate(&spec.name, &specs, &left_out) {
                 ctx.problem(
                     "name",
                     "another hook in this file has the same name; names identify hooks in run records",
@@ -292,7 +318,7 @@ impl HookCtx<'_> {
 fn parse_hook(
     value: Value,
     source: Source,
-    (root, wasm): (&Path, &WasmOptions),
+    (root, wasm, only): (&Path, &WasmOptions, Only<'_>),
     ctx: &mut HookCtx<'_>,
 ) -> Option<HookSpec> {
     let Value::Object(obj) = value else {
@@ -355,14 +381,30 @@ fn parse_hook(
     );
     let on_failure = parse_on_failure(obj.get("on_failure"), ctx);
     let config = obj.get("config").cloned();
+    let load = match (only, &events) {
+        (None, _) => true,
+        (Some((event, tool)), Some(events)) => {
+            events.contains(&event)
+                && crate::binding::ToolFilter {
+                    tools: tools.clone().flatten(),
+                    matcher: compiled_matcher.clone().flatten(),
+                }
+                .matches(tool)
+        }
+        (Some(_), None) => true,
+    };
     let common = Common {
         source,
         root,
         timeout_ms,
         config: config.as_ref(),
         wasm,
+        load,
     };
     let spec = (binding.parse)(&obj, &common, ctx);
+    if !load {
+        return None;
+    }
     Some(HookSpec {
         name: name?,
         source,

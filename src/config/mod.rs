@@ -271,6 +271,7 @@ pub struct Loader {
     workspace: Option<PathBuf>,
     wasm: WasmOptions,
     trust: TrustCtx,
+    only: Option<(Event, String)>,
 }
 
 impl Loader {
@@ -309,6 +310,19 @@ impl Loader {
         self
     }
 
+    /// Loads only the hooks that apply to one call (this event, this tool),
+    /// for a process that evaluates that call and exits: the others' fields
+    /// are still checked, but their components are not compiled or mapped.
+    /// A config loaded this way is for that call only.
+    pub fn only_for(mut self, event: Event, tool: impl Into<String>) -> Self {
+        self.only = Some((event, tool.into()));
+        self
+    }
+
+    fn only(&self) -> hook::Only<'_> {
+        self.only.as_ref().map(|(e, t)| (*e, t.as_str()))
+    }
+
     /// Loads the configs. Missing files mean no hooks; anything wrong in a
     /// file that exists is an error. Problems in both are reported together.
     pub fn load(&self) -> Result<Config, ConfigError> {
@@ -318,7 +332,7 @@ impl Loader {
             config.read(
                 Source::Global,
                 &dir.join("hooks.json"),
-                (dir, &self.wasm),
+                (dir, &self.wasm, self.only()),
                 &mut problems,
             );
         }
@@ -329,7 +343,7 @@ impl Loader {
             let digest = config.read(
                 Source::Workspace,
                 &ws.join(WORKSPACE_FILE),
-                (&ws, &self.wasm),
+                (&ws, &self.wasm, self.only()),
                 &mut problems,
             );
             if let Some(digest) = &digest {
@@ -382,7 +396,7 @@ impl Config {
             config.read(
                 source,
                 path,
-                (&absolute(root), &WasmOptions::default()),
+                (&absolute(root), &WasmOptions::default(), None),
                 &mut problems,
             );
         }
@@ -406,7 +420,7 @@ impl Config {
             value,
             Source::Host,
             Path::new("(hooks built in code)"),
-            (&absolute(root), wasm),
+            (&absolute(root), wasm, None),
             &mut problems,
         );
         ConfigError::or(
@@ -458,7 +472,7 @@ impl Config {
         &mut self,
         source: Source,
         path: &Path,
-        (root, wasm): (&Path, &WasmOptions),
+        (root, wasm, only): (&Path, &WasmOptions, hook::Only<'_>),
         problems: &mut Vec<Problem>,
     ) -> Option<String> {
         // A workspace's own config must stay inside the workspace, like every
@@ -506,7 +520,7 @@ impl Config {
                 return Some(digest);
             }
         };
-        let (hooks, top) = hook::parse_file(value, source, path, (root, wasm), problems);
+        let (hooks, top) = hook::parse_file(value, source, path, (root, wasm, only), problems);
         if top.chain_timeout_ms.is_some() {
             self.chain_timeout_ms = top.chain_timeout_ms;
         }

@@ -729,3 +729,46 @@ fn hooks_says_which_workspace_it_found() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
 }
+
+/// A one-shot `check` loads only the hooks that apply to its call: a
+/// component for another tool is not compiled or mapped (here it would not
+/// even load), while `hooks --check` and a call it applies to still see it.
+/// Its fields are checked either way, names included.
+#[test]
+fn a_one_shot_call_loads_only_the_hooks_that_apply_to_it() {
+    let fx = Fixture::new();
+    std::fs::write(fx.workspace().join("broken.wasm"), b"\0asm not really").unwrap();
+    // The shared test guest lives outside the workspace: copy it in.
+    let guest = crate::guests::path("allow");
+    std::fs::create_dir_all(fx.workspace().join("g")).unwrap();
+    std::fs::copy(&guest, fx.workspace().join("g/allow.wasm")).unwrap();
+    let config = |extra: Value| {
+        let mut hooks = vec![
+            json!({"name": "other", "wasm": "broken.wasm", "tools": ["Other"]}),
+            json!({"name": "all", "wasm": "g/allow.wasm"}),
+        ];
+        if !extra.is_null() {
+            hooks.push(extra);
+        }
+        fx.workspace_raw(&json!({"schema": 1, "hooks": hooks}).to_string());
+    };
+    config(Value::Null);
+    let out = check(&fx, &["--tool", "Bash"], PRE_SHELL);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout_json(&out)["runs"].as_array().unwrap().len(), 1);
+    let out = check(&fx, &["--tool", "Other"], PRE_SHELL);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("broken.wasm"), "{}", stderr(&out));
+    let out = toolgate()
+        .args(["hooks", "--check", "--workspace"])
+        .arg(fx.workspace())
+        .env("TOOLGATE_CONFIG_DIR", fx.global())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    // A hook left out still counts for the duplicate-name rule.
+    config(json!({"name": "other", "wasm": "g/allow.wasm"}));
+    let out = check(&fx, &["--tool", "Bash"], PRE_SHELL);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("same name"), "{}", stderr(&out));
+}

@@ -277,7 +277,11 @@ fn the_server_reloads_edits_and_keeps_the_last_good_config_when_one_breaks() {
     let (code, err) = check();
     assert_eq!(code, Some(2));
     assert!(!err.contains("last good"), "{err}");
-    assert_eq!(server.status()["requests"], 4, "every check was the server's");
+    assert_eq!(
+        server.status()["requests"],
+        4,
+        "every check was the server's"
+    );
 }
 
 #[test]

@@ -208,11 +208,15 @@ pub(crate) fn remember_hash(dir: &Path, path: &Path, hash: &blake3::Hash) {
             tmp.write_all(&n.to_le_bytes())?;
         }
         tmp.write_all(hash.as_bytes())?;
-        tmp.persist(index_path(dir, &canonical)).map_err(|e| e.error)?;
+        tmp.persist(index_path(dir, &canonical))
+            .map_err(|e| e.error)?;
         Ok(())
     };
     if let Err(e) = write() {
-        tracing::debug!("could not record the stat index for {}: {e}", path.display());
+        tracing::debug!(
+            "could not record the stat index for {}: {e}",
+            path.display()
+        );
     }
 }
 

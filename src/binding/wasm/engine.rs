@@ -154,7 +154,8 @@ impl Runtime {
                 // Memory images stay on: a cache hit maps the artifact, and
                 // the image is then mapped copy-on-write from that file, not
                 // copied (a wizer-initialised JS or Python heap is MBs).
-                Engine::new(&base_config()).map_err(|e| format!("creating the wasm engine: {e:#}"))?,
+                Engine::new(&base_config())
+                    .map_err(|e| format!("creating the wasm engine: {e:#}"))?,
                 AllocatorInfo {
                     kind: "on_demand",
                     fallback_reason: Some(

@@ -267,7 +267,13 @@ pub(crate) fn load(
     {
         cache::remember_hash(dir, path, &blake3::hash(&bytes));
     }
-    finish(runtime, loaded, bytes.len() as u64, started, (limits, config))
+    finish(
+        runtime,
+        loaded,
+        bytes.len() as u64,
+        started,
+        (limits, config),
+    )
 }
 
 /// Links a loaded component and wraps it as a hook.

@@ -98,6 +98,13 @@ fn parse(
     };
     // A workspace names only components in its own tree.
     let path = ctx.resolve(("wasm", "component"), written, common, true)?;
+    if !common.load {
+        // Not for this call: checked to be there, not compiled or mapped.
+        if let Err(e) = crate::safe_fs::regular_file(&path) {
+            ctx.refused_path("wasm", "component", written, &path, common.root, e);
+        }
+        return None;
+    }
     match super::load(
         &path,
         common.wasm,
