@@ -328,6 +328,12 @@ pub fn run(options: &Options) -> Result<Report, BenchError> {
     let one_shot = WasmOptions::new()
         .cache_dir(&cache)
         .allocator(wasm::Allocator::OneShot);
+    // A `toolgate serve` for the same rows through a running server. Its
+    // engine pools like the in-process chains, so it shares their cache
+    // (already warm: every guest row above compiled into it).
+    progress("starting `toolgate serve` for the server rows…");
+    let server = scenario::Server::start(&options.exe, root, &root.join("cache-chains"))?;
+    let mut served = Vec::new();
     for (i, (what, hook, request, guest)) in agent_rows.into_iter().enumerate() {
         if let Some(guest) = guest {
             progress(&format!(
@@ -349,12 +355,39 @@ pub fn run(options: &Options) -> Result<Report, BenchError> {
             Kind::Process {
                 exe: options.exe.clone(),
                 command: "claude-code",
-                workspace: dir,
+                workspace: dir.clone(),
                 cache: cache.clone(),
                 stdin: scenario::agent_input(&request),
+                socket: None,
             },
             5,
         );
+        served.push((what, dir, request));
+    }
+    for (what, dir, request) in served {
+        push(
+            format!("agent path via `toolgate serve` + {what}"),
+            Kind::Process {
+                exe: options.exe.clone(),
+                command: "claude-code",
+                workspace: dir.clone(),
+                cache: cache.clone(),
+                stdin: scenario::agent_input(&request),
+                socket: Some(server.socket.clone()),
+            },
+            5,
+        );
+        if what.contains(&reference.0) {
+            push(
+                format!("one request over the socket to `toolgate serve` ({what})"),
+                Kind::Socket(scenario::SocketClient::connect(
+                    &server.socket,
+                    &dir,
+                    &request,
+                )?),
+                300,
+            );
+        }
     }
     // `toolgate check` is a real process: its hooks are a real global config.
     let check_ws = root.join("ws-check");
@@ -378,6 +411,7 @@ pub fn run(options: &Options) -> Result<Report, BenchError> {
             stdin: json!({"event": "pre_tool_use", "tool": "shell", "input": {"command": "git push origin main"}})
                 .to_string()
                 .into_bytes(),
+            socket: None,
         },
         10,
     );
@@ -539,6 +573,45 @@ fn budget(rows: &[Row], reference: &Row, reference_name: &str, threads_ratio: f6
                 r.median_us / 1e3,
                 1.0,
                 "ms",
+                true,
+            ));
+        }
+    }
+    // The agent path (issue: fast where agents call it): a fresh process per
+    // call, warm cache; through a running server; one socket request.
+    for r in rows {
+        let ms = r.median_us / 1e3;
+        if let Some(what) = r
+            .scenario
+            .strip_prefix("agent path: `toolgate claude-code` + wasm: ")
+        {
+            let small =
+                what.starts_with("c-") || what.starts_with("rust-") || what.starts_with("trivial");
+            let limit = if small { 5.0 } else { 20.0 };
+            budget.push(Target::new(
+                format!("agent path, no server, {what} ≤ {limit} ms"),
+                ms,
+                limit,
+                "ms",
+                true,
+            ));
+        } else if let Some(what) = r
+            .scenario
+            .strip_prefix("agent path via `toolgate serve` + wasm: ")
+        {
+            budget.push(Target::new(
+                format!("agent path via the server, {what} ≤ 3 ms"),
+                ms,
+                3.0,
+                "ms",
+                true,
+            ));
+        } else if r.scenario.starts_with("one request over the socket") {
+            budget.push(Target::new(
+                format!("{} ≤ 30 µs", r.scenario),
+                r.median_us,
+                30.0,
+                "µs",
                 true,
             ));
         }

@@ -22,7 +22,115 @@ pub(crate) enum Kind {
         workspace: PathBuf,
         cache: PathBuf,
         stdin: Vec<u8>,
+        /// A running server's socket, for the rows through it; `None`:
+        /// the child evaluates itself (`TOOLGATE_SERVER=off`).
+        socket: Option<PathBuf>,
     },
+    /// One request over a connection to a running `toolgate serve`.
+    Socket(SocketClient),
+}
+
+/// A `toolgate serve` the bench started; stopped on drop.
+pub(crate) struct Server {
+    child: std::process::Child,
+    pub(crate) socket: PathBuf,
+}
+
+impl Server {
+    pub(crate) fn start(
+        exe: &std::path::Path,
+        root: &std::path::Path,
+        cache: &std::path::Path,
+    ) -> Result<Server, BenchError> {
+        let socket = root.join("serve/serve.sock");
+        let child = Command::new(exe)
+            .arg("serve")
+            .arg("--socket")
+            .arg(&socket)
+            .env("TOOLGATE_CACHE_DIR", cache)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()?;
+        let started = Instant::now();
+        while std::os::unix::net::UnixStream::connect(&socket).is_err() {
+            if started.elapsed() > Duration::from_secs(30) {
+                return Err(BenchError::Missing(
+                    "`toolgate serve` did not start listening",
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(Server { child, socket })
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A connection to a running server and the one request line it repeats.
+pub(crate) struct SocketClient {
+    stream: std::sync::Mutex<std::io::BufReader<std::os::unix::net::UnixStream>>,
+    line: Vec<u8>,
+}
+
+impl SocketClient {
+    pub(crate) fn connect(
+        socket: &std::path::Path,
+        workspace: &std::path::Path,
+        request: &Request,
+    ) -> Result<SocketClient, BenchError> {
+        let stream = std::os::unix::net::UnixStream::connect(socket)?;
+        let hook = crate::contract::HookRequest {
+            event: request.event,
+            hook: "g",
+            tool: &request.tool,
+            input: &request.input,
+            result: request.result.as_ref(),
+            session_id: None,
+            turn_id: None,
+            tool_call_id: None,
+            cwd: None,
+            config: None,
+        };
+        let mut line = serde_json::json!({
+            "id": 1, "op": "evaluate", "mode": "check", "workspace": workspace,
+            "input": crate::wire::request_json(&hook).to_string(),
+            "context": {"global": workspace},
+        })
+        .to_string()
+        .into_bytes();
+        line.push(b'\n');
+        Ok(SocketClient {
+            stream: std::sync::Mutex::new(std::io::BufReader::new(stream)),
+            line,
+        })
+    }
+
+    fn call(&self) -> Result<(), BenchError> {
+        use std::io::BufRead;
+        let mut stream = self
+            .stream
+            .lock()
+            .map_err(|_| BenchError::Missing("the socket client is poisoned"))?;
+        stream.get_mut().write_all(&self.line)?;
+        let mut answer = String::new();
+        for _ in 0..2 {
+            answer.clear();
+            stream.read_line(&mut answer)?;
+        }
+        if !answer.contains("\"exit\":0") {
+            return Err(BenchError::Denied(format!(
+                "the server answered {}",
+                crate::text::excerpt(&answer, 300)
+            )));
+        }
+        Ok(())
+    }
 }
 
 /// One row being measured.
@@ -71,19 +179,29 @@ pub(crate) async fn call(kind: &Kind) -> Result<(), BenchError> {
                 return Err(BenchError::Denied(format!("{:?}", outcome.runs)));
             }
         }
+        Kind::Socket(client) => client.call()?,
         Kind::Process {
             exe,
             command,
             workspace,
             cache,
             stdin,
+            socket,
         } => {
-            let mut child = Command::new(exe)
+            let mut child = Command::new(exe);
+            child
                 .arg(command)
                 .arg("--workspace")
                 .arg(workspace)
                 .env("TOOLGATE_CONFIG_DIR", workspace)
-                .env("TOOLGATE_CACHE_DIR", cache)
+                .env("TOOLGATE_CACHE_DIR", cache);
+            match socket {
+                Some(socket) => child
+                    .env("TOOLGATE_SOCKET", socket)
+                    .env_remove("TOOLGATE_SERVER"),
+                None => child.env("TOOLGATE_SERVER", "off"),
+            };
+            let mut child = child
                 .stdin(Stdio::piped())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())

@@ -225,6 +225,17 @@ pub fn import_settings(settings: &Value) -> Imported {
                     "event": event,
                     "timeout_ms": timeout_ms,
                 });
+                // A script the shell string runs from the project is what
+                // trust must pin, not just the string that names it.
+                let payload = project_files(&argv);
+                if !payload.is_empty() {
+                    out.warnings.push(format!(
+                        "{at}: {} listed in `trust_files`, so trusting the workspace pins \
+                         its content too",
+                        payload.join(", ")
+                    ));
+                    hook["trust_files"] = json!(payload);
+                }
                 match translate_matcher(matcher) {
                     Matcher::All => {}
                     Matcher::Tools(names) => hook["tools"] = json!(names),
@@ -257,4 +268,24 @@ pub fn import_settings(settings: &Value) -> Imported {
     }
     out.hooks_json = json!({"schema": 1, "hooks": hooks});
     out
+}
+
+/// The project files a command names through `$CLAUDE_PROJECT_DIR`
+/// (`"$CLAUDE_PROJECT_DIR"/.claude/hooks/x.sh` → `.claude/hooks/x.sh`).
+fn project_files(argv: &[String]) -> Vec<String> {
+    let re = regex::Regex::new(r#"\$\{?CLAUDE_PROJECT_DIR\}?"?/([^\s"';|&<>()$`]+)"#);
+    let Ok(re) = re else {
+        return Vec::new();
+    };
+    let mut files: Vec<String> = argv
+        .iter()
+        .flat_map(|a| {
+            re.captures_iter(a)
+                .map(|c| c[1].to_owned())
+                .collect::<Vec<_>>()
+        })
+        .filter(|f| !f.split('/').any(|part| part == ".."))
+        .collect();
+    files.dedup();
+    files
 }
