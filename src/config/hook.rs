@@ -383,8 +383,11 @@ fn parse_hook(
     let config = obj.get("config").cloned();
     let load = match (only, &events) {
         (None, _) => true,
+        // A call before the tool may be answered with `replace`, whose
+        // result then goes through the post chain in the same process: a
+        // pre call needs the post hooks for its tool too.
         (Some((event, tool)), Some(events)) => {
-            events.contains(&event)
+            (events.contains(&event) || event == Event::PreToolUse)
                 && crate::binding::ToolFilter {
                     tools: tools.clone().flatten(),
                     matcher: compiled_matcher.clone().flatten(),

@@ -310,10 +310,12 @@ impl Loader {
         self
     }
 
-    /// Loads only the hooks that apply to one call (this event, this tool),
-    /// for a process that evaluates that call and exits: the others' fields
-    /// are still checked, but their components are not compiled or mapped.
-    /// A config loaded this way is for that call only.
+    /// Loads only the hooks that apply to one call (this event, this tool;
+    /// for a call before the tool, the post hooks for the tool too, since a
+    /// `replace` runs the post chain), for a process that evaluates that
+    /// call and exits: the others' fields are still checked, but their
+    /// components are not compiled or mapped. A config loaded this way is for
+    /// that call only.
     pub fn only_for(mut self, event: Event, tool: impl Into<String>) -> Self {
         self.only = Some((event, tool.into()));
         self

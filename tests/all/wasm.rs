@@ -570,3 +570,91 @@ async fn a_wat_file_is_built_into_a_component_at_load() {
     assert_eq!(err.problems[0].field.as_deref(), Some("wasm"));
     assert!(err.to_string().contains("WAT"), "{err}");
 }
+
+/// Appends a custom section to a component so that it is exactly `size`
+/// bytes long (custom sections change nothing a guest does).
+fn padded_to(mut bytes: Vec<u8>, size: usize) -> Vec<u8> {
+    fn leb(mut n: usize, out: &mut Vec<u8>) {
+        loop {
+            let byte = (n & 0x7f) as u8;
+            n >>= 7;
+            if n == 0 {
+                out.push(byte);
+                return;
+            }
+            out.push(byte | 0x80);
+        }
+    }
+    for payload in 0..size {
+        let mut section = vec![0u8];
+        let mut contents = vec![1u8, b'p'];
+        contents.extend(std::iter::repeat_n(0u8, payload));
+        leb(contents.len(), &mut section);
+        section.extend(contents);
+        if bytes.len() + section.len() == size {
+            bytes.extend(section);
+            return bytes;
+        }
+    }
+    panic!("cannot pad to {size}");
+}
+
+/// The stat index lets a one-shot process skip reading a component it has
+/// seen; it must never serve the old one for new bytes. Here the file is
+/// rewritten in place with another guest of exactly the same size and its
+/// mtime put back: only the ctime (which no user can set) differs, and the
+/// new guest is what answers.
+#[test]
+fn a_component_rewritten_to_the_same_size_and_mtime_is_loaded_anew() {
+    let fx = Fixture::new();
+    let deny = std::fs::read(crate::guests::path("deny")).unwrap();
+    let allow = std::fs::read(crate::guests::path("allow")).unwrap();
+    let size = deny.len().max(allow.len()) + 64;
+    let (deny, allow) = (padded_to(deny, size), padded_to(allow, size));
+    let guest = fx.workspace().join("guard.wasm");
+    std::fs::write(&guest, &deny).unwrap();
+    let mtime = std::fs::metadata(&guest).unwrap().modified().unwrap();
+    // Older than the index's racy window, so the first load records it.
+    std::thread::sleep(std::time::Duration::from_millis(2100));
+    let cache = tempfile::tempdir().unwrap();
+    std::fs::write(
+        fx.global().join("hooks.json"),
+        serde_json::json!({"schema": 1, "hooks": [{"name": "g", "wasm": &guest}]}).to_string(),
+    )
+    .unwrap();
+    let check = || {
+        let out = crate::support::run_with_stdin(
+            crate::support::toolgate()
+                .args(["check", "--workspace"])
+                .arg(fx.workspace())
+                .env("TOOLGATE_CONFIG_DIR", fx.global())
+                .env("TOOLGATE_CACHE_DIR", cache.path()),
+            r#"{"event":"pre_tool_use","tool":"shell","input":{"command":"ls"}}"#,
+        );
+        out.status.code()
+    };
+    assert_eq!(check(), Some(2));
+    assert_eq!(check(), Some(2), "the second load (from the index) still denies");
+    assert!(
+        std::fs::read_dir(cache.path())
+            .unwrap()
+            .flatten()
+            .any(|e| e.path().extension().is_some_and(|x| x == "stat")),
+        "the stat index was recorded"
+    );
+    // Same inode, same size, same mtime; new bytes.
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&guest)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, &allow))
+        .unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&guest)
+        .unwrap()
+        .set_modified(mtime)
+        .unwrap();
+    assert_eq!(std::fs::metadata(&guest).unwrap().len() as usize, size);
+    assert_eq!(std::fs::metadata(&guest).unwrap().modified().unwrap(), mtime);
+    assert_eq!(check(), Some(0), "the rewritten guest must answer, not the cached one");
+}
