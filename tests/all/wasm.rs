@@ -634,7 +634,11 @@ fn a_component_rewritten_to_the_same_size_and_mtime_is_loaded_anew() {
         out.status.code()
     };
     assert_eq!(check(), Some(2));
-    assert_eq!(check(), Some(2), "the second load (from the index) still denies");
+    assert_eq!(
+        check(),
+        Some(2),
+        "the second load (from the index) still denies"
+    );
     assert!(
         std::fs::read_dir(cache.path())
             .unwrap()
@@ -655,6 +659,13 @@ fn a_component_rewritten_to_the_same_size_and_mtime_is_loaded_anew() {
         .set_modified(mtime)
         .unwrap();
     assert_eq!(std::fs::metadata(&guest).unwrap().len() as usize, size);
-    assert_eq!(std::fs::metadata(&guest).unwrap().modified().unwrap(), mtime);
-    assert_eq!(check(), Some(0), "the rewritten guest must answer, not the cached one");
+    assert_eq!(
+        std::fs::metadata(&guest).unwrap().modified().unwrap(),
+        mtime
+    );
+    assert_eq!(
+        check(),
+        Some(0),
+        "the rewritten guest must answer, not the cached one"
+    );
 }
