@@ -333,6 +333,16 @@ pub fn run(options: &Options) -> Result<Report, BenchError> {
     // (already warm: every guest row above compiled into it).
     progress("starting `toolgate serve` for the server rows…");
     let server = scenario::Server::start(&options.exe, root, &root.join("cache-chains"))?;
+    // `toolgate claude-code` on `request` with `dir` as its config, through
+    // `socket`'s server or (None) on its own.
+    let agent = |dir: &Path, request: &Request, socket: Option<PathBuf>| Kind::Process {
+        exe: options.exe.clone(),
+        command: "claude-code",
+        workspace: dir.to_owned(),
+        cache: cache.clone(),
+        stdin: scenario::agent_input(request),
+        socket,
+    };
     let mut served = Vec::new();
     for (i, (what, hook, request, guest)) in agent_rows.into_iter().enumerate() {
         if let Some(guest) = guest {
@@ -352,14 +362,7 @@ pub fn run(options: &Options) -> Result<Report, BenchError> {
         )?;
         push(
             format!("agent path: `toolgate claude-code` + {what}"),
-            Kind::Process {
-                exe: options.exe.clone(),
-                command: "claude-code",
-                workspace: dir.clone(),
-                cache: cache.clone(),
-                stdin: scenario::agent_input(&request),
-                socket: None,
-            },
+            agent(&dir, &request, None),
             5,
         );
         served.push((what, dir, request));
@@ -367,14 +370,7 @@ pub fn run(options: &Options) -> Result<Report, BenchError> {
     for (what, dir, request) in served {
         push(
             format!("agent path via `toolgate serve` + {what}"),
-            Kind::Process {
-                exe: options.exe.clone(),
-                command: "claude-code",
-                workspace: dir.clone(),
-                cache: cache.clone(),
-                stdin: scenario::agent_input(&request),
-                socket: Some(server.socket.clone()),
-            },
+            agent(&dir, &request, Some(server.socket.clone())),
             5,
         );
         if what.contains(&reference.0) {

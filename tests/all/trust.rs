@@ -87,14 +87,19 @@ impl Case {
             .to_owned()
     }
 
-    fn trust_with(&self, digest: &str) -> std::process::Output {
-        self.cmd()
-            .args(["trust", "--workspace"])
+    /// `toolgate trust <args> --workspace <ws>`, with nothing on stdin.
+    fn trust_cmd(&self, cmd: &mut std::process::Command, args: &[&str]) -> std::process::Output {
+        cmd.arg("trust")
+            .args(args)
+            .arg("--workspace")
             .arg(self.ws())
-            .args(["--yes", digest])
             .stdin(std::process::Stdio::null())
             .output()
             .unwrap()
+    }
+
+    fn trust_with(&self, digest: &str) -> std::process::Output {
+        self.trust_cmd(&mut self.cmd(), &["--yes", digest])
     }
 
     fn trust(&self) {
@@ -129,6 +134,16 @@ impl Case {
         assert_eq!(code, Some(0), "{answer}");
         assert!(self.ran(), "the trusted hook did not run: {answer}");
     }
+}
+
+/// `toolgate trust` refused (exit 1), saying `why` on stderr.
+fn refused(out: &std::process::Output, why: &str) {
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(out));
+    assert!(
+        stderr(out).contains(why),
+        "wanted {why:?} in: {}",
+        stderr(out)
+    );
 }
 
 #[test]
@@ -217,8 +232,7 @@ fn a_trust_store_anyone_else_can_read_or_write_trusts_nothing() {
     case.denied_untrusted("is accessible by group or others (mode 755)");
     // Recording into it is refused too.
     let out = case.trust_with(&case.digest());
-    assert_eq!(out.status.code(), Some(1));
-    assert!(stderr(&out).contains("the trust store"), "{}", stderr(&out));
+    refused(&out, "the trust store");
     std::fs::set_permissions(case.store(), std::fs::Permissions::from_mode(0o700)).unwrap();
     case.runs_trusted();
     // A record others can read is refused the same way.
@@ -281,20 +295,11 @@ fn a_workspace_cannot_choose_the_trust_store_or_the_policy() {
     std::fs::create_dir(&inside).unwrap();
     std::fs::set_permissions(&inside, std::fs::Permissions::from_mode(0o700)).unwrap();
     let digest = case.digest();
-    let out = case
-        .cmd()
-        .env("XDG_STATE_HOME", &inside)
-        .args(["trust", "--workspace"])
-        .arg(case.ws())
-        .args(["--yes", &digest])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    assert!(
-        stderr(&out).contains("inside the workspace"),
-        "{}",
-        stderr(&out)
+    let out = case.trust_cmd(
+        case.cmd().env("XDG_STATE_HOME", &inside),
+        &["--yes", &digest],
     );
+    refused(&out, "inside the workspace");
 }
 
 #[test]
@@ -331,28 +336,12 @@ fn skip_mode_leaves_the_hook_out_and_says_so() {
 fn yes_with_a_wrong_digest_records_nothing() {
     let case = Case::new();
     let out = case.trust_with("blake3:0000");
-    assert_eq!(out.status.code(), Some(1));
-    assert!(
-        stderr(&out).contains("not what was reviewed"),
-        "{}",
-        stderr(&out)
-    );
+    refused(&out, "not what was reviewed");
     assert!(case.status()["recorded"].is_null());
     case.denied_untrusted("never trusted");
     // Nor does a review without a terminal to ask on: it prints the command.
-    let out = case
-        .cmd()
-        .args(["trust", "--workspace"])
-        .arg(case.ws())
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    assert!(
-        stderr(&out).contains(&format!("--yes {}", case.digest())),
-        "{}",
-        stderr(&out)
-    );
+    let out = case.trust_cmd(&mut case.cmd(), &[]);
+    refused(&out, &format!("--yes {}", case.digest()));
     assert!(String::from_utf8_lossy(&out.stdout).contains("hooks/guard.sh"));
     case.denied_untrusted("never trusted");
 }
@@ -366,13 +355,7 @@ fn the_review_shows_what_changed_since_it_was_trusted() {
         "#!/bin/sh\necho changed\n",
     )
     .unwrap();
-    let out = case
-        .cmd()
-        .args(["trust", "--workspace"])
-        .arg(case.ws())
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
+    let out = case.trust_cmd(&mut case.cmd(), &[]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.contains("~ guard (command; script hooks/guard.sh changed since it was trusted)"),
@@ -408,19 +391,7 @@ fn a_program_outside_the_workspace_that_others_can_write_cannot_be_trusted() {
     case.fx.workspace_hooks(json!([
         {"name": "guard", "command": ["sh", open.join("guard.sh")], "tools": ["Bash"]}
     ]));
-    let out = case
-        .cmd()
-        .args(["trust", "--workspace"])
-        .arg(case.ws())
-        .args(["--yes", "blake3:0"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    assert!(
-        stderr(&out).contains("could be changed by others"),
-        "{}",
-        stderr(&out)
-    );
+    refused(&case.trust_with("blake3:0"), "could be changed by others");
     case.denied_untrusted("could be changed by others");
 }
 
@@ -429,12 +400,7 @@ fn revoking_stops_the_hooks() {
     let case = Case::new();
     case.trust();
     case.runs_trusted();
-    let out = case
-        .cmd()
-        .args(["trust", "revoke", "--workspace"])
-        .arg(case.ws())
-        .output()
-        .unwrap();
+    let out = case.trust_cmd(&mut case.cmd(), &["revoke"]);
     assert!(String::from_utf8_lossy(&out.stdout).contains("revoked"));
     case.denied_untrusted("never trusted");
 }
