@@ -53,6 +53,12 @@ impl Case {
         self.state.path().join("toolgate/trust")
     }
 
+    /// The one record in the store.
+    fn record(&self) -> PathBuf {
+        let mut records = std::fs::read_dir(self.store()).unwrap().flatten();
+        records.next().expect("a trust record").path()
+    }
+
     /// `toolgate check` on a Bash call: exit code and answer.
     fn check(&self) -> (Option<i32>, Value) {
         let out = run_with_stdin(
@@ -236,12 +242,7 @@ fn a_trust_store_anyone_else_can_read_or_write_trusts_nothing() {
     std::fs::set_permissions(case.store(), std::fs::Permissions::from_mode(0o700)).unwrap();
     case.runs_trusted();
     // A record others can read is refused the same way.
-    let record = std::fs::read_dir(case.store())
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    let record = case.record();
     std::fs::set_permissions(&record, std::fs::Permissions::from_mode(0o644)).unwrap();
     case.denied_untrusted("the trust record");
 }
@@ -250,12 +251,7 @@ fn a_trust_store_anyone_else_can_read_or_write_trusts_nothing() {
 fn a_hand_written_record_is_refused() {
     let case = Case::new();
     case.trust();
-    let record = std::fs::read_dir(case.store())
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    let record = case.record();
     // Pin some other script content, keep the old digest: a forged record.
     let text = std::fs::read_to_string(&record).unwrap();
     let mut value: Value = serde_json::from_str(&text).unwrap();
