@@ -149,9 +149,11 @@ pub(crate) fn ask(ask: &Ask<'_>) -> Option<Reply> {
     if ack.get("ack") != Some(&json!(true)) {
         return None;
     }
+    // Without a deadline of the caller's own (`check`), the server's chain
+    // deadline bounds the call; it may be set as high as MAX_TIMEOUT_MS.
     let wait = ask
         .deadline
-        .unwrap_or(toolgate::runner::DEFAULT_CHAIN_TIMEOUT)
+        .unwrap_or(Duration::from_millis(toolgate::config::MAX_TIMEOUT_MS))
         .saturating_add(Duration::from_secs(1));
     stream.set_read_timeout(Some(wait)).ok()?;
     let answer = match read_line(&mut reader) {
