@@ -15,9 +15,12 @@
 //! the root of the config that declared it — the workspace root for workspace
 //! hooks, the global config directory for global hooks — and the process
 //! runs with that root as its working directory, so the hook sees the same
-//! paths its config does. A bare name (`python3`) is looked up on `PATH`. The
-//! environment is inherited: subprocess hooks are for jobs that need the
-//! machine. Sandboxed hooks are the WebAssembly binding's job.
+//! paths its config does. A bare name (`python3`) is looked up on `PATH`
+//! (for a workspace hook, once, when trust pins it: the hook is then spawned
+//! from the path pinned). The environment is inherited: subprocess hooks are
+//! for jobs that need the machine, which is why a workspace's command runs
+//! only after the user trusted exactly what it runs (`trust`). Sandboxed
+//! hooks are the WebAssembly binding's job.
 //!
 //! Supervision (deadlines, process groups, output caps, reaping) is in
 //! `supervise.rs`.
