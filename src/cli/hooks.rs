@@ -46,6 +46,8 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
             ];
             let mut problems = vec![e.to_string()];
             problems.extend(missing_in_files(files.iter().flatten()));
+            // A running server keeps answering with its last good config.
+            problems.extend(server_note(&workspace.root));
             anyhow::bail!("{}", problems.join("\n"));
         }
     };
@@ -117,8 +119,10 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
             );
         }
     }
-    if !args.json {
-        server_line(&workspace.root);
+    if !args.json
+        && let Some(note) = server_note(&workspace.root)
+    {
+        outln!("{note}");
     }
     for m in &missing {
         eprintln!("warning: {}", toolgate::text::one_line(m));
@@ -215,10 +219,8 @@ fn print_table(config: &Config) {
 
 /// What a running `toolgate serve` has loaded for this workspace, and the
 /// error of its last reload when the files no longer load.
-fn server_line(workspace: &Path) {
-    let Some(status) = super::serve::query_status() else {
-        return;
-    };
+fn server_note(workspace: &Path) -> Option<String> {
+    let status = super::serve::query_status()?;
     let root = workspace
         .canonicalize()
         .unwrap_or_else(|_| workspace.to_owned());
@@ -227,7 +229,7 @@ fn server_line(workspace: &Path) {
         .into_iter()
         .flatten()
         .find(|w| w["workspace"].as_str().map(Path::new) == Some(root.as_path()));
-    outln!(
+    Some(format!(
         "server: running (pid {}, {} requests){}",
         status["pid"],
         status["requests"],
@@ -238,7 +240,7 @@ fn server_line(workspace: &Path) {
                 None => format!("; this workspace: {} hooks loaded", w["hooks"]),
             },
         }
-    );
+    ))
 }
 
 /// One line per workspace command hook that will not run, and what to do.

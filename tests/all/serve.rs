@@ -266,6 +266,21 @@ fn the_server_reloads_edits_and_keeps_the_last_good_config_when_one_breaks() {
     let (code, err) = check();
     assert_eq!(code, Some(0));
     assert!(err.contains("the last good one"), "{err}");
+    // `toolgate hooks` reports the broken file, and that the server still
+    // answers with the last good config.
+    let out = server
+        .client()
+        .args(["hooks", "--workspace"])
+        .arg(fx.workspace())
+        .env("TOOLGATE_CONFIG_DIR", fx.global())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let said = stderr(&out);
+    assert!(
+        said.contains("server: running") && said.contains("the last good one"),
+        "{said}"
+    );
     let status = server.status();
     let error = status["workspaces"][0]["error"]
         .as_str()
