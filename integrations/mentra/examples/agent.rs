@@ -43,9 +43,16 @@ impl ToolExecutor for Pretend {
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let demo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/demo");
-    // The demo workspace's hooks only: the example ignores your global config.
+    // The demo's hooks, loaded as this program's own configuration (the
+    // operator's): the example ships them. A harness loading a user's
+    // workspace uses `Config::loader().workspace(..).trust(store)`, and the
+    // workspace's commands run only once the user trusted them.
     let runner = HookRunner::builder()
-        .config(Config::load(None, Some(&demo))?)
+        .config(Config::from_file(
+            toolgate::Source::Global,
+            &demo.join(".toolgate/hooks.json"),
+            &demo,
+        )?)
         .build();
     let hooks = ToolgateHooks::new(runner);
     let calls = [

@@ -15,8 +15,10 @@
 //! ```no_run
 //! # fn demo(runtime: mentra::runtime::RuntimeBuilder) -> Result<(), Box<dyn std::error::Error>> {
 //! use toolgate::{Config, HookRunner};
+//! // The user's trust store: the workspace's commands run once trusted.
+//! let store = toolgate::trust::TrustStore::new("/home/me/.local/state/toolgate/trust");
 //! let runner = HookRunner::builder()
-//!     .config(Config::loader().workspace(".").load()?)
+//!     .config(Config::loader().workspace(".").trust(store).load()?)
 //!     .build();
 //! let hooks = toolgate_mentra::ToolgateHooks::new(runner);
 //! let runtime = hooks.install(runtime).build()?;

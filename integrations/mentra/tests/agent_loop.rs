@@ -122,11 +122,35 @@ else:
     dir
 }
 
+/// The workspace's config, loaded as a harness does for a user who reviewed
+/// and trusted its hooks: a trust store of the test's own (a private
+/// temporary directory, outside the workspace), and the workspace trusted
+/// as it is now, the way `toolgate trust` records it. The record is read at
+/// load; the gate then checks the pinned files before each call.
+fn trusted_config(ws: &Path) -> Config {
+    let state = tempfile::tempdir().expect("a private directory");
+    let store = toolgate::trust::TrustStore::new(state.path().join("trust"));
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let loader = || {
+        Config::loader()
+            .workspace(ws)
+            .trust(store.clone())
+            .search_path(path.clone())
+    };
+    let config = loader().load().expect("the workspace config loads");
+    let review = toolgate::trust::Review::of(&config, &store, Some(&path))
+        .expect("the workspace can be reviewed");
+    review
+        .record(&store, &review.digest)
+        .expect("trust is recorded");
+    loader().load().expect("the trusted workspace config loads")
+}
+
 fn hooks_for(ws: &Path) -> Arc<ToolgateHooks> {
     ToolgateHooks::new(
         HookRunner::builder()
             .interceptor("no-rm", NoRm)
-            .config(Config::load(None, Some(ws)).expect("the workspace config loads"))
+            .config(trusted_config(ws))
             .build(),
     )
 }
