@@ -207,32 +207,37 @@ pub(crate) fn owned_by_me(meta: &std::fs::Metadata, forbidden: u32) -> Result<()
 /// sticky, as `/tmp` is). For programs outside a workspace, which trust
 /// pins by path rather than by content.
 pub(crate) fn writable_only_by_owner(path: &Path) -> Result<(), String> {
-    use std::os::unix::fs::MetadataExt;
-    let me = nix::unistd::geteuid().as_raw();
-    let check = |p: &Path, dir: bool| -> Result<(), String> {
-        let meta = std::fs::metadata(p).map_err(|e| format!("{}: {e}", p.display()))?;
-        if meta.uid() != me && meta.uid() != 0 {
-            return Err(format!(
-                "{} is owned by uid {}, neither the current user nor root",
-                p.display(),
-                meta.uid()
-            ));
-        }
-        let sticky = dir && meta.mode() & 0o1000 != 0;
-        if meta.mode() & 0o022 != 0 && !sticky {
-            return Err(format!(
-                "{} is writable by group or others (mode {:o})",
-                p.display(),
-                meta.mode() & 0o7777
-            ));
-        }
-        Ok(())
-    };
-    check(path, false)?;
+    owner_only(path, false)?;
     match path.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => check(parent, true),
+        Some(parent) if !parent.as_os_str().is_empty() => owner_only(parent, true),
         _ => Ok(()),
     }
+}
+
+/// `path` is owned by the user or root and writable by nobody else; a
+/// directory may be group/other-writable only with the sticky bit (`/tmp`),
+/// which keeps others from replacing what is in it.
+pub(crate) fn owner_only(path: &Path, dir: bool) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
+    let me = nix::unistd::geteuid().as_raw();
+    let meta = std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    if meta.uid() != me && meta.uid() != 0 {
+        return Err(format!(
+            "{} is owned by uid {}, neither the current user nor root",
+            path.display(),
+            meta.uid()
+        ));
+    }
+    let sticky = dir && meta.mode() & 0o1000 != 0;
+    if meta.mode() & 0o022 != 0 && !sticky {
+        return Err(format!(
+            "{} is writable by group or others{} (mode {:o})",
+            path.display(),
+            if dir { " without the sticky bit" } else { "" },
+            meta.mode() & 0o7777
+        ));
+    }
+    Ok(())
 }
 
 fn is_pseudo(file: &File) -> bool {

@@ -4,7 +4,7 @@
 use super::{Manifest, TrustError};
 use serde::{Deserialize, Serialize};
 use std::io::Write;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 /// The record format this build writes and reads.
@@ -96,18 +96,11 @@ impl TrustStore {
             )));
         }
         if let Some(parent) = canonical.parent() {
-            let pmeta = std::fs::metadata(parent)
-                .map_err(|e| refuse(format!("its parent cannot be read: {e}")))?;
-            let me = nix::unistd::geteuid().as_raw();
-            let sticky = pmeta.mode() & 0o1000 != 0;
-            if (pmeta.uid() != me && pmeta.uid() != 0) || (pmeta.mode() & 0o022 != 0 && !sticky) {
-                return Err(refuse(format!(
-                    "its parent {} could be changed by another user (owner uid {}, mode {:o})",
-                    parent.display(),
-                    pmeta.uid(),
-                    pmeta.mode() & 0o7777
-                )));
-            }
+            crate::safe_fs::owner_only(parent, true).map_err(|why| {
+                refuse(format!(
+                    "its parent {why}, so another user could replace it"
+                ))
+            })?;
         }
         Ok(())
     }

@@ -429,25 +429,9 @@ fn trusted_dir(dir: &Path) -> Result<(), String> {
         .ok()
         .and_then(|d| d.parent().map(Path::to_owned))
         .unwrap_or_else(|| PathBuf::from("/"));
-    let pmeta = std::fs::metadata(&parent)
-        .map_err(|e| format!("its parent {} cannot be read: {e}", parent.display()))?;
-    let me = nix::unistd::geteuid().as_raw();
-    let sticky = pmeta.mode() & 0o1000 != 0;
-    if pmeta.uid() != me && pmeta.uid() != 0 {
-        return Err(format!(
-            "its parent {} is owned by uid {}, neither the current user nor root",
-            parent.display(),
-            pmeta.uid()
-        ));
-    }
-    if pmeta.mode() & 0o022 != 0 && !sticky {
-        return Err(format!(
-            "its parent {} is writable by group or others without the sticky bit, so \
-             another user could replace the cache directory",
-            parent.display()
-        ));
-    }
-    Ok(())
+    crate::safe_fs::owner_only(&parent, true).map_err(|why| {
+        format!("its parent {why}, so another user could replace the cache directory")
+    })
 }
 
 fn check_entry(artifact: &Path, meta_path: &Path, key: &str) -> Result<(), Entry> {
