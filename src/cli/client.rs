@@ -120,11 +120,7 @@ pub(crate) fn ask(ask: &Ask<'_>) -> Option<Reply> {
     let Ok(input) = std::str::from_utf8(ask.input) else {
         return None; // not JSON either: the local path reports it
     };
-    let stream = UnixStream::connect(&path).ok()?;
-    if let Err(why) = same_user(&stream) {
-        tracing::warn!("ignoring the server at {}: {why}", path.display());
-        return None;
-    }
+    let stream = connect(&path)?;
     let mut request = json!({
         "id": 1,
         "op": "evaluate",
@@ -184,6 +180,19 @@ pub(crate) fn ask(ask: &Ask<'_>) -> Option<Reply> {
         }
     };
     Some(Reply { result, warning })
+}
+
+/// A connection to the server at `path`, if one listens there and runs as
+/// this user.
+pub(crate) fn connect(path: &Path) -> Option<UnixStream> {
+    let stream = UnixStream::connect(path).ok()?;
+    match same_user(&stream) {
+        Ok(()) => Some(stream),
+        Err(why) => {
+            tracing::warn!("ignoring the server at {}: {why}", path.display());
+            None
+        }
+    }
 }
 
 /// Reads one JSON line; `None` at end of stream.
