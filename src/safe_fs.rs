@@ -71,6 +71,15 @@ pub enum ReadFileError {
         /// The root it must stay beneath.
         root: PathBuf,
     },
+    /// Another user owns it, or could write it (or a folder on its way
+    /// from the workspace root).
+    #[error("is not read: {} {why}; another user could configure this user's hooks through it", path.display())]
+    Foreign {
+        /// The file or folder.
+        path: PathBuf,
+        /// Who else could change it.
+        why: String,
+    },
     /// The operating system refused.
     #[error("cannot read")]
     Io(#[source] std::io::Error),
@@ -85,15 +94,76 @@ fn io(e: std::io::Error) -> ReadFileError {
 }
 
 /// `path` resolved through every symlink, which must lie beneath `root`
-/// (itself resolved). Returns the resolved path, to be opened instead of the
+/// (itself resolved), with the root, every folder on the way and the file
+/// itself owned by the user or root and writable by nobody else
+/// ([`owned_chain`]). Returns the resolved path, to be opened instead of the
 /// one given.
 pub(crate) fn beneath(path: &Path, root: &Path) -> Result<PathBuf, ReadFileError> {
     let root = root.canonicalize().map_err(io)?;
     let resolved = path.canonicalize().map_err(io)?;
-    if resolved.starts_with(&root) {
-        Ok(resolved)
-    } else {
-        Err(ReadFileError::OutsideRoot { resolved, root })
+    if !resolved.starts_with(&root) {
+        return Err(ReadFileError::OutsideRoot { resolved, root });
+    }
+    owned_chain(&root, &resolved)?;
+    Ok(resolved)
+}
+
+/// Another user must not be able to write what configures the chain: `root`
+/// and each path from it down to `resolved` (both canonical, `resolved`
+/// beneath `root`) must be owned by the current user or root and not
+/// writable by group or others. A sticky bit does not excuse a folder here:
+/// in a sticky `/tmp` another user can still *create* the `.toolgate/` or
+/// hooks.json that is missing.
+pub(crate) fn owned_chain(root: &Path, resolved: &Path) -> Result<(), ReadFileError> {
+    let mut path = root.to_owned();
+    let rest = resolved.strip_prefix(root).unwrap_or(Path::new(""));
+    let check = |p: &Path| -> Result<(), ReadFileError> {
+        let meta = std::fs::metadata(p).map_err(io)?;
+        foreign_writer(&meta).map_or(Ok(()), |why| {
+            Err(ReadFileError::Foreign {
+                path: p.to_owned(),
+                why,
+            })
+        })
+    };
+    check(&path)?;
+    for part in rest.components() {
+        path.push(part);
+        check(&path)?;
+    }
+    Ok(())
+}
+
+/// Who other than the user (or root) could change a file or folder with
+/// this metadata, in words; `None` when nobody could.
+pub(crate) fn foreign_writer(meta: &std::fs::Metadata) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let me = nix::unistd::geteuid().as_raw();
+    if meta.uid() != me && meta.uid() != 0 {
+        return Some(format!(
+            "is owned by {}, neither the current user (uid {me}) nor root",
+            user_name(meta.uid())
+        ));
+    }
+    if meta.mode() & 0o022 != 0 {
+        return Some(format!(
+            "is writable by group or others (mode {:o}){}",
+            meta.mode() & 0o7777,
+            if meta.mode() & 0o1000 != 0 {
+                ", sticky or not"
+            } else {
+                ""
+            }
+        ));
+    }
+    None
+}
+
+/// `uid N (name)`, or `uid N` when the name is unknown.
+pub(crate) fn user_name(uid: u32) -> String {
+    match nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid)) {
+        Ok(Some(user)) => format!("uid {uid} ({})", user.name),
+        _ => format!("uid {uid}"),
     }
 }
 

@@ -99,6 +99,14 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         if let Some(status) = super::serve::query_status() {
             out["server"] = status;
         }
+        out["confinement"] = match toolgate::trust::confinement_available() {
+            Ok(()) => json!({"available": true, "how": "landlock"}),
+            Err(why) => json!({
+                "available": false,
+                "why": why,
+                "required": config.require_confinement(),
+            }),
+        };
         outln!("{}", serde_json::to_string_pretty(&out)?);
     } else {
         outln!(
@@ -119,10 +127,13 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
             );
         }
     }
-    if !args.json
-        && let Some(note) = server_note(&workspace.root)
-    {
-        outln!("{note}");
+    if !args.json {
+        if let Some(note) = confinement_note(&config) {
+            outln!("{note}");
+        }
+        if let Some(note) = server_note(&workspace.root) {
+            outln!("{note}");
+        }
     }
     for m in &missing {
         eprintln!("warning: {}", toolgate::text::one_line(m));
@@ -241,6 +252,31 @@ fn server_note(workspace: &Path) -> Option<String> {
             },
         }
     ))
+}
+
+/// Whether workspace command hooks run confined here, when there are any.
+fn confinement_note(config: &Config) -> Option<String> {
+    let confined = config.hooks().iter().any(|h| {
+        h.source == Source::Workspace && h.binding_kind() == toolgate::BindingKind::Subprocess
+    });
+    if !confined {
+        return None;
+    }
+    Some(match toolgate::trust::confinement_available() {
+        Ok(()) => "confinement: Landlock (workspace commands: no TCP, writes only to a \
+                   per-call scratch folder, no signals outside the hook)"
+            .to_owned(),
+        Err(why) if config.require_confinement() => format!(
+            "confinement: NOT AVAILABLE ({}); require_confinement is set, so workspace \
+             commands fail closed",
+            toolgate::text::one_line(&why)
+        ),
+        Err(why) => format!(
+            "confinement: NOT AVAILABLE ({}); workspace commands run unconfined (set \
+             require_confinement in the global config to make them fail closed)",
+            toolgate::text::one_line(&why)
+        ),
+    })
 }
 
 /// One line per workspace command hook that will not run, and what to do.

@@ -25,7 +25,14 @@ const COMMON_FIELDS: &[&str] = &[
     "on_failure",
     "config",
 ];
-const TOP_FIELDS: &[&str] = &["schema", "hooks", "chain_timeout_ms", "untrusted_hooks"];
+const TOP_FIELDS: &[&str] = &[
+    "schema",
+    "hooks",
+    "chain_timeout_ms",
+    "untrusted_hooks",
+    "require_confinement",
+    "unconfined_workspace_hooks",
+];
 
 /// A file's top-level settings besides its hooks. Both are the operator's:
 /// a workspace (or host) config that sets one is refused.
@@ -33,6 +40,12 @@ const TOP_FIELDS: &[&str] = &["schema", "hooks", "chain_timeout_ms", "untrusted_
 pub(crate) struct Top {
     pub(crate) chain_timeout_ms: Option<u64>,
     pub(crate) untrusted: Option<crate::trust::UntrustedPolicy>,
+    /// `require_confinement`: a hook that should be confined and cannot be
+    /// fails closed.
+    pub(crate) require_confinement: Option<bool>,
+    /// `unconfined_workspace_hooks`: (workspace root, hook name) pairs the
+    /// operator lets run without confinement.
+    pub(crate) unconfined: Vec<(std::path::PathBuf, String)>,
 }
 
 /// What a binding's parser gets besides its own fields: where the hook came
@@ -148,9 +161,65 @@ pub(crate) fn parse_file(
             None
         }
     };
+    let operator_only = |field: &str, problems: &mut Vec<Problem>| {
+        problems.push(top_problem(
+            field,
+            "only the operator's global config decides how hooks are confined; a workspace \
+             cannot"
+                .into(),
+        ));
+    };
+    let require_confinement = match (top.get("require_confinement"), source) {
+        (None, _) => None,
+        (Some(_), Source::Workspace | Source::Host) => {
+            operator_only("require_confinement", problems);
+            None
+        }
+        (Some(Value::Bool(b)), Source::Global) => Some(*b),
+        (Some(other), Source::Global) => {
+            problems.push(top_problem(
+                "require_confinement",
+                format!("expected true or false, got {other}"),
+            ));
+            None
+        }
+    };
+    let unconfined = match (top.get("unconfined_workspace_hooks"), source) {
+        (None, _) => Vec::new(),
+        (Some(_), Source::Workspace | Source::Host) => {
+            operator_only("unconfined_workspace_hooks", problems);
+            Vec::new()
+        }
+        (Some(value), Source::Global) => {
+            let items = value.as_array().map(|items| {
+                items
+                    .iter()
+                    .map(|item| {
+                        let ws = item.get("workspace").and_then(Value::as_str)?;
+                        let hook = item.get("hook").and_then(Value::as_str)?;
+                        (item.as_object()?.len() == 2 && Path::new(ws).is_absolute())
+                            .then(|| (crate::trust::canonical_root(Path::new(ws)), hook.to_owned()))
+                    })
+                    .collect::<Option<Vec<_>>>()
+            });
+            match items.flatten() {
+                Some(items) => items,
+                None => {
+                    problems.push(top_problem(
+                        "unconfined_workspace_hooks",
+                        "expected an array of {\"workspace\": \"/absolute/root\", \"hook\": \"name\"}"
+                            .into(),
+                    ));
+                    Vec::new()
+                }
+            }
+        }
+    };
     let settings = Top {
         chain_timeout_ms,
         untrusted,
+        require_confinement,
+        unconfined,
     };
     let hooks = match top.remove("hooks") {
         None => return (Vec::new(), settings),

@@ -245,6 +245,10 @@ pub struct Config {
     files: Vec<LoadedFile>,
     chain_timeout_ms: Option<u64>,
     untrusted: UntrustedPolicy,
+    /// `require_confinement` from the global config.
+    require_confinement: bool,
+    /// `unconfined_workspace_hooks` from the global config.
+    unconfined: Vec<(PathBuf, String)>,
     /// The workspace's canonical root and its hooks.json digest (absent
     /// when there is no file).
     workspace: Option<(PathBuf, Option<String>)>,
@@ -337,6 +341,11 @@ impl Loader {
                 (dir, &self.wasm, self.only()),
                 &mut problems,
             );
+            crate::trust::confine_global(
+                &mut config.hooks,
+                &self.trust,
+                config.require_confinement,
+            );
         }
         if let Some(ws) = &self.workspace {
             let ws = absolute(ws);
@@ -349,12 +358,17 @@ impl Loader {
                 &mut problems,
             );
             if let Some(digest) = &digest {
+                let confinement = crate::trust::Confinement {
+                    required: config.require_confinement,
+                    unconfined: &config.unconfined,
+                };
                 crate::trust::admit(
                     &mut config.hooks[first..],
                     digest,
                     &root,
                     &self.trust,
                     config.untrusted,
+                    &confinement,
                 );
             }
             config.workspace = Some((root, digest));
@@ -456,6 +470,12 @@ impl Config {
         self.untrusted
     }
 
+    /// Whether a hook that should be confined and cannot be fails closed
+    /// (`require_confinement` in the global config).
+    pub fn require_confinement(&self) -> bool {
+        self.require_confinement
+    }
+
     /// The loaded workspace's canonical root, and the digest of its
     /// hooks.json when it has one.
     pub fn workspace_config(&self) -> Option<(&Path, Option<&str>)> {
@@ -529,6 +549,10 @@ impl Config {
         if let Some(policy) = top.untrusted {
             self.untrusted = policy;
         }
+        if let Some(required) = top.require_confinement {
+            self.require_confinement = required;
+        }
+        self.unconfined.extend(top.unconfined);
         self.hooks.extend(hooks);
         Some(digest)
     }

@@ -24,18 +24,20 @@ pub struct FoundWorkspace {
 ///   come from the repository, not from whatever folder holds it;
 /// - the user's home directory (`home`, checked itself; the binary passes
 ///   `$HOME`): nothing above it is the user's project;
-/// - a directory owned by someone other than the current user or root: a
-///   `.toolgate/` planted in a shared folder (`/tmp`) by another user must
-///   not configure this user's agent;
+/// - a directory another user could write: owned by someone other than the
+///   current user or root, or writable by group or others, sticky or not. A
+///   `.toolgate/` that another user creates in a shared folder (`/tmp` is
+///   root's, mode 1777) must not configure this user's agent, so the walk
+///   never moves into such a folder. (The loader then refuses a `.toolgate/`
+///   or hooks.json that is not the user's or root's, however the workspace
+///   was named: `safe_fs::beneath`.)
 /// - the filesystem root.
 ///
 /// When nothing is found the start directory is the workspace (with no
 /// workspace hooks), and `how` says where the walk stopped.
 pub fn find_workspace(start: &Path, home: Option<&Path>) -> FoundWorkspace {
-    use std::os::unix::fs::MetadataExt;
     let start = absolute(start);
     let home = home.map(absolute);
-    let me = nix::unistd::geteuid().as_raw();
     let mut dir = start.as_path();
     loop {
         if dir.join(".toolgate").is_dir() {
@@ -58,13 +60,11 @@ pub fn find_workspace(start: &Path, home: Option<&Path>) -> FoundWorkspace {
         };
         let parent = dir.parent();
         let foreign = parent.and_then(|p| {
-            let uid = std::fs::metadata(p).ok()?.uid();
-            (uid != me && uid != 0).then(|| {
-                format!(
-                    "stopped below {}, which belongs to another user (uid {uid})",
-                    p.display()
-                )
-            })
+            let why = crate::safe_fs::foreign_writer(&std::fs::metadata(p).ok()?)?;
+            Some(format!(
+                "stopped below {}, which {why}: another user could plant a .toolgate/ there",
+                p.display()
+            ))
         });
         match (stop.or(foreign), parent) {
             (Some(how), _) => return not_found(start, how),

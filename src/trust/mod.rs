@@ -62,13 +62,32 @@
 //! handing the interpreter `/proc/self/fd/N` breaks them the same way.
 //! SECURITY.md states the window.
 
+mod closed;
 mod pin;
+mod snapshot;
 mod store;
 
 pub use pin::{FilePin, HookPin, Role};
+pub use snapshot::{MAX_TREE_BYTES, MAX_TREE_FILES};
 pub use store::{Record, TrustStore};
 
 pub(crate) use pin::CommandInputs;
+pub(crate) use snapshot::private_dir;
+
+/// Whether this kernel can confine command hooks (Landlock ABI 6 or newer),
+/// or why not.
+pub fn confinement_available() -> Result<(), String> {
+    crate::binding::command::confine::available()
+}
+
+/// How the operator's global config confines workspace hooks.
+#[derive(Debug)]
+pub(crate) struct Confinement<'a> {
+    /// `require_confinement`.
+    pub(crate) required: bool,
+    /// `unconfined_workspace_hooks`: (canonical root, hook name).
+    pub(crate) unconfined: &'a [(PathBuf, String)],
+}
 
 use crate::binding::BindingSpec;
 use crate::config::HookSpec;
@@ -225,6 +244,7 @@ pub(crate) fn admit(
     root: &Path,
     ctx: &TrustCtx,
     policy: UntrustedPolicy,
+    confinement: &Confinement<'_>,
 ) {
     if !hooks
         .iter()
@@ -250,7 +270,8 @@ pub(crate) fn admit(
         };
         let inputs = CommandInputs::of(spec, &hook.name, root, ctx.search_path.as_deref());
         // A hook that cannot be pinned says so first: trusting it would not help.
-        let judged = inputs.pin().and_then(|now| {
+        let judged = inputs.pin().and_then(|pinned| {
+            let now = &pinned.pin;
             let record = record.as_ref().map_err(Clone::clone)?;
             if record.manifest.config != config_digest {
                 return Err("hooks.json changed since it was trusted".to_owned());
@@ -261,21 +282,49 @@ pub(crate) fn admit(
                 .iter()
                 .find(|p| p.name == hook.name)
                 .ok_or_else(|| "not among the hooks that were trusted".to_owned())?;
-            match difference(trusted, &now) {
-                None => Ok(now),
-                Some(what) => Err(what),
+            if let Some(what) = difference(trusted, now) {
+                return Err(what);
             }
+            // Run from a private copy of exactly the bytes trusted: the
+            // copy is hashed as it is made.
+            let store = ctx
+                .store
+                .as_ref()
+                .ok_or_else(|| "no trust store".to_owned())?;
+            let base = if pinned.entries.is_empty() {
+                root.to_owned()
+            } else {
+                snapshot::materialize(&store.snapshot_dir(), root, &pinned.entries)?
+            };
+            Ok((pinned, base))
         });
         let (state, check) = match judged {
-            Ok(pin) => {
-                // Spawn what was pinned: a bare program runs from the path
-                // it was found at, not from a later `PATH` lookup.
-                if let Some(found) = pin.files.first().and_then(|f| f.path.clone())
-                    && !spec.program.is_absolute()
-                {
-                    spec.program = found;
-                }
-                (TrustState::Trusted, Check::Verify(Box::new((inputs, pin))))
+            Ok((pinned, base)) => {
+                // Spawn what was pinned: the interpreter from the path it
+                // was found at (no later `PATH` lookup), the code from the
+                // snapshot.
+                let (program, args) = pinned.launch.command(&base);
+                spec.program = program;
+                spec.run_args = Some(args);
+                let unconfined = confinement
+                    .unconfined
+                    .iter()
+                    .any(|(ws, name)| ws == root && *name == hook.name);
+                spec.sandbox = Some(crate::binding::command::confine::Sandbox {
+                    path: pin::sanitized_path(ctx.search_path.as_deref(), root)
+                        .unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into()),
+                    scratch: ctx
+                        .store
+                        .as_ref()
+                        .map(TrustStore::scratch_dir)
+                        .unwrap_or_else(std::env::temp_dir),
+                    landlock: !unconfined,
+                    required: confinement.required,
+                });
+                (
+                    TrustState::Trusted,
+                    Check::Verify(Box::new((inputs, pinned.pin))),
+                )
             }
             Err(reason) => (
                 TrustState::Untrusted {
@@ -292,6 +341,29 @@ pub(crate) fn admit(
             root: root.to_owned(),
             check,
         }));
+    }
+}
+
+/// Confines the global command hooks whose config asks (`"confine": true`):
+/// the operator's own hooks run unconfined unless they say so.
+pub(crate) fn confine_global(hooks: &mut [HookSpec], ctx: &TrustCtx, required: bool) {
+    for hook in hooks {
+        let BindingSpec::Subprocess(spec) = &mut hook.binding else {
+            continue;
+        };
+        if spec.confine {
+            spec.sandbox = Some(crate::binding::command::confine::Sandbox {
+                path: pin::sanitized_path(ctx.search_path.as_deref(), Path::new("/nonexistent"))
+                    .unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into()),
+                scratch: ctx
+                    .store
+                    .as_ref()
+                    .map(TrustStore::scratch_dir)
+                    .unwrap_or_else(std::env::temp_dir),
+                landlock: true,
+                required,
+            });
+        }
     }
 }
 
@@ -369,7 +441,7 @@ impl Gate {
         let why = match &self.check {
             Check::Refuse(why) => why.clone(),
             Check::Verify(pinned) => match pinned.0.pin() {
-                Ok(now) => match difference(&pinned.1, &now) {
+                Ok(now) => match difference(&pinned.1, &now.pin) {
                     None => return Ok(()),
                     Some(why) => why,
                 },

@@ -1,6 +1,7 @@
 //! What trusting a workspace pins, computed the same way when the user
 //! reviews it, when a process loads the config, and just before each call.
 
+use super::snapshot::Entry;
 use crate::binding::BindingSpec;
 use crate::binding::command::CommandSpec;
 use crate::config::HookSpec;
@@ -26,6 +27,9 @@ pub enum Role {
     Declared,
     /// A WebAssembly component.
     Component,
+    /// A file in the folder pinned with the hook's code (or a `trust_files`
+    /// folder): it runs from a copy of that folder.
+    Tree,
 }
 
 /// One file a hook runs or reads, as pinned.
@@ -49,6 +53,9 @@ pub struct FilePin {
     /// by anyone but its owner (root or the user).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub digest: Option<String>,
+    /// Whether it is executable (kept in the copy it runs from).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub executable: bool,
 }
 
 impl FilePin {
@@ -103,98 +110,160 @@ impl CommandInputs {
         }
     }
 
-    /// The pin, or why this hook cannot be pinned (a program outside the
-    /// workspace that others can write).
-    pub(crate) fn pin(&self) -> Result<HookPin, String> {
+    /// The pin, how the hook starts, and the tree it runs from; or why
+    /// toolgate cannot see what this hook runs (see `closed`).
+    pub(crate) fn pin(&self) -> Result<Pinned, String> {
+        let search = sanitized_path(self.search_path.as_deref(), &self.root);
+        let lookup_fn = |name: &str| lookup(name, search.as_deref());
+        let reading = super::closed::read(&self.argv, &self.program, &self.root, &lookup_fn)
+            .map_err(|why| format!("{why}; {}", super::closed::HOW))?;
         let mut files = Vec::new();
-        let program_written = self.argv.first().cloned().unwrap_or_default();
-        files.push(self.locate(Role::Program, &program_written, &self.program, true)?);
-        let name = file_name(&program_written);
-        let mut args = &self.argv[1.min(self.argv.len())..];
-        let mut interpreter = name.clone();
-        if name == "env" {
-            // `env [-opts] [VAR=value ...] interpreter script`: env starts
-            // the interpreter, so it is pinned too.
-            let skip = args
-                .iter()
-                .take_while(|a| a.starts_with('-') || a.contains('='))
-                .count();
-            args = &args[skip..];
-            if let Some(first) = args.first() {
-                files.push(self.locate(Role::Program, first, Path::new(first), true)?);
-                interpreter = file_name(first);
-                args = &args[1..];
-            }
-        }
-        if let Some(script) = script_argument(&interpreter, args) {
-            files.push(self.locate(Role::Script, script, Path::new(script), false)?);
-        }
-        for (written, path) in &self.trust_files {
-            files.push(self.locate(Role::Declared, written, path, false)?);
-        }
-        Ok(HookPin {
-            name: self.name.clone(),
-            binding: "subprocess".into(),
-            argv: Some(self.argv.clone()),
-            files,
-        })
-    }
-
-    /// Pins one file. A program named without a `/` is looked up on the
-    /// search path, as exec does; anything else resolves against the
-    /// workspace root (the hook's working directory).
-    fn locate(
-        &self,
-        role: Role,
-        written: &str,
-        path: &Path,
-        program: bool,
-    ) -> Result<FilePin, String> {
-        let found = if program && !written.contains('/') {
-            lookup(written, self.search_path.as_deref())
-        } else {
-            let joined = self.root.join(path);
-            joined.exists().then_some(joined)
-        };
-        let Some(found) = found else {
-            return Ok(FilePin {
-                role,
-                written: written.to_owned(),
-                path: None,
-                target: None,
+        if let Some((written, found)) = &reading.interpreter {
+            let canonical = found
+                .canonicalize()
+                .map_err(|e| format!("{written:?}: {e}"))?;
+            files.push(FilePin {
+                role: Role::Program,
+                written: written.clone(),
+                target: (canonical != *found).then_some(canonical),
+                path: Some(found.clone()),
                 digest: None,
+                executable: false,
             });
-        };
-        let canonical = found
-            .canonicalize()
-            .map_err(|e| format!("{written:?}: {e}"))?;
-        if canonical.starts_with(&self.root) {
-            let digest = crate::safe_fs::digest(&canonical, MAX_PINNED_BYTES)
+        }
+        let mut entries: Vec<Entry> = Vec::new();
+        let mut pin_file = |role: Role, written: &str, rel: &Path| -> Result<(), String> {
+            let path = self.root.join(rel);
+            let digest = crate::safe_fs::digest(&path, MAX_PINNED_BYTES)
                 .map_err(|e| format!("{written:?} {}", crate::text::error_chain(&e)))?;
-            return Ok(FilePin {
+            let executable = std::fs::metadata(&path)
+                .map(|m| {
+                    use std::os::unix::fs::PermissionsExt;
+                    m.permissions().mode() & 0o111 != 0
+                })
+                .unwrap_or(false);
+            if entries.iter().any(|e| e.rel == rel) {
+                return Ok(());
+            }
+            entries.push(Entry {
+                rel: rel.to_owned(),
+                digest: digest.clone(),
+                executable,
+            });
+            files.push(FilePin {
                 role,
                 written: written.to_owned(),
-                path: Some(canonical),
+                path: Some(path),
                 target: None,
                 digest: Some(digest),
+                executable,
             });
-        }
-        crate::safe_fs::writable_only_by_owner(&canonical).map_err(|why| {
-            format!("{written:?} is outside the workspace and could be changed by others: {why}")
-        })?;
-        let path = if program && !written.contains('/') {
-            std::path::absolute(&found).unwrap_or(found)
-        } else {
-            canonical.clone()
+            Ok(())
         };
-        Ok(FilePin {
-            role,
-            written: written.to_owned(),
-            target: (path != canonical).then_some(canonical),
-            path: Some(path),
-            digest: None,
+        let mut trees = Vec::new();
+        if let Some(code) = reading.launch.code_file() {
+            // The program itself (a native binary, or a script with a #!
+            // line) is pinned as argv[0] was written; a script an
+            // interpreter is handed, by its path.
+            let is_program = matches!(reading.launch, super::closed::Launch::Program { .. })
+                || reading
+                    .interpreter
+                    .as_ref()
+                    .is_some_and(|(written, _)| written.starts_with("#!"));
+            let (role, written) = if is_program {
+                (Role::Program, self.argv[0].clone())
+            } else {
+                (Role::Script, code.display().to_string())
+            };
+            pin_file(role, &written, code)?;
+            match code.parent() {
+                Some(dir) if !dir.as_os_str().is_empty() => trees.push(dir.to_owned()),
+                _ => {
+                    return Err(format!(
+                        "{} sits at the workspace root, so the folder pinned with it would be the \
+                         whole workspace; move the hook's code into a folder of its own (such as \
+                         hooks/)",
+                        code.display()
+                    ));
+                }
+            }
+        }
+        for (written, path) in &self.trust_files {
+            let canonical = path
+                .canonicalize()
+                .map_err(|e| format!("trust_files {written:?}: {e}"))?;
+            let rel = canonical
+                .strip_prefix(&self.root)
+                .map_err(|_| format!("trust_files {written:?} is outside the workspace"))?
+                .to_owned();
+            if canonical.is_dir() {
+                trees.push(rel);
+            } else {
+                pin_file(Role::Declared, written, &rel)?;
+            }
+        }
+        let mut listed = Vec::new();
+        for dir in &trees {
+            super::snapshot::list(&self.root, dir, &mut listed)?;
+        }
+        listed.sort();
+        listed.dedup();
+        let mut total = 0u64;
+        for rel in &listed {
+            total += std::fs::metadata(self.root.join(rel))
+                .map(|m| m.len())
+                .unwrap_or(0);
+            if total > super::snapshot::MAX_TREE_BYTES
+                || listed.len() > super::snapshot::MAX_TREE_FILES
+            {
+                return Err(format!(
+                    "the folders pinned with this hook ({}) hold more than {} files or {} MiB; \
+                     give the hook's code a folder of its own",
+                    trees
+                        .iter()
+                        .map(|t| t.display().to_string())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    super::snapshot::MAX_TREE_FILES,
+                    super::snapshot::MAX_TREE_BYTES >> 20
+                ));
+            }
+            pin_file(Role::Tree, &rel.display().to_string(), rel)?;
+        }
+        Ok(Pinned {
+            pin: HookPin {
+                name: self.name.clone(),
+                binding: "subprocess".into(),
+                argv: Some(self.argv.clone()),
+                files,
+            },
+            launch: reading.launch,
+            entries,
         })
     }
+}
+
+/// A command hook's pin, with what running it from its snapshot needs.
+#[derive(Clone, Debug)]
+pub(crate) struct Pinned {
+    pub(crate) pin: HookPin,
+    pub(crate) launch: super::closed::Launch,
+    pub(crate) entries: Vec<Entry>,
+}
+
+/// The search path a workspace hook sees, and its programs are looked up
+/// on: `PATH` without empty or relative entries (which exec reads as the
+/// working directory, the workspace) and without entries inside the
+/// workspace.
+pub(crate) fn sanitized_path(path: Option<&OsStr>, root: &Path) -> Option<OsString> {
+    let kept: Vec<PathBuf> = std::env::split_paths(path?)
+        .filter(|dir| dir.is_absolute())
+        .filter(|dir| {
+            let canonical = dir.canonicalize().unwrap_or_else(|_| dir.clone());
+            !canonical.starts_with(root) && !dir.starts_with(root)
+        })
+        .collect();
+    std::env::join_paths(kept).ok()
 }
 
 /// A component hook's pin: its digest, for the user's review (components
@@ -212,6 +281,7 @@ pub(crate) fn component_pin(hook: &HookSpec, written: &Path) -> Result<HookPin, 
             path: Some(written.to_owned()),
             target: None,
             digest: Some(digest),
+            executable: false,
         }],
     })
 }
@@ -223,18 +293,11 @@ pub(crate) fn pin_hook(
     search_path: Option<&OsStr>,
 ) -> Result<HookPin, String> {
     match &hook.binding {
-        BindingSpec::Subprocess(spec) => {
-            CommandInputs::of(spec, &hook.name, root, search_path).pin()
-        }
+        BindingSpec::Subprocess(spec) => CommandInputs::of(spec, &hook.name, root, search_path)
+            .pin()
+            .map(|p| p.pin),
         BindingSpec::Wasm(spec) => component_pin(hook, &spec.wasm),
     }
-}
-
-fn file_name(written: &str) -> String {
-    Path::new(written)
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default()
 }
 
 /// `program` looked up on `search_path` as exec does: the first entry
@@ -247,107 +310,4 @@ fn lookup(program: &str, search_path: Option<&OsStr>) -> Option<PathBuf> {
         .find(|p| {
             std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
         })
-}
-
-/// Interpreters whose first file argument is the program that really runs,
-/// with the flags that take code inline (no script file follows) and the
-/// flags that take a value.
-struct Interpreter {
-    names: &'static [&'static str],
-    inline: &'static [&'static str],
-    valued: &'static [&'static str],
-}
-
-const INTERPRETERS: &[Interpreter] = &[
-    Interpreter {
-        names: &["python", "python2", "python3", "pypy", "pypy3"],
-        inline: &["-c", "-m"],
-        valued: &["-W", "-X", "-Q"],
-    },
-    Interpreter {
-        names: &[
-            "sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "busybox", "fish",
-        ],
-        inline: &["-c"],
-        valued: &["-o", "-O", "+o", "+O", "--rcfile", "--init-file"],
-    },
-    Interpreter {
-        names: &["node", "nodejs", "bun", "deno", "tsx", "ts-node"],
-        inline: &["-e", "--eval", "-p", "--print"],
-        valued: &["-r", "--require", "--import", "--loader", "--conditions"],
-    },
-    Interpreter {
-        names: &["perl", "ruby", "php", "lua", "luajit", "Rscript", "tclsh"],
-        inline: &["-e", "-E", "-r"],
-        valued: &["-I", "-M", "-d"],
-    },
-];
-
-/// The script a known interpreter would run from `args`: the first
-/// argument that is not an option (or the one after `--`), unless code is
-/// given inline first. `python3.12` counts as `python3`.
-fn script_argument<'a>(interpreter: &str, args: &'a [String]) -> Option<&'a str> {
-    let base = interpreter.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
-    let known = INTERPRETERS
-        .iter()
-        .find(|i| i.names.contains(&interpreter) || i.names.contains(&base))?;
-    let mut args = args.iter();
-    while let Some(arg) = args.next() {
-        if arg == "--" {
-            return args.next().map(String::as_str);
-        }
-        if arg.len() > 1 && (arg.starts_with('-') || arg.starts_with('+')) {
-            if known
-                .inline
-                .iter()
-                .any(|f| arg == f || arg.starts_with(&format!("{f}=")))
-            {
-                return None;
-            }
-            // `deno run x.ts`: a subcommand word is not an option; it is
-            // skipped below as a non-file only for deno.
-            if known.valued.contains(&arg.as_str()) {
-                args.next();
-            }
-            continue;
-        }
-        if interpreter == "deno" && arg == "run" {
-            continue;
-        }
-        return Some(arg);
-    }
-    None
-}
-
-#[cfg(test)]
-mod tests {
-    use super::script_argument;
-
-    fn argv(args: &[&str]) -> Vec<String> {
-        args.iter().map(|s| s.to_string()).collect()
-    }
-
-    #[test]
-    fn the_script_is_the_first_file_argument_of_a_known_interpreter() {
-        let cases: &[(&str, &[&str], Option<&str>)] = &[
-            ("python3", &["hooks/a.py", "x"], Some("hooks/a.py")),
-            ("python3.12", &["-u", "-W", "ignore", "a.py"], Some("a.py")),
-            ("python3", &["-c", "print(1)"], None),
-            ("python3", &["-m", "mod"], None),
-            ("bash", &["-e", "-o", "pipefail", "x.sh"], Some("x.sh")),
-            ("sh", &["-c", "echo"], None),
-            ("node", &["--require", "r.js", "main.js"], Some("main.js")),
-            ("node", &["-e", "1"], None),
-            ("deno", &["run", "--allow-read", "x.ts"], Some("x.ts")),
-            ("python3", &["--", "-odd.py"], Some("-odd.py")),
-            ("mytool", &["hooks/a.py"], None),
-        ];
-        for (interp, args, want) in cases {
-            assert_eq!(
-                script_argument(interp, &argv(args)),
-                *want,
-                "{interp} {args:?}"
-            );
-        }
-    }
 }

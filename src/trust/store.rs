@@ -8,7 +8,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 /// The record format this build writes and reads.
-const RECORD_SCHEMA: u32 = 1;
+const RECORD_SCHEMA: u32 = 2;
 /// The most of a record read: 1 MiB.
 const MAX_RECORD_BYTES: u64 = 1 << 20;
 
@@ -45,6 +45,16 @@ impl TrustStore {
     /// Its directory.
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// Where trusted hooks' snapshots are kept (see `snapshot`).
+    pub(crate) fn snapshot_dir(&self) -> PathBuf {
+        self.dir.join("snapshots")
+    }
+
+    /// Where confined hooks get their per-call scratch folders.
+    pub(crate) fn scratch_dir(&self) -> PathBuf {
+        self.dir.join("scratch")
     }
 
     /// The record file for a workspace: named by the digest of its

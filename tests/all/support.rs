@@ -37,11 +37,14 @@ impl Fixture {
         self.dir.path().join(name)
     }
 
-    /// Writes an executable script under the workspace and returns its
-    /// workspace-relative path (`./name`).
+    /// Writes an executable script in the workspace's `hooks/` folder (a
+    /// hook's code has a folder of its own: trust pins and copies that
+    /// folder) and returns its workspace-relative path (`./hooks/name`).
     pub(crate) fn script(&self, name: &str, body: &str) -> String {
-        write_executable(&self.workspace().join(name), body);
-        format!("./{name}")
+        let path = self.workspace().join("hooks").join(name);
+        std::fs::create_dir_all(path.parent().expect("a parent")).unwrap();
+        write_executable(&path, body);
+        format!("./hooks/{name}")
     }
 
     /// Writes an executable script under the global config directory.
@@ -80,11 +83,38 @@ impl Fixture {
         self
     }
 
-    /// Writes the global hooks.json with these hooks.
+    /// Writes the global hooks.json with these hooks (keeping what
+    /// [`Fixture::unconfine`] wrote).
     pub(crate) fn global_hooks(&self, hooks: Value) -> &Self {
-        let text = json!({"schema": 1, "hooks": hooks}).to_string();
-        std::fs::write(self.global().join("hooks.json"), text).unwrap();
+        let mut global = self.global_config();
+        global["hooks"] = hooks;
+        std::fs::write(self.global().join("hooks.json"), global.to_string()).unwrap();
         self
+    }
+
+    /// The operator lets workspace hook `hook` run unconfined (its global
+    /// config lists it in `unconfined_workspace_hooks`): for tests whose
+    /// evidence is a file the hook writes outside its scratch folder.
+    pub(crate) fn unconfine(&self, hook: &str) -> &Self {
+        let mut global = self.global_config();
+        let root = self.workspace().canonicalize().unwrap();
+        let list = global
+            .as_object_mut()
+            .unwrap()
+            .entry("unconfined_workspace_hooks")
+            .or_insert_with(|| json!([]));
+        list.as_array_mut()
+            .unwrap()
+            .push(json!({"workspace": root, "hook": hook}));
+        std::fs::write(self.global().join("hooks.json"), global.to_string()).unwrap();
+        self
+    }
+
+    fn global_config(&self) -> Value {
+        std::fs::read(self.global().join("hooks.json"))
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_else(|| json!({"schema": 1, "hooks": []}))
     }
 
     /// Writes raw text as the workspace hooks.json.

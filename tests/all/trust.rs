@@ -32,6 +32,8 @@ impl Case {
         fx.workspace_hooks(json!([
             {"name": "guard", "command": ["sh", "hooks/guard.sh"], "tools": ["Bash"]}
         ]));
+        // The evidence is a file outside the hook's scratch folder.
+        fx.unconfine("guard");
         Case {
             fx,
             state: tempfile::tempdir().unwrap(),
@@ -55,7 +57,10 @@ impl Case {
 
     /// The one record in the store.
     fn record(&self) -> PathBuf {
-        let mut records = std::fs::read_dir(self.store()).unwrap().flatten();
+        let mut records = std::fs::read_dir(self.store())
+            .unwrap()
+            .flatten()
+            .filter(|e| e.path().extension().is_some_and(|x| x == "json"));
         records.next().expect("a trust record").path()
     }
 
@@ -170,7 +175,10 @@ fn trusted_hooks_run_and_status_says_so() {
     let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode(&case.store()), 0o700);
     for entry in std::fs::read_dir(case.store()).unwrap() {
-        assert_eq!(mode(&entry.unwrap().path()), 0o600);
+        let path = entry.unwrap().path();
+        // Records 0600; the snapshots and scratch folders 0700.
+        let want = if path.is_dir() { 0o700 } else { 0o600 };
+        assert_eq!(mode(&path), want, "{}", path.display());
     }
 }
 
@@ -215,18 +223,32 @@ fn a_moved_workspace_is_not_trusted() {
 #[test]
 fn a_symlinked_program_is_pinned_to_what_it_points_at() {
     let case = Case::new();
-    let hooks = case.ws().join("hooks");
-    std::fs::copy(hooks.join("guard.sh"), hooks.join("other.sh")).unwrap();
-    std::os::unix::fs::symlink("guard.sh", hooks.join("link")).unwrap();
+    let ws = case.ws();
+    std::fs::create_dir_all(ws.join("bin")).unwrap();
+    std::fs::create_dir_all(ws.join("other")).unwrap();
+    std::fs::copy(ws.join("hooks/guard.sh"), ws.join("other/guard.sh")).unwrap();
+    std::os::unix::fs::symlink("../hooks/guard.sh", ws.join("bin/guard")).unwrap();
     case.fx.workspace_hooks(json!([
-        {"name": "guard", "command": ["hooks/link"], "tools": ["Bash"]}
+        {"name": "guard", "command": ["bin/guard"], "tools": ["Bash"]}
     ]));
     case.trust();
     case.runs_trusted();
     // Same bytes, another file: the link now resolves elsewhere.
-    std::fs::remove_file(hooks.join("link")).unwrap();
-    std::os::unix::fs::symlink("other.sh", hooks.join("link")).unwrap();
+    std::fs::remove_file(ws.join("bin/guard")).unwrap();
+    std::os::unix::fs::symlink("../other/guard.sh", ws.join("bin/guard")).unwrap();
     case.denied_untrusted("now resolves to");
+}
+
+#[test]
+fn a_symlink_inside_the_pinned_tree_is_refused() {
+    let case = Case::new();
+    let hooks = case.ws().join("hooks");
+    std::os::unix::fs::symlink("guard.sh", hooks.join("link")).unwrap();
+    refused(
+        &case.trust_with("blake3:0"),
+        "hooks/link is a symlink; a pinned tree holds regular files only",
+    );
+    case.denied_untrusted("is a symlink");
 }
 
 #[test]
@@ -383,9 +405,9 @@ fn a_program_outside_the_workspace_that_others_can_write_cannot_be_trusted() {
     let open = case.fx.dir.path().join("open");
     std::fs::create_dir(&open).unwrap();
     std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
-    std::fs::copy(case.ws().join("hooks/guard.sh"), open.join("guard.sh")).unwrap();
+    std::fs::copy("/bin/sh", open.join("sh")).unwrap();
     case.fx.workspace_hooks(json!([
-        {"name": "guard", "command": ["sh", open.join("guard.sh")], "tools": ["Bash"]}
+        {"name": "guard", "command": [open.join("sh"), "hooks/guard.sh"], "tools": ["Bash"]}
     ]));
     refused(&case.trust_with("blake3:0"), "could be changed by others");
     case.denied_untrusted("could be changed by others");
@@ -448,7 +470,10 @@ fn an_agent_is_told_to_ask_a_person_and_the_hook_does_not_run() {
 fn an_edit_after_loading_is_caught_before_the_spawn() {
     let case = Case::new();
     case.fx.trust();
-    let config = crate::support::loader(&case.ws()).load().unwrap();
+    let config = crate::support::loader(&case.ws())
+        .global_dir(case.fx.global())
+        .load()
+        .unwrap();
     let runner = toolgate::HookRunner::builder().config(config).build();
     let request = toolgate::Request::pre("Bash", json!({"command": "ls"}));
     let rt = tokio::runtime::Runtime::new().unwrap();

@@ -25,11 +25,13 @@
 //! Supervision (deadlines, process groups, output caps, reaping) is in
 //! `supervise.rs`.
 
+pub(crate) mod confine;
 mod spec;
 mod supervise;
 
 use crate::binding::{Decider, Metrics, Reply};
 use crate::contract::HookRequest;
+use crate::failure::HookFailure;
 use crate::protocol::{Exit, Inward};
 use crate::text::sanitize;
 pub(crate) use spec::CONFIG;
@@ -65,21 +67,84 @@ pub(crate) struct CommandHook {
     pub(crate) cwd: PathBuf,
     pub(crate) limits: Limits,
     pub(crate) protocol: Inward,
+    pub(crate) sandbox: Option<confine::Sandbox>,
+}
+
+impl CommandHook {
+    /// The confinement for one call: its scratch folder (removed when the
+    /// call ends), environment and ruleset; a warning when it cannot be
+    /// confined; a failure when it must be and cannot.
+    fn confine(
+        &self,
+    ) -> Result<Option<(tempfile::TempDir, supervise::Confined, Option<String>)>, HookFailure> {
+        let Some(sandbox) = &self.sandbox else {
+            return Ok(None);
+        };
+        let failed = |why: String| HookFailure::SpawnFailed {
+            program: self.program.display().to_string(),
+            source: std::io::Error::other(why),
+        };
+        crate::trust::private_dir(&sandbox.scratch).map_err(failed)?;
+        let scratch = tempfile::Builder::new()
+            .prefix("call-")
+            .tempdir_in(&sandbox.scratch)
+            .map_err(|e| failed(format!("no scratch folder: {e}")))?;
+        let (ruleset, warning) = if sandbox.landlock {
+            match confine::ruleset(scratch.path()) {
+                Ok(fd) => (Some(std::sync::Arc::new(fd)), None),
+                Err(why) if sandbox.required => {
+                    return Err(failed(format!(
+                        "{why}; the global config sets require_confinement"
+                    )));
+                }
+                Err(why) => (None, Some(format!("not confined: {why}"))),
+            }
+        } else {
+            (None, None)
+        };
+        let set = vec![
+            ("PATH", sandbox.path.clone()),
+            ("TMPDIR", scratch.path().as_os_str().to_owned()),
+            // Bytecode is never read from or written to the pinned tree:
+            // the snapshot holds no `__pycache__` and is read-only. (A
+            // per-call PYTHONPYCACHEPREFIX would also hide the standard
+            // library's own bytecode, compiling it on every call.)
+            ("PYTHONDONTWRITEBYTECODE", "1".into()),
+        ];
+        let confined = supervise::Confined {
+            remove: confine::REMOVED_ENV,
+            set,
+            ruleset,
+        };
+        Ok(Some((scratch, confined, warning)))
+    }
 }
 
 #[async_trait::async_trait]
 impl Decider for CommandHook {
     async fn decide(&self, request: &HookRequest<'_>) -> Reply {
         let (input, envs) = self.protocol.encode(request, &self.cwd);
-        let ran = supervise::run(
+        let (_scratch, confined, confine_warning) = match self.confine() {
+            Ok(Some((scratch, confined, warning))) => (Some(scratch), Some(confined), warning),
+            Ok(None) => (None, None, None),
+            Err(failure) => return Reply::from(Err(failure)),
+        };
+        let mut ran = supervise::run(
             &self.program,
             &self.args,
             &self.cwd,
             &envs,
             &input,
             &self.limits,
+            confined.as_ref(),
         )
         .await;
+        if let Some(note) = confine_warning {
+            ran.warning = Some(match ran.warning.take() {
+                Some(w) => format!("{note}; {w}"),
+                None => note,
+            });
+        }
         let (answer, note) = match ran.exit {
             Err(failure) => (Err(failure), None),
             Ok(exited) => {

@@ -7,6 +7,7 @@ use super::{CommandHook, limits};
 use crate::binding::{BindingConfig, BindingKind, BindingSpec, Configurable, Decider};
 use crate::config::hook::{Common, HookCtx, type_name};
 use crate::protocol::Inward;
+use crate::runner::Source;
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
@@ -18,7 +19,7 @@ pub const DEFAULT_TIMEOUT_MS: u64 = 10_000;
 
 pub(crate) const CONFIG: Configurable = Configurable {
     key: "command",
-    fields: &["protocol", "trust_files"],
+    fields: &["protocol", "trust_files", "confine"],
     default_timeout_ms: DEFAULT_TIMEOUT_MS,
     parse,
 };
@@ -40,6 +41,16 @@ pub struct CommandSpec {
     /// `trust_files`: as written, and resolved.
     #[serde(skip)]
     pub(crate) trust_files: Vec<(String, PathBuf)>,
+    /// `confine` (global hooks only): run confined like a workspace hook.
+    #[serde(skip)]
+    pub(crate) confine: bool,
+    /// The arguments it is run with, when not `command[1..]`: a trusted
+    /// workspace hook runs its pinned snapshot (see `trust`).
+    #[serde(skip)]
+    pub(crate) run_args: Option<Vec<String>>,
+    /// How it is confined, when it is.
+    #[serde(skip)]
+    pub(crate) sandbox: Option<super::confine::Sandbox>,
 }
 
 impl BindingConfig for CommandSpec {
@@ -57,10 +68,14 @@ impl BindingConfig for CommandSpec {
     fn decider(&self, timeout_ms: u64) -> Arc<dyn Decider> {
         Arc::new(CommandHook {
             program: self.program.clone(),
-            args: self.command.iter().skip(1).cloned().collect(),
+            args: self
+                .run_args
+                .clone()
+                .unwrap_or_else(|| self.command.iter().skip(1).cloned().collect()),
             cwd: self.cwd.clone(),
             limits: limits(Duration::from_millis(timeout_ms)),
             protocol: self.protocol,
+            sandbox: self.sandbox.clone(),
         })
     }
 }
@@ -156,16 +171,40 @@ fn parse(
         }
     };
     let trust_files = parse_trust_files(obj.get("trust_files"), common, ctx)?;
+    let confine = match (obj.get("confine"), common.source) {
+        (None, _) => false,
+        (Some(_), Source::Workspace) => {
+            ctx.problem(
+                "confine",
+                "only the operator's global config sets `confine`; a workspace hook always runs \
+                 confined unless the global config lists it in `unconfined_workspace_hooks`",
+            );
+            return None;
+        }
+        (Some(Value::Bool(b)), _) => *b,
+        (Some(other), _) => {
+            ctx.problem(
+                "confine",
+                format!("expected true or false, got {}", type_name(other)),
+            );
+            return None;
+        }
+    };
     Some(BindingSpec::Subprocess(CommandSpec {
         command: argv,
         program,
         cwd: root.to_owned(),
         protocol,
         trust_files,
+        confine,
+        run_args: None,
+        sandbox: None,
     }))
 }
 
-/// `trust_files`: regular files, inside the workspace for a workspace hook.
+/// `trust_files`: regular files or folders, inside the workspace for a
+/// workspace hook (a folder is pinned and copied whole, like the folder of
+/// the hook's own code).
 fn parse_trust_files(
     value: Option<&Value>,
     common: &Common<'_>,
@@ -196,7 +235,9 @@ fn parse_trust_files(
         };
         let what = ("trust_files", "file");
         let path = ctx.resolve(what, written, common, true)?;
-        if let Err(e) = crate::safe_fs::regular_file(&path) {
+        if !path.is_dir()
+            && let Err(e) = crate::safe_fs::regular_file(&path)
+        {
             ctx.refused_path(what.0, what.1, written, &path, common.root, e);
             return None;
         }

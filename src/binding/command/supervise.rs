@@ -101,6 +101,17 @@ enum End {
     Oversized,
 }
 
+/// What a confined hook's process gets instead of the inherited
+/// environment and rights (see `confine`).
+pub(crate) struct Confined {
+    /// Variables removed.
+    pub(crate) remove: &'static [&'static str],
+    /// Variables set (after the protocol's own).
+    pub(crate) set: Vec<(&'static str, std::ffi::OsString)>,
+    /// The Landlock ruleset the child restricts itself with before exec.
+    pub(crate) ruleset: Option<std::sync::Arc<std::os::fd::OwnedFd>>,
+}
+
 /// Runs `program` with `input` on its stdin, within `limits`.
 pub(crate) async fn run(
     program: &Path,
@@ -109,11 +120,26 @@ pub(crate) async fn run(
     envs: &[(&str, std::ffi::OsString)],
     input: &[u8],
     limits: &Limits,
+    confined: Option<&Confined>,
 ) -> Ran {
     let mut command = Command::new(program);
+    command.args(args).current_dir(cwd);
+    if let Some(confined) = confined {
+        for name in confined.remove {
+            command.env_remove(name);
+        }
+        command.envs(confined.set.iter().map(|(k, v)| (k, v)));
+        if let Some(ruleset) = confined.ruleset.clone() {
+            #[allow(unsafe_code)]
+            // SAFETY: the closure runs in the child between fork and exec;
+            // it only makes two system calls on a descriptor the parent
+            // keeps open until the spawn returns (see `confine`).
+            unsafe {
+                command.pre_exec(move || super::confine::restrict_self(&ruleset));
+            }
+        }
+    }
     command
-        .args(args)
-        .current_dir(cwd)
         .envs(envs.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
