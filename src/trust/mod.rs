@@ -303,9 +303,7 @@ pub(crate) fn admit(
                 // Spawn what was pinned: the interpreter from the path it
                 // was found at (no later `PATH` lookup), the code from the
                 // snapshot.
-                let (program, args) = pinned.launch.command(&base);
-                spec.program = program;
-                spec.run_args = Some(args);
+                spec.run = Some(pinned.launch.command(&base));
                 let unconfined = confinement
                     .unconfined
                     .iter()

@@ -3,6 +3,7 @@
 //! Hooks here are real processes (sh and python3 scripts written to temporary
 //! workspaces) and the CLI tests run the real `toolgate` executable.
 
+mod attacks;
 mod build;
 mod chain;
 mod claude;

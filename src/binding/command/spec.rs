@@ -44,10 +44,12 @@ pub struct CommandSpec {
     /// `confine` (global hooks only): run confined like a workspace hook.
     #[serde(skip)]
     pub(crate) confine: bool,
-    /// The arguments it is run with, when not `command[1..]`: a trusted
-    /// workspace hook runs its pinned snapshot (see `trust`).
+    /// The program and arguments it is run with, when not `program` and
+    /// `command[1..]`: a trusted workspace hook runs its interpreter (as
+    /// pinned) on its snapshot (see `trust`). `program` and `command` stay
+    /// as the config says, so the pin is always computed from them.
     #[serde(skip)]
-    pub(crate) run_args: Option<Vec<String>>,
+    pub(crate) run: Option<(PathBuf, Vec<String>)>,
     /// How it is confined, when it is.
     #[serde(skip)]
     pub(crate) sandbox: Option<super::confine::Sandbox>,
@@ -66,12 +68,15 @@ impl BindingConfig for CommandSpec {
     }
 
     fn decider(&self, timeout_ms: u64) -> Arc<dyn Decider> {
+        let (program, args) = self.run.clone().unwrap_or_else(|| {
+            (
+                self.program.clone(),
+                self.command.iter().skip(1).cloned().collect(),
+            )
+        });
         Arc::new(CommandHook {
-            program: self.program.clone(),
-            args: self
-                .run_args
-                .clone()
-                .unwrap_or_else(|| self.command.iter().skip(1).cloned().collect()),
+            program,
+            args,
             cwd: self.cwd.clone(),
             limits: limits(Duration::from_millis(timeout_ms)),
             protocol: self.protocol,
@@ -197,7 +202,7 @@ fn parse(
         protocol,
         trust_files,
         confine,
-        run_args: None,
+        run: None,
         sandbox: None,
     }))
 }
