@@ -26,6 +26,20 @@
 //!   ([`beneath`]); a symlink out of the tree is refused, naming the path;
 //! - **errors never quote content**: [`ReadFileError`] names the path and what
 //!   is wrong with it, never a byte of what is in it.
+//!
+//! # The identity of the bytes read
+//!
+//! Two things remember a file by its `stat` instead of its content: the
+//! compile cache's stat index (a one-shot process finds a component's cache
+//! entry without hashing it) and `toolgate serve` (it reloads a config when
+//! one of its files changes). Both must record the identity of the bytes
+//! they actually read: an identity taken after reading may belong to a file
+//! swapped in meanwhile, and would then vouch for the old content under the
+//! new file's name until the next edit. So [`read_identified`] takes the
+//! identity ([`FileIdentity`]) from the open descriptor *before* reading,
+//! and after reading checks it again on the descriptor and on a fresh `stat`
+//! of the path; a file that changed in between is read again, at most
+//! [`READ_ATTEMPTS`] times, then refused ([`ReadFileError::Unstable`]).
 
 use std::fs::File;
 use std::io::Read;
@@ -80,9 +94,96 @@ pub enum ReadFileError {
         /// Who else could change it.
         why: String,
     },
+    /// It changed while it was read, every time it was read.
+    #[error("changed while it was read, {attempts} times in a row; try again once it is written")]
+    Unstable {
+        /// How many times it was read.
+        attempts: usize,
+    },
     /// The operating system refused.
     #[error("cannot read")]
     Io(#[source] std::io::Error),
+}
+
+/// How many times a file that changes while it is read is read again
+/// before it is refused.
+pub(crate) const READ_ATTEMPTS: usize = 3;
+
+/// Which bytes a file held, as `stat` tells: device, inode, size, mtime and
+/// ctime. Equal identities are taken to mean the same bytes, which is sound
+/// because no user can set a ctime: any write, truncation, rename over or
+/// `touch` changes it (or the inode). Within one clock tick of a write that
+/// can fail (git's "racily clean" entries), which is why the stat index
+/// records nothing that changed in the last seconds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct FileIdentity {
+    dev: u64,
+    ino: u64,
+    size: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+impl FileIdentity {
+    /// The identity `meta` describes.
+    pub fn of(meta: &std::fs::Metadata) -> FileIdentity {
+        use std::os::unix::fs::MetadataExt;
+        FileIdentity {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            size: meta.size(),
+            mtime: (meta.mtime(), meta.mtime_nsec()),
+            ctime: (meta.ctime(), meta.ctime_nsec()),
+        }
+    }
+
+    /// The identity of the file at `path` now (symlinks followed); `None`
+    /// when there is none or it cannot be `stat`ed.
+    pub fn of_path(path: &Path) -> Option<FileIdentity> {
+        std::fs::metadata(path).ok().map(|m| FileIdentity::of(&m))
+    }
+
+    /// The file's size.
+    pub(crate) fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// When its inode last changed (the ctime).
+    pub(crate) fn changed_at(&self) -> std::time::SystemTime {
+        let (secs, nanos) = self.ctime;
+        std::time::UNIX_EPOCH
+            + std::time::Duration::new(
+                u64::try_from(secs).unwrap_or(0),
+                u32::try_from(nanos).unwrap_or(0),
+            )
+    }
+
+    /// Its fields as words, for the compile cache's stat index.
+    pub(crate) fn words(&self) -> [i64; 7] {
+        [
+            self.dev as i64,
+            self.ino as i64,
+            self.size as i64,
+            self.mtime.0,
+            self.mtime.1,
+            self.ctime.0,
+            self.ctime.1,
+        ]
+    }
+
+    /// Whether the bytes just read from `file`, opened as `before`, are
+    /// still what it and `path` hold: the descriptor and a fresh `stat` of
+    /// the path (`lstat` when the file was opened without following a
+    /// symlink) both still show `before`.
+    pub(crate) fn still(&self, file: &File, path: &Path, follow: bool) -> bool {
+        let now = file.metadata().map(|m| FileIdentity::of(&m));
+        let at_path = if follow {
+            std::fs::metadata(path)
+        } else {
+            std::fs::symlink_metadata(path)
+        };
+        now.is_ok_and(|now| now == *self) && at_path.is_ok_and(|m| FileIdentity::of(&m) == *self)
+    }
 }
 
 fn io(e: std::io::Error) -> ReadFileError {
@@ -196,20 +297,34 @@ pub(crate) fn regular_file(path: &Path) -> Result<(), ReadFileError> {
 }
 
 /// Reads `path` if it is a regular file (not a pseudo-file) of at most
-/// `limit` bytes. Never blocks on a FIFO, never reads past `limit + 1`.
-pub(crate) fn read(path: &Path, limit: u64) -> Result<Vec<u8>, ReadFileError> {
-    let (file, len) = open_regular(path, limit)?;
-    let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
-    file.take(limit + 1)
-        .read_to_end(&mut bytes)
-        .map_err(ReadFileError::Io)?;
-    if bytes.len() as u64 > limit {
-        return Err(ReadFileError::TooLarge { limit });
+/// `limit` bytes, with the identity of the bytes read (see the module
+/// docs). Never blocks on a FIFO, never reads past `limit + 1`; a file that
+/// keeps changing while it is read is refused after [`READ_ATTEMPTS`].
+pub(crate) fn read_identified(
+    path: &Path,
+    limit: u64,
+) -> Result<(Vec<u8>, FileIdentity), ReadFileError> {
+    for _ in 0..READ_ATTEMPTS {
+        let (file, meta) = open_regular(path, limit)?;
+        let before = FileIdentity::of(&meta);
+        let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+        (&file)
+            .take(limit + 1)
+            .read_to_end(&mut bytes)
+            .map_err(ReadFileError::Io)?;
+        if bytes.len() as u64 > limit {
+            return Err(ReadFileError::TooLarge { limit });
+        }
+        if bytes.len() as u64 == before.size && before.still(&file, path, true) {
+            return Ok((bytes, before));
+        }
     }
-    Ok(bytes)
+    Err(ReadFileError::Unstable {
+        attempts: READ_ATTEMPTS,
+    })
 }
 
-/// The content digest (`blake3:<hex>`) of `path`, read as [`read`] reads:
+/// The content digest (`blake3:<hex>`) of `path`, read as [`read_identified`] reads:
 /// a regular file of at most `limit` bytes, streamed rather than held.
 pub(crate) fn digest(path: &Path, limit: u64) -> Result<String, ReadFileError> {
     let (file, _) = open_regular(path, limit)?;
@@ -223,8 +338,9 @@ pub(crate) fn digest(path: &Path, limit: u64) -> Result<String, ReadFileError> {
 }
 
 /// Opens `path` if it is a regular file (not a pseudo-file) of at most
-/// `limit` bytes, checked before and after opening; returns it and its size.
-fn open_regular(path: &Path, limit: u64) -> Result<(File, u64), ReadFileError> {
+/// `limit` bytes, checked before and after opening; returns it and what
+/// its descriptor says of it.
+fn open_regular(path: &Path, limit: u64) -> Result<(File, std::fs::Metadata), ReadFileError> {
     regular_file(path)?;
     let file = std::fs::OpenOptions::new()
         .read(true)
@@ -241,7 +357,7 @@ fn open_regular(path: &Path, limit: u64) -> Result<(File, u64), ReadFileError> {
     if meta.len() > limit {
         return Err(ReadFileError::TooLarge { limit });
     }
-    Ok((file, meta.len()))
+    Ok((file, meta))
 }
 
 /// ssh's StrictModes rule for a file or directory only the user may

@@ -232,9 +232,32 @@ pub(crate) mod env {
         if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
             options = options.progress(|line| eprintln!("toolgate: {line}"));
         }
+        #[cfg(debug_assertions)]
+        if std::env::var_os(PAUSE_AFTER_READ).is_some() {
+            options = options.after_read(pause_after_read);
+        }
         match cache_dir() {
             Some(dir) => options.cache_dir(dir),
             None => options,
+        }
+    }
+
+    /// Fault injection for the tests that swap a component while it loads;
+    /// compiled out of release builds. Names a directory: toolgate creates
+    /// `reached` in it once a component's bytes are read, then waits (at
+    /// most a minute) for `go` to appear before recording their identity.
+    #[cfg(debug_assertions)]
+    const PAUSE_AFTER_READ: &str = "TOOLGATE_DEBUG_PAUSE_AFTER_READ";
+
+    #[cfg(debug_assertions)]
+    fn pause_after_read(_component: &Path) {
+        let Some(dir) = dir(PAUSE_AFTER_READ) else {
+            return;
+        };
+        let _ = std::fs::write(dir.join("reached"), b"");
+        let started = std::time::Instant::now();
+        while !dir.join("go").exists() && started.elapsed() < std::time::Duration::from_secs(60) {
+            std::thread::sleep(std::time::Duration::from_millis(10));
         }
     }
 

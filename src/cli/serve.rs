@@ -43,7 +43,12 @@
 //! files that config came from (both hooks.json files, the trust record,
 //! each component) with what it loaded, by device, inode, size, mtime and
 //! ctime (ctime cannot be set by a user, so a rewrite that restores the
-//! mtime is still seen), and reloads when any differ. Checking on request
+//! mtime is still seen), and reloads when any differ. What it compares
+//! against is the identity each file's bytes were read under
+//! ([`Config::sources`]: taken from the open descriptor before reading and
+//! checked after), not a `stat` taken once loading is done: a component
+//! replaced while it compiled would otherwise be stamped with the new
+//! file's identity and the old guard would answer until the next edit. Checking on request
 //! rather than with an inotify watch needs no extra thread or crate, cannot
 //! miss an event, and costs a few `stat`s (microseconds); the next request
 //! after an edit always sees it. A reload that fails keeps the last good
@@ -62,6 +67,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
+use toolgate::config::FileIdentity;
 use toolgate::trust::TrustStore;
 use toolgate::{Config, HookRunner, Source};
 
@@ -101,27 +107,25 @@ struct Key {
     path: Option<OsString>,
 }
 
-/// A file a loaded config depends on, as it was.
+/// A file a loaded config depends on, as it was read.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Stamp {
     path: PathBuf,
-    seen: Option<(u64, u64, u64, i64, i64, i64, i64)>,
+    seen: Option<FileIdentity>,
 }
 
 impl Stamp {
+    /// What `path` holds now: for a config that did not load, whose files
+    /// were not all read (taken before loading, so a change made meanwhile
+    /// is seen).
     fn of(path: PathBuf) -> Stamp {
-        let seen = std::fs::metadata(&path).ok().map(|m| {
-            (
-                m.dev(),
-                m.ino(),
-                m.size(),
-                m.mtime(),
-                m.mtime_nsec(),
-                m.ctime(),
-                m.ctime_nsec(),
-            )
-        });
+        let seen = FileIdentity::of_path(&path);
         Stamp { path, seen }
+    }
+
+    /// Whether `path` still holds what was read.
+    fn holds(&self) -> bool {
+        FileIdentity::of_path(&self.path) == self.seen
     }
 }
 
@@ -385,12 +389,7 @@ async fn runner_for(
     let fresh = {
         let guard = slot.lock().map_err(|_| "poisoned".to_owned())?;
         match &*guard {
-            Some(loaded)
-                if loaded
-                    .stamps
-                    .iter()
-                    .all(|s| *s == Stamp::of(s.path.clone())) =>
-            {
+            Some(loaded) if loaded.stamps.iter().all(Stamp::holds) => {
                 return Ok((loaded.runner.clone(), loaded.error.clone()));
             }
             _ => guard.is_none(),
@@ -440,11 +439,13 @@ fn load(key: &Key) -> Result<Loaded, (String, Vec<Stamp>)> {
     if let Some(path) = &key.path {
         loader = loader.search_path(path);
     }
-    let mut stamps: Vec<Stamp> = Vec::new();
+    // A config that does not load is tried again when one of its files
+    // changes from what it held before the attempt.
+    let mut tried: Vec<Stamp> = Vec::new();
     if let Some(global) = &key.global {
-        stamps.push(Stamp::of(global.join("hooks.json")));
+        tried.push(Stamp::of(global.join("hooks.json")));
     }
-    stamps.push(Stamp::of(
+    tried.push(Stamp::of(
         key.workspace.join(toolgate::config::WORKSPACE_FILE),
     ));
     if let Some(store) = &store {
@@ -452,17 +453,24 @@ fn load(key: &Key) -> Result<Loaded, (String, Vec<Stamp>)> {
             .workspace
             .canonicalize()
             .unwrap_or_else(|_| key.workspace.clone());
-        stamps.push(Stamp::of(store.record_path(&root)));
+        tried.push(Stamp::of(store.record_path(&root)));
     }
     let config = match loader.load() {
         Ok(config) => config,
-        Err(e) => return Err((e.to_string(), stamps)),
+        Err(e) => return Err((e.to_string(), tried)),
     };
-    for hook in config.hooks() {
-        if let toolgate::BindingSpec::Wasm(spec) = &hook.binding {
-            stamps.push(Stamp::of(spec.wasm.clone()));
-        }
-    }
+    // One that loads is stamped with the identities its bytes were read
+    // under, never with a `stat` taken after: a file replaced while it
+    // loaded (a component compiles for seconds) then differs at the next
+    // request, and is loaded again.
+    let stamps = config
+        .sources()
+        .into_iter()
+        .map(|source| Stamp {
+            path: source.path,
+            seen: source.identity,
+        })
+        .collect();
     let hooks = config.hooks().len();
     Ok(Loaded {
         runner: HookRunner::builder().config(config).build(),

@@ -52,6 +52,7 @@
 pub(crate) mod hook;
 mod workspace;
 
+pub use crate::safe_fs::FileIdentity;
 pub use hook::CONFIG_SCHEMA;
 pub use workspace::{FoundWorkspace, find_workspace};
 
@@ -252,6 +253,18 @@ pub struct Config {
     /// The workspace's canonical root and its hooks.json digest (absent
     /// when there is no file).
     workspace: Option<(PathBuf, Option<String>)>,
+    /// The trust record consulted, and the identity of what was read there.
+    trust_record: Option<(PathBuf, Option<FileIdentity>)>,
+}
+
+/// A file a loaded config was read from, as it was read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SourceFile {
+    /// Where it was looked for.
+    pub path: PathBuf,
+    /// The identity of the bytes read (taken before they were read and
+    /// checked after); `None` when nothing was there.
+    pub identity: Option<FileIdentity>,
 }
 
 /// A config file that was looked for.
@@ -263,6 +276,9 @@ pub struct LoadedFile {
     pub path: PathBuf,
     /// Whether it existed.
     pub found: bool,
+    /// The identity of the bytes read, when it was read.
+    #[serde(skip)]
+    pub identity: Option<FileIdentity>,
 }
 
 /// Which configs to load, and how to load components: what the embedding
@@ -362,7 +378,7 @@ impl Loader {
                     required: config.require_confinement,
                     unconfined: &config.unconfined,
                 };
-                crate::trust::admit(
+                config.trust_record = crate::trust::admit(
                     &mut config.hooks[first..],
                     digest,
                     &root,
@@ -458,6 +474,33 @@ impl Config {
         &self.files
     }
 
+    /// Every file this config was read from, each with the identity of the
+    /// bytes read: both hooks.json files (read or looked for), the trust
+    /// record consulted, each component loaded. A program that keeps the
+    /// config loaded (`toolgate serve`) loads it again when one of these no
+    /// longer has that identity ([`FileIdentity::of_path`]); the identities
+    /// are those the bytes were read under, so a file replaced while it was
+    /// being loaded is always seen as changed.
+    pub fn sources(&self) -> Vec<SourceFile> {
+        let configs = self.files.iter().map(|f| SourceFile {
+            path: f.path.clone(),
+            identity: f.identity,
+        });
+        let trust = self.trust_record.iter().map(|(path, identity)| SourceFile {
+            path: path.clone(),
+            identity: *identity,
+        });
+        let components = self.hooks.iter().filter_map(|h| match &h.binding {
+            BindingSpec::Wasm(spec) => Some(SourceFile {
+                path: spec.wasm.clone(),
+                identity: spec.component.identity,
+            }),
+            // Checked by the trust gate itself before every spawn.
+            BindingSpec::Subprocess(_) => None,
+        });
+        configs.chain(trust).chain(components).collect()
+    }
+
     /// The whole chain's deadline, when the global config sets
     /// `chain_timeout_ms` (only the operator's config may).
     pub fn chain_timeout(&self) -> Option<Duration> {
@@ -503,15 +546,16 @@ impl Config {
             Source::Workspace => crate::safe_fs::beneath(path, root),
             _ => Ok(path.to_owned()),
         };
-        let text = match resolved
-            .and_then(|p| crate::safe_fs::read(&p, crate::safe_fs::MAX_CONFIG_BYTES))
+        let (text, identity) = match resolved
+            .and_then(|p| crate::safe_fs::read_identified(&p, crate::safe_fs::MAX_CONFIG_BYTES))
         {
-            Ok(text) => text,
+            Ok(read) => read,
             Err(crate::safe_fs::ReadFileError::NotFound) if !path.is_symlink() => {
                 self.files.push(LoadedFile {
                     source,
                     path: path.to_owned(),
                     found: false,
+                    identity: None,
                 });
                 return None;
             }
@@ -520,6 +564,7 @@ impl Config {
                     source,
                     path: path.to_owned(),
                     found: true,
+                    identity: None,
                 });
                 problems.push(Problem::file(
                     path,
@@ -532,6 +577,7 @@ impl Config {
             source,
             path: path.to_owned(),
             found: true,
+            identity: Some(identity),
         });
         let digest = format!("blake3:{}", blake3::hash(&text).to_hex());
         // Errors give the line and column only: never the file's content.

@@ -237,7 +237,8 @@ pub(crate) fn canonical_root(root: &Path) -> PathBuf {
 
 /// Judges a workspace's freshly loaded hooks: each command hook gets its
 /// [`TrustState`] and a gate that checks the pin again before every call;
-/// each wasm hook is marked sandboxed.
+/// each wasm hook is marked sandboxed. Returns the trust record it
+/// consulted, if any, with the identity of what it read there.
 pub(crate) fn admit(
     hooks: &mut [HookSpec],
     config_digest: &str,
@@ -245,7 +246,7 @@ pub(crate) fn admit(
     ctx: &TrustCtx,
     policy: UntrustedPolicy,
     confinement: &Confinement<'_>,
-) {
+) -> Option<(PathBuf, Option<crate::safe_fs::FileIdentity>)> {
     if !hooks
         .iter()
         .any(|h| matches!(h.binding, BindingSpec::Subprocess(_)))
@@ -253,15 +254,20 @@ pub(crate) fn admit(
         for hook in hooks.iter_mut() {
             hook.trust = Some(TrustState::Sandboxed);
         }
-        return;
+        return None;
     }
+    let mut consulted = None;
     let record = match &ctx.store {
         None => Err("no trust store was configured by the program embedding toolgate".to_owned()),
-        Some(store) => match store.read(root) {
-            Ok(Some(record)) => Ok(record),
-            Ok(None) => Err("never trusted on this machine".to_owned()),
-            Err(e) => Err(crate::text::error_chain(&e)),
-        },
+        Some(store) => {
+            let (read, identity) = store.read_identified(root);
+            consulted = Some((store.record_path(root), identity));
+            match read {
+                Ok(Some(record)) => Ok(record),
+                Ok(None) => Err("never trusted on this machine".to_owned()),
+                Err(e) => Err(crate::text::error_chain(&e)),
+            }
+        }
     };
     for hook in hooks.iter_mut() {
         let BindingSpec::Subprocess(spec) = &mut hook.binding else {
@@ -340,6 +346,7 @@ pub(crate) fn admit(
             check,
         }));
     }
+    consulted
 }
 
 /// Confines the global command hooks whose config asks (`"confine": true`):

@@ -180,7 +180,7 @@ fn copy_all(root: &Path, tmp: &Path, entries: &[Entry]) -> Result<(), String> {
                 .create(parent)
                 .map_err(|e| format!("{}: {e}", parent.display()))?;
         }
-        let bytes = crate::safe_fs::read(&root.join(&entry.rel), MAX_TREE_BYTES)
+        let (bytes, _) = crate::safe_fs::read_identified(&root.join(&entry.rel), MAX_TREE_BYTES)
             .map_err(|e| format!("{} {}", entry.rel.display(), crate::text::error_chain(&e)))?;
         let digest = format!("blake3:{}", blake3::hash(&bytes).to_hex());
         if digest != entry.digest {

@@ -117,42 +117,85 @@ impl TrustStore {
 
     /// The record for `root`, if the user trusted it.
     pub fn read(&self, root: &Path) -> Result<Option<Record>, TrustError> {
+        self.read_identified(root).0
+    }
+
+    /// [`TrustStore::read`], with the identity of the record file judged:
+    /// the one its bytes were read under (taken from the descriptor before
+    /// reading, checked after; a record that changes meanwhile is read
+    /// again, see `safe_fs`), or when it could not be read, what its path
+    /// held before the attempt (so a program that keeps the answer notices
+    /// the fix). `None`: there is no record.
+    pub(crate) fn read_identified(
+        &self,
+        root: &Path,
+    ) -> (
+        Result<Option<Record>, TrustError>,
+        Option<crate::safe_fs::FileIdentity>,
+    ) {
+        let path = self.record_path(root);
+        let before = crate::safe_fs::FileIdentity::of_path(&path);
+        match self.read_record(root, &path) {
+            Ok(Some((record, identity))) => (Ok(Some(record)), Some(identity)),
+            Ok(None) => (Ok(None), None),
+            Err(e) => (Err(e), before),
+        }
+    }
+
+    fn read_record(
+        &self,
+        root: &Path,
+        path: &Path,
+    ) -> Result<Option<(Record, crate::safe_fs::FileIdentity)>, TrustError> {
         match self.check(root, false) {
             Err(TrustError::NoStore { .. }) => return Ok(None),
             other => other?,
         }
-        let path = self.record_path(root);
         let refuse = |why: String| TrustError::Record {
-            path: path.clone(),
+            path: path.to_owned(),
             why,
         };
-        let file = match std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
-            .open(&path)
-        {
-            Ok(file) => file,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) if e.raw_os_error() == Some(nix::libc::ELOOP) => {
-                return Err(refuse("it is a symlink".into()));
+        let mut attempts = 0;
+        let (text, identity) = loop {
+            let file = match std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
+                .open(path)
+            {
+                Ok(file) => file,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+                Err(e) if e.raw_os_error() == Some(nix::libc::ELOOP) => {
+                    return Err(refuse("it is a symlink".into()));
+                }
+                Err(e) => return Err(refuse(format!("it cannot be opened: {e}"))),
+            };
+            let meta = file
+                .metadata()
+                .map_err(|e| refuse(format!("it cannot be read: {e}")))?;
+            if !meta.is_file() {
+                return Err(refuse("it is not a regular file".into()));
             }
-            Err(e) => return Err(refuse(format!("it cannot be opened: {e}"))),
+            crate::safe_fs::owned_by_me(&meta, 0o077).map_err(|why| refuse(format!("it {why}")))?;
+            let identity = crate::safe_fs::FileIdentity::of(&meta);
+            let mut text = Vec::new();
+            use std::io::Read;
+            (&file)
+                .take(MAX_RECORD_BYTES + 1)
+                .read_to_end(&mut text)
+                .map_err(|e| refuse(format!("it cannot be read: {e}")))?;
+            if text.len() as u64 > MAX_RECORD_BYTES {
+                return Err(refuse("it is larger than 1 MiB".into()));
+            }
+            if identity.still(&file, path, false) {
+                break (text, identity);
+            }
+            attempts += 1;
+            if attempts == crate::safe_fs::READ_ATTEMPTS {
+                return Err(refuse(format!(
+                    "it changed while it was read, {attempts} times in a row"
+                )));
+            }
         };
-        let meta = file
-            .metadata()
-            .map_err(|e| refuse(format!("it cannot be read: {e}")))?;
-        if !meta.is_file() {
-            return Err(refuse("it is not a regular file".into()));
-        }
-        crate::safe_fs::owned_by_me(&meta, 0o077).map_err(|why| refuse(format!("it {why}")))?;
-        let mut text = Vec::new();
-        use std::io::Read;
-        file.take(MAX_RECORD_BYTES + 1)
-            .read_to_end(&mut text)
-            .map_err(|e| refuse(format!("it cannot be read: {e}")))?;
-        if text.len() as u64 > MAX_RECORD_BYTES {
-            return Err(refuse("it is larger than 1 MiB".into()));
-        }
         let value = crate::strict_json::parse(&text).map_err(|e| refuse(e.to_string()))?;
         let record: Record = serde_json::from_value(value)
             .map_err(|e| refuse(format!("not a trust record: {e}")))?;
@@ -173,7 +216,7 @@ impl TrustStore {
                 "its digest does not match what it records (edited by hand?)".into(),
             ));
         }
-        Ok(Some(record))
+        Ok(Some((record, identity)))
     }
 
     /// Records `manifest` as trusted (replacing any earlier record for its

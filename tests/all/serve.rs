@@ -18,9 +18,16 @@ struct Server {
 
 impl Server {
     fn start() -> Server {
+        Server::start_with(|_| {})
+    }
+
+    /// A server whose command `configure` adjusts first (its environment).
+    fn start_with(configure: impl FnOnce(&mut std::process::Command)) -> Server {
         let dir = tempfile::tempdir().unwrap();
         let socket = dir.path().join("run/serve.sock");
-        let child = toolgate()
+        let mut cmd = toolgate();
+        configure(&mut cmd);
+        let child = cmd
             .arg("serve")
             .arg("--socket")
             .arg(&socket)
@@ -296,6 +303,60 @@ fn the_server_reloads_edits_and_keeps_the_last_good_config_when_one_breaks() {
         server.status()["requests"],
         4,
         "every check was the server's"
+    );
+}
+
+/// The server's stamps are the identities its files were read under, not
+/// a `stat` taken once loading is done. Here the server is held between
+/// reading the guard (a denying guest) and recording what it loaded;
+/// meanwhile the file is replaced by an allowing guest. The next request
+/// must see the change and answer with the guest on disk.
+#[cfg(debug_assertions)]
+#[test]
+fn a_component_swapped_while_the_server_loads_it_is_loaded_anew() {
+    use crate::support::{LoadPause, replace_file};
+    let fx = Fixture::new();
+    let guest = fx.workspace().join("guard.wasm");
+    std::fs::copy(crate::guests::path("deny"), &guest).unwrap();
+    std::fs::write(
+        fx.global().join("hooks.json"),
+        json!({"schema": 1, "hooks": [{"name": "g", "wasm": &guest}]}).to_string(),
+    )
+    .unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let pause = LoadPause::new();
+    let server = Server::start_with(|cmd| {
+        pause.arm(cmd).env("TOOLGATE_CACHE_DIR", cache.path());
+    });
+    let evaluate = |id: &str| {
+        json!({"id": id, "op": "evaluate", "mode": "check", "workspace": fx.workspace(),
+               "input": pre("Bash", "ls"), "context": {"global": fx.global()}})
+        .to_string()
+    };
+    let answer = |answers: Vec<Value>| {
+        answers
+            .into_iter()
+            .find(|a| a.get("ack").is_none())
+            .expect("an answer")
+    };
+    let first = std::thread::scope(|s| {
+        let asked = s.spawn(|| server.exchange(&[evaluate("first")], 1));
+        pause.reached();
+        replace_file(
+            &guest,
+            &std::fs::read(crate::guests::path("allow")).unwrap(),
+        );
+        pause.release();
+        answer(asked.join().unwrap())
+    });
+    assert_eq!(
+        first["exit"], 2,
+        "the paused load decides with the bytes it read: {first}"
+    );
+    let next = answer(server.exchange(&[evaluate("next")], 1));
+    assert_eq!(
+        next["exit"], 0,
+        "the guest on disk answers, not the one read before the swap: {next}"
     );
 }
 

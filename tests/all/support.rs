@@ -349,6 +349,17 @@ pub(crate) fn check_in(workspace: &Path, config_dir: &Path, request: &str) -> (O
 
 /// Runs a command with `stdin` written to it and collects its output.
 pub(crate) fn run_with_stdin(cmd: &mut std::process::Command, stdin: &str) -> std::process::Output {
+    spawn_with_stdin(cmd, stdin)
+        .wait_with_output()
+        .expect("the command ends")
+}
+
+/// Starts a command with `stdin` written to it (and closed), its output
+/// piped.
+pub(crate) fn spawn_with_stdin(
+    cmd: &mut std::process::Command,
+    stdin: &str,
+) -> std::process::Child {
     use std::io::Write;
     use std::process::Stdio;
     let mut child = cmd
@@ -363,7 +374,7 @@ pub(crate) fn run_with_stdin(cmd: &mut std::process::Command, stdin: &str) -> st
         .expect("stdin is piped")
         .write_all(stdin.as_bytes())
         .expect("stdin is written");
-    child.wait_with_output().expect("the command ends")
+    child
 }
 
 /// A command's stdout as JSON, or a failure showing both streams.
@@ -421,4 +432,55 @@ pub(crate) fn chown_to_nobody(path: &Path) {
             path.display()
         );
     }
+}
+
+/// A debug build's pause between reading a component and recording its
+/// identity (`TOOLGATE_DEBUG_PAUSE_AFTER_READ`): the window a compile
+/// takes, held open so a test can swap the file inside it.
+#[cfg(debug_assertions)]
+pub(crate) struct LoadPause {
+    dir: TempDir,
+}
+
+#[cfg(debug_assertions)]
+impl LoadPause {
+    pub(crate) fn new() -> Self {
+        LoadPause {
+            dir: tempfile::tempdir().expect("tempdir"),
+        }
+    }
+
+    /// Makes `cmd` pause after reading each component, until released.
+    pub(crate) fn arm<'a>(
+        &self,
+        cmd: &'a mut std::process::Command,
+    ) -> &'a mut std::process::Command {
+        cmd.env("TOOLGATE_DEBUG_PAUSE_AFTER_READ", self.dir.path())
+    }
+
+    /// Waits until toolgate has read a component and paused.
+    pub(crate) fn reached(&self) {
+        let started = std::time::Instant::now();
+        while !self.dir.path().join("reached").exists() {
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(60),
+                "toolgate never paused after reading the component"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+
+    /// Lets it go on; later loads no longer pause.
+    pub(crate) fn release(&self) {
+        std::fs::write(self.dir.path().join("go"), b"").expect("the go file");
+    }
+}
+
+/// Replaces the file at `path` with `bytes` as an editor or an attacker
+/// would: written beside it, then renamed over it.
+#[cfg(debug_assertions)]
+pub(crate) fn replace_file(path: &Path, bytes: &[u8]) {
+    let next = path.with_extension("next");
+    std::fs::write(&next, bytes).expect("the replacement is written");
+    std::fs::rename(&next, path).expect("the replacement is renamed into place");
 }

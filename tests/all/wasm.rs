@@ -599,6 +599,14 @@ fn padded_to(mut bytes: Vec<u8>, size: usize) -> Vec<u8> {
     panic!("cannot pad to {size}");
 }
 
+/// Whether the compile cache in `dir` holds a stat index entry.
+fn has_stat_index(dir: &std::path::Path) -> bool {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .any(|e| e.path().extension().is_some_and(|x| x == "stat"))
+}
+
 /// The stat index lets a one-shot process skip reading a component it has
 /// seen; it must never serve the old one for new bytes. Here the file is
 /// rewritten in place with another guest of exactly the same size and its
@@ -639,13 +647,7 @@ fn a_component_rewritten_to_the_same_size_and_mtime_is_loaded_anew() {
         Some(2),
         "the second load (from the index) still denies"
     );
-    assert!(
-        std::fs::read_dir(cache.path())
-            .unwrap()
-            .flatten()
-            .any(|e| e.path().extension().is_some_and(|x| x == "stat")),
-        "the stat index was recorded"
-    );
+    assert!(has_stat_index(cache.path()), "the stat index was recorded");
     // Same inode, same size, same mtime; new bytes.
     std::fs::OpenOptions::new()
         .write(true)
@@ -667,5 +669,59 @@ fn a_component_rewritten_to_the_same_size_and_mtime_is_loaded_anew() {
         check(),
         Some(0),
         "the rewritten guest must answer, not the cached one"
+    );
+}
+
+/// The stat index must hold the identity of the bytes that were read, not
+/// of whatever sits at the path once the compile is done. Here toolgate is
+/// held between reading the guard (a denying guest) and recording its
+/// identity; meanwhile the file is replaced by an allowing guest that is
+/// old enough to be recorded. The next one-shot call must answer with the
+/// file on disk, not with the denying guest's cached code.
+#[cfg(debug_assertions)]
+#[test]
+fn a_component_swapped_while_it_loads_is_not_indexed_as_the_old_one() {
+    let fx = Fixture::new();
+    let guest = fx.workspace().join("guard.wasm");
+    std::fs::copy(guests::path("deny"), &guest).unwrap();
+    // Older than the index's racy window, so the load records it.
+    std::thread::sleep(Duration::from_millis(2100));
+    let cache = tempfile::tempdir().unwrap();
+    std::fs::write(
+        fx.global().join("hooks.json"),
+        json!({"schema": 1, "hooks": [{"name": "g", "wasm": &guest}]}).to_string(),
+    )
+    .unwrap();
+    let check = |cmd: &mut std::process::Command| {
+        spawn_with_stdin(
+            cmd.args(["check", "--workspace"])
+                .arg(fx.workspace())
+                .env("TOOLGATE_CONFIG_DIR", fx.global())
+                .env("TOOLGATE_CACHE_DIR", cache.path()),
+            r#"{"event":"pre_tool_use","tool":"shell","input":{"command":"ls"}}"#,
+        )
+    };
+    let pause = LoadPause::new();
+    let paused = check(pause.arm(&mut toolgate()));
+    pause.reached();
+    replace_file(&guest, &std::fs::read(guests::path("allow")).unwrap());
+    // The replacement is past the racy window too: nothing but the
+    // identity taken at the read keeps it out of the index.
+    std::thread::sleep(Duration::from_millis(2100));
+    pause.release();
+    let out = finish_within(paused, Duration::from_secs(60), "the paused check");
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "the paused call decides with the bytes it read: {}",
+        stderr(&out)
+    );
+    assert!(has_stat_index(cache.path()), "the stat index was recorded");
+    let out = finish_within(check(&mut toolgate()), Duration::from_secs(60), "the check");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "the guest on disk answers, not the one read before the swap: {}",
+        stderr(&out)
     );
 }

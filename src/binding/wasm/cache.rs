@@ -61,10 +61,11 @@
 //! directory, or one that cannot be used, components are compiled in memory
 //! each time (with a debug log), which is slower but correct.
 
+use crate::safe_fs::FileIdentity;
 use std::fs::File;
 use std::hash::Hash;
 use std::io::{Read, Write};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use wasmtime::Engine;
 use wasmtime::component::Component;
@@ -134,23 +135,16 @@ pub fn wasmtime_version() -> &'static str {
 /// its cache entry without reading and hashing tens of MB of component on
 /// every call. Sound because a user cannot set ctime: any write, rename
 /// over or `touch` of the file changes it (or its inode), and the entry is
-/// then simply not used. An identity recorded within [`RACY`] of the file's
-/// last change is not recorded at all (git's "racily clean" problem: a
-/// second write within the same clock tick would keep the old stamp).
+/// then simply not used. The identity recorded is the one the bytes were
+/// read under (`safe_fs::read_identified`: taken from the descriptor before
+/// reading, checked after), never a later `stat`: a file swapped in while
+/// the component compiled would otherwise be recorded with the old
+/// content's hash and answer with the old guard for as long as it stays.
+/// An identity within [`RACY`] of the file's last change is not recorded at
+/// all (git's "racily clean" problem: a second write within the same clock
+/// tick would keep the old stamp).
 const STAT_MAGIC: &[u8; 8] = b"TGSTAT01";
 const RACY: std::time::Duration = std::time::Duration::from_secs(2);
-
-fn stamp(meta: &std::fs::Metadata) -> [i64; 7] {
-    [
-        meta.dev() as i64,
-        meta.ino() as i64,
-        meta.size() as i64,
-        meta.mtime(),
-        meta.mtime_nsec(),
-        meta.ctime(),
-        meta.ctime_nsec(),
-    ]
-}
 
 fn index_path(dir: &Path, canonical: &Path) -> PathBuf {
     let key = blake3::hash(canonical.as_os_str().as_encoded_bytes()).to_hex();
@@ -158,11 +152,12 @@ fn index_path(dir: &Path, canonical: &Path) -> PathBuf {
 }
 
 /// The content hash of the component at `path`, if the stat index in `dir`
-/// recorded it and the file has not changed since.
-pub(crate) fn known_hash(dir: &Path, path: &Path) -> Option<(blake3::Hash, u64)> {
+/// recorded it and the file has not changed since; with the identity it
+/// was found under.
+pub(crate) fn known_hash(dir: &Path, path: &Path) -> Option<(blake3::Hash, FileIdentity)> {
     trusted_dir(dir).ok()?;
     let canonical = path.canonicalize().ok()?;
-    let meta = std::fs::metadata(&canonical).ok()?;
+    let identity = FileIdentity::of_path(&canonical)?;
     let (mut file, _) = open_owned(&index_path(dir, &canonical)).ok()?;
     let mut bytes = Vec::with_capacity(8 + 56 + 32);
     Read::by_ref(&mut file)
@@ -176,26 +171,22 @@ pub(crate) fn known_hash(dir: &Path, path: &Path) -> Option<(blake3::Hash, u64)>
         .chunks(8)
         .map(|c| i64::from_le_bytes(c.try_into().unwrap_or_default()))
         .collect();
-    if recorded != stamp(&meta) {
+    if recorded != identity.words() {
         return None;
     }
     let hash: [u8; 32] = bytes[64..].try_into().ok()?;
-    Some((blake3::Hash::from_bytes(hash), meta.size()))
+    Some((blake3::Hash::from_bytes(hash), identity))
 }
 
-/// Records `hash` as the content of the component at `path` (see
-/// [`known_hash`]), unless the file changed too recently to tell.
-pub(crate) fn remember_hash(dir: &Path, path: &Path, hash: &blake3::Hash) {
+/// Records `hash` as the content of the component at `path` whose bytes
+/// were read as `identity` (see [`known_hash`]), unless it changed too
+/// recently to tell.
+pub(crate) fn remember_hash(dir: &Path, path: &Path, identity: &FileIdentity, hash: &blake3::Hash) {
     let Ok(canonical) = path.canonicalize() else {
         return;
     };
-    let Ok(meta) = std::fs::metadata(&canonical) else {
-        return;
-    };
-    let changed = std::time::UNIX_EPOCH
-        + std::time::Duration::new(meta.ctime().max(0) as u64, meta.ctime_nsec().max(0) as u32);
     if std::time::SystemTime::now()
-        .duration_since(changed)
+        .duration_since(identity.changed_at())
         .is_ok_and(|age| age < RACY)
         || trusted_dir(dir).is_err()
     {
@@ -204,7 +195,7 @@ pub(crate) fn remember_hash(dir: &Path, path: &Path, hash: &blake3::Hash) {
     let write = || -> std::io::Result<()> {
         let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
         tmp.write_all(STAT_MAGIC)?;
-        for n in stamp(&meta) {
+        for n in identity.words() {
             tmp.write_all(&n.to_le_bytes())?;
         }
         tmp.write_all(hash.as_bytes())?;

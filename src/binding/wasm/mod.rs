@@ -116,6 +116,11 @@ pub struct ComponentInfo {
     pub load_time: Duration,
     /// What the component imports (empty for a zero-import build).
     pub imports: Vec<String>,
+    /// The identity of the file whose bytes were loaded (taken before they
+    /// were read and checked after; see [`crate::config::FileIdentity`]),
+    /// for a program that reloads when the file changes.
+    #[serde(skip)]
+    pub identity: Option<crate::config::FileIdentity>,
 }
 
 /// A loaded, pre-instantiated component hook. Opaque: it is run by the chain.
@@ -156,6 +161,12 @@ pub struct WasmOptions {
     /// Told a line before and after a component is compiled (not when it
     /// comes from the cache), for a person watching; `None` says nothing.
     pub progress: Option<fn(&str)>,
+    /// Debug builds only, for the tests that race a swap against a load:
+    /// called with a component's path after its bytes were read and before
+    /// their identity is recorded (in the stat index, in a server's stamps).
+    #[cfg(debug_assertions)]
+    #[doc(hidden)]
+    pub after_read: Option<fn(&Path)>,
 }
 
 impl WasmOptions {
@@ -179,6 +190,15 @@ impl WasmOptions {
     /// Tells `progress` when a component is being compiled.
     pub fn progress(mut self, progress: fn(&str)) -> Self {
         self.progress = Some(progress);
+        self
+    }
+
+    /// Debug builds only: calls `pause` between reading a component and
+    /// recording its identity (see the field).
+    #[cfg(debug_assertions)]
+    #[doc(hidden)]
+    pub fn after_read(mut self, pause: fn(&Path)) -> Self {
+        self.after_read = Some(pause);
         self
     }
 }
@@ -220,7 +240,7 @@ pub(crate) fn load(
     // hash, the entry is intact, and nothing of the component is read.
     if !is_wat
         && let Some(dir) = cache_dir
-        && let Some((hash, size)) = cache::known_hash(dir, path)
+        && let Some((hash, identity)) = cache::known_hash(dir, path)
         && let Some(component) = cache::load_hit(&runtime.engine, dir, &hash)
     {
         let loaded = cache::Loaded {
@@ -228,12 +248,21 @@ pub(crate) fn load(
             outcome: CacheOutcome::Hit,
             warning: None,
         };
-        return finish(runtime, loaded, size, started, (limits, config));
+        let size = identity.size();
+        return finish(runtime, loaded, (size, identity), started, (limits, config));
     }
-    let bytes = crate::safe_fs::read(path, limit).map_err(|source| LoadComponentError::Read {
-        path: path.to_owned(),
-        source,
+    // The identity of exactly these bytes: whatever replaces the file from
+    // here on (while it compiles) is not recorded under it.
+    let (bytes, identity) = crate::safe_fs::read_identified(path, limit).map_err(|source| {
+        LoadComponentError::Read {
+            path: path.to_owned(),
+            source,
+        }
     })?;
+    #[cfg(debug_assertions)]
+    if let Some(pause) = options.after_read {
+        pause(path);
+    }
     let bytes = if is_wat {
         let text = std::str::from_utf8(&bytes).map_err(|e| {
             LoadComponentError::Compile(format!(
@@ -265,22 +294,17 @@ pub(crate) fn load(
         && let Some(dir) = cache_dir
         && loaded.outcome != CacheOutcome::Uncached
     {
-        cache::remember_hash(dir, path, &blake3::hash(&bytes));
+        cache::remember_hash(dir, path, &identity, &blake3::hash(&bytes));
     }
-    finish(
-        runtime,
-        loaded,
-        bytes.len() as u64,
-        started,
-        (limits, config),
-    )
+    let size = bytes.len() as u64;
+    finish(runtime, loaded, (size, identity), started, (limits, config))
 }
 
 /// Links a loaded component and wraps it as a hook.
 fn finish(
     runtime: Arc<Runtime>,
     loaded: cache::Loaded,
-    size: u64,
+    (size, identity): (u64, crate::config::FileIdentity),
     started: Instant,
     (limits, config): (Limits, Option<&serde_json::Value>),
 ) -> Result<(WasmHook, ComponentInfo), LoadComponentError> {
@@ -321,6 +345,7 @@ fn finish(
         cache_warning: cache_warning.clone(),
         load_time: started.elapsed(),
         imports,
+        identity: Some(identity),
     };
     let hook = WasmHook {
         load_warning: cache_warning,
