@@ -50,6 +50,13 @@
 //! config, and every answer carries the error as a `warning` (and `status`
 //! shows it) until the files are fixed. Workspace command files are checked
 //! by the trust gate itself before every spawn.
+//!
+//! # When accept fails
+//!
+//! Out of descriptors (EMFILE), the queued connection stays queued and the
+//! listener is ready again at once; retrying at once would spin a core. The
+//! server pauses instead (10 ms doubling to 1 s, from the start again after
+//! an accept succeeds) and says so once per episode; see `Backoff`.
 
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -164,14 +171,26 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
             started: SystemTime::now(),
         });
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        let mut backoff = Backoff::default();
         loop {
-            tokio::select! {
-                accepted = listener.accept() => {
-                    let Ok((stream, _)) = accepted else { continue };
-                    tokio::spawn(connection(server.clone(), stream));
-                }
+            let accepted = tokio::select! {
+                accepted = listener.accept() => accepted,
                 _ = tokio::signal::ctrl_c() => break,
                 _ = term.recv() => break,
+            };
+            match accepted {
+                Ok((stream, _)) => {
+                    backoff.succeeded();
+                    tokio::spawn(connection(server.clone(), stream));
+                }
+                Err(e) => {
+                    let pause = backoff.failed(&e);
+                    tokio::select! {
+                        () = tokio::time::sleep(pause) => {}
+                        _ = tokio::signal::ctrl_c() => break,
+                        _ = term.recv() => break,
+                    }
+                }
             }
         }
         let _ = std::fs::remove_file(&socket);
@@ -179,6 +198,59 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         Ok::<_, anyhow::Error>(())
     })?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Pauses between failed accepts.
+///
+/// An accept that fails for want of a resource (EMFILE, ENFILE, ENOBUFS,
+/// ENOMEM) leaves the connection queued, so the listener is ready again at
+/// once: retrying at once spins a core at 100% until something else frees a
+/// descriptor, and starves the connections that would free one. So the
+/// server waits [`Backoff::FIRST`], doubling to [`Backoff::MOST`], and
+/// starts again from the first pause after an accept succeeds. It says so on
+/// stderr once per episode (the first failure, and the recovery), not once
+/// per retry.
+#[derive(Debug, Default)]
+struct Backoff {
+    /// The pause after the next failure; `None` outside an episode.
+    next: Option<Duration>,
+    /// Failures in this episode.
+    failures: u64,
+}
+
+impl Backoff {
+    const FIRST: Duration = Duration::from_millis(10);
+    const MOST: Duration = Duration::from_secs(1);
+
+    /// How long to wait after this failure.
+    fn failed(&mut self, error: &std::io::Error) -> Duration {
+        let pause = match self.next {
+            None => {
+                eprintln!(
+                    "toolgate serve: cannot accept connections ({error}); retrying with a \
+                     pause of {} ms, growing to {} s, until one succeeds",
+                    Self::FIRST.as_millis(),
+                    Self::MOST.as_secs()
+                );
+                Self::FIRST
+            }
+            Some(pause) => pause,
+        };
+        self.failures += 1;
+        self.next = Some((pause * 2).min(Self::MOST));
+        pause
+    }
+
+    /// An accept succeeded: the episode, if any, is over.
+    fn succeeded(&mut self) {
+        if self.next.take().is_some() {
+            eprintln!(
+                "toolgate serve: accepting connections again (after {} failed accepts)",
+                self.failures
+            );
+        }
+        self.failures = 0;
+    }
 }
 
 /// Creates the socket's directory (0700, the user's own) and clears a stale
