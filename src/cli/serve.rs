@@ -49,7 +49,12 @@
 //! after an edit always sees it. A reload that fails keeps the last good
 //! config, and every answer carries the error as a `warning` (and `status`
 //! shows it) until the files are fixed. Workspace command files are checked
-//! by the trust gate itself before every spawn.
+//! by the trust gate itself before every spawn. The trust store's directory
+//! is checked on every request as the one-shot path checks it (owner, mode,
+//! not a symlink, its parent): its mode is no file's content, and a store
+//! others can write must stop trusting at the next call, not at the next
+//! edit. A config whose store is now refused is not kept as the last good
+//! one.
 //!
 //! # When accept fails
 //!
@@ -140,6 +145,9 @@ struct Loaded {
     loaded_at: SystemTime,
     /// The last reload's failure, while the files stay broken.
     error: Option<String>,
+    /// What the trust store's check said when this was loaded
+    /// ([`store_verdict`]).
+    store: Option<Result<(), String>>,
 }
 
 struct Server {
@@ -454,14 +462,16 @@ async fn runner_for(
         .entry(key.clone())
         .or_default()
         .clone();
+    let store = store_verdict(&key);
     let fresh = {
         let guard = slot.lock().map_err(|_| "poisoned".to_owned())?;
         match &*guard {
             Some(loaded)
-                if loaded
-                    .stamps
-                    .iter()
-                    .all(|s| *s == Stamp::of(s.path.clone())) =>
+                if loaded.store == store
+                    && loaded
+                        .stamps
+                        .iter()
+                        .all(|s| *s == Stamp::of(s.path.clone())) =>
             {
                 return Ok((loaded.runner.clone(), loaded.error.clone()));
             }
@@ -475,12 +485,15 @@ async fn runner_for(
         .map_err(|e| format!("loading panicked: {e}"))?;
     let mut guard = slot.lock().map_err(|_| "poisoned".to_owned())?;
     match (loaded, guard.as_mut()) {
-        (Ok(new), _) => {
+        (Ok(mut new), _) => {
+            new.store = store;
             let runner = new.runner.clone();
             *guard = Some(new);
             Ok((runner, None))
         }
-        (Err((error, stamps)), Some(old)) if !fresh => {
+        // The last good config answers only under the trust it was loaded
+        // with: once the store is refused, its trusted hooks are not.
+        (Err((error, stamps)), Some(old)) if !fresh && old.store == store => {
             let warning = format!(
                 "the config no longer loads, so the last good one (loaded {}) still answers: {error}",
                 ago(old.loaded_at)
@@ -495,6 +508,28 @@ async fn runner_for(
 
 fn ago(at: SystemTime) -> String {
     format!("{} s ago", at.elapsed().map(|d| d.as_secs()).unwrap_or(0))
+}
+
+/// The workspace root as the loader judges it (canonical, else as given).
+fn root_of(key: &Key) -> PathBuf {
+    key.workspace
+        .canonicalize()
+        .unwrap_or_else(|_| key.workspace.clone())
+}
+
+/// What the trust store's own check says now (`None`: no store given). The
+/// one-shot path runs it on every call, as part of reading the record; a
+/// chmod of the store changes no file a [`Stamp`] covers, so the server
+/// runs it on every request too (a few `stat`s) and reloads when the answer
+/// changed: a store that became readable or writable by others then trusts
+/// nothing here either.
+fn store_verdict(key: &Key) -> Option<Result<(), String>> {
+    let store = TrustStore::new(key.trust.as_ref()?);
+    Some(
+        store
+            .check_dir(&root_of(key))
+            .map_err(|e| toolgate::text::error_chain(&e)),
+    )
 }
 
 /// Loads the chain for `key`, and the stamps of every file it came from.
@@ -520,11 +555,7 @@ fn load(key: &Key) -> Result<Loaded, (String, Vec<Stamp>)> {
         key.workspace.join(toolgate::config::WORKSPACE_FILE),
     ));
     if let Some(store) = &store {
-        let root = key
-            .workspace
-            .canonicalize()
-            .unwrap_or_else(|_| key.workspace.clone());
-        stamps.push(Stamp::of(store.record_path(&root)));
+        stamps.push(Stamp::of(store.record_path(&root_of(key))));
     }
     let config = match loader.load() {
         Ok(config) => config,
@@ -542,6 +573,7 @@ fn load(key: &Key) -> Result<Loaded, (String, Vec<Stamp>)> {
         hooks,
         loaded_at: SystemTime::now(),
         error: None,
+        store: None,
     })
 }
 

@@ -550,3 +550,63 @@ fn out_of_descriptors_the_server_backs_off_instead_of_spinning_and_recovers() {
     assert!(server.status()["pid"].is_u64());
     server.said("accepting connections again");
 }
+
+#[test]
+fn a_trust_store_others_can_write_stops_trusting_at_the_servers_next_call() {
+    use std::os::unix::fs::PermissionsExt;
+    let case = crate::trust::Case::new();
+    case.trust();
+    let server = Server::start();
+    let served = || {
+        let (code, answer) = case.check_from(server.client());
+        (code, stable(answer))
+    };
+    let (code, answer) = served();
+    assert_eq!(code, Some(0), "{answer}");
+    assert!(case.ran(), "the trusted hook did not run: {answer}");
+    // The one-shot path refuses a store others can write on its next call;
+    // the server, with the workspace already loaded, must too.
+    std::fs::set_permissions(case.store(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let refused = served();
+    assert_eq!(refused.0, Some(2), "{}", refused.1);
+    assert!(!case.ran(), "the hook ran under a store others can write");
+    let reason = refused.1["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("is not trusted") && reason.contains("mode 777"),
+        "{reason}"
+    );
+    let (code, local) = case.check();
+    assert_eq!(
+        refused,
+        (code, stable(local)),
+        "the server and a fresh process differ"
+    );
+    // Private again: trusted again, at the next call.
+    std::fs::set_permissions(case.store(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    assert_eq!(served().0, Some(0));
+    assert!(case.ran());
+    // A config that stops loading is answered by the last good one only
+    // under the trust it was loaded with: with the store refused too, the
+    // call fails (exit 1, a denial to the caller), as without a server.
+    case.fx.workspace_raw("{\"schema\": 1, \"hooks\": [");
+    std::fs::set_permissions(case.store(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let served = case.check_output_from(server.client());
+    let local = case.check_output_from(toolgate());
+    assert_eq!(
+        (served.status.code(), local.status.code()),
+        (Some(1), Some(1)),
+        "{}",
+        stderr(&served)
+    );
+    assert!(!case.ran(), "the last good config ran the hook");
+    assert!(
+        !stderr(&served).contains("last good"),
+        "{}",
+        stderr(&served)
+    );
+    assert_eq!(
+        server.status()["requests"],
+        4,
+        "every call was the server's"
+    );
+}
