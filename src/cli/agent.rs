@@ -25,7 +25,11 @@
 //! - a panic anywhere answers "blocked" (exit 2) from the panic hook, before
 //!   any unwinding, instead of the exit code 101 the agent would read as a
 //!   non-blocking error;
-//! - a failure to write the answer exits 2 as well.
+//! - a failure to write the answer exits 2 as well: a closed stdout, one
+//!   open only for reading (EBADF), `/dev/null`, or a reader that went away
+//!   (EPIPE; SIGPIPE is ignored, so this is an error, not a death by signal).
+//!   See `write_answer`. The reason goes to stderr without a panic when
+//!   stderr is gone too (`say`).
 //!
 //! Exit codes in agent mode are therefore 0 (the answer is on stdout) and 2
 //! (blocked) only. What cannot be caught: the process being killed from
@@ -137,45 +141,94 @@ pub(crate) fn run(args: Args, dialect: Dialect) -> ExitCode {
             .map(|s| (*s).to_owned())
             .or_else(|| info.payload().downcast_ref::<String>().cloned())
             .unwrap_or_default();
-        eprintln!(
+        say(format_args!(
             "toolgate failed (a bug: {}), so this call is blocked",
             toolgate::text::one_line(&what)
-        );
+        ));
         std::process::exit(i32::from(super::EXIT_DENIED));
     }));
     let watchdog = std::thread::Builder::new()
         .name("toolgate-deadline".into())
         .spawn(move || {
             std::thread::sleep(deadline);
-            eprintln!(
+            say(format_args!(
                 "toolgate did not finish within its deadline ({} ms, --deadline-ms), so this \
                  call is blocked",
                 deadline.as_millis()
-            );
+            ));
             std::process::exit(i32::from(super::EXIT_DENIED));
         });
     if let Err(e) = watchdog {
-        eprintln!("toolgate cannot start its deadline watchdog ({e}), so this call is blocked");
+        say(format_args!(
+            "toolgate cannot start its deadline watchdog ({e}), so this call is blocked"
+        ));
         return ExitCode::from(super::EXIT_DENIED);
     }
     let chain_budget = deadline
         .saturating_sub(started.elapsed())
         .saturating_sub(CHAIN_MARGIN);
     match evaluate(args, dialect, started, chain_budget) {
-        Ok(Some(json)) => {
-            outln!("{json}");
-            ExitCode::SUCCESS
-        }
+        Ok(Some(json)) => match write_answer(&json) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                say(format_args!(
+                    "toolgate cannot deliver its answer ({}), so this call is blocked",
+                    toolgate::text::sanitize(&format!("{e:#}"))
+                ));
+                ExitCode::from(super::EXIT_DENIED)
+            }
+        },
         Ok(None) => ExitCode::SUCCESS,
         Err(e) => {
             // Exit 2: the agent blocks the call and shows the model stderr.
-            eprintln!(
+            say(format_args!(
                 "toolgate could not evaluate this call, so it is blocked: {}",
                 toolgate::text::sanitize(&format!("{e:#}"))
-            );
+            ));
             ExitCode::from(super::EXIT_DENIED)
         }
     }
+}
+
+/// A line on stderr for the agent (it shows the model the reason of an exit
+/// 2), never a panic: `eprintln!` panics when stderr is a closed pipe, and in
+/// the panic hook that would abort (SIGABRT, which the agent reads as a
+/// non-blocking error).
+fn say(line: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "{line}");
+}
+
+/// Writes the answer to stdout, or says why it could not reach the agent.
+///
+/// Not through `std::io::stdout()`: it reports a write to a descriptor open
+/// only for reading (EBADF) as a success. A stdout the agent closed is
+/// reopened on `/dev/null` by Rust's runtime before `main`, where every
+/// write succeeds; an agent never hands its hook `/dev/null`, so an answer
+/// bound there is an answer lost. A reader that went away is EPIPE (the
+/// runtime ignores SIGPIPE, so the write fails instead of killing toolgate
+/// with a signal the agent would read as a non-blocking error).
+fn write_answer(json: &serde_json::Value) -> anyhow::Result<()> {
+    use anyhow::Context;
+    use std::io::Write;
+    use std::os::fd::AsFd;
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let mut out = std::fs::File::from(
+        std::io::stdout()
+            .as_fd()
+            .try_clone_to_owned()
+            .context("stdout is not open")?,
+    );
+    let meta = out.metadata().context("stdout cannot be inspected")?;
+    let null = std::fs::metadata("/dev/null").context("/dev/null cannot be inspected")?;
+    if meta.file_type().is_char_device() && meta.rdev() == null.rdev() {
+        anyhow::bail!("stdout is closed or /dev/null, where the agent cannot read it");
+    }
+    let mut line = json.to_string().into_bytes();
+    line.push(b'\n');
+    out.write_all(&line)
+        .and_then(|()| out.flush())
+        .context("writing to stdout failed")
 }
 
 fn evaluate(

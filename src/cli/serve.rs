@@ -54,7 +54,19 @@
 //! after an edit always sees it. A reload that fails keeps the last good
 //! config, and every answer carries the error as a `warning` (and `status`
 //! shows it) until the files are fixed. Workspace command files are checked
-//! by the trust gate itself before every spawn.
+//! by the trust gate itself before every spawn. The trust store's directory
+//! is checked on every request as the one-shot path checks it (owner, mode,
+//! not a symlink, its parent): its mode is no file's content, and a store
+//! others can write must stop trusting at the next call, not at the next
+//! edit. A config whose store is now refused is not kept as the last good
+//! one.
+//!
+//! # When accept fails
+//!
+//! Out of descriptors (EMFILE), the queued connection stays queued and the
+//! listener is ready again at once; retrying at once would spin a core. The
+//! server pauses instead (10 ms doubling to 1 s, from the start again after
+//! an accept succeeds) and says so once per episode; see `Backoff`.
 
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -137,6 +149,9 @@ struct Loaded {
     loaded_at: SystemTime,
     /// The last reload's failure, while the files stay broken.
     error: Option<String>,
+    /// What the trust store's check said when this was loaded
+    /// ([`store_verdict`]).
+    store: Option<Result<(), String>>,
 }
 
 struct Server {
@@ -168,14 +183,26 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
             started: SystemTime::now(),
         });
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        let mut backoff = Backoff::default();
         loop {
-            tokio::select! {
-                accepted = listener.accept() => {
-                    let Ok((stream, _)) = accepted else { continue };
-                    tokio::spawn(connection(server.clone(), stream));
-                }
+            let accepted = tokio::select! {
+                accepted = listener.accept() => accepted,
                 _ = tokio::signal::ctrl_c() => break,
                 _ = term.recv() => break,
+            };
+            match accepted {
+                Ok((stream, _)) => {
+                    backoff.succeeded();
+                    tokio::spawn(connection(server.clone(), stream));
+                }
+                Err(e) => {
+                    let pause = backoff.failed(&e);
+                    tokio::select! {
+                        () = tokio::time::sleep(pause) => {}
+                        _ = tokio::signal::ctrl_c() => break,
+                        _ = term.recv() => break,
+                    }
+                }
             }
         }
         let _ = std::fs::remove_file(&socket);
@@ -183,6 +210,59 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         Ok::<_, anyhow::Error>(())
     })?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Pauses between failed accepts.
+///
+/// An accept that fails for want of a resource (EMFILE, ENFILE, ENOBUFS,
+/// ENOMEM) leaves the connection queued, so the listener is ready again at
+/// once: retrying at once spins a core at 100% until something else frees a
+/// descriptor, and starves the connections that would free one. So the
+/// server waits [`Backoff::FIRST`], doubling to [`Backoff::MOST`], and
+/// starts again from the first pause after an accept succeeds. It says so on
+/// stderr once per episode (the first failure, and the recovery), not once
+/// per retry.
+#[derive(Debug, Default)]
+struct Backoff {
+    /// The pause after the next failure; `None` outside an episode.
+    next: Option<Duration>,
+    /// Failures in this episode.
+    failures: u64,
+}
+
+impl Backoff {
+    const FIRST: Duration = Duration::from_millis(10);
+    const MOST: Duration = Duration::from_secs(1);
+
+    /// How long to wait after this failure.
+    fn failed(&mut self, error: &std::io::Error) -> Duration {
+        let pause = match self.next {
+            None => {
+                eprintln!(
+                    "toolgate serve: cannot accept connections ({error}); retrying with a \
+                     pause of {} ms, growing to {} s, until one succeeds",
+                    Self::FIRST.as_millis(),
+                    Self::MOST.as_secs()
+                );
+                Self::FIRST
+            }
+            Some(pause) => pause,
+        };
+        self.failures += 1;
+        self.next = Some((pause * 2).min(Self::MOST));
+        pause
+    }
+
+    /// An accept succeeded: the episode, if any, is over.
+    fn succeeded(&mut self) {
+        if self.next.take().is_some() {
+            eprintln!(
+                "toolgate serve: accepting connections again (after {} failed accepts)",
+                self.failures
+            );
+        }
+        self.failures = 0;
+    }
 }
 
 /// Creates the socket's directory (0700, the user's own) and clears a stale
@@ -386,10 +466,11 @@ async fn runner_for(
         .entry(key.clone())
         .or_default()
         .clone();
+    let store = store_verdict(&key);
     let fresh = {
         let guard = slot.lock().map_err(|_| "poisoned".to_owned())?;
         match &*guard {
-            Some(loaded) if loaded.stamps.iter().all(Stamp::holds) => {
+            Some(loaded) if loaded.store == store && loaded.stamps.iter().all(Stamp::holds) => {
                 return Ok((loaded.runner.clone(), loaded.error.clone()));
             }
             _ => guard.is_none(),
@@ -402,12 +483,15 @@ async fn runner_for(
         .map_err(|e| format!("loading panicked: {e}"))?;
     let mut guard = slot.lock().map_err(|_| "poisoned".to_owned())?;
     match (loaded, guard.as_mut()) {
-        (Ok(new), _) => {
+        (Ok(mut new), _) => {
+            new.store = store;
             let runner = new.runner.clone();
             *guard = Some(new);
             Ok((runner, None))
         }
-        (Err((error, stamps)), Some(old)) if !fresh => {
+        // The last good config answers only under the trust it was loaded
+        // with: once the store is refused, its trusted hooks are not.
+        (Err((error, stamps)), Some(old)) if !fresh && old.store == store => {
             let warning = format!(
                 "the config no longer loads, so the last good one (loaded {}) still answers: {error}",
                 ago(old.loaded_at)
@@ -422,6 +506,28 @@ async fn runner_for(
 
 fn ago(at: SystemTime) -> String {
     format!("{} s ago", at.elapsed().map(|d| d.as_secs()).unwrap_or(0))
+}
+
+/// The workspace root as the loader judges it (canonical, else as given).
+fn root_of(key: &Key) -> PathBuf {
+    key.workspace
+        .canonicalize()
+        .unwrap_or_else(|_| key.workspace.clone())
+}
+
+/// What the trust store's own check says now (`None`: no store given). The
+/// one-shot path runs it on every call, as part of reading the record; a
+/// chmod of the store changes no file a [`Stamp`] covers, so the server
+/// runs it on every request too (a few `stat`s) and reloads when the answer
+/// changed: a store that became readable or writable by others then trusts
+/// nothing here either.
+fn store_verdict(key: &Key) -> Option<Result<(), String>> {
+    let store = TrustStore::new(key.trust.as_ref()?);
+    Some(
+        store
+            .check_dir(&root_of(key))
+            .map_err(|e| toolgate::text::error_chain(&e)),
+    )
 }
 
 /// Loads the chain for `key`, and the stamps of every file it came from.
@@ -449,11 +555,7 @@ fn load(key: &Key) -> Result<Loaded, (String, Vec<Stamp>)> {
         key.workspace.join(toolgate::config::WORKSPACE_FILE),
     ));
     if let Some(store) = &store {
-        let root = key
-            .workspace
-            .canonicalize()
-            .unwrap_or_else(|_| key.workspace.clone());
-        tried.push(Stamp::of(store.record_path(&root)));
+        tried.push(Stamp::of(store.record_path(&root_of(key))));
     }
     let config = match loader.load() {
         Ok(config) => config,
@@ -478,6 +580,7 @@ fn load(key: &Key) -> Result<Loaded, (String, Vec<Stamp>)> {
         hooks,
         loaded_at: SystemTime::now(),
         error: None,
+        store: None,
     })
 }
 

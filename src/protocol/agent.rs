@@ -126,9 +126,12 @@ pub fn read_agent_input(bytes: &[u8]) -> Result<AgentCall, ReadAgentInputError> 
 /// - a post `replace` is `updatedToolOutput` **in the tool's own output
 ///   shape**, derived from the `tool_response` toolgate was given: Claude
 ///   Code validates the replacement against the tool's schema and silently
-///   shows the original on a mismatch. A string replacement for Bash fills
-///   `stdout` and empties `stderr`. Where no shape can be derived, toolgate
-///   fails closed as below.
+///   shows the original on a mismatch. Whatever the chain's last replacement
+///   is (a string, or JSON of any shape), what is sent fits that shape
+///   (`in_shape`): a replacement that does not is shown as text in the
+///   tool's text field (a string replacement for Bash fills `stdout` and
+///   empties `stderr`). Where no shape can be derived, toolgate fails closed
+///   as below: the agent is stopped, never shown the original.
 /// - a post `deny` withholds the output: for Bash, an interrupted result whose
 ///   stderr is the reason (the model sees the reason marked as an error); for
 ///   a tool whose shape toolgate cannot fill, `continue: false`, which stops
@@ -244,32 +247,84 @@ fn stop(top: &mut Map<String, Value>, reason: &str) {
 /// Fields that carry a tool's text output, in the order they are looked for.
 const TEXT_FIELDS: [&str; 5] = ["stdout", "content", "output", "result", "text"];
 
-/// `replacement` in the shape of `original` (the agent's `tool_response`): a
-/// string for a string-shaped tool, the text field filled (and Bash's
-/// `stderr` emptied) for an object-shaped one, an object replacement passed
-/// as the hook wrote it. `None` when no shape can be derived.
+/// `replacement` in the shape of `original` (the agent's `tool_response`),
+/// or `None` when it cannot be put in that shape.
+///
+/// Claude Code checks `updatedToolOutput` against the tool's output schema
+/// and, when it does not fit, silently shows the model the original output:
+/// whatever a guard withheld. So nothing reaches Claude Code that does not
+/// fit the shape the tool itself answered in ([`fits`]):
+///
+/// - a replacement that fits is passed as it is (a hook that answered in the
+///   tool's own shape chose every field);
+/// - anything else is shown as text (a JSON replacement as its JSON text):
+///   for a string-shaped tool that string; for an object-shaped one, the
+///   tool's text field filled (and Bash's `stderr` emptied, `interrupted`
+///   cleared);
+/// - where neither works (no `tool_response`, a number, an array, an object
+///   without a text field), `None`: the caller stops the agent.
 fn in_shape(original: Option<&Value>, replacement: &Value) -> Option<Value> {
-    let Value::String(text) = replacement else {
-        // The hook gave a structured replacement: it chose the shape.
-        return Some(replacement.clone());
+    let original = match original {
+        None | Some(Value::Null) => return None,
+        Some(original) => original,
     };
-    match original {
-        None | Some(Value::Null | Value::String(_)) => Some(replacement.clone()),
-        Some(Value::Object(fields)) => {
+    if fits(original, replacement) {
+        return Some(replacement.clone());
+    }
+    let text = output_text(replacement);
+    let shaped = match original {
+        Value::String(_) => json!(text),
+        Value::Object(fields) => {
             let field = TEXT_FIELDS
                 .iter()
                 .find(|f| fields.get(**f).is_some_and(Value::is_string))?;
             let mut shaped = fields.clone();
             shaped.insert((*field).to_owned(), json!(text));
-            if shaped.contains_key("stderr") {
+            if shaped.get("stderr").is_some_and(Value::is_string) {
                 shaped.insert("stderr".into(), json!(""));
             }
-            if shaped.contains_key("interrupted") {
+            if shaped.get("interrupted").is_some_and(Value::is_boolean) {
                 shaped.insert("interrupted".into(), json!(false));
             }
-            Some(Value::Object(shaped))
+            Value::Object(shaped)
         }
-        Some(_) => None,
+        Value::Null | Value::Bool(_) | Value::Number(_) | Value::Array(_) => return None,
+    };
+    // By construction it fits; checked, because a mismatch would show the
+    // original.
+    fits(original, &shaped).then_some(shaped)
+}
+
+/// Whether `value` has the shape of `shape` (a `tool_response`): the same
+/// JSON type; for an object, exactly the same fields, each fitting; for an
+/// array, every element fitting one of the original's (an empty original
+/// admits only an empty array). Stricter than any tool's schema, never
+/// looser: a field the original lacked, or one it had that is missing, is a
+/// mismatch, since toolgate cannot tell which fields the schema allows.
+fn fits(shape: &Value, value: &Value) -> bool {
+    match (shape, value) {
+        (Value::Null, Value::Null)
+        | (Value::Bool(_), Value::Bool(_))
+        | (Value::Number(_), Value::Number(_))
+        | (Value::String(_), Value::String(_)) => true,
+        (Value::Array(shapes), Value::Array(values)) => values
+            .iter()
+            .all(|v| shapes.iter().any(|shape| fits(shape, v))),
+        (Value::Object(shapes), Value::Object(values)) => {
+            shapes.len() == values.len()
+                && values
+                    .iter()
+                    .all(|(k, v)| shapes.get(k).is_some_and(|shape| fits(shape, v)))
+        }
+        (
+            Value::Null
+            | Value::Bool(_)
+            | Value::Number(_)
+            | Value::String(_)
+            | Value::Array(_)
+            | Value::Object(_),
+            _,
+        ) => false,
     }
 }
 

@@ -115,6 +115,18 @@ impl TrustStore {
         Ok(())
     }
 
+    /// Checks the store as [`TrustStore::read`] does before it reads a
+    /// record, without reading one: a few `stat`s, for a long-lived process
+    /// to repeat on every call. A chmod of the store changes no record, so
+    /// watching the record alone would miss it. A store that does not exist
+    /// yet passes (it holds no trust to refuse).
+    pub fn check_dir(&self, root: &Path) -> Result<(), TrustError> {
+        match self.check(root, false) {
+            Err(TrustError::NoStore { .. }) => Ok(()),
+            other => other,
+        }
+    }
+
     /// The record for `root`, if the user trusted it.
     pub fn read(&self, root: &Path) -> Result<Option<Record>, TrustError> {
         self.read_identified(root).0

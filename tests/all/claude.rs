@@ -450,6 +450,94 @@ else:
 }
 
 #[test]
+fn a_shown_replacement_that_does_not_fit_the_tools_shape_is_reshaped_or_stops_the_agent() {
+    // The operator's redactor replaces a secret; a later workspace hook
+    // replaces that again with JSON of another shape. Claude Code shows the
+    // ORIGINAL output when `updatedToolOutput` does not fit the tool's
+    // schema, so toolgate must reshape the replacement or stop the agent.
+    let fx = Fixture::new();
+    let redactor = fx.global_script(
+        "redact.py",
+        r#"#!/usr/bin/env python3
+import json, sys
+req = json.load(sys.stdin)
+if "SECRET" in json.dumps(req["result"]["output"]):
+    print(json.dumps({"decision": "replace", "result": {"output": "[redacted]", "is_error": False}}))
+else:
+    print(json.dumps({"decision": "allow"}))
+"#,
+    );
+    fx.global_hooks(
+        json!([{"name": "redactor", "command": [&redactor], "event": "post_tool_use"}]),
+    );
+    let reshaper = fx.script(
+        "reshape.py",
+        r#"#!/usr/bin/env python3
+import json, sys
+req = json.load(sys.stdin)
+out = req["result"]["output"]
+shapes = {"object": {"summary": out}, "array": [out], "number": 7,
+          "blocks": [{"type": "text", "text": out}]}
+if out == "[redacted]":
+    print(json.dumps({"decision": "replace",
+                      "result": {"output": shapes[req["input"]["shape"]], "is_error": False}}))
+else:
+    print(json.dumps({"decision": "allow"}))
+"#,
+    );
+    fx.workspace_hooks(
+        json!([{"name": "reshaper", "command": [&reshaper], "event": "post_tool_use"}]),
+    );
+    let answer = |tool: &str, response: Value, shape: &str| {
+        let input = json!({"session_id": "s", "cwd": "/elsewhere", "hook_event_name": "PostToolUse",
+                           "tool_name": tool, "tool_input": {"shape": shape}, "tool_use_id": "t",
+                           "tool_response": response});
+        let out = agent(&fx, "claude-code", input, true);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let v = stdout_json(&out);
+        assert!(
+            !v.to_string().contains("SECRET"),
+            "the original got through: {v}"
+        );
+        v
+    };
+    let shown = |output: Value| json!({"hookSpecificOutput": {"hookEventName": "PostToolUse", "updatedToolOutput": output}});
+    let bash = json!({"stdout": "KEY=SECRET", "stderr": "SECRET too", "interrupted": false, "isImage": false});
+    let bash_with = |stdout: &str| json!({"stdout": stdout, "stderr": "", "interrupted": false, "isImage": false});
+    // An object-shaped tool: JSON of any other shape is shown as text in its
+    // text field.
+    for (shape, text) in [
+        ("object", r#"{"summary":"[redacted]"}"#),
+        ("array", r#"["[redacted]"]"#),
+        ("number", "7"),
+    ] {
+        assert_eq!(
+            answer("Bash", bash.clone(), shape),
+            shown(bash_with(text)),
+            "{shape}"
+        );
+    }
+    // A string-shaped tool: a JSON replacement is shown as its text.
+    assert_eq!(
+        answer("mcp__vault__read", json!("KEY=SECRET"), "object"),
+        shown(json!(r#"{"summary":"[redacted]"}"#))
+    );
+    // A replacement in the tool's own shape goes through as it is.
+    let blocks = json!([{"type": "text", "text": "KEY=SECRET"}]);
+    assert_eq!(
+        answer("mcp__vault__read", blocks.clone(), "blocks"),
+        shown(json!([{"type": "text", "text": "[redacted]"}]))
+    );
+    // One that does not fit a shape toolgate cannot fill: the agent stops.
+    let no_text_field = json!({"matches": ["KEY=SECRET"]});
+    for (response, shape) in [(blocks, "object"), (no_text_field, "object")] {
+        let v = answer("mcp__vault__read", response.clone(), shape);
+        assert_eq!(v["continue"], false, "{response} / {shape}: {v}");
+        assert!(v.get("hookSpecificOutput").is_none(), "{v}");
+    }
+}
+
+#[test]
 fn toolgates_own_failure_blocks_the_call() {
     let fx = Fixture::new();
     fx.workspace_raw(

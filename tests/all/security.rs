@@ -221,10 +221,15 @@ else:
 /// Runs `cmd` with a hard bound on its run time, so a hang fails the test
 /// instead of hanging the suite.
 fn bounded(cmd: &mut Command, stdin: &str, limit: Duration) -> Output {
+    bounded_to(cmd, Stdio::piped(), stdin, limit)
+}
+
+/// [`bounded`], with stdout going to `stdout`.
+fn bounded_to(cmd: &mut Command, stdout: Stdio, stdin: &str, limit: Duration) -> Output {
     use std::io::Write;
     let mut child = cmd
         .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
+        .stdout(stdout)
         .stderr(Stdio::piped())
         .spawn()
         .expect("toolgate starts");
@@ -235,17 +240,22 @@ fn bounded(cmd: &mut Command, stdin: &str, limit: Duration) -> Output {
 /// `toolgate <agent> <args>` as the agent runs it, on one Bash call in the
 /// fixture's workspace, bounded in time.
 fn agent_bounded(fx: &Fixture, args: &[&str], env: &[(&str, &str)]) -> Output {
-    let call = json!({"hook_event_name": "PreToolUse", "tool_name": "Bash",
-                      "tool_input": {"command": "ls"}, "cwd": fx.workspace(), "session_id": "s"});
     bounded(
         toolgate()
             .args(args)
             .env("TOOLGATE_CONFIG_DIR", fx.global())
             .env("CLAUDE_PROJECT_DIR", fx.workspace())
             .envs(env.iter().copied()),
-        &call.to_string(),
+        &agent_call(fx),
         Duration::from_secs(30),
     )
+}
+
+/// One Bash call in the fixture's workspace, as the agent hands it over.
+fn agent_call(fx: &Fixture) -> String {
+    json!({"hook_event_name": "PreToolUse", "tool_name": "Bash",
+           "tool_input": {"command": "ls"}, "cwd": fx.workspace(), "session_id": "s"})
+    .to_string()
 }
 
 fn check_bounded(workspace: &Path, global: &Path) -> Output {
@@ -1025,6 +1035,74 @@ fn in_agent_mode_a_panic_or_a_hang_answers_blocked_with_exit_2() {
             );
             assert!(stderr(&out).contains("blocked"));
         }
+    }
+}
+
+#[test]
+fn in_agent_mode_an_answer_that_cannot_be_written_blocks_with_exit_2() {
+    // The deny is an answer on stdout with exit 0; if it cannot reach the
+    // agent, exit 0 alone would let the call through.
+    let fx = Fixture::new();
+    let deny = fx.global_script(
+        "deny.sh",
+        &answer_script(&json!({"decision": "deny", "reason": "no"})),
+    );
+    fx.global_hooks(json!([{"name": "deny", "command": [&deny]}]));
+    let run = |script: &str, agent: &str, stdout: Stdio| {
+        bounded_to(
+            toolgate_via_shell(script)
+                .arg(agent)
+                .env("TOOLGATE_CONFIG_DIR", fx.global())
+                .env("CLAUDE_PROJECT_DIR", fx.workspace()),
+            stdout,
+            &agent_call(&fx),
+            Duration::from_secs(30),
+        )
+    };
+    // A pipe nobody reads any more (EPIPE).
+    let broken_pipe = || {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        Stdio::from(writer)
+    };
+    for agent in ["claude-code", "codex"] {
+        let cases = [
+            // Closed (the runtime puts /dev/null there).
+            ("exec >&-; exec \"$0\" \"$@\"", Stdio::piped()),
+            ("exec >/dev/null; exec \"$0\" \"$@\"", Stdio::piped()),
+            // Open only for reading: a write is EBADF.
+            ("exec 1<\"$0\"; exec \"$0\" \"$@\"", Stdio::piped()),
+            // EPIPE, with SIGPIPE as the agent left it: default, or ignored.
+            // A death by SIGPIPE would be no exit code at all.
+            ("exec \"$0\" \"$@\"", broken_pipe()),
+            ("trap '' PIPE; exec \"$0\" \"$@\"", broken_pipe()),
+            // stderr gone too: saying why must not crash it (a panic while
+            // panicking aborts, and SIGABRT is non-blocking too).
+            ("exec 2>&1; exec \"$0\" \"$@\"", broken_pipe()),
+        ];
+        for (script, stdout) in cases {
+            let out = run(script, agent, stdout);
+            assert_eq!(
+                out.status.code(),
+                Some(2),
+                "{agent} `{script}`: {:?} {}",
+                out.status,
+                stderr(&out)
+            );
+            if !script.starts_with("exec 2>&1") {
+                assert!(
+                    stderr(&out).contains("cannot deliver its answer")
+                        && stderr(&out).contains("blocked"),
+                    "{agent} `{script}`: {}",
+                    stderr(&out)
+                );
+            }
+        }
+        // And with a stdout that works, the same call answers on it.
+        let out = run("exec \"$0\" \"$@\"", agent, Stdio::piped());
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let v = stdout_json(&out);
+        assert_eq!(v["hookSpecificOutput"]["permissionDecision"], "deny", "{v}");
     }
 }
 

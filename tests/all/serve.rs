@@ -2,32 +2,42 @@
 //! fallback when no server answers, the peer check, and the same decision
 //! with and without a server for every chain rule.
 
-use crate::support::{Fixture, run_with_stdin, stderr, stdout_json, toolgate};
+use crate::support::{Fixture, run_with_stdin, stderr, stdout_json, toolgate, toolgate_via_shell};
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// A running `toolgate serve` on a socket of its own; killed on drop.
 struct Server {
     child: std::process::Child,
     socket: PathBuf,
+    /// What it said on stderr so far.
+    log: Arc<Mutex<String>>,
     _dir: tempfile::TempDir,
 }
 
 impl Server {
     fn start() -> Server {
-        Server::start_with(|_| {})
+        Server::start_as(toolgate())
     }
 
     /// A server whose command `configure` adjusts first (its environment).
+    #[cfg(debug_assertions)]
     fn start_with(configure: impl FnOnce(&mut std::process::Command)) -> Server {
-        let dir = tempfile::tempdir().unwrap();
-        let socket = dir.path().join("run/serve.sock");
         let mut cmd = toolgate();
         configure(&mut cmd);
-        let child = cmd
+        Server::start_as(cmd)
+    }
+
+    /// `toolgate serve` run by `command` (a `toolgate` or a shell that
+    /// execs one).
+    fn start_as(mut command: std::process::Command) -> Server {
+        let dir = tempfile::tempdir().unwrap();
+        let socket = dir.path().join("run/serve.sock");
+        let mut child = command
             .arg("serve")
             .arg("--socket")
             .arg(&socket)
@@ -36,6 +46,16 @@ impl Server {
             .stderr(std::process::Stdio::piped())
             .spawn()
             .unwrap();
+        let log = Arc::new(Mutex::new(String::new()));
+        let stderr = child.stderr.take().expect("stderr is piped");
+        let into = log.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                let mut log = into.lock().unwrap();
+                log.push_str(&line);
+                log.push('\n');
+            }
+        });
         let started = Instant::now();
         while UnixStream::connect(&socket).is_err() {
             assert!(
@@ -47,8 +67,33 @@ impl Server {
         Server {
             child,
             socket,
+            log,
             _dir: dir,
         }
+    }
+
+    /// Waits until the server has said `what` on stderr.
+    fn said(&self, what: &str) {
+        let started = Instant::now();
+        while !self.log.lock().unwrap().contains(what) {
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "the server never said {what:?}: {}",
+                self.log.lock().unwrap()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// CPU time (user + system) the server has used, in clock ticks.
+    fn cpu_ticks(&self) -> u64 {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id())).unwrap();
+        // Past the command name (which may hold spaces): state is field 3,
+        // utime 14 and stime 15.
+        let fields: Vec<&str> = stat[stat.rfind(')').unwrap() + 1..]
+            .split_whitespace()
+            .collect();
+        fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
     }
 
     /// A `toolgate` that uses this server.
@@ -512,4 +557,118 @@ fn the_server_refuses_a_process_of_another_user() {
         stderr(&out)
     );
     assert!(!said.contains("\"status\""));
+}
+
+#[test]
+fn out_of_descriptors_the_server_backs_off_instead_of_spinning_and_recovers() {
+    // Few descriptors: a couple of dozen connections use them all up, and
+    // the rest wait in the listen queue while accept fails with EMFILE.
+    let server = Server::start_as(toolgate_via_shell("ulimit -n 32 && exec \"$0\" \"$@\""));
+    let clients: Vec<UnixStream> = (0..48)
+        .map(|_| UnixStream::connect(&server.socket).unwrap())
+        .collect();
+    let fds = format!("/proc/{}/fd", server.child.id());
+    let started = Instant::now();
+    while std::fs::read_dir(&fds).unwrap().count() < 32 {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the server never used up its descriptors"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let ticks_per_s: u64 = String::from_utf8(
+        std::process::Command::new("getconf")
+            .arg("CLK_TCK")
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap()
+    .trim()
+    .parse()
+    .unwrap();
+    let (before, started) = (server.cpu_ticks(), Instant::now());
+    std::thread::sleep(Duration::from_secs(1));
+    let used = server.cpu_ticks() - before;
+    let wall = started.elapsed().as_secs_f64();
+    let share = used as f64 / ticks_per_s as f64 / wall;
+    assert!(
+        share < 0.3,
+        "the server used {:.0}% of a core while it could not accept",
+        share * 100.0
+    );
+    // Said once per episode, not once per retry: every episode but the one
+    // still going ended in a recovery (a connection that closes, as the
+    // start-up probe's does, frees a descriptor and can end one early).
+    server.said("cannot accept connections");
+    let log = server.log.lock().unwrap().clone();
+    assert_eq!(
+        log.matches("cannot accept").count(),
+        log.matches("accepting connections again").count() + 1,
+        "{log}"
+    );
+    // Descriptors free again: it answers, and says it recovered.
+    drop(clients);
+    assert!(server.status()["pid"].is_u64());
+    server.said("accepting connections again");
+}
+
+#[test]
+fn a_trust_store_others_can_write_stops_trusting_at_the_servers_next_call() {
+    use std::os::unix::fs::PermissionsExt;
+    let case = crate::trust::Case::new();
+    case.trust();
+    let server = Server::start();
+    let served = || {
+        let (code, answer) = case.check_from(server.client());
+        (code, stable(answer))
+    };
+    let (code, answer) = served();
+    assert_eq!(code, Some(0), "{answer}");
+    assert!(case.ran(), "the trusted hook did not run: {answer}");
+    // The one-shot path refuses a store others can write on its next call;
+    // the server, with the workspace already loaded, must too.
+    std::fs::set_permissions(case.store(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let refused = served();
+    assert_eq!(refused.0, Some(2), "{}", refused.1);
+    assert!(!case.ran(), "the hook ran under a store others can write");
+    let reason = refused.1["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("is not trusted") && reason.contains("mode 777"),
+        "{reason}"
+    );
+    let (code, local) = case.check();
+    assert_eq!(
+        refused,
+        (code, stable(local)),
+        "the server and a fresh process differ"
+    );
+    // Private again: trusted again, at the next call.
+    std::fs::set_permissions(case.store(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    assert_eq!(served().0, Some(0));
+    assert!(case.ran());
+    // A config that stops loading is answered by the last good one only
+    // under the trust it was loaded with: with the store refused too, the
+    // call fails (exit 1, a denial to the caller), as without a server.
+    case.fx.workspace_raw("{\"schema\": 1, \"hooks\": [");
+    std::fs::set_permissions(case.store(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let served = case.check_output_from(server.client());
+    let local = case.check_output_from(toolgate());
+    assert_eq!(
+        (served.status.code(), local.status.code()),
+        (Some(1), Some(1)),
+        "{}",
+        stderr(&served)
+    );
+    assert!(!case.ran(), "the last good config ran the hook");
+    assert!(
+        !stderr(&served).contains("last good"),
+        "{}",
+        stderr(&served)
+    );
+    assert_eq!(
+        server.status()["requests"],
+        4,
+        "every call was the server's"
+    );
 }

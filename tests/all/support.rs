@@ -268,6 +268,22 @@ pub(crate) fn toolgate() -> std::process::Command {
     cmd
 }
 
+/// [`toolgate`] run by `sh -c script` as `"$0"` (its arguments `"$@"`), with
+/// the same environment: for what a shell sets up first (closed streams,
+/// ignored signals, resource limits).
+pub(crate) fn toolgate_via_shell(script: &str) -> std::process::Command {
+    let direct = toolgate();
+    let mut cmd = std::process::Command::new("sh");
+    cmd.args(["-c", script]).arg(direct.get_program());
+    for (key, value) in direct.get_envs() {
+        match value {
+            Some(value) => cmd.env(key, value),
+            None => cmd.env_remove(key),
+        };
+    }
+    cmd
+}
+
 /// The state directory every test's `toolgate` keeps trust in: one per test
 /// run, emptied when the run starts. Records are per workspace, and every
 /// test has its own temporary workspace.

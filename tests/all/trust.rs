@@ -12,13 +12,13 @@ const PUSH: &str = r#"{"event":"pre_tool_use","tool":"Bash","input":{"command":"
 
 /// A workspace whose one command hook leaves a marker when it runs, and a
 /// state directory of its own.
-struct Case {
-    fx: Fixture,
+pub(crate) struct Case {
+    pub(crate) fx: Fixture,
     state: tempfile::TempDir,
 }
 
 impl Case {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let fx = Fixture::new();
         let marker = fx.marker("ran");
         std::fs::create_dir_all(fx.workspace().join("hooks")).unwrap();
@@ -45,13 +45,18 @@ impl Case {
     }
 
     fn cmd(&self) -> std::process::Command {
-        let mut cmd = toolgate();
-        cmd.env("XDG_STATE_HOME", self.state.path())
-            .env("TOOLGATE_CONFIG_DIR", self.fx.global());
-        cmd
+        self.cmd_from(toolgate())
     }
 
-    fn store(&self) -> PathBuf {
+    /// `toolgate` (as `base` runs it: with a server, say) with this case's
+    /// state directory and global config.
+    fn cmd_from(&self, mut base: std::process::Command) -> std::process::Command {
+        base.env("XDG_STATE_HOME", self.state.path())
+            .env("TOOLGATE_CONFIG_DIR", self.fx.global());
+        base
+    }
+
+    pub(crate) fn store(&self) -> PathBuf {
         self.state.path().join("toolgate/trust")
     }
 
@@ -65,15 +70,29 @@ impl Case {
     }
 
     /// `toolgate check` on a Bash call: exit code and answer.
-    fn check(&self) -> (Option<i32>, Value) {
-        let out = run_with_stdin(
-            self.cmd().args(["check", "--workspace"]).arg(self.ws()),
-            PUSH,
-        );
+    pub(crate) fn check(&self) -> (Option<i32>, Value) {
+        self.check_from(toolgate())
+    }
+
+    /// [`Case::check`], run as `base` runs `toolgate`.
+    pub(crate) fn check_from(&self, base: std::process::Command) -> (Option<i32>, Value) {
+        let out = self.check_output_from(base);
         (out.status.code(), stdout_json(&out))
     }
 
-    fn ran(&self) -> bool {
+    /// `toolgate check` on a Bash call, run as `base` runs `toolgate`: all
+    /// it did.
+    pub(crate) fn check_output_from(&self, base: std::process::Command) -> std::process::Output {
+        run_with_stdin(
+            self.cmd_from(base)
+                .args(["check", "--workspace"])
+                .arg(self.ws()),
+            PUSH,
+        )
+    }
+
+    /// Whether the hook ran since the last look.
+    pub(crate) fn ran(&self) -> bool {
         let marker = self.fx.marker("ran");
         let ran = marker.exists();
         let _ = std::fs::remove_file(marker);
@@ -113,7 +132,7 @@ impl Case {
         self.trust_cmd(&mut self.cmd(), &["--yes", digest])
     }
 
-    fn trust(&self) {
+    pub(crate) fn trust(&self) {
         let out = self.trust_with(&self.digest());
         assert!(out.status.success(), "{}", stderr(&out));
     }
