@@ -121,7 +121,10 @@ impl Imported {
 ///   empty or `*` is every tool, a name or `|`-list of names is `tools`, a
 ///   regex (which Claude Code searches for anywhere in the name) becomes
 ///   `.*(?:regex).*` with a warning saying so;
-/// - a shell-string `command` becomes `["sh", "-c", …]` (a warning says so),
+/// - a shell-string `command` that only runs a project script
+///   (`"$CLAUDE_PROJECT_DIR"/.claude/hooks/x.sh`) becomes that script's argv;
+///   any other becomes `["sh", "-c", …]` (a warning says so, and that trust
+///   refuses inline shell),
 ///   while the exec form (`command` + `args`) is kept as an argv;
 /// - `timeout` (seconds; Claude Code's default 60) becomes `timeout_ms`;
 /// - http / prompt / agent handlers, `if` rules, `async` hooks and events
@@ -190,13 +193,17 @@ pub fn import_settings(settings: &Value) -> Imported {
                             other => other.to_string(),
                         }))
                         .collect(),
-                    None => {
-                        out.warnings.push(format!(
-                            "{at}: the shell string {command:?} now runs as [\"sh\", \"-c\", …]; \
-                             write it as an argv if it needs no shell"
-                        ));
-                        vec!["sh".into(), "-c".into(), command.to_owned()]
-                    }
+                    None => match project_script(command) {
+                        Some(argv) => argv,
+                        None => {
+                            out.warnings.push(format!(
+                                "{at}: the shell string {command:?} now runs as [\"sh\", \"-c\", …], \
+                                 which toolgate's trust review refuses (it cannot see what inline \
+                                 shell runs); put it in a script in the project and name the script"
+                            ));
+                            vec!["sh".into(), "-c".into(), command.to_owned()]
+                        }
+                    },
                 };
                 let timeout_ms = match handler.get("timeout").and_then(Value::as_f64) {
                     Some(secs) => {
@@ -268,6 +275,29 @@ pub fn import_settings(settings: &Value) -> Imported {
     }
     out.hooks_json = json!({"schema": 1, "hooks": hooks});
     out
+}
+
+/// A shell string that only runs a project script with plain words
+/// (`"$CLAUDE_PROJECT_DIR"/.claude/hooks/x.sh --strict`) as the argv that
+/// does the same (`[".claude/hooks/x.sh", "--strict"]`): no shell, and the
+/// script is what trust pins and runs from its snapshot. `None` for anything
+/// else (any other shell syntax).
+fn project_script(command: &str) -> Option<Vec<String>> {
+    let re = regex::Regex::new(
+        r#"^\s*"?\$\{?CLAUDE_PROJECT_DIR\}?"?/([A-Za-z0-9._+/-]+)((?:\s+[A-Za-z0-9._+/:=,-]+)*)\s*$"#,
+    )
+    .ok()?;
+    let caps = re.captures(command)?;
+    let path = caps.get(1)?.as_str();
+    if path.split('/').any(|part| part == ".." || part.is_empty()) {
+        return None;
+    }
+    let words = caps.get(2).map_or("", |m| m.as_str()).split_whitespace();
+    Some(
+        std::iter::once(path.to_owned())
+            .chain(words.map(str::to_owned))
+            .collect(),
+    )
 }
 
 /// The project files a command names through `$CLAUDE_PROJECT_DIR`

@@ -22,15 +22,16 @@
 //!   or a script whose `#!` line names a known interpreter outside the
 //!   workspace (directly, or as `/usr/bin/env NAME`), which toolgate then
 //!   starts itself, so no `PATH` lookup happens at run time; or
-//! - inline shell code (`sh -c '…'`, `bash -c '…'`, `perl -e '…'`): the code
-//!   is the argv, which the pin records exactly. Python's `-c` and Node's
-//!   `-e` are refused: both load modules from the working directory (the
-//!   workspace) before anything else on their path.
 //!
 //! Anything else — an unknown program or wrapper, an option not in the
 //! table, `-m`, a preload, a shebang that cannot be followed, a script
-//! outside the workspace, an interpreter inside it — is refused with what
-//! was not understood and how to write the hook so it can be.
+//! outside the workspace, an interpreter inside it, and **inline code**
+//! (`sh -c '…'`, `python3 -c`, `node -e`, `perl -e`) — is refused with what
+//! was not understood and how to write the hook so it can be. Inline code is
+//! pinned as text, but what it runs is not visible without parsing a shell
+//! (`sh -c ./hooks/x.sh` runs a workspace file from the workspace, not from
+//! a pinned copy; Python's `-c` and Node's `-e` also import from the
+//! working directory first): closed world means refusing it, not guessing.
 //!
 //! The option tables list only what a guard needs; an option missing from a
 //! table is refused, never skipped. `tests` checks each entry against the
@@ -62,13 +63,6 @@ pub(crate) enum Launch {
         /// The script's own arguments.
         args: Vec<String>,
     },
-    /// A known interpreter running code given inline in the argv.
-    Inline {
-        /// The interpreter, as found (absolute).
-        interpreter: PathBuf,
-        /// argv[1..].
-        args: Vec<String>,
-    },
 }
 
 impl Launch {
@@ -88,15 +82,13 @@ impl Launch {
                 all.extend(args.iter().cloned());
                 (interpreter.clone(), all)
             }
-            Launch::Inline { interpreter, args } => (interpreter.clone(), args.clone()),
         }
     }
 
-    /// The workspace file it runs, if any (relative to the root).
-    pub(crate) fn code_file(&self) -> Option<&Path> {
+    /// The workspace file it runs (relative to the root).
+    pub(crate) fn code_file(&self) -> &Path {
         match self {
-            Launch::Program { rel, .. } | Launch::Script { rel, .. } => Some(rel),
-            Launch::Inline { .. } => None,
+            Launch::Program { rel, .. } | Launch::Script { rel, .. } => rel,
         }
     }
 }
@@ -165,9 +157,6 @@ pub(crate) struct Table {
     pub(crate) long_valued: &'static [&'static str],
     /// Whether a long option's value may be the next word.
     pub(crate) long_split: bool,
-    /// The letter that gives code inline (the next word, or the rest of
-    /// the cluster), when inline code is accepted.
-    pub(crate) inline: Option<char>,
     /// Options refused, with why (the ones a hook author is likely to
     /// write, so the refusal can say more than "unknown").
     pub(crate) refused: &'static [(&'static str, &'static str)],
@@ -184,7 +173,6 @@ pub(crate) const PYTHON: Table = Table {
     long_flags: &[],
     long_valued: &["--check-hash-based-pycs"],
     long_split: true,
-    inline: None,
     refused: &[
         (
             "-c",
@@ -234,8 +222,11 @@ pub(crate) const BASH: Table = Table {
     ],
     long_valued: &[],
     long_split: false,
-    inline: Some('c'),
     refused: &[
+        (
+            "-c",
+            "runs inline code, which toolgate cannot see the files of; put the code in a script inside the workspace",
+        ),
         ("-s", "reads commands from stdin (the request)"),
         ("-i", "is interactive: it reads the user's rc files"),
         ("-l", "is a login shell: it reads profile files"),
@@ -257,8 +248,11 @@ pub(crate) const SH: Table = Table {
     long_flags: &[],
     long_valued: &[],
     long_split: false,
-    inline: Some('c'),
     refused: &[
+        (
+            "-c",
+            "runs inline code, which toolgate cannot see the files of; put the code in a script inside the workspace",
+        ),
         ("-s", "reads commands from stdin (the request)"),
         ("-i", "is interactive: it reads $ENV"),
         ("-l", "is a login shell: it reads profile files"),
@@ -290,7 +284,6 @@ pub(crate) const NODE: Table = Table {
         "--stack-size",
     ],
     long_split: false,
-    inline: None,
     refused: &[
         (
             "-e",
@@ -331,28 +324,30 @@ pub(crate) const PERL: Table = Table {
     long_flags: &[],
     long_valued: &[],
     long_split: false,
-    inline: Some('e'),
     refused: &[
+        (
+            "-e",
+            "runs inline code, which toolgate cannot see the files of; put the code in a script inside the workspace",
+        ),
         ("-I", "adds a directory to the module path"),
         ("-M", "loads a module"),
         ("-m", "loads a module"),
         ("-d", "loads a debugger module"),
         ("-x", "extracts the program from another file"),
         ("-S", "looks the script up on PATH"),
-        ("-E", "runs inline code with features enabled; write -e"),
+        (
+            "-E",
+            "runs inline code, which toolgate cannot see the files of; put the code in a script inside the workspace",
+        ),
         ("-i", "edits files in place"),
     ],
     values: &[],
 };
 
-/// Where an option reading ended.
+/// Where an option reading ended: at argv index `at`, the script, every
+/// option before it understood.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Scan {
-    /// At argv index `at`: the script (every option before it understood).
-    Script(usize),
-    /// Inline code was given (for the families that accept it).
-    Inline,
-}
+pub(crate) struct Scan(pub(crate) usize);
 
 /// Reads `args` (the interpreter's arguments) with `table`: where the
 /// script is, or why the options are not understood.
@@ -369,7 +364,7 @@ pub(crate) fn scan(table: &Table, args: &[String]) -> Result<Scan, String> {
         let arg = &args[i];
         if arg == "--" {
             return if i + 1 < args.len() {
-                Ok(Scan::Script(i + 1))
+                Ok(Scan(i + 1))
             } else {
                 Err("no script follows `--`".into())
             };
@@ -404,6 +399,12 @@ pub(crate) fn scan(table: &Table, args: &[String]) -> Result<Scan, String> {
         let plus = table.plus && arg.starts_with('+');
         if (arg.starts_with('-') || plus) && arg.len() > 1 {
             let letters: Vec<char> = arg[1..].chars().collect();
+            if let Some(why) = letters
+                .first()
+                .and_then(|c| refused(&format!("{}{c}", &arg[..1])))
+            {
+                return Err(why);
+            }
             if !table.cluster && letters.len() > 1 && !table.valued.contains(letters[0]) {
                 return Err(format!(
                     "option {arg} is not one toolgate knows (write each option as its own word)"
@@ -416,9 +417,6 @@ pub(crate) fn scan(table: &Table, args: &[String]) -> Result<Scan, String> {
                 let one = format!("{}{c}", &arg[..1]);
                 if let Some(why) = refused(&one) {
                     return Err(why);
-                }
-                if Some(c) == table.inline && !plus {
-                    return Ok(Scan::Inline);
                 }
                 if table.flags.contains(c) {
                     j += 1;
@@ -449,7 +447,7 @@ pub(crate) fn scan(table: &Table, args: &[String]) -> Result<Scan, String> {
             i = next;
             continue;
         }
-        return Ok(Scan::Script(i));
+        return Ok(Scan(i));
     }
     Err("no script is named".into())
 }
@@ -529,20 +527,12 @@ pub(crate) fn read(
             )
         })?;
     let interpreter = std::path::absolute(&found).unwrap_or(found);
-    let launch = match scan(family.table(), rest).map_err(|why| format!("{written}: {why}"))? {
-        Scan::Inline => Launch::Inline {
-            interpreter: interpreter.clone(),
-            args: rest.to_vec(),
-        },
-        Scan::Script(at) => {
-            let rel = workspace_script(&rest[at], root)?;
-            Launch::Script {
-                interpreter: interpreter.clone(),
-                options: rest[..at].to_vec(),
-                rel,
-                args: rest[at + 1..].to_vec(),
-            }
-        }
+    let Scan(at) = scan(family.table(), rest).map_err(|why| format!("{written}: {why}"))?;
+    let launch = Launch::Script {
+        interpreter: interpreter.clone(),
+        options: rest[..at].to_vec(),
+        rel: workspace_script(&rest[at], root)?,
+        args: rest[at + 1..].to_vec(),
     };
     Ok(Reading {
         launch,
@@ -699,10 +689,15 @@ fn read_workspace_program(
     let family = Family::of(&name).ok_or_else(|| {
         shebang("names an interpreter toolgate does not know (python3, bash, sh, node, perl)")
     })?;
-    match scan(family.table(), &options) {
-        Err(why) if !options.is_empty() => return Err(shebang(&why)),
-        Ok(Scan::Inline) => return Err(shebang("gives inline code")),
-        _ => {}
+    // The #! argument is an option (the script follows it): it must be one
+    // the table knows. `scan` sees it followed by a stand-in script.
+    if !options.is_empty() {
+        let probe: Vec<String> = options.iter().cloned().chain(["script".into()]).collect();
+        match scan(family.table(), &probe) {
+            Ok(Scan(at)) if at == options.len() => {}
+            Ok(_) => return Err(shebang("passes an argument toolgate does not read")),
+            Err(why) => return Err(shebang(&why)),
+        }
     }
     Ok(Reading {
         launch: Launch::Script {
@@ -732,58 +727,46 @@ mod tests {
     #[test]
     fn options_are_read_as_the_interpreter_reads_them() {
         let cases: &[(&Table, &[&str], Result<Scan, ()>)] = &[
-            (&PYTHON, &["hooks/a.py", "x"], Ok(Scan::Script(0))),
-            (
-                &PYTHON,
-                &["-u", "-W", "ignore", "a.py"],
-                Ok(Scan::Script(3)),
-            ),
-            (&PYTHON, &["-uW", "ignore", "g.py"], Ok(Scan::Script(2))),
-            (&PYTHON, &["-uWignore", "g.py"], Ok(Scan::Script(1))),
-            (&PYTHON, &["-X", "dev", "g.py"], Ok(Scan::Script(2))),
+            (&PYTHON, &["hooks/a.py", "x"], Ok(Scan(0))),
+            (&PYTHON, &["-u", "-W", "ignore", "a.py"], Ok(Scan(3))),
+            (&PYTHON, &["-uW", "ignore", "g.py"], Ok(Scan(2))),
+            (&PYTHON, &["-uWignore", "g.py"], Ok(Scan(1))),
+            (&PYTHON, &["-X", "dev", "g.py"], Ok(Scan(2))),
             (
                 &PYTHON,
                 &["--check-hash-based-pycs", "default", "g.py"],
-                Ok(Scan::Script(2)),
+                Ok(Scan(2)),
             ),
             (
                 &PYTHON,
                 &["--check-hash-based-pycs=never", "g.py"],
-                Ok(Scan::Script(1)),
+                Ok(Scan(1)),
             ),
             (&PYTHON, &["-X", "pycache_prefix=hooks", "g.py"], Err(())),
             (&PYTHON, &["-c", "print(1)"], Err(())),
             (&PYTHON, &["-m", "hooks.guard"], Err(())),
             (&PYTHON, &["-Im", "hooks.guard"], Err(())),
             (&PYTHON, &["-uc", "1"], Err(())),
-            (&PYTHON, &["--", "-odd.py"], Ok(Scan::Script(1))),
+            (&PYTHON, &["--", "-odd.py"], Ok(Scan(1))),
             (&PYTHON, &["-Q", "new", "g.py"], Err(())),
-            (
-                &BASH,
-                &["-e", "-o", "pipefail", "x.sh"],
-                Ok(Scan::Script(3)),
-            ),
-            (&BASH, &["-eo", "pipefail", "x.sh"], Ok(Scan::Script(2))),
-            (&BASH, &["+o", "posix", "x.sh"], Ok(Scan::Script(2))),
-            (&BASH, &["--norc", "-c", "echo"], Ok(Scan::Inline)),
-            (&BASH, &["-ec", "echo"], Ok(Scan::Inline)),
+            (&BASH, &["-e", "-o", "pipefail", "x.sh"], Ok(Scan(3))),
+            (&BASH, &["-eo", "pipefail", "x.sh"], Ok(Scan(2))),
+            (&BASH, &["+o", "posix", "x.sh"], Ok(Scan(2))),
+            (&BASH, &["--norc", "-c", "echo"], Err(())),
+            (&BASH, &["-ec", "echo"], Err(())),
             (&BASH, &["--rcfile", "x", "y.sh"], Err(())),
             (&BASH, &["-s"], Err(())),
-            (&SH, &["-c", "echo"], Ok(Scan::Inline)),
-            (&SH, &["-eu", "x.sh"], Ok(Scan::Script(1))),
+            (&SH, &["-c", "echo"], Err(())),
+            (&SH, &["-eu", "x.sh"], Ok(Scan(1))),
             (&NODE, &["--require", "r.js", "main.js"], Err(())),
             (&NODE, &["-r", "./pre.js", "main.js"], Err(())),
             (&NODE, &["-e", "1"], Err(())),
-            (&NODE, &["--no-warnings", "main.js"], Ok(Scan::Script(1))),
-            (
-                &NODE,
-                &["--stack-size=2000", "main.js"],
-                Ok(Scan::Script(1)),
-            ),
+            (&NODE, &["--no-warnings", "main.js"], Ok(Scan(1))),
+            (&NODE, &["--stack-size=2000", "main.js"], Ok(Scan(1))),
             (&NODE, &["--stack-size", "2000", "main.js"], Err(())),
             (&NODE, &["--inspect", "main.js"], Err(())),
-            (&PERL, &["-w", "g.pl"], Ok(Scan::Script(1))),
-            (&PERL, &["-e", "print 1"], Ok(Scan::Inline)),
+            (&PERL, &["-w", "g.pl"], Ok(Scan(1))),
+            (&PERL, &["-e", "print 1"], Err(())),
             (&PERL, &["-Ihooks", "g.pl"], Err(())),
             (&PERL, &["-MFoo", "g.pl"], Err(())),
             (&PERL, &["-wT", "g.pl"], Err(())),
@@ -920,7 +903,7 @@ mod tests {
         ];
         for (program, table, args) in shapes {
             let args = argv(args);
-            let Ok(Scan::Script(at)) = scan(table, &args) else {
+            let Ok(Scan(at)) = scan(table, &args) else {
                 panic!("{program} {args:?} is read");
             };
             let out = std::process::Command::new(program)

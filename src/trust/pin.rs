@@ -161,7 +161,8 @@ impl CommandInputs {
             Ok(())
         };
         let mut trees = Vec::new();
-        if let Some(code) = reading.launch.code_file() {
+        {
+            let code = reading.launch.code_file();
             // The program itself (a native binary, or a script with a #!
             // line) is pinned as argv[0] was written; a script an
             // interpreter is handed, by its path.

@@ -10,6 +10,7 @@ use crate::support::{
 };
 use serde_json::{Value, json};
 use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
 
 const PUSH: &str = r#"{"event":"pre_tool_use","tool":"Bash","input":{"command":"git push"}}"#;
 
@@ -59,10 +60,6 @@ fn refused_at_review(fx: &Fixture, why: &str) {
     assert_eq!(out.status.code(), Some(1), "{text}");
     assert!(text.contains("cannot be trusted"), "{text}");
     assert!(text.contains(why), "wanted {why:?} in: {text}");
-    assert!(
-        text.contains("name a script inside the workspace directly"),
-        "{text}"
-    );
     let (code, answer) = check(fx);
     assert_eq!(code, Some(2), "{answer}");
     assert!(reason(&answer).contains("is not trusted"), "{answer}");
@@ -267,6 +264,8 @@ fn argv_shapes_toolgate_cannot_read_are_refused_at_review() {
         std::fs::write(fx.dir.path().join("tools/guard.py"), says("outside")).unwrap();
         fx.workspace_hooks(hook(argv.clone()));
         refused_at_review(&fx, why);
+        // And the refusal says how to write the hook instead.
+        assert!(stderr(&review(&fx)).contains("name a script inside the workspace directly"));
     }
 }
 
@@ -338,7 +337,22 @@ fn an_interpreter_inside_the_workspace_is_refused() {
     .unwrap();
     std::os::unix::fs::symlink(python.trim(), venv.join("python3")).unwrap();
     fx.workspace_hooks(hook(json!([".venv/bin/python3", "hooks/guard.py"])));
-    refused_at_review(&fx, "a link inside the workspace to");
+    // The loader refuses it before the review: a workspace's program must
+    // resolve inside the workspace.
+    let out = review(&fx);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("outside the workspace"),
+        "{}",
+        stderr(&out)
+    );
+    let out = run_with_stdin(
+        toolgate()
+            .args(["check", "--workspace"])
+            .arg(fx.workspace()),
+        PUSH,
+    );
+    assert_ne!(out.status.code(), Some(0));
     // A copy (`venv --copies`) is an interpreter inside the workspace.
     std::fs::remove_file(venv.join("python3")).unwrap();
     std::fs::copy(python.trim(), venv.join("python3")).unwrap();
@@ -375,15 +389,17 @@ fn a_workspace_search_path_entry_never_chooses_the_interpreter() {
         fx.workspace().join("bin").display(),
         std::env::var("PATH").unwrap()
     );
-    let trust = |cmd: &mut std::process::Command| {
-        cmd.args(["trust", "--workspace"])
+    let trust = |extra: &[&str]| {
+        toolgate()
+            .args(["trust", "--workspace"])
             .arg(fx.workspace())
+            .args(extra)
             .env("PATH", &path)
             .stdin(std::process::Stdio::null())
             .output()
             .unwrap()
     };
-    let out = trust(&mut toolgate());
+    let out = trust(&[]);
     let digest = String::from_utf8_lossy(&out.stdout)
         .lines()
         .find_map(|l| l.strip_prefix("digest: ").map(str::to_owned))
@@ -393,11 +409,7 @@ fn a_workspace_search_path_entry_never_chooses_the_interpreter() {
             .contains(&fx.workspace().join("bin").display().to_string()),
         "the review pinned the workspace's python3"
     );
-    assert!(
-        trust(toolgate().args(["--yes"]).arg(&digest))
-            .status
-            .success()
-    );
+    assert!(trust(&["--yes", &digest]).status.success());
     let out = run_with_stdin(
         toolgate()
             .args(["check", "--workspace"])
@@ -450,39 +462,59 @@ fn a_script_swapped_during_calls_never_runs() {
     fx.script("g.py", &says("reviewed"));
     fx.workspace_hooks(hook(json!(["python3", "hooks/g.py"])));
     fx.trust();
-    let hooks = fx.workspace().join("hooks");
-    std::fs::write(hooks.join("good"), says("reviewed")).unwrap();
-    std::fs::write(hooks.join("evil"), says("EVIL")).unwrap();
+    let target = fx.workspace().join("hooks/g.py");
+    // Both versions are prepared outside the pinned folder and renamed in.
+    let stage = fx.dir.path().join("stage");
+    std::fs::create_dir_all(&stage).unwrap();
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let swapper = {
         let stop = stop.clone();
-        let hooks = hooks.clone();
         std::thread::spawn(move || {
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                let _ = std::fs::copy(hooks.join("evil"), hooks.join("tmp-evil"));
-                let _ = std::fs::rename(hooks.join("tmp-evil"), hooks.join("g.py"));
-                let _ = std::fs::copy(hooks.join("good"), hooks.join("tmp-good"));
-                let _ = std::fs::rename(hooks.join("tmp-good"), hooks.join("g.py"));
+                for who in ["EVIL", "reviewed"] {
+                    let staged = stage.join(who);
+                    let _ = std::fs::write(&staged, says(who));
+                    let _ = std::fs::rename(&staged, &target);
+                }
             }
         })
     };
-    let mut answers = Vec::new();
-    for _ in 0..20 {
-        answers.push(reason(&check(&fx).1).to_owned());
-    }
+    let answers: Vec<String> = (0..20).map(|_| reason(&check(&fx).1).to_owned()).collect();
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     swapper.join().unwrap();
-    assert!(
-        answers.iter().all(|a| !a.contains("EVIL")),
-        "the swapped-in script ran: {answers:?}"
+    // Every call ran the reviewed code or was refused as changed.
+    for answer in &answers {
+        assert!(
+            answer == "reviewed" || answer.contains("is not trusted"),
+            "the swapped-in script ran: {answers:?}"
+        );
+    }
+}
+
+/// What runs is the copy: the hook's own `__file__` is in the snapshot
+/// under the user's state directory, its working directory the workspace.
+#[test]
+fn a_trusted_hook_runs_from_its_snapshot_with_the_workspace_as_its_cwd() {
+    let fx = Fixture::new();
+    fx.script(
+        "where.py",
+        "import json, os, sys\nsys.stdin.read()\n\
+         print(json.dumps({'decision': 'deny', 'reason': os.path.realpath(__file__) + ' ' + os.getcwd()}))\n",
     );
-    // Some calls ran the reviewed code, the others were refused as changed.
-    assert!(
-        answers.iter().all(|a| a == "reviewed"
-            || a.contains("changed since it was trusted")
-            || a.contains("changed while it was copied")),
-        "{answers:?}"
-    );
+    fx.workspace_hooks(hook(json!(["python3", "hooks/where.py"])));
+    fx.trust();
+    let (_, answer) = check(&fx);
+    let (file, cwd) = reason(&answer).split_once(' ').expect("two paths");
+    let snapshots = crate::support::state_home()
+        .join("toolgate/trust/snapshots")
+        .canonicalize()
+        .unwrap();
+    assert!(Path::new(file).starts_with(&snapshots), "{file}");
+    assert!(file.ends_with("/hooks/where.py"), "{file}");
+    assert_eq!(Path::new(cwd), fx.workspace().canonicalize().unwrap());
+    // The copy is read-only.
+    let mode = std::fs::metadata(file).unwrap().permissions().mode();
+    assert_eq!(mode & 0o222, 0, "{mode:o}");
 }
 
 /// A trusted workspace hook, confined: it cannot connect to 127.0.0.1, write

@@ -269,6 +269,7 @@ async fn the_hook_gets_claude_codes_stdin_and_project_dir() {
         ),
     );
     fx.workspace_hooks(json!([cc_hook("h", &hook)]));
+    fx.unconfine("h");
     let mut request = Request::post(
         "Write",
         json!({"file_path": "a.txt"}),
@@ -562,13 +563,18 @@ fn import_carries_claude_code_settings_over_and_lists_the_rest() {
     let project = fx.dir.path().join("project");
     std::fs::create_dir_all(project.join(".claude/hooks")).unwrap();
     write_executable(&project.join(".claude/hooks/block.sh"), BASH_BLOCKER);
+    std::fs::write(
+        project.join(".claude/hooks/ok.py"),
+        "import sys; sys.exit(0)\n",
+    )
+    .unwrap();
     let settings = json!({
         "permissions": {"allow": ["Bash(ls:*)"]},
         "hooks": {
             "PreToolUse": [
                 {"matcher": "Bash", "hooks": [
                     {"type": "command", "command": "\"$CLAUDE_PROJECT_DIR\"/.claude/hooks/block.sh", "timeout": 5},
-                    {"type": "command", "command": "python3", "args": ["-c", "import sys; sys.exit(0)"]},
+                    {"type": "command", "command": "python3", "args": ["-u", ".claude/hooks/ok.py"]},
                     {"type": "http", "url": "https://example.invalid/hook"},
                     {"type": "command", "command": "true", "if": "Bash(git *)"}
                 ]},
@@ -587,7 +593,6 @@ fn import_carries_claude_code_settings_over_and_lists_the_rest() {
     let report = String::from_utf8_lossy(&out.stderr);
     for needle in [
         "wrote 2 hook(s)",
-        "[\"sh\", \"-c\", …]",
         "`http` handler",
         "`if` rule",
         "`async` hook",
@@ -602,17 +607,14 @@ fn import_carries_claude_code_settings_over_and_lists_the_rest() {
     )
     .unwrap();
     let hooks = written["hooks"].as_array().unwrap();
-    assert_eq!(
-        hooks[0]["command"],
-        json!(["sh", "-c", "\"$CLAUDE_PROJECT_DIR\"/.claude/hooks/block.sh"])
-    );
+    assert_eq!(hooks[0]["command"], json!([".claude/hooks/block.sh"]));
     assert_eq!(
         (hooks[0]["timeout_ms"].as_u64(), hooks[0]["tools"].clone()),
         (Some(5000), json!(["Bash"]))
     );
     assert_eq!(
         hooks[1]["command"],
-        json!(["python3", "-c", "import sys; sys.exit(0)"])
+        json!(["python3", "-u", ".claude/hooks/ok.py"])
     );
     assert_eq!(hooks[1]["timeout_ms"], 60000);
     assert!(hooks.iter().all(|h| h["protocol"] == "claude-code"));

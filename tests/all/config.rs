@@ -23,7 +23,8 @@ fn only_problem(text: &str) -> (Problem, String) {
 
 fn hook_problem(hook: serde_json::Value) -> (Problem, String) {
     let text =
-        json!({"schema": 1, "hooks": [{"name": "ok", "command": ["./hook.sh"]}, hook]}).to_string();
+        json!({"schema": 1, "hooks": [{"name": "ok", "command": ["./hooks/hook.sh"]}, hook]})
+            .to_string();
     let (problem, display) = only_problem(&text);
     assert_eq!(
         problem.index,
@@ -53,7 +54,7 @@ fn assert_names(hook: serde_json::Value, field: &str, says: &str) {
 #[test]
 fn unknown_field_is_rejected_with_a_suggestion() {
     assert_names(
-        json!({"name": "bad", "command": ["./hook.sh"], "on_faliure": "allow"}),
+        json!({"name": "bad", "command": ["./hooks/hook.sh"], "on_faliure": "allow"}),
         "on_faliure",
         "did you mean `on_failure`",
     );
@@ -69,7 +70,7 @@ fn unknown_top_level_field_is_rejected() {
 #[test]
 fn unknown_event_is_rejected() {
     assert_names(
-        json!({"name": "bad", "command": ["./hook.sh"], "event": "PreToolUse"}),
+        json!({"name": "bad", "command": ["./hooks/hook.sh"], "event": "PreToolUse"}),
         "event",
         "unknown event \"PreToolUse\"",
     );
@@ -78,12 +79,12 @@ fn unknown_event_is_rejected() {
 #[test]
 fn unknown_on_failure_is_rejected_not_defaulted() {
     assert_names(
-        json!({"name": "bad", "command": ["./hook.sh"], "on_failure": "ignore"}),
+        json!({"name": "bad", "command": ["./hooks/hook.sh"], "on_failure": "ignore"}),
         "on_failure",
         "unknown policy",
     );
     assert_names(
-        json!({"name": "bad", "command": ["./hook.sh"], "on_failure": true}),
+        json!({"name": "bad", "command": ["./hooks/hook.sh"], "on_failure": true}),
         "on_failure",
         "unknown policy",
     );
@@ -92,7 +93,7 @@ fn unknown_on_failure_is_rejected_not_defaulted() {
 #[test]
 fn bad_regex_is_rejected_at_load() {
     assert_names(
-        json!({"name": "bad", "command": ["./hook.sh"], "matcher": "Edit|(Write"}),
+        json!({"name": "bad", "command": ["./hooks/hook.sh"], "matcher": "Edit|(Write"}),
         "matcher",
         "not a valid regex",
     );
@@ -102,13 +103,13 @@ fn bad_regex_is_rejected_at_load() {
 fn out_of_range_timeout_is_rejected_and_the_bounds_are_said() {
     for t in [json!(0), json!(600_001), json!(-5), json!(1.5)] {
         assert_names(
-            json!({"name": "bad", "command": ["./hook.sh"], "timeout_ms": t}),
+            json!({"name": "bad", "command": ["./hooks/hook.sh"], "timeout_ms": t}),
             "timeout_ms",
             "1..=600000 ms",
         );
     }
     assert_names(
-        json!({"name": "bad", "command": ["./hook.sh"], "timeout_ms": "5s"}),
+        json!({"name": "bad", "command": ["./hooks/hook.sh"], "timeout_ms": "5s"}),
         "timeout_ms",
         "got a string",
     );
@@ -131,9 +132,9 @@ fn empty_argv_is_rejected() {
 #[test]
 fn a_shell_string_command_is_rejected_with_the_explicit_form() {
     assert_names(
-        json!({"name": "bad", "command": "./hook.sh --x"}),
+        json!({"name": "bad", "command": "./hooks/hook.sh --x"}),
         "command",
-        "[\"sh\", \"-c\", \"./hook.sh --x\"]",
+        "[\"sh\", \"-c\", \"./hooks/hook.sh --x\"]",
     );
 }
 
@@ -149,7 +150,7 @@ fn a_missing_command_program_path_is_rejected() {
 #[test]
 fn empty_tools_list_is_rejected() {
     assert_names(
-        json!({"name": "bad", "command": ["./hook.sh"], "tools": []}),
+        json!({"name": "bad", "command": ["./hooks/hook.sh"], "tools": []}),
         "tools",
         "match no tool",
     );
@@ -157,9 +158,9 @@ fn empty_tools_list_is_rejected() {
 
 #[test]
 fn missing_or_duplicate_name_is_rejected() {
-    let (problem, display) = hook_problem(json!({"command": ["./hook.sh"]}));
+    let (problem, display) = hook_problem(json!({"command": ["./hooks/hook.sh"]}));
     assert_eq!(problem.field.as_deref(), Some("name"), "{display}");
-    let (problem, display) = hook_problem(json!({"name": "ok", "command": ["./hook.sh"]}));
+    let (problem, display) = hook_problem(json!({"name": "ok", "command": ["./hooks/hook.sh"]}));
     assert_eq!(problem.field.as_deref(), Some("name"), "{display}");
     assert!(display.contains("same name"), "{display}");
 }
@@ -221,7 +222,7 @@ fn a_valid_hook_gets_the_documented_defaults() {
     let fx = Fixture::new();
     fx.script("hook.sh", "#!/bin/sh\n");
     fx.workspace_hooks(
-        json!([{"name": "h", "command": ["./hook.sh", "--flag"], "config": {"k": [1]}}]),
+        json!([{"name": "h", "command": ["./hooks/hook.sh", "--flag"], "config": {"k": [1]}}]),
     );
     let config = Config::load(None, Some(&fx.workspace())).unwrap();
     let hook = &config.hooks()[0];
@@ -239,9 +240,9 @@ fn a_valid_hook_gets_the_documented_defaults() {
     else {
         panic!()
     };
-    assert_eq!(program, &fx.workspace().join("./hook.sh"));
+    assert_eq!(program, &fx.workspace().join("./hooks/hook.sh"));
     assert_eq!(cwd, &fx.workspace());
-    assert_eq!(command, &["./hook.sh", "--flag"]);
+    assert_eq!(command, &["./hooks/hook.sh", "--flag"]);
 }
 
 #[test]

@@ -913,6 +913,9 @@ async fn the_chain_deadline_denies_naming_the_running_hook_whatever_its_policy()
         {"name": "quick", "command": [&quick]},
         {"name": "slow", "command": [&slow], "timeout_ms": 120000, "on_failure": "allow"},
     ]));
+    // Its evidence (the background process's pid) is a file outside the
+    // hook's scratch folder.
+    fx.unconfine("slow");
     let runner = HookRunner::builder()
         .config(fx.config())
         .chain_timeout(Duration::from_millis(1500))

@@ -108,6 +108,8 @@ async fn request_reaches_the_hook_in_wire_v1_exactly() {
         ),
     );
     fx.workspace_hooks(json!([{"name": "dumper", "command": [&hook], "event": ["pre_tool_use", "post_tool_use"], "config": {"limit": 3, "list": ["a"]}}]));
+    // The evidence is a file outside the hook's scratch folder.
+    fx.unconfine("dumper");
     let runner = fx.runner();
     let mut request = Request::pre("shell", json!({"command": "ls -la"}));
     request.session_id = Some("sess".into());
@@ -214,6 +216,7 @@ print(json.dumps({{"decision": "allow"}}))
         ),
     );
     fx.workspace_hooks(json!([{"name": "echo", "command": [&hook, "--tool", "shell"]}]));
+    fx.unconfine("echo");
     let hostile = json!({
         "command": format!("$(touch {0}) ; rm -rf {0}.dir ; `touch {0}` \n touch {0} && echo ' \" \\", pwned.display()),
         "path": "--help",
@@ -542,7 +545,9 @@ async fn terminal_control_sequences_in_stderr_are_neutralised() {
 async fn a_missing_program_is_a_spawn_failure() {
     let fx = Fixture::new();
     for on_failure in ["deny", "allow"] {
-        fx.workspace_hooks(json!([{"name": "h", "command": ["toolgate-test-no-such-program"], "on_failure": on_failure}]));
+        // A global hook: a workspace hook naming a missing program cannot
+        // even be trusted (trust.rs); the binding's failure is what is tested.
+        fx.global_hooks(json!([{"name": "h", "command": ["toolgate-test-no-such-program"], "on_failure": on_failure}]));
         let outcome = fx
             .runner()
             .pre_tool_use(&Request::pre("t", json!({})))
@@ -557,12 +562,12 @@ async fn a_missing_program_is_a_spawn_failure() {
 async fn a_program_that_is_not_executable_is_a_spawn_failure() {
     let fx = Fixture::new();
     std::fs::write(
-        fx.workspace().join("plain.sh"),
+        fx.global().join("plain.sh"),
         "#!/bin/sh\necho '{\"decision\":\"allow\"}'\n",
     )
     .unwrap();
     for on_failure in ["deny", "allow"] {
-        fx.workspace_hooks(
+        fx.global_hooks(
             json!([{"name": "h", "command": ["./plain.sh"], "on_failure": on_failure}]),
         );
         let outcome = fx
@@ -593,6 +598,7 @@ async fn the_next_call_to_a_hook_that_failed_works() {
         ),
     );
     fx.workspace_hooks(json!([{"name": "flaky", "command": [&hook], "timeout_ms": 300}]));
+    fx.unconfine("flaky");
     let runner = fx.runner();
     let first = runner.pre_tool_use(&Request::pre("t", json!({}))).await;
     assert!(!first.may_proceed());
