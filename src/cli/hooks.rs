@@ -99,7 +99,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         if let Some(status) = super::serve::query_status() {
             out["server"] = status;
         }
-        out["confinement"] = match toolgate::trust::confinement_available() {
+        out["confinement"] = match super::env::confinement() {
             Ok(()) => json!({"available": true, "how": "landlock"}),
             Err(why) => json!({
                 "available": false,
@@ -262,7 +262,7 @@ fn confinement_note(config: &Config) -> Option<String> {
     if !confined {
         return None;
     }
-    Some(match toolgate::trust::confinement_available() {
+    Some(match super::env::confinement() {
         Ok(()) => "confinement: Landlock (workspace commands: no TCP, writes only to a \
                    per-call scratch folder, no signals outside the hook)"
             .to_owned(),

@@ -311,7 +311,21 @@ pub(crate) mod env {
         if let Some(path) = search_path() {
             loader = loader.search_path(path);
         }
+        if let Err(why) = confinement() {
+            loader = loader.without_landlock(why);
+        }
         loader
+    }
+
+    /// Whether this kernel can confine hooks. Debug builds take
+    /// `TOOLGATE_DEBUG_FAULT=no-landlock` as "it cannot" (the tests of that
+    /// path run on a kernel that can).
+    pub(crate) fn confinement() -> Result<(), String> {
+        #[cfg(debug_assertions)]
+        if std::env::var("TOOLGATE_DEBUG_FAULT").is_ok_and(|v| v == "no-landlock") {
+            return Err("Landlock switched off by TOOLGATE_DEBUG_FAULT=no-landlock".into());
+        }
+        toolgate::trust::confinement_available()
     }
 
     /// The global config and `workspace`'s, loaded as the environment says.

@@ -330,6 +330,16 @@ impl Loader {
         self
     }
 
+    /// Treats this kernel as having no Landlock (for `why`): confined hooks
+    /// run unconfined with a warning in each run record, or are refused
+    /// when the global config sets `require_confinement`. For a host that
+    /// knows better than the kernel probe, and for tests of that path.
+    #[doc(hidden)]
+    pub fn without_landlock(mut self, why: impl Into<String>) -> Self {
+        self.trust.no_landlock = Some(why.into());
+        self
+    }
+
     /// Loads only the hooks that apply to one call (this event, this tool;
     /// for a call before the tool, the post hooks for the tool too, since a
     /// `replace` runs the post chain), for a process that evaluates that

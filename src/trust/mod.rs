@@ -226,6 +226,19 @@ pub enum TrustError {
 pub(crate) struct TrustCtx {
     pub(crate) store: Option<TrustStore>,
     pub(crate) search_path: Option<std::ffi::OsString>,
+    /// Set by the host: treat this kernel as having no Landlock, for this
+    /// reason (the binary's tests of the no-Landlock path).
+    pub(crate) no_landlock: Option<String>,
+}
+
+impl TrustCtx {
+    /// Whether hooks can be confined here, or why not.
+    pub(crate) fn confinement(&self) -> Result<(), String> {
+        match &self.no_landlock {
+            Some(why) => Err(why.clone()),
+            None => confinement_available(),
+        }
+    }
 }
 
 /// The canonical form of a workspace root (as given, when it cannot be
@@ -314,21 +327,18 @@ pub(crate) fn admit(
                     .unconfined
                     .iter()
                     .any(|(ws, name)| ws == root && *name == hook.name);
-                spec.sandbox = Some(crate::binding::command::confine::Sandbox {
-                    path: pin::sanitized_path(ctx.search_path.as_deref(), root)
-                        .unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into()),
-                    scratch: ctx
-                        .store
-                        .as_ref()
-                        .map(TrustStore::scratch_dir)
-                        .unwrap_or_else(std::env::temp_dir),
-                    landlock: !unconfined,
-                    required: confinement.required,
-                });
-                (
-                    TrustState::Trusted,
-                    Check::Verify(Box::new((inputs, pinned.pin))),
-                )
+                spec.sandbox = Some(sandbox(ctx, root, !unconfined, confinement.required));
+                match ctx.confinement() {
+                    // It would run unconfined and the operator said it must
+                    // not: deny its calls, whatever its `on_failure`.
+                    Err(why) if !unconfined && confinement.required => {
+                        (TrustState::Trusted, Check::Unconfinable(why))
+                    }
+                    _ => (
+                        TrustState::Trusted,
+                        Check::Verify(Box::new((inputs, pinned.pin))),
+                    ),
+                }
             }
             Err(reason) => (
                 TrustState::Untrusted {
@@ -353,22 +363,35 @@ pub(crate) fn admit(
 /// the operator's own hooks run unconfined unless they say so.
 pub(crate) fn confine_global(hooks: &mut [HookSpec], ctx: &TrustCtx, required: bool) {
     for hook in hooks {
-        let BindingSpec::Subprocess(spec) = &mut hook.binding else {
-            continue;
-        };
-        if spec.confine {
-            spec.sandbox = Some(crate::binding::command::confine::Sandbox {
-                path: pin::sanitized_path(ctx.search_path.as_deref(), Path::new("/nonexistent"))
-                    .unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into()),
-                scratch: ctx
-                    .store
-                    .as_ref()
-                    .map(TrustStore::scratch_dir)
-                    .unwrap_or_else(std::env::temp_dir),
-                landlock: true,
-                required,
-            });
+        match &mut hook.binding {
+            BindingSpec::Subprocess(spec) if spec.confine => {
+                spec.sandbox = Some(sandbox(ctx, Path::new("/nonexistent"), true, required));
+            }
+            BindingSpec::Subprocess(_) | BindingSpec::Wasm(_) => {}
         }
+    }
+}
+
+/// A command hook's sandbox (see `binding::command::confine`): `PATH`
+/// without empty, relative or `root` entries; scratch folders in the trust
+/// store.
+fn sandbox(
+    ctx: &TrustCtx,
+    root: &Path,
+    landlock: bool,
+    required: bool,
+) -> crate::binding::command::confine::Sandbox {
+    crate::binding::command::confine::Sandbox {
+        path: pin::sanitized_path(ctx.search_path.as_deref(), root)
+            .unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into()),
+        scratch: ctx
+            .store
+            .as_ref()
+            .map(TrustStore::scratch_dir)
+            .unwrap_or_else(std::env::temp_dir),
+        landlock,
+        required,
+        unavailable: ctx.no_landlock.clone(),
     }
 }
 
@@ -422,6 +445,8 @@ pub(crate) struct Gate {
 enum Check {
     Refuse(String),
     Verify(Box<(CommandInputs, HookPin)>),
+    /// Trusted, but it cannot be confined here and the operator requires it.
+    Unconfinable(String),
 }
 
 /// A hook the gate stopped.
@@ -444,6 +469,16 @@ impl Gate {
     /// `Ok` when the hook may run now.
     pub(crate) fn admit(&self) -> Result<(), Refusal> {
         let why = match &self.check {
+            Check::Unconfinable(why) => {
+                return Err(Refusal {
+                    policy: UntrustedPolicy::Deny,
+                    reason: format!(
+                        "toolgate: workspace hook `{}` cannot run confined here ({why}) and the \
+                         global config sets require_confinement, so this call is blocked",
+                        self.hook
+                    ),
+                });
+            }
             Check::Refuse(why) => why.clone(),
             Check::Verify(pinned) => match pinned.0.pin() {
                 Ok(now) => match difference(&pinned.1, &now.pin) {

@@ -676,3 +676,56 @@ fn the_environment_loads_no_other_code() {
     let answer = stdout_json(&run_with_stdin(&mut cmd, PUSH));
     assert_eq!(reason(&answer), "set:[] relative:[] bytecode:1", "{answer}");
 }
+
+/// Where the kernel has no Landlock (simulated: debug builds take
+/// `TOOLGATE_DEBUG_FAULT=no-landlock`), `toolgate hooks` and each run record
+/// say the hook ran unconfined; `require_confinement` makes its calls deny,
+/// whatever the hook's own `on_failure`.
+#[cfg(debug_assertions)]
+#[test]
+fn without_landlock_each_run_record_says_so_and_require_confinement_denies() {
+    let fx = Fixture::new();
+    fx.script("g.py", &says("ran"));
+    fx.workspace_hooks(json!([
+        {"name": "guard", "command": ["python3", "hooks/g.py"], "on_failure": "allow"}
+    ]));
+    fx.trust();
+    let run = |extra: &[(&str, &str)]| {
+        let mut cmd = toolgate();
+        cmd.args(["check", "--workspace"])
+            .arg(fx.workspace())
+            .env("TOOLGATE_CONFIG_DIR", fx.global())
+            .env("TOOLGATE_DEBUG_FAULT", "no-landlock");
+        for (k, v) in extra {
+            cmd.env(k, v);
+        }
+        stdout_json(&run_with_stdin(&mut cmd, PUSH))
+    };
+    let answer = run(&[]);
+    assert_eq!(reason(&answer), "ran", "{answer}");
+    let warning = answer["runs"][0]["warning"].as_str().unwrap_or_default();
+    assert!(
+        warning.starts_with("not confined: Landlock switched off"),
+        "{answer}"
+    );
+    let hooks = toolgate()
+        .args(["hooks", "--workspace"])
+        .arg(fx.workspace())
+        .env("TOOLGATE_CONFIG_DIR", fx.global())
+        .env("TOOLGATE_DEBUG_FAULT", "no-landlock")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&hooks.stdout);
+    assert!(text.contains("confinement: NOT AVAILABLE"), "{text}");
+    // The operator requires confinement: the hook does not run, the call is denied.
+    let mut global = json!({"schema": 1, "hooks": [], "require_confinement": true});
+    global["hooks"] = json!([]);
+    std::fs::write(fx.global().join("hooks.json"), global.to_string()).unwrap();
+    let answer = run(&[]);
+    assert_eq!(answer["decision"], "deny", "{answer}");
+    assert!(
+        reason(&answer).contains("cannot run confined here")
+            && reason(&answer).contains("require_confinement"),
+        "{answer}"
+    );
+}

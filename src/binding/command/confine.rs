@@ -81,6 +81,8 @@ pub(crate) struct Sandbox {
     pub(crate) landlock: bool,
     /// Whether a hook that cannot be confined must not run.
     pub(crate) required: bool,
+    /// Set by the host: Landlock is treated as unavailable, for this reason.
+    pub(crate) unavailable: Option<String>,
 }
 
 /// Whether this kernel can confine a hook (Landlock ABI 6 or newer), or why

@@ -90,7 +90,11 @@ impl CommandHook {
             .tempdir_in(&sandbox.scratch)
             .map_err(|e| failed(format!("no scratch folder: {e}")))?;
         let (ruleset, warning) = if sandbox.landlock {
-            match confine::ruleset(scratch.path()) {
+            let made = match &sandbox.unavailable {
+                Some(why) => Err(why.clone()),
+                None => confine::ruleset(scratch.path()),
+            };
+            match made {
                 Ok(fd) => (Some(std::sync::Arc::new(fd)), None),
                 Err(why) if sandbox.required => {
                     return Err(failed(format!(
