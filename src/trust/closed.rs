@@ -164,6 +164,10 @@ pub(crate) struct Table {
     pub(crate) values: &'static [(char, &'static [&'static str])],
 }
 
+/// Why inline code is refused (shells, Perl).
+const INLINE: &str = "runs inline code, which toolgate cannot see the files of; put the code \
+                      in a script inside the workspace";
+
 /// Python 3.11 (`python3 --help`).
 pub(crate) const PYTHON: Table = Table {
     flags: "bBdEIOPqsSuvx",
@@ -223,10 +227,7 @@ pub(crate) const BASH: Table = Table {
     long_valued: &[],
     long_split: false,
     refused: &[
-        (
-            "-c",
-            "runs inline code, which toolgate cannot see the files of; put the code in a script inside the workspace",
-        ),
+        ("-c", INLINE),
         ("-s", "reads commands from stdin (the request)"),
         ("-i", "is interactive: it reads the user's rc files"),
         ("-l", "is a login shell: it reads profile files"),
@@ -249,10 +250,7 @@ pub(crate) const SH: Table = Table {
     long_valued: &[],
     long_split: false,
     refused: &[
-        (
-            "-c",
-            "runs inline code, which toolgate cannot see the files of; put the code in a script inside the workspace",
-        ),
+        ("-c", INLINE),
         ("-s", "reads commands from stdin (the request)"),
         ("-i", "is interactive: it reads $ENV"),
         ("-l", "is a login shell: it reads profile files"),
@@ -325,20 +323,14 @@ pub(crate) const PERL: Table = Table {
     long_valued: &[],
     long_split: false,
     refused: &[
-        (
-            "-e",
-            "runs inline code, which toolgate cannot see the files of; put the code in a script inside the workspace",
-        ),
+        ("-e", INLINE),
         ("-I", "adds a directory to the module path"),
         ("-M", "loads a module"),
         ("-m", "loads a module"),
         ("-d", "loads a debugger module"),
         ("-x", "extracts the program from another file"),
         ("-S", "looks the script up on PATH"),
-        (
-            "-E",
-            "runs inline code, which toolgate cannot see the files of; put the code in a script inside the workspace",
-        ),
+        ("-E", INLINE),
         ("-i", "edits files in place"),
     ],
     values: &[],

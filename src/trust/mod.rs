@@ -11,23 +11,26 @@
 //! - the workspace's canonical root (a moved workspace is a new one: direnv
 //!   had to add the path to its hash after trusting content alone);
 //! - the hooks.json bytes (any edit revokes every command hook's trust);
-//! - per command hook: its argv, and the content digest of each file it runs
-//!   from inside the workspace — the program when it is a path, the script
-//!   handed to a known interpreter (`python3`, `bash`, `sh`, `node`, … and
-//!   through `env`) as its first file argument, and every file it lists in
-//!   `trust_files`. Codex and Gemini CLI pin the command line only, which
-//!   misses the payload: `python3 hook.py` stays the same string while
-//!   hook.py changes;
-//! - programs outside the workspace (`python3` on `PATH`, `/usr/bin/jq`) by
-//!   resolved path, not bytes (pinning a system binary's bytes churns on every
-//!   upgrade), and only when neither they nor their directory can be written
-//!   by anyone but their owner (root or the user);
+//! - per command hook: its argv, read closed-world (`closed`): toolgate
+//!   names every workspace file the command executes or loads as code, or
+//!   refuses the hook at review time, saying what it could not see. Codex
+//!   and Gemini CLI pin the command line only, which misses the payload:
+//!   `python3 hook.py` stays the same string while hook.py changes; and the
+//!   first version of this gate pinned a *guess* of the script by skipping
+//!   options, which the repository could steer (issue 21);
+//! - the tree the hook's code runs from (`snapshot`): the folder of its
+//!   script or program, recursively, and its `trust_files`, every file by
+//!   content digest;
+//! - the interpreter outside the workspace (`python3` on `PATH`) by resolved
+//!   path, not bytes (pinning a system binary's bytes churns on every
+//!   upgrade), and only when neither it nor its directory can be written by
+//!   anyone but their owner (root or the user);
 //! - wasm hooks by component digest, for the review only: they are sandboxed
 //!   and can only decide, so they run without trust.
 //!
-//! What is **not** pinned: what a pinned script loads at run time (a Python
-//! hook's imports, a shell script's `source`). List such files in
-//! `trust_files`. SECURITY.md says so too.
+//! What is **not** pinned: what a trusted hook reads from the workspace as
+//! data (including a path it opens relative to its working directory).
+//! SECURITY.md says so too.
 //!
 //! # Where trust lives, and who can grant it
 //!
@@ -51,16 +54,25 @@
 //!
 //! # The pinned bytes are what runs
 //!
-//! The pin is computed again immediately before each spawn (a few `stat`s
-//! and hashing a script: microseconds), so a file edited after the config
-//! was loaded — in a long-lived process, or by a concurrent tool call — is
-//! caught at the next call. What remains is the window between that check
-//! and the interpreter opening the file (the fork and exec, about a
-//! millisecond). Closing it by running a verified copy from a
-//! content-addressed store was rejected: the copy breaks what hooks rely on
-//! (`__file__`, `$0`, sibling imports, paths relative to the script), and
-//! handing the interpreter `/proc/self/fd/N` breaks them the same way.
-//! SECURITY.md states the window.
+//! A trusted hook runs from a private, read-only, content-addressed copy of
+//! its tree, made from exactly the bytes that were hashed (`snapshot`), with
+//! the workspace root as its working directory: an edit after trust, or
+//! during a call, changes the workspace, not what runs. The first version
+//! verified the files in place just before each spawn and let the
+//! interpreter open them by path; a rename loop won 9–18 of 40 calls in that
+//! window (13–27 ms for Python, whose start-up is in it). A copy of one file
+//! breaks sibling imports and script-relative paths; a copy of the tree does
+//! not. The pin is still computed again before each spawn, so an edit is
+//! reported (and the hook denied) at the next call rather than silently
+//! ignored.
+//!
+//! # Confined
+//!
+//! A trusted hook is still a repository's program: it runs confined
+//! (`binding::command::confine`: Landlock, no network, writes only to a
+//! scratch folder, a scrubbed environment) unless the operator's global
+//! config relaxes it; `require_confinement` refuses it where the kernel
+//! cannot confine.
 
 mod closed;
 mod pin;

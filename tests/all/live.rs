@@ -321,6 +321,8 @@ fn live_claude_a_failing_command_goes_through_the_post_chain() {
         ),
     );
     fx.workspace_hooks(json!([{"name": "dlp", "command": [&dlp], "event": "post_tool_use"}]));
+    // Its evidence is a file outside its scratch folder.
+    fx.unconfine("dlp");
     let run = claude(&fx, vec![bash("echo SECRET=abc; exit 3")], true);
     // The post chain ran, and saw the failure as a failure.
     let saw: Value = serde_json::from_str(&std::fs::read_to_string(&seen).unwrap()).unwrap();
@@ -392,9 +394,10 @@ fn live_claude_the_demo_output_trimmer_works_live() {
     let fx = Fixture::new();
     let demo =
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/demo/hooks/big_output_note.py");
-    std::fs::copy(&demo, fx.workspace().join("big_output_note.py")).unwrap();
+    std::fs::create_dir_all(fx.workspace().join("hooks")).unwrap();
+    std::fs::copy(&demo, fx.workspace().join("hooks/big_output_note.py")).unwrap();
     fx.workspace_hooks(
-        json!([{"name": "big-output-note", "command": ["python3", "big_output_note.py"],
+        json!([{"name": "big-output-note", "command": ["python3", "hooks/big_output_note.py"],
                                "event": "post_tool_use", "config": {"max_chars": 200}}]),
     );
     let run = claude(&fx, vec![bash("seq 1 300")], true);
@@ -523,6 +526,8 @@ fn live_codex_pre_deny_blocks_the_command_and_passes_the_turn_id() {
         ),
     );
     fx.workspace_hooks(json!([{"name": "no-rm", "command": [&guard]}]));
+    // Its evidence is a file outside its scratch folder.
+    fx.unconfine("no-rm");
     std::fs::write(fx.workspace().join("keep.txt"), "precious").unwrap();
     let mock = codex(&fx, &["rm -f ../keep.txt"], true);
     assert!(only_output(&mock).contains("no deleting files here"));

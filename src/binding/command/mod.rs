@@ -17,10 +17,12 @@
 //! runs with that root as its working directory, so the hook sees the same
 //! paths its config does. A bare name (`python3`) is looked up on `PATH`
 //! (for a workspace hook, once, when trust pins it: the hook is then spawned
-//! from the path pinned). The environment is inherited: subprocess hooks are
-//! for jobs that need the machine, which is why a workspace's command runs
-//! only after the user trusted exactly what it runs (`trust`). Sandboxed
-//! hooks are the WebAssembly binding's job.
+//! from the path pinned). A global hook inherits the environment: subprocess
+//! hooks are for jobs that need the machine. A workspace hook runs only
+//! after the user trusted exactly what it runs (`trust`), from the pinned
+//! snapshot of its code, and **confined** (`confine`: Landlock, a scratch
+//! folder, an environment that loads no other code), unless the operator's
+//! global config relaxes it.
 //!
 //! Supervision (deadlines, process groups, output caps, reaping) is in
 //! `supervise.rs`.
