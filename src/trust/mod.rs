@@ -59,8 +59,8 @@
 //! the workspace root as its working directory: an edit after trust, or
 //! during a call, changes the workspace, not what runs. The first version
 //! verified the files in place just before each spawn and let the
-//! interpreter open them by path; a rename loop won 9–18 of 40 calls in that
-//! window (13–27 ms for Python, whose start-up is in it). A copy of one file
+//! interpreter open them by path; a rename loop won 6–12 of 40 calls in that
+//! window here (the interpreter's start-up is in it: SECURITY.md §12). A copy of one file
 //! breaks sibling imports and script-relative paths; a copy of the tree does
 //! not. The pin is still computed again before each spawn, so an edit is
 //! reported (and the hook denied) at the next call rather than silently

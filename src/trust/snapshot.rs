@@ -4,9 +4,9 @@
 //! # Why a copy, and why a tree
 //!
 //! Checking a file's digest and then letting the interpreter open it by
-//! path leaves a window: a rename loop won 9–18 of 40 calls against the
-//! first gate, and for Python the window includes interpreter start-up
-//! (13–27 ms measured), not "about a millisecond". And pinning single
+//! path leaves a window: a rename loop won 6–12 of 40 calls against the
+//! first gate here, and the window includes the interpreter's start-up, not
+//! "about a millisecond" (SECURITY.md §12). And pinning single
 //! files misses what a script loads beside itself (`hooks/json.py`
 //! shadowing the standard library, a sibling module, compiled bytecode in
 //! `__pycache__`). So trust pins a **tree** — the folder the hook's code
