@@ -19,7 +19,7 @@ const MAX_PINNED_BYTES: u64 = 256 << 20;
 #[strum(serialize_all = "snake_case")]
 #[non_exhaustive]
 pub enum Role {
-    /// The program exec'd (argv[0]), or the interpreter `env` starts.
+    /// The program exec'd (`argv[0]`, or the interpreter of its `#!` line): an interpreter outside the workspace by path, a program inside it by content.
     Program,
     /// The script handed to a known interpreter as its first file argument.
     Script,
