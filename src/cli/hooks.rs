@@ -263,9 +263,11 @@ fn confinement_note(config: &Config) -> Option<String> {
         return None;
     }
     Some(match super::env::confinement() {
-        Ok(()) => "confinement: Landlock (workspace commands: no TCP, writes only to a \
+        Ok(()) => {
+            "confinement: Landlock + seccomp (workspace commands: no network, writes only to a \
                    per-call scratch folder, no signals outside the hook)"
-            .to_owned(),
+                .to_owned()
+        }
         Err(why) if config.require_confinement() => format!(
             "confinement: NOT AVAILABLE ({}); require_confinement is set, so workspace \
              commands fail closed",

@@ -543,10 +543,13 @@ def attempt(f):
         return type(e).__name__
 def connect():
     socket.create_connection(("127.0.0.1", {port}), timeout=2).close()
+def udp():
+    socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"x", ("127.0.0.1", {port}))
 def write(path):
     return lambda: open(path, "w").write("x")
 results = [
     "connect:" + attempt(connect),
+    "udp:" + attempt(udp),
     "workspace:" + attempt(write(os.path.join(os.getcwd(), "planted"))),
     "home:" + attempt(write(os.path.join(os.environ["HOME"], "planted"))),
     "signal:" + attempt(lambda: os.kill({pid}, signal.SIGTERM)),
@@ -570,8 +573,8 @@ print(json.dumps({{"decision": "deny", "reason": " ".join(results)}}))
     let answer = stdout_json(&out);
     assert_eq!(
         reason(&answer),
-        "connect:PermissionError workspace:PermissionError home:PermissionError \
-         signal:PermissionError scratch:DONE",
+        "connect:PermissionError udp:PermissionError workspace:PermissionError \
+         home:PermissionError signal:PermissionError scratch:DONE",
         "{answer}"
     );
     assert!(
@@ -593,7 +596,7 @@ print(json.dumps({{"decision": "deny", "reason": " ".join(results)}}))
         PUSH,
     );
     assert!(
-        reason(&stdout_json(&out)).starts_with("connect:DONE workspace:DONE home:DONE"),
+        reason(&stdout_json(&out)).starts_with("connect:DONE udp:DONE workspace:DONE home:DONE"),
         "{}",
         String::from_utf8_lossy(&out.stdout)
     );

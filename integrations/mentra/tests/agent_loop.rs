@@ -70,13 +70,25 @@ fn write_exec(path: &Path, body: &str) {
 }
 
 /// A workspace with a python rewriter (`ls` → `ls -la`, with context), a
-/// python redactor after the call, and the demo's wasm network guard.
+/// python redactor after the call, and the demo's wasm network guard; the
+/// hooks' code in `hooks/` (trust pins and runs that folder), with two more
+/// scripts the `extra` hooks may name (`hooks/cache.py`: a pre replace;
+/// `hooks/broken.py`: exits 3).
 fn workspace(extra: Value) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path();
     std::fs::create_dir_all(ws.join(".toolgate")).unwrap();
+    std::fs::create_dir_all(ws.join("hooks")).unwrap();
     write_exec(
-        &ws.join("rewrite.py"),
+        &ws.join("hooks/cache.py"),
+        "import json,sys; r=json.load(sys.stdin); print(json.dumps({'decision':'replace','result':{'output':'cached listing','is_error':False}} if r['input']['command']=='cached' else {'decision':'allow'}))\n",
+    );
+    write_exec(
+        &ws.join("hooks/broken.py"),
+        "import json,sys; r=json.load(sys.stdin); sys.exit(3) if r['input']['command']=='broken' else print(json.dumps({'decision':'allow'}))\n",
+    );
+    write_exec(
+        &ws.join("hooks/rewrite.py"),
         r#"#!/usr/bin/env python3
 import json, sys
 req = json.load(sys.stdin)
@@ -90,7 +102,7 @@ else:
 "#,
     );
     write_exec(
-        &ws.join("redact.py"),
+        &ws.join("hooks/redact.py"),
         r#"#!/usr/bin/env python3
 import json, re, sys
 req = json.load(sys.stdin)
@@ -107,9 +119,9 @@ else:
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/demo/hooks/no_network.wat");
     std::fs::copy(demo, ws.join("no_network.wat")).unwrap();
     let mut hooks = vec![
-        json!({"name": "rewriter", "command": ["./rewrite.py"], "tools": ["run"]}),
+        json!({"name": "rewriter", "command": ["./hooks/rewrite.py"], "tools": ["run"]}),
         json!({"name": "no-network", "wasm": "no_network.wat", "matcher": "Web.*"}),
-        json!({"name": "redactor", "command": ["./redact.py"], "event": "post_tool_use"}),
+        json!({"name": "redactor", "command": ["./hooks/redact.py"], "event": "post_tool_use"}),
     ];
     if let Value::Array(more) = extra {
         hooks.extend(more);
@@ -126,8 +138,9 @@ else:
 /// and trusted its hooks: a trust store of the test's own (a private
 /// temporary directory, outside the workspace), and the workspace trusted
 /// as it is now, the way `toolgate trust` records it. The record is read at
-/// load; the gate then checks the pinned files before each call.
-fn trusted_config(ws: &Path) -> Config {
+/// load; the hooks then run from their snapshot in the store, which lives as
+/// long as the returned directory.
+fn trusted_config(ws: &Path) -> (Config, tempfile::TempDir) {
     let state = tempfile::tempdir().expect("a private directory");
     let store = toolgate::trust::TrustStore::new(state.path().join("trust"));
     let path = std::env::var_os("PATH").unwrap_or_default();
@@ -143,16 +156,19 @@ fn trusted_config(ws: &Path) -> Config {
     review
         .record(&store, &review.digest)
         .expect("trust is recorded");
-    loader().load().expect("the trusted workspace config loads")
+    let config = loader().load().expect("the trusted workspace config loads");
+    (config, state)
 }
 
-fn hooks_for(ws: &Path) -> Arc<ToolgateHooks> {
-    ToolgateHooks::new(
+fn hooks_for(ws: &Path) -> (Arc<ToolgateHooks>, tempfile::TempDir) {
+    let (config, state) = trusted_config(ws);
+    let hooks = ToolgateHooks::new(
         HookRunner::builder()
             .interceptor("no-rm", NoRm)
-            .config(trusted_config(ws))
+            .config(config)
             .build(),
-    )
+    );
+    (hooks, state)
 }
 
 struct Scenario {
@@ -160,11 +176,12 @@ struct Scenario {
     hooks: Arc<ToolgateHooks>,
     ran: Arc<Mutex<Vec<Value>>>,
     _ws: tempfile::TempDir,
+    _state: tempfile::TempDir,
 }
 
 fn scenario(calls: Vec<MockToolCall>, extra_hooks: Value) -> Scenario {
     let ws = workspace(extra_hooks);
-    let hooks = hooks_for(ws.path());
+    let (hooks, state) = hooks_for(ws.path());
     let mock = MockRuntime::builder()
         .with_pre_hook(Arc::clone(&hooks))
         .with_post_hook(Arc::clone(&hooks))
@@ -186,6 +203,7 @@ fn scenario(calls: Vec<MockToolCall>, extra_hooks: Value) -> Scenario {
         hooks,
         ran,
         _ws: ws,
+        _state: state,
     }
 }
 
@@ -350,8 +368,8 @@ async fn a_post_deny_a_pre_replace_and_a_broken_hook_map_to_what_mentra_honours(
             MockToolCall::new("run", json!({"command": "broken"})).with_id("broken"),
         ],
         json!([
-            {"name": "cache", "command": ["python3", "-c", "import json,sys; r=json.load(sys.stdin); print(json.dumps({'decision':'replace','result':{'output':'cached listing','is_error':False}} if r['input']['command']=='cached' else {'decision':'allow'}))"]},
-            {"name": "broken", "command": ["python3", "-c", "import json,sys; r=json.load(sys.stdin); sys.exit(3) if r['input']['command']=='broken' else print(json.dumps({'decision':'allow'}))"]}
+            {"name": "cache", "command": ["python3", "hooks/cache.py"]},
+            {"name": "broken", "command": ["python3", "hooks/broken.py"]}
         ]),
     );
     turn(&s).await;

@@ -11,19 +11,20 @@
 //!
 //! | limit | threat | how |
 //! |---|---|---|
-//! | no TCP connect or bind | a hook sends what it sees (every tool input) away | Landlock network rules (ABI 4), none allowed |
+//! | no network: no TCP connect or bind, no socket but a UNIX one | a hook sends what it sees (every tool input) away | Landlock network rules (ABI 4), none allowed; a seccomp filter refusing `socket()` for any family but `AF_UNIX` (UDP and raw sockets, which Landlock does not cover) and `io_uring_setup` |
 //! | writes only to a per-call scratch folder (and `/dev/null`) | a hook edits the workspace, `$HOME`, the trust store | Landlock filesystem rules: read and execute everywhere, write beneath the scratch folder |
 //! | no signals to processes outside the hook, no abstract UNIX sockets outside it | a hook kills or steers the agent | Landlock scopes (ABI 6) |
 //! | no code from the environment | `PYTHONPATH`, `NODE_OPTIONS`, `BASH_ENV`, `PERL5OPT`, `LD_PRELOAD`… set by a repository's `.envrc` | those variables removed; `PATH` without empty, relative or workspace entries; bytecode neither written nor read beside the pinned code (the snapshot holds none and is read-only) |
 //!
-//! Landlock is applied in the child between fork and exec, with the
-//! ruleset built beforehand in the parent, so the child only makes two
-//! system calls (`prctl(PR_SET_NO_NEW_PRIVS)` and
-//! `landlock_restrict_self`), both async-signal-safe. Where the kernel has no
+//! Landlock and the seccomp filter are applied in the child between fork
+//! and exec, with the ruleset and the filter built beforehand in the
+//! parent, so the child only makes three system calls
+//! (`prctl(PR_SET_NO_NEW_PRIVS)`, `landlock_restrict_self`, `seccomp`), all
+//! async-signal-safe, and allocates nothing. Where the kernel has no
 //! Landlock (or an ABI older than 6), the hook runs unconfined and every run
 //! record says so — unless the global config sets `require_confinement`,
-//! and then the hook fails closed. Not covered by Landlock ABI 7: UDP and
-//! pathname UNIX sockets (SECURITY.md says so).
+//! and then the hook fails closed. Not covered: connecting to a pathname
+//! UNIX socket the hook can reach (SECURITY.md says so).
 
 use std::ffi::OsString;
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -88,7 +89,7 @@ pub(crate) struct Sandbox {
 /// Whether this kernel can confine a hook (Landlock ABI 6 or newer), or why
 /// not.
 pub(crate) fn available() -> Result<(), String> {
-    ruleset(Path::new("/")).map(drop)
+    ruleset(Path::new("/")).and(network_filter()).map(drop)
 }
 
 /// Builds the ruleset for a hook whose scratch folder is `scratch`: read
@@ -131,10 +132,63 @@ pub(crate) fn ruleset(scratch: &Path) -> Result<OwnedFd, String> {
     fd.ok_or_else(|| "the kernel has no Landlock".to_owned())
 }
 
-/// Restricts the calling process with `ruleset`: for the child, between
-/// fork and exec. Only two system calls, no allocation.
+/// The seccomp filter of a confined hook: `socket()` for any family but
+/// `AF_UNIX`, and `io_uring_setup` (whose operations include opening
+/// sockets), fail with `EACCES`; everything else is allowed. Built once.
+pub(crate) fn network_filter() -> Result<std::sync::Arc<seccompiler::BpfProgram>, String> {
+    use seccompiler::{
+        SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+        SeccompRule, TargetArch,
+    };
+    static FILTER: std::sync::OnceLock<Result<std::sync::Arc<seccompiler::BpfProgram>, String>> =
+        std::sync::OnceLock::new();
+    FILTER
+        .get_or_init(|| {
+            let why = |e: seccompiler::BackendError| format!("the seccomp filter: {e}");
+            let arch = TargetArch::try_from(std::env::consts::ARCH)
+                .map_err(|e| format!("the seccomp filter: {e}"))?;
+            let not_unix = SeccompRule::new(vec![
+                SeccompCondition::new(
+                    0,
+                    SeccompCmpArgLen::Dword,
+                    SeccompCmpOp::Ne,
+                    nix::libc::AF_UNIX as u64,
+                )
+                .map_err(why)?,
+            ])
+            .map_err(why)?;
+            let mut rules = std::collections::BTreeMap::new();
+            rules.insert(nix::libc::SYS_socket, vec![not_unix.clone()]);
+            rules.insert(nix::libc::SYS_io_uring_setup, vec![]);
+            // x32 system calls reach the same filter as x86-64 ones, with
+            // bit 30 set in the number.
+            #[cfg(target_arch = "x86_64")]
+            {
+                const X32: i64 = 0x4000_0000;
+                rules.insert(X32 | nix::libc::SYS_socket, vec![not_unix]);
+                rules.insert(X32 | nix::libc::SYS_io_uring_setup, vec![]);
+            }
+            let filter = SeccompFilter::new(
+                rules,
+                SeccompAction::Allow,
+                SeccompAction::Errno(nix::libc::EACCES as u32),
+                arch,
+            )
+            .map_err(why)?;
+            seccompiler::BpfProgram::try_from(filter)
+                .map(std::sync::Arc::new)
+                .map_err(why)
+        })
+        .clone()
+}
+
+/// Restricts the calling process with `ruleset` and `filter`: for the
+/// child, between fork and exec. Three system calls, no allocation.
 #[allow(unsafe_code)]
-pub(crate) fn restrict_self(ruleset: &OwnedFd) -> std::io::Result<()> {
+pub(crate) fn restrict_self(
+    ruleset: &OwnedFd,
+    filter: &seccompiler::BpfProgram,
+) -> std::io::Result<()> {
     // SAFETY: prctl and landlock_restrict_self take plain integers; the
     // ruleset descriptor is open (owned by the caller) and not closed here.
     unsafe {
@@ -150,5 +204,5 @@ pub(crate) fn restrict_self(ruleset: &OwnedFd) -> std::io::Result<()> {
             return Err(std::io::Error::last_os_error());
         }
     }
-    Ok(())
+    seccompiler::apply_filter(filter).map_err(std::io::Error::other)
 }

@@ -94,10 +94,11 @@ impl CommandHook {
         let (ruleset, warning) = if sandbox.landlock {
             let made = match &sandbox.unavailable {
                 Some(why) => Err(why.clone()),
-                None => confine::ruleset(scratch.path()),
+                None => confine::ruleset(scratch.path())
+                    .and_then(|fd| Ok((std::sync::Arc::new(fd), confine::network_filter()?))),
             };
             match made {
-                Ok(fd) => (Some(std::sync::Arc::new(fd)), None),
+                Ok(both) => (Some(both), None),
                 Err(why) if sandbox.required => {
                     return Err(failed(format!(
                         "{why}; the global config sets require_confinement"

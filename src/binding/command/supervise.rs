@@ -106,10 +106,15 @@ enum End {
 pub(crate) struct Confined {
     /// Variables removed.
     pub(crate) remove: &'static [&'static str],
-    /// Variables set (after the protocol's own).
+    /// Variables set (`PATH`, `TMPDIR`, …); the protocol's own (such as
+    /// `CLAUDE_PROJECT_DIR`) are set after them and name none of these.
     pub(crate) set: Vec<(&'static str, std::ffi::OsString)>,
-    /// The Landlock ruleset the child restricts itself with before exec.
-    pub(crate) ruleset: Option<std::sync::Arc<std::os::fd::OwnedFd>>,
+    /// The Landlock ruleset and seccomp filter the child restricts itself
+    /// with before exec.
+    pub(crate) ruleset: Option<(
+        std::sync::Arc<std::os::fd::OwnedFd>,
+        std::sync::Arc<seccompiler::BpfProgram>,
+    )>,
 }
 
 /// Runs `program` with `input` on its stdin, within `limits`.
@@ -129,13 +134,14 @@ pub(crate) async fn run(
             command.env_remove(name);
         }
         command.envs(confined.set.iter().map(|(k, v)| (k, v)));
-        if let Some(ruleset) = confined.ruleset.clone() {
+        if let Some((ruleset, filter)) = confined.ruleset.clone() {
             #[allow(unsafe_code)]
             // SAFETY: the closure runs in the child between fork and exec;
-            // it only makes two system calls on a descriptor the parent
-            // keeps open until the spawn returns (see `confine`).
+            // it only makes three system calls, on a descriptor the parent
+            // keeps open until the spawn returns and a filter it built
+            // before (see `confine`), and allocates nothing.
             unsafe {
-                command.pre_exec(move || super::confine::restrict_self(&ruleset));
+                command.pre_exec(move || super::confine::restrict_self(&ruleset, &filter));
             }
         }
     }
