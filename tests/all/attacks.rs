@@ -473,8 +473,12 @@ fn a_script_swapped_during_calls_never_runs() {
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
                 for who in ["EVIL", "reviewed"] {
                     let staged = stage.join(who);
-                    let _ = std::fs::write(&staged, says(who));
+                    // Same mode as the reviewed file: only the bytes differ.
+                    crate::support::write_executable(&staged, &says(who));
                     let _ = std::fs::rename(&staged, &target);
+                    // A swap every millisecond or so: far inside a call's
+                    // window, without holding a core the other tests need.
+                    std::thread::sleep(std::time::Duration::from_micros(500));
                 }
             }
         })
