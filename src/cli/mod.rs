@@ -311,21 +311,29 @@ pub(crate) mod env {
         if let Some(path) = search_path() {
             loader = loader.search_path(path);
         }
-        if let Err(why) = confinement() {
+        // The library probes the kernel itself, only when a hook needs it.
+        if let Some(why) = no_landlock_fault() {
             loader = loader.without_landlock(why);
         }
         loader
     }
 
-    /// Whether this kernel can confine hooks. Debug builds take
-    /// `TOOLGATE_DEBUG_FAULT=no-landlock` as "it cannot" (the tests of that
-    /// path run on a kernel that can).
-    pub(crate) fn confinement() -> Result<(), String> {
+    /// Debug builds take `TOOLGATE_DEBUG_FAULT=no-landlock` as "this kernel
+    /// cannot confine" (the tests of that path run on a kernel that can).
+    fn no_landlock_fault() -> Option<String> {
         #[cfg(debug_assertions)]
         if std::env::var("TOOLGATE_DEBUG_FAULT").is_ok_and(|v| v == "no-landlock") {
-            return Err("Landlock switched off by TOOLGATE_DEBUG_FAULT=no-landlock".into());
+            return Some("Landlock switched off by TOOLGATE_DEBUG_FAULT=no-landlock".into());
         }
-        toolgate::trust::confinement_available()
+        None
+    }
+
+    /// Whether this kernel can confine hooks (see [`no_landlock_fault`]).
+    pub(crate) fn confinement() -> Result<(), String> {
+        match no_landlock_fault() {
+            Some(why) => Err(why),
+            None => toolgate::trust::confinement_available(),
+        }
     }
 
     /// The global config and `workspace`'s, loaded as the environment says.

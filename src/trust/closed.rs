@@ -100,6 +100,9 @@ pub(crate) struct Reading {
     pub(crate) launch: Launch,
     /// (as written, as found) for the interpreter, when there is one.
     pub(crate) interpreter: Option<(String, PathBuf)>,
+    /// Whether the workspace code is argv[0] itself (a native binary or a
+    /// `#!` script) rather than a script handed to an interpreter.
+    pub(crate) code_is_program: bool,
 }
 
 /// The interpreter families toolgate can read.
@@ -529,6 +532,7 @@ pub(crate) fn read(
     Ok(Reading {
         launch,
         interpreter: Some((written.to_owned(), interpreter)),
+        code_is_program: false,
     })
 }
 
@@ -622,6 +626,7 @@ fn read_workspace_program(
                 args: rest.to_vec(),
             },
             interpreter: None,
+            code_is_program: true,
         });
     }
     let Some(line) = head.strip_prefix(b"#!") else {
@@ -699,6 +704,7 @@ fn read_workspace_program(
             args: rest.to_vec(),
         },
         interpreter: Some((format!("#!{line}"), found)),
+        code_is_program: true,
     })
 }
 

@@ -322,11 +322,7 @@ pub(crate) fn admit(
                 .store
                 .as_ref()
                 .ok_or_else(|| "no trust store".to_owned())?;
-            let base = if pinned.entries.is_empty() {
-                root.to_owned()
-            } else {
-                snapshot::materialize(&store.snapshot_dir(), root, &pinned.entries)?
-            };
+            let base = snapshot::materialize(&store.snapshot_dir(), root, &pinned.entries)?;
             Ok((pinned, base))
         });
         let (state, check) = match judged {
@@ -340,17 +336,17 @@ pub(crate) fn admit(
                     .iter()
                     .any(|(ws, name)| ws == root && *name == hook.name);
                 spec.sandbox = Some(sandbox(ctx, root, !unconfined, confinement.required));
-                match ctx.confinement() {
+                let check = match (ctx.confinement(), unconfined, confinement.required) {
                     // It would run unconfined and the operator said it must
                     // not: deny its calls, whatever its `on_failure`.
-                    Err(why) if !unconfined && confinement.required => {
-                        (TrustState::Trusted, Check::Unconfinable(why))
+                    (Err(why), false, true) => Check::Unconfinable(why),
+                    // Confined; or relaxed by the operator; or unconfinable
+                    // and allowed to run so (each run record says so).
+                    (Ok(()), _, _) | (Err(_), true, _) | (Err(_), false, false) => {
+                        Check::Verify(Box::new((inputs, pinned.pin)))
                     }
-                    _ => (
-                        TrustState::Trusted,
-                        Check::Verify(Box::new((inputs, pinned.pin))),
-                    ),
-                }
+                };
+                (TrustState::Trusted, check)
             }
             Err(reason) => (
                 TrustState::Untrusted {

@@ -133,6 +133,9 @@ impl CommandInputs {
         }
         let mut entries: Vec<Entry> = Vec::new();
         let mut pin_file = |role: Role, written: &str, rel: &Path| -> Result<(), String> {
+            if entries.iter().any(|e| e.rel == rel) {
+                return Ok(());
+            }
             let path = self.root.join(rel);
             let digest = crate::safe_fs::digest(&path, MAX_PINNED_BYTES)
                 .map_err(|e| format!("{written:?} {}", crate::text::error_chain(&e)))?;
@@ -142,9 +145,6 @@ impl CommandInputs {
                     m.permissions().mode() & 0o111 != 0
                 })
                 .unwrap_or(false);
-            if entries.iter().any(|e| e.rel == rel) {
-                return Ok(());
-            }
             entries.push(Entry {
                 rel: rel.to_owned(),
                 digest: digest.clone(),
@@ -166,12 +166,7 @@ impl CommandInputs {
             // The program itself (a native binary, or a script with a #!
             // line) is pinned as argv[0] was written; a script an
             // interpreter is handed, by its path.
-            let is_program = matches!(reading.launch, super::closed::Launch::Program { .. })
-                || reading
-                    .interpreter
-                    .as_ref()
-                    .is_some_and(|(written, _)| written.starts_with("#!"));
-            let (role, written) = if is_program {
+            let (role, written) = if reading.code_is_program {
                 (Role::Program, self.argv[0].clone())
             } else {
                 (Role::Script, code.display().to_string())

@@ -89,7 +89,11 @@ pub(crate) struct Sandbox {
 /// Whether this kernel can confine a hook (Landlock ABI 6 or newer), or why
 /// not.
 pub(crate) fn available() -> Result<(), String> {
-    ruleset(Path::new("/")).and(network_filter()).map(drop)
+    // What the kernel supports does not change while the process runs.
+    static PROBE: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+    PROBE
+        .get_or_init(|| ruleset(Path::new("/")).and(network_filter()).map(drop))
+        .clone()
 }
 
 /// Builds the ruleset for a hook whose scratch folder is `scratch`: read
