@@ -132,6 +132,26 @@ fn a_toolgate_folder_another_user_plants_in_a_sticky_shared_folder_configures_no
         &claude.to_string(),
     );
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    // A component another user owns, named by the user's own config: refused.
+    let fx3 = Fixture::new();
+    crate::guests::Guest::answering(crate::guests::Verdict::Allow)
+        .write(&fx3.workspace().join(".toolgate"), "theirs");
+    fx3.workspace_raw(
+        r#"{"schema": 1, "hooks": [{"name": "w", "wasm": ".toolgate/theirs.wasm"}]}"#,
+    );
+    chown_to_nobody(&fx3.workspace().join(".toolgate/theirs.wasm"));
+    let out = run_with_stdin(
+        toolgate()
+            .args(["check", "--workspace"])
+            .arg(fx3.workspace()),
+        PUSH,
+    );
+    assert_ne!(out.status.code(), Some(0));
+    assert!(
+        stderr(&out).contains("theirs.wasm is owned by uid 65534"),
+        "{}",
+        stderr(&out)
+    );
     // A .toolgate/ owned by another user in a private folder: refused, by owner.
     let fx2 = Fixture::new();
     fx2.workspace_hooks(json!([]));
@@ -446,6 +466,25 @@ fn the_review_shows_every_file_in_the_folder_the_code_runs_from() {
         "{}",
         stderr(&out)
     );
+    // Past the byte bound (a sparse file: its size is what counts).
+    let fx = Fixture::new();
+    fx.script("guard.py", &says("guard"));
+    std::fs::File::create(fx.workspace().join("hooks/big"))
+        .unwrap()
+        .set_len(toolgate::trust::MAX_TREE_BYTES + 1)
+        .unwrap();
+    fx.workspace_hooks(hook(json!(["python3", "hooks/guard.py"])));
+    refused_at_review(&fx, "give the hook's code a folder of its own");
+    // A special file in the tree: refused, never opened.
+    let fx = Fixture::new();
+    fx.script("guard.py", &says("guard"));
+    nix::unistd::mkfifo(
+        &fx.workspace().join("hooks/pipe"),
+        nix::sys::stat::Mode::from_bits_truncate(0o600),
+    )
+    .unwrap();
+    fx.workspace_hooks(hook(json!(["python3", "hooks/guard.py"])));
+    refused_at_review(&fx, "hooks/pipe is not a regular file");
     // Code at the workspace root would pin the whole workspace: refused.
     let fx = Fixture::new();
     std::fs::write(fx.workspace().join("guard.py"), says("guard")).unwrap();
@@ -533,6 +572,13 @@ fn a_trusted_workspace_hook_cannot_reach_out() {
         .spawn()
         .unwrap();
     let home = tempfile::tempdir().unwrap();
+    // An abstract UNIX socket outside the hook (the agent's, say).
+    let abstract_name = format!("toolgate-test-{}", std::process::id());
+    let abstract_listener = {
+        use std::os::linux::net::SocketAddrExt;
+        let addr = std::os::unix::net::SocketAddr::from_abstract_name(&abstract_name).unwrap();
+        std::os::unix::net::UnixListener::bind_addr(&addr).unwrap()
+    };
     let fx = Fixture::new();
     fx.script(
         "probe.py",
@@ -549,11 +595,22 @@ def connect():
     socket.create_connection(("127.0.0.1", {port}), timeout=2).close()
 def udp():
     socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"x", ("127.0.0.1", {port}))
+def abstract():
+    socket.socket(socket.AF_UNIX).connect("\0{abstract_name}")
+def uring():
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    params = ctypes.create_string_buffer(120)
+    if libc.syscall(425, 8, params) < 0:
+        raise OSError(ctypes.get_errno(), "io_uring_setup")
 def write(path):
     return lambda: open(path, "w").write("x")
 results = [
     "connect:" + attempt(connect),
     "udp:" + attempt(udp),
+    "abstract:" + attempt(abstract),
+    "uring:" + attempt(uring),
+    "devnull:" + attempt(write("/dev/null")),
     "workspace:" + attempt(write(os.path.join(os.getcwd(), "planted"))),
     "home:" + attempt(write(os.path.join(os.environ["HOME"], "planted"))),
     "signal:" + attempt(lambda: os.kill({pid}, signal.SIGTERM)),
@@ -561,7 +618,8 @@ results = [
 ]
 print(json.dumps({{"decision": "deny", "reason": " ".join(results)}}))
 "#,
-            pid = victim.id()
+            pid = victim.id(),
+            abstract_name = abstract_name,
         ),
     );
     fx.workspace_hooks(hook(json!(["python3", "hooks/probe.py"])));
@@ -577,7 +635,8 @@ print(json.dumps({{"decision": "deny", "reason": " ".join(results)}}))
     let answer = stdout_json(&out);
     assert_eq!(
         reason(&answer),
-        "connect:PermissionError udp:PermissionError workspace:PermissionError \
+        "connect:PermissionError udp:PermissionError abstract:PermissionError \
+         uring:PermissionError devnull:DONE workspace:PermissionError \
          home:PermissionError signal:PermissionError scratch:DONE",
         "{answer}"
     );
@@ -600,12 +659,13 @@ print(json.dumps({{"decision": "deny", "reason": " ".join(results)}}))
         PUSH,
     );
     assert!(
-        reason(&stdout_json(&out)).starts_with("connect:DONE udp:DONE workspace:DONE home:DONE"),
+        reason(&stdout_json(&out)).starts_with("connect:DONE udp:DONE abstract:DONE"),
         "{}",
         String::from_utf8_lossy(&out.stdout)
     );
     let _ = std::fs::remove_file(fx.workspace().join("planted"));
     drop(listener);
+    drop(abstract_listener);
 }
 
 #[test]
@@ -733,6 +793,77 @@ fn without_landlock_each_run_record_says_so_and_require_confinement_denies() {
     assert!(
         reason(&answer).contains("cannot run confined here")
             && reason(&answer).contains("require_confinement"),
+        "{answer}"
+    );
+}
+
+/// `"confine": true` on a global hook (the operator's choice) confines it
+/// like a workspace hook; without it a global hook is not confined.
+#[test]
+fn a_global_hook_is_confined_only_when_its_config_asks() {
+    let fx = Fixture::new();
+    let target = fx.dir.path().join("written-by-global-hook");
+    let script = fx.global_script(
+        "g.py",
+        &format!(
+            "#!/usr/bin/env python3\nimport json, sys\nsys.stdin.read()\n\
+             try:\n    open({:?}, 'w').write('x'); r = 'wrote'\n\
+             except OSError as e:\n    r = type(e).__name__\n\
+             print(json.dumps({{'decision': 'deny', 'reason': r}}))\n",
+            target.display().to_string()
+        ),
+    );
+    for (confine, want) in [(false, "wrote"), (true, "PermissionError")] {
+        let _ = std::fs::remove_file(&target);
+        fx.global_hooks(json!([{"name": "g", "command": [&script], "confine": confine}]));
+        assert_eq!(reason(&check(&fx).1), want, "confine: {confine}");
+    }
+}
+
+/// A record written by the first gate (record schema 1, which pinned a guess
+/// of the script) trusts nothing: the user reviews again.
+#[test]
+fn a_record_from_before_closed_world_review_trusts_nothing() {
+    let fx = Fixture::new();
+    fx.script("g.py", &says("reviewed"));
+    fx.workspace_hooks(hook(json!(["python3", "hooks/g.py"])));
+    let state = tempfile::tempdir().unwrap();
+    let trust = |extra: &[&str]| {
+        toolgate()
+            .env("XDG_STATE_HOME", state.path())
+            .args(["trust", "--workspace"])
+            .arg(fx.workspace())
+            .args(extra)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let digest = String::from_utf8_lossy(&trust(&[]).stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("digest: ").map(str::to_owned))
+        .expect("a digest");
+    assert!(trust(&["--yes", &digest]).status.success());
+    let store = state.path().join("toolgate/trust");
+    let record = std::fs::read_dir(&store)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "json"))
+        .expect("a record");
+    let mut value: Value = serde_json::from_slice(&std::fs::read(&record).unwrap()).unwrap();
+    value["schema"] = json!(1);
+    std::fs::write(&record, value.to_string()).unwrap();
+    let out = run_with_stdin(
+        toolgate()
+            .env("XDG_STATE_HOME", state.path())
+            .args(["check", "--workspace"])
+            .arg(fx.workspace()),
+        PUSH,
+    );
+    let answer = stdout_json(&out);
+    assert_eq!(out.status.code(), Some(2), "{answer}");
+    assert!(
+        reason(&answer).contains("record schema 1 (this build reads 2)"),
         "{answer}"
     );
 }
