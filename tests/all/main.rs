@@ -13,6 +13,7 @@ mod first_hour;
 mod guest_examples;
 mod guests;
 mod interceptor;
+mod layers;
 mod live;
 mod mock_model;
 mod replay;

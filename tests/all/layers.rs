@@ -1,0 +1,469 @@
+//! The library's layers, read from the source: a module imports only from a
+//! layer below its own (or from inside its own unit), and units form no
+//! cycle.
+//!
+//! Why a test and not a convention: the layering is what makes the compiler
+//! the reviewer. A binding that reached up into `trust` or `config` could make
+//! its own trust decision; a protocol that reached into `runner` would tie an
+//! agent's dialect to the chain's internals. Both compile fine, so only a test
+//! that reads the `use`s stops them. The table below is the architecture; the
+//! crate's module doc and the README draw the same picture.
+//!
+//! The source is parsed with `syn` (the same parser the compiler's proc
+//! macros use), so grouped, nested and renamed imports and inline
+//! `crate::…::f()` paths are all seen. Paths written inside macro calls are
+//! read from the macro's tokens.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use syn::visit_mut::VisitMut;
+
+/// Bottom to top. A unit is a module path; a module belongs to the longest
+/// unit that prefixes it. `isolated` layers forbid imports between their units.
+const LAYERS: &[(&str, bool, &[&str])] = &[
+    ("support", false, &["text", "safe_fs", "strict_json"]),
+    ("contract", false, &["contract", "failure", "outcome"]),
+    ("protocol", false, &["protocol"]),
+    ("seam", false, &["binding"]),
+    (
+        "bindings",
+        true,
+        &["binding::in_process", "binding::command", "binding::wasm"],
+    ),
+    ("trust", false, &["trust"]),
+    ("config", false, &["config"]),
+    ("runner", false, &["runner"]),
+    ("application", false, &["replay", "bench", "cli"]),
+];
+
+/// The unit a module path belongs to, and its layer's index.
+fn unit_of(module: &[String]) -> Option<(&'static str, usize)> {
+    let mut best: Option<(&'static str, usize)> = None;
+    for (layer, (_, _, units)) in LAYERS.iter().enumerate() {
+        for unit in *units {
+            let parts: Vec<&str> = unit.split("::").collect();
+            let prefix = parts.len() <= module.len()
+                && parts.iter().zip(module).all(|(a, b)| *a == b.as_str());
+            if prefix && best.is_none_or(|(b, _)| b.split("::").count() < parts.len()) {
+                best = Some((unit, layer));
+            }
+        }
+    }
+    best
+}
+
+/// One import: where it is written and what it names.
+#[derive(Debug, Clone)]
+struct Import {
+    file: PathBuf,
+    line: usize,
+    written: String,
+    from: Vec<String>,
+    to: Vec<String>,
+}
+
+/// Collects every `crate::`, `super::` and `self::` path in one file.
+struct Collector<'a> {
+    file: &'a Path,
+    text: &'a str,
+    /// The module the visitor is in (the file's module plus inline `mod`s).
+    here: Vec<String>,
+    found: Vec<Import>,
+}
+
+impl Collector<'_> {
+    /// Resolves a path's leading segments to an absolute module path (the
+    /// last segment may be an item; units are matched by prefix, so it does
+    /// not matter).
+    fn record(&mut self, segments: Vec<String>, written: String) {
+        let mut to: Vec<String>;
+        let mut rest = segments.as_slice();
+        match rest.first().map(String::as_str) {
+            Some("crate") => {
+                to = Vec::new();
+                rest = &rest[1..];
+            }
+            Some("super") => {
+                to = self.here.clone();
+                while rest.first().map(String::as_str) == Some("super") {
+                    to.pop();
+                    rest = &rest[1..];
+                }
+            }
+            Some("self") => {
+                to = self.here.clone();
+                rest = &rest[1..];
+            }
+            _ => return,
+        }
+        to.extend(rest.iter().cloned());
+        let line = self.line_of(&written);
+        self.found.push(Import {
+            file: self.file.to_path_buf(),
+            line,
+            written,
+            from: self.here.clone(),
+            to,
+        });
+    }
+
+    /// The first line that holds the path's last two segments (spans carry no
+    /// line numbers without proc-macro2's `span-locations`).
+    fn line_of(&self, written: &str) -> usize {
+        let tail: Vec<&str> = written.rsplit("::").take(2).collect();
+        let needle = tail.iter().rev().copied().collect::<Vec<_>>().join("::");
+        let last = tail.first().copied().unwrap_or_default();
+        self.text
+            .lines()
+            .position(|l| l.contains(&needle))
+            .or_else(|| self.text.lines().position(|l| l.contains(last)))
+            .map_or(0, |n| n + 1)
+    }
+
+    fn use_tree(&mut self, prefix: &mut Vec<String>, tree: &syn::UseTree) {
+        match tree {
+            syn::UseTree::Path(p) => {
+                prefix.push(p.ident.to_string());
+                self.use_tree(prefix, &p.tree);
+                prefix.pop();
+            }
+            syn::UseTree::Name(n) => self.leaf(prefix, n.ident.to_string()),
+            syn::UseTree::Rename(r) => self.leaf(prefix, r.ident.to_string()),
+            syn::UseTree::Glob(_) => self.leaf(prefix, "*".to_owned()),
+            syn::UseTree::Group(g) => {
+                for tree in &g.items {
+                    self.use_tree(prefix, tree);
+                }
+            }
+        }
+    }
+
+    fn leaf(&mut self, prefix: &[String], name: String) {
+        let mut segments = prefix.to_vec();
+        if name != "self" {
+            segments.push(name);
+        }
+        let written = format!("use {}", segments.join("::"));
+        self.record(segments, written);
+    }
+}
+
+impl VisitMut for Collector<'_> {
+    fn visit_item_use_mut(&mut self, item: &mut syn::ItemUse) {
+        self.use_tree(&mut Vec::new(), &item.tree);
+    }
+
+    fn visit_path_mut(&mut self, path: &mut syn::Path) {
+        let segments: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
+        if segments.len() > 1 {
+            let written = segments.join("::");
+            self.record(segments, written);
+        }
+        syn::visit_mut::visit_path_mut(self, path);
+    }
+
+    fn visit_item_mod_mut(&mut self, item: &mut syn::ItemMod) {
+        if item.content.is_some() {
+            self.here.push(item.ident.to_string());
+            syn::visit_mut::visit_item_mod_mut(self, item);
+            self.here.pop();
+        }
+    }
+
+    fn visit_macro_mut(&mut self, mac: &mut syn::Macro) {
+        // `crate :: a :: b` inside a macro's tokens.
+        let tokens: Vec<proc_macro2::TokenTree> = flatten(mac.tokens.clone());
+        let mut i = 0;
+        while i < tokens.len() {
+            if let proc_macro2::TokenTree::Ident(id) = &tokens[i]
+                && (id == "crate" || id == "super")
+            {
+                let mut segments = vec![id.to_string()];
+                let mut j = i + 1;
+                while j + 2 < tokens.len() + 1 {
+                    let colons = matches!(&tokens[j], proc_macro2::TokenTree::Punct(p) if p.as_char() == ':')
+                        && matches!(tokens.get(j + 1), Some(proc_macro2::TokenTree::Punct(p)) if p.as_char() == ':');
+                    match (colons, tokens.get(j + 2)) {
+                        (true, Some(proc_macro2::TokenTree::Ident(next))) => {
+                            segments.push(next.to_string());
+                            j += 3;
+                        }
+                        _ => break,
+                    }
+                }
+                if segments.len() > 1 {
+                    let written = segments.join("::");
+                    self.record(segments, written);
+                }
+                i = j;
+            } else {
+                i += 1;
+            }
+        }
+        syn::visit_mut::visit_macro_mut(self, mac);
+    }
+}
+
+fn flatten(stream: proc_macro2::TokenStream) -> Vec<proc_macro2::TokenTree> {
+    let mut out = Vec::new();
+    for tree in stream {
+        match tree {
+            proc_macro2::TokenTree::Group(g) => out.extend(flatten(g.stream())),
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// The module path of a file under `src/` (`binding/wasm/mod.rs` →
+/// `binding::wasm`). `lib.rs` (the facade that re-exports) and `main.rs`
+/// (the binary's root) are left out.
+fn module_of(src: &Path, file: &Path) -> Option<Vec<String>> {
+    let rel = file.strip_prefix(src).ok()?;
+    let mut parts: Vec<String> = rel
+        .iter()
+        .map(|p| p.to_string_lossy().trim_end_matches(".rs").to_owned())
+        .collect();
+    if parts.last().is_some_and(|p| p == "mod") {
+        parts.pop();
+    }
+    (parts != ["lib"] && parts != ["main"]).then_some(parts)
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .expect("src/ is readable")
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    entries.sort();
+    for path in entries {
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// The crate root's re-exports (`pub use binding::in_process::BoxError`, and
+/// those in its inline modules such as `agent`): a path through one is a path
+/// to what it names, or `crate::BoxError` would hide an upward import.
+fn root_aliases(src: &Path) -> BTreeMap<Vec<String>, Vec<String>> {
+    let lib = src.join("lib.rs");
+    let Ok(text) = std::fs::read_to_string(&lib) else {
+        return BTreeMap::new();
+    };
+    let mut ast = syn::parse_file(&text).expect("lib.rs parses");
+    // `pub use binding::…` (no `crate::`) is relative to the root: rewrite
+    // the first segment so the collector sees it.
+    for item in &mut ast.items {
+        if let syn::Item::Use(u) = item
+            && let syn::UseTree::Path(p) = &u.tree
+            && p.ident != "crate"
+            && p.ident != "super"
+            && p.ident != "self"
+        {
+            u.tree = syn::parse_quote!(crate::#p);
+        }
+    }
+    let mut collector = Collector {
+        file: &lib,
+        text: &text,
+        here: Vec::new(),
+        found: Vec::new(),
+    };
+    collector.visit_file_mut(&mut ast);
+    collector
+        .found
+        .into_iter()
+        .filter(|i| i.written.starts_with("use "))
+        .filter_map(|i| {
+            let mut alias = i.from.clone();
+            alias.push(i.to.last()?.clone());
+            (alias != i.to).then_some((alias, i.to))
+        })
+        .collect()
+}
+
+/// `to` with any root re-export at its start replaced by what it names.
+fn resolve(aliases: &BTreeMap<Vec<String>, Vec<String>>, mut to: Vec<String>) -> Vec<String> {
+    for _ in 0..8 {
+        let Some((alias, target)) = aliases
+            .iter()
+            .find(|(alias, _)| alias.len() <= to.len() && to[..alias.len()] == alias[..])
+        else {
+            break;
+        };
+        let mut next = target.clone();
+        next.extend(to[alias.len()..].iter().cloned());
+        to = next;
+    }
+    to
+}
+
+/// Every import in `src/`, with the units it joins.
+fn imports(src: &Path) -> (Vec<Import>, Vec<String>) {
+    let mut files = Vec::new();
+    rust_files(src, &mut files);
+    let aliases = root_aliases(src);
+    let mut found = Vec::new();
+    let mut unplaced = Vec::new();
+    for file in files {
+        let Some(module) = module_of(src, &file) else {
+            continue;
+        };
+        if unit_of(&module).is_none() {
+            unplaced.push(format!(
+                "{}: module `{}` is in no layer; add it to LAYERS",
+                file.display(),
+                module.join("::")
+            ));
+        }
+        let text = std::fs::read_to_string(&file).expect("source is readable");
+        let mut ast = syn::parse_file(&text)
+            .unwrap_or_else(|e| panic!("{} does not parse: {e}", file.display()));
+        let mut collector = Collector {
+            file: &file,
+            text: &text,
+            here: module,
+            found: Vec::new(),
+        };
+        collector.visit_file_mut(&mut ast);
+        found.extend(collector.found.into_iter().map(|mut i| {
+            i.to = resolve(&aliases, std::mem::take(&mut i.to));
+            i
+        }));
+    }
+    (found, unplaced)
+}
+
+/// What is wrong with one import, if anything.
+fn violation(import: &Import) -> Option<String> {
+    let (from_unit, from_layer) = unit_of(&import.from)?;
+    // A path into the crate root's own items (re-exports in lib.rs) or into a
+    // module in no layer is reported by `unplaced`.
+    let (to_unit, to_layer) = unit_of(&import.to)?;
+    if from_unit == to_unit {
+        return None;
+    }
+    let (from_name, isolated, _) = LAYERS[from_layer];
+    let (to_name, _, _) = LAYERS[to_layer];
+    let why = if to_layer > from_layer {
+        format!("`{from_unit}` ({from_name}) imports from a layer above its own: `{to_unit}` ({to_name})")
+    } else if to_layer == from_layer && isolated {
+        format!("`{from_unit}` imports `{to_unit}`: the {from_name} may not import one another")
+    } else {
+        return None;
+    };
+    Some(format!(
+        "{}:{}: `{}` — {why}",
+        import.file.display(),
+        import.line,
+        import.written
+    ))
+}
+
+/// Unit-level cycles within a layer (where imports between units are
+/// allowed). A cycle across layers needs an upward import, which `violation`
+/// names already.
+fn cycles(imports: &[Import]) -> Vec<String> {
+    let mut edges: BTreeMap<&str, BTreeMap<&str, &Import>> = BTreeMap::new();
+    for import in imports {
+        let (Some((from, a)), Some((to, b))) = (unit_of(&import.from), unit_of(&import.to)) else {
+            continue;
+        };
+        if from != to && a == b {
+            edges.entry(from).or_default().entry(to).or_insert(import);
+        }
+    }
+    let mut found = Vec::new();
+    let mut reported = BTreeSet::new();
+    for (&start, _) in &edges {
+        // Depth-first search for a path back to `start`.
+        let mut stack: Vec<(&str, Vec<&Import>)> = vec![(start, Vec::new())];
+        let mut seen = BTreeSet::new();
+        while let Some((unit, path)) = stack.pop() {
+            for (&next, &import) in edges.get(unit).into_iter().flatten() {
+                let mut path = path.clone();
+                path.push(import);
+                if next == start {
+                    let mut key: Vec<&str> = path
+                        .iter()
+                        .filter_map(|i| unit_of(&i.from).map(|u| u.0))
+                        .collect();
+                    key.sort_unstable();
+                    if reported.insert(key) {
+                        let steps: Vec<String> = path
+                            .iter()
+                            .map(|i| format!("  {}:{}: `{}`", i.file.display(), i.line, i.written))
+                            .collect();
+                        found.push(format!("a cycle through `{start}`:\n{}", steps.join("\n")));
+                    }
+                } else if seen.insert(next) {
+                    stack.push((next, path));
+                }
+            }
+        }
+    }
+    found
+}
+
+fn src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+#[test]
+fn no_module_imports_from_a_layer_above_its_own_and_units_form_no_cycle() {
+    let (imports, mut problems) = imports(&src());
+    let mut named: Vec<String> = imports.iter().filter_map(violation).collect();
+    named.dedup();
+    problems.extend(named);
+    problems.extend(cycles(&imports));
+    assert!(
+        problems.is_empty(),
+        "the layers (bottom to top: {}) are broken:\n{}",
+        LAYERS
+            .iter()
+            .map(|(name, _, _)| *name)
+            .collect::<Vec<_>>()
+            .join(" → "),
+        problems.join("\n")
+    );
+}
+
+/// The checker itself: an upward import, an import between two bindings and a
+/// cycle are each caught and named, so a passing run means something.
+#[test]
+fn the_layer_check_names_an_upward_import_a_sibling_binding_and_a_cycle() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path();
+    std::fs::create_dir_all(src.join("binding/wasm")).unwrap();
+    std::fs::write(src.join("text.rs"), "use crate::runner::Outcome;\n").unwrap();
+    std::fs::write(
+        src.join("binding/wasm/mod.rs"),
+        "use crate::binding::command::STDOUT_CAP;\n",
+    )
+    .unwrap();
+    std::fs::write(src.join("contract.rs"), "use crate::failure::X;\n").unwrap();
+    std::fs::write(src.join("failure.rs"), "fn f() { crate::contract::g() }\n").unwrap();
+    let (imports, unplaced) = imports(src);
+    assert!(unplaced.is_empty(), "{unplaced:?}");
+    let problems: Vec<String> = imports.iter().filter_map(violation).collect();
+    assert!(
+        problems.iter().any(|p| p.contains("text.rs:1: `use crate::runner::Outcome`")
+            && p.contains("layer above its own")),
+        "{problems:?}"
+    );
+    assert!(
+        problems.iter().any(|p| p.contains("`use crate::binding::command::STDOUT_CAP`")
+            && p.contains("may not import one another")),
+        "{problems:?}"
+    );
+    let cycles = cycles(&imports);
+    assert!(
+        cycles.len() == 1 && cycles[0].contains("crate::contract::g"),
+        "{cycles:?}"
+    );
+}
