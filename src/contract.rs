@@ -32,6 +32,7 @@
 //! Tool inputs and results are whatever the agent's tools take and return,
 //! so they are `serde_json::Value`. Hooks see them as-is on every binding.
 
+use regex_automata::meta::Regex;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -287,5 +288,150 @@ mod tests {
         }
         assert_eq!(Event::ALL, [Event::PreToolUse, Event::PostToolUse]);
         assert_eq!(Event::from_wire("PreToolUse"), None);
+    }
+}
+
+/// Where a participant came from. The declaration order is the consultation
+/// order: host before global before workspace.
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    strum::Display,
+    strum::IntoStaticStr,
+)]
+#[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
+pub enum Source {
+    /// Registered in code by the embedding program.
+    Host,
+    /// The operator's global config (`$XDG_CONFIG_HOME/toolgate/hooks.json`).
+    Global,
+    /// The workspace's `.toolgate/hooks.json`.
+    Workspace,
+}
+
+impl Source {
+    /// The record spelling.
+    pub fn as_str(self) -> &'static str {
+        self.into()
+    }
+}
+
+/// Which binding a participant speaks through.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, strum::Display, strum::IntoStaticStr,
+)]
+#[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
+#[non_exhaustive]
+pub enum BindingKind {
+    /// A Rust [`Interceptor`](crate::Interceptor) in the host's process.
+    InProcess,
+    /// An argv command, wire v1 on stdin/stdout.
+    Subprocess,
+    /// A WebAssembly component, fresh sandbox per call.
+    Wasm,
+}
+
+impl BindingKind {
+    /// The record spelling.
+    pub fn as_str(self) -> &'static str {
+        self.into()
+    }
+}
+
+/// Which tools a hook is consulted for.
+///
+/// A hook runs for a tool named in `tools` *or* matched by `matcher`; with
+/// neither, for every tool. Union rather than intersection because a guard
+/// that runs too often is loud, while one that runs too rarely is silent.
+/// The matcher must match the whole tool name (`Edit|Write` does not match
+/// `NotebookEdit`), as Claude Code's matchers do.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct ToolFilter {
+    pub(crate) tools: Option<Vec<String>>,
+    pub(crate) matcher: Option<Regex>,
+}
+
+impl ToolFilter {
+    pub(crate) fn matches(&self, tool: &str) -> bool {
+        match (&self.tools, &self.matcher) {
+            (None, None) => true,
+            (tools, matcher) => {
+                tools.as_ref().is_some_and(|t| t.iter().any(|n| n == tool))
+                    || matcher.as_ref().is_some_and(|m| m.is_match(tool))
+            }
+        }
+    }
+}
+
+/// Compiles `pattern` to match whole tool names only. The anchors are added
+/// to the parsed syntax tree, not to the pattern's text, so nothing in the
+/// pattern (an unbalanced `)|(`, a flag, a comment in `(?x)` mode) can move
+/// them: the pattern is one node between a start and an end assertion.
+pub(crate) fn whole_name_matcher(pattern: &str) -> Result<Regex, MatcherError> {
+    use regex_syntax::hir::{Hir, Look};
+    let hir = regex_syntax::Parser::new()
+        .parse(pattern)
+        .map_err(|e| MatcherError::Parse(Box::new(e)))?;
+    let anchored = Hir::concat(vec![Hir::look(Look::Start), hir, Hir::look(Look::End)]);
+    Regex::builder()
+        .build_from_hir(&anchored)
+        .map_err(|e| MatcherError::Build(Box::new(e)))
+}
+
+/// Why a tool matcher did not compile. Displays as the regex crate's own
+/// message (hooks.json errors quote it after the field's name).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum MatcherError {
+    /// Not a regular expression.
+    #[error("{0}")]
+    Parse(Box<regex_syntax::Error>),
+    /// Parsed, but too large to build.
+    #[error("{0}")]
+    Build(Box<regex_automata::meta::BuildError>),
+}
+
+#[cfg(test)]
+mod filter_tests {
+    use super::*;
+
+    fn filter(tools: Option<&[&str]>, matcher: Option<&str>) -> ToolFilter {
+        ToolFilter {
+            tools: tools.map(|t| t.iter().map(|s| (*s).to_owned()).collect()),
+            matcher: matcher.map(|m| whole_name_matcher(m).unwrap()),
+        }
+    }
+
+    #[test]
+    fn a_filter_with_neither_tools_nor_matcher_matches_every_tool() {
+        assert!(filter(None, None).matches("Anything"));
+    }
+
+    #[test]
+    fn tools_and_matcher_are_a_union() {
+        let f = filter(Some(&["Read"]), Some("Edit|Write"));
+        assert!(f.matches("Read"));
+        assert!(f.matches("Write"));
+        assert!(!f.matches("Bash"));
+    }
+
+    #[test]
+    fn the_matcher_matches_whole_names_only() {
+        let f = filter(None, Some("Edit|Write"));
+        assert!(!f.matches("NotebookEdit"));
+        assert!(!f.matches("Writer"));
+        // An alternation cannot escape the anchors.
+        let f = filter(None, Some("x|.*"));
+        assert!(f.matches("x") && f.matches("Bash"));
+        let f = filter(None, Some("(?x) Bash # comment"));
+        assert!(f.matches("Bash") && !f.matches("Bash2"));
     }
 }

@@ -19,6 +19,9 @@
 
 use serde::{Deserialize, Serialize};
 
+/// An error an interceptor returns when it cannot decide.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
 /// What the chain does when a hook could not decide.
 #[derive(
     Clone,
@@ -117,7 +120,7 @@ pub enum HookFailure {
     InterceptorError {
         /// The interceptor's error.
         #[source]
-        source: crate::BoxError,
+        source: BoxError,
     },
     /// An in-process interceptor panicked. The runner caught it and keeps
     /// working.

@@ -61,6 +61,7 @@ mod binding;
 pub mod config;
 pub mod contract;
 mod failure;
+mod outcome;
 mod protocol;
 pub mod replay;
 pub mod runner;
@@ -69,14 +70,16 @@ mod strict_json;
 pub mod text;
 pub mod trust;
 
-pub use binding::in_process::{BoxError, Interceptor};
+pub use binding::in_process::Interceptor;
 pub use binding::wasm;
-pub use binding::{BindingKind, BindingSpec, CommandSpec, WasmSpec};
+pub use binding::{BindingSpec, CommandSpec, WasmSpec};
+pub use contract::BindingKind;
 pub use config::{Config, ConfigError};
-pub use contract::{Decision, Event, HookRequest, Request, ToolResult, Verdict};
-pub use failure::{FailureKind, HookFailure, OnFailure};
+pub use contract::{Decision, Event, HookRequest, Request, Source, ToolResult, Verdict};
+pub use failure::{BoxError, FailureKind, HookFailure, OnFailure};
 pub use protocol::{Inward, wire};
-pub use runner::{CallOutcome, HookRunner, HookRunnerBuilder, Outcome, RunRecord, Source, Step};
+pub use outcome::{CallOutcome, Outcome, RunRecord, Step};
+pub use runner::{HookRunner, HookRunnerBuilder};
 
 /// Being an agent's hook: reading Claude Code's or Codex's hook input and
 /// answering in its dialect; importing Claude Code settings.

@@ -25,16 +25,12 @@
 //! applies too: an interceptor that allowed a call is asked again about any
 //! later rewrite of it.
 
-use crate::binding::{BindingKind, Decider, Participant, Reply, ToolFilter};
-use crate::contract::{Event, HookRequest, Verdict};
-use crate::failure::{HookFailure, OnFailure};
-use crate::runner::Source;
+use crate::binding::{BindingKind, Decider, Participant, Reply};
+use crate::contract::{Event, HookRequest, Source, ToolFilter, Verdict};
+use crate::failure::{BoxError, HookFailure, OnFailure};
 use futures_util::FutureExt;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-
-/// An error an interceptor returns when it cannot decide.
-pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 /// A guard in the host's process. Both methods default to `allow`.
 ///

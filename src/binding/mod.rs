@@ -38,13 +38,14 @@
 
 pub(crate) mod command;
 pub(crate) mod in_process;
+pub(crate) mod parse;
 pub mod wasm;
 
-use crate::config::hook::{Common, HookCtx};
-use crate::contract::{Event, HookRequest, Verdict};
+use crate::contract::{Event, HookRequest, ToolFilter, Verdict};
 use crate::failure::{HookFailure, OnFailure};
-use crate::runner::Source;
-use regex_automata::meta::Regex;
+pub use crate::contract::BindingKind;
+use crate::contract::Source;
+use parse::{Common, HookCtx};
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -52,29 +53,6 @@ use std::sync::Arc;
 
 pub use command::CommandSpec;
 pub use wasm::WasmSpec;
-
-/// Which binding a participant speaks through.
-#[derive(
-    Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, strum::Display, strum::IntoStaticStr,
-)]
-#[serde(rename_all = "snake_case")]
-#[strum(serialize_all = "snake_case")]
-#[non_exhaustive]
-pub enum BindingKind {
-    /// A Rust [`Interceptor`](crate::Interceptor) in the host's process.
-    InProcess,
-    /// An argv command, wire v1 on stdin/stdout.
-    Subprocess,
-    /// A WebAssembly component, fresh sandbox per call.
-    Wasm,
-}
-
-impl BindingKind {
-    /// The record spelling.
-    pub fn as_str(self) -> &'static str {
-        self.into()
-    }
-}
 
 /// How a configured hook runs: the part of a hook that belongs to its binding.
 #[derive(Clone, Debug, Serialize)]
@@ -151,31 +129,6 @@ pub(crate) struct Configurable {
 /// hook names none (its `missing` message lists them all).
 pub(crate) const CONFIGURABLE: [&Configurable; 2] = [&command::CONFIG, &wasm::CONFIG];
 
-/// Which tools a hook is consulted for.
-///
-/// A hook runs for a tool named in `tools` *or* matched by `matcher`; with
-/// neither, for every tool. Union rather than intersection because a guard
-/// that runs too often is loud, while one that runs too rarely is silent.
-/// The matcher must match the whole tool name (`Edit|Write` does not match
-/// `NotebookEdit`), as Claude Code's matchers do.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct ToolFilter {
-    pub(crate) tools: Option<Vec<String>>,
-    pub(crate) matcher: Option<Regex>,
-}
-
-impl ToolFilter {
-    pub(crate) fn matches(&self, tool: &str) -> bool {
-        match (&self.tools, &self.matcher) {
-            (None, None) => true,
-            (tools, matcher) => {
-                tools.as_ref().is_some_and(|t| t.iter().any(|n| n == tool))
-                    || matcher.as_ref().is_some_and(|m| m.is_match(tool))
-            }
-        }
-    }
-}
-
 /// Measurements a binding makes of one call, by name (`fuel_used`). They
 /// appear in the run record under that name.
 pub(crate) type Metrics = BTreeMap<&'static str, u64>;
@@ -226,42 +179,5 @@ pub(crate) struct Participant {
 impl Participant {
     pub(crate) fn applies(&self, event: Event, tool: &str) -> bool {
         self.events.contains(&event) && self.filter.matches(tool)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn filter(tools: Option<&[&str]>, matcher: Option<&str>) -> ToolFilter {
-        ToolFilter {
-            tools: tools.map(|t| t.iter().map(|s| (*s).to_owned()).collect()),
-            matcher: matcher.map(|m| crate::config::hook::whole_name_matcher(m).unwrap()),
-        }
-    }
-
-    #[test]
-    fn a_filter_with_neither_tools_nor_matcher_matches_every_tool() {
-        assert!(filter(None, None).matches("Anything"));
-    }
-
-    #[test]
-    fn tools_and_matcher_are_a_union() {
-        let f = filter(Some(&["Read"]), Some("Edit|Write"));
-        assert!(f.matches("Read"));
-        assert!(f.matches("Write"));
-        assert!(!f.matches("Bash"));
-    }
-
-    #[test]
-    fn the_matcher_matches_whole_names_only() {
-        let f = filter(None, Some("Edit|Write"));
-        assert!(!f.matches("NotebookEdit"));
-        assert!(!f.matches("Writer"));
-        // An alternation cannot escape the anchors.
-        let f = filter(None, Some("x|.*"));
-        assert!(f.matches("x") && f.matches("Bash"));
-        let f = filter(None, Some("(?x) Bash # comment"));
-        assert!(f.matches("Bash") && !f.matches("Bash2"));
     }
 }

@@ -2,12 +2,11 @@
 //! common fields here, then its binding's own fields by the binding (see
 //! `binding::CONFIGURABLE`). Nothing here knows a binding by name.
 
-use super::{HookSpec, MAX_TIMEOUT_MS, MIN_TIMEOUT_MS, Problem};
-use crate::binding::wasm::WasmOptions;
+use super::{HookSpec, MAX_TIMEOUT_MS, MIN_TIMEOUT_MS};
+use crate::binding::parse::{BindingOptions, Common, HookCtx, Problem, type_name};
 use crate::binding::{CONFIGURABLE, Configurable};
-use crate::contract::Event;
+use crate::contract::{Event, Source, whole_name_matcher};
 use crate::failure::OnFailure;
-use crate::runner::Source;
 use regex_automata::meta::Regex;
 use serde_json::{Map, Value};
 use std::path::Path;
@@ -48,23 +47,6 @@ pub(crate) struct Top {
     pub(crate) unconfined: Vec<(std::path::PathBuf, String)>,
 }
 
-/// What a binding's parser gets besides its own fields: where the hook came
-/// from and the common fields it may need.
-pub(crate) struct Common<'a> {
-    pub(crate) source: Source,
-    /// The config's root: relative paths resolve against it.
-    pub(crate) root: &'a Path,
-    /// `timeout_ms`, when valid.
-    pub(crate) timeout_ms: Option<u64>,
-    /// The hook's `config`.
-    pub(crate) config: Option<&'a Value>,
-    /// How components are loaded.
-    pub(crate) wasm: &'a WasmOptions,
-    /// Whether to load what the hook runs: false when the process evaluates
-    /// one call the hook does not apply to (its fields are still checked).
-    pub(crate) load: bool,
-}
-
 /// One call a one-shot process evaluates: only hooks that apply to it are
 /// loaded.
 pub(crate) type Only<'a> = Option<(Event, &'a str)>;
@@ -73,7 +55,7 @@ pub(crate) fn parse_file(
     value: Value,
     source: Source,
     path: &Path,
-    (root, wasm, only): (&Path, &WasmOptions, Only<'_>),
+    (root, options, only): (&Path, &BindingOptions, Only<'_>),
     problems: &mut Vec<Problem>,
 ) -> (Vec<HookSpec>, Top) {
     let top_problem = |field: &str, message: String| Problem {
@@ -115,12 +97,7 @@ pub(crate) fn parse_file(
             None
         }
         (Some(value), Source::Global) => {
-            let mut ctx = HookCtx {
-                path,
-                index: 0,
-                name: None,
-                problems: Vec::new(),
-            };
+            let mut ctx = HookCtx::new(path, 0);
             let parsed = ctx.bounded(
                 Some(value),
                 "chain_timeout_ms",
@@ -237,13 +214,8 @@ pub(crate) fn parse_file(
     // still count for the duplicate check.
     let mut left_out: Vec<String> = Vec::new();
     for (index, hook) in hooks.into_iter().enumerate() {
-        let mut ctx = HookCtx {
-            path,
-            index,
-            name: None,
-            problems: Vec::new(),
-        };
-        let parsed = parse_hook(hook, source, (root, wasm, only), &mut ctx);
+        let mut ctx = HookCtx::new(path, index);
+        let parsed = parse_hook(hook, source, (root, options, only), &mut ctx);
         let duplicate = |name: &str, specs: &[HookSpec], left_out: &[String]| {
             specs.iter().any(|s| s.name == name) || left_out.iter().any(|n| n == name)
         };
@@ -274,120 +246,10 @@ pub(crate) fn parse_file(
     (specs, settings)
 }
 
-/// Where problems in one hook are collected, each naming the file, the
-/// hook's index and name, and the field.
-pub(crate) struct HookCtx<'a> {
-    path: &'a Path,
-    index: usize,
-    name: Option<String>,
-    problems: Vec<Problem>,
-}
-
-impl HookCtx<'_> {
-    /// Records a problem in `field` (`""` for the hook as a whole).
-    pub(crate) fn problem(&mut self, field: &str, message: impl Into<String>) {
-        self.problems.push(Problem {
-            file: self.path.to_owned(),
-            index: Some(self.index),
-            name: self.name.clone(),
-            field: (!field.is_empty()).then(|| field.to_owned()),
-            message: message.into(),
-        });
-    }
-
-    /// Whether no problem was found in this hook so far.
-    pub(crate) fn is_clean(&self) -> bool {
-        self.problems.is_empty()
-    }
-
-    /// A path a hook names, resolved against the config's root. When
-    /// `confined` and the config is a workspace's, it must stay beneath the
-    /// workspace root after symlinks, whatever it looks like (absolute, `..`,
-    /// a symlink out). A refusal is reported on `field`.
-    pub(crate) fn resolve(
-        &mut self,
-        (field, what): (&str, &str),
-        written: &str,
-        common: &Common<'_>,
-        confined: bool,
-    ) -> Option<std::path::PathBuf> {
-        let joined = common.root.join(written);
-        let checked = match common.source {
-            Source::Workspace if confined => crate::safe_fs::beneath(&joined, common.root),
-            _ => Ok(joined.clone()),
-        };
-        match checked {
-            Ok(path) => Some(path),
-            Err(e) => {
-                self.refused_path(field, what, written, &joined, common.root, e);
-                None
-            }
-        }
-    }
-
-    /// Reports why a path a hook names was refused.
-    pub(crate) fn refused_path(
-        &mut self,
-        field: &str,
-        what: &str,
-        written: &str,
-        resolved: &Path,
-        root: &Path,
-        error: crate::safe_fs::ReadFileError,
-    ) {
-        let message = match error {
-            crate::safe_fs::ReadFileError::NotFound => format!(
-                "{what} {written:?} not found (resolved to {}; relative paths resolve against {})",
-                resolved.display(),
-                root.display()
-            ),
-            e => format!("{what} {written:?} {}", crate::text::error_chain(&e)),
-        };
-        self.problem(field, message);
-    }
-
-    /// A whole number in `min..=max` (or `default` when absent).
-    pub(crate) fn bounded(
-        &mut self,
-        value: Option<&Value>,
-        field: &str,
-        min: u64,
-        max: u64,
-        default: u64,
-        unit: &str,
-    ) -> Option<u64> {
-        match value {
-            None => Some(default),
-            Some(Value::Number(n)) => match n.as_u64() {
-                Some(v) if (min..=max).contains(&v) => Some(v),
-                _ => {
-                    self.problem(
-                        field,
-                        format!(
-                            "{n} is out of range; expected a whole number in {min}..={max}{unit}"
-                        ),
-                    );
-                    None
-                }
-            },
-            Some(other) => {
-                self.problem(
-                    field,
-                    format!(
-                        "expected a whole number in {min}..={max}{unit}, got {}",
-                        type_name(other)
-                    ),
-                );
-                None
-            }
-        }
-    }
-}
-
 fn parse_hook(
     value: Value,
     source: Source,
-    (root, wasm, only): (&Path, &WasmOptions, Only<'_>),
+    (root, options, only): (&Path, &BindingOptions, Only<'_>),
     ctx: &mut HookCtx<'_>,
 ) -> Option<HookSpec> {
     let Value::Object(obj) = value else {
@@ -457,7 +319,7 @@ fn parse_hook(
         // pre call needs the post hooks for its tool too.
         (Some((event, tool)), Some(events)) => {
             (events.contains(&event) || event == Event::PreToolUse)
-                && crate::binding::ToolFilter {
+                && crate::contract::ToolFilter {
                     tools: tools.clone().flatten(),
                     matcher: compiled_matcher.clone().flatten(),
                 }
@@ -470,7 +332,7 @@ fn parse_hook(
         root,
         timeout_ms,
         config: config.as_ref(),
-        wasm,
+        options,
         load,
     };
     let spec = (binding.parse)(&obj, &common, ctx);
@@ -637,21 +499,6 @@ fn parse_matcher(
     }
 }
 
-/// Compiles `pattern` to match whole tool names only. The anchors are added
-/// to the parsed syntax tree, not to the pattern's text, so nothing in the
-/// pattern (an unbalanced `)|(`, a flag, a comment in `(?x)` mode) can move
-/// them: the pattern is one node between a start and an end assertion.
-pub(crate) fn whole_name_matcher(pattern: &str) -> Result<Regex, String> {
-    use regex_syntax::hir::{Hir, Look};
-    let hir = regex_syntax::Parser::new()
-        .parse(pattern)
-        .map_err(|e| e.to_string())?;
-    let anchored = Hir::concat(vec![Hir::look(Look::Start), hir, Hir::look(Look::End)]);
-    Regex::builder()
-        .build_from_hir(&anchored)
-        .map_err(|e| e.to_string())
-}
-
 fn parse_on_failure(value: Option<&Value>, ctx: &mut HookCtx<'_>) -> Option<OnFailure> {
     match value {
         None => Some(OnFailure::Deny),
@@ -676,16 +523,5 @@ fn unknown_field(key: &str, known: &[&str]) -> String {
     match closest {
         Some((_, k)) => format!("unknown field (did you mean `{k}`?)"),
         None => format!("unknown field; known fields: {}", known.join(", ")),
-    }
-}
-
-pub(crate) fn type_name(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }

@@ -56,12 +56,13 @@ pub use crate::safe_fs::FileIdentity;
 pub use hook::CONFIG_SCHEMA;
 pub use workspace::{FoundWorkspace, find_workspace};
 
+pub use crate::binding::parse::Problem;
+use crate::binding::parse::BindingOptions;
 use crate::binding::wasm::WasmOptions;
-use crate::binding::{BindingKind, BindingSpec, Participant, ToolFilter};
-use crate::contract::Event;
+use crate::binding::{BindingKind, BindingSpec, Participant};
+use crate::contract::{Event, Source, ToolFilter};
 use crate::failure::OnFailure;
 use crate::protocol::Inward;
-use crate::runner::Source;
 use crate::trust::{TrustCtx, TrustState, TrustStore, UntrustedPolicy};
 use regex_automata::meta::Regex;
 use serde::Serialize;
@@ -289,7 +290,7 @@ pub struct LoadedFile {
 pub struct Loader {
     global_dir: Option<PathBuf>,
     workspace: Option<PathBuf>,
-    wasm: WasmOptions,
+    options: BindingOptions,
     trust: TrustCtx,
     only: Option<(Event, String)>,
 }
@@ -309,7 +310,7 @@ impl Loader {
 
     /// How components are cached and run.
     pub fn wasm(mut self, options: WasmOptions) -> Self {
-        self.wasm = options;
+        self.options.set(options);
         self
     }
 
@@ -364,7 +365,7 @@ impl Loader {
             config.read(
                 Source::Global,
                 &dir.join("hooks.json"),
-                (dir, &self.wasm, self.only()),
+                (dir, &self.options, self.only()),
                 &mut problems,
             );
             crate::trust::confine_global(
@@ -380,7 +381,7 @@ impl Loader {
             let digest = config.read(
                 Source::Workspace,
                 &ws.join(WORKSPACE_FILE),
-                (&ws, &self.wasm, self.only()),
+                (&ws, &self.options, self.only()),
                 &mut problems,
             );
             if let Some(digest) = &digest {
@@ -438,7 +439,7 @@ impl Config {
             config.read(
                 source,
                 path,
-                (&absolute(root), &WasmOptions::default(), None),
+                (&absolute(root), &BindingOptions::default(), None),
                 &mut problems,
             );
         }
@@ -458,11 +459,13 @@ impl Config {
             "hooks": hooks.into_iter().map(|h| Value::Object(h.fields)).collect::<Vec<_>>(),
         });
         let mut problems = Vec::new();
+        let mut options = BindingOptions::default();
+        options.set(wasm.clone());
         let (hooks, _) = hook::parse_file(
             value,
             Source::Host,
             Path::new("(hooks built in code)"),
-            (&absolute(root), wasm, None),
+            (&absolute(root), &options, None),
             &mut problems,
         );
         ConfigError::or(
@@ -547,7 +550,7 @@ impl Config {
         &mut self,
         source: Source,
         path: &Path,
-        (root, wasm, only): (&Path, &WasmOptions, hook::Only<'_>),
+        (root, options, only): (&Path, &BindingOptions, hook::Only<'_>),
         problems: &mut Vec<Problem>,
     ) -> Option<String> {
         // A workspace's own config must stay inside the workspace, like every
@@ -598,7 +601,7 @@ impl Config {
                 return Some(digest);
             }
         };
-        let (hooks, top) = hook::parse_file(value, source, path, (root, wasm, only), problems);
+        let (hooks, top) = hook::parse_file(value, source, path, (root, options, only), problems);
         if top.chain_timeout_ms.is_some() {
             self.chain_timeout_ms = top.chain_timeout_ms;
         }
@@ -643,45 +646,3 @@ impl fmt::Display for ConfigError {
     }
 }
 
-/// One thing wrong with a config file.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Problem {
-    /// The file.
-    pub file: PathBuf,
-    /// The hook's index in `hooks`, when the problem is in a hook.
-    pub index: Option<usize>,
-    /// The hook's name, when it has a usable one.
-    pub name: Option<String>,
-    /// The field, when the problem is in one.
-    pub field: Option<String>,
-    /// What is wrong.
-    pub message: String,
-}
-
-impl Problem {
-    pub(crate) fn file(path: &Path, message: String) -> Self {
-        Problem {
-            file: path.to_owned(),
-            index: None,
-            name: None,
-            field: None,
-            message,
-        }
-    }
-}
-
-impl fmt::Display for Problem {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.file.display())?;
-        if let Some(i) = self.index {
-            write!(f, ": hooks[{i}]")?;
-            if let Some(name) = &self.name {
-                write!(f, " ({name:?})")?;
-            }
-        }
-        if let Some(field) = &self.field {
-            write!(f, ": field `{field}`")?;
-        }
-        write!(f, ": {}", self.message)
-    }
-}

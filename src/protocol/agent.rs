@@ -12,7 +12,7 @@
 
 use super::claude::event_name;
 use crate::contract::{Decision, Event, Request, ToolResult};
-use crate::runner::Outcome;
+use crate::outcome::Outcome;
 use serde_json::{Map, Value, json};
 
 /// The dialect `toolgate` answers in when it is the agent's hook.

@@ -42,13 +42,13 @@ pub fn translate_matcher(matcher: &str) -> Matcher {
             let pattern = format!(".*(?:{m}).*");
             // Compiled on its own first: a pattern that is not a regex by
             // itself must not be rescued by the wrapping.
-            match crate::config::hook::whole_name_matcher(m)
-                .and_then(|_| crate::config::hook::whole_name_matcher(&pattern))
+            match crate::contract::whole_name_matcher(m)
+                .and_then(|_| crate::contract::whole_name_matcher(&pattern))
             {
                 Ok(_) => Matcher::Regex(pattern),
                 Err(e) => Matcher::Unsupported(format!(
                     "not a regex toolgate can compile: {}",
-                    crate::text::one_line(&e)
+                    crate::text::one_line(&e.to_string())
                 )),
             }
         }

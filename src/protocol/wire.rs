@@ -45,7 +45,7 @@
 
 use crate::contract::{Decision, Event, HookRequest, Request, ToolResult, Verdict};
 use crate::failure::HookFailure;
-use crate::runner::Outcome;
+use crate::outcome::Outcome;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 

@@ -79,10 +79,12 @@
 mod context;
 
 use crate::binding::{BindingKind, Participant};
+pub use crate::contract::Source;
+pub use crate::outcome::{CallOutcome, FailureRecord, Outcome, RunRecord, Step};
 use crate::contract::{Decision, Event, HookRequest, Request, ToolResult};
-use crate::failure::{FailureKind, HookFailure, OnFailure};
+use crate::failure::{HookFailure, OnFailure};
 use context::ContextMerger;
-use serde::{Serialize, Serializer};
+use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -102,169 +104,6 @@ pub const MAX_REWRITES: u32 = 8;
 /// for process start and loading, and far above what a chain of guards
 /// measured in microseconds to milliseconds needs.
 pub const DEFAULT_CHAIN_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// Where a participant came from. The declaration order is the consultation
-/// order: host before global before workspace.
-#[derive(
-    Clone,
-    Copy,
-    Debug,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    Hash,
-    Serialize,
-    strum::Display,
-    strum::IntoStaticStr,
-)]
-#[serde(rename_all = "snake_case")]
-#[strum(serialize_all = "snake_case")]
-pub enum Source {
-    /// Registered in code by the embedding program.
-    Host,
-    /// The operator's global config (`$XDG_CONFIG_HOME/toolgate/hooks.json`).
-    Global,
-    /// The workspace's `.toolgate/hooks.json`.
-    Workspace,
-}
-
-impl Source {
-    /// The record spelling.
-    pub fn as_str(self) -> &'static str {
-        self.into()
-    }
-}
-
-/// What one participant did, for the operator.
-#[derive(Clone, Debug, Serialize)]
-pub struct RunRecord {
-    /// The hook's name.
-    pub name: String,
-    /// Its binding.
-    pub binding: BindingKind,
-    /// Where it came from.
-    pub source: Source,
-    /// The event it was consulted for.
-    pub event: Event,
-    /// Which round of the chain this consultation was in: 1 for the first
-    /// pass, one more after each rewrite (see `# Re-judgement`).
-    pub round: u32,
-    /// What it did (`verdict` in the record's JSON).
-    #[serde(rename = "verdict")]
-    pub decision: Step,
-    /// For a denial, the reason it gave.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    /// For a failure, what went wrong and what the policy made of it.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub failure: Option<FailureRecord>,
-    /// Wall-clock time spent on it.
-    #[serde(rename = "duration_us", serialize_with = "micros")]
-    pub duration: Duration,
-    /// What the binding measured, by name: `fuel_used` for a component.
-    #[serde(flatten)]
-    pub metrics: BTreeMap<&'static str, u64>,
-    /// Operator-facing warning when it misbehaved (never shown to the model).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub warning: Option<String>,
-    /// What it wrote for the operator (a command's stderr), bounded.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub diagnostics: Option<String>,
-}
-
-pub(crate) fn micros<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_u64(u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
-}
-
-/// What a participant did, in one word.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Step {
-    /// Answered `allow`.
-    Allow,
-    /// Answered `deny`.
-    Deny,
-    /// Answered `modify`.
-    Modify,
-    /// Answered `replace`.
-    Replace,
-    /// Could not decide; see [`RunRecord::failure`].
-    Failed,
-    /// Not run: an untrusted workspace hook under `untrusted_hooks: skip`;
-    /// [`RunRecord::reason`] says why.
-    Skipped,
-}
-
-/// A failure, as recorded.
-#[derive(Clone, Debug, Serialize)]
-pub struct FailureRecord {
-    /// Which kind.
-    pub kind: FailureKind,
-    /// The failure in words, for the operator.
-    pub message: String,
-    /// What the hook's `on_failure` made of it.
-    pub on_failure: OnFailure,
-}
-
-/// The chain's answer for one event.
-#[derive(Clone, Debug)]
-pub struct Outcome {
-    /// The event this outcome is for.
-    pub event: Event,
-    /// The final decision. For pre: `Allow`, `Deny`, `Modify` with the final
-    /// input, or `Replace` with what the model is shown (the replacement after
-    /// the post chain). For post: `Allow` (real output shown), `Deny` (a
-    /// failure is shown), or `Replace` with what the model is shown.
-    pub decision: Decision,
-    /// The participant whose answer decided it: the one that denied or
-    /// replaced, or the last one that modified. `None` when everyone allowed.
-    pub decided_by: Option<String>,
-    /// What the model is shown as the tool's result: set after the call, and
-    /// for a pre `replace`.
-    pub shown: Option<ToolResult>,
-    /// What the tool really returned (post) or the replacement a pre hook
-    /// supplied before the post chain saw it. Kept for the audit record even
-    /// when the model is shown something else.
-    pub tool_result: Option<ToolResult>,
-    /// Merged advisory context for the model, bounded.
-    pub context: Option<String>,
-    /// One record per participant that ran, in order.
-    pub runs: Vec<RunRecord>,
-}
-
-impl Outcome {
-    /// Whether the call may go ahead (pre) or its result may be shown (post):
-    /// anything but a denial.
-    pub fn may_proceed(&self) -> bool {
-        !matches!(self.decision, Decision::Deny { .. })
-    }
-}
-
-/// A whole call taken through the chain by [`HookRunner::call`].
-#[derive(Clone, Debug)]
-pub struct CallOutcome {
-    /// What the model is shown as the tool's result.
-    pub shown: ToolResult,
-    /// Whether the tool itself ran.
-    pub tool_ran: bool,
-    /// The pre chain's outcome (for a pre `replace`, its post records too).
-    pub pre: Outcome,
-    /// The post chain's outcome, when the tool ran.
-    pub post: Option<Outcome>,
-}
-
-impl CallOutcome {
-    /// All advisory context for the model, pre then post.
-    pub fn context(&self) -> Option<String> {
-        let parts: Vec<&str> = [&self.pre.context]
-            .into_iter()
-            .chain(self.post.as_ref().map(|p| &p.context))
-            .filter_map(|c| c.as_deref())
-            .collect();
-        (!parts.is_empty()).then(|| parts.join("\n\n"))
-    }
-}
 
 /// Builds a [`HookRunner`].
 ///

@@ -6,7 +6,9 @@
 //! real bindings where the binding is part of what is tested.
 
 use super::*;
-use crate::binding::{Decider, Reply, ToolFilter};
+use crate::binding::{Decider, Reply};
+use crate::contract::ToolFilter;
+use crate::failure::FailureKind;
 use crate::contract::Verdict;
 use serde_json::json;
 use std::sync::Mutex;

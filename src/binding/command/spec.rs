@@ -5,9 +5,9 @@
 
 use super::{CommandHook, limits};
 use crate::binding::{BindingConfig, BindingKind, BindingSpec, Configurable, Decider};
-use crate::config::hook::{Common, HookCtx, type_name};
+use crate::binding::parse::{Common, HookCtx, type_name};
 use crate::protocol::Inward;
-use crate::runner::Source;
+use crate::contract::Source;
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};

@@ -112,15 +112,15 @@ pub struct ComponentInfo {
     pub cache_warning: Option<String>,
     /// How long loading took (read, hash, compile or deserialize, link; not
     /// the one-time engine start).
-    #[serde(rename = "load_us", serialize_with = "crate::runner::micros")]
+    #[serde(rename = "load_us", serialize_with = "crate::outcome::micros")]
     pub load_time: Duration,
     /// What the component imports (empty for a zero-import build).
     pub imports: Vec<String>,
     /// The identity of the file whose bytes were loaded (taken before they
-    /// were read and checked after; see [`crate::config::FileIdentity`]),
+    /// were read and checked after; see [`crate::safe_fs::FileIdentity`]),
     /// for a program that reloads when the file changes.
     #[serde(skip)]
-    pub identity: Option<crate::config::FileIdentity>,
+    pub identity: Option<crate::safe_fs::FileIdentity>,
 }
 
 /// A loaded, pre-instantiated component hook. Opaque: it is run by the chain.
@@ -304,7 +304,7 @@ pub(crate) fn load(
 fn finish(
     runtime: Arc<Runtime>,
     loaded: cache::Loaded,
-    (size, identity): (u64, crate::config::FileIdentity),
+    (size, identity): (u64, crate::safe_fs::FileIdentity),
     started: Instant,
     (limits, config): (Limits, Option<&serde_json::Value>),
 ) -> Result<(WasmHook, ComponentInfo), LoadComponentError> {

@@ -3,7 +3,7 @@
 
 use super::{ComponentInfo, DEFAULT_FUEL, DEFAULT_MEMORY_MB, MAX_FUEL, MAX_MEMORY_MB, WasmHook};
 use crate::binding::{BindingConfig, BindingKind, BindingSpec, Configurable, Decider};
-use crate::config::hook::{Common, HookCtx};
+use crate::binding::parse::{Common, HookCtx};
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::path::PathBuf;
@@ -105,9 +105,10 @@ fn parse(
         }
         return None;
     }
+    let default = super::WasmOptions::default();
     match super::load(
         &path,
-        common.wasm,
+        common.options.get::<super::WasmOptions>().unwrap_or(&default),
         super::Limits {
             fuel,
             memory_mb,

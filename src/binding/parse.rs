@@ -1,0 +1,241 @@
+//! The parse kit every configurable binding uses: what its parser is
+//! given ([`Common`]), where it reports problems ([`HookCtx`], each naming
+//! the file, the hook and the field), and the embedder's per-binding options
+//! ([`BindingOptions`]).
+//!
+//! # Why here, in the seam
+//!
+//! A binding parses its own hooks.json fields, so it needs these types; the
+//! config loader hands them over. Kept in `config`, every binding imported
+//! upward from the layer that loads it (and `config` imported the binding
+//! registry back: a cycle). Here both depend on the seam and on nothing of
+//! each other's.
+
+use crate::contract::Source;
+use serde::Serialize;
+use serde_json::Value;
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// What a binding's parser gets besides its own fields: where the hook came
+/// from and the common fields it may need.
+pub(crate) struct Common<'a> {
+    pub(crate) source: Source,
+    /// The config's root: relative paths resolve against it.
+    pub(crate) root: &'a Path,
+    /// `timeout_ms`, when valid.
+    pub(crate) timeout_ms: Option<u64>,
+    /// The hook's `config`.
+    pub(crate) config: Option<&'a Value>,
+    /// The embedder's options for each binding (how components are cached,
+    /// say), by type: see [`BindingOptions`].
+    pub(crate) options: &'a BindingOptions,
+    /// Whether to load what the hook runs: false when the process evaluates
+    /// one call the hook does not apply to (its fields are still checked).
+    pub(crate) load: bool,
+}
+
+/// The embedding program's options for each binding, by type (a component
+/// cache for the wasm binding): the loader carries them without naming any
+/// binding's type, the way `http::Extensions` carries a request's.
+#[derive(Clone, Default)]
+pub(crate) struct BindingOptions(HashMap<TypeId, Arc<dyn Any + Send + Sync>>);
+
+impl BindingOptions {
+    /// Sets the options of type `T`, replacing any before.
+    pub(crate) fn set<T: Any + Send + Sync>(&mut self, value: T) {
+        self.0.insert(TypeId::of::<T>(), Arc::new(value));
+    }
+
+    /// The options of type `T`, when the embedder gave some.
+    pub(crate) fn get<T: Any + Send + Sync>(&self) -> Option<&T> {
+        self.0.get(&TypeId::of::<T>())?.downcast_ref()
+    }
+}
+
+impl fmt::Debug for BindingOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BindingOptions")
+            .field("types", &self.0.len())
+            .finish()
+    }
+}
+
+/// Where problems in one hook are collected, each naming the file, the
+/// hook's index and name, and the field.
+pub(crate) struct HookCtx<'a> {
+    pub(crate) path: &'a Path,
+    pub(crate) index: usize,
+    /// The hook's name, once it has a usable one.
+    pub(crate) name: Option<String>,
+    pub(crate) problems: Vec<Problem>,
+}
+
+impl<'a> HookCtx<'a> {
+    /// Problems in hook `index` of the file at `path`.
+    pub(crate) fn new(path: &'a Path, index: usize) -> Self {
+        HookCtx {
+            path,
+            index,
+            name: None,
+            problems: Vec::new(),
+        }
+    }
+
+    /// Records a problem in `field` (`""` for the hook as a whole).
+    pub(crate) fn problem(&mut self, field: &str, message: impl Into<String>) {
+        self.problems.push(Problem {
+            file: self.path.to_owned(),
+            index: Some(self.index),
+            name: self.name.clone(),
+            field: (!field.is_empty()).then(|| field.to_owned()),
+            message: message.into(),
+        });
+    }
+
+    /// Whether no problem was found in this hook so far.
+    pub(crate) fn is_clean(&self) -> bool {
+        self.problems.is_empty()
+    }
+
+    /// A path a hook names, resolved against the config's root. When
+    /// `confined` and the config is a workspace's, it must stay beneath the
+    /// workspace root after symlinks, whatever it looks like (absolute, `..`,
+    /// a symlink out). A refusal is reported on `field`.
+    pub(crate) fn resolve(
+        &mut self,
+        (field, what): (&str, &str),
+        written: &str,
+        common: &Common<'_>,
+        confined: bool,
+    ) -> Option<std::path::PathBuf> {
+        let joined = common.root.join(written);
+        let checked = match common.source {
+            Source::Workspace if confined => crate::safe_fs::beneath(&joined, common.root),
+            _ => Ok(joined.clone()),
+        };
+        match checked {
+            Ok(path) => Some(path),
+            Err(e) => {
+                self.refused_path(field, what, written, &joined, common.root, e);
+                None
+            }
+        }
+    }
+
+    /// Reports why a path a hook names was refused.
+    pub(crate) fn refused_path(
+        &mut self,
+        field: &str,
+        what: &str,
+        written: &str,
+        resolved: &Path,
+        root: &Path,
+        error: crate::safe_fs::ReadFileError,
+    ) {
+        let message = match error {
+            crate::safe_fs::ReadFileError::NotFound => format!(
+                "{what} {written:?} not found (resolved to {}; relative paths resolve against {})",
+                resolved.display(),
+                root.display()
+            ),
+            e => format!("{what} {written:?} {}", crate::text::error_chain(&e)),
+        };
+        self.problem(field, message);
+    }
+
+    /// A whole number in `min..=max` (or `default` when absent).
+    pub(crate) fn bounded(
+        &mut self,
+        value: Option<&Value>,
+        field: &str,
+        min: u64,
+        max: u64,
+        default: u64,
+        unit: &str,
+    ) -> Option<u64> {
+        match value {
+            None => Some(default),
+            Some(Value::Number(n)) => match n.as_u64() {
+                Some(v) if (min..=max).contains(&v) => Some(v),
+                _ => {
+                    self.problem(
+                        field,
+                        format!(
+                            "{n} is out of range; expected a whole number in {min}..={max}{unit}"
+                        ),
+                    );
+                    None
+                }
+            },
+            Some(other) => {
+                self.problem(
+                    field,
+                    format!(
+                        "expected a whole number in {min}..={max}{unit}, got {}",
+                        type_name(other)
+                    ),
+                );
+                None
+            }
+        }
+    }
+}
+
+
+pub(crate) fn type_name(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// One thing wrong with a config file.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Problem {
+    /// The file.
+    pub file: PathBuf,
+    /// The hook's index in `hooks`, when the problem is in a hook.
+    pub index: Option<usize>,
+    /// The hook's name, when it has a usable one.
+    pub name: Option<String>,
+    /// The field, when the problem is in one.
+    pub field: Option<String>,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl Problem {
+    pub(crate) fn file(path: &Path, message: String) -> Self {
+        Problem {
+            file: path.to_owned(),
+            index: None,
+            name: None,
+            field: None,
+            message,
+        }
+    }
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.file.display())?;
+        if let Some(i) = self.index {
+            write!(f, ": hooks[{i}]")?;
+            if let Some(name) = &self.name {
+                write!(f, " ({name:?})")?;
+            }
+        }
+        if let Some(field) = &self.field {
+            write!(f, ": field `{field}`")?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}

@@ -1,0 +1,146 @@
+//! What the chain did: one record per participant consulted, the answer
+//! for one event, and a whole call's outcome.
+//!
+//! # Why its own module, below the protocols
+//!
+//! The outward protocols (a Claude Code or Codex hook answer, wire v1's
+//! `outcome` documents) render these values; the chain (`runner`) produces
+//! them. Kept here, both depend on the data and neither on the other, so a
+//! new agent dialect never reaches into the chain's internals.
+
+use crate::contract::{BindingKind, Decision, Event, Source, ToolResult};
+use crate::failure::{FailureKind, OnFailure};
+use serde::{Serialize, Serializer};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// What one participant did, for the operator.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunRecord {
+    /// The hook's name.
+    pub name: String,
+    /// Its binding.
+    pub binding: BindingKind,
+    /// Where it came from.
+    pub source: Source,
+    /// The event it was consulted for.
+    pub event: Event,
+    /// Which round of the chain this consultation was in: 1 for the first
+    /// pass, one more after each rewrite (see `# Re-judgement`).
+    pub round: u32,
+    /// What it did (`verdict` in the record's JSON).
+    #[serde(rename = "verdict")]
+    pub decision: Step,
+    /// For a denial, the reason it gave.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// For a failure, what went wrong and what the policy made of it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failure: Option<FailureRecord>,
+    /// Wall-clock time spent on it.
+    #[serde(rename = "duration_us", serialize_with = "micros")]
+    pub duration: Duration,
+    /// What the binding measured, by name: `fuel_used` for a component.
+    #[serde(flatten)]
+    pub metrics: BTreeMap<&'static str, u64>,
+    /// Operator-facing warning when it misbehaved (never shown to the model).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warning: Option<String>,
+    /// What it wrote for the operator (a command's stderr), bounded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diagnostics: Option<String>,
+}
+
+pub(crate) fn micros<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_u64(u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
+}
+
+/// What a participant did, in one word.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Step {
+    /// Answered `allow`.
+    Allow,
+    /// Answered `deny`.
+    Deny,
+    /// Answered `modify`.
+    Modify,
+    /// Answered `replace`.
+    Replace,
+    /// Could not decide; see [`RunRecord::failure`].
+    Failed,
+    /// Not run: an untrusted workspace hook under `untrusted_hooks: skip`;
+    /// [`RunRecord::reason`] says why.
+    Skipped,
+}
+
+/// A failure, as recorded.
+#[derive(Clone, Debug, Serialize)]
+pub struct FailureRecord {
+    /// Which kind.
+    pub kind: FailureKind,
+    /// The failure in words, for the operator.
+    pub message: String,
+    /// What the hook's `on_failure` made of it.
+    pub on_failure: OnFailure,
+}
+
+/// The chain's answer for one event.
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    /// The event this outcome is for.
+    pub event: Event,
+    /// The final decision. For pre: `Allow`, `Deny`, `Modify` with the final
+    /// input, or `Replace` with what the model is shown (the replacement after
+    /// the post chain). For post: `Allow` (real output shown), `Deny` (a
+    /// failure is shown), or `Replace` with what the model is shown.
+    pub decision: Decision,
+    /// The participant whose answer decided it: the one that denied or
+    /// replaced, or the last one that modified. `None` when everyone allowed.
+    pub decided_by: Option<String>,
+    /// What the model is shown as the tool's result: set after the call, and
+    /// for a pre `replace`.
+    pub shown: Option<ToolResult>,
+    /// What the tool really returned (post) or the replacement a pre hook
+    /// supplied before the post chain saw it. Kept for the audit record even
+    /// when the model is shown something else.
+    pub tool_result: Option<ToolResult>,
+    /// Merged advisory context for the model, bounded.
+    pub context: Option<String>,
+    /// One record per participant that ran, in order.
+    pub runs: Vec<RunRecord>,
+}
+
+impl Outcome {
+    /// Whether the call may go ahead (pre) or its result may be shown (post):
+    /// anything but a denial.
+    pub fn may_proceed(&self) -> bool {
+        !matches!(self.decision, Decision::Deny { .. })
+    }
+}
+
+/// A whole call taken through the chain by [`HookRunner::call`].
+#[derive(Clone, Debug)]
+pub struct CallOutcome {
+    /// What the model is shown as the tool's result.
+    pub shown: ToolResult,
+    /// Whether the tool itself ran.
+    pub tool_ran: bool,
+    /// The pre chain's outcome (for a pre `replace`, its post records too).
+    pub pre: Outcome,
+    /// The post chain's outcome, when the tool ran.
+    pub post: Option<Outcome>,
+}
+
+impl CallOutcome {
+    /// All advisory context for the model, pre then post.
+    pub fn context(&self) -> Option<String> {
+        let parts: Vec<&str> = [&self.pre.context]
+            .into_iter()
+            .chain(self.post.as_ref().map(|p| &p.context))
+            .filter_map(|c| c.as_deref())
+            .collect();
+        (!parts.is_empty()).then(|| parts.join("\n\n"))
+    }
+}
+
