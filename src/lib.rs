@@ -64,6 +64,7 @@ mod failure;
 mod outcome;
 mod protocol;
 pub mod replay;
+mod review;
 pub mod runner;
 mod safe_fs;
 mod strict_json;
@@ -73,12 +74,12 @@ pub mod trust;
 pub use binding::in_process::Interceptor;
 pub use binding::wasm;
 pub use binding::{BindingSpec, CommandSpec, WasmSpec};
-pub use contract::BindingKind;
 pub use config::{Config, ConfigError};
+pub use contract::BindingKind;
 pub use contract::{Decision, Event, HookRequest, Request, Source, ToolResult, Verdict};
 pub use failure::{BoxError, FailureKind, HookFailure, OnFailure};
-pub use protocol::{Inward, wire};
 pub use outcome::{CallOutcome, Outcome, RunRecord, Step};
+pub use protocol::{Inward, wire};
 pub use runner::{HookRunner, HookRunnerBuilder};
 
 /// Being an agent's hook: reading Claude Code's or Codex's hook input and

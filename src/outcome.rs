@@ -143,4 +143,3 @@ impl CallOutcome {
         (!parts.is_empty()).then(|| parts.join("\n\n"))
     }
 }
-

@@ -97,6 +97,5 @@ pub(crate) fn participant(
         on_failure,
         config: None,
         decider: Arc::new(InProcess(interceptor)),
-        gate: None,
     }
 }

@@ -41,14 +41,16 @@ pub(crate) mod in_process;
 pub(crate) mod parse;
 pub mod wasm;
 
+pub(crate) use crate::contract::BindingKind;
+use crate::contract::Source;
 use crate::contract::{Event, HookRequest, ToolFilter, Verdict};
 use crate::failure::{HookFailure, OnFailure};
-pub use crate::contract::BindingKind;
-use crate::contract::Source;
+use crate::safe_fs::FileIdentity;
 use parse::{Common, HookCtx};
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub use command::CommandSpec;
@@ -67,7 +69,7 @@ pub enum BindingSpec {
 
 impl BindingSpec {
     /// The one place that knows every configured binding.
-    fn config(&self) -> &dyn BindingConfig {
+    pub(crate) fn config(&self) -> &dyn BindingConfig {
         match self {
             BindingSpec::Subprocess(spec) => spec,
             BindingSpec::Wasm(spec) => spec,
@@ -98,19 +100,69 @@ impl BindingSpec {
     pub(crate) fn decider(&self, timeout_ms: u64) -> Arc<dyn Decider> {
         self.config().decider(timeout_ms)
     }
+
+    /// The files a long-lived process must watch (see
+    /// [`BindingConfig::watched`]).
+    pub(crate) fn watched(&self) -> Vec<(PathBuf, Option<FileIdentity>)> {
+        self.config().watched()
+    }
 }
 
-/// What every configured binding's spec answers.
+/// What every configured binding's spec answers. Every method is required:
+/// a new binding cannot be added without saying whether a repository's hook
+/// of its kind needs the user's trust, what it pins and which files a
+/// server must watch (a default here is how a webhook binding would have
+/// run from an untrusted repository as if it were sandboxed).
 pub(crate) trait BindingConfig {
     fn kind(&self) -> BindingKind;
     fn runs(&self) -> String;
-    fn limits(&self) -> Option<String> {
-        None
-    }
-    fn warning(&self) -> Option<&str> {
-        None
-    }
+    /// Its own limits in one line, if it has any beyond `timeout_ms`.
+    fn limits(&self) -> Option<String>;
+    /// Something loading it found that the operator should fix.
+    fn warning(&self) -> Option<&str>;
     fn decider(&self, timeout_ms: u64) -> Arc<dyn Decider>;
+    /// Whether a workspace hook of this kind may run without the user's
+    /// trust, and what trusting it pins.
+    fn workspace_trust(&self) -> WorkspaceTrust<'_>;
+    /// The files whose change must make a long-lived process (`toolgate
+    /// serve`) load the config again, each with the identity of the bytes
+    /// loaded. Files the trust gate checks before each call need not be
+    /// here.
+    fn watched(&self) -> Vec<(PathBuf, Option<FileIdentity>)>;
+}
+
+/// What a workspace hook of one binding needs before it may run: the
+/// binding's answer to the trust layer (`crate::trust`), which decides and
+/// gates. Each variant is a way of pinning; a new binding picks one, or adds
+/// one and the trust layer's exhaustive match points at what to write.
+#[derive(Debug)]
+pub(crate) enum WorkspaceTrust<'a> {
+    /// It can only decide, in a sandbox toolgate controls (a component): it
+    /// runs without trust. `reviewed` is shown and pinned by digest in a
+    /// review, for the record, and is not checked before a call.
+    Sandboxed { reviewed: Vec<PathBuf> },
+    /// It runs a program the repository chose: trusted only as the
+    /// closed-world reading of this argv pins it (`trust::closed`), and run
+    /// from a snapshot of the pinned bytes.
+    Program {
+        argv: &'a [String],
+        /// `argv[0]` as the loader resolved it.
+        program: &'a Path,
+        /// `trust_files`: (as written, resolved).
+        trust_files: &'a [(String, PathBuf)],
+    },
+    /// It acts outside toolgate's sandbox in some other way (sends the tool
+    /// input to a URL, say): trusted only while `target` is exactly what was
+    /// reviewed and `files` hold the bytes reviewed.
+    #[cfg_attr(
+        not(test),
+        expect(
+            dead_code,
+            reason = "no shipped binding pins this way yet; trust's tests add a webhook binding \
+                      that does"
+        )
+    )]
+    Exact { target: String, files: Vec<PathBuf> },
 }
 
 /// A binding hooks.json can select.
@@ -135,7 +187,7 @@ pub(crate) type Metrics = BTreeMap<&'static str, u64>;
 
 /// What a binding hands back for one consultation.
 pub(crate) struct Reply {
-    pub(crate) answer: Result<Verdict, HookFailure>,
+    pub(crate) answer: Answer,
     /// Operator-facing output the hook produced (stderr), already bounded.
     pub(crate) diagnostics: Option<String>,
     /// Something the binding noticed that the operator should know.
@@ -144,8 +196,39 @@ pub(crate) struct Reply {
     pub(crate) metrics: Metrics,
 }
 
+/// What became of one consultation. The chain matches on it exhaustively.
+#[derive(Debug)]
+pub(crate) enum Answer {
+    /// The hook decided.
+    Decided(Verdict),
+    /// It could not decide: its `on_failure` applies.
+    Failed(HookFailure),
+    /// It was not asked, and the chain goes on without it: a workspace hook
+    /// the user has not trusted, under the operator's `untrusted_hooks:
+    /// skip`. Its run record says so and why (never a silent skip).
+    NotRun {
+        /// Why, for the run record.
+        reason: String,
+    },
+}
+
+impl From<Result<Verdict, HookFailure>> for Answer {
+    fn from(answer: Result<Verdict, HookFailure>) -> Self {
+        match answer {
+            Ok(verdict) => Answer::Decided(verdict),
+            Err(failure) => Answer::Failed(failure),
+        }
+    }
+}
+
 impl From<Result<Verdict, HookFailure>> for Reply {
     fn from(answer: Result<Verdict, HookFailure>) -> Self {
+        Answer::from(answer).into()
+    }
+}
+
+impl From<Answer> for Reply {
+    fn from(answer: Answer) -> Self {
         Reply {
             answer,
             diagnostics: None,
@@ -171,9 +254,9 @@ pub(crate) struct Participant {
     pub(crate) filter: ToolFilter,
     pub(crate) on_failure: OnFailure,
     pub(crate) config: Option<Value>,
+    /// What answers; for a workspace hook that needs trust, wrapped in the
+    /// trust gate (`crate::trust::guard`).
     pub(crate) decider: Arc<dyn Decider>,
-    /// For a workspace command hook: the trust gate it must pass first.
-    pub(crate) gate: Option<Arc<crate::trust::Gate>>,
 }
 
 impl Participant {

@@ -185,7 +185,6 @@ impl<'a> HookCtx<'a> {
     }
 }
 
-
 pub(crate) fn type_name(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",

@@ -56,8 +56,8 @@ pub use crate::safe_fs::FileIdentity;
 pub use hook::CONFIG_SCHEMA;
 pub use workspace::{FoundWorkspace, find_workspace};
 
-pub use crate::binding::parse::Problem;
 use crate::binding::parse::BindingOptions;
+pub use crate::binding::parse::Problem;
 use crate::binding::wasm::WasmOptions;
 use crate::binding::{BindingKind, BindingSpec, Participant};
 use crate::contract::{Event, Source, ToolFilter};
@@ -127,8 +127,12 @@ impl HookSpec {
     }
 
     fn into_participant(self) -> Participant {
+        let decider = self.binding.decider(self.timeout_ms);
         Participant {
-            decider: self.binding.decider(self.timeout_ms),
+            decider: match self.gate {
+                Some(gate) => crate::trust::guard(gate, decider),
+                None => decider,
+            },
             binding: self.binding.kind(),
             name: self.name,
             source: self.source,
@@ -139,7 +143,6 @@ impl HookSpec {
             },
             on_failure: self.on_failure,
             config: self.config,
-            gate: self.gate,
         }
     }
 }
@@ -368,11 +371,13 @@ impl Loader {
                 (dir, &self.options, self.only()),
                 &mut problems,
             );
-            crate::trust::confine_global(
-                &mut config.hooks,
-                &self.trust,
-                config.require_confinement,
-            );
+            for hook in &mut config.hooks {
+                crate::trust::confine_global(
+                    &mut hook.binding,
+                    &self.trust,
+                    config.require_confinement,
+                );
+            }
         }
         if let Some(ws) = &self.workspace {
             let ws = absolute(ws);
@@ -385,18 +390,23 @@ impl Loader {
                 &mut problems,
             );
             if let Some(digest) = &digest {
-                let confinement = crate::trust::Confinement {
-                    required: config.require_confinement,
-                    unconfined: &config.unconfined,
-                };
-                config.trust_record = crate::trust::admit(
-                    &mut config.hooks[first..],
+                let admission = crate::trust::Admission::new(
                     digest,
                     &root,
                     &self.trust,
                     config.untrusted,
-                    &confinement,
+                    crate::trust::Confinement {
+                        required: config.require_confinement,
+                        unconfined: &config.unconfined,
+                    },
                 );
+                for hook in &mut config.hooks[first..] {
+                    let judged = admission.judge(&hook.name, hook.binding.config());
+                    hook.trust = Some(judged.state);
+                    hook.gate = judged.gate;
+                    crate::trust::arm(&mut hook.binding, judged.run);
+                }
+                config.trust_record = admission.consulted();
             }
             config.workspace = Some((root, digest));
         }
@@ -503,15 +513,14 @@ impl Config {
             path: path.clone(),
             identity: *identity,
         });
-        let components = self.hooks.iter().filter_map(|h| match &h.binding {
-            BindingSpec::Wasm(spec) => Some(SourceFile {
-                path: spec.wasm.clone(),
-                identity: spec.component.identity,
-            }),
-            // Checked by the trust gate itself before every spawn.
-            BindingSpec::Subprocess(_) => None,
-        });
-        configs.chain(trust).chain(components).collect()
+        // What each binding says must be watched (a command's files are
+        // checked by the trust gate itself before every call).
+        let bindings = self
+            .hooks
+            .iter()
+            .flat_map(|h| h.binding.watched())
+            .map(|(path, identity)| SourceFile { path, identity });
+        configs.chain(trust).chain(bindings).collect()
     }
 
     /// The whole chain's deadline, when the global config sets
@@ -645,4 +654,3 @@ impl fmt::Display for ConfigError {
         Ok(())
     }
 }
-

@@ -78,11 +78,11 @@
 
 mod context;
 
-use crate::binding::{BindingKind, Participant};
+use crate::binding::{Answer, BindingKind, Participant};
 pub use crate::contract::Source;
-pub use crate::outcome::{CallOutcome, FailureRecord, Outcome, RunRecord, Step};
 use crate::contract::{Decision, Event, HookRequest, Request, ToolResult};
 use crate::failure::{HookFailure, OnFailure};
+pub use crate::outcome::{CallOutcome, FailureRecord, Outcome, RunRecord, Step};
 use context::ContextMerger;
 use serde::Serialize;
 use serde_json::Value;
@@ -713,9 +713,6 @@ async fn consult(
         config: p.config.as_ref(),
     };
     let started = Instant::now();
-    if let Some(refusal) = p.gate.as_ref().and_then(|gate| gate.admit().err()) {
-        return refused(p, event, round, started, refusal, state);
-    }
     let reply = tokio::time::timeout_at(state.deadline, p.decider.decide(&hook_request)).await;
     let duration = started.elapsed();
 
@@ -765,16 +762,29 @@ async fn consult(
         .map(|d| crate::text::bound(d, crate::text::MAX_DIAGNOSTICS, "diagnostics"));
 
     let mut warnings: Vec<String> = reply.warning.into_iter().collect();
-    let answer = reply
-        .answer
-        .and_then(|answer| match (&answer.decision, event) {
+    let answer = match reply.answer {
+        Answer::Decided(answer) => match (&answer.decision, event) {
             (Decision::Modify { .. }, Event::PostToolUse) => Err(HookFailure::UnusableRewrite {
                 detail: "`modify` after the call: the tool already ran with its input; \
                      use `replace` to change what the model is shown"
                     .into(),
             }),
             _ => Ok(answer),
-        });
+        },
+        Answer::Failed(failure) => Err(failure),
+        Answer::NotRun { reason } => {
+            // Not asked (an untrusted workspace hook under `untrusted_hooks:
+            // skip`): recorded as skipped, with why; the chain goes on.
+            record.decision = Step::Skipped;
+            record.reason = Some(crate::text::bound(
+                reason,
+                crate::text::MAX_REASON,
+                "reason",
+            ));
+            state.runs.push(record);
+            return None;
+        }
+    };
 
     let verdict = match answer {
         Ok(mut answer) => {
@@ -837,38 +847,6 @@ async fn consult(
     }
     state.runs.push(record);
     verdict
-}
-
-/// Records a participant its trust gate stopped: a deny (its reason says
-/// what to run) or, under `untrusted_hooks: skip`, a skip. Its own
-/// `on_failure` does not apply: the workspace does not choose what its
-/// untrusted hooks get.
-fn refused(
-    p: &Participant,
-    event: Event,
-    round: u32,
-    started: Instant,
-    refusal: crate::trust::Refusal,
-    state: &mut ChainState,
-) -> Option<Decision> {
-    let reason = crate::text::bound(refusal.reason, crate::text::MAX_REASON, "reason");
-    tracing::warn!(hook = %p.name, "{}", crate::text::one_line(&reason));
-    let skip = refusal.policy == crate::trust::UntrustedPolicy::Skip;
-    state.runs.push(RunRecord {
-        name: p.name.clone(),
-        binding: p.binding,
-        source: p.source,
-        event,
-        round,
-        decision: if skip { Step::Skipped } else { Step::Deny },
-        reason: Some(reason.clone()),
-        failure: None,
-        duration: started.elapsed(),
-        metrics: BTreeMap::new(),
-        warning: None,
-        diagnostics: None,
-    });
-    (!skip).then_some(Decision::Deny { reason })
 }
 
 #[cfg(test)]

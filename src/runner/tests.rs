@@ -8,8 +8,8 @@
 use super::*;
 use crate::binding::{Decider, Reply};
 use crate::contract::ToolFilter;
-use crate::failure::FailureKind;
 use crate::contract::Verdict;
+use crate::failure::FailureKind;
 use serde_json::json;
 use std::sync::Mutex;
 
@@ -83,7 +83,6 @@ impl Chain {
                 script: Box::new(script),
                 delay,
             }),
-            gate: None,
         });
         self
     }

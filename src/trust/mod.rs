@@ -83,7 +83,7 @@ pub use pin::{FilePin, HookPin, Role};
 pub use snapshot::{MAX_TREE_BYTES, MAX_TREE_FILES};
 pub use store::{Record, TrustStore};
 
-pub(crate) use pin::CommandInputs;
+pub(crate) use pin::{CommandInputs, Pinned, Pinning, pin_of};
 pub(crate) use snapshot::private_dir;
 
 /// Whether this kernel can confine command hooks (Landlock ABI 6 or newer),
@@ -101,10 +101,9 @@ pub(crate) struct Confinement<'a> {
     pub(crate) unconfined: &'a [(PathBuf, String)],
 }
 
-use crate::binding::BindingSpec;
-use crate::config::HookSpec;
+use crate::binding::{Answer, BindingConfig, BindingSpec, Decider, Reply, WorkspaceTrust};
+use crate::contract::{HookRequest, Verdict};
 use serde::{Deserialize, Serialize};
-use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -205,11 +204,8 @@ pub enum TrustError {
         #[source]
         source: std::io::Error,
     },
-    /// The workspace's config does not load.
-    #[error("the workspace config does not load")]
-    Config(#[source] crate::ConfigError),
     /// The workspace has no hooks.json.
-    #[error("{} has no {}", workspace.display(), crate::config::WORKSPACE_FILE)]
+    #[error("{} has no .toolgate/hooks.json", workspace.display())]
     NoConfig {
         /// The workspace.
         workspace: PathBuf,
@@ -260,123 +256,228 @@ pub(crate) fn canonical_root(root: &Path) -> PathBuf {
         .unwrap_or_else(|_| std::path::absolute(root).unwrap_or_else(|_| root.to_owned()))
 }
 
-/// Judges a workspace's freshly loaded hooks: each command hook gets its
-/// [`TrustState`] and a gate that checks the pin again before every call;
-/// each wasm hook is marked sandboxed. Returns the trust record it
-/// consulted, if any, with the identity of what it read there.
-pub(crate) fn admit(
-    hooks: &mut [HookSpec],
-    config_digest: &str,
-    root: &Path,
-    ctx: &TrustCtx,
-    policy: UntrustedPolicy,
-    confinement: &Confinement<'_>,
-) -> Option<(PathBuf, Option<crate::safe_fs::FileIdentity>)> {
-    if !hooks
-        .iter()
-        .any(|h| matches!(h.binding, BindingSpec::Subprocess(_)))
-    {
-        for hook in hooks.iter_mut() {
-            hook.trust = Some(TrustState::Sandboxed);
+/// Judges one workspace's freshly loaded hooks, one at a time
+/// ([`Admission::judge`]). The trust record is read once, and only when
+/// some hook needs trust (a workspace of components never consults it).
+pub(crate) struct Admission<'a> {
+    pub(crate) config_digest: &'a str,
+    /// The canonical workspace root.
+    pub(crate) root: &'a Path,
+    pub(crate) ctx: &'a TrustCtx,
+    pub(crate) policy: UntrustedPolicy,
+    pub(crate) confinement: Confinement<'a>,
+    record: std::cell::OnceCell<Result<Record, String>>,
+    consulted: std::cell::Cell<Option<Consulted>>,
+}
+
+/// The trust record a load consulted, with the identity of what it read
+/// there.
+pub(crate) type Consulted = (PathBuf, Option<crate::safe_fs::FileIdentity>);
+
+/// What [`Admission::judge`] found for one hook.
+pub(crate) struct Judged {
+    /// Its standing, for listings.
+    pub(crate) state: TrustState,
+    /// The gate its calls pass first (wrap its decider with [`guard`]);
+    /// `None` for a hook that runs without trust.
+    pub(crate) gate: Option<Arc<Gate>>,
+    /// For a trusted program: how to run it from its snapshot, confined.
+    pub(crate) run: Option<Run>,
+}
+
+/// How a trusted workspace program runs: the interpreter from the path it
+/// was found at (no later `PATH` lookup), the code from the snapshot, in its
+/// sandbox.
+pub(crate) struct Run {
+    pub(crate) launch: (PathBuf, Vec<String>),
+    pub(crate) sandbox: crate::binding::command::confine::Sandbox,
+}
+
+impl<'a> Admission<'a> {
+    pub(crate) fn new(
+        config_digest: &'a str,
+        root: &'a Path,
+        ctx: &'a TrustCtx,
+        policy: UntrustedPolicy,
+        confinement: Confinement<'a>,
+    ) -> Self {
+        Admission {
+            config_digest,
+            root,
+            ctx,
+            policy,
+            confinement,
+            record: std::cell::OnceCell::new(),
+            consulted: std::cell::Cell::new(None),
         }
-        return None;
     }
-    let mut consulted = None;
-    let record = match &ctx.store {
-        None => Err("no trust store was configured by the program embedding toolgate".to_owned()),
-        Some(store) => {
-            let (read, identity) = store.read_identified(root);
-            consulted = Some((store.record_path(root), identity));
-            match read {
-                Ok(Some(record)) => Ok(record),
-                Ok(None) => Err("never trusted on this machine".to_owned()),
-                Err(e) => Err(crate::text::error_chain(&e)),
+
+    /// The trust record consulted, if one was.
+    pub(crate) fn consulted(self) -> Option<Consulted> {
+        self.consulted.into_inner()
+    }
+
+    fn record(&self) -> Result<&Record, String> {
+        let read = self.record.get_or_init(|| match &self.ctx.store {
+            None => {
+                Err("no trust store was configured by the program embedding toolgate".to_owned())
             }
-        }
-    };
-    for hook in hooks.iter_mut() {
-        let BindingSpec::Subprocess(spec) = &mut hook.binding else {
-            hook.trust = Some(TrustState::Sandboxed);
-            continue;
+            Some(store) => {
+                let (read, identity) = store.read_identified(self.root);
+                self.consulted
+                    .set(Some((store.record_path(self.root), identity)));
+                match read {
+                    Ok(Some(record)) => Ok(record),
+                    Ok(None) => Err("never trusted on this machine".to_owned()),
+                    Err(e) => Err(crate::text::error_chain(&e)),
+                }
+            }
+        });
+        read.as_ref().map_err(Clone::clone)
+    }
+
+    /// Judges one hook by what its binding says it needs
+    /// ([`WorkspaceTrust`]): a sandboxed one runs; any other runs only when
+    /// what it pins now is what the user trusted, and is gated before every
+    /// call.
+    pub(crate) fn judge(&self, name: &str, binding: &dyn BindingConfig) -> Judged {
+        let pinning = match binding.workspace_trust() {
+            WorkspaceTrust::Sandboxed { .. } => {
+                return Judged {
+                    state: TrustState::Sandboxed,
+                    gate: None,
+                    run: None,
+                };
+            }
+            WorkspaceTrust::Program {
+                argv,
+                program,
+                trust_files,
+            } => Pinning::Program(CommandInputs {
+                name: name.to_owned(),
+                argv: argv.to_vec(),
+                program: program.to_owned(),
+                trust_files: trust_files.to_vec(),
+                root: self.root.to_owned(),
+                search_path: self.ctx.search_path.clone(),
+            }),
+            WorkspaceTrust::Exact { target, files } => Pinning::Exact {
+                name: name.to_owned(),
+                kind: binding.kind().as_str(),
+                target,
+                files,
+            },
         };
-        let inputs = CommandInputs::of(spec, &hook.name, root, ctx.search_path.as_deref());
         // A hook that cannot be pinned says so first: trusting it would not help.
-        let judged = inputs.pin().and_then(|pinned| {
-            let now = &pinned.pin;
-            let record = record.as_ref().map_err(Clone::clone)?;
-            if record.manifest.config != config_digest {
+        let judged = pinning.pin().and_then(|pinned| {
+            let record = self.record()?;
+            if record.manifest.config != self.config_digest {
                 return Err("hooks.json changed since it was trusted".to_owned());
             }
             let trusted = record
                 .manifest
                 .hooks
                 .iter()
-                .find(|p| p.name == hook.name)
+                .find(|p| p.name == name)
                 .ok_or_else(|| "not among the hooks that were trusted".to_owned())?;
-            if let Some(what) = difference(trusted, now) {
-                return Err(what);
+            match difference(trusted, &pinned.pin) {
+                Some(what) => Err(what),
+                None => Ok(pinned),
             }
-            // Run from a private copy of exactly the bytes trusted: the
-            // copy is hashed as it is made.
-            let store = ctx
-                .store
-                .as_ref()
-                .ok_or_else(|| "no trust store".to_owned())?;
-            let base = snapshot::materialize(&store.snapshot_dir(), root, &pinned.entries)?;
-            Ok((pinned, base))
         });
-        let (state, check) = match judged {
-            Ok((pinned, base)) => {
-                // Spawn what was pinned: the interpreter from the path it
-                // was found at (no later `PATH` lookup), the code from the
-                // snapshot.
-                spec.run = Some(pinned.launch.command(&base));
-                let unconfined = confinement
-                    .unconfined
-                    .iter()
-                    .any(|(ws, name)| ws == root && *name == hook.name);
-                spec.sandbox = Some(sandbox(ctx, root, !unconfined, confinement.required));
-                let check = match (ctx.confinement(), unconfined, confinement.required) {
-                    // It would run unconfined and the operator said it must
-                    // not: deny its calls, whatever its `on_failure`.
-                    (Err(why), false, true) => Check::Unconfinable(why),
-                    // Confined; or relaxed by the operator; or unconfinable
-                    // and allowed to run so (each run record says so).
-                    (Ok(()), _, _) | (Err(_), true, _) | (Err(_), false, false) => {
-                        Check::Verify(Box::new((inputs, pinned.pin)))
-                    }
-                };
-                (TrustState::Trusted, check)
+        let (state, check, run) = match judged.and_then(|pinned| self.arm(name, pinned)) {
+            Ok((pin, Armed::Verify, run)) => (
+                TrustState::Trusted,
+                Check::Verify(Box::new((pinning, pin))),
+                run,
+            ),
+            Ok((_, Armed::Unconfinable(why), run)) => {
+                (TrustState::Trusted, Check::Unconfinable(why), run)
             }
             Err(reason) => (
                 TrustState::Untrusted {
                     reason: reason.clone(),
-                    policy,
+                    policy: self.policy,
                 },
                 Check::Refuse(reason),
+                None,
             ),
         };
-        hook.trust = Some(state);
-        hook.gate = Some(Arc::new(Gate {
-            policy,
-            hook: hook.name.clone(),
-            root: root.to_owned(),
-            check,
-        }));
+        Judged {
+            state,
+            gate: Some(Arc::new(Gate {
+                policy: self.policy,
+                hook: name.to_owned(),
+                root: self.root.to_owned(),
+                check,
+            })),
+            run,
+        }
     }
-    consulted
+
+    /// What a trusted hook runs from and how its calls are checked: a
+    /// program from a private copy of exactly the bytes trusted (the copy
+    /// is hashed as it is made), confined unless the operator relaxed it.
+    fn arm(&self, name: &str, pinned: Pinned) -> Result<(HookPin, Armed, Option<Run>), String> {
+        let Some(launch) = pinned.launch else {
+            return Ok((pinned.pin, Armed::Verify, None));
+        };
+        let store = self
+            .ctx
+            .store
+            .as_ref()
+            .ok_or_else(|| "no trust store".to_owned())?;
+        let base = snapshot::materialize(&store.snapshot_dir(), self.root, &pinned.entries)?;
+        let unconfined = self
+            .confinement
+            .unconfined
+            .iter()
+            .any(|(ws, hook)| ws == self.root && hook == name);
+        let required = self.confinement.required;
+        let run = Run {
+            launch: launch.command(&base),
+            sandbox: sandbox(self.ctx, self.root, !unconfined, required),
+        };
+        let armed = match (self.ctx.confinement(), unconfined, required) {
+            // It would run unconfined and the operator said it must not:
+            // deny its calls, whatever its `on_failure`.
+            (Err(why), false, true) => Armed::Unconfinable(why),
+            // Confined; or relaxed by the operator; or unconfinable and
+            // allowed to run so (each run record says so).
+            (Ok(()), _, _) | (Err(_), true, _) | (Err(_), false, false) => Armed::Verify,
+        };
+        Ok((pinned.pin, armed, Some(run)))
+    }
+}
+
+/// How a trusted hook's calls are checked.
+enum Armed {
+    /// Its pin again, before each call.
+    Verify,
+    /// Refused: it cannot be confined here and the operator requires it.
+    Unconfinable(String),
 }
 
 /// Confines the global command hooks whose config asks (`"confine": true`):
 /// the operator's own hooks run unconfined unless they say so.
-pub(crate) fn confine_global(hooks: &mut [HookSpec], ctx: &TrustCtx, required: bool) {
-    for hook in hooks {
-        match &mut hook.binding {
-            BindingSpec::Subprocess(spec) if spec.confine => {
-                spec.sandbox = Some(sandbox(ctx, Path::new("/nonexistent"), true, required));
-            }
-            BindingSpec::Subprocess(_) | BindingSpec::Wasm(_) => {}
+pub(crate) fn confine_global(binding: &mut BindingSpec, ctx: &TrustCtx, required: bool) {
+    match binding {
+        BindingSpec::Subprocess(spec) if spec.confine => {
+            spec.sandbox = Some(sandbox(ctx, Path::new("/nonexistent"), true, required));
         }
+        BindingSpec::Subprocess(_) | BindingSpec::Wasm(_) => {}
+    }
+}
+
+/// Applies a judgement to the hook's binding: a trusted program runs from
+/// its snapshot, in its sandbox.
+pub(crate) fn arm(binding: &mut BindingSpec, run: Option<Run>) {
+    match (binding, run) {
+        (BindingSpec::Subprocess(spec), Some(run)) => {
+            spec.run = Some(run.launch);
+            spec.sandbox = Some(run.sandbox);
+        }
+        (BindingSpec::Subprocess(_) | BindingSpec::Wasm(_), _) => {}
     }
 }
 
@@ -405,7 +506,7 @@ fn sandbox(
 
 /// What differs between a trusted pin and today's, in words; `None` when
 /// they are the same.
-fn difference(trusted: &HookPin, now: &HookPin) -> Option<String> {
+pub(crate) fn difference(trusted: &HookPin, now: &HookPin) -> Option<String> {
     if trusted == now {
         return None;
     }
@@ -452,7 +553,7 @@ pub(crate) struct Gate {
 
 enum Check {
     Refuse(String),
-    Verify(Box<(CommandInputs, HookPin)>),
+    Verify(Box<(Pinning, HookPin)>),
     /// Trusted, but it cannot be confined here and the operator requires it.
     Unconfinable(String),
 }
@@ -514,6 +615,53 @@ impl Gate {
     }
 }
 
+/// Wraps a workspace hook's decider in its trust gate.
+pub(crate) fn guard(gate: Arc<Gate>, inner: Arc<dyn Decider>) -> Arc<dyn Decider> {
+    Arc::new(Guarded { gate, inner })
+}
+
+/// A workspace hook's decider behind its gate. The gate's check computes
+/// the pin again (hashing files of up to 256 MiB), so it runs on the
+/// blocking pool, and as part of the consultation: inside the chain's
+/// deadline, never stalling an async worker of a server. The first version
+/// ran it in the chain before the deadline started, on the worker.
+struct Guarded {
+    gate: Arc<Gate>,
+    inner: Arc<dyn Decider>,
+}
+
+#[async_trait::async_trait]
+impl Decider for Guarded {
+    async fn decide(&self, request: &HookRequest<'_>) -> Reply {
+        let gate = self.gate.clone();
+        let refusal = match tokio::task::spawn_blocking(move || gate.admit()).await {
+            Ok(Ok(())) => return self.inner.decide(request).await,
+            Ok(Err(refusal)) => refusal,
+            // The check itself panicked: nothing says the hook may run, so
+            // it does not, whatever the policy (a skip would let the call
+            // go on without the guard the operator configured).
+            Err(join) => Refusal {
+                policy: UntrustedPolicy::Deny,
+                reason: format!(
+                    "toolgate: the trust check of workspace hook `{}` failed ({join}), so this \
+                     call is blocked",
+                    self.gate.hook
+                ),
+            },
+        };
+        tracing::warn!(hook = %self.gate.hook, "{}", crate::text::one_line(&refusal.reason));
+        // Its own `on_failure` does not apply: the workspace does not choose
+        // what its untrusted hooks get.
+        match refusal.policy {
+            UntrustedPolicy::Deny => Answer::Decided(Verdict::deny(refusal.reason)),
+            UntrustedPolicy::Skip => Answer::NotRun {
+                reason: refusal.reason,
+            },
+        }
+        .into()
+    }
+}
+
 /// `path` as one shell word.
 fn shell_word(path: &Path) -> String {
     let s = path.display().to_string();
@@ -563,86 +711,6 @@ pub struct Review {
 }
 
 impl Review {
-    /// Reviews the workspace whose config `config` is (loaded with
-    /// [`crate::config::Loader::workspace`]), against `store`.
-    pub fn of(
-        config: &crate::Config,
-        store: &TrustStore,
-        search_path: Option<&OsStr>,
-    ) -> Result<Review, TrustError> {
-        let (root, config_digest) = match config.workspace_config() {
-            Some((root, Some(digest))) => (root.to_owned(), digest.to_owned()),
-            Some((root, None)) => {
-                return Err(TrustError::NoConfig {
-                    workspace: root.to_owned(),
-                });
-            }
-            None => {
-                return Err(TrustError::NoConfig {
-                    workspace: PathBuf::from("(no workspace)"),
-                });
-            }
-        };
-        let mut hooks = Vec::new();
-        let mut problems = Vec::new();
-        for hook in config
-            .hooks()
-            .iter()
-            .filter(|h| h.source == crate::Source::Workspace)
-        {
-            match pin::pin_hook(hook, &root, search_path) {
-                Ok(pin) => hooks.push(pin),
-                Err(why) => problems.push(format!("{}: {why}", hook.name)),
-            }
-        }
-        if !problems.is_empty() {
-            return Err(TrustError::Unpinnable { problems });
-        }
-        let manifest = Manifest {
-            workspace: root.clone(),
-            config: config_digest,
-            hooks,
-        };
-        let (previous, store_problem) = match store.read(&root) {
-            Ok(previous) => (previous, None),
-            Err(e) => (None, Some(crate::text::error_chain(&e))),
-        };
-        let changes = manifest
-            .hooks
-            .iter()
-            .map(|now| {
-                let before = previous
-                    .as_ref()
-                    .and_then(|r| r.manifest.hooks.iter().find(|p| p.name == now.name));
-                match before {
-                    None => Change::New,
-                    Some(before) => match difference(before, now) {
-                        None => Change::Same,
-                        Some(what) => Change::Changed { what },
-                    },
-                }
-            })
-            .collect();
-        let removed = previous
-            .iter()
-            .flat_map(|r| &r.manifest.hooks)
-            .filter(|p| !manifest.hooks.iter().any(|h| h.name == p.name))
-            .map(|p| p.name.clone())
-            .collect();
-        let config_changed = previous
-            .as_ref()
-            .is_some_and(|r| r.manifest.config != manifest.config);
-        Ok(Review {
-            digest: manifest.digest(),
-            manifest,
-            changes,
-            removed,
-            config_changed,
-            previous,
-            store_problem,
-        })
-    }
-
     /// Records this review as trusted, if `expected` is its digest.
     pub fn record(&self, store: &TrustStore, expected: &str) -> Result<PathBuf, TrustError> {
         if expected != self.digest {
@@ -659,3 +727,6 @@ impl Review {
 pub fn revoke(workspace: &Path, store: &TrustStore) -> Result<bool, TrustError> {
     store.remove(&canonical_root(workspace))
 }
+
+#[cfg(test)]
+mod tests;

@@ -2,9 +2,7 @@
 //! reviews it, when a process loads the config, and just before each call.
 
 use super::snapshot::Entry;
-use crate::binding::BindingSpec;
-use crate::binding::command::CommandSpec;
-use crate::config::HookSpec;
+use crate::binding::{BindingConfig, WorkspaceTrust};
 use serde::{Deserialize, Serialize};
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
@@ -94,22 +92,6 @@ pub(crate) struct CommandInputs {
 }
 
 impl CommandInputs {
-    pub(crate) fn of(
-        spec: &CommandSpec,
-        name: &str,
-        root: &Path,
-        search_path: Option<&OsStr>,
-    ) -> Self {
-        CommandInputs {
-            name: name.to_owned(),
-            argv: spec.command.clone(),
-            program: spec.program.clone(),
-            trust_files: spec.trust_files.clone(),
-            root: root.to_owned(),
-            search_path: search_path.map(OsStr::to_owned),
-        }
-    }
-
     /// The pin, how the hook starts, and the tree it runs from; or why
     /// toolgate cannot see what this hook runs (see `closed`).
     pub(crate) fn pin(&self) -> Result<Pinned, String> {
@@ -233,17 +215,76 @@ impl CommandInputs {
                 argv: Some(self.argv.clone()),
                 files,
             },
-            launch: reading.launch,
+            launch: Some(reading.launch),
             entries,
         })
     }
 }
 
-/// A command hook's pin, with what running it from its snapshot needs.
+/// What one gated hook's pin is computed from, by the way its binding pins
+/// (`WorkspaceTrust`): kept by the gate so the pin can be computed again
+/// before each call.
+#[derive(Clone, Debug)]
+pub(crate) enum Pinning {
+    /// A program, read closed-world from its argv.
+    Program(CommandInputs),
+    /// A target named exactly and files by content.
+    Exact {
+        name: String,
+        kind: &'static str,
+        target: String,
+        files: Vec<PathBuf>,
+    },
+}
+
+impl Pinning {
+    /// The pin now, or why it cannot be computed.
+    pub(crate) fn pin(&self) -> Result<Pinned, String> {
+        match self {
+            Pinning::Program(inputs) => inputs.pin(),
+            Pinning::Exact {
+                name,
+                kind,
+                target,
+                files,
+            } => {
+                let files = files
+                    .iter()
+                    .map(|path| {
+                        let digest =
+                            crate::safe_fs::digest(path, MAX_PINNED_BYTES).map_err(|e| {
+                                format!("{} {}", path.display(), crate::text::error_chain(&e))
+                            })?;
+                        Ok(FilePin {
+                            role: Role::Declared,
+                            written: path.display().to_string(),
+                            path: Some(path.clone()),
+                            target: None,
+                            digest: Some(digest),
+                            executable: false,
+                        })
+                    })
+                    .collect::<Result<Vec<_>, String>>()?;
+                Ok(Pinned {
+                    pin: HookPin {
+                        name: name.clone(),
+                        binding: (*kind).to_owned(),
+                        argv: Some(vec![target.clone()]),
+                        files,
+                    },
+                    launch: None,
+                    entries: Vec::new(),
+                })
+            }
+        }
+    }
+}
+
+/// A hook's pin, with what running it from its snapshot needs (a program's).
 #[derive(Clone, Debug)]
 pub(crate) struct Pinned {
     pub(crate) pin: HookPin,
-    pub(crate) launch: super::closed::Launch,
+    pub(crate) launch: Option<super::closed::Launch>,
     pub(crate) entries: Vec<Entry>,
 }
 
@@ -262,38 +303,61 @@ pub(crate) fn sanitized_path(path: Option<&OsStr>, root: &Path) -> Option<OsStri
     std::env::join_paths(kept).ok()
 }
 
-/// A component hook's pin: its digest, for the user's review (components
-/// are sandboxed and run without trust).
-pub(crate) fn component_pin(hook: &HookSpec, written: &Path) -> Result<HookPin, String> {
-    let digest = crate::safe_fs::digest(written, crate::safe_fs::MAX_COMPONENT_BYTES)
-        .map_err(|e| format!("{} {}", written.display(), crate::text::error_chain(&e)))?;
-    Ok(HookPin {
-        name: hook.name.clone(),
-        binding: "wasm".into(),
-        argv: None,
-        files: vec![FilePin {
-            role: Role::Component,
-            written: written.display().to_string(),
-            path: Some(written.to_owned()),
-            target: None,
-            digest: Some(digest),
-            executable: false,
-        }],
-    })
-}
-
-/// The pin of any workspace hook.
-pub(crate) fn pin_hook(
-    hook: &HookSpec,
+/// The pin of any workspace hook, as its binding says it pins: what a
+/// review shows and records.
+pub(crate) fn pin_of(
+    name: &str,
+    binding: &dyn BindingConfig,
     root: &Path,
     search_path: Option<&OsStr>,
 ) -> Result<HookPin, String> {
-    match &hook.binding {
-        BindingSpec::Subprocess(spec) => CommandInputs::of(spec, &hook.name, root, search_path)
-            .pin()
-            .map(|p| p.pin),
-        BindingSpec::Wasm(spec) => component_pin(hook, &spec.wasm),
-    }
+    let pinning = match binding.workspace_trust() {
+        WorkspaceTrust::Sandboxed { reviewed } => {
+            let files = reviewed
+                .iter()
+                .map(|written| {
+                    let digest =
+                        crate::safe_fs::digest(written, crate::safe_fs::MAX_COMPONENT_BYTES)
+                            .map_err(|e| {
+                                format!("{} {}", written.display(), crate::text::error_chain(&e))
+                            })?;
+                    Ok(FilePin {
+                        role: Role::Component,
+                        written: written.display().to_string(),
+                        path: Some(written.to_owned()),
+                        target: None,
+                        digest: Some(digest),
+                        executable: false,
+                    })
+                })
+                .collect::<Result<Vec<_>, String>>()?;
+            return Ok(HookPin {
+                name: name.to_owned(),
+                binding: binding.kind().as_str().to_owned(),
+                argv: None,
+                files,
+            });
+        }
+        WorkspaceTrust::Program {
+            argv,
+            program,
+            trust_files,
+        } => Pinning::Program(CommandInputs {
+            name: name.to_owned(),
+            argv: argv.to_vec(),
+            program: program.to_owned(),
+            trust_files: trust_files.to_vec(),
+            root: root.to_owned(),
+            search_path: search_path.map(OsStr::to_owned),
+        }),
+        WorkspaceTrust::Exact { target, files } => Pinning::Exact {
+            name: name.to_owned(),
+            kind: binding.kind().as_str(),
+            target,
+            files,
+        },
+    };
+    pinning.pin().map(|p| p.pin)
 }
 
 /// `program` looked up on `search_path` as exec does: the first entry

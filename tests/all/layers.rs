@@ -34,7 +34,7 @@ const LAYERS: &[(&str, bool, &[&str])] = &[
     ("trust", false, &["trust"]),
     ("config", false, &["config"]),
     ("runner", false, &["runner"]),
-    ("application", false, &["replay", "bench", "cli"]),
+    ("application", false, &["replay", "review", "bench", "cli"]),
 ];
 
 /// The unit a module path belongs to, and its layer's index.
@@ -351,7 +351,9 @@ fn violation(import: &Import) -> Option<String> {
     let (from_name, isolated, _) = LAYERS[from_layer];
     let (to_name, _, _) = LAYERS[to_layer];
     let why = if to_layer > from_layer {
-        format!("`{from_unit}` ({from_name}) imports from a layer above its own: `{to_unit}` ({to_name})")
+        format!(
+            "`{from_unit}` ({from_name}) imports from a layer above its own: `{to_unit}` ({to_name})"
+        )
     } else if to_layer == from_layer && isolated {
         format!("`{from_unit}` imports `{to_unit}`: the {from_name} may not import one another")
     } else {
@@ -452,13 +454,17 @@ fn the_layer_check_names_an_upward_import_a_sibling_binding_and_a_cycle() {
     assert!(unplaced.is_empty(), "{unplaced:?}");
     let problems: Vec<String> = imports.iter().filter_map(violation).collect();
     assert!(
-        problems.iter().any(|p| p.contains("text.rs:1: `use crate::runner::Outcome`")
-            && p.contains("layer above its own")),
+        problems
+            .iter()
+            .any(|p| p.contains("text.rs:1: `use crate::runner::Outcome`")
+                && p.contains("layer above its own")),
         "{problems:?}"
     );
     assert!(
-        problems.iter().any(|p| p.contains("`use crate::binding::command::STDOUT_CAP`")
-            && p.contains("may not import one another")),
+        problems
+            .iter()
+            .any(|p| p.contains("`use crate::binding::command::STDOUT_CAP`")
+                && p.contains("may not import one another")),
         "{problems:?}"
     );
     let cycles = cycles(&imports);

@@ -181,7 +181,7 @@ impl Decider for CommandHook {
             diagnostics.push_str(&note);
         }
         Reply {
-            answer,
+            answer: answer.into(),
             diagnostics: (!diagnostics.trim().is_empty()).then_some(diagnostics),
             warning: ran.warning,
             metrics: Metrics::new(),

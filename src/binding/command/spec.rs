@@ -4,10 +4,13 @@
 //! its program and script; see `trust`).
 
 use super::{CommandHook, limits};
-use crate::binding::{BindingConfig, BindingKind, BindingSpec, Configurable, Decider};
 use crate::binding::parse::{Common, HookCtx, type_name};
-use crate::protocol::Inward;
+use crate::binding::{
+    BindingConfig, BindingKind, BindingSpec, Configurable, Decider, WorkspaceTrust,
+};
 use crate::contract::Source;
+use crate::protocol::Inward;
+use crate::safe_fs::FileIdentity;
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
@@ -82,6 +85,30 @@ impl BindingConfig for CommandSpec {
             protocol: self.protocol,
             sandbox: self.sandbox.clone(),
         })
+    }
+
+    fn limits(&self) -> Option<String> {
+        None
+    }
+
+    fn warning(&self) -> Option<&str> {
+        None
+    }
+
+    /// A command runs whatever the repository put in its argv: it needs
+    /// trust.
+    fn workspace_trust(&self) -> WorkspaceTrust<'_> {
+        WorkspaceTrust::Program {
+            argv: &self.command,
+            program: &self.program,
+            trust_files: &self.trust_files,
+        }
+    }
+
+    /// Nothing: what a trusted command runs is checked against its pin
+    /// before every call, and runs from a snapshot.
+    fn watched(&self) -> Vec<(PathBuf, Option<FileIdentity>)> {
+        Vec::new()
     }
 }
 

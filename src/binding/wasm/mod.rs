@@ -570,7 +570,7 @@ impl Decider for WasmHook {
             Ok(Err(error)) => Err(classify(&error, store.data().limiter.hit, self.timeout)),
         };
         Reply {
-            answer,
+            answer: answer.into(),
             diagnostics: store.data().log.take(),
             warning: self.load_warning.clone(),
             metrics: store

@@ -2,8 +2,11 @@
 //! path), `fuel` and `memory_mb`.
 
 use super::{ComponentInfo, DEFAULT_FUEL, DEFAULT_MEMORY_MB, MAX_FUEL, MAX_MEMORY_MB, WasmHook};
-use crate::binding::{BindingConfig, BindingKind, BindingSpec, Configurable, Decider};
 use crate::binding::parse::{Common, HookCtx};
+use crate::binding::{
+    BindingConfig, BindingKind, BindingSpec, Configurable, Decider, WorkspaceTrust,
+};
+use crate::safe_fs::FileIdentity;
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::path::PathBuf;
@@ -63,6 +66,20 @@ impl BindingConfig for WasmSpec {
         // The deadline was fixed when the component was loaded.
         self.loaded.clone()
     }
+
+    /// A component can only decide, in a fresh sandbox with no ambient
+    /// authority: it runs without trust (its digest is in the review).
+    fn workspace_trust(&self) -> WorkspaceTrust<'_> {
+        WorkspaceTrust::Sandboxed {
+            reviewed: vec![self.wasm.clone()],
+        }
+    }
+
+    /// The component file: a server serves the compiled bytes it loaded, so
+    /// a replaced file must make it load again.
+    fn watched(&self) -> Vec<(PathBuf, Option<FileIdentity>)> {
+        vec![(self.wasm.clone(), self.component.identity)]
+    }
 }
 
 fn parse(
@@ -108,7 +125,10 @@ fn parse(
     let default = super::WasmOptions::default();
     match super::load(
         &path,
-        common.options.get::<super::WasmOptions>().unwrap_or(&default),
+        common
+            .options
+            .get::<super::WasmOptions>()
+            .unwrap_or(&default),
         super::Limits {
             fuel,
             memory_mb,

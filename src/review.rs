@@ -1,0 +1,96 @@
+//! Reviewing a workspace for trust: what `toolgate trust` shows and records.
+//!
+//! # Why here, above the loader
+//!
+//! A review reads a loaded [`Config`] (the workspace's hooks, as the loader
+//! parsed them) and asks each hook's binding what it pins. The trust layer
+//! sits below the loader (the loader calls its gate), so the review, which
+//! needs both, is application code: the data it produces ([`Review`],
+//! [`Manifest`](crate::trust::Manifest)) stays in `trust`.
+
+use crate::contract::Source;
+use crate::trust::{Change, Manifest, Review, TrustError, TrustStore, difference, pin_of};
+use std::ffi::OsStr;
+use std::path::PathBuf;
+
+impl Review {
+    /// Reviews the workspace whose config `config` is (loaded with
+    /// [`crate::config::Loader::workspace`]), against `store`.
+    pub fn of(
+        config: &crate::Config,
+        store: &TrustStore,
+        search_path: Option<&OsStr>,
+    ) -> Result<Review, TrustError> {
+        let (root, config_digest) = match config.workspace_config() {
+            Some((root, Some(digest))) => (root.to_owned(), digest.to_owned()),
+            Some((root, None)) => {
+                return Err(TrustError::NoConfig {
+                    workspace: root.to_owned(),
+                });
+            }
+            None => {
+                return Err(TrustError::NoConfig {
+                    workspace: PathBuf::from("(no workspace)"),
+                });
+            }
+        };
+        let mut hooks = Vec::new();
+        let mut problems = Vec::new();
+        for hook in config
+            .hooks()
+            .iter()
+            .filter(|h| h.source == Source::Workspace)
+        {
+            match pin_of(&hook.name, hook.binding.config(), &root, search_path) {
+                Ok(pin) => hooks.push(pin),
+                Err(why) => problems.push(format!("{}: {why}", hook.name)),
+            }
+        }
+        if !problems.is_empty() {
+            return Err(TrustError::Unpinnable { problems });
+        }
+        let manifest = Manifest {
+            workspace: root.clone(),
+            config: config_digest,
+            hooks,
+        };
+        let (previous, store_problem) = match store.read(&root) {
+            Ok(previous) => (previous, None),
+            Err(e) => (None, Some(crate::text::error_chain(&e))),
+        };
+        let changes = manifest
+            .hooks
+            .iter()
+            .map(|now| {
+                let before = previous
+                    .as_ref()
+                    .and_then(|r| r.manifest.hooks.iter().find(|p| p.name == now.name));
+                match before {
+                    None => Change::New,
+                    Some(before) => match difference(before, now) {
+                        None => Change::Same,
+                        Some(what) => Change::Changed { what },
+                    },
+                }
+            })
+            .collect();
+        let removed = previous
+            .iter()
+            .flat_map(|r| &r.manifest.hooks)
+            .filter(|p| !manifest.hooks.iter().any(|h| h.name == p.name))
+            .map(|p| p.name.clone())
+            .collect();
+        let config_changed = previous
+            .as_ref()
+            .is_some_and(|r| r.manifest.config != manifest.config);
+        Ok(Review {
+            digest: manifest.digest(),
+            manifest,
+            changes,
+            removed,
+            config_changed,
+            previous,
+            store_problem,
+        })
+    }
+}
