@@ -8,6 +8,7 @@
 //! needs both, is application code: the data it produces ([`Review`],
 //! [`Manifest`](crate::trust::Manifest)) stays in `trust`.
 
+use crate::binding::WorkspaceTrust;
 use crate::contract::Source;
 use crate::trust::{Change, Manifest, Review, TrustError, TrustStore, difference, pin_of};
 use std::ffi::OsStr;
@@ -36,13 +37,22 @@ impl Review {
         };
         let mut hooks = Vec::new();
         let mut problems = Vec::new();
+        let mut needs_trust = Vec::new();
         for hook in config
             .hooks()
             .iter()
             .filter(|h| h.source == Source::Workspace)
         {
-            match pin_of(&hook.name, hook.binding.config(), &root, search_path) {
-                Ok(pin) => hooks.push(pin),
+            let binding = hook.binding.config();
+            match pin_of(&hook.name, binding, &root, search_path) {
+                Ok(pin) => {
+                    hooks.push(pin);
+                    // The binding says; nothing here infers it.
+                    needs_trust.push(match binding.workspace_trust() {
+                        WorkspaceTrust::Sandboxed { .. } => false,
+                        WorkspaceTrust::Program { .. } | WorkspaceTrust::Exact { .. } => true,
+                    });
+                }
                 Err(why) => problems.push(format!("{}: {why}", hook.name)),
             }
         }
@@ -87,6 +97,7 @@ impl Review {
             digest: manifest.digest(),
             manifest,
             changes,
+            needs_trust,
             removed,
             config_changed,
             previous,

@@ -115,12 +115,7 @@ fn trust(workspace: Option<PathBuf>, yes: Option<String>) -> anyhow::Result<Exit
     use std::io::IsTerminal;
     let (_, review, store) = review(workspace)?;
     print_review(&review, &store);
-    let commands = review
-        .manifest
-        .hooks
-        .iter()
-        .filter(|h| h.argv.is_some())
-        .count();
+    let commands = review.needs_trust.iter().filter(|n| **n).count();
     if commands == 0 {
         outln!("no command hooks: wasm hooks run sandboxed without trust; nothing to record");
         return Ok(ExitCode::SUCCESS);
@@ -222,16 +217,18 @@ fn print_review(review: &Review, store: &TrustStore) {
         outln!("warning: {}", one(problem));
     }
     outln!("");
-    for (hook, change) in m.hooks.iter().zip(&review.changes) {
+    for ((hook, change), needs_trust) in
+        m.hooks.iter().zip(&review.changes).zip(&review.needs_trust)
+    {
         let (mark, note) = match change {
             Change::New => ("+", "new".to_owned()),
             Change::Changed { what } => ("~", what.clone()),
             _ => ("=", "as trusted".to_owned()),
         };
-        let kind = if hook.argv.is_some() {
-            "command"
+        let kind = if *needs_trust {
+            "command".to_owned()
         } else {
-            "wasm: sandboxed, runs without trust"
+            format!("{}: sandboxed, runs without trust", hook.binding)
         };
         outln!("{mark} {} ({kind}; {})", one(&hook.name), one(&note));
         if let Some(argv) = &hook.argv {

@@ -699,6 +699,9 @@ pub struct Review {
     pub digest: String,
     /// Each hook in the manifest against the previous record.
     pub changes: Vec<Change>,
+    /// For each hook in the manifest: whether it runs only when trusted
+    /// (its binding says so: a command does, a component does not).
+    pub needs_trust: Vec<bool>,
     /// Hooks in the previous record that are gone.
     pub removed: Vec<String>,
     /// Whether the hooks.json bytes differ from the previous record.

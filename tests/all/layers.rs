@@ -382,7 +382,7 @@ fn cycles(imports: &[Import]) -> Vec<String> {
     }
     let mut found = Vec::new();
     let mut reported = BTreeSet::new();
-    for (&start, _) in &edges {
+    for &start in edges.keys() {
         // Depth-first search for a path back to `start`.
         let mut stack: Vec<(&str, Vec<&Import>)> = vec![(start, Vec::new())];
         let mut seen = BTreeSet::new();
