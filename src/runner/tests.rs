@@ -8,8 +8,9 @@
 use super::*;
 use crate::binding::{Decider, Reply};
 use crate::contract::ToolFilter;
-use crate::contract::Verdict;
+use crate::contract::{HookRequest, Verdict};
 use crate::failure::FailureKind;
+use crate::failure::HookFailure;
 use serde_json::json;
 use std::sync::Mutex;
 

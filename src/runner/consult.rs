@@ -1,0 +1,199 @@
+//! One consultation: a participant asked within the chain's deadline, what
+//! it said bounded and recorded, and its failure policy applied. Kept apart
+//! from the chain's order and rounds (`runner`) so each reads on its own.
+
+use super::{ChainState, FailureRecord, RunRecord, Step};
+use crate::binding::{Answer, Participant};
+use crate::contract::{Decision, Event, HookRequest, Request, ToolResult, Verdict};
+use crate::failure::{HookFailure, OnFailure};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+/// What one participant is asked in one consultation.
+pub(super) struct Asked<'a> {
+    pub(super) event: Event,
+    pub(super) input: &'a Value,
+    pub(super) result: Option<&'a ToolResult>,
+    pub(super) round: u32,
+}
+
+/// Consults one participant within the chain's deadline, records what
+/// happened, bounds what it said, and applies its failure policy. Returns the
+/// verdict the chain should act on, or `None` when the participant failed and
+/// its policy is to skip it.
+pub(super) async fn consult(
+    p: &Participant,
+    request: &Request,
+    asked: Asked<'_>,
+    state: &mut ChainState,
+) -> Option<Decision> {
+    let Asked {
+        event,
+        input,
+        result,
+        round,
+    } = asked;
+    let hook_request = HookRequest {
+        event,
+        hook: &p.name,
+        tool: &request.tool,
+        input,
+        result,
+        session_id: request.session_id.as_deref(),
+        turn_id: request.turn_id.as_deref(),
+        tool_call_id: request.tool_call_id.as_deref(),
+        cwd: request.cwd.as_deref(),
+        config: p.config.as_ref(),
+    };
+    let started = Instant::now();
+    let reply = tokio::time::timeout_at(state.deadline, p.decider.decide(&hook_request)).await;
+    let duration = started.elapsed();
+
+    let mut record = RunRecord {
+        name: p.name.clone(),
+        binding: p.binding,
+        source: p.source,
+        event,
+        round,
+        decision: Step::Failed,
+        reason: None,
+        failure: None,
+        duration,
+        metrics: BTreeMap::new(),
+        warning: None,
+        diagnostics: None,
+    };
+    let Ok(reply) = reply else {
+        // The chain's deadline passed while this participant ran. Its own
+        // policy does not apply: the participants after it were never asked.
+        return Some(past_deadline(p, record, state));
+    };
+    record.metrics = reply.metrics;
+    record.diagnostics = reply
+        .diagnostics
+        .map(|d| crate::text::bound(d, crate::text::MAX_DIAGNOSTICS, "diagnostics"));
+
+    let mut warnings: Vec<String> = reply.warning.into_iter().collect();
+    let answer = match reply.answer {
+        Answer::Decided(answer) => match (&answer.decision, event) {
+            (Decision::Modify { .. }, Event::PostToolUse) => Err(HookFailure::UnusableRewrite {
+                detail: "`modify` after the call: the tool already ran with its input; \
+                     use `replace` to change what the model is shown"
+                    .into(),
+            }),
+            _ => Ok(answer),
+        },
+        Answer::Failed(failure) => Err(failure),
+        Answer::NotRun { reason } => {
+            // Not asked (an untrusted workspace hook under `untrusted_hooks:
+            // skip`): recorded as skipped, with why; the chain goes on.
+            record.decision = Step::Skipped;
+            record.reason = Some(crate::text::bound(
+                reason,
+                crate::text::MAX_REASON,
+                "reason",
+            ));
+            state.runs.push(record);
+            return None;
+        }
+    };
+
+    let verdict = match answer {
+        Ok(answer) => Some(decided(p, answer, &mut record, &mut warnings, state)),
+        Err(failure) => failed(p, &failure, &mut record, &mut warnings),
+    };
+    if !warnings.is_empty() {
+        record.warning = Some(warnings.join("; "));
+    }
+    state.runs.push(record);
+    verdict
+}
+
+/// The chain's deadline passed while `p` ran: a deny, whatever its
+/// `on_failure`.
+fn past_deadline(p: &Participant, mut record: RunRecord, state: &mut ChainState) -> Decision {
+    let timeout_ms = u64::try_from(state.chain_timeout.as_millis()).unwrap_or(u64::MAX);
+    let failure = HookFailure::ChainDeadline { timeout_ms };
+    tracing::warn!(hook = %p.name, "the chain's deadline passed while this hook ran");
+    let reason = format!(
+        "toolgate: the hook chain ran past its deadline ({timeout_ms} ms) while hook `{}` \
+         was running, so this call is blocked",
+        p.name
+    );
+    record.failure = Some(FailureRecord {
+        kind: failure.kind(),
+        message: crate::text::error_chain(&failure),
+        on_failure: OnFailure::Deny,
+    });
+    let reason = crate::text::bound(reason, crate::text::MAX_REASON, "reason");
+    record.reason = Some(reason.clone());
+    state.runs.push(record);
+    Decision::Deny { reason }
+}
+
+/// A participant's answer, bounded and recorded; its context merged.
+fn decided(
+    p: &Participant,
+    mut answer: Verdict,
+    record: &mut RunRecord,
+    warnings: &mut Vec<String>,
+    state: &mut ChainState,
+) -> Decision {
+    if let Some(context) = &answer.context
+        && state.context.push(&p.name, context)
+    {
+        warnings.push("advisory context over budget; truncated".into());
+    }
+    record.decision = match &mut answer.decision {
+        Decision::Allow => Step::Allow,
+        Decision::Deny { reason } => {
+            // Bounded for the model; a truncated deny is still a deny.
+            *reason = crate::text::bound(std::mem::take(reason), crate::text::MAX_REASON, "reason");
+            record.reason = Some(reason.clone());
+            Step::Deny
+        }
+        Decision::Modify { .. } => Step::Modify,
+        Decision::Replace { .. } => Step::Replace,
+    };
+    answer.decision
+}
+
+/// A participant that could not decide: recorded, and its `on_failure`
+/// applied (`None`: the chain goes on without it).
+fn failed(
+    p: &Participant,
+    failure: &HookFailure,
+    record: &mut RunRecord,
+    warnings: &mut Vec<String>,
+) -> Option<Decision> {
+    let message = crate::text::bound(
+        crate::text::sanitize(&crate::text::error_chain(failure)),
+        crate::text::MAX_MESSAGE,
+        "message",
+    );
+    tracing::warn!(hook = %p.name, kind = %failure.kind(), "hook could not decide: {}", crate::text::one_line(&message));
+    record.failure = Some(FailureRecord {
+        kind: failure.kind(),
+        message: message.clone(),
+        on_failure: p.on_failure,
+    });
+    match p.on_failure {
+        OnFailure::Deny => {
+            let reason = format!(
+                "toolgate: hook `{}` could not decide ({}), so this call is blocked",
+                p.name,
+                failure.kind()
+            );
+            let reason = crate::text::bound(reason, crate::text::MAX_REASON, "reason");
+            record.reason = Some(reason.clone());
+            Some(Decision::Deny { reason })
+        }
+        OnFailure::Allow => {
+            warnings.push(format!(
+                "failed open (on_failure: allow): {message}; the chain went on without it"
+            ));
+            None
+        }
+    }
+}
