@@ -75,7 +75,7 @@ pub use binding::{BindingKind, BindingSpec, CommandSpec, WasmSpec};
 pub use config::{Config, ConfigError};
 pub use contract::{Decision, Event, HookRequest, Request, ToolResult, Verdict};
 pub use failure::{FailureKind, HookFailure, OnFailure};
-pub use protocol::{Inward, wire};
+pub use protocol::{Inward, serve, wire};
 pub use runner::{CallOutcome, HookRunner, HookRunnerBuilder, Outcome, RunRecord, Source, Step};
 
 /// Being an agent's hook: reading Claude Code's or Codex's hook input and

@@ -15,8 +15,29 @@ use crate::contract::{Decision, Event, Request, ToolResult};
 use crate::runner::Outcome;
 use serde_json::{Map, Value, json};
 
-/// The dialect `toolgate` answers in when it is the agent's hook.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// The dialect `toolgate` answers in when it is the agent's hook: one
+/// variant per agent. Its name (`claude-code`, `codex`) is the subcommand,
+/// the `mode` a client asks `toolgate serve` for, and the name in the help
+/// snapshots: serde and strum derive them from the variant, so they cannot
+/// drift apart. Everything that differs between agents is a `match` on it
+/// with no catch-all arm, so a new variant is refused by the compiler until
+/// each of them says what the new agent does.
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
+    strum::Display,
+    strum::EnumString,
+    strum::IntoStaticStr,
+    strum::VariantArray,
+)]
+#[serde(rename_all = "kebab-case")]
+#[strum(serialize_all = "kebab-case")]
 pub enum Outward {
     /// Claude Code.
     ClaudeCode,
@@ -25,7 +46,34 @@ pub enum Outward {
     Codex,
 }
 
-/// A tool call as Claude Code (or Codex) hands it to a hook.
+impl Outward {
+    /// Every dialect, in the order the CLI lists them.
+    pub const ALL: &'static [Outward] = <Outward as strum::VariantArray>::VARIANTS;
+
+    /// Its name: the subcommand (`toolgate claude-code`) and the server's
+    /// `mode`.
+    pub fn name(self) -> &'static str {
+        self.into()
+    }
+
+    /// The envelope the agent hands its hook.
+    fn envelope(self) -> Envelope {
+        match self {
+            // Codex copies Claude Code's envelope.
+            Outward::ClaudeCode | Outward::Codex => Envelope::ClaudeCode,
+        }
+    }
+}
+
+/// How an agent's hook stdin is laid out. Agents that copied Claude Code's
+/// share its variant; one with an envelope of its own adds one.
+#[derive(Clone, Copy)]
+enum Envelope {
+    /// `hook_event_name`, `tool_name`, `tool_input`, `tool_response`.
+    ClaudeCode,
+}
+
+/// A tool call as an agent hands it to its hook.
 #[derive(Debug)]
 pub struct AgentCall {
     /// `PreToolUse`, `PostToolUse`, `PostToolUseFailure`, or another event
@@ -52,12 +100,19 @@ pub enum ReadAgentInputError {
     Missing(&'static str),
 }
 
-/// Reads Claude Code's (or Codex's) hook stdin.
-pub fn read_agent_input(bytes: &[u8]) -> Result<AgentCall, ReadAgentInputError> {
+/// Reads the hook stdin `dialect`'s agent wrote.
+pub fn read_agent_input(bytes: &[u8], dialect: Outward) -> Result<AgentCall, ReadAgentInputError> {
     let value: Value = serde_json::from_slice(bytes).map_err(ReadAgentInputError::NotJson)?;
     let Value::Object(obj) = value else {
         return Err(ReadAgentInputError::NotAnObject);
     };
+    match dialect.envelope() {
+        Envelope::ClaudeCode => read_claude_code_envelope(&obj),
+    }
+}
+
+/// Reads Claude Code's hook stdin (Codex's is the same).
+fn read_claude_code_envelope(obj: &Map<String, Value>) -> Result<AgentCall, ReadAgentInputError> {
     let s = |k: &str| obj.get(k).and_then(Value::as_str).map(str::to_owned);
     let name = s("hook_event_name").ok_or(ReadAgentInputError::Missing("hook_event_name"))?;
     let cwd = s("cwd");
@@ -162,8 +217,13 @@ pub fn render_outcome(outcome: &Outcome, dialect: Outward, hook_event_name: &str
             specific.insert("permissionDecisionReason".into(), json!(reason));
         }
         (Event::PreToolUse, Decision::Modify { input }) => {
-            if dialect == Outward::Codex {
-                specific.insert("permissionDecision".into(), json!("allow"));
+            match dialect {
+                // Claude Code: no decision, so its permission rules still apply.
+                Outward::ClaudeCode => {}
+                // Codex's schema takes `updatedInput` only beside `allow`.
+                Outward::Codex => {
+                    specific.insert("permissionDecision".into(), json!("allow"));
+                }
             }
             specific.insert("updatedInput".into(), input.clone());
         }
