@@ -78,6 +78,9 @@ use toolgate::serve::{
 use toolgate::trust::TrustStore;
 use toolgate::{Config, HookRunner, Source};
 
+mod backoff;
+use backoff::Backoff;
+
 /// The longest request line: the 64 MiB an agent may write on stdin, as a
 /// JSON string, plus the envelope.
 pub(crate) const MAX_LINE: usize = 2 * super::MAX_STDIN as usize + 64 * 1024;
@@ -205,59 +208,6 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         Ok::<_, anyhow::Error>(())
     })?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// Pauses between failed accepts.
-///
-/// An accept that fails for want of a resource (EMFILE, ENFILE, ENOBUFS,
-/// ENOMEM) leaves the connection queued, so the listener is ready again at
-/// once: retrying at once spins a core at 100% until something else frees a
-/// descriptor, and starves the connections that would free one. So the
-/// server waits [`Backoff::FIRST`], doubling to [`Backoff::MOST`], and
-/// starts again from the first pause after an accept succeeds. It says so on
-/// stderr once per episode (the first failure, and the recovery), not once
-/// per retry.
-#[derive(Debug, Default)]
-struct Backoff {
-    /// The pause after the next failure; `None` outside an episode.
-    next: Option<Duration>,
-    /// Failures in this episode.
-    failures: u64,
-}
-
-impl Backoff {
-    const FIRST: Duration = Duration::from_millis(10);
-    const MOST: Duration = Duration::from_secs(1);
-
-    /// How long to wait after this failure.
-    fn failed(&mut self, error: &std::io::Error) -> Duration {
-        let pause = match self.next {
-            None => {
-                eprintln!(
-                    "toolgate serve: cannot accept connections ({error}); retrying with a \
-                     pause of {} ms, growing to {} s, until one succeeds",
-                    Self::FIRST.as_millis(),
-                    Self::MOST.as_secs()
-                );
-                Self::FIRST
-            }
-            Some(pause) => pause,
-        };
-        self.failures += 1;
-        self.next = Some((pause * 2).min(Self::MOST));
-        pause
-    }
-
-    /// An accept succeeded: the episode, if any, is over.
-    fn succeeded(&mut self) {
-        if self.next.take().is_some() {
-            eprintln!(
-                "toolgate serve: accepting connections again (after {} failed accepts)",
-                self.failures
-            );
-        }
-        self.failures = 0;
-    }
 }
 
 /// Creates the socket's directory (0700, the user's own) and clears a stale

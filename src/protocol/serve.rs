@@ -162,7 +162,7 @@ pub struct UnknownMode(String);
 #[non_exhaustive]
 pub enum ReadRequestError {
     /// Not JSON.
-    #[error("not a JSON request: {0}")]
+    #[error("not a JSON request")]
     NotJson(#[source] serde_json::Error),
     /// No `version`.
     #[error("the request has no protocol `version`; this server speaks version {VERSION}")]
@@ -175,7 +175,7 @@ pub enum ReadRequestError {
     OtherVersion(String),
     /// This version, but not a request it understands (an unknown op or
     /// mode, a missing field).
-    #[error("{0}")]
+    #[error("not a request this server answers")]
     Malformed(#[source] serde_json::Error),
 }
 
@@ -335,7 +335,7 @@ mod tests {
         .to_string();
         let (id, error) = read_request(line.as_bytes()).unwrap_err();
         assert_eq!(id, json!(4));
-        let error = error.to_string();
+        let error = crate::text::error_chain(&error);
         assert!(error.contains("unknown mode \"gemini-cli\""), "{error}");
         assert!(error.contains("claude-code"), "{error}");
     }
@@ -353,7 +353,8 @@ mod tests {
             }
             let (id, error) = read_request(line.to_string().as_bytes()).unwrap_err();
             assert_eq!(id, json!("a"));
-            assert!(error.to_string().contains(says), "{error}");
+            let error = crate::text::error_chain(&error);
+            assert!(error.contains(says), "{error}");
         }
     }
 
