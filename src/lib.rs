@@ -79,7 +79,7 @@ pub use contract::BindingKind;
 pub use contract::{Decision, Event, HookRequest, Request, Source, ToolResult, Verdict};
 pub use failure::{BoxError, FailureKind, HookFailure, OnFailure};
 pub use outcome::{CallOutcome, Outcome, RunRecord, Step};
-pub use protocol::{Inward, wire};
+pub use protocol::{Inward, serve, wire};
 pub use runner::{HookRunner, HookRunnerBuilder};
 
 /// Being an agent's hook: reading Claude Code's or Codex's hook input and

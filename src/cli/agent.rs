@@ -1,5 +1,10 @@
 //! `toolgate claude-code` and `toolgate codex`: be the agent's hook.
 //!
+//! There is one subcommand per [`Dialect`], named by it: [`Command`] builds
+//! them from `Dialect::ALL`, and what differs between agents (the help, the
+//! project variable) is a `match` on the dialect, so a new agent is a new
+//! variant and the compiler names each place that must say what it does.
+//!
 //! One settings entry hands every tool call to toolgate, which runs the whole
 //! ordered chain (global + workspace hooks; argv, Claude Code-style and wasm)
 //! and answers in the agent's own format. The workspace is `--workspace`,
@@ -41,10 +46,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 use toolgate::HookRunner;
-use toolgate::agent::{Outward as Dialect, read_agent_input, render_outcome};
+use toolgate::agent::{AgentCall, Outward as Dialect, read_agent_input, render_outcome};
 
-/// Run as a Claude Code (or Codex) hook: read its stdin, run the chain, answer
-/// in its format.
+/// Run as the agent's hook: read its stdin, run the chain, answer in its
+/// format.
 ///
 /// Exit 0 with the decision as JSON on stdout; exit 2 (the call is blocked)
 /// with the reason on stderr when toolgate cannot evaluate.
@@ -59,6 +64,72 @@ pub(crate) struct Args {
     #[arg(long, value_name = "MS", default_value_t = DEFAULT_DEADLINE_MS,
           value_parser = clap::value_parser!(u64).range(100..=600_000))]
     deadline_ms: u64,
+}
+
+/// `toolgate <agent>`: the agent subcommands, one per [`Dialect`], each
+/// named by it (flattened into the top-level commands).
+pub(crate) struct Command {
+    pub(crate) dialect: Dialect,
+    pub(crate) args: Args,
+}
+
+impl Command {
+    /// The subcommand for `dialect`.
+    fn subcommand(dialect: Dialect) -> clap::Command {
+        use clap::Args as _;
+        let (about, after_help) = match dialect {
+            Dialect::ClaudeCode => (
+                "Be a Claude Code hook: read its stdin, run the chain, answer in its format",
+                CLAUDE_CODE_HELP,
+            ),
+            Dialect::Codex => (
+                "Be a Codex hook: read its stdin, run the chain, answer in Codex's stricter \
+                 output schema",
+                CODEX_HELP,
+            ),
+        };
+        Args::augment_args(clap::Command::new(dialect.name()))
+            .about(about)
+            .long_about(None)
+            .after_help(after_help)
+    }
+}
+
+impl clap::Subcommand for Command {
+    fn augment_subcommands(cmd: clap::Command) -> clap::Command {
+        Dialect::ALL.iter().fold(cmd, |cmd, dialect| {
+            cmd.subcommand(Command::subcommand(*dialect))
+        })
+    }
+
+    fn augment_subcommands_for_update(cmd: clap::Command) -> clap::Command {
+        Command::augment_subcommands(cmd)
+    }
+
+    fn has_subcommand(name: &str) -> bool {
+        name.parse::<Dialect>().is_ok()
+    }
+}
+
+impl clap::FromArgMatches for Command {
+    fn from_arg_matches(matches: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        use clap::error::ErrorKind;
+        let (name, sub) = matches
+            .subcommand()
+            .ok_or_else(|| clap::Error::new(ErrorKind::MissingSubcommand))?;
+        let dialect = name
+            .parse::<Dialect>()
+            .map_err(|_| clap::Error::new(ErrorKind::InvalidSubcommand))?;
+        Ok(Command {
+            dialect,
+            args: <Args as clap::FromArgMatches>::from_arg_matches(sub)?,
+        })
+    }
+
+    fn update_from_arg_matches(&mut self, matches: &clap::ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(matches)?;
+        Ok(())
+    }
 }
 
 /// `toolgate claude-code --help`: where Claude Code reads its hooks, and an
@@ -239,7 +310,7 @@ fn evaluate(
 ) -> anyhow::Result<Option<serde_json::Value>> {
     let bytes = super::read_stdin(
         "the hook input",
-        "toolgate claude-code < examples/demo/claude-pre-force-push.json",
+        &format!("toolgate {dialect} < examples/demo/claude-pre-force-push.json"),
     )?;
     // Fault injection for the tests that pin the panic hook and the
     // watchdog; compiled out of release builds.
@@ -251,51 +322,61 @@ fn evaluate(
         },
         _ => {}
     }
-    let call = read_agent_input(&bytes)?;
-    let Some(request) = call.request else {
+    let call = read_agent_input(&bytes, dialect)?;
+    let Some(request) = &call.request else {
         return Ok(None);
     };
-    let event_name = call.hook_event_name;
-    // Given (--workspace, or $CLAUDE_PROJECT_DIR which Claude Code sets),
-    // else found by walking up from the call's cwd (Codex sets none).
-    let workspace = workspace_of(args.workspace, call.cwd.as_deref())?;
+    // Given (--workspace, or the agent's project variable), else found by
+    // walking up from the call's cwd.
+    let workspace = workspace_of(args.workspace, dialect, call.cwd.as_deref())?;
     let budget = chain_budget.saturating_sub(started.elapsed());
     // A running server answers the same way, with its hooks already loaded.
-    let ask = super::client::Ask {
-        mode: super::client::Mode::Agent(dialect),
-        workspace: &workspace,
-        input: &bytes,
-        deadline: Some(budget),
-    };
+    let ask = super::client::Ask::agent(dialect, &workspace, &bytes, budget);
     if let Some(reply) = super::client::ask(&ask) {
         return reply.into_agent_answer();
     }
-    let config = super::env::load_for(&workspace, &request)?;
+    let config = super::env::load_for(&workspace, request)?;
     let runner = HookRunner::builder().config(config).build();
     // The chain must answer before the watchdog; loading took some of it.
     let budget = chain_budget.saturating_sub(started.elapsed());
-    Ok(runtime()?.block_on(answer(&runner, &request, dialect, &event_name, budget)))
+    Ok(runtime()?.block_on(answer_call(&runner, call, dialect, budget)))
 }
 
-/// The agent's answer to `request` (`None`: nothing to print): the same
-/// whether evaluated here or by a running server. The chain's deadline is
-/// cut to `budget`.
-pub(crate) async fn answer(
+/// The agent's answer to `call` (`None`: nothing to print, as for an event
+/// toolgate has no part in): the same whether evaluated here or by a
+/// running server. The chain's deadline is cut to `budget`.
+pub(crate) async fn answer_call(
     runner: &HookRunner,
-    request: &toolgate::Request,
+    call: AgentCall,
     dialect: Dialect,
-    event_name: &str,
     budget: Duration,
 ) -> Option<serde_json::Value> {
+    let request = call.request?;
     let runner = runner.with_chain_timeout(runner.chain_timeout().min(budget));
-    let outcome = runner.evaluate(request).await;
-    render_outcome(&outcome, dialect, event_name)
+    let outcome = runner.evaluate(&request).await;
+    render_outcome(&outcome, dialect, &call.hook_event_name)
 }
 
-/// The workspace a call belongs to: `--workspace`, else
-/// `$CLAUDE_PROJECT_DIR`, else found by walking up from the call's `cwd`.
-pub(crate) fn workspace_of(given: Option<PathBuf>, cwd: Option<&str>) -> anyhow::Result<PathBuf> {
-    let given = given.or_else(|| std::env::var_os("CLAUDE_PROJECT_DIR").map(PathBuf::from));
+/// The variable an agent names its project root in, for its hooks.
+fn project_dir_variable(dialect: Dialect) -> &'static str {
+    match dialect {
+        Dialect::ClaudeCode => "CLAUDE_PROJECT_DIR",
+        // Codex sets none; a user who sets Claude Code's still names the
+        // workspace with it, as before.
+        Dialect::Codex => "CLAUDE_PROJECT_DIR",
+    }
+}
+
+/// The workspace a call belongs to: `--workspace`, else the agent's project
+/// variable (`$CLAUDE_PROJECT_DIR`), else found by walking up from the
+/// call's `cwd`.
+pub(crate) fn workspace_of(
+    given: Option<PathBuf>,
+    dialect: Dialect,
+    cwd: Option<&str>,
+) -> anyhow::Result<PathBuf> {
+    let given =
+        given.or_else(|| std::env::var_os(project_dir_variable(dialect)).map(PathBuf::from));
     Ok(match given {
         Some(dir) => super::workspace(Some(dir))?.root,
         None => {

@@ -57,15 +57,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     let request = wire::read_request(&bytes, args.event.as_deref(), args.tool.as_deref())
         .context("the request on stdin")?;
     // A running server answers the same way, with its hooks already loaded.
-    let ask = super::client::Ask {
-        mode: super::client::Mode::Check {
-            event: args.event.clone(),
-            tool: args.tool.clone(),
-        },
-        workspace: &workspace.root,
-        input: &bytes,
-        deadline: None,
-    };
+    let ask = super::client::Ask::check(&workspace.root, &bytes, args.event, args.tool);
     if let Some(reply) = super::client::ask(&ask) {
         return reply.finish();
     }

@@ -8,7 +8,10 @@
 //! started, a stale socket, a server that does not acknowledge within
 //! [`ACK_TIMEOUT`], or one that dies before answering) the call is evaluated
 //! here exactly as before: the server is an accelerator, never a
-//! requirement, and never a way to fail open. The server must be the same
+//! requirement, and never a way to fail open. A server that refuses the
+//! call before taking it (it speaks another protocol version, or does not
+//! know this agent: see `toolgate::serve`) is the same, and the refusal is
+//! said on stderr so an old server left running is noticed. The server must be the same
 //! user as this process (checked on the socket with `SO_PEERCRED`): a
 //! socket in a shared directory answered by someone else is ignored.
 //!
@@ -21,53 +24,90 @@
 //! not answer within the deadline, the call fails closed, as an in-process
 //! chain past its deadline would.
 
-use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 use toolgate::agent::Outward as Dialect;
+use toolgate::serve::{Answer, Body, Context, Evaluate, Mode, Op, Request, Status, VERSION};
 
 /// How long a server has to acknowledge a request before this process
 /// evaluates it itself.
 pub(crate) const ACK_TIMEOUT: Duration = Duration::from_millis(250);
 
-/// How the caller wants the answer.
-pub(crate) enum Mode {
-    /// `toolgate check`, with its overrides.
-    Check {
-        event: Option<String>,
-        tool: Option<String>,
-    },
-    /// `toolgate claude-code` / `toolgate codex`.
-    Agent(Dialect),
-}
-
-impl Mode {
-    pub(crate) fn name(&self) -> &'static str {
-        match self {
-            Mode::Check { .. } => "check",
-            Mode::Agent(Dialect::ClaudeCode) => "claude-code",
-            Mode::Agent(_) => "codex",
-        }
-    }
-}
-
 /// One evaluation to hand to the server.
 pub(crate) struct Ask<'a> {
-    pub(crate) mode: Mode,
-    pub(crate) workspace: &'a Path,
+    mode: Mode,
+    /// `check --event` / `--tool`.
+    overrides: (Option<String>, Option<String>),
+    workspace: &'a Path,
     /// What the caller read on stdin.
-    pub(crate) input: &'a [u8],
+    input: &'a [u8],
     /// The caller's budget for the whole chain.
-    pub(crate) deadline: Option<Duration>,
+    deadline: Option<Duration>,
+}
+
+impl<'a> Ask<'a> {
+    /// `toolgate check`, with its overrides.
+    pub(crate) fn check(
+        workspace: &'a Path,
+        input: &'a [u8],
+        event: Option<String>,
+        tool: Option<String>,
+    ) -> Ask<'a> {
+        Ask {
+            mode: Mode::Check,
+            overrides: (event, tool),
+            workspace,
+            input,
+            deadline: None,
+        }
+    }
+
+    /// `toolgate <agent>`, within `deadline`.
+    pub(crate) fn agent(
+        dialect: Dialect,
+        workspace: &'a Path,
+        input: &'a [u8],
+        deadline: Duration,
+    ) -> Ask<'a> {
+        Ask {
+            mode: Mode::Agent(dialect),
+            overrides: (None, None),
+            workspace,
+            input,
+            deadline: Some(deadline),
+        }
+    }
+
+    /// The request line; `None` when the input is not text (not JSON
+    /// either: the local path reports it).
+    fn request(&self) -> Option<Request> {
+        let input = std::str::from_utf8(self.input).ok()?.to_owned();
+        let (event, tool) = self.overrides.clone();
+        Some(Request {
+            id: 1.into(),
+            version: VERSION,
+            op: Op::Evaluate(Evaluate {
+                mode: self.mode,
+                workspace: absolute(self.workspace),
+                input,
+                event,
+                tool,
+                deadline_ms: self
+                    .deadline
+                    .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+                context: context(),
+            }),
+        })
+    }
 }
 
 /// The server's answer.
 pub(crate) struct Reply {
     /// What to print and the exit code, or why it could not evaluate.
-    result: Result<(Option<Value>, u8), String>,
+    result: Result<(Option<serde_json::Value>, u8), String>,
     warning: Option<String>,
 }
 
@@ -83,7 +123,7 @@ impl Reply {
     }
 
     /// For the agent commands: the answer to print, or an error (blocked).
-    pub(crate) fn into_agent_answer(self) -> anyhow::Result<Option<Value>> {
+    pub(crate) fn into_agent_answer(self) -> anyhow::Result<Option<serde_json::Value>> {
         self.warn();
         match self.result {
             Ok((stdout, _)) => Ok(stdout),
@@ -93,18 +133,27 @@ impl Reply {
 
     fn warn(&self) {
         if let Some(w) = &self.warning {
-            eprintln!("toolgate: warning: {}", toolgate::text::one_line(w));
+            warn(w);
         }
     }
 }
 
+/// A line on stderr that cannot panic (in agent mode stderr may be gone).
+fn warn(what: &str) {
+    let _ = writeln!(
+        std::io::stderr(),
+        "toolgate: warning: {}",
+        toolgate::text::one_line(what)
+    );
+}
+
 /// What the server needs to load exactly what this process would.
-pub(crate) fn context() -> Value {
-    json!({
-        "global": super::env::global_dir().map(|d| absolute(&d)),
-        "trust": super::env::trust_store().map(|s| absolute(s.dir())),
-        "path": super::env::search_path().map(|p| p.to_string_lossy().into_owned()),
-    })
+pub(crate) fn context() -> Context {
+    Context {
+        global: super::env::global_dir().map(|d| absolute(&d)),
+        trust: super::env::trust_store().map(|s| absolute(s.dir())),
+        path: super::env::search_path().map(|p| p.to_string_lossy().into_owned()),
+    }
 }
 
 /// `path` as the server must see it: its cwd is not ours.
@@ -114,36 +163,28 @@ fn absolute(path: &Path) -> std::path::PathBuf {
         .unwrap_or_else(|_| path.to_owned())
 }
 
-/// Asks the server; `None` when there is none to ask (evaluate here).
+/// Asks the server; `None` when there is none to ask, or it did not take
+/// the call (evaluate here).
 pub(crate) fn ask(ask: &Ask<'_>) -> Option<Reply> {
     let path = super::env::socket_path()?;
-    let Ok(input) = std::str::from_utf8(ask.input) else {
-        return None; // not JSON either: the local path reports it
-    };
+    let request = ask.request()?;
     let stream = connect(&path)?;
-    let mut request = json!({
-        "id": 1,
-        "op": "evaluate",
-        "mode": ask.mode.name(),
-        "workspace": absolute(ask.workspace),
-        "input": input,
-        "context": context(),
-    });
-    if let Mode::Check { event, tool } = &ask.mode {
-        request["event"] = json!(event);
-        request["tool"] = json!(tool);
-    }
-    if let Some(deadline) = ask.deadline {
-        request["deadline_ms"] = json!(u64::try_from(deadline.as_millis()).unwrap_or(u64::MAX));
-    }
-    let mut line = request.to_string();
-    line.push('\n');
-    (&stream).write_all(line.as_bytes()).ok()?;
+    send(&stream, &request)?;
     let mut reader = BufReader::new(&stream);
     stream.set_read_timeout(Some(ACK_TIMEOUT)).ok()?;
-    let ack = read_line(&mut reader).ok()??;
-    if ack.get("ack") != Some(&json!(true)) {
-        return None;
+    match read_answer(&mut reader).ok()??.body {
+        Body::Ack { ack: true } => {}
+        // Refused before it took the call (another protocol version, a mode
+        // it does not know): said, and evaluated here.
+        Body::Error { error, .. } => {
+            warn(&format!(
+                "the toolgate server at {} refused the call, so it is evaluated here: {}",
+                path.display(),
+                toolgate::text::excerpt(&error, toolgate::text::MAX_MESSAGE)
+            ));
+            return None;
+        }
+        Body::Ack { ack: false } | Body::Evaluated { .. } | Body::Status { .. } => return None,
     }
     // Without a deadline of the caller's own (`check`), the server's chain
     // deadline bounds the call; it may be set as high as MAX_TIMEOUT_MS.
@@ -152,7 +193,7 @@ pub(crate) fn ask(ask: &Ask<'_>) -> Option<Reply> {
         .unwrap_or(Duration::from_millis(toolgate::config::MAX_TIMEOUT_MS))
         .saturating_add(Duration::from_secs(1));
     stream.set_read_timeout(Some(wait)).ok()?;
-    let answer = match read_line(&mut reader) {
+    let answer = match read_answer(&mut reader) {
         Ok(Some(answer)) => answer,
         // The server died before answering: evaluate here.
         Ok(None) => return None,
@@ -167,19 +208,47 @@ pub(crate) fn ask(ask: &Ask<'_>) -> Option<Reply> {
             });
         }
     };
-    let warning = answer["warning"].as_str().map(str::to_owned);
-    let result = match answer["error"].as_str() {
-        Some(e) => Err(e.to_owned()),
-        None => {
-            let code = answer["exit"]
-                .as_u64()
-                .and_then(|c| u8::try_from(c).ok())
-                .unwrap_or(super::EXIT_DENIED);
-            let stdout = Some(answer["stdout"].clone()).filter(|v| !v.is_null());
-            Ok((stdout, code))
-        }
+    match answer.body {
+        Body::Evaluated {
+            exit,
+            stdout,
+            warning,
+        } => Some(Reply {
+            result: Ok((stdout, exit)),
+            warning,
+        }),
+        Body::Error { error, warning } => Some(Reply {
+            result: Err(error),
+            warning,
+        }),
+        // Not an answer to this call: evaluate here.
+        Body::Ack { .. } | Body::Status { .. } => None,
+    }
+}
+
+/// Asks a running server for its status (for `toolgate hooks`); `None`
+/// when none answers.
+pub(crate) fn query_status() -> Option<Status> {
+    let path = super::env::socket_path()?;
+    let stream = connect(&path)?;
+    stream.set_read_timeout(Some(ACK_TIMEOUT)).ok()?;
+    let request = Request {
+        id: 1.into(),
+        version: VERSION,
+        op: Op::Status,
     };
-    Some(Reply { result, warning })
+    send(&stream, &request)?;
+    match read_answer(&mut BufReader::new(&stream)).ok()??.body {
+        Body::Status { status } => Some(status),
+        Body::Ack { .. } | Body::Evaluated { .. } | Body::Error { .. } => None,
+    }
+}
+
+/// Writes `request` as one line.
+fn send(mut stream: &UnixStream, request: &Request) -> Option<()> {
+    let mut line = serde_json::to_string(request).ok()?;
+    line.push('\n');
+    stream.write_all(line.as_bytes()).ok()
 }
 
 /// A connection to the server at `path`, if one listens there and runs as
@@ -195,8 +264,9 @@ pub(crate) fn connect(path: &Path) -> Option<UnixStream> {
     }
 }
 
-/// Reads one JSON line; `None` at end of stream.
-fn read_line(reader: &mut impl BufRead) -> std::io::Result<Option<Value>> {
+/// Reads one answer line; `None` at end of stream, or for a line that is
+/// not an answer.
+fn read_answer(reader: &mut impl BufRead) -> std::io::Result<Option<Answer>> {
     let mut line = String::new();
     if reader.read_line(&mut line)? == 0 {
         return Ok(None);

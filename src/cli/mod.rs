@@ -105,13 +105,9 @@ enum Command {
     Check(check::Args),
     Hooks(hooks::Args),
     Bench(bench::Args),
-    /// Be a Claude Code hook: read its stdin, run the chain, answer in its format.
-    #[command(after_help = agent::CLAUDE_CODE_HELP)]
-    ClaudeCode(agent::Args),
-    /// Be a Codex hook: read its stdin, run the chain, answer in Codex's
-    /// stricter output schema.
-    #[command(after_help = agent::CODEX_HELP)]
-    Codex(agent::Args),
+    /// `toolgate claude-code`, `toolgate codex`: one per agent dialect.
+    #[command(flatten)]
+    Agent(agent::Command),
     Import(import::Args),
     New(new::Args),
     Replay(replay::Args),
@@ -131,10 +127,7 @@ pub(crate) fn main() -> ExitCode {
         Command::Replay(args) => replay::run(args),
         Command::Trust(args) => trust::run(args),
         Command::Serve(args) => serve::run(args),
-        Command::ClaudeCode(args) => {
-            return agent::run(args, toolgate::agent::Outward::ClaudeCode);
-        }
-        Command::Codex(args) => return agent::run(args, toolgate::agent::Outward::Codex),
+        Command::Agent(agent) => return agent::run(agent.args, agent.dialect),
     };
     match result {
         Ok(code) => code,

@@ -14,21 +14,13 @@
 //!
 //! One JSON object per line each way, over `$XDG_RUNTIME_DIR/toolgate/serve.sock`
 //! (else `/tmp/toolgate-<uid>/serve.sock`; `TOOLGATE_SOCKET` or `--socket`
-//! overrides). The directory is created 0700 and must be the user's own; a
+//! overrides); the messages are `toolgate::serve`'s types, shared with the
+//! client. The directory is created 0700 and must be the user's own; a
 //! connecting process must be the same user (`SO_PEERCRED`), else it gets an
-//! error line and the connection is closed.
-//!
-//! ```text
-//! → {"id": 7, "op": "evaluate", "mode": "check" | "claude-code" | "codex",
-//!    "workspace": "/abs/root", "input": "<what the agent wrote on stdin>",
-//!    "event": null, "tool": null, "deadline_ms": 50000,
-//!    "context": {"global": "…", "trust": "…", "path": "…"}}
-//! ← {"id": 7, "ack": true}
-//! ← {"id": 7, "exit": 2, "stdout": {…what the command prints…}, "warning": null}
-//!    or {"id": 7, "error": "…"}
-//! → {"id": 8, "op": "status"}
-//! ← {"id": 8, "status": {"pid": …, "requests": …, "workspaces": [ … ]}}
-//! ```
+//! error line and the connection is closed. A request of another protocol
+//! version, or in a mode this build does not answer, is refused with an
+//! error before it is acknowledged (the client then evaluates it itself); it
+//! is never answered in another agent's format.
 //!
 //! Requests on one connection are evaluated concurrently and answered as
 //! each finishes (match them by `id`). Each has a deadline (`deadline_ms`,
@@ -68,7 +60,7 @@
 //! server pauses instead (10 ms doubling to 1 s, from the start again after
 //! an accept succeeds) and says so once per episode; see `Backoff`.
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::os::unix::fs::MetadataExt;
@@ -80,8 +72,14 @@ use std::time::{Duration, Instant, SystemTime};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 use toolgate::config::FileIdentity;
+use toolgate::serve::{
+    Answer, Body, Evaluate, Mode, Op, ParticipantStatus, Status, WorkspaceStatus,
+};
 use toolgate::trust::TrustStore;
 use toolgate::{Config, HookRunner, Source};
+
+mod backoff;
+use backoff::Backoff;
 
 /// The longest request line: the 64 MiB an agent may write on stdin, as a
 /// JSON string, plus the envelope.
@@ -212,59 +210,6 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Pauses between failed accepts.
-///
-/// An accept that fails for want of a resource (EMFILE, ENFILE, ENOBUFS,
-/// ENOMEM) leaves the connection queued, so the listener is ready again at
-/// once: retrying at once spins a core at 100% until something else frees a
-/// descriptor, and starves the connections that would free one. So the
-/// server waits [`Backoff::FIRST`], doubling to [`Backoff::MOST`], and
-/// starts again from the first pause after an accept succeeds. It says so on
-/// stderr once per episode (the first failure, and the recovery), not once
-/// per retry.
-#[derive(Debug, Default)]
-struct Backoff {
-    /// The pause after the next failure; `None` outside an episode.
-    next: Option<Duration>,
-    /// Failures in this episode.
-    failures: u64,
-}
-
-impl Backoff {
-    const FIRST: Duration = Duration::from_millis(10);
-    const MOST: Duration = Duration::from_secs(1);
-
-    /// How long to wait after this failure.
-    fn failed(&mut self, error: &std::io::Error) -> Duration {
-        let pause = match self.next {
-            None => {
-                eprintln!(
-                    "toolgate serve: cannot accept connections ({error}); retrying with a \
-                     pause of {} ms, growing to {} s, until one succeeds",
-                    Self::FIRST.as_millis(),
-                    Self::MOST.as_secs()
-                );
-                Self::FIRST
-            }
-            Some(pause) => pause,
-        };
-        self.failures += 1;
-        self.next = Some((pause * 2).min(Self::MOST));
-        pause
-    }
-
-    /// An accept succeeded: the episode, if any, is over.
-    fn succeeded(&mut self) {
-        if self.next.take().is_some() {
-            eprintln!(
-                "toolgate serve: accepting connections again (after {} failed accepts)",
-                self.failures
-            );
-        }
-        self.failures = 0;
-    }
-}
-
 /// Creates the socket's directory (0700, the user's own) and clears a stale
 /// socket; refuses to start beside a running server.
 fn prepare(socket: &Path) -> anyhow::Result<()> {
@@ -300,16 +245,16 @@ fn prepare(socket: &Path) -> anyhow::Result<()> {
 async fn connection(server: Arc<Server>, stream: UnixStream) {
     let (read, write) = stream.into_split();
     let write = Arc::new(tokio::sync::Mutex::new(write));
-    let send = move |value: Value| {
+    let send = move |id: Value, body: Body| {
         let write = write.clone();
         async move {
-            let mut line = value.to_string();
-            line.push('\n');
+            let line = Answer { id, body }.to_line();
             let _ = write.lock().await.write_all(line.as_bytes()).await;
         }
     };
     if let Err(why) = super::client::same_user(&read.as_ref()) {
-        send(json!({"id": null, "error": format!("refused: the connecting process {why}")})).await;
+        let refused = format!("refused: the connecting process {why}");
+        send(Value::Null, Body::error(refused)).await;
         return;
     }
     let mut reader = BufReader::new(read);
@@ -318,33 +263,37 @@ async fn connection(server: Arc<Server>, stream: UnixStream) {
             Ok(Some(line)) => line,
             Ok(None) => return,
             Err(message) => {
-                send(json!({"id": null, "error": message})).await;
+                send(Value::Null, Body::error(message)).await;
                 return;
             }
         };
-        let request: Value = match serde_json::from_slice(&line) {
-            Ok(v) => v,
-            Err(e) => {
-                send(json!({"id": null, "error": format!("not a JSON request: {e}")})).await;
+        let request = match toolgate::serve::read_request(&line) {
+            Ok(request) => request,
+            Err((id, why)) => {
+                let why = toolgate::text::error_chain(&why);
+                let why = toolgate::text::bound(why, toolgate::text::MAX_MESSAGE, "error");
+                send(id, Body::error(why)).await;
                 continue;
             }
         };
-        let id = request.get("id").cloned().unwrap_or(Value::Null);
-        match request["op"].as_str() {
-            Some("evaluate") => {
-                send(json!({"id": id, "ack": true})).await;
+        let id = request.id;
+        match request.op {
+            Op::Evaluate(evaluation) => {
+                send(id.clone(), Body::ack()).await;
                 let server = server.clone();
                 let send = send.clone();
                 tokio::spawn(async move {
-                    let mut answer = evaluate(&server, &request).await;
-                    answer["id"] = id;
-                    send(answer).await;
+                    send(id, evaluate(&server, evaluation).await).await;
                 });
             }
-            Some("status") => send(json!({"id": id, "status": status(&server)})).await,
-            other => {
-                send(json!({"id": id, "error": format!("unknown op {other:?}; expected \"evaluate\" or \"status\"")}))
-                    .await;
+            Op::Status => {
+                send(
+                    id,
+                    Body::Status {
+                        status: status(&server),
+                    },
+                )
+                .await
             }
         }
     }
@@ -378,79 +327,61 @@ async fn read_line<R: tokio::io::AsyncBufRead + Unpin>(
     }
 }
 
-fn path_of(value: &Value) -> Option<PathBuf> {
-    value.as_str().map(PathBuf::from)
-}
-
-async fn evaluate(server: &Arc<Server>, request: &Value) -> Value {
+async fn evaluate(server: &Arc<Server>, evaluation: Evaluate) -> Body {
     server.requests.fetch_add(1, Ordering::Relaxed);
-    let Some(workspace) = path_of(&request["workspace"]) else {
-        return json!({"error": "the request names no workspace"});
-    };
-    let context = &request["context"];
+    let Evaluate {
+        mode,
+        workspace,
+        input,
+        event,
+        tool,
+        deadline_ms,
+        context,
+    } = evaluation;
     let key = Key {
         workspace,
-        global: path_of(&context["global"]),
-        trust: path_of(&context["trust"]),
-        path: context["path"].as_str().map(OsString::from),
+        global: context.global,
+        trust: context.trust,
+        path: context.path.map(OsString::from),
     };
-    let input = request["input"]
-        .as_str()
-        .unwrap_or_default()
-        .as_bytes()
-        .to_vec();
-    let mode = request["mode"].as_str().unwrap_or_default().to_owned();
-    let deadline = request["deadline_ms"].as_u64().map(Duration::from_millis);
-    let event = request["event"].as_str().map(str::to_owned);
-    let tool = request["tool"].as_str().map(str::to_owned);
     let started = Instant::now();
     let (runner, warning) = match runner_for(server, key).await {
         Ok(found) => found,
-        Err(error) => return json!({"error": error}),
+        Err(error) => return Body::error(error),
     };
-    let deadline = deadline.map(|d| d.saturating_sub(started.elapsed()));
-    let answered = match mode.as_str() {
-        "check" => match toolgate::wire::read_request(&input, event.as_deref(), tool.as_deref()) {
+    let deadline = deadline_ms.map(|d| Duration::from_millis(d).saturating_sub(started.elapsed()));
+    let input = input.as_bytes();
+    let answered = match mode {
+        Mode::Check => match toolgate::wire::read_request(input, event.as_deref(), tool.as_deref())
+        {
             Ok(request) => {
-                let (stdout, code) = super::check::answer(&runner, &request).await;
-                json!({"exit": code, "stdout": stdout})
+                let (stdout, exit) = super::check::answer(&runner, &request).await;
+                Ok((Some(stdout), exit))
             }
-            Err(e) => {
-                json!({"error": format!("the request on stdin: {}", toolgate::text::error_chain(&e))})
-            }
+            Err(e) => Err(format!(
+                "the request on stdin: {}",
+                toolgate::text::error_chain(&e)
+            )),
         },
-        "claude-code" | "codex" => {
-            let dialect = if mode == "codex" {
-                toolgate::agent::Outward::Codex
-            } else {
-                toolgate::agent::Outward::ClaudeCode
-            };
-            match toolgate::agent::read_agent_input(&input) {
-                Ok(call) => match call.request {
-                    None => json!({"exit": 0, "stdout": null}),
-                    Some(request) => {
-                        let budget = deadline.unwrap_or(toolgate::runner::DEFAULT_CHAIN_TIMEOUT);
-                        let stdout = super::agent::answer(
-                            &runner,
-                            &request,
-                            dialect,
-                            &call.hook_event_name,
-                            budget,
-                        )
-                        .await;
-                        json!({"exit": 0, "stdout": stdout})
-                    }
-                },
-                Err(e) => json!({"error": toolgate::text::error_chain(&e)}),
+        Mode::Agent(dialect) => match toolgate::agent::read_agent_input(input, dialect) {
+            Ok(call) => {
+                let budget = deadline.unwrap_or(toolgate::runner::DEFAULT_CHAIN_TIMEOUT);
+                Ok((
+                    super::agent::answer_call(&runner, call, dialect, budget).await,
+                    0,
+                ))
             }
-        }
-        other => json!({"error": format!("unknown mode {other:?}")}),
+            Err(e) => Err(toolgate::text::error_chain(&e)),
+        },
     };
-    let mut answered = answered;
-    if let Some(w) = warning {
-        answered["warning"] = json!(w);
+    match answered {
+        Ok((stdout, exit)) => Body::Evaluated {
+            exit,
+            stdout,
+            warning,
+        },
+        Err(error) => Body::Error { error, warning },
     }
-    answered
 }
 
 /// The chain for `key`, loaded or reloaded as its files say; with the last
@@ -505,7 +436,7 @@ async fn runner_for(
 }
 
 fn ago(at: SystemTime) -> String {
-    format!("{} s ago", at.elapsed().map(|d| d.as_secs()).unwrap_or(0))
+    format!("{} s ago", seconds_since(at))
 }
 
 /// The workspace root as the loader judges it (canonical, else as given).
@@ -584,8 +515,8 @@ fn load(key: &Key) -> Result<Loaded, (String, Vec<Stamp>)> {
     })
 }
 
-fn status(server: &Server) -> Value {
-    let workspaces: Vec<Value> = server
+fn status(server: &Server) -> Status {
+    let workspaces = server
         .loaded
         .lock()
         .map(|map| {
@@ -593,43 +524,42 @@ fn status(server: &Server) -> Value {
                 .filter_map(|(key, slot)| {
                     let guard = slot.lock().ok()?;
                     let loaded = guard.as_ref()?;
-                    Some(json!({
-                        "workspace": key.workspace,
-                        "global": key.global,
-                        "hooks": loaded.hooks,
-                        "loaded_s_ago": loaded.loaded_at.elapsed().map(|d| d.as_secs()).unwrap_or(0),
-                        "error": loaded.error,
-                        "participants": loaded.runner.participants().iter()
+                    Some(WorkspaceStatus {
+                        workspace: key.workspace.clone(),
+                        global: key.global.clone(),
+                        hooks: loaded.hooks,
+                        loaded_s_ago: seconds_since(loaded.loaded_at),
+                        error: loaded.error.clone(),
+                        participants: loaded
+                            .runner
+                            .participants()
+                            .iter()
                             .filter(|p| p.source != Source::Host)
-                            .map(|p| json!({"name": p.name, "binding": p.binding, "source": p.source}))
-                            .collect::<Vec<_>>(),
-                    }))
+                            .map(|p| ParticipantStatus {
+                                name: p.name.clone(),
+                                binding: p.binding.to_string(),
+                                source: p.source.to_string(),
+                            })
+                            .collect(),
+                    })
                 })
                 .collect()
         })
         .unwrap_or_default();
-    json!({
-        "pid": std::process::id(),
-        "up_s": server.started.elapsed().map(|d| d.as_secs()).unwrap_or(0),
-        "requests": server.requests.load(Ordering::Relaxed),
-        "workspaces": workspaces,
-    })
+    Status {
+        pid: std::process::id(),
+        up_s: seconds_since(server.started),
+        requests: server.requests.load(Ordering::Relaxed),
+        workspaces,
+    }
 }
 
-/// Asks a running server for its status (for `toolgate hooks`); `None`
-/// when none answers.
+fn seconds_since(at: SystemTime) -> u64 {
+    at.elapsed().map(|d| d.as_secs()).unwrap_or(0)
+}
+
+/// A running server's status as JSON (for `toolgate hooks`); `None` when
+/// none answers.
 pub(crate) fn query_status() -> Option<Value> {
-    use std::io::{BufRead, Write};
-    let path = super::env::socket_path()?;
-    let stream = super::client::connect(&path)?;
-    stream
-        .set_read_timeout(Some(super::client::ACK_TIMEOUT))
-        .ok()?;
-    (&stream)
-        .write_all(b"{\"id\":1,\"op\":\"status\"}\n")
-        .ok()?;
-    let mut line = String::new();
-    std::io::BufReader::new(&stream).read_line(&mut line).ok()?;
-    let value: Value = serde_json::from_str(&line).ok()?;
-    Some(value["status"].clone())
+    serde_json::to_value(super::client::query_status()?).ok()
 }

@@ -15,8 +15,29 @@ use crate::contract::{Decision, Event, Request, ToolResult};
 use crate::outcome::Outcome;
 use serde_json::{Map, Value, json};
 
-/// The dialect `toolgate` answers in when it is the agent's hook.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// The dialect `toolgate` answers in when it is the agent's hook: one
+/// variant per agent. Its name (`claude-code`, `codex`) is the subcommand,
+/// the `mode` a client asks `toolgate serve` for, and the name in the help
+/// snapshots: serde and strum derive them from the variant, so they cannot
+/// drift apart. Everything that differs between agents is a `match` on it
+/// with no catch-all arm, so a new variant is refused by the compiler until
+/// each of them says what the new agent does.
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
+    strum::Display,
+    strum::EnumString,
+    strum::IntoStaticStr,
+    strum::VariantArray,
+)]
+#[serde(rename_all = "kebab-case")]
+#[strum(serialize_all = "kebab-case")]
 pub enum Outward {
     /// Claude Code.
     ClaudeCode,
@@ -25,7 +46,34 @@ pub enum Outward {
     Codex,
 }
 
-/// A tool call as Claude Code (or Codex) hands it to a hook.
+impl Outward {
+    /// Every dialect, in the order the CLI lists them.
+    pub const ALL: &'static [Outward] = <Outward as strum::VariantArray>::VARIANTS;
+
+    /// Its name: the subcommand (`toolgate claude-code`) and the server's
+    /// `mode`.
+    pub fn name(self) -> &'static str {
+        self.into()
+    }
+
+    /// The envelope the agent hands its hook.
+    fn envelope(self) -> Envelope {
+        match self {
+            // Codex copies Claude Code's envelope.
+            Outward::ClaudeCode | Outward::Codex => Envelope::ClaudeCode,
+        }
+    }
+}
+
+/// How an agent's hook stdin is laid out. Agents that copied Claude Code's
+/// share its variant; one with an envelope of its own adds one.
+#[derive(Clone, Copy)]
+enum Envelope {
+    /// `hook_event_name`, `tool_name`, `tool_input`, `tool_response`.
+    ClaudeCode,
+}
+
+/// A tool call as an agent hands it to its hook.
 #[derive(Debug)]
 pub struct AgentCall {
     /// `PreToolUse`, `PostToolUse`, `PostToolUseFailure`, or another event
@@ -52,12 +100,19 @@ pub enum ReadAgentInputError {
     Missing(&'static str),
 }
 
-/// Reads Claude Code's (or Codex's) hook stdin.
-pub fn read_agent_input(bytes: &[u8]) -> Result<AgentCall, ReadAgentInputError> {
+/// Reads the hook stdin `dialect`'s agent wrote.
+pub fn read_agent_input(bytes: &[u8], dialect: Outward) -> Result<AgentCall, ReadAgentInputError> {
     let value: Value = serde_json::from_slice(bytes).map_err(ReadAgentInputError::NotJson)?;
     let Value::Object(obj) = value else {
         return Err(ReadAgentInputError::NotAnObject);
     };
+    match dialect.envelope() {
+        Envelope::ClaudeCode => read_claude_code_envelope(&obj),
+    }
+}
+
+/// Reads Claude Code's hook stdin (Codex's is the same).
+fn read_claude_code_envelope(obj: &Map<String, Value>) -> Result<AgentCall, ReadAgentInputError> {
     let s = |k: &str| obj.get(k).and_then(Value::as_str).map(str::to_owned);
     let name = s("hook_event_name").ok_or(ReadAgentInputError::Missing("hook_event_name"))?;
     let cwd = s("cwd");
@@ -147,101 +202,136 @@ pub fn render_outcome(outcome: &Outcome, dialect: Outward, hook_event_name: &str
     } else {
         event_name(outcome.event)
     };
-    let mut specific = Map::new();
-    specific.insert("hookEventName".into(), json!(event));
+    let mut answer = Rendered::default();
+    answer.specific.insert("hookEventName".into(), json!(event));
     if let Some(context) = &outcome.context {
-        specific.insert("additionalContext".into(), json!(context));
+        answer
+            .specific
+            .insert("additionalContext".into(), json!(context));
     }
-    let mut top = Map::new();
-    let original = outcome.tool_result.as_ref().map(|r| &r.output);
-    let withheld = |reason: &str| format!("toolgate withheld the output of this call: {reason}");
-    match (outcome.event, &outcome.decision) {
-        (Event::PreToolUse, Decision::Allow) => {}
-        (Event::PreToolUse, Decision::Deny { reason }) => {
-            specific.insert("permissionDecision".into(), json!("deny"));
-            specific.insert("permissionDecisionReason".into(), json!(reason));
+    let decision = &outcome.decision;
+    match outcome.event {
+        Event::PreToolUse => answer.pre(decision, dialect),
+        Event::PostToolUse if failure_event => answer.post_failure(decision),
+        Event::PostToolUse => {
+            let original = outcome.tool_result.as_ref().map(|r| &r.output);
+            answer.post(decision, dialect, original);
         }
-        (Event::PreToolUse, Decision::Modify { input }) => {
-            if dialect == Outward::Codex {
-                specific.insert("permissionDecision".into(), json!("allow"));
-            }
-            specific.insert("updatedInput".into(), input.clone());
-        }
-        (Event::PreToolUse, Decision::Replace { result }) => {
-            specific.insert("permissionDecision".into(), json!("deny"));
-            specific.insert(
-                "permissionDecisionReason".into(),
-                json!(format!(
-                    "toolgate answered for the tool instead of running it: {}",
-                    output_text(&result.output)
-                )),
-            );
-        }
-        (Event::PostToolUse, Decision::Allow | Decision::Modify { .. }) => {}
-        (Event::PostToolUse, Decision::Deny { reason }) if failure_event => {
-            top.insert("decision".into(), json!("block"));
-            top.insert("reason".into(), json!(withheld(reason)));
-        }
-        (Event::PostToolUse, Decision::Replace { result }) if failure_event => {
-            top.insert("decision".into(), json!("block"));
-            top.insert(
-                "reason".into(),
-                json!(format!(
-                    "toolgate replaced the output of this call; disregard it and use this instead: {}",
-                    output_text(&result.output)
-                )),
-            );
-        }
-        (Event::PostToolUse, Decision::Deny { reason }) => match dialect {
-            Outward::ClaudeCode => {
-                match original.and_then(|o| withheld_in_shape(o, &withheld(reason))) {
-                    Some(shaped) => {
-                        specific.insert("updatedToolOutput".into(), shaped);
-                    }
-                    None => stop(&mut top, &withheld(reason)),
-                }
-            }
-            Outward::Codex => {
-                top.insert("decision".into(), json!("block"));
-                top.insert("reason".into(), json!(reason));
-            }
-        },
-        (Event::PostToolUse, Decision::Replace { result }) => match dialect {
-            Outward::ClaudeCode => match in_shape(original, &result.output) {
-                Some(shaped) => {
-                    specific.insert("updatedToolOutput".into(), shaped);
-                }
-                None => stop(
-                    &mut top,
-                    "toolgate replaced the output of this call but cannot express the \
-                     replacement in this tool's output shape, so the output is withheld",
-                ),
-            },
-            // Codex's strict schema has no output replacement: block with
-            // the replacement as the reason, so the model sees only it.
-            Outward::Codex => {
-                top.insert("decision".into(), json!("block"));
-                top.insert(
-                    "reason".into(),
-                    json!(format!(
-                        "toolgate replaced this tool's output: {}",
-                        output_text(&result.output)
-                    )),
-                );
-            }
-        },
     }
+    let Rendered { mut top, specific } = answer;
     if specific.len() > 1 {
         top.insert("hookSpecificOutput".into(), Value::Object(specific));
     }
     (!top.is_empty()).then_some(Value::Object(top))
 }
 
-/// Fails closed after the call where no replacement can be expressed: the
-/// agent stops before the model sees the output.
-fn stop(top: &mut Map<String, Value>, reason: &str) {
-    top.insert("continue".into(), json!(false));
-    top.insert("stopReason".into(), json!(reason));
+/// An answer being written: its top-level fields and its
+/// `hookSpecificOutput`.
+#[derive(Default)]
+struct Rendered {
+    top: Map<String, Value>,
+    specific: Map<String, Value>,
+}
+
+fn withheld(reason: &str) -> String {
+    format!("toolgate withheld the output of this call: {reason}")
+}
+
+impl Rendered {
+    /// Before the call.
+    fn pre(&mut self, decision: &Decision, dialect: Outward) {
+        let specific = &mut self.specific;
+        match decision {
+            Decision::Allow => {}
+            Decision::Deny { reason } => {
+                specific.insert("permissionDecision".into(), json!("deny"));
+                specific.insert("permissionDecisionReason".into(), json!(reason));
+            }
+            Decision::Modify { input } => {
+                match dialect {
+                    // Claude Code: no decision, so its permission rules still apply.
+                    Outward::ClaudeCode => {}
+                    // Codex's schema takes `updatedInput` only beside `allow`.
+                    Outward::Codex => {
+                        specific.insert("permissionDecision".into(), json!("allow"));
+                    }
+                }
+                specific.insert("updatedInput".into(), input.clone());
+            }
+            Decision::Replace { result } => {
+                specific.insert("permissionDecision".into(), json!("deny"));
+                specific.insert(
+                    "permissionDecisionReason".into(),
+                    json!(format!(
+                        "toolgate answered for the tool instead of running it: {}",
+                        output_text(&result.output)
+                    )),
+                );
+            }
+        }
+    }
+
+    /// After a call whose tool failed (`PostToolUseFailure`): only a block
+    /// with a reason is honoured.
+    fn post_failure(&mut self, decision: &Decision) {
+        let reason = match decision {
+            Decision::Allow | Decision::Modify { .. } => return,
+            Decision::Deny { reason } => withheld(reason),
+            Decision::Replace { result } => format!(
+                "toolgate replaced the output of this call; disregard it and use this instead: {}",
+                output_text(&result.output)
+            ),
+        };
+        self.block(reason);
+    }
+
+    /// After the call; `original` is the agent's `tool_response`.
+    fn post(&mut self, decision: &Decision, dialect: Outward, original: Option<&Value>) {
+        match decision {
+            Decision::Allow | Decision::Modify { .. } => {}
+            Decision::Deny { reason } => match dialect {
+                Outward::ClaudeCode => {
+                    match original.and_then(|o| withheld_in_shape(o, &withheld(reason))) {
+                        Some(shaped) => self.replace_output(shaped),
+                        None => self.stop(&withheld(reason)),
+                    }
+                }
+                Outward::Codex => self.block(reason.clone()),
+            },
+            Decision::Replace { result } => match dialect {
+                Outward::ClaudeCode => match in_shape(original, &result.output) {
+                    Some(shaped) => self.replace_output(shaped),
+                    None => self.stop(
+                        "toolgate replaced the output of this call but cannot express the \
+                         replacement in this tool's output shape, so the output is withheld",
+                    ),
+                },
+                // Codex's strict schema has no output replacement: block
+                // with the replacement as the reason, so the model sees
+                // only it.
+                Outward::Codex => self.block(format!(
+                    "toolgate replaced this tool's output: {}",
+                    output_text(&result.output)
+                )),
+            },
+        }
+    }
+
+    fn block(&mut self, reason: String) {
+        self.top.insert("decision".into(), json!("block"));
+        self.top.insert("reason".into(), json!(reason));
+    }
+
+    fn replace_output(&mut self, shaped: Value) {
+        self.specific.insert("updatedToolOutput".into(), shaped);
+    }
+
+    /// Fails closed after the call where no replacement can be expressed:
+    /// the agent stops before the model sees the output.
+    fn stop(&mut self, reason: &str) {
+        self.top.insert("continue".into(), json!(false));
+        self.top.insert("stopReason".into(), json!(reason));
+    }
 }
 
 /// Fields that carry a tool's text output, in the order they are looked for.

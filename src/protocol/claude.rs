@@ -139,7 +139,6 @@ fn decode_json(
     text: &str,
     current: Option<&ToolResult>,
 ) -> (Result<Verdict, HookFailure>, Option<String>) {
-    let not = |detail: String| HookFailure::NotADecision { detail };
     let (obj, dups) = match crate::strict_json::parse_recording(text.as_bytes()) {
         Ok((Value::Object(obj), dups)) => (obj, dups),
         Ok(_) => return (Err(not("stdout is JSON but not an object".into())), None),
@@ -150,139 +149,165 @@ fn decode_json(
             );
         }
     };
-    let empty = Map::new();
-    let specific = match obj.get("hookSpecificOutput") {
-        None => &empty,
-        Some(Value::Object(o)) => o,
-        Some(_) => {
-            // Still a denial if it says so elsewhere; see `signals`.
-            &empty
-        }
-    };
-    let str_field =
-        |o: &Map<String, Value>, k: &str| o.get(k).and_then(Value::as_str).map(str::to_owned);
-    let context = str_field(specific, "additionalContext");
+    let answer = Answer::new(&obj, &dups);
     let note = str_field(&obj, "systemMessage").map(|m| format!("systemMessage: {m}"));
-    let with_context = |verdict: Decision| Verdict {
-        decision: verdict,
-        context: context.clone(),
+    // Deny signals first: in the answer or among its repeated keys, they
+    // win over anything malformed (see the module docs). Only then is
+    // anything malformed a failure, never an allow.
+    let decision = match answer.deny_signal(event) {
+        Some(deny) => Ok(deny),
+        None => answer
+            .well_formed()
+            .and_then(|()| answer.decision(event, current)),
     };
-    let deny = |reason: Option<String>, fallback: &str| Decision::Deny {
+    let context = str_field(answer.specific, "additionalContext");
+    (decision.map(|decision| Verdict { decision, context }), note)
+}
+
+fn not(detail: String) -> HookFailure {
+    HookFailure::NotADecision { detail }
+}
+
+fn str_field(o: &Map<String, Value>, k: &str) -> Option<String> {
+    o.get(k).and_then(Value::as_str).map(str::to_owned)
+}
+
+/// A denial with `reason`, or `fallback` when it gives none.
+fn deny(reason: Option<String>, fallback: &str) -> Decision {
+    Decision::Deny {
         reason: reason
             .filter(|r| !r.trim().is_empty())
             .unwrap_or_else(|| fallback.to_owned()),
-    };
+    }
+}
 
-    // Deny signals first: in the answer or among its repeated keys, they
-    // win over anything malformed (see the module docs).
-    let said = |key: &str, value: &Value, first: Option<&Value>| {
-        first == Some(value) || dups.iter().any(|(k, v)| k == key && v == value)
-    };
-    if said("continue", &Value::Bool(false), obj.get("continue")) {
-        let reason = deny(
-            str_field(&obj, "stopReason"),
-            "a hook asked the agent to stop",
-        );
-        return (Ok(with_context(reason)), note);
-    }
-    let reason = str_field(&obj, "reason");
-    if event == Event::PreToolUse {
-        let why = str_field(specific, "permissionDecisionReason").or(reason.clone());
-        let decision = specific.get("permissionDecision");
-        if said("permissionDecision", &json!("deny"), decision) {
-            return (Ok(with_context(deny(why, "denied by a hook"))), note);
+/// A Claude Code JSON answer, with the later values of its repeated keys.
+struct Answer<'a> {
+    top: &'a Map<String, Value>,
+    /// `hookSpecificOutput`; empty when it is missing or not an object
+    /// (which [`Answer::well_formed`] refuses, unless a deny signal came
+    /// first).
+    specific: &'a Map<String, Value>,
+    dups: &'a [(String, Value)],
+}
+
+static EMPTY: std::sync::LazyLock<Map<String, Value>> = std::sync::LazyLock::new(Map::new);
+
+impl<'a> Answer<'a> {
+    fn new(top: &'a Map<String, Value>, dups: &'a [(String, Value)]) -> Answer<'a> {
+        let specific = match top.get("hookSpecificOutput") {
+            Some(Value::Object(o)) => o,
+            _ => &EMPTY,
+        };
+        Answer {
+            top,
+            specific,
+            dups,
         }
-        if said("permissionDecision", &json!("ask"), decision) {
-            let verdict = deny(
-                why.map(|w| format!("this call needs a person's confirmation, which toolgate cannot ask for: {w}")),
-                "this call needs a person's confirmation, which toolgate cannot ask for",
-            );
-            return (Ok(with_context(verdict)), note);
-        }
-        if said("permissionDecision", &json!("defer"), decision) {
-            let verdict = deny(
-                why.map(|w| {
-                    format!("the hook deferred this call to a person, and none is watching: {w}")
-                }),
-                "the hook deferred this call to a person, and none is watching",
-            );
-            return (Ok(with_context(verdict)), note);
-        }
-    }
-    if said("decision", &json!("block"), obj.get("decision")) {
-        return (Ok(with_context(deny(reason, "blocked by a hook"))), note);
     }
 
-    // No denial: now anything malformed is a failure, never an allow.
-    if let Some((key, _)) = dups.first() {
-        return (
-            Err(not(format!(
+    /// Whether the answer says `key: value`, first or in a repeat.
+    fn said(&self, key: &str, value: &Value, first: Option<&Value>) -> bool {
+        first == Some(value) || self.dups.iter().any(|(k, v)| k == key && v == value)
+    }
+
+    /// The denial the answer signals anywhere (`continue: false`, a
+    /// `deny`, `ask` or `defer` before the call, `decision: block`).
+    fn deny_signal(&self, event: Event) -> Option<Decision> {
+        if self.said("continue", &Value::Bool(false), self.top.get("continue")) {
+            let why = str_field(self.top, "stopReason");
+            return Some(deny(why, "a hook asked the agent to stop"));
+        }
+        let reason = str_field(self.top, "reason");
+        if event == Event::PreToolUse {
+            let why = str_field(self.specific, "permissionDecisionReason").or(reason.clone());
+            let decision = self.specific.get("permissionDecision");
+            let said = |what: &str| self.said("permissionDecision", &json!(what), decision);
+            if said("deny") {
+                return Some(deny(why, "denied by a hook"));
+            }
+            let person = if said("ask") {
+                Some("this call needs a person's confirmation, which toolgate cannot ask for")
+            } else if said("defer") {
+                Some("the hook deferred this call to a person, and none is watching")
+            } else {
+                None
+            };
+            if let Some(person) = person {
+                return Some(deny(why.map(|w| format!("{person}: {w}")), person));
+            }
+        }
+        if self.said("decision", &json!("block"), self.top.get("decision")) {
+            return Some(deny(reason, "blocked by a hook"));
+        }
+        None
+    }
+
+    /// No repeated key and no field of the wrong type.
+    fn well_formed(&self) -> Result<(), HookFailure> {
+        if let Some((key, _)) = self.dups.first() {
+            return Err(not(format!(
                 "the answer repeats the key `{}`; toolgate does not guess which one was meant",
                 crate::text::one_line(key)
-            ))),
-            note,
-        );
+            )));
+        }
+        match malformed(self.top) {
+            Some(problem) => Err(not(problem)),
+            None => Ok(()),
+        }
     }
-    if let Some(problem) = malformed(&obj) {
-        return (Err(not(problem)), note);
-    }
-    let legacy = str_field(&obj, "decision");
-    let verdict = match event {
-        Event::PreToolUse => match str_field(specific, "permissionDecision").as_deref() {
-            Some("allow") | None => match legacy.as_deref() {
-                Some("approve") | None => match specific.get("updatedInput") {
-                    Some(input) => Decision::Modify {
-                        input: input.clone(),
-                    },
-                    None => Decision::Allow,
-                },
-                Some(other) => {
-                    return (
-                        Err(not(format!(
-                            "unknown `decision` {:?} (expected approve or block)",
-                            crate::text::one_line(other)
-                        ))),
-                        note,
-                    );
+
+    /// What a well-formed answer without a denial decides.
+    fn decision(
+        &self,
+        event: Event,
+        current: Option<&ToolResult>,
+    ) -> Result<Decision, HookFailure> {
+        let unknown = |field: &str, value: &str, expected: &str| {
+            Err(not(format!(
+                "unknown {field} {:?} (expected {expected})",
+                crate::text::one_line(value)
+            )))
+        };
+        let legacy = str_field(self.top, "decision");
+        match event {
+            Event::PreToolUse => {
+                match str_field(self.specific, "permissionDecision").as_deref() {
+                    Some("allow") | None => {}
+                    Some(other) => {
+                        return unknown("permissionDecision", other, "allow, deny, ask or defer");
+                    }
                 }
-            },
-            Some(other) => {
-                return (
-                    Err(not(format!(
-                        "unknown permissionDecision {:?} (expected allow, deny, ask or defer)",
-                        crate::text::one_line(other)
-                    ))),
-                    note,
-                );
-            }
-        },
-        Event::PostToolUse => match legacy.as_deref() {
-            Some("approve") | None => {
-                match specific
-                    .get("updatedToolOutput")
-                    .or_else(|| specific.get("updatedMCPToolOutput"))
-                {
-                    Some(output) => Decision::Replace {
-                        result: ToolResult {
-                            output: output.clone(),
-                            is_error: current.is_some_and(|r| r.is_error),
+                match legacy.as_deref() {
+                    Some("approve") | None => Ok(match self.specific.get("updatedInput") {
+                        Some(input) => Decision::Modify {
+                            input: input.clone(),
                         },
-                    },
-                    None => Decision::Allow,
+                        None => Decision::Allow,
+                    }),
+                    Some(other) => unknown("`decision`", other, "approve or block"),
                 }
             }
-            Some(other) => {
-                return (
-                    Err(not(format!(
-                        "unknown `decision` {:?} (expected block)",
-                        crate::text::one_line(other)
-                    ))),
-                    note,
-                );
-            }
-        },
-    };
-    (Ok(with_context(verdict)), note)
+            Event::PostToolUse => match legacy.as_deref() {
+                Some("approve") | None => Ok(
+                    match self
+                        .specific
+                        .get("updatedToolOutput")
+                        .or_else(|| self.specific.get("updatedMCPToolOutput"))
+                    {
+                        Some(output) => Decision::Replace {
+                            result: ToolResult {
+                                output: output.clone(),
+                                is_error: current.is_some_and(|r| r.is_error),
+                            },
+                        },
+                        None => Decision::Allow,
+                    },
+                ),
+                Some(other) => unknown("`decision`", other, "block"),
+            },
+        }
+    }
 }
 
 /// The first field of a Claude Code answer whose type is wrong, in words.

@@ -152,116 +152,15 @@ pub fn import_settings(settings: &Value) -> Imported {
         };
         for (g, group) in groups.as_array().into_iter().flatten().enumerate() {
             let matcher = group.get("matcher").and_then(Value::as_str).unwrap_or("");
-            for (h, handler) in group
-                .get("hooks")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .enumerate()
-            {
-                let at = format!("{event_name}[{g}].hooks[{h}]");
-                let kind = handler
-                    .get("type")
-                    .and_then(Value::as_str)
-                    .unwrap_or("command");
-                if kind != "command" {
-                    out.not_carried.push(format!(
-                        "{at}: a `{kind}` handler — toolgate runs commands only"
-                    ));
-                    continue;
-                }
-                if let Some(rule) = handler.get("if") {
-                    out.not_carried.push(format!(
-                        "{at}: an `if` rule ({rule}) — not imported, the hook is left out"
-                    ));
-                    continue;
-                }
-                if handler.get("async") == Some(&Value::Bool(true)) {
-                    out.not_carried.push(format!(
-                        "{at}: an `async` hook — it cannot decide anything, so it is left out"
-                    ));
-                    continue;
-                }
-                let Some(command) = handler.get("command").and_then(Value::as_str) else {
-                    out.not_carried.push(format!("{at}: no `command`"));
-                    continue;
+            let handlers = group.get("hooks").and_then(Value::as_array);
+            for (h, handler) in handlers.into_iter().flatten().enumerate() {
+                let at = Handler {
+                    at: format!("{event_name}[{g}].hooks[{h}]"),
+                    name: format!("{}-{g}-{h}", event.trim_end_matches("_tool_use")),
+                    event,
+                    matcher,
                 };
-                let argv: Vec<String> = match handler.get("args").and_then(Value::as_array) {
-                    Some(args) => std::iter::once(command.to_owned())
-                        .chain(args.iter().map(|a| match a {
-                            Value::String(s) => s.clone(),
-                            other => other.to_string(),
-                        }))
-                        .collect(),
-                    None => match project_script(command) {
-                        Some(argv) => argv,
-                        None => {
-                            out.warnings.push(format!(
-                                "{at}: the shell string {command:?} now runs as [\"sh\", \"-c\", …], \
-                                 which toolgate's trust review refuses (it cannot see what inline \
-                                 shell runs); put it in a script in the project and name the script"
-                            ));
-                            vec!["sh".into(), "-c".into(), command.to_owned()]
-                        }
-                    },
-                };
-                let timeout_ms = match handler.get("timeout").and_then(Value::as_f64) {
-                    Some(secs) => {
-                        let ms = (secs * 1000.0).round().clamp(1.0, 600_000.0) as u64;
-                        if (secs * 1000.0).round() as u64 != ms {
-                            out.warnings
-                                .push(format!("{at}: timeout {secs} s clamped to {ms} ms"));
-                        }
-                        ms
-                    }
-                    None => 60_000,
-                };
-                let base = argv
-                    .iter()
-                    .rev()
-                    .find_map(|a| {
-                        let last = a.split_whitespace().last()?;
-                        let name = last.rsplit('/').next()?;
-                        (!name.is_empty()).then(|| name.trim_matches('"').to_owned())
-                    })
-                    .unwrap_or_else(|| "hook".into());
-                let mut hook = json!({
-                    "name": format!("{}-{}-{}-{}", event.trim_end_matches("_tool_use"), g, h, base),
-                    "command": argv,
-                    "protocol": "claude-code",
-                    "event": event,
-                    "timeout_ms": timeout_ms,
-                });
-                // A script the shell string runs from the project is what
-                // trust must pin, not just the string that names it.
-                let payload = project_files(&argv);
-                if !payload.is_empty() {
-                    out.warnings.push(format!(
-                        "{at}: {} listed in `trust_files`, so trusting the workspace pins \
-                         its content too",
-                        payload.join(", ")
-                    ));
-                    hook["trust_files"] = json!(payload);
-                }
-                match translate_matcher(matcher) {
-                    Matcher::All => {}
-                    Matcher::Tools(names) => hook["tools"] = json!(names),
-                    Matcher::Regex(pattern) => {
-                        out.warnings.push(format!(
-                            "{at}: the matcher {matcher:?} is a regex, which Claude Code looks \
-                             for anywhere in the tool name; toolgate matches whole names, so it \
-                             became {pattern:?} (the same set of tools)"
-                        ));
-                        hook["matcher"] = json!(pattern);
-                    }
-                    Matcher::Unsupported(why) => {
-                        out.not_carried.push(format!(
-                            "{at}: the matcher {matcher:?} — {why}; the hook is left out"
-                        ));
-                        continue;
-                    }
-                }
-                hooks.push(hook);
+                hooks.extend(at.import(handler, &mut out));
             }
         }
     }
@@ -275,6 +174,139 @@ pub fn import_settings(settings: &Value) -> Imported {
     }
     out.hooks_json = json!({"schema": 1, "hooks": hooks});
     out
+}
+
+/// Where one Claude Code handler sits, and what its hook will be called.
+struct Handler<'a> {
+    /// `PreToolUse[0].hooks[1]`, for messages.
+    at: String,
+    /// `pre-0-1`: the hook's name, before the script's.
+    name: String,
+    /// toolgate's event.
+    event: &'static str,
+    /// Its group's matcher.
+    matcher: &'a str,
+}
+
+impl Handler<'_> {
+    /// The hooks.json entry for `handler`, or `None` (and why, in `out`)
+    /// when it cannot be carried over.
+    fn import(&self, handler: &Value, out: &mut Imported) -> Option<Value> {
+        let at = &self.at;
+        if let Some(why) = left_out(handler) {
+            out.not_carried.push(format!("{at}: {why}"));
+            return None;
+        }
+        let Some(command) = handler.get("command").and_then(Value::as_str) else {
+            out.not_carried.push(format!("{at}: no `command`"));
+            return None;
+        };
+        let argv = self.argv(handler, command, out);
+        let base = argv
+            .iter()
+            .rev()
+            .find_map(|a| {
+                let last = a.split_whitespace().last()?;
+                let name = last.rsplit('/').next()?;
+                (!name.is_empty()).then(|| name.trim_matches('"').to_owned())
+            })
+            .unwrap_or_else(|| "hook".into());
+        let mut hook = json!({
+            "name": format!("{}-{base}", self.name),
+            "command": argv,
+            "protocol": "claude-code",
+            "event": self.event,
+            "timeout_ms": self.timeout_ms(handler, out),
+        });
+        // A script the shell string runs from the project is what trust
+        // must pin, not just the string that names it.
+        let payload = project_files(&argv);
+        if !payload.is_empty() {
+            out.warnings.push(format!(
+                "{at}: {} listed in `trust_files`, so trusting the workspace pins \
+                 its content too",
+                payload.join(", ")
+            ));
+            hook["trust_files"] = json!(payload);
+        }
+        let matcher = self.matcher;
+        match translate_matcher(matcher) {
+            Matcher::All => {}
+            Matcher::Tools(names) => hook["tools"] = json!(names),
+            Matcher::Regex(pattern) => {
+                out.warnings.push(format!(
+                    "{at}: the matcher {matcher:?} is a regex, which Claude Code looks \
+                     for anywhere in the tool name; toolgate matches whole names, so it \
+                     became {pattern:?} (the same set of tools)"
+                ));
+                hook["matcher"] = json!(pattern);
+            }
+            Matcher::Unsupported(why) => {
+                out.not_carried.push(format!(
+                    "{at}: the matcher {matcher:?} — {why}; the hook is left out"
+                ));
+                return None;
+            }
+        }
+        Some(hook)
+    }
+
+    /// What the handler runs: the exec form (`command` + `args`) as it is,
+    /// a project script as its argv, any other shell string through `sh -c`.
+    fn argv(&self, handler: &Value, command: &str, out: &mut Imported) -> Vec<String> {
+        if let Some(args) = handler.get("args").and_then(Value::as_array) {
+            return std::iter::once(command.to_owned())
+                .chain(args.iter().map(|a| match a {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                }))
+                .collect();
+        }
+        project_script(command).unwrap_or_else(|| {
+            out.warnings.push(format!(
+                "{}: the shell string {command:?} now runs as [\"sh\", \"-c\", …], \
+                 which toolgate's trust review refuses (it cannot see what inline \
+                 shell runs); put it in a script in the project and name the script",
+                self.at
+            ));
+            vec!["sh".into(), "-c".into(), command.to_owned()]
+        })
+    }
+
+    /// `timeout` (seconds; Claude Code's default 60) in milliseconds,
+    /// clamped to what toolgate allows (and said so).
+    fn timeout_ms(&self, handler: &Value, out: &mut Imported) -> u64 {
+        let Some(secs) = handler.get("timeout").and_then(Value::as_f64) else {
+            return 60_000;
+        };
+        let ms = (secs * 1000.0).round().clamp(1.0, 600_000.0) as u64;
+        if (secs * 1000.0).round() as u64 != ms {
+            out.warnings
+                .push(format!("{}: timeout {secs} s clamped to {ms} ms", self.at));
+        }
+        ms
+    }
+}
+
+/// Why a handler is left out, when it is: one toolgate cannot run, or one
+/// whose meaning would change.
+fn left_out(handler: &Value) -> Option<String> {
+    let kind = handler
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or("command");
+    if kind != "command" {
+        return Some(format!("a `{kind}` handler — toolgate runs commands only"));
+    }
+    if let Some(rule) = handler.get("if") {
+        return Some(format!(
+            "an `if` rule ({rule}) — not imported, the hook is left out"
+        ));
+    }
+    if handler.get("async") == Some(&Value::Bool(true)) {
+        return Some("an `async` hook — it cannot decide anything, so it is left out".into());
+    }
+    None
 }
 
 /// A shell string that only runs a project script with plain words

@@ -14,6 +14,8 @@
 //! - **outward** ([`Outward`]): toolgate *as* an agent's hook — `agent`
 //!   reads Claude Code's or Codex's hook stdin and renders the chain's
 //!   outcome in that agent's dialect;
+//! - `serve`: what `toolgate serve` and the per-call process say to each
+//!   other, typed and versioned, with the agents named by [`Outward`];
 //! - `import` turns Claude Code settings into hooks.json; `transcript` reads
 //!   Claude Code transcripts for `replay`.
 //!
@@ -29,6 +31,7 @@
 pub(crate) mod agent;
 pub(crate) mod claude;
 pub(crate) mod import;
+pub mod serve;
 pub(crate) mod transcript;
 pub mod wire;
 

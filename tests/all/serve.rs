@@ -9,6 +9,8 @@ use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use toolgate::agent::Outward;
+use toolgate::serve::VERSION;
 
 /// A running `toolgate serve` on a socket of its own; killed on drop.
 struct Server {
@@ -133,7 +135,11 @@ impl Server {
     }
 
     fn status(&self) -> Value {
-        self.exchange(&[json!({"id": "s", "op": "status"}).to_string()], 1)[0]["status"].clone()
+        self.exchange(
+            &[json!({"id": "s", "version": VERSION, "op": "status"}).to_string()],
+            1,
+        )[0]["status"]
+            .clone()
     }
 }
 
@@ -259,31 +265,200 @@ fn every_chain_rule_decides_the_same_with_and_without_the_server() {
     }
     // And every one of them was answered by the server, not by a fallback.
     assert_eq!(server.status()["requests"], cases.len());
-    // The agent commands too.
-    let input = json!({"session_id": "s", "transcript_path": "/dev/null", "cwd": fx.workspace(),
-        "hook_event_name": "PreToolUse", "tool_name": "Bash",
-        "tool_input": {"command": "rejudge"}})
-    .to_string();
-    for dialect in ["claude-code", "codex"] {
-        let run = |cmd: &mut std::process::Command| {
+    // Every agent command too, each answered in its own format: a rewrite
+    // is where the dialects differ (Codex needs `allow` beside it).
+    let mut rewrites = Vec::new();
+    for dialect in Outward::ALL {
+        let agent = |cmd: &mut std::process::Command, command: &str| {
             let out = run_with_stdin(
-                cmd.arg(dialect)
+                cmd.arg(dialect.name())
                     .arg("--workspace")
                     .arg(fx.workspace())
                     .env("TOOLGATE_CONFIG_DIR", fx.global()),
-                &input,
+                &agent_pre(&fx.workspace(), command),
             );
             (out.status.code(), stdout_json(&out))
         };
-        let local = run(&mut toolgate());
+        let local = agent(&mut toolgate(), "rejudge");
         assert_eq!(
             local.1["hookSpecificOutput"]["permissionDecision"], "deny",
             "{dialect}: {}",
             local.1
         );
-        assert_eq!(local, run(&mut server.client()), "{dialect}");
+        assert_eq!(local, agent(&mut server.client(), "rejudge"), "{dialect}");
+        let local = agent(&mut toolgate(), "rewrite-me");
+        assert_eq!(
+            local,
+            agent(&mut server.client(), "rewrite-me"),
+            "{dialect}"
+        );
+        rewrites.push(local.1);
     }
-    assert_eq!(server.status()["requests"], cases.len() + 2);
+    let formats: std::collections::HashSet<String> =
+        rewrites.iter().map(Value::to_string).collect();
+    assert_eq!(
+        formats.len(),
+        Outward::ALL.len(),
+        "two agents were answered in one format: {rewrites:?}"
+    );
+    assert_eq!(
+        server.status()["requests"],
+        cases.len() + 2 * Outward::ALL.len()
+    );
+}
+
+/// Claude Code's (and Codex's) hook input for a pre call of Bash.
+fn agent_pre(cwd: &std::path::Path, command: &str) -> String {
+    json!({"session_id": "s", "transcript_path": "/dev/null", "cwd": cwd,
+        "hook_event_name": "PreToolUse", "tool_name": "Bash",
+        "tool_input": {"command": command}})
+    .to_string()
+}
+
+/// A server does not take a call in a mode it does not know, or of a
+/// protocol version it does not speak: it says which before acknowledging
+/// (so the client evaluates the call itself), and it never answers one
+/// agent in another's format.
+#[test]
+fn a_server_refuses_an_unknown_mode_or_version_and_never_answers_in_another_format() {
+    let fx = rules_fixture();
+    fx.trust();
+    let server = Server::start();
+    let input = agent_pre(&fx.workspace(), "global-deny");
+    let evaluate = |id: &str, version: Value, mode: &str| {
+        json!({"id": id, "version": version, "op": "evaluate", "mode": mode,
+               "workspace": fx.workspace(), "input": input,
+               "context": {"global": fx.global()}})
+        .to_string()
+    };
+    let refused = [
+        (
+            "gemini",
+            evaluate("gemini", json!(VERSION), "gemini-cli"),
+            "unknown mode \"gemini-cli\"",
+        ),
+        (
+            "cased",
+            evaluate("cased", json!(VERSION), "Codex"),
+            "unknown mode \"Codex\"",
+        ),
+        (
+            "empty",
+            evaluate("empty", json!(VERSION), ""),
+            "unknown mode \"\"",
+        ),
+        (
+            "v2",
+            evaluate("v2", json!(VERSION + 1), "claude-code"),
+            "protocol version 2",
+        ),
+        (
+            "v0",
+            evaluate("v0", json!(0), "codex"),
+            "protocol version 0",
+        ),
+    ];
+    let lines: Vec<String> = refused.iter().map(|(_, line, _)| line.clone()).collect();
+    let answers = server.exchange(&lines, refused.len());
+    assert_eq!(answers.len(), refused.len(), "{answers:?}");
+    for ((id, _, says), answer) in refused.iter().zip(&answers) {
+        assert_eq!(answer["id"], *id, "{answers:?}");
+        let fields: Vec<&String> = answer.as_object().unwrap().keys().collect();
+        assert_eq!(
+            fields,
+            ["error", "id"],
+            "refused with nothing but an error: {answer}"
+        );
+        let error = answer["error"].as_str().unwrap();
+        assert!(error.contains(says), "{id}: {error}");
+    }
+    let unknown = answers[0]["error"].as_str().unwrap();
+    for dialect in Outward::ALL {
+        assert!(
+            unknown.contains(dialect.name()),
+            "names what it answers: {unknown}"
+        );
+    }
+    assert!(
+        answers[3]["error"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("speaks version {VERSION}"))
+    );
+    assert_eq!(
+        server.status()["requests"],
+        0,
+        "a refused call was evaluated"
+    );
+    // Each mode it knows is answered in that mode's format.
+    for dialect in Outward::ALL {
+        let answers = server.exchange(&[evaluate("ok", json!(VERSION), dialect.name())], 1);
+        assert_eq!(answers[0]["ack"], true, "{dialect}: {answers:?}");
+        assert_eq!(
+            answers[1]["stdout"]["hookSpecificOutput"]["permissionDecision"], "deny",
+            "{dialect}: {answers:?}"
+        );
+    }
+}
+
+/// A client whose server refuses the call evaluates it itself, and says
+/// why: the refusal is neither an allow nor a silent slow path.
+#[test]
+fn a_client_refused_by_its_server_evaluates_the_call_itself_and_says_so() {
+    let fx = rules_fixture();
+    fx.trust();
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("old.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    // A server of another protocol version: it refuses every call.
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(Outward::ALL.len() + 1) {
+            let stream = stream.unwrap();
+            let mut line = String::new();
+            BufReader::new(&stream).read_line(&mut line).unwrap();
+            let id = serde_json::from_str::<Value>(&line).unwrap()["id"].clone();
+            let refusal = json!({"id": id, "error": "protocol version 1 is not spoken here"});
+            (&stream)
+                .write_all(format!("{refusal}\n").as_bytes())
+                .unwrap();
+        }
+    });
+    let client = |args: &[&str], input: &str| {
+        let out = run_with_stdin(
+            toolgate()
+                .env_remove("TOOLGATE_SERVER")
+                .env("TOOLGATE_SOCKET", &socket)
+                .args(args)
+                .arg("--workspace")
+                .arg(fx.workspace())
+                .env("TOOLGATE_CONFIG_DIR", fx.global()),
+            input,
+        );
+        let said = stderr(&out);
+        assert!(
+            said.contains("refused the call, so it is evaluated here")
+                && said.contains("protocol version 1 is not spoken here"),
+            "{args:?}: {said}"
+        );
+        (out.status.code(), stdout_json(&out))
+    };
+    let (code, answer) = client(&["check"], &pre("Bash", "global-deny"));
+    assert_eq!(
+        (code, &answer["decided_by"]),
+        (Some(2), &json!("global")),
+        "{answer}"
+    );
+    for dialect in Outward::ALL {
+        let (code, answer) = client(
+            &[dialect.name()],
+            &agent_pre(&fx.workspace(), "global-deny"),
+        );
+        assert_eq!(code, Some(0), "{dialect}: {answer}");
+        assert_eq!(
+            answer["hookSpecificOutput"]["permissionDecision"], "deny",
+            "{dialect}: {answer}"
+        );
+    }
 }
 
 #[test]
@@ -374,7 +549,7 @@ fn a_component_swapped_while_the_server_loads_it_is_loaded_anew() {
         pause.arm(cmd).env("TOOLGATE_CACHE_DIR", cache.path());
     });
     let evaluate = |id: &str| {
-        json!({"id": id, "op": "evaluate", "mode": "check", "workspace": fx.workspace(),
+        json!({"id": id, "version": VERSION, "op": "evaluate", "mode": "check", "workspace": fx.workspace(),
                "input": pre("Bash", "ls"), "context": {"global": fx.global()}})
         .to_string()
     };
@@ -455,7 +630,7 @@ fn the_protocol_answers_by_id_concurrently_and_refuses_what_it_cannot_read() {
     .unwrap();
     let server = Server::start();
     let evaluate = |id: &str, tool: &str| {
-        json!({"id": id, "op": "evaluate", "mode": "check", "workspace": fx.workspace(),
+        json!({"id": id, "version": VERSION, "op": "evaluate", "mode": "check", "workspace": fx.workspace(),
                "input": pre(tool, "ls"), "context": {"global": fx.global()}})
         .to_string()
     };
@@ -473,7 +648,7 @@ fn the_protocol_answers_by_id_concurrently_and_refuses_what_it_cannot_read() {
     let answers = server.exchange(
         &[
             "not json".into(),
-            json!({"id": 3, "op": "dance"}).to_string(),
+            json!({"id": 3, "version": VERSION, "op": "dance"}).to_string(),
         ],
         2,
     );
@@ -483,7 +658,13 @@ fn the_protocol_answers_by_id_concurrently_and_refuses_what_it_cannot_read() {
             .unwrap()
             .contains("not a JSON request")
     );
-    assert!(answers[1]["error"].as_str().unwrap().contains("unknown op"));
+    assert!(
+        answers[1]["error"]
+            .as_str()
+            .unwrap()
+            .contains("unknown variant `dance`, expected `evaluate` or `status`"),
+        "{answers:?}"
+    );
     assert_eq!(answers[1]["id"], 3);
 }
 

@@ -20,20 +20,26 @@ fn unwrapped(cmd: &mut std::process::Command) -> String {
 
 #[test]
 fn every_help_reads_as_pinned() {
-    let commands: [&[&str]; 12] = [
-        &["--help"],
-        &["trust", "--help"],
-        &["serve", "--help"],
-        &["check", "--help"],
-        &["hooks", "--help"],
-        &["replay", "--help"],
-        &["claude-code", "--help"],
-        &["codex", "--help"],
-        &["import", "--help"],
-        &["new", "--help"],
-        &["bench", "--help"],
-        &["-h"],
-    ];
+    // The agent commands take their names from the dialects: one snapshot
+    // each, named after it (`help_claude_code___help`).
+    let agents = toolgate::agent::Outward::ALL
+        .iter()
+        .map(|dialect| vec![dialect.name(), "--help"]);
+    let commands: Vec<Vec<&str>> = [
+        vec!["--help"],
+        vec!["trust", "--help"],
+        vec!["serve", "--help"],
+        vec!["check", "--help"],
+        vec!["hooks", "--help"],
+        vec!["replay", "--help"],
+        vec!["import", "--help"],
+        vec!["new", "--help"],
+        vec!["bench", "--help"],
+        vec!["-h"],
+    ]
+    .into_iter()
+    .chain(agents)
+    .collect();
     for args in commands {
         let name = format!(
             "help_{}",

@@ -1,0 +1,387 @@
+//! What `toolgate serve` and the per-call process say to each other over
+//! the server's socket: typed, versioned, and the same types at both ends.
+//!
+//! # Why typed, and why a version
+//!
+//! Both ends are `toolgate`, but not always the same build: a server started
+//! before an upgrade keeps answering the new binary's calls. When the two
+//! spelled the protocol in `json!` on each side, a mode one end did not know
+//! was answered in another agent's format, and nothing said so. Here every
+//! message is a struct both ends serialise, every `mode` is a [`Mode`] (so
+//! an agent's name is [`Outward`]'s, never a string of its own), and every
+//! request carries [`VERSION`]. A server refuses, before acknowledging, a
+//! request of another version or in a mode it does not know, with an
+//! [`Body::Error`] that says which; the client then evaluates the call
+//! itself, exactly as when no server runs (`src/cli/client.rs`). A refusal
+//! never turns into an answer in some other agent's format.
+//!
+//! # The exchange
+//!
+//! One JSON object per line each way.
+//!
+//! ```text
+//! → {"id": 7, "version": 1, "op": "evaluate", "mode": "check" | "claude-code" | "codex",
+//!    "workspace": "/abs/root", "input": "<what the agent wrote on stdin>",
+//!    "event": null, "tool": null, "deadline_ms": 50000,
+//!    "context": {"global": "…", "trust": "…", "path": "…"}}
+//! ← {"id": 7, "ack": true}
+//! ← {"id": 7, "exit": 2, "stdout": {…what the command prints…}, "warning": "…"}
+//!    or {"id": 7, "error": "…"}
+//! → {"id": 8, "version": 1, "op": "status"}
+//! ← {"id": 8, "status": {"pid": …, "requests": …, "workspaces": [ … ]}}
+//! ```
+//!
+//! `id` is any JSON value, echoed so answers on one connection can be
+//! matched to their requests; a line that cannot be read at all is answered
+//! with `"id": null`.
+
+use super::agent::Outward;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::path::PathBuf;
+
+/// The protocol version this build speaks.
+pub const VERSION: u32 = 1;
+
+/// What the caller asks for: one request line.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Request {
+    /// Echoed in every answer to this request.
+    pub id: Value,
+    /// [`VERSION`], as the sender speaks it.
+    pub version: u32,
+    /// The operation and its arguments.
+    #[serde(flatten)]
+    pub op: Op,
+}
+
+/// An operation.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum Op {
+    /// Run the chain for one call and answer as the command would.
+    Evaluate(Evaluate),
+    /// What the server has loaded.
+    Status,
+}
+
+/// One call to evaluate, as the per-call process received it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Evaluate {
+    /// Which command's answer to give.
+    pub mode: Mode,
+    /// The workspace root, absolute.
+    pub workspace: PathBuf,
+    /// What the caller read on stdin.
+    pub input: String,
+    /// `check --event`.
+    #[serde(default)]
+    pub event: Option<String>,
+    /// `check --tool`.
+    #[serde(default)]
+    pub tool: Option<String>,
+    /// The caller's budget for the whole chain; absent, the chain's own.
+    #[serde(default)]
+    pub deadline_ms: Option<u64>,
+    /// What the caller would have loaded with.
+    #[serde(default)]
+    pub context: Context,
+}
+
+/// What the server needs to load exactly what the caller would: its global
+/// config, trust store and `PATH`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Context {
+    /// The global config directory, absolute.
+    #[serde(default)]
+    pub global: Option<PathBuf>,
+    /// The trust store's directory, absolute.
+    #[serde(default)]
+    pub trust: Option<PathBuf>,
+    /// `PATH`.
+    #[serde(default)]
+    pub path: Option<String>,
+}
+
+/// Which command's answer a request wants: `check`'s, or an agent's.
+///
+/// On the wire a plain string: `check`, or the dialect's name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub enum Mode {
+    /// `toolgate check`.
+    Check,
+    /// `toolgate <agent>`.
+    Agent(Outward),
+}
+
+impl Mode {
+    const CHECK: &'static str = "check";
+
+    /// Its name on the wire.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Check => Self::CHECK,
+            Mode::Agent(dialect) => dialect.name(),
+        }
+    }
+
+    /// Every mode this build answers.
+    pub fn all() -> impl Iterator<Item = Mode> {
+        std::iter::once(Mode::Check).chain(Outward::ALL.iter().copied().map(Mode::Agent))
+    }
+}
+
+impl From<Mode> for String {
+    fn from(mode: Mode) -> String {
+        mode.name().to_owned()
+    }
+}
+
+impl TryFrom<String> for Mode {
+    type Error = UnknownMode;
+
+    fn try_from(name: String) -> Result<Mode, UnknownMode> {
+        Mode::all()
+            .find(|mode| mode.name() == name)
+            .ok_or(UnknownMode(name))
+    }
+}
+
+/// A `mode` this build does not answer.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "unknown mode {:?}: this server answers {}; it does not answer one agent in another's format",
+    crate::text::excerpt(.0, 64),
+    Mode::all().map(Mode::name).collect::<Vec<_>>().join(", ")
+)]
+pub struct UnknownMode(String);
+
+/// Why a request line was refused before it was acknowledged.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReadRequestError {
+    /// Not JSON.
+    #[error("not a JSON request")]
+    NotJson(#[source] serde_json::Error),
+    /// No `version`.
+    #[error("the request has no protocol `version`; this server speaks version {VERSION}")]
+    NoVersion,
+    /// Another version.
+    #[error(
+        "protocol version {0} is not spoken here: this server speaks version {VERSION} \
+         (a server started before an upgrade? restart `toolgate serve`)"
+    )]
+    OtherVersion(String),
+    /// This version, but not a request it understands (an unknown op or
+    /// mode, a missing field).
+    #[error("not a request this server answers")]
+    Malformed(#[source] serde_json::Error),
+}
+
+/// Reads one request line: the request, or the `id` to answer under and why
+/// it is refused.
+pub fn read_request(line: &[u8]) -> Result<Request, (Value, ReadRequestError)> {
+    let value: Value =
+        serde_json::from_slice(line).map_err(|e| (Value::Null, ReadRequestError::NotJson(e)))?;
+    let id = value.get("id").cloned().unwrap_or(Value::Null);
+    match value.get("version") {
+        None => return Err((id, ReadRequestError::NoVersion)),
+        Some(v) if v.as_u64() == Some(u64::from(VERSION)) => {}
+        Some(other) => {
+            let other = crate::text::excerpt(&other.to_string(), 64);
+            return Err((id, ReadRequestError::OtherVersion(other)));
+        }
+    }
+    serde_json::from_value(value).map_err(|e| (id, ReadRequestError::Malformed(e)))
+}
+
+/// One answer line.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Answer {
+    /// The request's `id`.
+    pub id: Value,
+    /// What it says.
+    #[serde(flatten)]
+    pub body: Body,
+}
+
+/// What an answer says.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Body {
+    /// The server took the request: from here it answers, or the call is
+    /// blocked.
+    Ack {
+        /// Always `true`.
+        ack: bool,
+    },
+    /// The command's answer.
+    Evaluated {
+        /// Its exit code.
+        exit: u8,
+        /// What it prints (`null`: nothing).
+        stdout: Option<Value>,
+        /// The config no longer loads and the last good one answered.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        warning: Option<String>,
+    },
+    /// The server could not evaluate (or refused the request).
+    Error {
+        /// Why.
+        error: String,
+        /// As in [`Body::Evaluated`].
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        warning: Option<String>,
+    },
+    /// What the server has loaded.
+    Status {
+        /// The server's state.
+        status: Status,
+    },
+}
+
+impl Body {
+    /// The acknowledgement.
+    pub fn ack() -> Body {
+        Body::Ack { ack: true }
+    }
+
+    /// An error without a warning.
+    pub fn error(error: impl Into<String>) -> Body {
+        Body::Error {
+            error: error.into(),
+            warning: None,
+        }
+    }
+}
+
+impl Answer {
+    /// The line to send, newline included.
+    pub fn to_line(&self) -> String {
+        // Nothing in an answer fails to serialise (string keys, no
+        // non-finite floats); were it to, the peer reads an error.
+        let mut line = serde_json::to_string(self).unwrap_or_else(|e| {
+            serde_json::json!({"id": self.id, "error": format!("cannot encode the answer: {e}")})
+                .to_string()
+        });
+        line.push('\n');
+        line
+    }
+}
+
+/// `toolgate serve`'s state, for `toolgate hooks`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Status {
+    /// The server's process.
+    pub pid: u32,
+    /// Seconds since it started.
+    pub up_s: u64,
+    /// Evaluations asked of it.
+    pub requests: u64,
+    /// Each loaded workspace.
+    pub workspaces: Vec<WorkspaceStatus>,
+}
+
+/// One workspace's loaded chain.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WorkspaceStatus {
+    /// Its root.
+    pub workspace: PathBuf,
+    /// The global config directory it was loaded with.
+    pub global: Option<PathBuf>,
+    /// How many hooks.
+    pub hooks: usize,
+    /// Seconds since it was loaded.
+    pub loaded_s_ago: u64,
+    /// The last reload's failure, while the files stay broken.
+    pub error: Option<String>,
+    /// Its hooks, in order.
+    pub participants: Vec<ParticipantStatus>,
+}
+
+/// One hook of a loaded chain.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ParticipantStatus {
+    /// Its name.
+    pub name: String,
+    /// Its binding (`subprocess`, `wasm`, …).
+    pub binding: String,
+    /// Where it came from (`global`, `workspace`).
+    pub source: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn every_mode_reads_back_as_itself_and_agents_take_their_dialects_names() {
+        for mode in Mode::all() {
+            let text = serde_json::to_value(mode).unwrap();
+            assert_eq!(serde_json::from_value::<Mode>(text.clone()).unwrap(), mode);
+            if let Mode::Agent(dialect) = mode {
+                assert_eq!(text, serde_json::to_value(dialect).unwrap());
+                assert_eq!(text, json!(dialect.to_string()));
+            }
+        }
+    }
+
+    #[test]
+    fn an_unknown_mode_is_refused_naming_what_is_answered() {
+        let line = json!({"id": 4, "version": VERSION, "op": "evaluate", "mode": "gemini-cli",
+                          "workspace": "/w", "input": "{}"})
+        .to_string();
+        let (id, error) = read_request(line.as_bytes()).unwrap_err();
+        assert_eq!(id, json!(4));
+        let error = crate::text::error_chain(&error);
+        assert!(error.contains("unknown mode \"gemini-cli\""), "{error}");
+        assert!(error.contains("claude-code"), "{error}");
+    }
+
+    #[test]
+    fn another_version_is_refused_before_anything_else_is_read() {
+        for (version, says) in [
+            (Some(json!(2)), "protocol version 2"),
+            (Some(json!("1")), "protocol version \"1\""),
+            (None, "no protocol `version`"),
+        ] {
+            let mut line = json!({"id": "a", "op": "nonsense"});
+            if let Some(v) = version {
+                line["version"] = v;
+            }
+            let (id, error) = read_request(line.to_string().as_bytes()).unwrap_err();
+            assert_eq!(id, json!("a"));
+            let error = crate::text::error_chain(&error);
+            assert!(error.contains(says), "{error}");
+        }
+    }
+
+    #[test]
+    fn answers_read_back_as_what_was_sent() {
+        let answers = [
+            Body::ack(),
+            Body::Evaluated {
+                exit: 2,
+                stdout: Some(json!({"decision": "deny"})),
+                warning: Some("stale".into()),
+            },
+            Body::Evaluated {
+                exit: 0,
+                stdout: None,
+                warning: None,
+            },
+            Body::error("no workspace"),
+        ];
+        for body in answers {
+            let answer = Answer { id: json!(7), body };
+            let line = answer.to_line();
+            assert_eq!(
+                serde_json::from_str::<Answer>(&line).unwrap(),
+                answer,
+                "{line}"
+            );
+        }
+    }
+}
