@@ -45,7 +45,7 @@ use tokio::time::Instant;
 
 /// Bounds on one hook process.
 #[derive(Clone, Debug)]
-pub(crate) struct Limits {
+pub(crate) struct ProcessBounds {
     /// From spawn to the hook's exit.
     pub(crate) timeout: Duration,
     /// Between SIGTERM and SIGKILL.
@@ -124,7 +124,7 @@ pub(crate) async fn run(
     cwd: &Path,
     envs: &[(&str, std::ffi::OsString)],
     input: &[u8],
-    limits: &Limits,
+    limits: &ProcessBounds,
     confined: Option<&Confined>,
 ) -> Ran {
     let mut command = Command::new(program);

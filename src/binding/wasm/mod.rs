@@ -45,7 +45,7 @@ pub(crate) use spec::CONFIG;
 pub use spec::WasmSpec;
 
 use crate::binding::{Decider, Metrics, Reply};
-use crate::contract::{Decision, Event, HookRequest, ToolResult, Verdict};
+use crate::contract::HookRequest;
 use crate::failure::HookFailure;
 use engine::Runtime;
 use host::HostState;
@@ -65,15 +65,8 @@ pub const DEFAULT_MEMORY_MB: u64 = 128;
 /// Default wall-clock backstop for wasm hooks, in ms.
 pub const DEFAULT_TIMEOUT_MS: u64 = 1_000;
 
-pub(crate) mod bindings {
-    wasmtime::component::bindgen!({
-        path: "wit",
-        world: "hook",
-        exports: { default: async },
-    });
-}
-
-use bindings::{Decision as WitDecision, Event as WitEvent, Hook, HookPre, Request as WitRequest};
+use crate::protocol::wit::bindings::{Event as WitEvent, Hook, HookPre, Request as WitRequest};
+use crate::protocol::wit::{from_wit, to_wit};
 
 /// Why a component could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -203,16 +196,17 @@ impl WasmOptions {
     }
 }
 
-/// A component hook's per-call limits.
-pub(crate) struct Limits {
+/// What one call of a component hook may spend: instructions (fuel), linear
+/// memory, and wall-clock time.
+pub(crate) struct CallBudget {
     pub(crate) fuel: u64,
     pub(crate) memory_mb: u64,
     pub(crate) timeout_ms: u64,
 }
 
-impl Default for Limits {
+impl Default for CallBudget {
     fn default() -> Self {
-        Limits {
+        CallBudget {
             fuel: DEFAULT_FUEL,
             memory_mb: DEFAULT_MEMORY_MB,
             timeout_ms: DEFAULT_TIMEOUT_MS,
@@ -224,7 +218,7 @@ impl Default for Limits {
 pub(crate) fn load(
     path: &Path,
     options: &WasmOptions,
-    limits: Limits,
+    limits: CallBudget,
     config: Option<&serde_json::Value>,
 ) -> Result<(WasmHook, ComponentInfo), LoadComponentError> {
     let cache_dir = options.cache_dir.as_deref();
@@ -243,7 +237,7 @@ pub(crate) fn load(
         && let Some((hash, identity)) = cache::known_hash(dir, path)
         && let Some(component) = cache::load_hit(&runtime.engine, dir, &hash)
     {
-        let loaded = cache::Loaded {
+        let loaded = cache::ObtainedComponent {
             component,
             outcome: CacheOutcome::Hit,
             warning: None,
@@ -303,17 +297,17 @@ pub(crate) fn load(
 /// Links a loaded component and wraps it as a hook.
 fn finish(
     runtime: Arc<Runtime>,
-    loaded: cache::Loaded,
+    loaded: cache::ObtainedComponent,
     (size, identity): (u64, crate::config::FileIdentity),
     started: Instant,
-    (limits, config): (Limits, Option<&serde_json::Value>),
+    (limits, config): (CallBudget, Option<&serde_json::Value>),
 ) -> Result<(WasmHook, ComponentInfo), LoadComponentError> {
-    let Limits {
+    let CallBudget {
         fuel,
         memory_mb,
         timeout_ms,
     } = limits;
-    let cache::Loaded {
+    let cache::ObtainedComponent {
         component,
         outcome,
         warning: cache_warning,
@@ -366,7 +360,7 @@ pub(crate) fn load_component(
     path: &Path,
     options: &WasmOptions,
 ) -> Result<ComponentInfo, LoadComponentError> {
-    load(path, options, Limits::default(), None).map(|(_, info)| info)
+    load(path, options, CallBudget::default(), None).map(|(_, info)| info)
 }
 
 /// Resident memory each live instance of a component costs, in bytes:
@@ -378,7 +372,7 @@ pub(crate) async fn resident_bytes_per_instance(
     options: &WasmOptions,
     count: usize,
 ) -> Result<u64, String> {
-    let (hook, _) = load(path, options, Limits::default(), None).map_err(|e| e.to_string())?;
+    let (hook, _) = load(path, options, CallBudget::default(), None).map_err(|e| e.to_string())?;
     let request = WitRequest {
         event: WitEvent::PreToolUse,
         hook: "probe".into(),
@@ -609,73 +603,4 @@ fn classify(error: &wasmtime::Error, memory_limit_hit: bool, timeout: Duration) 
             message: format!("{error:#}"),
         },
     }
-}
-
-pub(crate) fn to_wit(request: &HookRequest<'_>, config: Option<&str>) -> WitRequest {
-    WitRequest {
-        event: match request.event {
-            Event::PreToolUse => WitEvent::PreToolUse,
-            Event::PostToolUse => WitEvent::PostToolUse,
-        },
-        hook: request.hook.to_owned(),
-        tool: request.tool.to_owned(),
-        input: request.input.to_string(),
-        result: request.result.map(|r| bindings::ToolResult {
-            output: r.output.to_string(),
-            is_error: r.is_error,
-        }),
-        session_id: request.session_id.map(str::to_owned),
-        turn_id: request.turn_id.map(str::to_owned),
-        tool_call_id: request.tool_call_id.map(str::to_owned),
-        cwd: request.cwd.map(str::to_owned),
-        config: config.map(str::to_owned),
-    }
-}
-
-/// Largest `modify` input or `replace` output a guest may hand back: the
-/// same bound a subprocess hook's whole answer has.
-const MAX_REWRITE_BYTES: usize = crate::binding::command::STDOUT_CAP;
-
-pub(crate) fn from_wit(verdict: bindings::Verdict) -> Result<Verdict, HookFailure> {
-    let unusable = |what: &str, e: serde_json::Error| HookFailure::UnusableRewrite {
-        detail: format!("{what} is not JSON: {e}"),
-    };
-    let oversized = |what: &str, len: usize| HookFailure::UnusableRewrite {
-        detail: format!(
-            "{what} is {len} bytes, more than the {MAX_REWRITE_BYTES} a hook may hand back"
-        ),
-    };
-    match &verdict.decision {
-        WitDecision::Modify(input) if input.len() > MAX_REWRITE_BYTES => {
-            return Err(oversized("the `modify` input", input.len()));
-        }
-        WitDecision::Replace(result) if result.output.len() > MAX_REWRITE_BYTES => {
-            return Err(oversized("the `replace` output", result.output.len()));
-        }
-        _ => {}
-    }
-    let decision = match verdict.decision {
-        WitDecision::Allow => Decision::Allow,
-        WitDecision::Deny(reason) => Decision::Deny {
-            reason: if reason.trim().is_empty() {
-                "denied by a hook that gave no reason".to_owned()
-            } else {
-                reason
-            },
-        },
-        WitDecision::Modify(input) => Decision::Modify {
-            input: serde_json::from_str(&input).map_err(|e| unusable("the `modify` input", e))?,
-        },
-        WitDecision::Replace(result) => Decision::Replace {
-            result: ToolResult {
-                output: serde_json::from_str(&result.output)
-                    .map_err(|e| unusable("the `replace` output", e))?,
-                is_error: result.is_error,
-            },
-        },
-    };
-    Ok(Verdict {
-        decision,
-        context: verdict.context,
-    })
 }

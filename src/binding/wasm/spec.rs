@@ -108,7 +108,7 @@ fn parse(
     match super::load(
         &path,
         common.wasm,
-        super::Limits {
+        super::CallBudget {
             fuel,
             memory_mb,
             timeout_ms,
