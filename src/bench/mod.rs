@@ -37,9 +37,9 @@ mod setup;
 
 pub use report::{Load, Machine, Report, Row, Target, Throughput};
 
-use crate::ConfigError;
 use crate::binding::wasm::{self, CacheOutcome, LoadComponentError, StartEngineError, WasmOptions};
 use crate::config::HookDef;
+use crate::{ConfigError, Request};
 use scenario::{Scenario, call, percentile};
 use setup::{Setup, chain};
 use std::path::{Path, PathBuf};
@@ -164,14 +164,7 @@ pub fn run(options: &Options) -> Result<Report, BenchError> {
     rt.block_on(interleave(&mut scenarios, rounds, progress))?;
 
     progress("throughput with 1 and 2 threads…");
-    let ref_runner = chain(root, [HookDef::wasm("g", &reference.1)])?;
-    let window = if options.quick {
-        Duration::from_millis(300)
-    } else {
-        Duration::from_secs(2)
-    };
-    let one = rt.block_on(scenario::throughput(&ref_runner, &setup.pre, 1, window));
-    let two = rt.block_on(scenario::throughput(&ref_runner, &setup.pre, 2, window));
+    let (one, two) = throughput(&rt, root, &reference.1, &setup.pre, options.quick)?;
     let per_instance = rt
         .block_on(wasm::resident_bytes_per_instance(
             &reference.1,
@@ -202,6 +195,25 @@ pub fn run(options: &Options) -> Result<Report, BenchError> {
         resident_bytes_per_instance: per_instance,
         debug_build: cfg!(debug_assertions),
     })
+}
+
+/// Calls/s on the reference guest `component` with one thread and with two.
+fn throughput(
+    rt: &tokio::runtime::Runtime,
+    root: &Path,
+    component: &Path,
+    request: &Request,
+    quick: bool,
+) -> Result<(f64, f64), BenchError> {
+    let runner = chain(root, [HookDef::wasm("g", component)])?;
+    let window = if quick {
+        Duration::from_millis(300)
+    } else {
+        Duration::from_secs(2)
+    };
+    let one = rt.block_on(scenario::throughput(&runner, request, 1, window));
+    let two = rt.block_on(scenario::throughput(&runner, request, 2, window));
+    Ok((one, two))
 }
 
 /// The trivial WAT guest (written under `root`) and every built example in

@@ -217,7 +217,7 @@ pub(crate) fn load_hit(engine: &Engine, dir: &Path, hash: &blake3::Hash) -> Opti
     let key = key(engine, hash);
     let artifact = dir.join(format!("{key}.cwasm"));
     check_entry(&artifact, &dir.join(format!("{key}.meta")), &key).ok()?;
-    // SAFETY: as in `load`: the directory (checked by `known_hash`) and both
+    // SAFETY: as in `use_entry`: the directory (checked by `known_hash`) and both
     // entry files passed the ownership and permission checks, the entry was
     // written for this key, and its length and digest match.
     #[allow(unsafe_code)]
@@ -286,9 +286,53 @@ pub(crate) fn load(
     let key = key(engine, &blake3::hash(bytes));
     let artifact = dir.join(format!("{key}.cwasm"));
     let meta = dir.join(format!("{key}.meta"));
-    let mut outcome = CacheOutcome::Miss;
-    let mut warning = None;
-    match check_entry(&artifact, &meta, &key) {
+    let (outcome, warning) = match use_entry(engine, &artifact, &meta, &key) {
+        EntryUse::Hit(component) => {
+            return Ok(ObtainedComponent {
+                component,
+                outcome: CacheOutcome::Hit,
+                warning: None,
+            });
+        }
+        EntryUse::Untrusted(reason) => {
+            return compile(
+                CacheOutcome::Uncached,
+                Some(format!(
+                    "compile cache entry {} not used: {reason}; compiled in memory instead \
+                     (remove the entry to let toolgate rewrite it)",
+                    artifact.display()
+                )),
+            );
+        }
+        EntryUse::Compile(outcome, warning) => (outcome, warning),
+    };
+    let component = compile_component(engine, bytes, progress)?;
+    if let Err(e) = store(&artifact, &meta, &key, &component.serialize()?) {
+        tracing::debug!("could not write cache entry {}: {e}", artifact.display());
+    }
+    Ok(ObtainedComponent {
+        component,
+        outcome,
+        warning,
+    })
+}
+
+/// What the entry for a key is good for.
+enum EntryUse {
+    /// A trusted, intact entry, mapped.
+    Hit(Component),
+    /// None there (`Miss`), or one deleted as corrupt, substituted or
+    /// incompatible (`Rebuilt`, with a warning when it was written for
+    /// another component): compile and write it.
+    Compile(CacheOutcome, Option<String>),
+    /// One that failed an ownership or permission check: left alone.
+    Untrusted(String),
+}
+
+/// Checks the entry at `artifact` and `meta` for `key` and maps it if it
+/// passes; deletes it if it is corrupt or wasmtime refuses it.
+fn use_entry(engine: &Engine, artifact: &Path, meta: &Path, key: &str) -> EntryUse {
+    match check_entry(artifact, meta, key) {
         Ok(()) => {
             // SAFETY: the directory and both files passed the ownership and
             // permission checks (only this user could have written them), the
@@ -300,52 +344,28 @@ pub(crate) fn load(
             // cache hit avoids recompiling, and the checks above are what
             // make it sound. `unsafe_code` is denied everywhere else.
             #[allow(unsafe_code)]
-            let mapped = unsafe { Component::deserialize_file(engine, &artifact) };
+            let mapped = unsafe { Component::deserialize_file(engine, artifact) };
             match mapped {
-                Ok(component) => {
-                    return Ok(ObtainedComponent {
-                        component,
-                        outcome: CacheOutcome::Hit,
-                        warning: None,
-                    });
-                }
+                Ok(component) => return EntryUse::Hit(component),
                 Err(e) => tracing::debug!("cache entry {} unusable: {e}", artifact.display()),
             }
-            remove(&artifact, &meta);
-            outcome = CacheOutcome::Rebuilt;
+            remove(artifact, meta);
+            EntryUse::Compile(CacheOutcome::Rebuilt, None)
         }
-        Err(Entry::Missing) => {}
-        Err(Entry::Untrusted(reason)) => {
-            return compile(
-                CacheOutcome::Uncached,
-                Some(format!(
-                    "compile cache entry {} not used: {reason}; compiled in memory instead \
-                     (remove the entry to let toolgate rewrite it)",
-                    artifact.display()
-                )),
-            );
-        }
+        Err(Entry::Missing) => EntryUse::Compile(CacheOutcome::Miss, None),
+        Err(Entry::Untrusted(reason)) => EntryUse::Untrusted(reason),
         Err(Entry::Corrupt(reason)) => {
             tracing::debug!("cache entry {} refused: {reason}", artifact.display());
-            if reason == WRONG_KEY {
-                warning = Some(format!(
+            let warning = (reason == WRONG_KEY).then(|| {
+                format!(
                     "compile cache entry {} was written for another component; refused and rebuilt",
                     artifact.display()
-                ));
-            }
-            remove(&artifact, &meta);
-            outcome = CacheOutcome::Rebuilt;
+                )
+            });
+            remove(artifact, meta);
+            EntryUse::Compile(CacheOutcome::Rebuilt, warning)
         }
     }
-    let component = compile_component(engine, bytes, progress)?;
-    if let Err(e) = store(&artifact, &meta, &key, &component.serialize()?) {
-        tracing::debug!("could not write cache entry {}: {e}", artifact.display());
-    }
-    Ok(ObtainedComponent {
-        component,
-        outcome,
-        warning,
-    })
 }
 
 const WRONG_KEY: &str = "its metadata names another key";
