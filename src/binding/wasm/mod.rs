@@ -32,7 +32,13 @@
 //! The guest's `result<verdict, string>` maps onto the contract: `ok` is an
 //! answer; `err(message)` is a `guest_error` failure (the hook could not
 //! decide) and goes through `on_failure`. A `modify` whose input is not JSON,
-//! or a `replace` whose output is not JSON, is an `unusable_rewrite`.
+//! or a `replace` whose output is not JSON, is an `unusable_rewrite`. That
+//! translation is the protocol layer's (`protocol::wit`), as wire v1's is:
+//! this binding runs components and imports it.
+//!
+//! A failed call is named from what wasmtime hands back (a typed
+//! [`wasmtime::Trap`], the limiter's record, the phase it failed in), never
+//! from the text of its message: see `classify`.
 
 mod cache;
 mod engine;
