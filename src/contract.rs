@@ -276,6 +276,11 @@ impl From<Decision> for Verdict {
     }
 }
 
+/// Largest answer a hook may hand back, in bytes: a subprocess hook's whole
+/// stdout, a component's `modify` input or `replace` output. Room for a
+/// replacement tool result; a bound on what a hook can make toolgate hold.
+pub const MAX_ANSWER_BYTES: usize = 4 * 1024 * 1024;
+
 #[cfg(test)]
 mod tests {
     use super::*;

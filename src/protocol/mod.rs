@@ -34,6 +34,7 @@ pub(crate) mod import;
 pub mod serve;
 pub(crate) mod transcript;
 pub mod wire;
+pub(crate) mod wit;
 
 pub use agent::{AgentCall, Outward, ReadAgentInputError, read_agent_input, render_outcome};
 pub use claude::event_name;
@@ -134,8 +135,8 @@ impl Inward {
 
 #[cfg(test)]
 mod tests {
-    use crate::binding::wasm::{bindings as wit, from_wit, to_wit};
     use crate::contract::{Event, HookRequest, ToolResult, Verdict};
+    use crate::protocol::wit::{bindings as wit, from_wit, to_wit};
     use serde_json::{Value, json};
 
     fn request<'a>(input: &'a Value, result: Option<&'a ToolResult>) -> HookRequest<'a> {

@@ -258,7 +258,16 @@ pub(crate) fn decode_answer(stdout: &[u8]) -> Result<Verdict, HookFailure> {
     })
 }
 
-fn parse_result(value: Value) -> Result<ToolResult, String> {
+/// Why a `replace` answer's `result` is not a tool result.
+#[derive(Debug, thiserror::Error)]
+enum ParseResultError {
+    #[error("expected an object with `output`, got {0}")]
+    NotAnObject(Value),
+    #[error("{0}")]
+    Malformed(serde_json::Error),
+}
+
+fn parse_result(value: Value) -> Result<ToolResult, ParseResultError> {
     #[derive(Deserialize)]
     struct Lenient {
         output: Value,
@@ -266,10 +275,10 @@ fn parse_result(value: Value) -> Result<ToolResult, String> {
         is_error: bool,
     }
     let Value::Object(_) = &value else {
-        return Err(format!("expected an object with `output`, got {value}"));
+        return Err(ParseResultError::NotAnObject(value));
     };
     // Unknown fields in an answer are ignored (a newer hook may add some).
-    let r: Lenient = serde_json::from_value(value).map_err(|e| e.to_string())?;
+    let r: Lenient = serde_json::from_value(value).map_err(ParseResultError::Malformed)?;
     Ok(ResultV1 {
         output: r.output,
         is_error: r.is_error,

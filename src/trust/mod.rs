@@ -84,12 +84,11 @@ pub use snapshot::{MAX_TREE_BYTES, MAX_TREE_FILES};
 pub use store::{Record, TrustStore};
 
 pub(crate) use pin::{CommandInputs, Pinned, Pinning, pin_of};
-pub(crate) use snapshot::private_dir;
 
 /// Whether this kernel can confine command hooks (Landlock ABI 6 or newer),
 /// or why not.
 pub fn confinement_available() -> Result<(), String> {
-    crate::binding::command::confine::available()
+    crate::binding::command::confine::available().map_err(|e| e.to_string())
 }
 
 /// How the operator's global config confines workspace hooks.
@@ -427,7 +426,8 @@ impl<'a> Admission<'a> {
             .store
             .as_ref()
             .ok_or_else(|| "no trust store".to_owned())?;
-        let base = snapshot::materialize(&store.snapshot_dir(), self.root, &pinned.entries)?;
+        let base = snapshot::materialize(&store.snapshot_dir(), self.root, &pinned.entries)
+            .map_err(|e| e.to_string())?;
         let unconfined = self
             .confinement
             .unconfined

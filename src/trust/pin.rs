@@ -182,7 +182,7 @@ impl CommandInputs {
         }
         let mut listed = Vec::new();
         for dir in &trees {
-            super::snapshot::list(&self.root, dir, &mut listed)?;
+            super::snapshot::list(&self.root, dir, &mut listed).map_err(|e| e.to_string())?;
         }
         listed.sort();
         listed.dedup();

@@ -27,6 +27,7 @@
 //! cannot show them), and a tree is bounded ([`MAX_TREE_FILES`],
 //! [`MAX_TREE_BYTES`]).
 
+use crate::safe_fs::{OwnershipError, PrivateDirError, ReadFileError, private_dir};
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Component, Path, PathBuf};
@@ -45,6 +46,71 @@ pub(crate) struct Entry {
     pub(crate) executable: bool,
 }
 
+/// Why a folder could not be listed as a pinned tree.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ListTreeError {
+    /// A folder or file in it could not be read.
+    #[error("{}: {error}", path.display())]
+    Read {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    /// A symlink, which a copy would not follow.
+    #[error(
+        "{} is a symlink; a pinned tree holds regular files only (copy the file in)",
+        path.display()
+    )]
+    Symlink { path: PathBuf },
+    /// Past [`MAX_TREE_FILES`].
+    #[error(
+        "{} holds more than {MAX_TREE_FILES} files; toolgate pins and copies the whole \
+         folder a hook's code lives in: give the hook a folder of its own",
+        dir.display()
+    )]
+    TooManyFiles { dir: PathBuf },
+    /// A FIFO, socket or device.
+    #[error("{} is not a regular file; a pinned tree holds regular files only", path.display())]
+    NotRegular { path: PathBuf },
+}
+
+/// Why the private copy of a pinned tree could not be made or used.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum MaterializeError {
+    /// The snapshot store is not the user's own private folder.
+    #[error(transparent)]
+    Store(#[from] PrivateDirError),
+    /// A snapshot that is there is not the user's own.
+    #[error("the snapshot {} {why}", dir.display())]
+    NotMine { dir: PathBuf, why: OwnershipError },
+    /// Something other than a folder is where the snapshot belongs.
+    #[error("{} is not a snapshot folder", path.display())]
+    NotAFolder { path: PathBuf },
+    /// No temporary folder for the copy.
+    #[error("a snapshot cannot be made in {}: {error}", store.display())]
+    Temporary {
+        store: PathBuf,
+        error: std::io::Error,
+    },
+    /// An entry's path leaves the workspace.
+    #[error("{} is not a path inside the workspace", rel.display())]
+    Outside { rel: PathBuf },
+    /// Reading a pinned file.
+    #[error("{} {}", rel.display(), crate::text::error_chain(error))]
+    Read { rel: PathBuf, error: ReadFileError },
+    /// A pinned file's bytes are no longer the ones trusted.
+    #[error("{} changed while it was copied (it is not what was trusted)", rel.display())]
+    Changed { rel: PathBuf },
+    /// Writing, sealing or listing the copy.
+    #[error("{}: {error}", path.display())]
+    Write {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    /// Moving the finished copy into place.
+    #[error("the snapshot {} cannot be made: {error}", dir.display())]
+    Rename { dir: PathBuf, error: std::io::Error },
+}
+
 /// Whether a name is bytecode, which a tree leaves out.
 pub(crate) fn is_bytecode(name: &str) -> bool {
     name == "__pycache__" || name.ends_with(".pyc") || name.ends_with(".pyo")
@@ -53,12 +119,15 @@ pub(crate) fn is_bytecode(name: &str) -> bool {
 /// Lists the regular files under `dir` (relative to `root`), in path order,
 /// leaving bytecode out. Refuses symlinks, special files, and a tree past
 /// the bounds.
-pub(crate) fn list(root: &Path, dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), String> {
+pub(crate) fn list(root: &Path, dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), ListTreeError> {
     let mut stack = vec![dir.to_owned()];
     while let Some(rel) = stack.pop() {
         let abs = root.join(&rel);
         let mut names: Vec<_> = std::fs::read_dir(&abs)
-            .map_err(|e| format!("{}: {e}", rel.display()))?
+            .map_err(|error| ListTreeError::Read {
+                path: rel.clone(),
+                error,
+            })?
             .filter_map(Result::ok)
             .map(|e| e.file_name())
             .collect();
@@ -69,30 +138,26 @@ pub(crate) fn list(root: &Path, dir: &Path, out: &mut Vec<PathBuf>) -> Result<()
                 continue;
             }
             let child = rel.join(&name);
-            let meta = std::fs::symlink_metadata(root.join(&child))
-                .map_err(|e| format!("{}: {e}", child.display()))?;
+            let meta = std::fs::symlink_metadata(root.join(&child)).map_err(|error| {
+                ListTreeError::Read {
+                    path: child.clone(),
+                    error,
+                }
+            })?;
             let kind = meta.file_type();
             if kind.is_symlink() {
-                return Err(format!(
-                    "{} is a symlink; a pinned tree holds regular files only (copy the file in)",
-                    child.display()
-                ));
+                return Err(ListTreeError::Symlink { path: child });
             } else if kind.is_dir() {
                 stack.push(child);
             } else if kind.is_file() {
                 out.push(child);
                 if out.len() > MAX_TREE_FILES {
-                    return Err(format!(
-                        "{} holds more than {MAX_TREE_FILES} files; toolgate pins and copies the \
-                         whole folder a hook's code lives in: give the hook a folder of its own",
-                        dir.display()
-                    ));
+                    return Err(ListTreeError::TooManyFiles {
+                        dir: dir.to_owned(),
+                    });
                 }
             } else {
-                return Err(format!(
-                    "{} is not a regular file; a pinned tree holds regular files only",
-                    child.display()
-                ));
+                return Err(ListTreeError::NotRegular { path: child });
             }
         }
     }
@@ -118,22 +183,31 @@ pub(crate) fn key(entries: &[Entry]) -> String {
 /// not there: each file is read once, hashed as it is written, and must
 /// hash to its pinned digest, so the copy holds exactly the bytes that were
 /// trusted. Files are read-only, folders too.
-pub(crate) fn materialize(store: &Path, root: &Path, entries: &[Entry]) -> Result<PathBuf, String> {
+pub(crate) fn materialize(
+    store: &Path,
+    root: &Path,
+    entries: &[Entry],
+) -> Result<PathBuf, MaterializeError> {
     private_dir(store)?;
     let key = key(entries);
     let done = store.join(&key);
     if let Ok(meta) = std::fs::symlink_metadata(&done) {
         if meta.is_dir() {
-            crate::safe_fs::owned_by_me(&meta, 0o022)
-                .map_err(|why| format!("the snapshot {} {why}", done.display()))?;
+            crate::safe_fs::owned_by_me(&meta, 0o022).map_err(|why| MaterializeError::NotMine {
+                dir: done.clone(),
+                why,
+            })?;
             return Ok(done);
         }
-        return Err(format!("{} is not a snapshot folder", done.display()));
+        return Err(MaterializeError::NotAFolder { path: done });
     }
     let tmp = tempfile::Builder::new()
         .prefix(".tmp-")
         .tempdir_in(store)
-        .map_err(|e| format!("a snapshot cannot be made in {}: {e}", store.display()))?
+        .map_err(|error| MaterializeError::Temporary {
+            store: store.to_owned(),
+            error,
+        })?
         .keep();
     let made = copy_all(root, &tmp, entries).and_then(|()| seal(&tmp));
     if let Err(why) = made {
@@ -147,27 +221,31 @@ pub(crate) fn materialize(store: &Path, root: &Path, entries: &[Entry]) -> Resul
             remove(&tmp);
             Ok(done)
         }
-        Err(e) => {
+        Err(error) => {
             remove(&tmp);
-            Err(format!(
-                "the snapshot {} cannot be made: {e}",
-                done.display()
-            ))
+            Err(MaterializeError::Rename { dir: done, error })
         }
     }
 }
 
-fn copy_all(root: &Path, tmp: &Path, entries: &[Entry]) -> Result<(), String> {
+/// A write into the copy at `path` failed.
+fn write_failed(path: &Path) -> impl FnOnce(std::io::Error) -> MaterializeError + '_ {
+    move |error| MaterializeError::Write {
+        path: path.to_owned(),
+        error,
+    }
+}
+
+fn copy_all(root: &Path, tmp: &Path, entries: &[Entry]) -> Result<(), MaterializeError> {
     for entry in entries {
         if entry
             .rel
             .components()
             .any(|c| !matches!(c, Component::Normal(_)))
         {
-            return Err(format!(
-                "{} is not a path inside the workspace",
-                entry.rel.display()
-            ));
+            return Err(MaterializeError::Outside {
+                rel: entry.rel.clone(),
+            });
         }
         let to = tmp.join(&entry.rel);
         if to.exists() {
@@ -178,16 +256,18 @@ fn copy_all(root: &Path, tmp: &Path, entries: &[Entry]) -> Result<(), String> {
                 .recursive(true)
                 .mode(0o700)
                 .create(parent)
-                .map_err(|e| format!("{}: {e}", parent.display()))?;
+                .map_err(write_failed(parent))?;
         }
         let (bytes, _) = crate::safe_fs::read_identified(&root.join(&entry.rel), MAX_TREE_BYTES)
-            .map_err(|e| format!("{} {}", entry.rel.display(), crate::text::error_chain(&e)))?;
+            .map_err(|error| MaterializeError::Read {
+                rel: entry.rel.clone(),
+                error,
+            })?;
         let digest = format!("blake3:{}", blake3::hash(&bytes).to_hex());
         if digest != entry.digest {
-            return Err(format!(
-                "{} changed while it was copied (it is not what was trusted)",
-                entry.rel.display()
-            ));
+            return Err(MaterializeError::Changed {
+                rel: entry.rel.clone(),
+            });
         }
         let mut file = std::fs::OpenOptions::new()
             .write(true)
@@ -195,25 +275,24 @@ fn copy_all(root: &Path, tmp: &Path, entries: &[Entry]) -> Result<(), String> {
             .mode(0o600)
             .open(&to)
             .and_then(|mut f| f.write_all(&bytes).map(|()| f))
-            .map_err(|e| format!("{}: {e}", to.display()))?;
-        file.flush().map_err(|e| format!("{}: {e}", to.display()))?;
+            .map_err(write_failed(&to))?;
+        file.flush().map_err(write_failed(&to))?;
         let mode = if entry.executable { 0o500 } else { 0o400 };
         std::fs::set_permissions(&to, std::fs::Permissions::from_mode(mode))
-            .map_err(|e| format!("{}: {e}", to.display()))?;
+            .map_err(write_failed(&to))?;
     }
     Ok(())
 }
 
 /// Makes every folder under `dir` (and `dir`) read-only.
-fn seal(dir: &Path) -> Result<(), String> {
-    for entry in std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))? {
-        let entry = entry.map_err(|e| format!("{}: {e}", dir.display()))?;
+fn seal(dir: &Path) -> Result<(), MaterializeError> {
+    for entry in std::fs::read_dir(dir).map_err(write_failed(dir))? {
+        let entry = entry.map_err(write_failed(dir))?;
         if entry.file_type().is_ok_and(|t| t.is_dir()) {
             seal(&entry.path())?;
         }
     }
-    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o500))
-        .map_err(|e| format!("{}: {e}", dir.display()))
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o500)).map_err(write_failed(dir))
 }
 
 /// Removes a (possibly sealed) tree, best effort.
@@ -230,20 +309,4 @@ fn remove(dir: &Path) {
     }
     open(dir);
     let _ = std::fs::remove_dir_all(dir);
-}
-
-/// `dir` exists, is the user's own and private (created 0700 if missing).
-pub(crate) fn private_dir(dir: &Path) -> Result<(), String> {
-    if std::fs::symlink_metadata(dir).is_err() {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)
-            .map_err(|e| format!("{} cannot be created: {e}", dir.display()))?;
-    }
-    let meta = std::fs::symlink_metadata(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    if !meta.is_dir() {
-        return Err(format!("{} is not a directory", dir.display()));
-    }
-    crate::safe_fs::owned_by_me(&meta, 0o077).map_err(|why| format!("{} {why}", dir.display()))
 }

@@ -725,3 +725,74 @@ fn a_component_swapped_while_it_loads_is_not_indexed_as_the_old_one() {
         stderr(&out)
     );
 }
+
+/// A component whose `decide` answers `allow`, built against `wit` (a
+/// variant of `wit/hook.wit`) instead of toolgate's own.
+fn component_against(wit: &str) -> Vec<u8> {
+    let mut module = wat::parse_str(
+        r#"(module
+  (memory (export "memory") 1)
+  (func (export "cabi_realloc") (param i32 i32 i32 i32) (result i32) (i32.const 8192))
+  (func (export "decide") (param i32) (result i32) (i32.const 512)))"#,
+    )
+    .unwrap();
+    let mut resolve = wit_parser::Resolve::default();
+    let pkg = resolve
+        .push_str("hook.wit", wit)
+        .expect("the variant parses");
+    let world = resolve.select_world(&[pkg], Some("hook")).unwrap();
+    wit_component::embed_component_metadata(
+        &mut module,
+        &resolve,
+        world,
+        wit_component::StringEncoding::UTF8,
+    )
+    .unwrap();
+    wit_component::ComponentEncoder::default()
+        .module(&module)
+        .unwrap()
+        .validate(true)
+        .encode()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_component_built_against_another_wit_version_loads_only_if_decide_is_unchanged() {
+    let ours = include_str!("../../wit/hook.wit");
+    let fx = Fixture::new();
+    // The world exports a bare function: its name carries no version, so a
+    // component built against another version with the same `decide` is
+    // the same component to wasmtime, and answers.
+    let renumbered = ours.replace("toolgate:hook@0.1.0", "toolgate:hook@0.2.0");
+    assert_ne!(renumbered, ours);
+    std::fs::write(
+        fx.workspace().join("renumbered.wasm"),
+        component_against(&renumbered),
+    )
+    .unwrap();
+    fx.workspace_hooks(json!([{"name": "renumbered", "wasm": "renumbered.wasm"}]));
+    let outcome = pre(&fx, json!({"command": "ls"})).await;
+    assert_eq!(record(&outcome, "renumbered").decision, Step::Allow);
+
+    // A version whose request differs is refused when it loads, saying
+    // which contract toolgate speaks; it is never called with the wrong
+    // layout.
+    let changed = renumbered.replace(
+        "config: option<string>,\n    }",
+        "config: option<string>,\n        workspace: string,\n    }",
+    );
+    assert_ne!(changed, renumbered);
+    std::fs::write(
+        fx.workspace().join("changed.wasm"),
+        component_against(&changed),
+    )
+    .unwrap();
+    fx.workspace_hooks(json!([{"name": "changed", "wasm": "changed.wasm"}]));
+    let err = Config::load(None, Some(&fx.workspace())).unwrap_err();
+    let text = err.to_string();
+    assert_eq!(err.problems[0].field.as_deref(), Some("wasm"), "{text}");
+    assert!(
+        text.contains("does not export toolgate:hook@0.1.0's `decide`"),
+        "{text}"
+    );
+}

@@ -29,6 +29,28 @@
 use std::ffi::OsString;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Why a hook cannot be confined here. Cloned from the process-wide probe,
+/// so the sources are shared.
+#[derive(Clone, Debug, thiserror::Error)]
+pub(crate) enum ConfineError {
+    /// The kernel refused a part of the ruleset.
+    #[error("the kernel cannot confine hooks (Landlock ABI 6 or newer is needed): {0}")]
+    Landlock(Arc<landlock::RulesetError>),
+    /// A path the ruleset names could not be opened.
+    #[error("{}: {error}", path.display())]
+    OpenPath {
+        path: PathBuf,
+        error: Arc<landlock::PathFdError>,
+    },
+    /// Landlock is not enabled at all.
+    #[error("the kernel has no Landlock")]
+    NoLandlock,
+    /// The seccomp filter could not be built for this machine.
+    #[error("the seccomp filter: {0}")]
+    Seccomp(Arc<seccompiler::BackendError>),
+}
 
 /// Variables that make an interpreter, the shell or the dynamic loader
 /// load code from somewhere other than the pinned tree. Removed from a
@@ -88,9 +110,9 @@ pub(crate) struct Sandbox {
 
 /// Whether this kernel can confine a hook (Landlock ABI 6 or newer), or why
 /// not.
-pub(crate) fn available() -> Result<(), String> {
+pub(crate) fn available() -> Result<(), ConfineError> {
     // What the kernel supports does not change while the process runs.
-    static PROBE: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+    static PROBE: std::sync::OnceLock<Result<(), ConfineError>> = std::sync::OnceLock::new();
     PROBE
         .get_or_init(|| ruleset(Path::new("/")).and(network_filter()).map(drop))
         .clone()
@@ -100,15 +122,13 @@ pub(crate) fn available() -> Result<(), String> {
 /// and execute everywhere; write beneath `scratch` and to `/dev/null`; no
 /// TCP; scoped signals and abstract sockets. Every part is a hard
 /// requirement: a kernel that cannot enforce one of them gets no ruleset.
-pub(crate) fn ruleset(scratch: &Path) -> Result<OwnedFd, String> {
+pub(crate) fn ruleset(scratch: &Path) -> Result<OwnedFd, ConfineError> {
     use landlock::{
         ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset,
         RulesetAttr, RulesetCreatedAttr, Scope,
     };
     let abi = ABI::V6;
-    let why = |e: landlock::RulesetError| {
-        format!("the kernel cannot confine hooks (Landlock ABI 6 or newer is needed): {e}")
-    };
+    let why = |e: landlock::RulesetError| ConfineError::Landlock(Arc::new(e));
     let created = Ruleset::default()
         .set_compatibility(CompatLevel::HardRequirement)
         .handle_access(AccessFs::from_all(abi))
@@ -116,7 +136,12 @@ pub(crate) fn ruleset(scratch: &Path) -> Result<OwnedFd, String> {
         .and_then(|r| r.scope(Scope::from_all(abi)))
         .and_then(|r| r.create())
         .map_err(why)?;
-    let fd = |p: &Path| PathFd::new(p).map_err(|e| format!("{}: {e}", p.display()));
+    let fd = |p: &Path| {
+        PathFd::new(p).map_err(|e| ConfineError::OpenPath {
+            path: p.to_owned(),
+            error: Arc::new(e),
+        })
+    };
     let everywhere = fd(Path::new("/"))?;
     let scratch = fd(scratch)?;
     let created = created
@@ -133,24 +158,23 @@ pub(crate) fn ruleset(scratch: &Path) -> Result<OwnedFd, String> {
         Err(_) => created,
     };
     let fd: Option<OwnedFd> = created.into();
-    fd.ok_or_else(|| "the kernel has no Landlock".to_owned())
+    fd.ok_or(ConfineError::NoLandlock)
 }
 
 /// The seccomp filter of a confined hook: `socket()` for any family but
 /// `AF_UNIX`, and `io_uring_setup` (whose operations include opening
 /// sockets), fail with `EACCES`; everything else is allowed. Built once.
-pub(crate) fn network_filter() -> Result<std::sync::Arc<seccompiler::BpfProgram>, String> {
+pub(crate) fn network_filter() -> Result<Arc<seccompiler::BpfProgram>, ConfineError> {
     use seccompiler::{
         SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
         SeccompRule, TargetArch,
     };
-    static FILTER: std::sync::OnceLock<Result<std::sync::Arc<seccompiler::BpfProgram>, String>> =
+    static FILTER: std::sync::OnceLock<Result<Arc<seccompiler::BpfProgram>, ConfineError>> =
         std::sync::OnceLock::new();
     FILTER
         .get_or_init(|| {
-            let why = |e: seccompiler::BackendError| format!("the seccomp filter: {e}");
-            let arch = TargetArch::try_from(std::env::consts::ARCH)
-                .map_err(|e| format!("the seccomp filter: {e}"))?;
+            let why = |e: seccompiler::BackendError| ConfineError::Seccomp(Arc::new(e));
+            let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(why)?;
             let not_unix = SeccompRule::new(vec![
                 SeccompCondition::new(
                     0,
@@ -180,7 +204,7 @@ pub(crate) fn network_filter() -> Result<std::sync::Arc<seccompiler::BpfProgram>
             )
             .map_err(why)?;
             seccompiler::BpfProgram::try_from(filter)
-                .map(std::sync::Arc::new)
+                .map(Arc::new)
                 .map_err(why)
         })
         .clone()

@@ -40,10 +40,11 @@ pub(crate) use spec::CONFIG;
 pub use spec::{CommandSpec, DEFAULT_TIMEOUT_MS};
 use std::path::PathBuf;
 use std::time::Duration;
-pub(crate) use supervise::Limits;
+pub(crate) use supervise::ProcessBounds;
 
-/// Stdout kept from a hook; an answer may carry a replacement tool result.
-pub const STDOUT_CAP: usize = 4 * 1024 * 1024;
+/// Stdout kept from a hook; an answer may carry a replacement tool result
+/// (the contract's answer bound).
+pub const STDOUT_CAP: usize = crate::contract::MAX_ANSWER_BYTES;
 /// Stderr kept for the operator; the rest is read and dropped.
 pub const STDERR_CAP: usize = 16 * 1024;
 /// Between SIGTERM and SIGKILL when a hook outlives its deadline.
@@ -52,8 +53,8 @@ pub const KILL_GRACE: Duration = Duration::from_millis(1000);
 /// group is killed.
 pub const DRAIN: Duration = Duration::from_millis(100);
 
-pub(crate) fn limits(timeout: Duration) -> Limits {
-    Limits {
+pub(crate) fn limits(timeout: Duration) -> ProcessBounds {
+    ProcessBounds {
         timeout,
         grace: KILL_GRACE,
         stdout_cap: STDOUT_CAP,
@@ -67,7 +68,7 @@ pub(crate) struct CommandHook {
     pub(crate) program: PathBuf,
     pub(crate) args: Vec<String>,
     pub(crate) cwd: PathBuf,
-    pub(crate) limits: Limits,
+    pub(crate) limits: ProcessBounds,
     pub(crate) protocol: Inward,
     pub(crate) sandbox: Option<confine::Sandbox>,
 }
@@ -82,27 +83,28 @@ impl CommandHook {
         let Some(sandbox) = &self.sandbox else {
             return Ok(None);
         };
-        let failed = |why: String| HookFailure::SpawnFailed {
+        let failed = |why: Box<dyn std::error::Error + Send + Sync>| HookFailure::SpawnFailed {
             program: self.program.display().to_string(),
             source: std::io::Error::other(why),
         };
-        crate::trust::private_dir(&sandbox.scratch).map_err(failed)?;
+        crate::safe_fs::private_dir(&sandbox.scratch).map_err(|e| failed(e.into()))?;
         let scratch = tempfile::Builder::new()
             .prefix("call-")
             .tempdir_in(&sandbox.scratch)
-            .map_err(|e| failed(format!("no scratch folder: {e}")))?;
+            .map_err(|e| failed(format!("no scratch folder: {e}").into()))?;
         let (ruleset, warning) = if sandbox.landlock {
             let made = match &sandbox.unavailable {
                 Some(why) => Err(why.clone()),
                 None => confine::ruleset(scratch.path())
-                    .and_then(|fd| Ok((std::sync::Arc::new(fd), confine::network_filter()?))),
+                    .and_then(|fd| Ok((std::sync::Arc::new(fd), confine::network_filter()?)))
+                    .map_err(|e| e.to_string()),
             };
             match made {
                 Ok(both) => (Some(both), None),
                 Err(why) if sandbox.required => {
-                    return Err(failed(format!(
-                        "{why}; the global config sets require_confinement"
-                    )));
+                    return Err(failed(
+                        format!("{why}; the global config sets require_confinement").into(),
+                    ));
                 }
                 Err(why) => (None, Some(format!("not confined: {why}"))),
             }

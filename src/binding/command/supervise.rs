@@ -45,7 +45,7 @@ use tokio::time::Instant;
 
 /// Bounds on one hook process.
 #[derive(Clone, Debug)]
-pub(crate) struct Limits {
+pub(crate) struct ProcessBounds {
     /// From spawn to the hook's exit.
     pub(crate) timeout: Duration,
     /// Between SIGTERM and SIGKILL.
@@ -92,8 +92,8 @@ enum Phase {
 }
 
 /// How the hook ended: its status, or why it could not be observed (which
-/// counts as a failure, never as success).
-type Exit = Result<ExitStatus, String>;
+/// counts as a failure, never as success). Shared: each phase keeps it.
+type Exit = Result<ExitStatus, std::sync::Arc<std::io::Error>>;
 
 enum End {
     Exited(Exit),
@@ -117,16 +117,88 @@ pub(crate) struct Confined {
     )>,
 }
 
-/// Runs `program` with `input` on its stdin, within `limits`.
+/// What was read from the hook's pipes while it ran.
+#[derive(Default)]
+struct Output {
+    stdout: Vec<u8>,
+    stderr: Vec<u8>,
+    stderr_dropped: usize,
+    warning: Option<String>,
+}
+
+/// Runs `program` with `input` on its stdin, within `bounds`.
 pub(crate) async fn run(
     program: &Path,
     args: &[String],
     cwd: &Path,
     envs: &[(&str, std::ffi::OsString)],
     input: &[u8],
-    limits: &Limits,
+    bounds: &ProcessBounds,
     confined: Option<&Confined>,
 ) -> Ran {
+    let mut command = command(program, args, cwd, envs, confined);
+    let mut child = match spawn(&mut command).await {
+        Ok(child) => child,
+        Err(source) => {
+            return Ran {
+                exit: Err(HookFailure::SpawnFailed {
+                    program: program.display().to_string(),
+                    source,
+                }),
+                stderr: Vec::new(),
+                stderr_dropped: 0,
+                warning: None,
+            };
+        }
+    };
+    let group = child
+        .id()
+        .and_then(|id| i32::try_from(id).ok())
+        .map(Pid::from_raw);
+    let mut guard = GroupGuard { group, armed: true };
+    let (end, output) = exchange(&mut child, group, input, bounds).await;
+    let exit = match end {
+        End::Exited(Ok(status)) => Ok(Exited {
+            code: status.code(),
+            status: describe(status),
+            stdout: output.stdout,
+        }),
+        End::Exited(Err(e)) => Err(HookFailure::ExitedNonZero {
+            status: format!("its exit could not be observed: {e}"),
+        }),
+        End::Oversized => {
+            signal_group(group, Signal::SIGKILL);
+            reap(&mut child).await;
+            Err(HookFailure::OversizedOutput {
+                limit: bounds.stdout_cap,
+            })
+        }
+        End::Deadline => {
+            let escalated = terminate(&mut child, group, bounds.grace).await;
+            Err(HookFailure::TimedOut {
+                timeout_ms: u64::try_from(bounds.timeout.as_millis()).unwrap_or(u64::MAX),
+                escalated,
+            })
+        }
+    };
+    guard.armed = false;
+    Ran {
+        exit,
+        stderr: output.stderr,
+        stderr_dropped: output.stderr_dropped,
+        warning: output.warning,
+    }
+}
+
+/// The command for the hook: its own process group, piped stdio, and (when
+/// confined) the environment and the restrictions it applies before exec.
+fn command(
+    program: &Path,
+    args: &[String],
+    cwd: &Path,
+    envs: &[(&str, std::ffi::OsString)],
+    confined: Option<&Confined>,
+) -> Command {
     let mut command = Command::new(program);
     command.args(args).current_dir(cwd);
     if let Some(confined) = confined {
@@ -152,9 +224,13 @@ pub(crate) async fn run(
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
-    // ETXTBSY: the program was just written and another thread's fork still
-    // holds it open for writing (until that child execs). It clears within
-    // milliseconds; cargo retries it the same way.
+    command
+}
+
+/// Spawns `command`. ETXTBSY: the program was just written and another
+/// thread's fork still holds it open for writing (until that child execs).
+/// It clears within milliseconds; cargo retries it the same way.
+async fn spawn(command: &mut Command) -> std::io::Result<Child> {
     let mut spawned = command.spawn();
     for _ in 0..10 {
         match &spawned {
@@ -165,36 +241,25 @@ pub(crate) async fn run(
             _ => break,
         }
     }
-    let mut child = match spawned {
-        Ok(child) => child,
-        Err(source) => {
-            return Ran {
-                exit: Err(HookFailure::SpawnFailed {
-                    program: program.display().to_string(),
-                    source,
-                }),
-                stderr: Vec::new(),
-                stderr_dropped: 0,
-                warning: None,
-            };
-        }
-    };
-    let group = child
-        .id()
-        .and_then(|id| i32::try_from(id).ok())
-        .map(Pid::from_raw);
-    let mut guard = GroupGuard { group, armed: true };
+    spawned
+}
 
-    let deadline = Instant::now() + limits.timeout;
-    let mut stdout_buf = Vec::new();
-    let mut stderr_buf = Vec::new();
-    let mut stderr_dropped = 0usize;
+/// Writes `input` to the hook while reading its stdout and stderr and
+/// waiting for it, in one loop, until it exited and its pipes closed (or a
+/// descendant holding them was dealt with), its deadline passed, or its
+/// stdout went past the cap.
+async fn exchange(
+    child: &mut Child,
+    group: Option<Pid>,
+    input: &[u8],
+    bounds: &ProcessBounds,
+) -> (End, Output) {
+    let deadline = Instant::now() + bounds.timeout;
+    let mut output = Output::default();
+    let (stdin, stdout, stderr) = (child.stdin.take(), child.stdout.take(), child.stderr.take());
     let mut warning = None;
-
+    // A block: the pinned readers borrow `output` until it ends.
     let end = {
-        let stdin = child.stdin.take();
-        let stdout = child.stdout.take();
-        let stderr = child.stderr.take();
         let write = async move {
             if let Some(mut stdin) = stdin {
                 // EPIPE here means the hook exited or closed stdin without
@@ -203,15 +268,14 @@ pub(crate) async fn run(
                 let _ = stdin.shutdown().await;
             }
         };
-        let read_out = read_capped(stdout, &mut stdout_buf, limits.stdout_cap);
+        let read_out = read_capped(stdout, &mut output.stdout, bounds.stdout_cap);
         let read_err = read_bounded(
             stderr,
-            &mut stderr_buf,
-            limits.stderr_cap,
-            &mut stderr_dropped,
+            &mut output.stderr,
+            bounds.stderr_cap,
+            &mut output.stderr_dropped,
         );
         tokio::pin!(write, read_out, read_err);
-
         let (mut wrote, mut out_done, mut err_done) = (false, false, false);
         let mut status: Option<Exit> = None;
         let mut phase = Phase::Running;
@@ -236,64 +300,52 @@ pub(crate) async fn run(
                 }
                 () = &mut read_err, if !err_done => err_done = true,
                 exited = child.wait(), if status.is_none() => {
-                    let exited = exited.map_err(|e| format!("its exit could not be observed: {e}"));
+                    let exited = exited.map_err(std::sync::Arc::new);
                     status = Some(exited.clone());
-                    phase = Phase::Draining(Instant::now() + limits.drain, exited);
+                    phase = Phase::Draining(Instant::now() + bounds.drain, exited);
                 }
-                () = tokio::time::sleep_until(until) => match phase {
-                    Phase::Running => break End::Deadline,
-                    Phase::Draining(_, ref exited) => {
-                        let exited = exited.clone();
-                        signal_group(group, Signal::SIGKILL);
-                        warning = Some(
-                            "a process the hook started kept its stdout/stderr open after it \
-                             exited; the hook's process group was killed"
-                                .to_owned(),
-                        );
-                        phase = Phase::Reaping(Instant::now() + limits.grace, exited);
+                () = tokio::time::sleep_until(until) => {
+                    if let Some(end) = time_is_up(&mut phase, group, bounds.grace, &mut warning) {
+                        break end;
                     }
-                    Phase::Reaping(_, ref exited) => {
-                        let exited = exited.clone();
-                        warning = Some(
-                            "a process the hook started left its process group and kept \
-                             stdout/stderr open; toolgate stopped waiting for it"
-                                .to_owned(),
-                        );
-                        break End::Exited(exited);
-                    }
-                },
+                }
             }
         }
     };
+    output.warning = warning;
+    (end, output)
+}
 
-    let exit = match end {
-        End::Exited(Ok(status)) => Ok(Exited {
-            code: status.code(),
-            status: describe(status),
-            stdout: stdout_buf,
-        }),
-        End::Exited(Err(status)) => Err(HookFailure::ExitedNonZero { status }),
-        End::Oversized => {
+/// The current phase's time ran out: the deadline ends a running hook; a
+/// descendant still holding the pipes after the hook exited gets its group
+/// killed; one that left the group is no longer waited for.
+fn time_is_up(
+    phase: &mut Phase,
+    group: Option<Pid>,
+    grace: Duration,
+    warning: &mut Option<String>,
+) -> Option<End> {
+    match phase {
+        Phase::Running => Some(End::Deadline),
+        Phase::Draining(_, exited) => {
+            let exited = exited.clone();
             signal_group(group, Signal::SIGKILL);
-            reap(&mut child).await;
-            Err(HookFailure::OversizedOutput {
-                limit: limits.stdout_cap,
-            })
+            *warning = Some(
+                "a process the hook started kept its stdout/stderr open after it \
+                 exited; the hook's process group was killed"
+                    .to_owned(),
+            );
+            *phase = Phase::Reaping(Instant::now() + grace, exited);
+            None
         }
-        End::Deadline => {
-            let escalated = terminate(&mut child, group, limits.grace).await;
-            Err(HookFailure::TimedOut {
-                timeout_ms: u64::try_from(limits.timeout.as_millis()).unwrap_or(u64::MAX),
-                escalated,
-            })
+        Phase::Reaping(_, exited) => {
+            *warning = Some(
+                "a process the hook started left its process group and kept \
+                 stdout/stderr open; toolgate stopped waiting for it"
+                    .to_owned(),
+            );
+            Some(End::Exited(exited.clone()))
         }
-    };
-    guard.armed = false;
-    Ran {
-        exit,
-        stderr: stderr_buf,
-        stderr_dropped,
-        warning,
     }
 }
 

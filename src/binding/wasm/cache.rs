@@ -61,7 +61,7 @@
 //! directory, or one that cannot be used, components are compiled in memory
 //! each time (with a debug log), which is slower but correct.
 
-use crate::safe_fs::FileIdentity;
+use crate::safe_fs::{FileIdentity, OwnershipError};
 use std::fs::File;
 use std::hash::Hash;
 use std::io::{Read, Write};
@@ -94,7 +94,7 @@ pub enum CacheOutcome {
 }
 
 /// A component and how it was obtained.
-pub(crate) struct Loaded {
+pub(crate) struct ObtainedComponent {
     pub(crate) component: Component,
     pub(crate) outcome: CacheOutcome,
     /// For the operator: the cache was not trusted, or an entry was refused.
@@ -217,7 +217,7 @@ pub(crate) fn load_hit(engine: &Engine, dir: &Path, hash: &blake3::Hash) -> Opti
     let key = key(engine, hash);
     let artifact = dir.join(format!("{key}.cwasm"));
     check_entry(&artifact, &dir.join(format!("{key}.meta")), &key).ok()?;
-    // SAFETY: as in `load`: the directory (checked by `known_hash`) and both
+    // SAFETY: as in `use_entry`: the directory (checked by `known_hash`) and both
     // entry files passed the ownership and permission checks, the entry was
     // written for this key, and its length and digest match.
     #[allow(unsafe_code)]
@@ -263,9 +263,9 @@ pub(crate) fn load(
     dir: Option<&Path>,
     bytes: &[u8],
     progress: Progress<'_>,
-) -> wasmtime::Result<Loaded> {
+) -> wasmtime::Result<ObtainedComponent> {
     let compile = |outcome, warning| {
-        Ok(Loaded {
+        Ok(ObtainedComponent {
             component: compile_component(engine, bytes, progress)?,
             outcome,
             warning,
@@ -286,9 +286,53 @@ pub(crate) fn load(
     let key = key(engine, &blake3::hash(bytes));
     let artifact = dir.join(format!("{key}.cwasm"));
     let meta = dir.join(format!("{key}.meta"));
-    let mut outcome = CacheOutcome::Miss;
-    let mut warning = None;
-    match check_entry(&artifact, &meta, &key) {
+    let (outcome, warning) = match use_entry(engine, &artifact, &meta, &key) {
+        EntryUse::Hit(component) => {
+            return Ok(ObtainedComponent {
+                component,
+                outcome: CacheOutcome::Hit,
+                warning: None,
+            });
+        }
+        EntryUse::Untrusted(reason) => {
+            return compile(
+                CacheOutcome::Uncached,
+                Some(format!(
+                    "compile cache entry {} not used: {reason}; compiled in memory instead \
+                     (remove the entry to let toolgate rewrite it)",
+                    artifact.display()
+                )),
+            );
+        }
+        EntryUse::Compile(outcome, warning) => (outcome, warning),
+    };
+    let component = compile_component(engine, bytes, progress)?;
+    if let Err(e) = store(&artifact, &meta, &key, &component.serialize()?) {
+        tracing::debug!("could not write cache entry {}: {e}", artifact.display());
+    }
+    Ok(ObtainedComponent {
+        component,
+        outcome,
+        warning,
+    })
+}
+
+/// What the entry for a key is good for.
+enum EntryUse {
+    /// A trusted, intact entry, mapped.
+    Hit(Component),
+    /// None there (`Miss`), or one deleted as corrupt, substituted or
+    /// incompatible (`Rebuilt`, with a warning when it was written for
+    /// another component): compile and write it.
+    Compile(CacheOutcome, Option<String>),
+    /// One that failed an ownership or permission check: left alone.
+    Untrusted(String),
+}
+
+/// Checks the entry at `artifact` and `meta` for `key` and maps it if it
+/// passes; deletes it if it is corrupt or wasmtime refuses it.
+fn use_entry(engine: &Engine, artifact: &Path, meta: &Path, key: &str) -> EntryUse {
+    match check_entry(artifact, meta, key) {
         Ok(()) => {
             // SAFETY: the directory and both files passed the ownership and
             // permission checks (only this user could have written them), the
@@ -300,52 +344,28 @@ pub(crate) fn load(
             // cache hit avoids recompiling, and the checks above are what
             // make it sound. `unsafe_code` is denied everywhere else.
             #[allow(unsafe_code)]
-            let mapped = unsafe { Component::deserialize_file(engine, &artifact) };
+            let mapped = unsafe { Component::deserialize_file(engine, artifact) };
             match mapped {
-                Ok(component) => {
-                    return Ok(Loaded {
-                        component,
-                        outcome: CacheOutcome::Hit,
-                        warning: None,
-                    });
-                }
+                Ok(component) => return EntryUse::Hit(component),
                 Err(e) => tracing::debug!("cache entry {} unusable: {e}", artifact.display()),
             }
-            remove(&artifact, &meta);
-            outcome = CacheOutcome::Rebuilt;
+            remove(artifact, meta);
+            EntryUse::Compile(CacheOutcome::Rebuilt, None)
         }
-        Err(Entry::Missing) => {}
-        Err(Entry::Untrusted(reason)) => {
-            return compile(
-                CacheOutcome::Uncached,
-                Some(format!(
-                    "compile cache entry {} not used: {reason}; compiled in memory instead \
-                     (remove the entry to let toolgate rewrite it)",
-                    artifact.display()
-                )),
-            );
-        }
+        Err(Entry::Missing) => EntryUse::Compile(CacheOutcome::Miss, None),
+        Err(Entry::Untrusted(reason)) => EntryUse::Untrusted(reason),
         Err(Entry::Corrupt(reason)) => {
             tracing::debug!("cache entry {} refused: {reason}", artifact.display());
-            if reason == WRONG_KEY {
-                warning = Some(format!(
+            let warning = (reason == WRONG_KEY).then(|| {
+                format!(
                     "compile cache entry {} was written for another component; refused and rebuilt",
                     artifact.display()
-                ));
-            }
-            remove(&artifact, &meta);
-            outcome = CacheOutcome::Rebuilt;
+                )
+            });
+            remove(artifact, meta);
+            EntryUse::Compile(CacheOutcome::Rebuilt, warning)
         }
     }
-    let component = compile_component(engine, bytes, progress)?;
-    if let Err(e) = store(&artifact, &meta, &key, &component.serialize()?) {
-        tracing::debug!("could not write cache entry {}: {e}", artifact.display());
-    }
-    Ok(Loaded {
-        component,
-        outcome,
-        warning,
-    })
 }
 
 const WRONG_KEY: &str = "its metadata names another key";
@@ -393,36 +413,52 @@ fn open_owned(path: &Path) -> Result<(File, std::fs::Metadata), Entry> {
 
 /// The StrictModes rule for one file or directory: owned by the current
 /// user, not writable by group or others.
-fn owned_and_private(meta: &std::fs::Metadata) -> Result<(), String> {
+fn owned_and_private(meta: &std::fs::Metadata) -> Result<(), OwnershipError> {
     crate::safe_fs::owned_by_me(meta, 0o022)
+}
+
+/// Why the cache directory is not used (it says "it": the warning names
+/// the directory first).
+#[derive(Debug, thiserror::Error)]
+enum CacheDirError {
+    #[error("it cannot be created: {0}")]
+    Create(std::io::Error),
+    #[error("it cannot be read: {0}")]
+    Stat(std::io::Error),
+    #[error("it is a symlink (point TOOLGATE_CACHE_DIR at the real directory)")]
+    Symlink,
+    #[error("it is not a directory")]
+    NotADirectory,
+    #[error("it {0}")]
+    NotPrivate(OwnershipError),
+    #[error("its parent {0}, so another user could replace the cache directory")]
+    ParentReplaceable(OwnershipError),
 }
 
 /// Creates the cache directory (0700) if needed, then applies the checks in
 /// the module docs to it and its parent.
-fn trusted_dir(dir: &Path) -> Result<(), String> {
+fn trusted_dir(dir: &Path) -> Result<(), CacheDirError> {
     use std::os::unix::fs::DirBuilderExt;
     if std::fs::symlink_metadata(dir).is_err() {
         std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
             .create(dir)
-            .map_err(|e| format!("it cannot be created: {e}"))?;
+            .map_err(CacheDirError::Create)?;
     }
-    let meta = std::fs::symlink_metadata(dir).map_err(|e| format!("it cannot be read: {e}"))?;
+    let meta = std::fs::symlink_metadata(dir).map_err(CacheDirError::Stat)?;
     if meta.file_type().is_symlink() {
-        return Err("it is a symlink (point TOOLGATE_CACHE_DIR at the real directory)".into());
+        return Err(CacheDirError::Symlink);
     }
     if !meta.is_dir() {
-        return Err("it is not a directory".into());
+        return Err(CacheDirError::NotADirectory);
     }
-    owned_and_private(&meta).map_err(|why| format!("it {why}"))?;
+    owned_and_private(&meta).map_err(CacheDirError::NotPrivate)?;
     let parent = std::path::absolute(dir)
         .ok()
         .and_then(|d| d.parent().map(Path::to_owned))
         .unwrap_or_else(|| PathBuf::from("/"));
-    crate::safe_fs::owner_only(&parent, true).map_err(|why| {
-        format!("its parent {why}, so another user could replace the cache directory")
-    })
+    crate::safe_fs::owner_only(&parent, true).map_err(CacheDirError::ParentReplaceable)
 }
 
 fn check_entry(artifact: &Path, meta_path: &Path, key: &str) -> Result<(), Entry> {

@@ -56,6 +56,19 @@ pub struct AllocatorInfo {
     pub fallback_reason: Option<String>,
 }
 
+/// Why the WebAssembly engine could not be started. Cloned from the
+/// process-wide engine slot, so the source is shared.
+#[derive(Clone, Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StartEngineError {
+    /// wasmtime refused the engine configuration.
+    #[error("creating the wasm engine: {0:#}")]
+    Create(Arc<wasmtime::Error>),
+    /// WASI preview 2 could not be added to the linker.
+    #[error("linking WASI: {0:#}")]
+    LinkWasi(Arc<wasmtime::Error>),
+}
+
 /// The process-wide WebAssembly runtime.
 pub(crate) struct Runtime {
     pub(crate) engine: Engine,
@@ -63,7 +76,7 @@ pub(crate) struct Runtime {
     pub(crate) bare_linker: Linker<HostState>,
     /// WASI p2 (deny-all context), built on first use by a component that
     /// imports WASI.
-    wasi_linker: OnceLock<Result<Linker<HostState>, String>>,
+    wasi_linker: OnceLock<Result<Linker<HostState>, StartEngineError>>,
     pub(crate) allocator: AllocatorInfo,
     ticker: Arc<Ticker>,
 }
@@ -84,11 +97,11 @@ pub enum Allocator {
     OnDemand,
 }
 
-static RUNTIMES: [OnceLock<Result<Arc<Runtime>, String>>; 3] =
+static RUNTIMES: [OnceLock<Result<Arc<Runtime>, StartEngineError>>; 3] =
     [OnceLock::new(), OnceLock::new(), OnceLock::new()];
 
 /// The shared runtime for `allocator`, created on first use.
-pub(crate) fn runtime(allocator: Allocator) -> Result<Arc<Runtime>, String> {
+pub(crate) fn runtime(allocator: Allocator) -> Result<Arc<Runtime>, StartEngineError> {
     let slot = match allocator {
         Allocator::Pooling => 0,
         Allocator::OneShot => 1,
@@ -141,7 +154,7 @@ fn pooling() -> PoolingAllocationConfig {
 }
 
 impl Runtime {
-    fn new(allocator: Allocator) -> Result<Runtime, String> {
+    fn new(allocator: Allocator) -> Result<Runtime, StartEngineError> {
         let (engine, allocator) = match allocator {
             Allocator::OnDemand => (
                 on_demand()?,
@@ -154,8 +167,7 @@ impl Runtime {
                 // Memory images stay on: a cache hit maps the artifact, and
                 // the image is then mapped copy-on-write from that file, not
                 // copied (a wizer-initialised JS or Python heap is MBs).
-                Engine::new(&base_config())
-                    .map_err(|e| format!("creating the wasm engine: {e:#}"))?,
+                on_demand()?,
                 AllocatorInfo {
                     kind: "on_demand",
                     fallback_reason: Some(
@@ -201,12 +213,12 @@ impl Runtime {
     }
 
     /// The linker with WASI p2, for components that import it.
-    pub(crate) fn wasi_linker(&self) -> Result<&Linker<HostState>, String> {
+    pub(crate) fn wasi_linker(&self) -> Result<&Linker<HostState>, StartEngineError> {
         self.wasi_linker
             .get_or_init(|| {
                 let mut linker = Linker::new(&self.engine);
                 wasmtime_wasi::p2::add_to_linker_async(&mut linker)
-                    .map_err(|e| format!("linking WASI: {e:#}"))?;
+                    .map_err(|e| StartEngineError::LinkWasi(Arc::new(e)))?;
                 Ok(linker)
             })
             .as_ref()
@@ -221,8 +233,8 @@ impl Runtime {
     }
 }
 
-fn on_demand() -> Result<Engine, String> {
-    Engine::new(&base_config()).map_err(|e| format!("creating the wasm engine: {e:#}"))
+fn on_demand() -> Result<Engine, StartEngineError> {
+    Engine::new(&base_config()).map_err(|e| StartEngineError::Create(Arc::new(e)))
 }
 
 /// Advances the engine's epoch every [`EPOCH_TICK`] while guests run.

@@ -32,20 +32,32 @@
 //! The guest's `result<verdict, string>` maps onto the contract: `ok` is an
 //! answer; `err(message)` is a `guest_error` failure (the hook could not
 //! decide) and goes through `on_failure`. A `modify` whose input is not JSON,
-//! or a `replace` whose output is not JSON, is an `unusable_rewrite`.
+//! or a `replace` whose output is not JSON, is an `unusable_rewrite`. That
+//! translation is the protocol layer's (`protocol::wit`), as wire v1's is:
+//! this binding runs components and imports it.
+//!
+//! A failed call is named from what wasmtime hands back (a typed
+//! [`wasmtime::Trap`], the limiter's record, the phase it failed in), never
+//! from the text of its message: see `classify`.
 
 mod cache;
 mod engine;
 mod host;
+mod measure;
 mod spec;
+mod wat;
 
 pub use cache::{CacheOutcome, wasmtime_version};
-pub use engine::{Allocator, AllocatorInfo, EPOCH_TICK, MAX_MEMORY_MB, MAX_WASM_STACK};
+pub use engine::{
+    Allocator, AllocatorInfo, EPOCH_TICK, MAX_MEMORY_MB, MAX_WASM_STACK, StartEngineError,
+};
+pub(crate) use measure::resident_bytes_per_instance;
 pub(crate) use spec::CONFIG;
 pub use spec::WasmSpec;
+pub use wat::{BuildComponentError, reference_guest};
 
 use crate::binding::{Decider, Metrics, Reply};
-use crate::contract::{Decision, Event, HookRequest, ToolResult, Verdict};
+use crate::contract::HookRequest;
 use crate::failure::HookFailure;
 use engine::Runtime;
 use host::HostState;
@@ -65,15 +77,8 @@ pub const DEFAULT_MEMORY_MB: u64 = 128;
 /// Default wall-clock backstop for wasm hooks, in ms.
 pub const DEFAULT_TIMEOUT_MS: u64 = 1_000;
 
-pub(crate) mod bindings {
-    wasmtime::component::bindgen!({
-        path: "wit",
-        world: "hook",
-        exports: { default: async },
-    });
-}
-
-use bindings::{Decision as WitDecision, Event as WitEvent, Hook, HookPre, Request as WitRequest};
+use crate::protocol::wit::bindings::{Hook, HookPre};
+use crate::protocol::wit::{from_wit, to_wit};
 
 /// Why a component could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -88,16 +93,49 @@ pub enum LoadComponentError {
         #[source]
         source: crate::safe_fs::ReadFileError,
     },
-    /// The wasm engine could not be created.
-    #[error("the WebAssembly engine is unavailable: {0}")]
-    Engine(String),
-    /// Not a valid component, or compilation failed.
-    #[error("not a loadable WebAssembly component: {0}")]
-    Compile(String),
-    /// It imports something toolgate does not provide, or does not export
-    /// `decide` with toolgate's types.
-    #[error("{0}")]
-    Link(String),
+    /// The wasm engine could not be started.
+    #[error("the WebAssembly engine is unavailable")]
+    Engine(#[source] StartEngineError),
+    /// The file is not a component (a core module, another binary version,
+    /// not WebAssembly at all).
+    #[error("not a loadable WebAssembly component")]
+    Format(#[source] NotAComponent),
+    /// A `.wat` that does not build into a hook component.
+    #[error("not a loadable WebAssembly component")]
+    Wat(#[source] BuildComponentError),
+    /// wasmtime could not compile the component.
+    #[error("not a loadable WebAssembly component")]
+    Compile(#[source] wasmtime::Error),
+    /// It imports something toolgate does not provide.
+    #[error(
+        "the component imports something toolgate does not provide (hooks get only WASI \
+         preview 2, with nothing granted)"
+    )]
+    Link(#[source] wasmtime::Error),
+    /// It does not export `decide` with toolgate's types: built against
+    /// another world, or another version of the WIT (see `wit/hook.wit`).
+    #[error("the component does not export toolgate:hook@0.1.0's `decide`")]
+    Export(#[source] wasmtime::Error),
+}
+
+/// Why a file is not a component, told from its 8-byte preamble without
+/// quoting a byte of it.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum NotAComponent {
+    /// A core module (`\0asm`, version 1).
+    #[error(
+        "this is a core WebAssembly module, not a component; wrap it with \
+         `wasm-tools component new` (after `wasm-tools component embed wit/ --world hook`), \
+         or give a `.wat` that implements the canonical ABI"
+    )]
+    CoreModule,
+    /// A WebAssembly binary of another version or layer.
+    #[error("a WebAssembly binary of a version or layer this toolgate does not read")]
+    OtherVersion,
+    /// No `\0asm` header.
+    #[error("not a WebAssembly component (the file does not start with the `\\0asm` header)")]
+    NotWasm,
 }
 
 /// What loading a component found, for listings and benchmarks.
@@ -203,16 +241,17 @@ impl WasmOptions {
     }
 }
 
-/// A component hook's per-call limits.
-pub(crate) struct Limits {
+/// What one call of a component hook may spend: instructions (fuel), linear
+/// memory, and wall-clock time.
+pub(crate) struct CallBudget {
     pub(crate) fuel: u64,
     pub(crate) memory_mb: u64,
     pub(crate) timeout_ms: u64,
 }
 
-impl Default for Limits {
+impl Default for CallBudget {
     fn default() -> Self {
-        Limits {
+        CallBudget {
             fuel: DEFAULT_FUEL,
             memory_mb: DEFAULT_MEMORY_MB,
             timeout_ms: DEFAULT_TIMEOUT_MS,
@@ -224,7 +263,7 @@ impl Default for Limits {
 pub(crate) fn load(
     path: &Path,
     options: &WasmOptions,
-    limits: Limits,
+    limits: CallBudget,
     config: Option<&serde_json::Value>,
 ) -> Result<(WasmHook, ComponentInfo), LoadComponentError> {
     let cache_dir = options.cache_dir.as_deref();
@@ -243,7 +282,7 @@ pub(crate) fn load(
         && let Some((hash, identity)) = cache::known_hash(dir, path)
         && let Some(component) = cache::load_hit(&runtime.engine, dir, &hash)
     {
-        let loaded = cache::Loaded {
+        let loaded = cache::ObtainedComponent {
             component,
             outcome: CacheOutcome::Hit,
             warning: None,
@@ -264,19 +303,11 @@ pub(crate) fn load(
         pause(path);
     }
     let bytes = if is_wat {
-        let text = std::str::from_utf8(&bytes).map_err(|e| {
-            LoadComponentError::Compile(format!(
-                "the .wat file is not UTF-8 text (invalid byte at offset {})",
-                e.valid_up_to()
-            ))
-        })?;
-        component_from_wat(text).map_err(|e| {
-            LoadComponentError::Compile(format!("cannot build a component from the WAT: {e}"))
-        })?
+        wat::component_from_wat_bytes(&bytes).map_err(LoadComponentError::Wat)?
     } else {
         // Checked here so that wasmparser's message (which prints the
         // file's first bytes) is never reached for a file that is not wasm.
-        check_component_header(&bytes)?;
+        check_component_header(&bytes).map_err(LoadComponentError::Format)?;
         bytes
     };
     let loaded = cache::load(
@@ -289,7 +320,7 @@ pub(crate) fn load(
             .as_ref()
             .map(|(say, label)| (*say, label.as_str())),
     )
-    .map_err(|e| LoadComponentError::Compile(format!("{e:#}")))?;
+    .map_err(LoadComponentError::Compile)?;
     if !is_wat
         && let Some(dir) = cache_dir
         && loaded.outcome != CacheOutcome::Uncached
@@ -303,17 +334,17 @@ pub(crate) fn load(
 /// Links a loaded component and wraps it as a hook.
 fn finish(
     runtime: Arc<Runtime>,
-    loaded: cache::Loaded,
+    loaded: cache::ObtainedComponent,
     (size, identity): (u64, crate::safe_fs::FileIdentity),
     started: Instant,
-    (limits, config): (Limits, Option<&serde_json::Value>),
+    (limits, config): (CallBudget, Option<&serde_json::Value>),
 ) -> Result<(WasmHook, ComponentInfo), LoadComponentError> {
-    let Limits {
+    let CallBudget {
         fuel,
         memory_mb,
         timeout_ms,
     } = limits;
-    let cache::Loaded {
+    let cache::ObtainedComponent {
         component,
         outcome,
         warning: cache_warning,
@@ -328,17 +359,10 @@ fn finish(
     } else {
         runtime.wasi_linker().map_err(LoadComponentError::Engine)?
     };
-    let instance_pre = linker.instantiate_pre(&component).map_err(|e| {
-        LoadComponentError::Link(format!(
-            "the component imports something toolgate does not provide (hooks get \
-                 only WASI preview 2, with nothing granted): {e:#}"
-        ))
-    })?;
-    let pre = HookPre::new(instance_pre).map_err(|e| {
-        LoadComponentError::Link(format!(
-            "the component does not export toolgate:hook@0.1.0's `decide`: {e:#}"
-        ))
-    })?;
+    let instance_pre = linker
+        .instantiate_pre(&component)
+        .map_err(LoadComponentError::Link)?;
+    let pre = HookPre::new(instance_pre).map_err(LoadComponentError::Export)?;
     let info = ComponentInfo {
         bytes: size,
         cache: outcome,
@@ -366,154 +390,24 @@ pub(crate) fn load_component(
     path: &Path,
     options: &WasmOptions,
 ) -> Result<ComponentInfo, LoadComponentError> {
-    load(path, options, Limits::default(), None).map(|(_, info)| info)
-}
-
-/// Resident memory each live instance of a component costs, in bytes:
-/// instantiates `count` at once (each having answered one call, so its
-/// memory is touched as a real call touches it) and divides the growth of
-/// this process's resident set by `count`.
-pub(crate) async fn resident_bytes_per_instance(
-    path: &Path,
-    options: &WasmOptions,
-    count: usize,
-) -> Result<u64, String> {
-    let (hook, _) = load(path, options, Limits::default(), None).map_err(|e| e.to_string())?;
-    let request = WitRequest {
-        event: WitEvent::PreToolUse,
-        hook: "probe".into(),
-        tool: "shell".into(),
-        input: r#"{"command":"ls"}"#.into(),
-        result: None,
-        session_id: None,
-        turn_id: None,
-        tool_call_id: None,
-        cwd: None,
-        config: None,
-    };
-    let before = resident_bytes().ok_or("cannot read /proc/self/statm")?;
-    let mut live = Vec::with_capacity(count);
-    for _ in 0..count {
-        let mut store = Store::new(
-            &hook.runtime.engine,
-            HostState::new(hook.memory_bytes, Instant::now() + hook.timeout),
-        );
-        store.limiter(|state| &mut state.limiter);
-        store.set_fuel(hook.fuel).map_err(|e| e.to_string())?;
-        store.set_epoch_deadline(u64::MAX / 2);
-        let instance = hook
-            .pre
-            .instantiate_async(&mut store)
-            .await
-            .map_err(|e| format!("{e:#}"))?;
-        let _ = instance
-            .call_decide(&mut store, &request)
-            .await
-            .map_err(|e| format!("{e:#}"))?;
-        live.push(store);
-    }
-    let after = resident_bytes().ok_or("cannot read /proc/self/statm")?;
-    drop(live);
-    Ok(after.saturating_sub(before) / count.max(1) as u64)
-}
-
-fn resident_bytes() -> Option<u64> {
-    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
-    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
-    Some(pages * 4096)
-}
-
-const REFERENCE_WAT: &str = r#"(module
-  (memory (export "memory") 1)
-  (global $bump (mut i32) (i32.const 1024))
-  (func (export "cabi_realloc") (param i32 i32 i32 i32) (result i32)
-    (local $at i32)
-    (local.set $at (global.get $bump))
-    (global.set $bump (i32.and (i32.add (i32.add (local.get $at) (local.get 3)) (i32.const 7)) (i32.const -8)))
-    (local.get $at))
-  (func (export "decide") (param i32) (result i32) (i32.const 512)))"#;
-
-/// The smallest possible hook component: it answers `allow` without reading
-/// its request. Built in-process from WAT with toolgate's WIT embedded, so
-/// benchmarks and self-checks have a guest with no toolchain at all; what it
-/// costs per call is the floor of what any wasm hook costs.
-pub fn reference_guest() -> Vec<u8> {
-    // The input is a constant of this crate: a failure here is a bug in
-    // toolgate, caught by the test suite, not something a user controls.
-    component_from_wat(REFERENCE_WAT)
-        .unwrap_or_else(|e| panic!("toolgate's reference guest does not build: {e}"))
+    load(path, options, CallBudget::default(), None).map(|(_, info)| info)
 }
 
 /// The 8-byte preamble of a component (`\0asm`, version 0x0d, layer 1) or a
 /// core module (`\0asm`, version 1), told apart without quoting a byte.
-fn check_component_header(bytes: &[u8]) -> Result<(), LoadComponentError> {
+fn check_component_header(bytes: &[u8]) -> Result<(), NotAComponent> {
     const COMPONENT: [u8; 8] = [0x00, 0x61, 0x73, 0x6d, 0x0d, 0x00, 0x01, 0x00];
     const MODULE: [u8; 8] = [0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00];
     match bytes.get(..8) {
         Some(h) if h == COMPONENT => Ok(()),
-        Some(h) if h == MODULE => Err(LoadComponentError::Compile(
-            "this is a core WebAssembly module, not a component; wrap it with \
-             `wasm-tools component new` (after `wasm-tools component embed wit/ --world hook`), \
-             or give a `.wat` that implements the canonical ABI"
-                .into(),
-        )),
-        Some(h) if h[..4] == COMPONENT[..4] => Err(LoadComponentError::Compile(
-            "a WebAssembly binary of a version or layer this toolgate does not read".into(),
-        )),
-        _ => Err(LoadComponentError::Compile(
-            "not a WebAssembly component (the file does not start with the `\\0asm` header)".into(),
-        )),
+        Some(h) if h == MODULE => Err(NotAComponent::CoreModule),
+        Some(h) if h[..4] == COMPONENT[..4] => Err(NotAComponent::OtherVersion),
+        _ => Err(NotAComponent::NotWasm),
     }
 }
 
-/// Builds a hook component from a core module in WebAssembly text that
-/// implements the canonical ABI of `decide` by hand, embedding toolgate's
-/// WIT. This is what a `"wasm": "guard.wat"` hook is loaded through: small
-/// guards need no toolchain at all.
-///
-/// A syntax error is reported by line and column only: the text may be a
-/// file someone symlinked to a secret, and the error may reach the model.
-pub(crate) fn component_from_wat(wat: &str) -> Result<Vec<u8>, String> {
-    let mut module = wat_to_module(wat)?;
-    let mut resolve = wit_parser::Resolve::default();
-    let pkg = resolve
-        .push_str("hook.wit", include_str!("../../../wit/hook.wit"))
-        .map_err(|e| e.to_string())?;
-    let world = resolve
-        .select_world(&[pkg], Some("hook"))
-        .map_err(|e| e.to_string())?;
-    wit_component::embed_component_metadata(
-        &mut module,
-        &resolve,
-        world,
-        wit_component::StringEncoding::UTF8,
-    )
-    .map_err(|e| e.to_string())?;
-    wit_component::ComponentEncoder::default()
-        .module(&module)
-        .map_err(|e| format!("{e:#}"))?
-        .validate(true)
-        .encode()
-        .map_err(|e| format!("{e:#}"))
-}
-
-fn wat_to_module(text: &str) -> Result<Vec<u8>, String> {
-    let at = |e: wast::Error| {
-        let (line, col) = e.span().linecol_in(text);
-        format!(
-            "not valid WebAssembly text at line {}, column {} (`wasm-tools parse` on the \
-             file gives the full message)",
-            line + 1,
-            col + 1
-        )
-    };
-    let buf = wast::parser::ParseBuffer::new(text).map_err(at)?;
-    let mut wat = wast::parser::parse::<wast::Wat<'_>>(&buf).map_err(at)?;
-    wat.encode().map_err(at)
-}
-
 /// Engine facts for reports: allocator, limits, versions.
-pub fn engine_info(options: &WasmOptions) -> Result<serde_json::Value, String> {
+pub fn engine_info(options: &WasmOptions) -> Result<serde_json::Value, StartEngineError> {
     let runtime = engine::runtime(options.allocator)?;
     Ok(serde_json::json!({
         "wasmtime": wasmtime_version(),
@@ -551,8 +445,14 @@ impl Decider for WasmHook {
 
         let wit_request = to_wit(request, self.config_json.as_deref());
         let call = async {
-            let hook: Hook = self.pre.instantiate_async(&mut store).await?;
-            hook.call_decide(&mut store, &wit_request).await
+            let hook: Hook = self
+                .pre
+                .instantiate_async(&mut store)
+                .await
+                .map_err(GuestError::Instantiate)?;
+            hook.call_decide(&mut store, &wit_request)
+                .await
+                .map_err(GuestError::Call)
         };
         // The epoch callback stops a computing guest; the async timeout stops
         // one blocked in a host call (a WASI poll), where no epoch check runs.
@@ -567,7 +467,7 @@ impl Decider for WasmHook {
             Err(_elapsed) => Err(timed_out(self.timeout)),
             Ok(Ok(Ok(verdict))) => from_wit(verdict),
             Ok(Ok(Err(message))) => Err(HookFailure::GuestError { message }),
-            Ok(Err(error)) => Err(classify(&error, store.data().limiter.hit, self.timeout)),
+            Ok(Err(error)) => Err(classify(error, store.data().limiter.hit, self.timeout)),
         };
         Reply {
             answer: answer.into(),
@@ -590,92 +490,46 @@ fn timed_out(timeout: Duration) -> HookFailure {
     }
 }
 
-/// Names a trap or host error from a guest call.
-fn classify(error: &wasmtime::Error, memory_limit_hit: bool, timeout: Duration) -> HookFailure {
+/// Where a guest call failed: making its instance, or running `decide`.
+enum GuestError {
+    Instantiate(wasmtime::Error),
+    Call(wasmtime::Error),
+}
+
+/// Names a failed guest call from what wasmtime hands back, never from its
+/// message text:
+///
+/// - the store's limiter refused a memory or table (it records that it
+///   did): `memory_limit`;
+/// - a trap ([`wasmtime::Trap`]): out of fuel, stack overflow, the epoch
+///   deadline (`Interrupt`: `timed_out`), or any other trap by its message;
+/// - the pooling allocator had no free slot
+///   ([`wasmtime::PoolConcurrencyLimitError`]): a `trap`, as any host
+///   refusal that is not the guest's doing;
+/// - any other failure to instantiate: the instance was refused for what
+///   it asks of the store. A pre-linked component's instantiation fails
+///   only on a trap in a start function (above) or on a resource bound:
+///   wasmtime's per-store counts of instances, memories and tables (the
+///   limiter's [`host::MAX_INSTANCES`] and the rest, which wasmtime checks
+///   itself), the pooling allocator's per-slot bounds, or the host's own
+///   memory: `memory_limit`.
+fn classify(error: GuestError, memory_limit_hit: bool, timeout: Duration) -> HookFailure {
+    let (error, instantiating) = match error {
+        GuestError::Instantiate(e) => (e, true),
+        GuestError::Call(e) => (e, false),
+    };
     let message = format!("{error:#}");
-    // The limiter's own refusals, wasmtime's per-store counts (instances,
-    // memories, tables) and the pooling allocator's per-slot bounds.
-    if memory_limit_hit
-        || message.contains("resource limit exceeded")
-        || message.contains("exceeds the limit of")
-    {
+    if memory_limit_hit {
         return HookFailure::MemoryLimit { message };
     }
     match error.downcast_ref::<wasmtime::Trap>() {
         Some(wasmtime::Trap::OutOfFuel) => HookFailure::OutOfFuel,
         Some(wasmtime::Trap::StackOverflow) => HookFailure::StackOverflow,
         Some(wasmtime::Trap::Interrupt) => timed_out(timeout),
-        _ => HookFailure::Trap {
-            message: format!("{error:#}"),
-        },
-    }
-}
-
-pub(crate) fn to_wit(request: &HookRequest<'_>, config: Option<&str>) -> WitRequest {
-    WitRequest {
-        event: match request.event {
-            Event::PreToolUse => WitEvent::PreToolUse,
-            Event::PostToolUse => WitEvent::PostToolUse,
-        },
-        hook: request.hook.to_owned(),
-        tool: request.tool.to_owned(),
-        input: request.input.to_string(),
-        result: request.result.map(|r| bindings::ToolResult {
-            output: r.output.to_string(),
-            is_error: r.is_error,
-        }),
-        session_id: request.session_id.map(str::to_owned),
-        turn_id: request.turn_id.map(str::to_owned),
-        tool_call_id: request.tool_call_id.map(str::to_owned),
-        cwd: request.cwd.map(str::to_owned),
-        config: config.map(str::to_owned),
-    }
-}
-
-/// Largest `modify` input or `replace` output a guest may hand back: the
-/// same bound a subprocess hook's whole answer has.
-const MAX_REWRITE_BYTES: usize = crate::binding::command::STDOUT_CAP;
-
-pub(crate) fn from_wit(verdict: bindings::Verdict) -> Result<Verdict, HookFailure> {
-    let unusable = |what: &str, e: serde_json::Error| HookFailure::UnusableRewrite {
-        detail: format!("{what} is not JSON: {e}"),
-    };
-    let oversized = |what: &str, len: usize| HookFailure::UnusableRewrite {
-        detail: format!(
-            "{what} is {len} bytes, more than the {MAX_REWRITE_BYTES} a hook may hand back"
-        ),
-    };
-    match &verdict.decision {
-        WitDecision::Modify(input) if input.len() > MAX_REWRITE_BYTES => {
-            return Err(oversized("the `modify` input", input.len()));
+        Some(_) => HookFailure::Trap { message },
+        None if instantiating && !error.is::<wasmtime::PoolConcurrencyLimitError>() => {
+            HookFailure::MemoryLimit { message }
         }
-        WitDecision::Replace(result) if result.output.len() > MAX_REWRITE_BYTES => {
-            return Err(oversized("the `replace` output", result.output.len()));
-        }
-        _ => {}
+        None => HookFailure::Trap { message },
     }
-    let decision = match verdict.decision {
-        WitDecision::Allow => Decision::Allow,
-        WitDecision::Deny(reason) => Decision::Deny {
-            reason: if reason.trim().is_empty() {
-                "denied by a hook that gave no reason".to_owned()
-            } else {
-                reason
-            },
-        },
-        WitDecision::Modify(input) => Decision::Modify {
-            input: serde_json::from_str(&input).map_err(|e| unusable("the `modify` input", e))?,
-        },
-        WitDecision::Replace(result) => Decision::Replace {
-            result: ToolResult {
-                output: serde_json::from_str(&result.output)
-                    .map_err(|e| unusable("the `replace` output", e))?,
-                is_error: result.is_error,
-            },
-        },
-    };
-    Ok(Verdict {
-        decision,
-        context: verdict.context,
-    })
 }

@@ -129,7 +129,7 @@ fn parse(
             .options
             .get::<super::WasmOptions>()
             .unwrap_or(&default),
-        super::Limits {
+        super::CallBudget {
             fuel,
             memory_mb,
             timeout_ms,

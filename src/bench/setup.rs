@@ -1,0 +1,303 @@
+//! The scenarios of a bench run, set up in the order they are measured:
+//! the in-process rows (one per guest, a chain of three, subprocess hooks),
+//! then the agent path (fresh processes, through a server, one socket
+//! request) and a fresh `toolgate check`.
+
+use super::scenario::{self, Allow, Kind, Scenario};
+use super::{BenchError, Guest, Options};
+use crate::binding::wasm::{self, WasmOptions};
+use crate::config::HookDef;
+use crate::{Config, HookRunner, Request};
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// A row of the agent path to add once the server runs: the hook as
+/// hooks.json gives it, the call, and the guest whose cache entry to warm.
+pub(crate) struct AgentRow {
+    what: String,
+    hook: serde_json::Value,
+    request: Request,
+    guest: Option<PathBuf>,
+}
+
+/// The scenarios as they are set up, and what the later ones need.
+pub(crate) struct Setup<'a> {
+    options: &'a Options,
+    root: &'a Path,
+    /// The compile cache the fresh processes use.
+    cache: PathBuf,
+    /// The common call: a pre shell call.
+    pub(crate) pre: Request,
+    pub(crate) scenarios: Vec<Scenario>,
+    agent: Vec<AgentRow>,
+}
+
+impl<'a> Setup<'a> {
+    /// Starts with the in-process interceptor row.
+    pub(crate) fn new(options: &'a Options, root: &'a Path) -> Self {
+        let pre = Request::pre("shell", json!({"command": "git push origin main"}));
+        let mut setup = Setup {
+            options,
+            root,
+            // Cold-compile and `check` measurements use caches under the
+            // bench's own folder, so cold and warm are controlled whatever
+            // the user's cache holds.
+            cache: root.join("cache"),
+            pre: pre.clone(),
+            scenarios: Vec::new(),
+            agent: Vec::new(),
+        };
+        setup.push(
+            "in-process interceptor".into(),
+            Kind::Chain(
+                HookRunner::builder().interceptor("allow", Allow).build(),
+                pre,
+            ),
+            2000,
+        );
+        setup
+    }
+
+    /// Adds a scenario of `n` calls a batch (a tenth, at least two, when
+    /// quick).
+    fn push(&mut self, name: String, kind: Kind, n: usize) {
+        let scale = if self.options.quick { 0.1 } else { 1.0 };
+        self.scenarios.push(Scenario {
+            name,
+            kind,
+            batch: ((n as f64 * scale) as usize).max(2),
+            samples: Vec::new(),
+        });
+    }
+
+    /// One in-process row per guest, and its agent-path row; then a chain
+    /// of three of the reference guest.
+    pub(crate) fn wasm_rows(
+        &mut self,
+        guests: &[Guest],
+        reference: &Guest,
+    ) -> Result<(), BenchError> {
+        for (name, path) in guests {
+            let (request, config) = guest_files(path, &self.pre)?;
+            let mut hook = HookDef::wasm("g", path).events(&[request.event]);
+            let mut file_hook = json!({"name": "g", "wasm": path, "event": request.event.as_str()});
+            if let Some(config) = config {
+                file_hook["config"] = config.clone();
+                hook = hook.config(config);
+            }
+            self.agent.push(AgentRow {
+                what: format!("wasm: {name}"),
+                hook: file_hook,
+                request: request.clone(),
+                guest: Some(path.clone()),
+            });
+            let kind = Kind::Chain(chain(self.root, [hook])?, request);
+            self.push(format!("wasm: {name}"), kind, 300);
+        }
+        let three = ["a", "b", "c"].map(|n| HookDef::wasm(n, &reference.1));
+        let kind = Kind::Chain(chain(self.root, three)?, self.pre.clone());
+        self.push(format!("wasm chain of 3 × {}", reference.0), kind, 200);
+        Ok(())
+    }
+
+    /// Subprocess hooks: a native binary (when there is a C compiler), a
+    /// bash script and a Python script; the scripts also on the agent path.
+    pub(crate) fn subprocess_rows(&mut self) -> Result<(), BenchError> {
+        use std::os::unix::fs::PermissionsExt;
+        let hooks_dir = self.root.join("hooks");
+        std::fs::create_dir_all(&hooks_dir)?;
+        let native = hooks_dir.join("allow-native");
+        std::fs::write(hooks_dir.join("allow.c"), scenario::NATIVE_HOOK_C)?;
+        let compiled = Command::new("cc")
+            .args(["-O2", "-o"])
+            .arg(&native)
+            .arg(hooks_dir.join("allow.c"))
+            .status();
+        let mut rows = Vec::new();
+        if compiled.is_ok_and(|s| s.success()) {
+            rows.push(("subprocess: native binary (C)", native, 20));
+        } else {
+            (self.options.progress)("no C compiler (cc): the native subprocess row is left out");
+        }
+        for (name, file, text, n) in [
+            (
+                "subprocess: bash script",
+                "allow.sh",
+                scenario::BASH_HOOK,
+                10,
+            ),
+            (
+                "subprocess: python script",
+                "allow.py",
+                scenario::PYTHON_HOOK,
+                4,
+            ),
+        ] {
+            let path = hooks_dir.join(file);
+            std::fs::write(&path, text)?;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))?;
+            rows.push((name, path, n));
+        }
+        for (name, program, n) in rows {
+            let hook = HookDef::command("p", [program.to_string_lossy()]);
+            let kind = Kind::Chain(chain(self.root, [hook])?, self.pre.clone());
+            self.push(name.into(), kind, n);
+            if !name.contains("native") {
+                self.agent.push(AgentRow {
+                    what: name.replace("subprocess: ", ""),
+                    hook: json!({"name": "p", "command": [program]}),
+                    request: self.pre.clone(),
+                    guest: None,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// The agent path: `toolgate claude-code` as a fresh process per call
+    /// with one hook (warm compile cache), on its own and through the
+    /// server at `socket`; and one request straight over the socket for
+    /// the reference guest.
+    pub(crate) fn agent_rows(&mut self, socket: &Path, reference: &str) -> Result<(), BenchError> {
+        // The children are one-shot processes: their cache entries are
+        // keyed by that engine, so the cache is warmed with the same one.
+        let one_shot = WasmOptions::new()
+            .cache_dir(&self.cache)
+            .allocator(wasm::Allocator::OneShot);
+        let mut served = Vec::new();
+        for (i, row) in std::mem::take(&mut self.agent).into_iter().enumerate() {
+            let AgentRow {
+                what,
+                hook,
+                request,
+                guest,
+            } = row;
+            if let Some(guest) = guest {
+                (self.options.progress)(&format!(
+                    "warming the compile cache for the agent path: {what}…"
+                ));
+                wasm::load_component(&guest, &one_shot).map_err(|source| BenchError::Load {
+                    guest: what.clone(),
+                    source,
+                })?;
+            }
+            let dir = self.root.join(format!("agent-{i}"));
+            std::fs::create_dir_all(&dir)?;
+            std::fs::write(
+                dir.join("hooks.json"),
+                json!({"schema": 1, "hooks": [hook]}).to_string(),
+            )?;
+            let kind = self.agent_process(&dir, &request, None);
+            self.push(
+                format!("agent path: `toolgate claude-code` + {what}"),
+                kind,
+                5,
+            );
+            served.push((what, dir, request));
+        }
+        for (what, dir, request) in served {
+            let kind = self.agent_process(&dir, &request, Some(socket.to_owned()));
+            self.push(format!("agent path via `toolgate serve` + {what}"), kind, 5);
+            if what.contains(reference) {
+                let client = scenario::SocketClient::connect(socket, &dir, &request)?;
+                self.push(
+                    format!("one request over the socket to `toolgate serve` ({what})"),
+                    Kind::Socket(client),
+                    300,
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// `toolgate claude-code` on `request` with `dir` as its config,
+    /// through `socket`'s server or (`None`) on its own.
+    fn agent_process(&self, dir: &Path, request: &Request, socket: Option<PathBuf>) -> Kind {
+        Kind::Process {
+            exe: self.options.exe.clone(),
+            command: "claude-code",
+            workspace: dir.to_owned(),
+            cache: self.cache.clone(),
+            stdin: scenario::agent_input(request),
+            socket,
+        }
+    }
+
+    /// `toolgate check` as a fresh process with a warm cache: its hooks
+    /// are a real workspace config.
+    pub(crate) fn check_row(&mut self, reference: &Guest) -> Result<(), BenchError> {
+        let check_ws = self.root.join("ws-check");
+        std::fs::create_dir_all(&check_ws)?;
+        std::fs::write(
+            check_ws.join("hooks.json"),
+            json!({"schema": 1, "hooks": [{"name": "g", "wasm": &reference.1}]}).to_string(),
+        )?;
+        // Warmed with the engine the one-shot children use.
+        let one_shot = WasmOptions::new()
+            .cache_dir(&self.cache)
+            .allocator(wasm::Allocator::OneShot);
+        wasm::load_component(&reference.1, &one_shot).map_err(|source| BenchError::Load {
+            guest: reference.0.clone(),
+            source,
+        })?;
+        let stdin = json!({"event": "pre_tool_use", "tool": "shell", "input": {"command": "git push origin main"}});
+        let kind = Kind::Process {
+            exe: self.options.exe.clone(),
+            command: "check",
+            workspace: check_ws,
+            cache: self.cache.clone(),
+            stdin: stdin.to_string().into_bytes(),
+            socket: None,
+        };
+        self.push(
+            format!("`toolgate check` process, warm cache ({})", reference.0),
+            kind,
+            10,
+        );
+        Ok(())
+    }
+}
+
+/// The call a guest example is measured on, and its config. A guest may
+/// need a config to decide (an allowlist, say): `bench-config.json` beside
+/// its build script supplies it; and it is measured doing its real job
+/// when `bench-request.json` gives the call it exists for (a post with a
+/// secret for a redactor, a write for a path guard). Otherwise it sees
+/// `pre`.
+fn guest_files(
+    path: &Path,
+    pre: &Request,
+) -> Result<(Request, Option<serde_json::Value>), BenchError> {
+    let beside = |file: &str| {
+        let path = path.parent()?.parent()?.join(file);
+        Some((std::fs::read(&path).ok()?, path))
+    };
+    let unusable = |file, source| BenchError::GuestFile { file, source };
+    let request = match beside("bench-request.json") {
+        Some((bytes, file)) => crate::wire::read_request(&bytes, None, None)
+            .map_err(|e| unusable(file, Box::new(e)))?,
+        None => pre.clone(),
+    };
+    let config = match beside("bench-config.json") {
+        Some((bytes, file)) => {
+            Some(serde_json::from_slice(&bytes).map_err(|e| unusable(file, Box::new(e)))?)
+        }
+        None => None,
+    };
+    Ok((request, config))
+}
+
+/// A chain of hooks built in code, as the host's own (so they may name
+/// files anywhere).
+pub(crate) fn chain(
+    root: &Path,
+    hooks: impl IntoIterator<Item = HookDef>,
+) -> Result<HookRunner, BenchError> {
+    // One compile cache for every in-process chain: a guest compiled for one
+    // row (the reference, three times in the chain of 3, again for the
+    // throughput runner) is not compiled again for the next.
+    let options = WasmOptions::new().cache_dir(root.join("cache-chains"));
+    let config = Config::from_hooks(hooks, root, &options)?;
+    Ok(HookRunner::builder().config(config).build())
+}

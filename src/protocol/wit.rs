@@ -1,0 +1,97 @@
+//! The WIT encoding of the contract: what a component hook is handed and
+//! what it hands back (`wit/hook.wit`, world `toolgate:hook/hook`).
+//!
+//! # Why here, below the bindings
+//!
+//! The translation is a protocol like wire v1 and Claude Code's: a pure
+//! mapping between the contract and another encoding, which the round-trip
+//! test in `protocol` checks against every other encoding of the same call.
+//! Keeping it in the protocol layer lets that test (and any later encoding)
+//! use it without importing from a binding; the component binding imports
+//! it from here. `bindings` is wasmtime's `bindgen!` output for the one WIT
+//! version toolgate speaks.
+//!
+//! A `modify` input or `replace` output is bounded by the same
+//! [`MAX_ANSWER_BYTES`] as a subprocess hook's whole answer, and must be
+//! JSON: otherwise the answer is an `unusable_rewrite` failure.
+
+use crate::contract::{Decision, Event, HookRequest, MAX_ANSWER_BYTES, ToolResult, Verdict};
+use crate::failure::HookFailure;
+
+/// wasmtime's host bindings for `wit/hook.wit`.
+pub(crate) mod bindings {
+    wasmtime::component::bindgen!({
+        path: "wit",
+        world: "hook",
+        exports: { default: async },
+    });
+}
+
+use bindings::{Decision as WitDecision, Event as WitEvent, Request as WitRequest};
+
+/// The request a component's `decide` is called with.
+pub(crate) fn to_wit(request: &HookRequest<'_>, config: Option<&str>) -> WitRequest {
+    WitRequest {
+        event: match request.event {
+            Event::PreToolUse => WitEvent::PreToolUse,
+            Event::PostToolUse => WitEvent::PostToolUse,
+        },
+        hook: request.hook.to_owned(),
+        tool: request.tool.to_owned(),
+        input: request.input.to_string(),
+        result: request.result.map(|r| bindings::ToolResult {
+            output: r.output.to_string(),
+            is_error: r.is_error,
+        }),
+        session_id: request.session_id.map(str::to_owned),
+        turn_id: request.turn_id.map(str::to_owned),
+        tool_call_id: request.tool_call_id.map(str::to_owned),
+        cwd: request.cwd.map(str::to_owned),
+        config: config.map(str::to_owned),
+    }
+}
+
+/// The contract's verdict for a component's answer.
+pub(crate) fn from_wit(verdict: bindings::Verdict) -> Result<Verdict, HookFailure> {
+    let unusable = |what: &str, e: serde_json::Error| HookFailure::UnusableRewrite {
+        detail: format!("{what} is not JSON: {e}"),
+    };
+    let oversized = |what: &str, len: usize| HookFailure::UnusableRewrite {
+        detail: format!(
+            "{what} is {len} bytes, more than the {MAX_ANSWER_BYTES} a hook may hand back"
+        ),
+    };
+    match &verdict.decision {
+        WitDecision::Modify(input) if input.len() > MAX_ANSWER_BYTES => {
+            return Err(oversized("the `modify` input", input.len()));
+        }
+        WitDecision::Replace(result) if result.output.len() > MAX_ANSWER_BYTES => {
+            return Err(oversized("the `replace` output", result.output.len()));
+        }
+        _ => {}
+    }
+    let decision = match verdict.decision {
+        WitDecision::Allow => Decision::Allow,
+        WitDecision::Deny(reason) => Decision::Deny {
+            reason: if reason.trim().is_empty() {
+                "denied by a hook that gave no reason".to_owned()
+            } else {
+                reason
+            },
+        },
+        WitDecision::Modify(input) => Decision::Modify {
+            input: serde_json::from_str(&input).map_err(|e| unusable("the `modify` input", e))?,
+        },
+        WitDecision::Replace(result) => Decision::Replace {
+            result: ToolResult {
+                output: serde_json::from_str(&result.output)
+                    .map_err(|e| unusable("the `replace` output", e))?,
+                is_error: result.is_error,
+            },
+        },
+    };
+    Ok(Verdict {
+        decision,
+        context: verdict.context,
+    })
+}
