@@ -83,7 +83,7 @@ pub use pin::{FilePin, HookPin, Role};
 pub use snapshot::{MAX_TREE_BYTES, MAX_TREE_FILES};
 pub use store::{Record, TrustStore};
 
-pub(crate) use pin::{CommandInputs, Pinned, Pinning, pin_of};
+pub(crate) use pin::{CommandInputs, PinError, Pinned, Pinning, pin_of};
 
 /// Whether this kernel can confine command hooks (Landlock ABI 6 or newer),
 /// or why not.
@@ -240,12 +240,62 @@ pub(crate) struct TrustCtx {
 
 impl TrustCtx {
     /// Whether hooks can be confined here, or why not.
-    pub(crate) fn confinement(&self) -> Result<(), String> {
+    pub(crate) fn confinement(&self) -> Result<(), Unconfinable> {
         match &self.no_landlock {
-            Some(why) => Err(why.clone()),
-            None => confinement_available(),
+            Some(why) => Err(Unconfinable::Declared(why.clone())),
+            None => crate::binding::command::confine::available().map_err(Unconfinable::Kernel),
         }
     }
+}
+
+/// Why command hooks cannot be confined here.
+#[derive(Clone, Debug, thiserror::Error)]
+pub(crate) enum Unconfinable {
+    /// The host said so (`Loader::without_landlock`), with its reason.
+    #[error("{0}")]
+    Declared(String),
+    /// The kernel's probe failed.
+    #[error(transparent)]
+    Kernel(crate::binding::command::confine::ConfineError),
+}
+
+/// Why a workspace has no usable trust record: read once per load and
+/// shared by every hook that needs it.
+#[derive(Clone, Debug, thiserror::Error)]
+pub(crate) enum NoRecord {
+    /// The embedding program gave no store.
+    #[error("no trust store was configured by the program embedding toolgate")]
+    NoStore,
+    /// The store has no record for this workspace.
+    #[error("never trusted on this machine")]
+    Never,
+    /// The store or its record could not be read.
+    #[error("{}", crate::text::error_chain(.0.as_ref()))]
+    Unreadable(Arc<TrustError>),
+}
+
+/// Why a workspace hook is not trusted: the reason its calls are refused
+/// with, and what a listing shows.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum Distrust {
+    /// What it runs cannot be pinned.
+    #[error(transparent)]
+    Unpinnable(#[from] PinError),
+    /// No usable trust record.
+    #[error(transparent)]
+    Record(#[from] NoRecord),
+    /// hooks.json is not the bytes that were trusted.
+    #[error("hooks.json changed since it was trusted")]
+    ConfigChanged,
+    /// The record does not name this hook.
+    #[error("not among the hooks that were trusted")]
+    NotAmong,
+    /// What it pins now differs from what was trusted.
+    #[error("{0}")]
+    Changed(String),
+    /// Its snapshot could not be made.
+    #[error(transparent)]
+    Snapshot(#[from] snapshot::MaterializeError),
 }
 
 /// The canonical form of a workspace root (as given, when it cannot be
@@ -265,7 +315,7 @@ pub(crate) struct Admission<'a> {
     pub(crate) ctx: &'a TrustCtx,
     pub(crate) policy: UntrustedPolicy,
     pub(crate) confinement: Confinement<'a>,
-    record: std::cell::OnceCell<Result<Record, String>>,
+    record: std::cell::OnceCell<Result<Record, NoRecord>>,
     consulted: std::cell::Cell<Option<Consulted>>,
 }
 
@@ -316,19 +366,17 @@ impl<'a> Admission<'a> {
         self.consulted.into_inner()
     }
 
-    fn record(&self) -> Result<&Record, String> {
+    fn record(&self) -> Result<&Record, NoRecord> {
         let read = self.record.get_or_init(|| match &self.ctx.store {
-            None => {
-                Err("no trust store was configured by the program embedding toolgate".to_owned())
-            }
+            None => Err(NoRecord::NoStore),
             Some(store) => {
                 let (read, identity) = store.read_identified(self.root);
                 self.consulted
                     .set(Some((store.record_path(self.root), identity)));
                 match read {
                     Ok(Some(record)) => Ok(record),
-                    Ok(None) => Err("never trusted on this machine".to_owned()),
-                    Err(e) => Err(crate::text::error_chain(&e)),
+                    Ok(None) => Err(NoRecord::Never),
+                    Err(e) => Err(NoRecord::Unreadable(Arc::new(e))),
                 }
             }
         });
@@ -368,19 +416,19 @@ impl<'a> Admission<'a> {
             },
         };
         // A hook that cannot be pinned says so first: trusting it would not help.
-        let judged = pinning.pin().and_then(|pinned| {
+        let judged = pinning.pin().map_err(Distrust::from).and_then(|pinned| {
             let record = self.record()?;
             if record.manifest.config != self.config_digest {
-                return Err("hooks.json changed since it was trusted".to_owned());
+                return Err(Distrust::ConfigChanged);
             }
             let trusted = record
                 .manifest
                 .hooks
                 .iter()
                 .find(|p| p.name == name)
-                .ok_or_else(|| "not among the hooks that were trusted".to_owned())?;
+                .ok_or(Distrust::NotAmong)?;
             match difference(trusted, &pinned.pin) {
-                Some(what) => Err(what),
+                Some(what) => Err(Distrust::Changed(what)),
                 None => Ok(pinned),
             }
         });
@@ -393,14 +441,17 @@ impl<'a> Admission<'a> {
             Ok((_, Armed::Unconfinable(why), run)) => {
                 (TrustState::Trusted, Check::Unconfinable(why), run)
             }
-            Err(reason) => (
-                TrustState::Untrusted {
-                    reason: reason.clone(),
-                    policy: self.policy,
-                },
-                Check::Refuse(reason),
-                None,
-            ),
+            Err(distrust) => {
+                let reason = distrust.to_string();
+                (
+                    TrustState::Untrusted {
+                        reason: reason.clone(),
+                        policy: self.policy,
+                    },
+                    Check::Refuse(reason),
+                    None,
+                )
+            }
         };
         Judged {
             state,
@@ -417,17 +468,12 @@ impl<'a> Admission<'a> {
     /// What a trusted hook runs from and how its calls are checked: a
     /// program from a private copy of exactly the bytes trusted (the copy
     /// is hashed as it is made), confined unless the operator relaxed it.
-    fn arm(&self, name: &str, pinned: Pinned) -> Result<(HookPin, Armed, Option<Run>), String> {
+    fn arm(&self, name: &str, pinned: Pinned) -> Result<(HookPin, Armed, Option<Run>), Distrust> {
         let Some(launch) = pinned.launch else {
             return Ok((pinned.pin, Armed::Verify, None));
         };
-        let store = self
-            .ctx
-            .store
-            .as_ref()
-            .ok_or_else(|| "no trust store".to_owned())?;
-        let base = snapshot::materialize(&store.snapshot_dir(), self.root, &pinned.entries)
-            .map_err(|e| e.to_string())?;
+        let store = self.ctx.store.as_ref().ok_or(NoRecord::NoStore)?;
+        let base = snapshot::materialize(&store.snapshot_dir(), self.root, &pinned.entries)?;
         let unconfined = self
             .confinement
             .unconfined
@@ -455,7 +501,7 @@ enum Armed {
     /// Its pin again, before each call.
     Verify,
     /// Refused: it cannot be confined here and the operator requires it.
-    Unconfinable(String),
+    Unconfinable(Unconfinable),
 }
 
 /// Confines the global command hooks whose config asks (`"confine": true`):
@@ -555,7 +601,7 @@ enum Check {
     Refuse(String),
     Verify(Box<(Pinning, HookPin)>),
     /// Trusted, but it cannot be confined here and the operator requires it.
-    Unconfinable(String),
+    Unconfinable(Unconfinable),
 }
 
 /// A hook the gate stopped.
@@ -594,7 +640,7 @@ impl Gate {
                     None => return Ok(()),
                     Some(why) => why,
                 },
-                Err(why) => why,
+                Err(why) => why.to_string(),
             },
         };
         let command = format!("toolgate trust --workspace {}", shell_word(&self.root));

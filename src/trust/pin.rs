@@ -91,20 +91,149 @@ pub(crate) struct CommandInputs {
     pub(crate) search_path: Option<OsString>,
 }
 
+/// Why a hook's pin could not be computed: what toolgate could not see or
+/// read of what it runs. Its text is the reason a review or the gate gives.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum PinError {
+    /// The argv is not one toolgate can read closed-world.
+    #[error("{0}; {how}", how = super::closed::HOW)]
+    Unreadable(#[from] super::closed::ReadCommandError),
+    /// The interpreter found on `PATH` does not resolve.
+    #[error("{written:?}: {source}")]
+    Interpreter {
+        written: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A file to pin could not be hashed.
+    #[error("{written:?} {}", crate::text::error_chain(source))]
+    Unhashable {
+        written: String,
+        #[source]
+        source: crate::safe_fs::ReadFileError,
+    },
+    /// A file pinned by its path as given could not be hashed.
+    #[error("{} {}", path.display(), crate::text::error_chain(source))]
+    UnhashableFile {
+        path: PathBuf,
+        #[source]
+        source: crate::safe_fs::ReadFileError,
+    },
+    /// The code sits at the root: its folder would be the whole workspace.
+    #[error(
+        "{} sits at the workspace root, so the folder pinned with it would be the whole \
+         workspace; move the hook's code into a folder of its own (such as hooks/)",
+        code.display()
+    )]
+    AtRoot { code: PathBuf },
+    /// A `trust_files` entry does not resolve.
+    #[error("trust_files {written:?}: {source}")]
+    TrustFile {
+        written: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A `trust_files` entry resolves outside the workspace.
+    #[error("trust_files {written:?} is outside the workspace")]
+    TrustFileOutside { written: String },
+    /// A pinned folder could not be listed.
+    #[error(transparent)]
+    Tree(#[from] super::snapshot::ListTreeError),
+    /// The pinned folders are past the bound.
+    #[error(
+        "the folders pinned with this hook ({trees}) hold more than {} files or {} MiB; give \
+         the hook's code a folder of its own",
+        super::snapshot::MAX_TREE_FILES,
+        super::snapshot::MAX_TREE_BYTES >> 20
+    )]
+    TreeTooLarge { trees: String },
+}
+
+/// The files of one pin as they are gathered, each pinned once.
+struct Gathered<'a> {
+    root: &'a Path,
+    files: Vec<FilePin>,
+    entries: Vec<Entry>,
+}
+
+impl Gathered<'_> {
+    /// Pins the workspace file at `rel` by content (it runs from a copy).
+    fn file(&mut self, role: Role, written: &str, rel: &Path) -> Result<(), PinError> {
+        if self.entries.iter().any(|e| e.rel == rel) {
+            return Ok(());
+        }
+        let path = self.root.join(rel);
+        let digest = crate::safe_fs::digest(&path, MAX_PINNED_BYTES).map_err(|source| {
+            PinError::Unhashable {
+                written: written.to_owned(),
+                source,
+            }
+        })?;
+        let executable = std::fs::metadata(&path).is_ok_and(|m| {
+            use std::os::unix::fs::PermissionsExt;
+            m.permissions().mode() & 0o111 != 0
+        });
+        self.entries.push(Entry {
+            rel: rel.to_owned(),
+            digest: digest.clone(),
+            executable,
+        });
+        self.files.push(FilePin {
+            role,
+            written: written.to_owned(),
+            path: Some(path),
+            target: None,
+            digest: Some(digest),
+            executable,
+        });
+        Ok(())
+    }
+
+    /// Pins every file of the folders `trees`, within the bound.
+    fn trees(&mut self, trees: &[PathBuf]) -> Result<(), PinError> {
+        let mut listed = Vec::new();
+        for dir in trees {
+            super::snapshot::list(self.root, dir, &mut listed)?;
+        }
+        listed.sort();
+        listed.dedup();
+        let mut total = 0u64;
+        for rel in &listed {
+            total += std::fs::metadata(self.root.join(rel)).map_or(0, |m| m.len());
+            if total > super::snapshot::MAX_TREE_BYTES
+                || listed.len() > super::snapshot::MAX_TREE_FILES
+            {
+                let trees: Vec<String> = trees.iter().map(|t| t.display().to_string()).collect();
+                return Err(PinError::TreeTooLarge {
+                    trees: trees.join(", "),
+                });
+            }
+            self.file(Role::Tree, &rel.display().to_string(), rel)?;
+        }
+        Ok(())
+    }
+}
+
 impl CommandInputs {
     /// The pin, how the hook starts, and the tree it runs from; or why
     /// toolgate cannot see what this hook runs (see `closed`).
-    pub(crate) fn pin(&self) -> Result<Pinned, String> {
+    pub(crate) fn pin(&self) -> Result<Pinned, PinError> {
         let search = sanitized_path(self.search_path.as_deref(), &self.root);
         let lookup_fn = |name: &str| lookup(name, search.as_deref());
-        let reading = super::closed::read(&self.argv, &self.program, &self.root, &lookup_fn)
-            .map_err(|why| format!("{why}; {}", super::closed::HOW))?;
-        let mut files = Vec::new();
+        let reading = super::closed::read(&self.argv, &self.program, &self.root, &lookup_fn)?;
+        let mut gathered = Gathered {
+            root: &self.root,
+            files: Vec::new(),
+            entries: Vec::new(),
+        };
         if let Some((written, found)) = &reading.interpreter {
             let canonical = found
                 .canonicalize()
-                .map_err(|e| format!("{written:?}: {e}"))?;
-            files.push(FilePin {
+                .map_err(|source| PinError::Interpreter {
+                    written: written.clone(),
+                    source,
+                })?;
+            gathered.files.push(FilePin {
                 role: Role::Program,
                 written: written.clone(),
                 target: (canonical != *found).then_some(canonical),
@@ -113,110 +242,51 @@ impl CommandInputs {
                 executable: false,
             });
         }
-        let mut entries: Vec<Entry> = Vec::new();
-        let mut pin_file = |role: Role, written: &str, rel: &Path| -> Result<(), String> {
-            if entries.iter().any(|e| e.rel == rel) {
-                return Ok(());
-            }
-            let path = self.root.join(rel);
-            let digest = crate::safe_fs::digest(&path, MAX_PINNED_BYTES)
-                .map_err(|e| format!("{written:?} {}", crate::text::error_chain(&e)))?;
-            let executable = std::fs::metadata(&path)
-                .map(|m| {
-                    use std::os::unix::fs::PermissionsExt;
-                    m.permissions().mode() & 0o111 != 0
-                })
-                .unwrap_or(false);
-            entries.push(Entry {
-                rel: rel.to_owned(),
-                digest: digest.clone(),
-                executable,
-            });
-            files.push(FilePin {
-                role,
-                written: written.to_owned(),
-                path: Some(path),
-                target: None,
-                digest: Some(digest),
-                executable,
-            });
-            Ok(())
+        let code = reading.launch.code_file();
+        // The program itself (a native binary, or a script with a #! line)
+        // is pinned as argv[0] was written; a script an interpreter is
+        // handed, by its path.
+        let (role, written) = if reading.code_is_program {
+            (Role::Program, self.argv[0].clone())
+        } else {
+            (Role::Script, code.display().to_string())
         };
-        let mut trees = Vec::new();
-        {
-            let code = reading.launch.code_file();
-            // The program itself (a native binary, or a script with a #!
-            // line) is pinned as argv[0] was written; a script an
-            // interpreter is handed, by its path.
-            let (role, written) = if reading.code_is_program {
-                (Role::Program, self.argv[0].clone())
-            } else {
-                (Role::Script, code.display().to_string())
-            };
-            pin_file(role, &written, code)?;
-            match code.parent() {
-                Some(dir) if !dir.as_os_str().is_empty() => trees.push(dir.to_owned()),
-                _ => {
-                    return Err(format!(
-                        "{} sits at the workspace root, so the folder pinned with it would be the \
-                         whole workspace; move the hook's code into a folder of its own (such as \
-                         hooks/)",
-                        code.display()
-                    ));
-                }
+        gathered.file(role, &written, code)?;
+        let mut trees = match code.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => vec![dir.to_owned()],
+            _ => {
+                return Err(PinError::AtRoot {
+                    code: code.to_owned(),
+                });
             }
-        }
+        };
         for (written, path) in &self.trust_files {
-            let canonical = path
-                .canonicalize()
-                .map_err(|e| format!("trust_files {written:?}: {e}"))?;
+            let canonical = path.canonicalize().map_err(|source| PinError::TrustFile {
+                written: written.clone(),
+                source,
+            })?;
             let rel = canonical
                 .strip_prefix(&self.root)
-                .map_err(|_| format!("trust_files {written:?} is outside the workspace"))?
+                .map_err(|_| PinError::TrustFileOutside {
+                    written: written.clone(),
+                })?
                 .to_owned();
             if canonical.is_dir() {
                 trees.push(rel);
             } else {
-                pin_file(Role::Declared, written, &rel)?;
+                gathered.file(Role::Declared, written, &rel)?;
             }
         }
-        let mut listed = Vec::new();
-        for dir in &trees {
-            super::snapshot::list(&self.root, dir, &mut listed).map_err(|e| e.to_string())?;
-        }
-        listed.sort();
-        listed.dedup();
-        let mut total = 0u64;
-        for rel in &listed {
-            total += std::fs::metadata(self.root.join(rel))
-                .map(|m| m.len())
-                .unwrap_or(0);
-            if total > super::snapshot::MAX_TREE_BYTES
-                || listed.len() > super::snapshot::MAX_TREE_FILES
-            {
-                return Err(format!(
-                    "the folders pinned with this hook ({}) hold more than {} files or {} MiB; \
-                     give the hook's code a folder of its own",
-                    trees
-                        .iter()
-                        .map(|t| t.display().to_string())
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                    super::snapshot::MAX_TREE_FILES,
-                    super::snapshot::MAX_TREE_BYTES >> 20
-                ));
-            }
-            pin_file(Role::Tree, &rel.display().to_string(), rel)?;
-        }
+        gathered.trees(&trees)?;
         Ok(Pinned {
             pin: HookPin {
                 name: self.name.clone(),
                 binding: "subprocess".into(),
                 argv: Some(self.argv.clone()),
-                files,
+                files: gathered.files,
             },
             launch: Some(reading.launch),
-            entries,
+            entries: gathered.entries,
         })
     }
 }
@@ -239,7 +309,7 @@ pub(crate) enum Pinning {
 
 impl Pinning {
     /// The pin now, or why it cannot be computed.
-    pub(crate) fn pin(&self) -> Result<Pinned, String> {
+    pub(crate) fn pin(&self) -> Result<Pinned, PinError> {
         match self {
             Pinning::Program(inputs) => inputs.pin(),
             Pinning::Exact {
@@ -250,21 +320,8 @@ impl Pinning {
             } => {
                 let files = files
                     .iter()
-                    .map(|path| {
-                        let digest =
-                            crate::safe_fs::digest(path, MAX_PINNED_BYTES).map_err(|e| {
-                                format!("{} {}", path.display(), crate::text::error_chain(&e))
-                            })?;
-                        Ok(FilePin {
-                            role: Role::Declared,
-                            written: path.display().to_string(),
-                            path: Some(path.clone()),
-                            target: None,
-                            digest: Some(digest),
-                            executable: false,
-                        })
-                    })
-                    .collect::<Result<Vec<_>, String>>()?;
+                    .map(|path| by_content(Role::Declared, path, MAX_PINNED_BYTES))
+                    .collect::<Result<Vec<_>, _>>()?;
                 Ok(Pinned {
                     pin: HookPin {
                         name: name.clone(),
@@ -303,6 +360,23 @@ pub(crate) fn sanitized_path(path: Option<&OsStr>, root: &Path) -> Option<OsStri
     std::env::join_paths(kept).ok()
 }
 
+/// A file pinned by content, as its path was given.
+fn by_content(role: Role, path: &Path, limit: u64) -> Result<FilePin, PinError> {
+    let digest =
+        crate::safe_fs::digest(path, limit).map_err(|source| PinError::UnhashableFile {
+            path: path.to_owned(),
+            source,
+        })?;
+    Ok(FilePin {
+        role,
+        written: path.display().to_string(),
+        path: Some(path.to_owned()),
+        target: None,
+        digest: Some(digest),
+        executable: false,
+    })
+}
+
 /// The pin of any workspace hook, as its binding says it pins: what a
 /// review shows and records.
 pub(crate) fn pin_of(
@@ -310,27 +384,13 @@ pub(crate) fn pin_of(
     binding: &dyn BindingConfig,
     root: &Path,
     search_path: Option<&OsStr>,
-) -> Result<HookPin, String> {
+) -> Result<HookPin, PinError> {
     let pinning = match binding.workspace_trust() {
         WorkspaceTrust::Sandboxed { reviewed } => {
             let files = reviewed
                 .iter()
-                .map(|written| {
-                    let digest =
-                        crate::safe_fs::digest(written, crate::safe_fs::MAX_COMPONENT_BYTES)
-                            .map_err(|e| {
-                                format!("{} {}", written.display(), crate::text::error_chain(&e))
-                            })?;
-                    Ok(FilePin {
-                        role: Role::Component,
-                        written: written.display().to_string(),
-                        path: Some(written.to_owned()),
-                        target: None,
-                        digest: Some(digest),
-                        executable: false,
-                    })
-                })
-                .collect::<Result<Vec<_>, String>>()?;
+                .map(|path| by_content(Role::Component, path, crate::safe_fs::MAX_COMPONENT_BYTES))
+                .collect::<Result<Vec<_>, _>>()?;
             return Ok(HookPin {
                 name: name.to_owned(),
                 binding: binding.kind().as_str().to_owned(),
