@@ -361,7 +361,8 @@ fn finish(
 }
 
 /// Loads a component as `options` say and reports how: for measuring cold
-/// compiles against cache hits.
+/// compiles against cache hits. Only `bench` (behind `cli`) measures.
+#[cfg(feature = "cli")]
 pub(crate) fn load_component(
     path: &Path,
     options: &WasmOptions,
@@ -373,6 +374,7 @@ pub(crate) fn load_component(
 /// instantiates `count` at once (each having answered one call, so its
 /// memory is touched as a real call touches it) and divides the growth of
 /// this process's resident set by `count`.
+#[cfg(feature = "cli")]
 pub(crate) async fn resident_bytes_per_instance(
     path: &Path,
     options: &WasmOptions,
@@ -417,6 +419,7 @@ pub(crate) async fn resident_bytes_per_instance(
     Ok(after.saturating_sub(before) / count.max(1) as u64)
 }
 
+#[cfg(feature = "cli")]
 fn resident_bytes() -> Option<u64> {
     let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
     let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
