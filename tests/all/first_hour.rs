@@ -21,7 +21,8 @@ fn help(args: &[&str], columns: &str) -> String {
 /// (`script` from util-linux), stdin at its end; what the terminal showed.
 fn on_a_terminal(command: &str, dir: &Path, envs: &[(&str, &Path)]) -> String {
     let mut cmd = std::process::Command::new("script");
-    cmd.args(["-qec", command, "/dev/null"])
+    hermetic(&mut cmd)
+        .args(["-qec", command, "/dev/null"])
         .current_dir(dir)
         .stdin(std::process::Stdio::null());
     for (k, v) in envs {

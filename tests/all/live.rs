@@ -85,26 +85,24 @@ fn claude_with(fx: &Fixture, handler: Value, calls: Vec<Value>, allow_bash: bool
     // The user trusted this workspace's hooks (the gate has its own tests).
     crate::support::trust(&fx.workspace());
     let mut cmd = Command::new(claude_bin());
-    cmd.args([
-        "-p",
-        "run the scripted tool calls",
-        "--output-format",
-        "json",
-    ])
-    .current_dir(fx.workspace())
-    .env("HOME", &home)
-    .env("ANTHROPIC_BASE_URL", mock.base_url())
-    .env("ANTHROPIC_API_KEY", "sk-ant-test")
-    .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-    .env("DISABLE_TELEMETRY", "1")
-    .env("DISABLE_AUTOUPDATER", "1")
-    .env("TOOLGATE_CONFIG_DIR", fx.global())
-    .env("XDG_STATE_HOME", crate::support::state_home())
-    .env("TOOLGATE_SERVER", "off")
-    .env_remove("TOOLGATE_LOG")
-    .stdin(Stdio::null())
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped());
+    hermetic(&mut cmd)
+        .args([
+            "-p",
+            "run the scripted tool calls",
+            "--output-format",
+            "json",
+        ])
+        .current_dir(fx.workspace())
+        .env("HOME", &home)
+        .env("ANTHROPIC_BASE_URL", mock.base_url())
+        .env("ANTHROPIC_API_KEY", "sk-ant-test")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("DISABLE_TELEMETRY", "1")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .env("TOOLGATE_CONFIG_DIR", fx.global())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     if allow_bash {
         cmd.args(["--allowedTools", "Bash,Read"]);
     }
@@ -466,20 +464,21 @@ fn codex_with(fx: &Fixture, handler: Value, commands: &[&str], trusted: bool) ->
         mock.base_url()
     );
     let mut cmd = Command::new(codex_bin());
-    cmd.args([
-        "exec",
-        "--skip-git-repo-check",
-        "--sandbox",
-        "danger-full-access",
-    ])
-    .args([
-        "-c",
-        "model_provider=\"mock\"",
-        "-c",
-        &provider,
-        "-c",
-        "model=\"gpt-5\"",
-    ]);
+    hermetic(&mut cmd)
+        .args([
+            "exec",
+            "--skip-git-repo-check",
+            "--sandbox",
+            "danger-full-access",
+        ])
+        .args([
+            "-c",
+            "model_provider=\"mock\"",
+            "-c",
+            &provider,
+            "-c",
+            "model=\"gpt-5\"",
+        ]);
     if trusted {
         cmd.arg("--dangerously-bypass-hook-trust");
     }
@@ -489,10 +488,6 @@ fn codex_with(fx: &Fixture, handler: Value, commands: &[&str], trusted: bool) ->
         .env("HOME", &home)
         .env("OPENAI_API_KEY", "sk-test")
         .env("TOOLGATE_CONFIG_DIR", fx.global())
-        .env("XDG_STATE_HOME", crate::support::state_home())
-        .env("TOOLGATE_SERVER", "off")
-        .env_remove("CLAUDE_PROJECT_DIR")
-        .env_remove("TOOLGATE_LOG")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());

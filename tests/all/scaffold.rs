@@ -20,7 +20,7 @@ fn new_project(lang: &str, parent: &Path, name: &str) -> PathBuf {
 /// One of a project's scripts, using the guest examples' toolchain cache.
 fn in_guest_cache(script: PathBuf) -> Command {
     let mut cmd = Command::new(script);
-    cmd.env(
+    hermetic_keeping_toolchains(&mut cmd).env(
         "TOOLGATE_GUEST_CACHE",
         Path::new(env!("CARGO_MANIFEST_DIR")).join("guest-examples/.cache"),
     );

@@ -256,15 +256,125 @@ pub(crate) fn failure_kind(outcome: &Outcome, name: &str) -> toolgate::FailureKi
     }
 }
 
-/// The real `toolgate` binary, with the operator's trace switched off, its
-/// trust store ([`trust_store`]) out of the real user's home, and no server.
+/// What the `toolgate` binary reads from its environment, and what each
+/// test's `toolgate` gets for it (see [`hermetic`]). The README's table of
+/// environment variables lists the same names, and so does the code:
+/// `env_table.rs` fails when the three disagree.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Given {
+    /// An empty directory of this command's own (created for it).
+    Fresh(&'static str),
+    /// A directory that does not exist, inside this command's own.
+    Absent(&'static str),
+    /// The run's trust state ([`state_home`]): `toolgate trust` in one
+    /// process, `toolgate check` in the next, and the tests' own
+    /// [`trust`] all share it. Records are per workspace, and every test has
+    /// a temporary workspace of its own.
+    RunState,
+    /// The suite's compile cache ([`compile_cache`]): content-addressed,
+    /// never the user's, kept between runs (a cold compile of the guest
+    /// examples takes minutes).
+    SuiteCache,
+    /// This value.
+    Fixed(&'static str),
+    /// Unset: a test that wants it sets it.
+    Removed,
+    /// The test process's own: `PATH` (hooks run `python3` and `sh`), and
+    /// `TMPDIR` (where the tests' own temporary directories are).
+    Inherited,
+}
+
+/// Every environment variable the binary reads (README: "Environment"), and
+/// what a test's `toolgate` gets for it.
+pub(crate) const BINARY_ENV: &[(&str, Given)] = &[
+    ("HOME", Given::Fresh("home")),
+    ("XDG_CONFIG_HOME", Given::Fresh("config")),
+    ("TOOLGATE_CONFIG_DIR", Given::Absent("config/toolgate")),
+    ("XDG_CACHE_HOME", Given::Fresh("cache")),
+    ("TOOLGATE_CACHE_DIR", Given::SuiteCache),
+    ("XDG_STATE_HOME", Given::RunState),
+    ("XDG_RUNTIME_DIR", Given::Fresh("runtime")),
+    ("TOOLGATE_SERVER", Given::Fixed("off")),
+    ("TOOLGATE_SOCKET", Given::Removed),
+    ("TOOLGATE_LOG", Given::Removed),
+    ("TOOLGATE_WASM_ALLOCATOR", Given::Removed),
+    ("TOOLGATE_DEBUG_FAULT", Given::Removed),
+    ("TOOLGATE_DEBUG_PAUSE_AFTER_READ", Given::Removed),
+    ("CLAUDE_PROJECT_DIR", Given::Removed),
+    ("NO_COLOR", Given::Removed),
+    ("CLICOLOR_FORCE", Given::Removed),
+    ("COLUMNS", Given::Removed),
+    ("PATH", Given::Inherited),
+    ("TMPDIR", Given::Inherited),
+];
+
+/// Set too, though the binary does not read them: what the hooks and tools
+/// it runs may read.
+const ALSO_FRESH: &[(&str, &str)] = &[("XDG_DATA_HOME", "data")];
+
+/// The real `toolgate` binary, run [`hermetic`]ally.
 pub(crate) fn toolgate() -> std::process::Command {
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"));
-    cmd.env_remove("TOOLGATE_LOG");
-    cmd.env("XDG_STATE_HOME", state_home());
-    // Never a server the machine happens to run: tests of the server
-    // start their own and point at it (`serve.rs`).
-    cmd.env("TOOLGATE_SERVER", "off");
+    hermetic(&mut cmd);
+    cmd
+}
+
+/// Gives `cmd` (the binary, or a program that runs it: `script`, a shell,
+/// an agent's CLI) an environment of its own, so nothing of the user's
+/// reaches the `toolgate` it runs: its own empty `HOME` and XDG directories,
+/// no global config, the suite's compile cache and the run's trust store,
+/// no server, and none of the switches in [`BINARY_ENV`]. A test that wants
+/// one (the fixture's global config, a server, a fault) sets it afterwards.
+pub(crate) fn hermetic(cmd: &mut std::process::Command) -> &mut std::process::Command {
+    use std::os::unix::fs::DirBuilderExt;
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let own = run_root().join("calls").join(
+        CALLS
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            .to_string(),
+    );
+    let fresh = |name: &str| {
+        let dir = own.join(name);
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&dir)
+            .expect("a directory of the command's own");
+        dir
+    };
+    for (key, given) in BINARY_ENV {
+        match given {
+            Given::Fresh(name) => cmd.env(key, fresh(name)),
+            Given::Absent(name) => cmd.env(key, own.join(name)),
+            Given::RunState => cmd.env(key, state_home()),
+            Given::SuiteCache => cmd.env(key, compile_cache()),
+            Given::Fixed(value) => cmd.env(key, value),
+            Given::Removed => cmd.env_remove(key),
+            Given::Inherited => cmd,
+        };
+    }
+    for (key, name) in ALSO_FRESH {
+        cmd.env(key, fresh(name));
+    }
+    cmd
+}
+
+/// [`hermetic`], for a project's own build script that runs `toolgate`
+/// (a scaffold's test.sh): it keeps the user's `HOME` and XDG directories,
+/// where its toolchains and their caches live (rustup, cargo, pip, npm).
+/// The `toolgate` it runs still reads nothing of the user's: the config dir,
+/// compile cache, trust store and server it is given win over anything under
+/// `HOME`, and it is run with `--workspace`.
+pub(crate) fn hermetic_keeping_toolchains(
+    cmd: &mut std::process::Command,
+) -> &mut std::process::Command {
+    hermetic(cmd);
+    for key in ["HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME"] {
+        match std::env::var_os(key) {
+            Some(value) => cmd.env(key, value),
+            None => cmd.env_remove(key),
+        };
+    }
     cmd
 }
 
@@ -284,15 +394,62 @@ pub(crate) fn toolgate_via_shell(script: &str) -> std::process::Command {
     cmd
 }
 
+/// This test process's directory for what its commands keep: one per
+/// process (a run of the suite, or the run a test starts of it), so two runs
+/// at once do not share or delete each other's. Those of processes that have
+/// ended are removed when the next run starts.
+fn run_root() -> &'static Path {
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        use std::os::unix::fs::DirBuilderExt;
+        let runs = Path::new(env!("CARGO_TARGET_TMPDIR")).join("runs");
+        for entry in std::fs::read_dir(&runs).into_iter().flatten().flatten() {
+            let ended = entry
+                .file_name()
+                .to_str()
+                .and_then(|pid| pid.parse::<i32>().ok())
+                .is_none_or(|pid| {
+                    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None)
+                        == Err(nix::errno::Errno::ESRCH)
+                });
+            if ended {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
+        let dir = runs.join(std::process::id().to_string());
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&dir)
+            .expect("the run's directory");
+        dir
+    })
+}
+
+/// The suite's compile cache: never the user's, kept between runs.
+pub(crate) fn compile_cache() -> &'static Path {
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        use std::os::unix::fs::DirBuilderExt;
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("wasm-cache");
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&dir)
+            .expect("the suite's compile cache");
+        dir
+    })
+}
+
 /// The state directory every test's `toolgate` keeps trust in: one per test
-/// run, emptied when the run starts. Records are per workspace, and every
-/// test has its own temporary workspace.
+/// run (see [`run_root`]). Records are per workspace, and every test has its
+/// own temporary workspace.
 pub(crate) fn state_home() -> &'static Path {
     static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     DIR.get_or_init(|| {
         use std::os::unix::fs::DirBuilderExt;
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("state-home");
-        let _ = std::fs::remove_dir_all(&dir);
+        let dir = run_root().join("state");
         std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
@@ -384,12 +541,20 @@ pub(crate) fn spawn_with_stdin(
         .stderr(Stdio::piped())
         .spawn()
         .expect("the command runs");
-    child
+    let written = child
         .stdin
         .take()
         .expect("stdin is piped")
-        .write_all(stdin.as_bytes())
-        .expect("stdin is written");
+        .write_all(stdin.as_bytes());
+    // A command may end before it reads its stdin (a missing workspace is
+    // an error before the request is read): its answer is still the test's.
+    if let Err(e) = written {
+        assert_eq!(
+            e.kind(),
+            std::io::ErrorKind::BrokenPipe,
+            "stdin is written: {e}"
+        );
+    }
     child
 }
 

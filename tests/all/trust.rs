@@ -518,7 +518,7 @@ fn on_a_terminal_trust_asks_and_records_only_on_yes() {
             case.ws().display()
         );
         let out = crate::support::run_with_stdin(
-            std::process::Command::new("script")
+            crate::support::hermetic(&mut std::process::Command::new("script"))
                 .args(["-qec", &command, "/dev/null"])
                 .env("XDG_STATE_HOME", case.state.path()),
             answer,

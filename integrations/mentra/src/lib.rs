@@ -40,6 +40,20 @@
 //!
 //! Every evaluation's [`Outcome`] (run records included) is kept, keyed by
 //! the tool call id, for the host's audit ([`ToolgateHooks::outcomes`]).
+//!
+//! # What a long-lived host holds
+//!
+//! The hooks live as long as the runtime, and an agent makes calls for as
+//! long as it runs, so nothing they keep may grow with the number of calls:
+//! the newest [`OUTCOMES_KEPT`] outcomes are kept (a host that audits every
+//! call drains them with [`ToolgateHooks::take_outcomes`]), and advisory
+//! context waiting for its call's result is taken by that result. mentra
+//! (pinned to 0.34.3) hands its post seam every call it answers, refused ones
+//! included (a rewrite its schema check or authorizer refused is answered
+//! with the refusal), so a refusal takes its context too; a run that mentra
+//! aborts with an error (a limit, a failing hook after this one) answers no
+//! call, and what such calls left waiting is bounded by [`PENDING_KEPT`],
+//! oldest dropped first.
 
 use async_trait::async_trait;
 use mentra::error::RuntimeError;
@@ -49,16 +63,47 @@ use mentra::runtime::{
 };
 use mentra::tool::ToolResultContent;
 use serde_json::Value;
-use std::collections::HashMap;
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use toolgate::{Decision, Event, HookRunner, Outcome, Request, ToolResult};
+
+/// How many outcomes [`ToolgateHooks::outcomes`] keeps: the newest.
+pub const OUTCOMES_KEPT: usize = 1024;
+
+/// How many calls' advisory context may wait for their results at once; past
+/// it the oldest is dropped (a call mentra never answered).
+pub const PENDING_KEPT: usize = 256;
 
 /// toolgate's chain as mentra's pre- and post-execution hook.
 pub struct ToolgateHooks {
     runner: HookRunner,
-    /// Context from a call's pre chain, waiting for its result.
-    pending_context: Mutex<HashMap<String, String>>,
-    outcomes: Mutex<Vec<(String, Outcome)>>,
+    /// Context from a call's pre chain, waiting for its result, by call id.
+    pending_context: Mutex<Newest<(String, String), PENDING_KEPT>>,
+    outcomes: Mutex<Newest<(String, Outcome), OUTCOMES_KEPT>>,
+}
+
+/// A queue that keeps its newest `N` items, dropping the oldest.
+struct Newest<T, const N: usize>(VecDeque<T>);
+
+impl<T, const N: usize> Newest<T, N> {
+    fn new() -> Self {
+        Newest(VecDeque::new())
+    }
+
+    fn push(&mut self, item: T) {
+        if self.0.len() >= N {
+            self.0.pop_front();
+        }
+        self.0.push_back(item);
+    }
+}
+
+impl<const N: usize> Newest<(String, String), N> {
+    /// Takes the context waiting for call `id`.
+    fn take(&mut self, id: &str) -> Option<String> {
+        let at = self.0.iter().position(|(call, _)| call == id)?;
+        self.0.remove(at).map(|(_, context)| context)
+    }
 }
 
 impl std::fmt::Debug for ToolgateHooks {
@@ -76,8 +121,8 @@ impl ToolgateHooks {
     pub fn new(runner: HookRunner) -> Arc<Self> {
         Arc::new(ToolgateHooks {
             runner,
-            pending_context: Mutex::new(HashMap::new()),
-            outcomes: Mutex::new(Vec::new()),
+            pending_context: Mutex::new(Newest::new()),
+            outcomes: Mutex::new(Newest::new()),
         })
     }
 
@@ -88,10 +133,24 @@ impl ToolgateHooks {
             .with_post_hook(Arc::clone(self))
     }
 
-    /// Every evaluation so far, in order: the tool call id and toolgate's
-    /// outcome (decision, who decided, run records).
+    /// The newest evaluations (at most [`OUTCOMES_KEPT`]), in order: the
+    /// tool call id and toolgate's outcome (decision, who decided, run
+    /// records).
     pub fn outcomes(&self) -> Vec<(String, Outcome)> {
-        lock(&self.outcomes).clone()
+        lock(&self.outcomes).0.iter().cloned().collect()
+    }
+
+    /// Takes the evaluations kept so far (as [`outcomes`](Self::outcomes)),
+    /// leaving none: a host that audits every call drains them at least
+    /// every [`OUTCOMES_KEPT`] calls.
+    pub fn take_outcomes(&self) -> Vec<(String, Outcome)> {
+        std::mem::take(&mut lock(&self.outcomes).0).into()
+    }
+
+    /// How many calls' advisory context is waiting for their results: none
+    /// once mentra has answered every call it started.
+    pub fn pending_contexts(&self) -> usize {
+        lock(&self.pending_context).0.len()
     }
 
     fn record(&self, call_id: &str, outcome: &Outcome) {
@@ -164,6 +223,8 @@ impl PreExecutionHook for ToolgateHooks {
         &self,
         ctx: &PreExecutionContext,
     ) -> Result<HookDecision, RuntimeError> {
+        // A call id asked about again: what its last ask left is stale.
+        lock(&self.pending_context).take(&ctx.tool_call_id);
         let request = match request(Event::PreToolUse, ctx) {
             Ok(request) => request,
             Err(reason) => return Ok(HookDecision::Deny(reason)),
@@ -173,7 +234,7 @@ impl PreExecutionHook for ToolgateHooks {
         let context = outcome.context.as_deref();
         let carry = |context: Option<&str>| {
             if let Some(c) = context {
-                lock(&self.pending_context).insert(ctx.tool_call_id.clone(), c.to_owned());
+                lock(&self.pending_context).push((ctx.tool_call_id.clone(), c.to_owned()));
             }
         };
         Ok(match &outcome.decision {
@@ -209,7 +270,7 @@ impl PostExecutionHook for ToolgateHooks {
         &self,
         ctx: &PostExecutionContext,
     ) -> Result<ResultDecision, RuntimeError> {
-        let pre_context = lock(&self.pending_context).remove(&ctx.tool_call_id);
+        let pre_context = lock(&self.pending_context).take(&ctx.tool_call_id);
         let withheld = |reason: String| {
             Ok(ResultDecision::Replace {
                 content: ToolResultContent::text(reason),

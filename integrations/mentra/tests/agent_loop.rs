@@ -97,6 +97,8 @@ if cmd == "ls":
     print(json.dumps({"decision": "modify", "input": {"command": "ls -la"}, "context": "listing in long form"}))
 elif cmd == "bad-rewrite":
     print(json.dumps({"decision": "modify", "input": {"command": "ls", "extra": 1}}))
+elif cmd == "bad-rewrite-noted":
+    print(json.dumps({"decision": "modify", "input": {"command": "pwd", "extra": 1}, "context": "noted before the refusal"}))
 else:
     print(json.dumps({"decision": "allow"}))
 "#,
@@ -357,6 +359,29 @@ async fn a_rewrite_that_breaks_the_tools_schema_is_mentras_refusal_and_toolgates
         "{:?}",
         outcome.decision
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rewrite_mentra_refuses_leaves_no_context_waiting_for_a_result() {
+    let s = scenario(
+        vec![MockToolCall::new("run", json!({"command": "bad-rewrite-noted"})).with_id("bad")],
+        json!([]),
+    );
+    turn(&s).await;
+    assert!(s.ran.lock().unwrap().is_empty(), "the refused rewrite ran");
+    let results = results_sent(&s).await;
+    let (_, text, is_error) = result(&results, "bad");
+    assert!(
+        *is_error && text.contains("does not fit its schema"),
+        "{text}"
+    );
+    // mentra answers the refused call through its post seam: that answer
+    // takes the context the rewrite carried, and nothing is left waiting.
+    assert!(
+        text.ends_with("[toolgate] noted before the refusal"),
+        "{text}"
+    );
+    assert_eq!(s.hooks.pending_contexts(), 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

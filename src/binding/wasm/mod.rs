@@ -43,6 +43,8 @@
 mod cache;
 mod engine;
 mod host;
+/// Only `bench` (behind `cli`) measures.
+#[cfg(feature = "cli")]
 mod measure;
 mod spec;
 mod wat;
@@ -51,6 +53,7 @@ pub use cache::{CacheOutcome, wasmtime_version};
 pub use engine::{
     Allocator, AllocatorInfo, EPOCH_TICK, MAX_MEMORY_MB, MAX_WASM_STACK, StartEngineError,
 };
+#[cfg(feature = "cli")]
 pub(crate) use measure::resident_bytes_per_instance;
 pub(crate) use spec::CONFIG;
 pub use spec::WasmSpec;
@@ -385,7 +388,8 @@ fn finish(
 }
 
 /// Loads a component as `options` say and reports how: for measuring cold
-/// compiles against cache hits.
+/// compiles against cache hits. Only `bench` (behind `cli`) measures.
+#[cfg(feature = "cli")]
 pub(crate) fn load_component(
     path: &Path,
     options: &WasmOptions,
