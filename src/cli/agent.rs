@@ -357,14 +357,17 @@ pub(crate) async fn answer_call(
     render_outcome(&outcome, dialect, &call.hook_event_name)
 }
 
-/// The variable an agent names its project root in, for its hooks.
-fn project_dir_variable(dialect: Dialect) -> &'static str {
+/// The project root an agent names for its hooks, in its own variable
+/// (each read by its literal name, so the README's environment table and
+/// its test see it).
+fn project_dir(dialect: Dialect) -> Option<PathBuf> {
     match dialect {
-        Dialect::ClaudeCode => "CLAUDE_PROJECT_DIR",
+        Dialect::ClaudeCode => std::env::var_os("CLAUDE_PROJECT_DIR"),
         // Codex sets none; a user who sets Claude Code's still names the
         // workspace with it, as before.
-        Dialect::Codex => "CLAUDE_PROJECT_DIR",
+        Dialect::Codex => std::env::var_os("CLAUDE_PROJECT_DIR"),
     }
+    .map(PathBuf::from)
 }
 
 /// The workspace a call belongs to: `--workspace`, else the agent's project
@@ -375,8 +378,7 @@ pub(crate) fn workspace_of(
     dialect: Dialect,
     cwd: Option<&str>,
 ) -> anyhow::Result<PathBuf> {
-    let given =
-        given.or_else(|| std::env::var_os(project_dir_variable(dialect)).map(PathBuf::from));
+    let given = given.or_else(|| project_dir(dialect));
     Ok(match given {
         Some(dir) => super::workspace(Some(dir))?.root,
         None => {

@@ -5,10 +5,12 @@
 //! hook is still refused until the user trusts exactly what it pins.
 
 use super::*;
-use crate::binding::{BindingKind, Decider, Reply};
+use crate::binding::{Answer, BindingConfig, BindingKind, Decider, Reply, WorkspaceTrust};
 use crate::contract::{Decision, Event, HookRequest, Verdict};
 use crate::safe_fs::FileIdentity;
 use serde_json::json;
+use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// "POSTs every tool input to a URL the repository chose" (the issue's
