@@ -58,10 +58,6 @@ pub(crate) fn parse_file(
     (root, options, only): (&Path, &BindingOptions, Only<'_>),
     problems: &mut Vec<Problem>,
 ) -> (Vec<HookSpec>, Top) {
-    let top_problem = |field: &str, message: String| Problem {
-        field: Some(field.to_owned()),
-        ..Problem::file(path, message)
-    };
     let Value::Object(mut top) = value else {
         problems.push(Problem::file(
             path,
@@ -69,198 +65,212 @@ pub(crate) fn parse_file(
         ));
         return (Vec::new(), Top::default());
     };
-    for key in top.keys() {
-        if !TOP_FIELDS.contains(&key.as_str()) {
-            problems.push(top_problem(key, unknown_field(key, TOP_FIELDS)));
-        }
+    let settings = TopFields {
+        top: &top,
+        source,
+        path,
+        problems,
     }
-    match top.get("schema") {
-        Some(Value::Number(n)) if n.as_u64() == Some(CONFIG_SCHEMA) => {}
-        Some(other) => problems.push(top_problem(
-            "schema",
-            format!("unsupported schema {other}; this toolgate reads schema {CONFIG_SCHEMA}"),
-        )),
-        None => problems.push(top_problem(
-            "schema",
-            format!("missing; write \"schema\": {CONFIG_SCHEMA}"),
-        )),
-    }
-    let chain_timeout_ms = match (top.get("chain_timeout_ms"), source) {
-        (None, _) => None,
-        (Some(_), Source::Workspace | Source::Host) => {
-            problems.push(top_problem(
-                "chain_timeout_ms",
-                "only the operator's global config sets the chain's deadline; a workspace \
-                 cannot change it"
-                    .into(),
-            ));
-            None
-        }
-        (Some(value), Source::Global) => {
-            let mut ctx = HookCtx::new(path, 0);
-            let parsed = ctx.bounded(
-                Some(value),
-                "chain_timeout_ms",
-                MIN_TIMEOUT_MS,
-                MAX_TIMEOUT_MS,
-                0,
-                " ms",
-            );
-            problems.extend(
-                ctx.problems
-                    .into_iter()
-                    .map(|p| Problem { index: None, ..p }),
-            );
-            parsed
-        }
-    };
-    let untrusted = match (top.get("untrusted_hooks"), source) {
-        (None, _) => None,
-        (Some(_), Source::Workspace | Source::Host) => {
-            problems.push(top_problem(
-                "untrusted_hooks",
-                "only the operator's global config decides what happens to untrusted \
-                 workspace hooks; a workspace cannot"
-                    .into(),
-            ));
-            None
-        }
-        (Some(Value::String(s)), Source::Global)
-            if s.parse::<crate::trust::UntrustedPolicy>().is_ok() =>
-        {
-            s.parse().ok()
-        }
-        (Some(other), Source::Global) => {
-            problems.push(top_problem(
-                "untrusted_hooks",
-                format!("expected \"deny\" (the default) or \"skip\", got {other}"),
-            ));
-            None
-        }
-    };
-    let operator_only = |field: &str, problems: &mut Vec<Problem>| {
-        problems.push(top_problem(
-            field,
-            "only the operator's global config decides how hooks are confined; a workspace \
-             cannot"
-                .into(),
-        ));
-    };
-    let require_confinement = match (top.get("require_confinement"), source) {
-        (None, _) => None,
-        (Some(_), Source::Workspace | Source::Host) => {
-            operator_only("require_confinement", problems);
-            None
-        }
-        (Some(Value::Bool(b)), Source::Global) => Some(*b),
-        (Some(other), Source::Global) => {
-            problems.push(top_problem(
-                "require_confinement",
-                format!("expected true or false, got {other}"),
-            ));
-            None
-        }
-    };
-    let unconfined = match (top.get("unconfined_workspace_hooks"), source) {
-        (None, _) => Vec::new(),
-        (Some(_), Source::Workspace | Source::Host) => {
-            operator_only("unconfined_workspace_hooks", problems);
-            Vec::new()
-        }
-        (Some(value), Source::Global) => {
-            let items = value.as_array().map(|items| {
-                items
-                    .iter()
-                    .map(|item| {
-                        let ws = item.get("workspace").and_then(Value::as_str)?;
-                        let hook = item.get("hook").and_then(Value::as_str)?;
-                        (item.as_object()?.len() == 2 && Path::new(ws).is_absolute())
-                            .then(|| (crate::trust::canonical_root(Path::new(ws)), hook.to_owned()))
-                    })
-                    .collect::<Option<Vec<_>>>()
-            });
-            match items.flatten() {
-                Some(items) => items,
-                None => {
-                    problems.push(top_problem(
-                        "unconfined_workspace_hooks",
-                        "expected an array of {\"workspace\": \"/absolute/root\", \"hook\": \"name\"}"
-                            .into(),
-                    ));
-                    Vec::new()
-                }
-            }
-        }
-    };
-    let settings = Top {
-        chain_timeout_ms,
-        untrusted,
-        require_confinement,
-        unconfined,
-    };
+    .parse();
     let hooks = match top.remove("hooks") {
         None => return (Vec::new(), settings),
         Some(Value::Array(hooks)) => hooks,
         Some(other) => {
             problems.push(top_problem(
+                path,
                 "hooks",
                 format!("expected an array of hooks, got {}", type_name(&other)),
             ));
             return (Vec::new(), settings);
         }
     };
+    let specs = parse_hooks(hooks, source, path, (root, options, only), problems);
+    (specs, settings)
+}
+
+/// A problem in one of the file's own fields.
+fn top_problem(path: &Path, field: &str, message: String) -> Problem {
+    Problem {
+        field: Some(field.to_owned()),
+        ..Problem::file(path, message)
+    }
+}
+
+/// The file's own fields: its schema, and the settings only the operator's
+/// global config may give.
+struct TopFields<'a> {
+    top: &'a Map<String, Value>,
+    source: Source,
+    path: &'a Path,
+    problems: &'a mut Vec<Problem>,
+}
+
+impl<'a> TopFields<'a> {
+    fn parse(mut self) -> Top {
+        for key in self.top.keys() {
+            if !TOP_FIELDS.contains(&key.as_str()) {
+                self.problem(key, unknown_field(key, TOP_FIELDS));
+            }
+        }
+        match self.top.get("schema") {
+            Some(Value::Number(n)) if n.as_u64() == Some(CONFIG_SCHEMA) => {}
+            Some(other) => self.problem(
+                "schema",
+                format!("unsupported schema {other}; this toolgate reads schema {CONFIG_SCHEMA}"),
+            ),
+            None => self.problem(
+                "schema",
+                format!("missing; write \"schema\": {CONFIG_SCHEMA}"),
+            ),
+        }
+        Top {
+            chain_timeout_ms: self.chain_timeout_ms(),
+            untrusted: self.untrusted(),
+            require_confinement: self.require_confinement(),
+            unconfined: self.unconfined(),
+        }
+    }
+
+    fn problem(&mut self, field: &str, message: String) {
+        self.problems.push(top_problem(self.path, field, message));
+    }
+
+    /// `field`'s value when the operator's global config gives it; a
+    /// problem saying `why_not` when a workspace (or code) does.
+    fn operator_only(&mut self, field: &str, why_not: &str) -> Option<&'a Value> {
+        let top: &'a Map<String, Value> = self.top;
+        let value = top.get(field)?;
+        match self.source {
+            Source::Global => Some(value),
+            Source::Workspace | Source::Host => {
+                self.problem(field, why_not.to_owned());
+                None
+            }
+        }
+    }
+
+    fn chain_timeout_ms(&mut self) -> Option<u64> {
+        let value = self.operator_only(
+            "chain_timeout_ms",
+            "only the operator's global config sets the chain's deadline; a workspace cannot \
+             change it",
+        )?;
+        let mut ctx = HookCtx::new(self.path, 0);
+        let parsed = ctx.bounded(
+            Some(value),
+            "chain_timeout_ms",
+            MIN_TIMEOUT_MS,
+            MAX_TIMEOUT_MS,
+            0,
+            " ms",
+        );
+        self.problems.extend(
+            ctx.problems
+                .into_iter()
+                .map(|p| Problem { index: None, ..p }),
+        );
+        parsed
+    }
+
+    fn untrusted(&mut self) -> Option<crate::trust::UntrustedPolicy> {
+        let value = self.operator_only(
+            "untrusted_hooks",
+            "only the operator's global config decides what happens to untrusted workspace \
+             hooks; a workspace cannot",
+        )?;
+        let parsed = value.as_str().and_then(|s| s.parse().ok());
+        if parsed.is_none() {
+            let message = format!("expected \"deny\" (the default) or \"skip\", got {value}");
+            self.problem("untrusted_hooks", message);
+        }
+        parsed
+    }
+
+    fn require_confinement(&mut self) -> Option<bool> {
+        let value = self.operator_only("require_confinement", CONFINEMENT_IS_THE_OPERATORS)?;
+        let parsed = value.as_bool();
+        if parsed.is_none() {
+            let message = format!("expected true or false, got {value}");
+            self.problem("require_confinement", message);
+        }
+        parsed
+    }
+
+    fn unconfined(&mut self) -> Vec<(std::path::PathBuf, String)> {
+        let Some(value) =
+            self.operator_only("unconfined_workspace_hooks", CONFINEMENT_IS_THE_OPERATORS)
+        else {
+            return Vec::new();
+        };
+        let items = value.as_array().and_then(|items| {
+            items
+                .iter()
+                .map(|item| {
+                    let ws = item.get("workspace").and_then(Value::as_str)?;
+                    let hook = item.get("hook").and_then(Value::as_str)?;
+                    (item.as_object()?.len() == 2 && Path::new(ws).is_absolute())
+                        .then(|| (crate::trust::canonical_root(Path::new(ws)), hook.to_owned()))
+                })
+                .collect::<Option<Vec<_>>>()
+        });
+        items.unwrap_or_else(|| {
+            self.problem(
+                "unconfined_workspace_hooks",
+                "expected an array of {\"workspace\": \"/absolute/root\", \"hook\": \"name\"}"
+                    .into(),
+            );
+            Vec::new()
+        })
+    }
+}
+
+const CONFINEMENT_IS_THE_OPERATORS: &str =
+    "only the operator's global config decides how hooks are confined; a workspace cannot";
+
+/// Each hook of a file, checked and (when it applies) loaded; names unique.
+fn parse_hooks(
+    hooks: Vec<Value>,
+    source: Source,
+    path: &Path,
+    (root, options, only): (&Path, &BindingOptions, Only<'_>),
+    problems: &mut Vec<Problem>,
+) -> Vec<HookSpec> {
     let mut specs: Vec<HookSpec> = Vec::new();
     // Hooks left out because they do not apply to the one call: their names
     // still count for the duplicate check.
     let mut left_out: Vec<String> = Vec::new();
+    let duplicate = |name: &str, specs: &[HookSpec], left_out: &[String]| {
+        specs.iter().any(|s| s.name == name) || left_out.iter().any(|n| n == name)
+    };
+    const DUPLICATE: &str =
+        "another hook in this file has the same name; names identify hooks in run records";
     for (index, hook) in hooks.into_iter().enumerate() {
         let mut ctx = HookCtx::new(path, index);
         let parsed = parse_hook(hook, source, (root, options, only), &mut ctx);
-        let duplicate = |name: &str, specs: &[HookSpec], left_out: &[String]| {
-            specs.iter().any(|s| s.name == name) || left_out.iter().any(|n| n == name)
-        };
         if parsed.is_none()
             && ctx.problems.is_empty()
             && let Some(name) = ctx.name.clone()
         {
             if duplicate(&name, &specs, &left_out) {
-                ctx.problem(
-                    "name",
-                    "another hook in this file has the same name; names identify hooks in run records",
-                );
+                ctx.problem("name", DUPLICATE);
             }
             left_out.push(name);
         }
         if let Some(spec) = parsed {
             if duplicate(&spec.name, &specs, &left_out) {
-                ctx.problem(
-                    "name",
-                    "another hook in this file has the same name; names identify hooks in run records",
-                );
+                ctx.problem("name", DUPLICATE);
             } else if ctx.problems.is_empty() {
                 specs.push(spec);
             }
         }
         problems.append(&mut ctx.problems);
     }
-    (specs, settings)
+    specs
 }
 
-fn parse_hook(
-    value: Value,
-    source: Source,
-    (root, options, only): (&Path, &BindingOptions, Only<'_>),
-    ctx: &mut HookCtx<'_>,
-) -> Option<HookSpec> {
-    let Value::Object(obj) = value else {
-        ctx.problem(
-            "",
-            format!("expected a hook object, got {}", type_name(&value)),
-        );
-        return None;
-    };
-    // The name first, so every later problem can cite it.
-    let name = match obj.get("name") {
+/// `name`: a non-empty string without control characters.
+fn parse_name(value: Option<&Value>, ctx: &mut HookCtx<'_>) -> Option<String> {
+    match value {
         Some(Value::String(n)) if !n.trim().is_empty() && !n.chars().any(char::is_control) => {
             ctx.name = Some(n.clone());
             Some(n.clone())
@@ -283,7 +293,12 @@ fn parse_hook(
             ctx.problem("name", "missing; every hook needs a name");
             None
         }
-    };
+    }
+}
+
+/// Every field no part of the hook reads: the common ones and each
+/// binding's own.
+fn unknown_fields(obj: &Map<String, Value>, ctx: &mut HookCtx<'_>) {
     let known: Vec<&str> = COMMON_FIELDS
         .iter()
         .copied()
@@ -298,6 +313,42 @@ fn parse_hook(
             ctx.problem(key, unknown_field(key, &known));
         }
     }
+}
+
+/// Whether a hook applies to the one call a process evaluates. A call
+/// before the tool may be answered with `replace`, whose result then goes
+/// through the post chain in the same process: a pre call needs the post
+/// hooks for its tool too.
+fn applies(
+    (event, tool): (Event, &str),
+    events: &[Event],
+    tools: &Option<Option<Vec<String>>>,
+    matcher: &Option<Option<Regex>>,
+) -> bool {
+    (events.contains(&event) || event == Event::PreToolUse)
+        && crate::contract::ToolFilter {
+            tools: tools.clone().flatten(),
+            matcher: matcher.clone().flatten(),
+        }
+        .matches(tool)
+}
+
+fn parse_hook(
+    value: Value,
+    source: Source,
+    (root, options, only): (&Path, &BindingOptions, Only<'_>),
+    ctx: &mut HookCtx<'_>,
+) -> Option<HookSpec> {
+    let Value::Object(obj) = value else {
+        ctx.problem(
+            "",
+            format!("expected a hook object, got {}", type_name(&value)),
+        );
+        return None;
+    };
+    // The name first, so every later problem can cite it.
+    let name = parse_name(obj.get("name"), ctx);
+    unknown_fields(&obj, ctx);
     let binding = select_binding(&obj, ctx)?;
     let events = parse_events(obj.get("event"), ctx);
     let tools = parse_tools(obj.get("tools"), ctx);
@@ -313,19 +364,8 @@ fn parse_hook(
     let on_failure = parse_on_failure(obj.get("on_failure"), ctx);
     let config = obj.get("config").cloned();
     let load = match (only, &events) {
-        (None, _) => true,
-        // A call before the tool may be answered with `replace`, whose
-        // result then goes through the post chain in the same process: a
-        // pre call needs the post hooks for its tool too.
-        (Some((event, tool)), Some(events)) => {
-            (events.contains(&event) || event == Event::PreToolUse)
-                && crate::contract::ToolFilter {
-                    tools: tools.clone().flatten(),
-                    matcher: compiled_matcher.clone().flatten(),
-                }
-                .matches(tool)
-        }
-        (Some(_), None) => true,
+        (None, _) | (Some(_), None) => true,
+        (Some(call), Some(events)) => applies(call, events, &tools, &compiled_matcher),
     };
     let common = Common {
         source,
