@@ -78,6 +78,7 @@
 
 mod consult;
 mod context;
+mod rounds;
 
 use crate::binding::{BindingKind, Participant};
 pub use crate::contract::Source;
@@ -86,6 +87,7 @@ use crate::failure::OnFailure;
 pub use crate::outcome::{CallOutcome, FailureRecord, Outcome, RunRecord, Step};
 use consult::{Asked, consult};
 use context::ContextMerger;
+use rounds::{Ended, Subject, rounds};
 use serde::Serialize;
 use serde_json::Value;
 use std::fmt;
@@ -563,117 +565,6 @@ impl HookRunner {
             .participants
             .iter()
             .filter(move |p| p.applies(event, tool))
-    }
-}
-
-fn too_many_rewrites(what: &str, last: &str) -> String {
-    format!(
-        "toolgate: the hooks rewrote this call's {what} more than {MAX_REWRITES} times without \
-         all of them agreeing on one (last rewrite by `{last}`), so this call is blocked"
-    )
-}
-
-/// What one event's rounds are about: the input before the call, the shown
-/// result after it.
-struct Subject<S> {
-    event: Event,
-    /// The subject in words, for the too-many-rewrites denial.
-    what: &'static str,
-    /// The input and result a participant is asked about, given the subject
-    /// and the call's input.
-    ask: for<'s> fn(&'s S, &'s Value) -> (&'s Value, Option<&'s ToolResult>),
-    /// The subject a decision rewrites it to, or the decision back when it is
-    /// not a rewrite.
-    rewrite: fn(Decision) -> Result<S, Decision>,
-}
-
-/// How one event's rounds ended.
-enum Ended<S> {
-    /// Everyone let the subject through; `rewritten` is the last rewrite.
-    Through {
-        rewritten: Option<S>,
-        by: Option<String>,
-    },
-    /// A participant denied, or the rewrites never settled.
-    Denied { reason: String, by: String },
-    /// A participant answered for the tool (a pre `replace`).
-    Replaced {
-        result: ToolResult,
-        rewritten: Option<S>,
-        by: String,
-    },
-}
-
-/// Consults `chain` on `original` round by round (see `# Re-judgement`): a
-/// rewrite starts a new round from the top on the rewritten subject, with
-/// its author skipped; a rewrite that changes nothing is an allow; past
-/// [`MAX_REWRITES`] the call is denied.
-async fn rounds<S: PartialEq>(
-    chain: &[&Participant],
-    request: &Request,
-    original: &S,
-    input: &Value,
-    subject: Subject<S>,
-    state: &mut ChainState,
-) -> Ended<S> {
-    let mut current: Option<S> = None;
-    let mut by = None;
-    // Index (in `chain`) of the participant whose rewrite is current.
-    let mut author: Option<usize> = None;
-    let mut rewrites = 0u32;
-    'round: loop {
-        for (i, p) in chain.iter().enumerate() {
-            if author == Some(i) {
-                continue;
-            }
-            let now = current.as_ref().unwrap_or(original);
-            let (input, result) = (subject.ask)(now, input);
-            let asked = Asked {
-                event: subject.event,
-                input,
-                result,
-                round: rewrites + 1,
-            };
-            let Some(decision) = consult(p, request, asked, state).await else {
-                continue;
-            };
-            match (subject.rewrite)(decision) {
-                Ok(new) if &new == now => {}
-                Ok(new) => {
-                    rewrites += 1;
-                    by = Some(p.name.clone());
-                    current = Some(new);
-                    author = Some(i);
-                    if rewrites > MAX_REWRITES {
-                        return Ended::Denied {
-                            reason: too_many_rewrites(subject.what, &p.name),
-                            by: p.name.clone(),
-                        };
-                    }
-                    continue 'round;
-                }
-                Err(Decision::Deny { reason }) => {
-                    return Ended::Denied {
-                        reason,
-                        by: p.name.clone(),
-                    };
-                }
-                Err(Decision::Replace { result }) => {
-                    return Ended::Replaced {
-                        result,
-                        rewritten: current,
-                        by: p.name.clone(),
-                    };
-                }
-                // An allow; after the call `consult` has already turned a
-                // `modify` into a failure.
-                Err(Decision::Allow | Decision::Modify { .. }) => {}
-            }
-        }
-        return Ended::Through {
-            rewritten: current,
-            by,
-        };
     }
 }
 
