@@ -162,7 +162,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .runs
             .iter()
             .chain(call.post.iter().flat_map(|p| &p.runs))
-            .map(|r| format!("{}:{:?}:{}µs", r.name, r.decision, r.duration.as_micros()))
+            .map(|r| format!("{}:{:?}:{}µs", r.name, r.step, r.duration.as_micros()))
             .collect();
         println!("   runs: {}", runs.join(", "));
         assert!(

@@ -28,9 +28,12 @@ pub struct RunRecord {
     /// Which round of the chain this consultation was in: 1 for the first
     /// pass, one more after each rewrite (see `# Re-judgement`).
     pub round: u32,
-    /// What it did (`verdict` in the record's JSON).
+    /// What it did, in one word. Serialised as `verdict`, the key run
+    /// records have always had (kept stable for what reads them); in code it
+    /// is a step of the chain, not a [`Verdict`](crate::Verdict), which is a
+    /// decision plus context.
     #[serde(rename = "verdict")]
-    pub decision: Step,
+    pub step: Step,
     /// For a denial, the reason it gave.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,

@@ -43,7 +43,7 @@ impl Review {
             .iter()
             .filter(|h| h.source == Source::Workspace)
         {
-            let binding = hook.binding.config();
+            let binding = hook.binding.as_binding();
             match pin_of(&hook.name, binding, &root, search_path) {
                 Ok(pin) => {
                     hooks.push(pin);

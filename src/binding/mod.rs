@@ -26,7 +26,7 @@
 //! # Adding a binding
 //!
 //! 1. A new module here (`binding/webhook.rs`, say) with the decider, its
-//!    spec struct implementing [`BindingConfig`], and a `CONFIG:
+//!    spec struct implementing [`Binding`], and a `CONFIG:
 //!    Configurable` for its hooks.json fields;
 //! 2. in this file: a [`BindingKind`] variant, a [`BindingSpec`] variant, its
 //!    line in `BindingSpec::config` and its entry in [`CONFIGURABLE`].
@@ -69,7 +69,7 @@ pub enum BindingSpec {
 
 impl BindingSpec {
     /// The one place that knows every configured binding.
-    pub(crate) fn config(&self) -> &dyn BindingConfig {
+    pub(crate) fn as_binding(&self) -> &dyn Binding {
         match self {
             BindingSpec::Subprocess(spec) => spec,
             BindingSpec::Wasm(spec) => spec,
@@ -78,33 +78,33 @@ impl BindingSpec {
 
     /// The binding's kind.
     pub fn kind(&self) -> BindingKind {
-        self.config().kind()
+        self.as_binding().kind()
     }
 
     /// What runs, in one line (for listings).
     pub fn runs(&self) -> String {
-        self.config().runs()
+        self.as_binding().runs()
     }
 
     /// The binding's own limits in one line, if it has any beyond `timeout_ms`.
     pub fn limits(&self) -> Option<String> {
-        self.config().limits()
+        self.as_binding().limits()
     }
 
     /// Something loading it found that the operator should fix (an
     /// untrusted compile cache).
     pub fn warning(&self) -> Option<&str> {
-        self.config().warning()
+        self.as_binding().warning()
     }
 
     pub(crate) fn decider(&self, timeout_ms: u64) -> Arc<dyn Decider> {
-        self.config().decider(timeout_ms)
+        self.as_binding().decider(timeout_ms)
     }
 
     /// The files a long-lived process must watch (see
-    /// [`BindingConfig::watched`]).
+    /// [`Binding::watched`]).
     pub(crate) fn watched(&self) -> Vec<(PathBuf, Option<FileIdentity>)> {
-        self.config().watched()
+        self.as_binding().watched()
     }
 }
 
@@ -113,7 +113,7 @@ impl BindingSpec {
 /// of its kind needs the user's trust, what it pins and which files a
 /// server must watch (a default here is how a webhook binding would have
 /// run from an untrusted repository as if it were sandboxed).
-pub(crate) trait BindingConfig {
+pub(crate) trait Binding {
     fn kind(&self) -> BindingKind;
     fn runs(&self) -> String;
     /// Its own limits in one line, if it has any beyond `timeout_ms`.
@@ -171,6 +171,9 @@ pub(crate) struct Configurable {
     pub(crate) key: &'static str,
     /// The fields only it reads, besides `key`.
     pub(crate) fields: &'static [&'static str],
+    /// What `key` takes, in words, for the error when a hook names no
+    /// binding (`an argv such as ["./hooks/guard.py"]`).
+    pub(crate) example: &'static str,
     /// `timeout_ms` when the hook gives none.
     pub(crate) default_timeout_ms: u64,
     /// Validates its fields and builds its spec; reports problems on `ctx`.

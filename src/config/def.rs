@@ -45,6 +45,19 @@ impl HookDef {
         self
     }
 
+    /// A hook of the binding `key` selects (`"command"`, `"wasm"`), given
+    /// as hooks.json would give it: a binding needs no method here to be
+    /// built in code.
+    pub fn of(name: &str, key: &str, value: Value) -> Self {
+        HookDef::new(name, key, value)
+    }
+
+    /// Any field a hooks.json entry has (a binding's own, say), as JSON:
+    /// checked exactly as a file's would be.
+    pub fn field(self, key: &str, value: Value) -> Self {
+        self.with(key, value)
+    }
+
     /// A subprocess hook running `argv`.
     pub fn command<S: Into<String>>(name: &str, argv: impl IntoIterator<Item = S>) -> Self {
         let argv: Vec<String> = argv.into_iter().map(Into::into).collect();

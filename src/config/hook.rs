@@ -410,7 +410,19 @@ fn select_binding(
         .filter(|b| obj.contains_key(b.key))
         .collect();
     let binding = match chosen.as_slice() {
-        [] => CONFIGURABLE[0],
+        [] => {
+            // Every binding, from the registry: a new one is offered here
+            // without anyone editing this text.
+            let each: Vec<String> = CONFIGURABLE
+                .iter()
+                .map(|b| format!("`{}` ({})", b.key, b.example))
+                .collect();
+            ctx.problem(
+                CONFIGURABLE[0].key,
+                format!("missing; give {}", each.join(" or ")),
+            );
+            CONFIGURABLE[0]
+        }
         [one] => one,
         [.., last] => {
             let keys: Vec<String> = chosen.iter().map(|b| format!("`{}`", b.key)).collect();

@@ -306,7 +306,7 @@ impl Loader {
                     },
                 );
                 for hook in &mut config.hooks[first..] {
-                    let judged = admission.judge(&hook.name, hook.binding.config());
+                    let judged = admission.judge(&hook.name, hook.binding.as_binding());
                     hook.trust = Some(judged.state);
                     hook.gate = judged.gate;
                     crate::trust::arm(&mut hook.binding, judged.run);

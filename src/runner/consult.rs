@@ -56,7 +56,7 @@ pub(super) async fn consult(
         source: p.source,
         event,
         round,
-        decision: Step::Failed,
+        step: Step::Failed,
         reason: None,
         failure: None,
         duration,
@@ -88,7 +88,7 @@ pub(super) async fn consult(
         Answer::NotRun { reason } => {
             // Not asked (an untrusted workspace hook under `untrusted_hooks:
             // skip`): recorded as skipped, with why; the chain goes on.
-            record.decision = Step::Skipped;
+            record.step = Step::Skipped;
             record.reason = Some(crate::text::bound(
                 reason,
                 crate::text::MAX_REASON,
@@ -145,7 +145,7 @@ fn decided(
     {
         warnings.push("advisory context over budget; truncated".into());
     }
-    record.decision = match &mut answer.decision {
+    record.step = match &mut answer.decision {
         Decision::Allow => Step::Allow,
         Decision::Deny { reason } => {
             // Bounded for the model; a truncated deny is still a deny.

@@ -264,7 +264,7 @@ async fn a_post_modify_is_a_failure_and_the_policy_applies() {
         .post_tool_use(&Request::post("t", json!({}), ToolResult::ok("secret")))
         .await;
     assert!(!outcome.may_proceed());
-    assert_eq!(outcome.runs[0].decision, Step::Failed);
+    assert_eq!(outcome.runs[0].step, Step::Failed);
     assert_eq!(
         outcome.runs[0].failure.as_ref().unwrap().kind,
         FailureKind::UnusableRewrite

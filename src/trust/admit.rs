@@ -5,7 +5,7 @@
 //! # Why the binding answers and the trust layer decides
 //!
 //! "Does a repository's hook of this kind need trust?" is a required method
-//! of every binding (`BindingConfig::workspace_trust`), and how each answer
+//! of every binding (`Binding::workspace_trust`), and how each answer
 //! is pinned is an exhaustive match here. The first version asked "is it a
 //! subprocess?" and treated anything else as sandboxed: a new binding that
 //! sent tool inputs to a URL would have run from an untrusted repository.
@@ -15,7 +15,7 @@ use super::pin::{CommandInputs, HookPin, PinError, Pinned, Pinning};
 use super::{
     Confinement, Record, TrustCtx, TrustError, TrustState, TrustStore, UntrustedPolicy, snapshot,
 };
-use crate::binding::{BindingConfig, BindingSpec, WorkspaceTrust};
+use crate::binding::{Binding, BindingSpec, WorkspaceTrust};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -151,7 +151,7 @@ impl<'a> Admission<'a> {
     /// ([`WorkspaceTrust`]): a sandboxed one runs; any other runs only when
     /// what it pins now is what the user trusted, and is gated before every
     /// call.
-    pub(crate) fn judge(&self, name: &str, binding: &dyn BindingConfig) -> Judged {
+    pub(crate) fn judge(&self, name: &str, binding: &dyn Binding) -> Judged {
         let pinning = match binding.workspace_trust() {
             WorkspaceTrust::Sandboxed { .. } => {
                 return Judged {

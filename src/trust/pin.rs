@@ -2,7 +2,7 @@
 //! reviews it, when a process loads the config, and just before each call.
 
 use super::snapshot::Entry;
-use crate::binding::{BindingConfig, WorkspaceTrust};
+use crate::binding::{Binding, WorkspaceTrust};
 use serde::{Deserialize, Serialize};
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
@@ -381,7 +381,7 @@ fn by_content(role: Role, path: &Path, limit: u64) -> Result<FilePin, PinError> 
 /// review shows and records.
 pub(crate) fn pin_of(
     name: &str,
-    binding: &dyn BindingConfig,
+    binding: &dyn Binding,
     root: &Path,
     search_path: Option<&OsStr>,
 ) -> Result<HookPin, PinError> {

@@ -1,11 +1,11 @@
 //! The trust layer against a binding it has never seen: a throwaway
 //! webhook binding, written here and nowhere else, that says (as every
-//! binding must, `BindingConfig::workspace_trust`) that a repository's hook
+//! binding must, `Binding::workspace_trust`) that a repository's hook
 //! of its kind needs trust. Nothing in the trust layer names it, and its
 //! hook is still refused until the user trusts exactly what it pins.
 
 use super::*;
-use crate::binding::{Answer, BindingConfig, BindingKind, Decider, Reply, WorkspaceTrust};
+use crate::binding::{Answer, Binding, BindingKind, Decider, Reply, WorkspaceTrust};
 use crate::contract::{Decision, Event, HookRequest, Verdict};
 use crate::safe_fs::FileIdentity;
 use serde_json::json;
@@ -32,7 +32,7 @@ impl Decider for Counting {
     }
 }
 
-impl BindingConfig for Webhook {
+impl Binding for Webhook {
     fn kind(&self) -> BindingKind {
         BindingKind::Subprocess
     }

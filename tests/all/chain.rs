@@ -322,7 +322,7 @@ async fn post_modify_is_a_hook_error_and_the_failure_policy_applies() {
         .await;
     assert!(!outcome.may_proceed());
     let rec = record(&outcome, "closed");
-    assert_eq!(rec.decision, Step::Failed);
+    assert_eq!(rec.step, Step::Failed);
     assert_eq!(
         rec.failure.as_ref().unwrap().kind,
         toolgate::FailureKind::UnusableRewrite
@@ -458,18 +458,18 @@ async fn run_record_per_participant_that_ran() {
     );
     let host = record(&outcome, "host");
     assert_eq!(
-        (host.binding, host.source, host.decision),
+        (host.binding, host.source, host.step),
         (BindingKind::InProcess, Source::Host, Step::Allow)
     );
     let ok = record(&outcome, "ok");
     assert_eq!(
-        (ok.binding, ok.source, ok.decision),
+        (ok.binding, ok.source, ok.step),
         (BindingKind::Subprocess, Source::Workspace, Step::Allow)
     );
     assert!(ok.duration.as_nanos() > 0);
     assert_eq!(ok.diagnostics.as_deref(), Some("to the operator\n"));
     let broken = record(&outcome, "broken");
-    assert_eq!(broken.decision, Step::Failed);
+    assert_eq!(broken.step, Step::Failed);
     assert!(broken.warning.is_some());
     let json = serde_json::to_value(&outcome.runs).unwrap();
     for key in [

@@ -66,7 +66,7 @@ async fn interceptor_panic_is_a_failure_and_the_runner_keeps_working() {
         .pre_tool_use(&Request::pre("shell", json!({"boom": false})))
         .await;
     assert_eq!(outcome.decision, Decision::Allow);
-    assert_eq!(record(&outcome, "panicky").decision, Step::Allow);
+    assert_eq!(record(&outcome, "panicky").step, Step::Allow);
 }
 
 #[tokio::test]
@@ -89,7 +89,7 @@ async fn fail_open_interceptor_is_skipped_with_a_warning() {
     );
     for name in ["metrics", "panicky"] {
         let rec = record(&outcome, name);
-        assert_eq!(rec.decision, Step::Failed);
+        assert_eq!(rec.step, Step::Failed);
         assert!(rec.warning.as_ref().unwrap().contains("failed open"));
     }
 }

@@ -142,7 +142,7 @@ async fn a_rewrite_every_earlier_hook_accepts_goes_through_with_each_consultatio
     let steps: Vec<(&str, u32, Step)> = outcome
         .runs
         .iter()
-        .map(|r| (r.name.as_str(), r.round, r.decision))
+        .map(|r| (r.name.as_str(), r.round, r.step))
         .collect();
     assert_eq!(
         steps,
@@ -730,7 +730,7 @@ async fn memory_mb_bounds_the_sum_of_all_linear_memories() {
         {"name": "eight", "wasm": bomb, "memory_mb": 128},
     ]));
     let outcome = pre_ls(&fx).await;
-    assert_eq!(record(&outcome, "fits").decision, Step::Allow);
+    assert_eq!(record(&outcome, "fits").step, Step::Allow);
     assert_eq!(failure_kind(&outcome, "eight"), FailureKind::MemoryLimit);
     assert!(!outcome.may_proceed());
 }
@@ -1163,7 +1163,7 @@ async fn a_hook_answer_with_duplicate_keys_is_never_an_allow() {
         let outcome = pre_ls(&fx).await;
         let rec = record(&outcome, "h");
         if expect_deny_by_answer {
-            assert_eq!(rec.decision, Step::Deny, "{hook}: {rec:#?}");
+            assert_eq!(rec.step, Step::Deny, "{hook}: {rec:#?}");
             assert!(!outcome.may_proceed());
         } else {
             assert_eq!(

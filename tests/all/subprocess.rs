@@ -18,7 +18,7 @@ async fn fails_closed_and_obeys_allow(body: &str, timeout_ms: u64, kind: Failure
         .pre_tool_use(&Request::pre("shell", json!({"command": "ls"})))
         .await;
     let rec = record(&closed, "h");
-    assert_eq!(rec.decision, Step::Failed, "{rec:#?}");
+    assert_eq!(rec.step, Step::Failed, "{rec:#?}");
     let failure = rec.failure.as_ref().unwrap();
     assert_eq!(failure.kind, kind, "{failure:#?}");
     assert!(

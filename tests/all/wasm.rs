@@ -454,11 +454,7 @@ print(json.dumps({"decision": "allow"} if ok else {"decision": "deny", "reason":
             input: json!({"command": "git push --dry-run"})
         }
     );
-    let bindings: Vec<_> = outcome
-        .runs
-        .iter()
-        .map(|r| (r.binding, r.decision))
-        .collect();
+    let bindings: Vec<_> = outcome.runs.iter().map(|r| (r.binding, r.step)).collect();
     assert_eq!(
         bindings,
         [
@@ -772,7 +768,7 @@ async fn a_component_built_against_another_wit_version_loads_only_if_decide_is_u
     .unwrap();
     fx.workspace_hooks(json!([{"name": "renumbered", "wasm": "renumbered.wasm"}]));
     let outcome = pre(&fx, json!({"command": "ls"})).await;
-    assert_eq!(record(&outcome, "renumbered").decision, Step::Allow);
+    assert_eq!(record(&outcome, "renumbered").step, Step::Allow);
 
     // A version whose request differs is refused when it loads, saying
     // which contract toolgate speaks; it is never called with the wrong

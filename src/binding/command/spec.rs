@@ -5,9 +5,7 @@
 
 use super::{CommandHook, limits};
 use crate::binding::parse::{Common, HookCtx, type_name};
-use crate::binding::{
-    BindingConfig, BindingKind, BindingSpec, Configurable, Decider, WorkspaceTrust,
-};
+use crate::binding::{Binding, BindingKind, BindingSpec, Configurable, Decider, WorkspaceTrust};
 use crate::contract::Source;
 use crate::protocol::Inward;
 use crate::safe_fs::FileIdentity;
@@ -23,6 +21,7 @@ pub const DEFAULT_TIMEOUT_MS: u64 = 10_000;
 pub(crate) const CONFIG: Configurable = Configurable {
     key: "command",
     fields: &["protocol", "trust_files", "confine"],
+    example: "an argv such as [\"./hooks/guard.py\"]",
     default_timeout_ms: DEFAULT_TIMEOUT_MS,
     parse,
 };
@@ -58,7 +57,7 @@ pub struct CommandSpec {
     pub(crate) sandbox: Option<super::confine::Sandbox>,
 }
 
-impl BindingConfig for CommandSpec {
+impl Binding for CommandSpec {
     fn kind(&self) -> BindingKind {
         BindingKind::Subprocess
     }
@@ -119,14 +118,8 @@ fn parse(
 ) -> Option<BindingSpec> {
     let root = common.root;
     let argv: Vec<String> = match obj.get("command") {
-        None => {
-            ctx.problem(
-                "command",
-                "missing; give `command` (an argv such as [\"./hooks/guard.py\"]) \
-                 or `wasm` (a component such as \"hooks/guard.wasm\")",
-            );
-            return None;
-        }
+        // A hook that names no binding: the loader said so, naming them all.
+        None => return None,
         Some(Value::String(s)) => {
             ctx.problem(
                 "command",

@@ -3,9 +3,7 @@
 
 use super::{ComponentInfo, DEFAULT_FUEL, DEFAULT_MEMORY_MB, MAX_FUEL, MAX_MEMORY_MB, WasmHook};
 use crate::binding::parse::{Common, HookCtx};
-use crate::binding::{
-    BindingConfig, BindingKind, BindingSpec, Configurable, Decider, WorkspaceTrust,
-};
+use crate::binding::{Binding, BindingKind, BindingSpec, Configurable, Decider, WorkspaceTrust};
 use crate::safe_fs::FileIdentity;
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -15,6 +13,7 @@ use std::sync::Arc;
 pub(crate) const CONFIG: Configurable = Configurable {
     key: "wasm",
     fields: &["fuel", "memory_mb"],
+    example: "a component such as \"hooks/guard.wasm\"",
     default_timeout_ms: super::DEFAULT_TIMEOUT_MS,
     parse,
 };
@@ -36,7 +35,7 @@ pub struct WasmSpec {
     pub(crate) loaded: Arc<WasmHook>,
 }
 
-impl BindingConfig for WasmSpec {
+impl Binding for WasmSpec {
     fn kind(&self) -> BindingKind {
         BindingKind::Wasm
     }
