@@ -155,14 +155,20 @@ impl Report {
     }
 
     fn write(&self, f: &mut fmt::Formatter<'_>, width: Option<u16>) -> fmt::Result {
-        use comfy_table::{ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
-        let fit = |table: &mut Table| {
-            if let Some(w) = width {
-                table
-                    .set_content_arrangement(ContentArrangement::Dynamic)
-                    .set_width(w);
-            }
-        };
+        self.write_setup(f)?;
+        writeln!(
+            f,
+            "per-call latency (reference: {})\n{}\n",
+            self.reference,
+            self.latency_table(width)
+        )?;
+        writeln!(f, "loading a component\n{}\n", self.loads_table(width))?;
+        self.write_figures(f)
+    }
+
+    /// What the numbers were measured on (machine, build, engine): its own
+    /// step because a reader must weigh every figure below against it.
+    fn write_setup(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let m = &self.machine;
         writeln!(
             f,
@@ -185,17 +191,22 @@ impl Report {
             e["epoch_tick_ms"],
             e["max_wasm_stack"].as_u64().unwrap_or(0) / 1024,
             self.rounds,
-        )?;
-        let mut table = Table::new();
-        fit(&mut table);
-        table.load_style(UTF8_FULL_CONDENSED).set_header([
-            "scenario",
-            "calls",
-            "median",
-            "p99",
-            "calls/s",
-            "× reference",
-        ]);
+        )
+    }
+
+    /// Per-call latency, one row per scenario.
+    fn latency_table(&self, width: Option<u16>) -> comfy_table::Table {
+        let mut table = new_table(
+            width,
+            &[
+                "scenario",
+                "calls",
+                "median",
+                "p99",
+                "calls/s",
+                "× reference",
+            ],
+        );
         for r in &self.latency {
             table.add_row([
                 r.scenario.clone(),
@@ -206,28 +217,26 @@ impl Report {
                 format!("{:.2}", r.ratio_to_reference.unwrap_or(f64::NAN)),
             ]);
         }
-        writeln!(
-            f,
-            "per-call latency (reference: {})\n{table}\n",
-            self.reference
-        )?;
-        let mut loads = Table::new();
-        fit(&mut loads);
-        loads.load_style(UTF8_FULL_CONDENSED).set_header([
-            "guest",
-            "size",
-            "cold compile",
-            "cache hit",
-        ]);
+        table
+    }
+
+    /// Cold compile against cache hit, one row per guest.
+    fn loads_table(&self, width: Option<u16>) -> comfy_table::Table {
+        let mut table = new_table(width, &["guest", "size", "cold compile", "cache hit"]);
         for l in &self.loads {
-            loads.add_row([
+            table.add_row([
                 l.guest.clone(),
                 format!("{} KiB", l.bytes / 1024),
                 format!("{:.2} ms", l.cold_compile_ms),
                 format!("{:.3} ms", l.cache_hit_ms),
             ]);
         }
-        writeln!(f, "loading a component\n{loads}\n")?;
+        table
+    }
+
+    /// Throughput, memory and the budget: single figures, not tables, so
+    /// they are written as lines after the tables.
+    fn write_figures(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let t = &self.throughput;
         writeln!(
             f,
@@ -252,6 +261,21 @@ impl Report {
         }
         Ok(())
     }
+}
+
+/// A table in the report's style, fitted to `width` columns when given.
+fn new_table(width: Option<u16>, header: &[&str]) -> comfy_table::Table {
+    use comfy_table::{ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
+    let mut table = Table::new();
+    if let Some(w) = width {
+        table
+            .set_content_arrangement(ContentArrangement::Dynamic)
+            .set_width(w);
+    }
+    table
+        .load_style(UTF8_FULL_CONDENSED)
+        .set_header(header.to_vec());
+    table
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use toolgate::config::{FoundWorkspace, HookSpec};
 use toolgate::trust::{TrustState, UntrustedPolicy};
 use toolgate::{BindingSpec, CommandSpec};
 use toolgate::{Config, Source};
@@ -35,22 +36,7 @@ pub(crate) struct Args {
 
 pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     let workspace = super::workspace(args.workspace)?;
-    let config = match super::env::load(&workspace.root, true) {
-        Ok(config) => config,
-        Err(e) => {
-            // Every problem at once: the loader's, and the bare programs
-            // not on PATH (which only this command checks) in the same files.
-            let files = [
-                super::env::global_dir().map(|d| d.join("hooks.json")),
-                Some(workspace.root.join(toolgate::config::WORKSPACE_FILE)),
-            ];
-            let mut problems = vec![e.to_string()];
-            problems.extend(missing_in_files(files.iter().flatten()));
-            // A running server keeps answering with its last good config.
-            problems.extend(server_note(&workspace.root));
-            anyhow::bail!("{}", problems.join("\n"));
-        }
-    };
+    let config = load_reporting_all(&workspace.root)?;
     let missing: Vec<String> = config
         .hooks()
         .iter()
@@ -62,25 +48,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         })
         .collect();
     if args.check {
-        if !missing.is_empty() {
-            anyhow::bail!("{}", missing.join("\n"));
-        }
-        for warning in cache_warnings(&config)
-            .into_iter()
-            .chain(trust_notes(&config))
-        {
-            eprintln!("{warning}");
-        }
-        let count = |s: Source| config.hooks().iter().filter(|h| h.source == s).count();
-        outln!(
-            "{} {} hooks ({} global, {} workspace; workspace {})",
-            super::colour::decision("allow", "ok:"),
-            config.hooks().len(),
-            count(Source::Global),
-            count(Source::Workspace),
-            toolgate::text::one_line(&workspace.root.display().to_string())
-        );
-        return Ok(ExitCode::SUCCESS);
+        return check(&config, &workspace.root, &missing);
     }
     let has_wasm = config
         .hooks()
@@ -91,54 +59,111 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         .transpose()
         .map_err(anyhow::Error::msg)?;
     if args.json {
-        let mut out =
-            json!({ "workspace": workspace, "files": config.files(), "hooks": config.hooks() });
-        if let Some(engine) = &engine {
-            out["wasm_engine"] = engine.clone();
-        }
-        if let Some(status) = super::serve::query_status() {
-            out["server"] = status;
-        }
-        out["confinement"] = match super::env::confinement() {
-            Ok(()) => json!({"available": true, "how": "landlock"}),
-            Err(why) => json!({
-                "available": false,
-                "why": why,
-                "required": config.require_confinement(),
-            }),
-        };
+        let out = listing_json(&config, &workspace, engine);
         outln!("{}", serde_json::to_string_pretty(&out)?);
     } else {
-        outln!(
-            "workspace: {} ({})",
-            toolgate::text::one_line(&workspace.root.display().to_string()),
-            toolgate::text::one_line(&workspace.how)
-        );
-        print_table(&config);
-        if let Some(engine) = &engine {
-            outln!(
-                "wasm engine: wasmtime {}, {} allocator{}",
-                engine["wasmtime"].as_str().unwrap_or("?"),
-                engine["allocator"]["kind"].as_str().unwrap_or("?"),
-                engine["allocator"]["fallback_reason"]
-                    .as_str()
-                    .map(|r| format!(" ({r})"))
-                    .unwrap_or_default()
-            );
-        }
-    }
-    if !args.json {
-        if let Some(note) = confinement_note(&config) {
-            outln!("{note}");
-        }
-        if let Some(note) = server_note(&workspace.root) {
-            outln!("{note}");
-        }
+        print_listing(&config, &workspace, engine.as_ref());
     }
     for m in &missing {
         eprintln!("warning: {}", toolgate::text::one_line(m));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Loads the configuration; its own step because when it does not load, every
+/// problem is reported at once, not only the loader's first.
+fn load_reporting_all(root: &Path) -> anyhow::Result<Config> {
+    super::env::load(root, true).map_err(|e| {
+        // Every problem at once: the loader's, and the bare programs
+        // not on PATH (which only this command checks) in the same files.
+        let files = [
+            super::env::global_dir().map(|d| d.join("hooks.json")),
+            Some(root.join(toolgate::config::WORKSPACE_FILE)),
+        ];
+        let mut problems = vec![e.to_string()];
+        problems.extend(missing_in_files(files.iter().flatten()));
+        // A running server keeps answering with its last good config.
+        problems.extend(server_note(root));
+        anyhow::anyhow!("{}", problems.join("\n"))
+    })
+}
+
+/// `--check`: its own step because it prints only a one-line summary (and
+/// warnings on stderr) and fails on a program not on `PATH`.
+fn check(config: &Config, root: &Path, missing: &[String]) -> anyhow::Result<ExitCode> {
+    if !missing.is_empty() {
+        anyhow::bail!("{}", missing.join("\n"));
+    }
+    for warning in cache_warnings(config)
+        .into_iter()
+        .chain(trust_notes(config))
+    {
+        eprintln!("{warning}");
+    }
+    let count = |s: Source| config.hooks().iter().filter(|h| h.source == s).count();
+    outln!(
+        "{} {} hooks ({} global, {} workspace; workspace {})",
+        super::colour::decision("allow", "ok:"),
+        config.hooks().len(),
+        count(Source::Global),
+        count(Source::Workspace),
+        toolgate::text::one_line(&root.display().to_string())
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `--json`: every field on its own, plus the engine, a running server and
+/// whether confinement is available, for scripts.
+fn listing_json(
+    config: &Config,
+    workspace: &FoundWorkspace,
+    engine: Option<serde_json::Value>,
+) -> serde_json::Value {
+    let mut out =
+        json!({ "workspace": workspace, "files": config.files(), "hooks": config.hooks() });
+    if let Some(engine) = engine {
+        out["wasm_engine"] = engine;
+    }
+    if let Some(status) = super::serve::query_status() {
+        out["server"] = status;
+    }
+    out["confinement"] = match super::env::confinement() {
+        Ok(()) => json!({"available": true, "how": "landlock"}),
+        Err(why) => json!({
+            "available": false,
+            "why": why,
+            "required": config.require_confinement(),
+        }),
+    };
+    out
+}
+
+/// The listing for a person: the workspace, the table, then one line each
+/// for the engine, confinement and a running server.
+fn print_listing(config: &Config, workspace: &FoundWorkspace, engine: Option<&serde_json::Value>) {
+    outln!(
+        "workspace: {} ({})",
+        toolgate::text::one_line(&workspace.root.display().to_string()),
+        toolgate::text::one_line(&workspace.how)
+    );
+    print_table(config);
+    if let Some(engine) = engine {
+        outln!(
+            "wasm engine: wasmtime {}, {} allocator{}",
+            engine["wasmtime"].as_str().unwrap_or("?"),
+            engine["allocator"]["kind"].as_str().unwrap_or("?"),
+            engine["allocator"]["fallback_reason"]
+                .as_str()
+                .map(|r| format!(" ({r})"))
+                .unwrap_or_default()
+        );
+    }
+    if let Some(note) = confinement_note(config) {
+        outln!("{note}");
+    }
+    if let Some(note) = server_note(&workspace.root) {
+        outln!("{note}");
+    }
 }
 
 fn print_table(config: &Config) {
@@ -151,40 +176,7 @@ fn print_table(config: &Config) {
         }
     }
     for (i, hook) in config.hooks().iter().enumerate() {
-        let tools = match (&hook.tools, &hook.matcher) {
-            (None, None) => "every tool".to_owned(),
-            (tools, matcher) => [
-                tools.as_ref().map(|t| t.join(", ")),
-                matcher.as_ref().map(|m| format!("/{m}/")),
-            ]
-            .into_iter()
-            .flatten()
-            .collect::<Vec<_>>()
-            .join(" or "),
-        };
-        let events: Vec<&str> = hook.events.iter().map(|e| e.as_str()).collect();
-        let mut limits = vec![format!("{} ms", hook.timeout_ms)];
-        limits.extend(hook.binding.limits());
-        limits.push(format!("on failure: {}", hook.on_failure));
-        // Every cell may carry text a workspace wrote: one line each, no
-        // terminal control sequences.
-        let one = |text: &str| toolgate::text::one_line(text);
-        let trust = match &hook.trust {
-            Some(TrustState::Trusted) => "\ntrusted",
-            Some(TrustState::Untrusted { policy, .. }) => match policy {
-                UntrustedPolicy::Skip => "\nUNTRUSTED: skip",
-                _ => "\nUNTRUSTED: deny",
-            },
-            _ => "",
-        };
-        table.add_row([
-            (i + 1).to_string(),
-            one(&hook.name),
-            format!("{}\n{}{trust}", hook.source, hook.binding_kind()),
-            format!("{}\n{}", events.join(", "), one(&tools)),
-            limits.iter().map(|l| one(l)).collect::<Vec<_>>().join("\n"),
-            one(&hook.binding.runs()),
-        ]);
+        table.add_row(hook_row(i + 1, hook));
     }
     if config.hooks().is_empty() {
         outln!("no hooks configured");
@@ -205,6 +197,51 @@ fn print_table(config: &Config) {
     {
         outln!("{warning}");
     }
+    print_deadline(config);
+}
+
+/// One hook's row: its own step because each cell stacks several facts, and
+/// every cell may carry text a workspace wrote.
+fn hook_row(position: usize, hook: &HookSpec) -> [String; 6] {
+    let tools = match (&hook.tools, &hook.matcher) {
+        (None, None) => "every tool".to_owned(),
+        (tools, matcher) => [
+            tools.as_ref().map(|t| t.join(", ")),
+            matcher.as_ref().map(|m| format!("/{m}/")),
+        ]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join(" or "),
+    };
+    let events: Vec<&str> = hook.events.iter().map(|e| e.as_str()).collect();
+    let mut limits = vec![format!("{} ms", hook.timeout_ms)];
+    limits.extend(hook.binding.limits());
+    limits.push(format!("on failure: {}", hook.on_failure));
+    // Every cell may carry text a workspace wrote: one line each, no
+    // terminal control sequences.
+    let one = |text: &str| toolgate::text::one_line(text);
+    let trust = match &hook.trust {
+        Some(TrustState::Trusted) => "\ntrusted",
+        Some(TrustState::Untrusted { policy, .. }) => match policy {
+            UntrustedPolicy::Skip => "\nUNTRUSTED: skip",
+            _ => "\nUNTRUSTED: deny",
+        },
+        _ => "",
+    };
+    [
+        position.to_string(),
+        one(&hook.name),
+        format!("{}\n{}{trust}", hook.source, hook.binding_kind()),
+        format!("{}\n{}", events.join(", "), one(&tools)),
+        limits.iter().map(|l| one(l)).collect::<Vec<_>>().join("\n"),
+        one(&hook.binding.runs()),
+    ]
+}
+
+/// The chain deadline and each hook whose own timeout it cuts short: its own
+/// step because a hook's `timeout_ms` alone does not say how long it may run.
+fn print_deadline(config: &Config) {
     let chain = config
         .chain_timeout()
         .unwrap_or(toolgate::runner::DEFAULT_CHAIN_TIMEOUT);

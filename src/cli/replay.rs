@@ -4,6 +4,7 @@ use super::runtime;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use toolgate::replay::{Recording, Row};
 use toolgate::{HookRunner, replay};
 
 /// Replay a recorded session (wire-v1 requests or a Claude Code transcript,
@@ -53,10 +54,26 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         outln!("{}", serde_json::to_string_pretty(&out)?);
         return Ok(ExitCode::SUCCESS);
     }
+    outln!("{}", rows_table(&rows));
+    print_totals(&recording, &rows, &totals);
+    for s in &recording.skipped {
+        eprintln!(
+            "{}:{}: skipped: {}",
+            args.file.display(),
+            s.line,
+            toolgate::text::one_line(&s.reason)
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One row per evaluated event; its own step because every cell is made
+/// printable here, the one place the recording's text reaches the terminal.
+fn rows_table(rows: &[Row]) -> comfy_table::Table {
     let mut table = super::table(&[
         "#", "line", "event", "tool", "input", "decision", "by", "latency",
     ]);
-    for r in &rows {
+    for r in rows {
         let latency = if r.latency_us >= 1000 {
             format!("{:.1} ms", r.latency_us as f64 / 1000.0)
         } else {
@@ -80,7 +97,12 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
             .map(|cell| toolgate::text::one_line(&cell)),
         );
     }
-    outln!("{table}");
+    table
+}
+
+/// The totals by decision, then each denial with its reason: what a reader
+/// of the table wants to know first, kept apart from the table itself.
+fn print_totals(recording: &Recording, rows: &[Row], totals: &BTreeMap<&str, usize>) {
     let summary: Vec<String> = totals
         .iter()
         .map(|(d, n)| super::colour::decision(d, &format!("{n} {d}")))
@@ -102,13 +124,4 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
             clean(r.reason.as_deref().unwrap_or(""))
         );
     }
-    for s in &recording.skipped {
-        eprintln!(
-            "{}:{}: skipped: {}",
-            args.file.display(),
-            s.line,
-            clean(&s.reason)
-        );
-    }
-    Ok(ExitCode::SUCCESS)
 }

@@ -170,84 +170,118 @@ pub(crate) fn encode_answer(answer: &Verdict) -> Value {
 
 /// Decodes what a hook printed into an answer.
 pub(crate) fn decode_answer(stdout: &[u8]) -> Result<Verdict, HookFailure> {
-    let not = |detail: String| HookFailure::NotADecision { detail };
     if stdout.iter().all(u8::is_ascii_whitespace) {
         return Err(HookFailure::EmptyOutput);
     }
     let (value, duplicates) = crate::strict_json::parse_recording(stdout).map_err(|e| {
-        not(format!(
+        not_a_decision(format!(
             "stdout is not one JSON object ({e}); it began: {}",
             excerpt(stdout)
         ))
     })?;
     if !duplicates.is_empty() {
-        let denies = |v: &Value| v.get("decision") == Some(&Value::from("deny"));
-        let dup_deny = duplicates
-            .iter()
-            .any(|(k, v)| k == "decision" && v == "deny");
-        if denies(&value) || dup_deny {
-            let reason = value
-                .get("reason")
-                .and_then(Value::as_str)
-                .filter(|r| !r.trim().is_empty())
-                .unwrap_or(
-                    "denied by a hook whose answer repeated a key (one of its decisions was deny)",
-                );
-            return Ok(Verdict::deny(reason));
-        }
-        return Err(not(format!(
-            "the answer repeats the key `{}`; toolgate does not guess which one was meant",
-            crate::text::one_line(&duplicates[0].0)
-        )));
+        return repeated_key_answer(&value, &duplicates);
     }
-    let Value::Object(mut obj) = value else {
-        return Err(not(format!(
+    let Value::Object(obj) = value else {
+        return Err(not_a_decision(format!(
             "stdout is JSON but not an object: {}",
             excerpt(stdout)
         )));
     };
     let decision = match obj.get("decision") {
         Some(Value::String(d)) => d.clone(),
-        Some(other) => return Err(not(format!("`decision` must be a string, got {other}"))),
-        None => return Err(not("the object has no `decision` field".into())),
+        Some(other) => {
+            return Err(not_a_decision(format!(
+                "`decision` must be a string, got {other}"
+            )));
+        }
+        None => return Err(not_a_decision("the object has no `decision` field".into())),
     };
-
     if decision == "deny" {
-        // A denial always denies; see the module docs.
-        let reason = match obj.remove("reason") {
-            Some(Value::String(r)) if !r.trim().is_empty() => r,
-            _ => "denied by a hook that gave no reason".to_owned(),
-        };
-        let context = match obj.remove("context") {
-            Some(Value::String(c)) => Some(c),
-            _ => None,
-        };
-        return Ok(Verdict {
-            decision: Decision::Deny { reason },
-            context,
-        });
+        return Ok(deny_answer(obj));
     }
+    other_answer(&decision, obj)
+}
 
+/// The failure for output that is not a usable decision.
+fn not_a_decision(detail: String) -> HookFailure {
+    HookFailure::NotADecision { detail }
+}
+
+/// An answer that repeats a key: its own step because a `deny` anywhere in it
+/// still denies, while any other repeat is refused rather than guessed at.
+fn repeated_key_answer(
+    value: &Value,
+    duplicates: &[(String, Value)],
+) -> Result<Verdict, HookFailure> {
+    let denies = |v: &Value| v.get("decision") == Some(&Value::from("deny"));
+    let dup_deny = duplicates
+        .iter()
+        .any(|(k, v)| k == "decision" && v == "deny");
+    if denies(value) || dup_deny {
+        let reason = value
+            .get("reason")
+            .and_then(Value::as_str)
+            .filter(|r| !r.trim().is_empty())
+            .unwrap_or(
+                "denied by a hook whose answer repeated a key (one of its decisions was deny)",
+            );
+        return Ok(Verdict::deny(reason));
+    }
+    Err(not_a_decision(format!(
+        "the answer repeats the key `{}`; toolgate does not guess which one was meant",
+        crate::text::one_line(&duplicates[0].0)
+    )))
+}
+
+/// A `deny` answer: its own step because a denial always denies (see the
+/// module docs), so nothing else in the object can make it fail.
+fn deny_answer(mut obj: serde_json::Map<String, Value>) -> Verdict {
+    let reason = match obj.remove("reason") {
+        Some(Value::String(r)) if !r.trim().is_empty() => r,
+        _ => "denied by a hook that gave no reason".to_owned(),
+    };
+    let context = match obj.remove("context") {
+        Some(Value::String(c)) => Some(c),
+        _ => None,
+    };
+    Verdict {
+        decision: Decision::Deny { reason },
+        context,
+    }
+}
+
+/// Any answer but `deny`: checked strictly, since a malformed one must fail
+/// (and so fail closed) rather than let the call through.
+fn other_answer(
+    decision: &str,
+    mut obj: serde_json::Map<String, Value>,
+) -> Result<Verdict, HookFailure> {
     let context = match obj.remove("context") {
         None | Some(Value::Null) => None,
         Some(Value::String(c)) => Some(c),
-        Some(other) => return Err(not(format!("`context` must be a string, got {other}"))),
+        Some(other) => {
+            return Err(not_a_decision(format!(
+                "`context` must be a string, got {other}"
+            )));
+        }
     };
-    let verdict = match decision.as_str() {
+    let verdict = match decision {
         "allow" => Decision::Allow,
         "modify" => match obj.remove("input") {
             Some(input) => Decision::Modify { input },
-            None => return Err(not("`modify` without an `input`".into())),
+            None => return Err(not_a_decision("`modify` without an `input`".into())),
         },
         "replace" => match obj.remove("result") {
             Some(result) => Decision::Replace {
-                result: parse_result(result)
-                    .map_err(|e| not(format!("`replace` with an unusable `result`: {e}")))?,
+                result: parse_result(result).map_err(|e| {
+                    not_a_decision(format!("`replace` with an unusable `result`: {e}"))
+                })?,
             },
-            None => return Err(not("`replace` without a `result`".into())),
+            None => return Err(not_a_decision("`replace` without a `result`".into())),
         },
         other => {
-            return Err(not(format!(
+            return Err(not_a_decision(format!(
                 "unknown decision {other:?} (expected allow, deny, modify or replace)"
             )));
         }
