@@ -10,9 +10,11 @@
 
 use crate::binding::WorkspaceTrust;
 use crate::contract::Source;
-use crate::trust::{Change, Manifest, Review, TrustError, TrustStore, difference, pin_of};
+use crate::trust::{
+    Change, HookPin, Manifest, Record, Review, TrustError, TrustStore, difference, pin_of,
+};
 use std::ffi::OsStr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 impl Review {
     /// Reviews the workspace whose config `config` is (loaded with
@@ -35,30 +37,7 @@ impl Review {
                 });
             }
         };
-        let mut hooks = Vec::new();
-        let mut problems = Vec::new();
-        let mut needs_trust = Vec::new();
-        for hook in config
-            .hooks()
-            .iter()
-            .filter(|h| h.source == Source::Workspace)
-        {
-            let binding = hook.binding.as_binding();
-            match pin_of(&hook.name, binding, &root, search_path) {
-                Ok(pin) => {
-                    hooks.push(pin);
-                    // The binding says; nothing here infers it.
-                    needs_trust.push(match binding.workspace_trust() {
-                        WorkspaceTrust::Sandboxed { .. } => false,
-                        WorkspaceTrust::Program { .. } | WorkspaceTrust::Exact { .. } => true,
-                    });
-                }
-                Err(why) => problems.push(format!("{}: {why}", hook.name)),
-            }
-        }
-        if !problems.is_empty() {
-            return Err(TrustError::Unpinnable { problems });
-        }
+        let (hooks, needs_trust) = pin_each(config, &root, search_path)?;
         let manifest = Manifest {
             workspace: root.clone(),
             config: config_digest,
@@ -68,22 +47,7 @@ impl Review {
             Ok(previous) => (previous, None),
             Err(e) => (None, Some(crate::text::error_chain(&e))),
         };
-        let changes = manifest
-            .hooks
-            .iter()
-            .map(|now| {
-                let before = previous
-                    .as_ref()
-                    .and_then(|r| r.manifest.hooks.iter().find(|p| p.name == now.name));
-                match before {
-                    None => Change::New,
-                    Some(before) => match difference(before, now) {
-                        None => Change::Same,
-                        Some(what) => Change::Changed { what },
-                    },
-                }
-            })
-            .collect();
+        let changes = changes(&manifest, previous.as_ref());
         let removed = previous
             .iter()
             .flat_map(|r| &r.manifest.hooks)
@@ -104,4 +68,57 @@ impl Review {
             store_problem,
         })
     }
+}
+
+/// Each workspace hook's pin, and whether it needs trust (its binding
+/// says; nothing here infers it); every hook that cannot be pinned, at once.
+fn pin_each(
+    config: &crate::Config,
+    root: &Path,
+    search_path: Option<&OsStr>,
+) -> Result<(Vec<HookPin>, Vec<bool>), TrustError> {
+    let mut hooks = Vec::new();
+    let mut problems = Vec::new();
+    let mut needs_trust = Vec::new();
+    for hook in config
+        .hooks()
+        .iter()
+        .filter(|h| h.source == Source::Workspace)
+    {
+        let binding = hook.binding.as_binding();
+        match pin_of(&hook.name, binding, root, search_path) {
+            Ok(pin) => {
+                hooks.push(pin);
+                needs_trust.push(match binding.workspace_trust() {
+                    WorkspaceTrust::Sandboxed { .. } => false,
+                    WorkspaceTrust::Program { .. } | WorkspaceTrust::Exact { .. } => true,
+                });
+            }
+            Err(why) => problems.push(format!("{}: {why}", hook.name)),
+        }
+    }
+    if problems.is_empty() {
+        Ok((hooks, needs_trust))
+    } else {
+        Err(TrustError::Unpinnable { problems })
+    }
+}
+
+/// Each hook of `manifest` against the previous record.
+fn changes(manifest: &Manifest, previous: Option<&Record>) -> Vec<Change> {
+    manifest
+        .hooks
+        .iter()
+        .map(|now| {
+            let before =
+                previous.and_then(|r| r.manifest.hooks.iter().find(|p| p.name == now.name));
+            match before {
+                None => Change::New,
+                Some(before) => match difference(before, now) {
+                    None => Change::Same,
+                    Some(what) => Change::Changed { what },
+                },
+            }
+        })
+        .collect()
 }

@@ -28,24 +28,8 @@ pub(super) async fn consult(
     asked: Asked<'_>,
     state: &mut ChainState,
 ) -> Option<Decision> {
-    let Asked {
-        event,
-        input,
-        result,
-        round,
-    } = asked;
-    let hook_request = HookRequest {
-        event,
-        hook: &p.name,
-        tool: &request.tool,
-        input,
-        result,
-        session_id: request.session_id.as_deref(),
-        turn_id: request.turn_id.as_deref(),
-        tool_call_id: request.tool_call_id.as_deref(),
-        cwd: request.cwd.as_deref(),
-        config: p.config.as_ref(),
-    };
+    let Asked { event, round, .. } = asked;
+    let hook_request = request_for(p, request, &asked);
     let started = Instant::now();
     let reply = tokio::time::timeout_at(state.deadline, p.decider.decide(&hook_request)).await;
     let duration = started.elapsed();
@@ -75,17 +59,9 @@ pub(super) async fn consult(
         .map(|d| crate::text::bound(d, crate::text::MAX_DIAGNOSTICS, "diagnostics"));
 
     let mut warnings: Vec<String> = reply.warning.into_iter().collect();
-    let answer = match reply.answer {
-        Answer::Decided(answer) => match (&answer.decision, event) {
-            (Decision::Modify { .. }, Event::PostToolUse) => Err(HookFailure::UnusableRewrite {
-                detail: "`modify` after the call: the tool already ran with its input; \
-                     use `replace` to change what the model is shown"
-                    .into(),
-            }),
-            _ => Ok(answer),
-        },
-        Answer::Failed(failure) => Err(failure),
-        Answer::NotRun { reason } => {
+    let answer = match usable(reply.answer, event) {
+        Ok(answer) => answer,
+        Err(reason) => {
             // Not asked (an untrusted workspace hook under `untrusted_hooks:
             // skip`): recorded as skipped, with why; the chain goes on.
             record.step = Step::Skipped;
@@ -98,7 +74,6 @@ pub(super) async fn consult(
             return None;
         }
     };
-
     let verdict = match answer {
         Ok(answer) => Some(decided(p, answer, &mut record, &mut warnings, state)),
         Err(failure) => failed(p, &failure, &mut record, &mut warnings),
@@ -108,6 +83,39 @@ pub(super) async fn consult(
     }
     state.runs.push(record);
     verdict
+}
+
+/// What `p` is asked, borrowed from the call as it stands.
+fn request_for<'a>(p: &'a Participant, request: &'a Request, asked: &Asked<'a>) -> HookRequest<'a> {
+    HookRequest {
+        event: asked.event,
+        hook: &p.name,
+        tool: &request.tool,
+        input: asked.input,
+        result: asked.result,
+        session_id: request.session_id.as_deref(),
+        turn_id: request.turn_id.as_deref(),
+        tool_call_id: request.tool_call_id.as_deref(),
+        cwd: request.cwd.as_deref(),
+        config: p.config.as_ref(),
+    }
+}
+
+/// A reply as the chain acts on it: a verdict it can use or a failure;
+/// `Err` with the reason when the participant was not run at all.
+fn usable(answer: Answer, event: Event) -> Result<Result<Verdict, HookFailure>, String> {
+    match answer {
+        Answer::Decided(answer) => Ok(match (&answer.decision, event) {
+            (Decision::Modify { .. }, Event::PostToolUse) => Err(HookFailure::UnusableRewrite {
+                detail: "`modify` after the call: the tool already ran with its input; \
+                     use `replace` to change what the model is shown"
+                    .into(),
+            }),
+            _ => Ok(answer),
+        }),
+        Answer::Failed(failure) => Ok(Err(failure)),
+        Answer::NotRun { reason } => Err(reason),
+    }
 }
 
 /// The chain's deadline passed while `p` ran: a deny, whatever its

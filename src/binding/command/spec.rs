@@ -116,11 +116,28 @@ fn parse(
     common: &Common<'_>,
     ctx: &mut HookCtx<'_>,
 ) -> Option<BindingSpec> {
-    let root = common.root;
-    let argv: Vec<String> = match obj.get("command") {
-        // A hook that names no binding: the loader said so, naming them all.
-        None => return None,
-        Some(Value::String(s)) => {
+    // A hook that names no binding: the loader said so, naming them all.
+    let argv = parse_argv(obj.get("command")?, ctx)?;
+    let program = parse_program(&argv, common, ctx)?;
+    let protocol = parse_protocol(obj.get("protocol"), ctx)?;
+    let trust_files = parse_trust_files(obj.get("trust_files"), common, ctx)?;
+    let confine = parse_confine(obj.get("confine"), common.source, ctx)?;
+    Some(BindingSpec::Subprocess(CommandSpec {
+        command: argv,
+        program,
+        cwd: common.root.to_owned(),
+        protocol,
+        trust_files,
+        confine,
+        run: None,
+        sandbox: None,
+    }))
+}
+
+/// `command`: an argv array of strings, never a shell string.
+fn parse_argv(value: &Value, ctx: &mut HookCtx<'_>) -> Option<Vec<String>> {
+    let argv: Vec<String> = match value {
+        Value::String(s) => {
             ctx.problem(
                 "command",
                 format!(
@@ -130,7 +147,7 @@ fn parse(
             );
             return None;
         }
-        Some(Value::Array(items)) => {
+        Value::Array(items) => {
             let mut argv = Vec::with_capacity(items.len());
             for (i, item) in items.iter().enumerate() {
                 match item {
@@ -146,7 +163,7 @@ fn parse(
             }
             argv
         }
-        Some(other) => {
+        other => {
             ctx.problem(
                 "command",
                 format!("expected an argv array, got {}", type_name(other)),
@@ -154,35 +171,42 @@ fn parse(
             return None;
         }
     };
-    let Some(first) = argv.first() else {
-        ctx.problem(
+    match argv.first().map(String::as_str) {
+        None => ctx.problem(
             "command",
             "empty argv; the first element is the program to run",
-        );
-        return None;
-    };
-    if first.is_empty() {
-        ctx.problem("command", "the program (element 0) is an empty string");
+        ),
+        Some("") => ctx.problem("command", "the program (element 0) is an empty string"),
+        Some(_) => return Some(argv),
+    }
+    None
+}
+
+/// `argv[0]` resolved: a path (relative ones against the config's root,
+/// staying in a workspace), or a name looked up on `PATH` when it runs.
+fn parse_program(argv: &[String], common: &Common<'_>, ctx: &mut HookCtx<'_>) -> Option<PathBuf> {
+    let first = argv.first()?;
+    let written = Path::new(first);
+    if !first.contains('/') {
+        return Some(written.to_owned());
+    }
+    // A relative program from a workspace config must stay in the workspace
+    // after symlinks; an absolute one names a program on this machine (which
+    // the trust gate pins). Either must be a regular file.
+    let what = ("command", "program");
+    let program = ctx.resolve(what, first, common, !written.is_absolute())?;
+    if let Err(e) = crate::safe_fs::regular_file(&program) {
+        ctx.refused_path(what.0, what.1, first, &program, common.root, e);
         return None;
     }
-    let written = Path::new(first);
-    let program = if first.contains('/') {
-        // A relative program from a workspace config must stay in the
-        // workspace after symlinks; an absolute one names a program on this
-        // machine (which the trust gate pins). Either must be a regular file.
-        let what = ("command", "program");
-        let program = ctx.resolve(what, first, common, !written.is_absolute())?;
-        if let Err(e) = crate::safe_fs::regular_file(&program) {
-            ctx.refused_path(what.0, what.1, first, &program, common.root, e);
-            return None;
-        }
-        program
-    } else {
-        written.to_owned()
-    };
-    let protocol = match obj.get("protocol") {
-        None => Inward::default(),
-        Some(Value::String(p)) if p.parse::<Inward>().is_ok() => p.parse().ok()?,
+    Some(program)
+}
+
+/// `protocol`: how the command is spoken to (wire v1 by default).
+fn parse_protocol(value: Option<&Value>, ctx: &mut HookCtx<'_>) -> Option<Inward> {
+    match value {
+        None => Some(Inward::default()),
+        Some(Value::String(p)) if p.parse::<Inward>().is_ok() => p.parse().ok(),
         Some(other) => {
             let known: Vec<String> = Inward::VARIANTS.iter().map(|p| format!("{p:?}")).collect();
             ctx.problem(
@@ -192,39 +216,33 @@ fn parse(
                     known.join(" or ")
                 ),
             );
-            return None;
+            None
         }
-    };
-    let trust_files = parse_trust_files(obj.get("trust_files"), common, ctx)?;
-    let confine = match (obj.get("confine"), common.source) {
-        (None, _) => false,
+    }
+}
+
+/// `confine`: the operator's own hooks may ask to be confined; a
+/// workspace's always are (unless the operator relaxes one).
+fn parse_confine(value: Option<&Value>, source: Source, ctx: &mut HookCtx<'_>) -> Option<bool> {
+    match (value, source) {
+        (None, _) => Some(false),
         (Some(_), Source::Workspace) => {
             ctx.problem(
                 "confine",
                 "only the operator's global config sets `confine`; a workspace hook always runs \
                  confined unless the global config lists it in `unconfined_workspace_hooks`",
             );
-            return None;
+            None
         }
-        (Some(Value::Bool(b)), _) => *b,
+        (Some(Value::Bool(b)), _) => Some(*b),
         (Some(other), _) => {
             ctx.problem(
                 "confine",
                 format!("expected true or false, got {}", type_name(other)),
             );
-            return None;
+            None
         }
-    };
-    Some(BindingSpec::Subprocess(CommandSpec {
-        command: argv,
-        program,
-        cwd: root.to_owned(),
-        protocol,
-        trust_files,
-        confine,
-        run: None,
-        sandbox: None,
-    }))
+    }
 }
 
 /// `trust_files`: regular files or folders, inside the workspace for a
