@@ -22,21 +22,26 @@
 //! fails closed by default: a hook that crashes, hangs or prints garbage blocks
 //! the call and says why, rather than silently removing a guard.
 //!
-//! # Where the pieces are
+//! # Where the pieces are: layers, bottom to top
 //!
-//! | module | what it holds |
-//! |---|---|
-//! | [`contract`] | events, the request, the four answers; deny is a value |
-//! | `failure` | "could not decide" as a type; the failure policy |
-//! | [`runner`] | the chain: order, short-circuit, threading, re-judgement, policy, context, records |
-//! | `binding` | the participant seam, and one module per binding: `in_process`, `command` (subprocess), [`wasm`] (components) |
-//! | `protocol` | how toolgate speaks with other programs: inward ([`wire`] v1, Claude Code hooks), outward (being [`agent`]s' hook), import |
-//! | [`config`] | hooks.json: parse, validate, discover, load; hooks built in code |
-//! | [`trust`] | workspace trust: what is pinned, the store, the gate before each workspace command |
-//! | [`replay`] | recorded sessions (wire v1 or Claude Code transcripts) run through the chain |
-//! | [`text`] | bounding and sanitising what hooks say, before the model or a terminal sees it |
-//! | `safe_fs` | reading files a config names: regular files only, bounded, inside the workspace |
-//! | `strict_json` | JSON without duplicate keys, and parse errors that never quote the input |
+//! A module imports only from a layer below its own (or from inside its own
+//! unit); units within a layer form no cycle; no binding imports another.
+//! `tests/all/layers.rs` reads the source and names any `use` that breaks
+//! this. The point is what the compiler can then enforce: a binding cannot
+//! make its own trust decision (trust sits above it and asks it through a
+//! required method), and an agent's dialect cannot reach into the chain.
+//!
+//! | layer | modules | what they hold |
+//! |---|---|---|
+//! | support | [`text`], `safe_fs`, `strict_json` | bounding and sanitising what hooks say; reading files a config names (regular, bounded, inside the workspace, one file-identity stamp); JSON without duplicate keys |
+//! | contract | [`contract`], `failure`, `outcome` | events, the request, the four answers (deny is a value), [`Source`], [`BindingKind`], the tool filter; "could not decide" as a type; run records and outcomes |
+//! | protocol | `protocol` | inward ([`wire`] v1, Claude Code hooks), the WIT encoding, outward (being [`agent`]s' hook, one `Outward` enum), [`serve`]'s typed messages, import |
+//! | seam | `binding` | `Decider`, `Reply`, `Participant`, the `Binding` trait every configured binding implements, the parse kit |
+//! | bindings | `binding::{in_process, command, wasm}` | one per binding; none imports another |
+//! | trust | [`trust`] | the store, what is pinned, admission at load, the gate that wraps a workspace hook's decider |
+//! | config | [`config`] | hooks.json: parse, validate, discover, load; hooks built in code |
+//! | runner | [`runner`] | the chain: order, short-circuit, threading, re-judgement, policy, context |
+//! | application | [`replay`], `review`, `bench`, the binary's `cli` | recorded sessions through the chain; the trust review; benchmarks |
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {

@@ -122,7 +122,7 @@ impl Outcome {
     }
 }
 
-/// A whole call taken through the chain by [`HookRunner::call`].
+/// A whole call taken through the chain by [`HookRunner::call`](crate::HookRunner::call).
 #[derive(Clone, Debug)]
 pub struct CallOutcome {
     /// What the model is shown as the tool's result.

@@ -10,7 +10,7 @@ use std::path::Path;
 
 /// A hook built in code, with the fields a hooks.json entry has. It is
 /// validated and loaded by exactly the rules a file is
-/// ([`Config::from_hooks`]), so a test or an embedding program gets a real
+/// ([`Config::from_hooks`](super::Config::from_hooks)), so a test or an embedding program gets a real
 /// participant without writing a file.
 ///
 /// ```no_run
