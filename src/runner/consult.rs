@@ -65,11 +65,7 @@ pub(super) async fn consult(
             // Not asked (an untrusted workspace hook under `untrusted_hooks:
             // skip`): recorded as skipped, with why; the chain goes on.
             record.step = Step::Skipped;
-            record.reason = Some(crate::text::bound(
-                reason,
-                crate::text::MAX_REASON,
-                "reason",
-            ));
+            record.reason = Some(bounded_reason(reason));
             state.runs.push(record);
             return None;
         }
@@ -134,7 +130,7 @@ fn past_deadline(p: &Participant, mut record: RunRecord, state: &mut ChainState)
         message: crate::text::error_chain(&failure),
         on_failure: OnFailure::Deny,
     });
-    let reason = crate::text::bound(reason, crate::text::MAX_REASON, "reason");
+    let reason = bounded_reason(reason);
     record.reason = Some(reason.clone());
     state.runs.push(record);
     Decision::Deny { reason }
@@ -157,7 +153,7 @@ fn decided(
         Decision::Allow => Step::Allow,
         Decision::Deny { reason } => {
             // Bounded for the model; a truncated deny is still a deny.
-            *reason = crate::text::bound(std::mem::take(reason), crate::text::MAX_REASON, "reason");
+            *reason = bounded_reason(std::mem::take(reason));
             record.reason = Some(reason.clone());
             Step::Deny
         }
@@ -193,7 +189,7 @@ fn failed(
                 p.name,
                 failure.kind()
             );
-            let reason = crate::text::bound(reason, crate::text::MAX_REASON, "reason");
+            let reason = bounded_reason(reason);
             record.reason = Some(reason.clone());
             Some(Decision::Deny { reason })
         }
@@ -204,4 +200,10 @@ fn failed(
             None
         }
     }
+}
+
+/// A reason for the model (and the run record), bounded: the one place the
+/// chain bounds one, so the record and the decision say the same thing.
+fn bounded_reason(text: String) -> String {
+    crate::text::bound(text, crate::text::MAX_REASON, "reason")
 }
