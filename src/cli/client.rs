@@ -274,14 +274,26 @@ fn read_answer(reader: &mut impl BufRead) -> std::io::Result<Option<Answer>> {
     Ok(serde_json::from_str(&line).ok())
 }
 
+/// Why the process at the other end of a socket is not trusted.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum NotThisUser {
+    #[error("its credentials cannot be read: {0}")]
+    Unreadable(#[source] nix::errno::Errno),
+    #[error("it runs as uid {peer}, not as uid {me}")]
+    Other { peer: u32, me: u32 },
+}
+
 /// The process at the other end of `stream` is this user.
-pub(crate) fn same_user(stream: &impl std::os::fd::AsFd) -> Result<(), String> {
+pub(crate) fn same_user(stream: &impl std::os::fd::AsFd) -> Result<(), NotThisUser> {
     let creds = nix::sys::socket::getsockopt(stream, nix::sys::socket::sockopt::PeerCredentials)
-        .map_err(|e| format!("its credentials cannot be read: {e}"))?;
+        .map_err(NotThisUser::Unreadable)?;
     let me = nix::unistd::geteuid().as_raw();
     if creds.uid() == me {
         Ok(())
     } else {
-        Err(format!("it runs as uid {}, not as uid {me}", creds.uid()))
+        Err(NotThisUser::Other {
+            peer: creds.uid(),
+            me,
+        })
     }
 }

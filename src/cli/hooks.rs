@@ -131,7 +131,7 @@ fn listing_json(
         Ok(()) => json!({"available": true, "how": "landlock"}),
         Err(why) => json!({
             "available": false,
-            "why": why,
+            "why": why.to_string(),
             "required": config.require_confinement(),
         }),
     };
@@ -308,12 +308,12 @@ fn confinement_note(config: &Config) -> Option<String> {
         Err(why) if config.require_confinement() => format!(
             "confinement: NOT AVAILABLE ({}); require_confinement is set, so workspace \
              commands fail closed",
-            toolgate::text::one_line(&why)
+            toolgate::text::one_line(&why.to_string())
         ),
         Err(why) => format!(
             "confinement: NOT AVAILABLE ({}); workspace commands run unconfined (set \
              require_confinement in the global config to make them fail closed)",
-            toolgate::text::one_line(&why)
+            toolgate::text::one_line(&why.to_string())
         ),
     })
 }

@@ -322,10 +322,10 @@ pub(crate) mod env {
     }
 
     /// Whether this kernel can confine hooks (see [`no_landlock_fault`]).
-    pub(crate) fn confinement() -> Result<(), String> {
+    pub(crate) fn confinement() -> anyhow::Result<()> {
         match no_landlock_fault() {
-            Some(why) => Err(why),
-            None => toolgate::trust::confinement_available(),
+            Some(why) => Err(anyhow::Error::msg(why)),
+            None => Ok(toolgate::trust::confinement_available()?),
         }
     }
 

@@ -91,9 +91,15 @@ pub(crate) use pin::{Pinning, pin_of};
 
 /// Whether this kernel can confine command hooks (Landlock ABI 6 or newer),
 /// or why not.
-pub fn confinement_available() -> Result<(), String> {
-    crate::binding::command::confine::available().map_err(|e| e.to_string())
+pub fn confinement_available() -> Result<(), ConfinementUnavailable> {
+    crate::binding::command::confine::available()
+        .map_err(|e| ConfinementUnavailable(Unconfinable::Kernel(e)))
 }
+
+/// Why this kernel cannot confine command hooks.
+#[derive(Clone, Debug, thiserror::Error)]
+#[error(transparent)]
+pub struct ConfinementUnavailable(Unconfinable);
 
 /// How the operator's global config confines workspace hooks.
 #[derive(Debug)]
