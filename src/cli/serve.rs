@@ -452,6 +452,9 @@ fn root_of(key: &Key) -> PathBuf {
 /// runs it on every request too (a few `stat`s) and reloads when the answer
 /// changed: a store that became readable or writable by others then trusts
 /// nothing here either.
+///
+/// The answer is kept as its words: it is compared between requests (a
+/// different refusal is a change too), never matched on.
 fn store_verdict(key: &Key) -> Option<Result<(), String>> {
     let store = TrustStore::new(key.trust.as_ref()?);
     Some(
