@@ -44,8 +44,10 @@
 //!
 //! A workspace's hooks are workspace data: cloning a repository must not run
 //! its commands without the user's say. After a workspace config is parsed,
-//! `crate::trust::admit` judges each command hook against what the user
-//! recorded ([`Loader::trust`]); one that does not match never runs (see
+//! `crate::trust::Admission` judges each hook by what its binding says it
+//! needs (a command needs trust, a component does not) against what the
+//! user recorded ([`Loader::trust`]), and wraps the decider of each hook that
+//! needs trust in its gate; one that does not match never runs (see
 //! `trust`). `untrusted_hooks` (what such a hook's calls get) is read from
 //! the global config only, like `chain_timeout_ms`.
 
