@@ -6,16 +6,16 @@
 //!
 //! "Does a repository's hook of this kind need trust?" is a required method
 //! of every binding (`Binding::workspace_trust`), and how each answer
-//! is pinned is an exhaustive match here. The first version asked "is it a
+//! is pinned is an exhaustive match (`Pinning::of`). The first version asked "is it a
 //! subprocess?" and treated anything else as sandboxed: a new binding that
 //! sent tool inputs to a URL would have run from an untrusted repository.
 
 use super::gate::{Check, Gate};
-use super::pin::{CommandInputs, HookPin, PinError, Pinned, Pinning};
+use super::pin::{HookPin, Needs, PinError, Pinned, Pinning};
 use super::{
     Confinement, Record, TrustCtx, TrustError, TrustState, TrustStore, UntrustedPolicy, snapshot,
 };
-use crate::binding::{Binding, BindingSpec, WorkspaceTrust};
+use crate::binding::{Binding, BindingSpec};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -152,32 +152,16 @@ impl<'a> Admission<'a> {
     /// what it pins now is what the user trusted, and is gated before every
     /// call.
     pub(crate) fn judge(&self, name: &str, binding: &dyn Binding) -> Judged {
-        let pinning = match binding.workspace_trust() {
-            WorkspaceTrust::Sandboxed { .. } => {
+        let search_path = self.ctx.search_path.as_deref();
+        let pinning = match Pinning::of(name, binding, self.root, search_path) {
+            Needs::Trust(pinning) => pinning,
+            Needs::Nothing { .. } => {
                 return Judged {
                     state: TrustState::Sandboxed,
                     gate: None,
                     run: None,
                 };
             }
-            WorkspaceTrust::Program {
-                argv,
-                program,
-                trust_files,
-            } => Pinning::Program(CommandInputs {
-                name: name.to_owned(),
-                argv: argv.to_vec(),
-                program: program.to_owned(),
-                trust_files: trust_files.to_vec(),
-                root: self.root.to_owned(),
-                search_path: self.ctx.search_path.clone(),
-            }),
-            WorkspaceTrust::Exact { target, files } => Pinning::Exact {
-                name: name.to_owned(),
-                kind: binding.kind().as_str(),
-                target,
-                files,
-            },
         };
         // A hook that cannot be pinned says so first: trusting it would not help.
         let judged = pinning.pin().map_err(Distrust::from).and_then(|pinned| {

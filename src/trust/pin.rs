@@ -307,7 +307,46 @@ pub(crate) enum Pinning {
     },
 }
 
+/// What a workspace hook of some binding needs, as the binding says.
+pub(crate) enum Needs {
+    /// Nothing: it runs without trust; `reviewed` is shown in a review.
+    Nothing { reviewed: Vec<PathBuf> },
+    /// The user's trust in what this pins.
+    Trust(Pinning),
+}
+
 impl Pinning {
+    /// How `binding`'s hook `name` is pinned, if it needs trust: the one
+    /// place a binding's [`WorkspaceTrust`] answer is read.
+    pub(crate) fn of(
+        name: &str,
+        binding: &dyn Binding,
+        root: &Path,
+        search_path: Option<&OsStr>,
+    ) -> Needs {
+        Needs::Trust(match binding.workspace_trust() {
+            WorkspaceTrust::Sandboxed { reviewed } => return Needs::Nothing { reviewed },
+            WorkspaceTrust::Program {
+                argv,
+                program,
+                trust_files,
+            } => Pinning::Program(CommandInputs {
+                name: name.to_owned(),
+                argv: argv.to_vec(),
+                program: program.to_owned(),
+                trust_files: trust_files.to_vec(),
+                root: root.to_owned(),
+                search_path: search_path.map(OsStr::to_owned),
+            }),
+            WorkspaceTrust::Exact { target, files } => Pinning::Exact {
+                name: name.to_owned(),
+                kind: binding.kind().as_str(),
+                target,
+                files,
+            },
+        })
+    }
+
     /// The pin now, or why it cannot be computed.
     pub(crate) fn pin(&self) -> Result<Pinned, PinError> {
         match self {
@@ -385,39 +424,20 @@ pub(crate) fn pin_of(
     root: &Path,
     search_path: Option<&OsStr>,
 ) -> Result<HookPin, PinError> {
-    let pinning = match binding.workspace_trust() {
-        WorkspaceTrust::Sandboxed { reviewed } => {
-            let files = reviewed
-                .iter()
-                .map(|path| by_content(Role::Component, path, crate::safe_fs::MAX_COMPONENT_BYTES))
-                .collect::<Result<Vec<_>, _>>()?;
-            return Ok(HookPin {
-                name: name.to_owned(),
-                binding: binding.kind().as_str().to_owned(),
-                argv: None,
-                files,
-            });
-        }
-        WorkspaceTrust::Program {
-            argv,
-            program,
-            trust_files,
-        } => Pinning::Program(CommandInputs {
-            name: name.to_owned(),
-            argv: argv.to_vec(),
-            program: program.to_owned(),
-            trust_files: trust_files.to_vec(),
-            root: root.to_owned(),
-            search_path: search_path.map(OsStr::to_owned),
-        }),
-        WorkspaceTrust::Exact { target, files } => Pinning::Exact {
-            name: name.to_owned(),
-            kind: binding.kind().as_str(),
-            target,
-            files,
-        },
+    let reviewed = match Pinning::of(name, binding, root, search_path) {
+        Needs::Trust(pinning) => return pinning.pin().map(|p| p.pin),
+        Needs::Nothing { reviewed } => reviewed,
     };
-    pinning.pin().map(|p| p.pin)
+    let files = reviewed
+        .iter()
+        .map(|path| by_content(Role::Component, path, crate::safe_fs::MAX_COMPONENT_BYTES))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(HookPin {
+        name: name.to_owned(),
+        binding: binding.kind().as_str().to_owned(),
+        argv: None,
+        files,
+    })
 }
 
 /// `program` looked up on `search_path` as exec does: the first entry
