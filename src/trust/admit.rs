@@ -5,10 +5,11 @@
 //! # Why the binding answers and the trust layer decides
 //!
 //! "Does a repository's hook of this kind need trust?" is a required method
-//! of every binding (`Binding::workspace_trust`), and how each answer
-//! is pinned is an exhaustive match (`Pinning::of`). The first version asked "is it a
-//! subprocess?" and treated anything else as sandboxed: a new binding that
-//! sent tool inputs to a URL would have run from an untrusted repository.
+//! of every binding (`Binding::workspace_trust`), and how each answer is
+//! pinned is an exhaustive match (`Pinning::of`). The first version asked
+//! "is it a subprocess?" and treated anything else as sandboxed: a new
+//! binding that sent tool inputs to a URL would have run from an untrusted
+//! repository.
 
 use super::gate::{Check, Gate};
 use super::pin::{HookPin, Needs, PinError, Pinned, Pinning};
