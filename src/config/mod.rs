@@ -224,6 +224,14 @@ impl Loader {
         self
     }
 
+    /// A binding's own load options, by type ([`WasmOptions`] is one): the
+    /// loader carries them to the binding's parser without knowing them, so
+    /// a new binding's options need no method here.
+    pub fn binding_options<T: std::any::Any + Send + Sync>(mut self, options: T) -> Self {
+        self.options.set(options);
+        self
+    }
+
     /// Where the user's trust in workspaces is recorded. Without a store,
     /// no workspace command hook is trusted (each is denied or skipped, as
     /// the global config's `untrusted_hooks` says).
