@@ -97,13 +97,28 @@ impl SocketClient {
             cwd: None,
             config: None,
         };
-        let mut line = serde_json::json!({
-            "id": 1, "op": "evaluate", "mode": "check", "workspace": workspace,
-            "input": crate::wire::request_json(&hook).to_string(),
-            "context": {"global": workspace},
-        })
-        .to_string()
-        .into_bytes();
+        use crate::protocol::serve;
+        // The typed request the CLI's client sends (a hand-written line
+        // once went stale when the protocol gained its version, and the
+        // bench waited forever for an answer the server had refused).
+        let request = serve::Request {
+            id: serde_json::json!(1),
+            version: serve::VERSION,
+            op: serve::Op::Evaluate(serve::Evaluate {
+                mode: serve::Mode::Check,
+                workspace: workspace.to_owned(),
+                input: crate::wire::request_json(&hook).to_string(),
+                event: None,
+                tool: None,
+                deadline_ms: None,
+                context: serve::Context {
+                    global: Some(workspace.to_owned()),
+                    ..serve::Context::default()
+                },
+            }),
+        };
+        let mut line = serde_json::to_vec(&request)
+            .map_err(|_| BenchError::Missing("the request does not encode"))?;
         line.push(b'\n');
         Ok(SocketClient {
             stream: std::sync::Mutex::new(std::io::BufReader::new(stream)),
@@ -117,19 +132,27 @@ impl SocketClient {
             .stream
             .lock()
             .map_err(|_| BenchError::Missing("the socket client is poisoned"))?;
+        use crate::protocol::serve::{Answer, Body};
         stream.get_mut().write_all(&self.line)?;
-        let mut answer = String::new();
-        for _ in 0..2 {
-            answer.clear();
-            stream.read_line(&mut answer)?;
+        // An acknowledgement, then the answer; anything else ends the row
+        // (a refusal is one line: waiting for a second would hang).
+        let mut line = String::new();
+        loop {
+            line.clear();
+            if stream.read_line(&mut line)? == 0 {
+                return Err(BenchError::Missing("the server closed the connection"));
+            }
+            match serde_json::from_str::<Answer>(&line).map(|a| a.body) {
+                Ok(Body::Ack { .. }) => continue,
+                Ok(Body::Evaluated { exit: 0, .. }) => return Ok(()),
+                _ => {
+                    return Err(BenchError::Denied(format!(
+                        "the server answered {}",
+                        crate::text::excerpt(&line, 300)
+                    )));
+                }
+            }
         }
-        if !answer.contains("\"exit\":0") {
-            return Err(BenchError::Denied(format!(
-                "the server answered {}",
-                crate::text::excerpt(&answer, 300)
-            )));
-        }
-        Ok(())
     }
 }
 
