@@ -8,7 +8,6 @@
 //! needs both, is application code: the data it produces ([`Review`],
 //! [`Manifest`](crate::trust::Manifest)) stays in `trust`.
 
-use crate::binding::WorkspaceTrust;
 use crate::contract::Source;
 use crate::trust::{
     Change, HookPin, Manifest, Record, Review, TrustError, TrustStore, difference, pin_of,
@@ -85,14 +84,10 @@ fn pin_each(
         .iter()
         .filter(|h| h.source == Source::Workspace)
     {
-        let binding = hook.binding.as_binding();
-        match pin_of(&hook.name, binding, root, search_path) {
-            Ok(pin) => {
+        match pin_of(&hook.name, hook.binding.as_binding(), root, search_path) {
+            Ok((pin, needs)) => {
                 hooks.push(pin);
-                needs_trust.push(match binding.workspace_trust() {
-                    WorkspaceTrust::Sandboxed { .. } => false,
-                    WorkspaceTrust::Program { .. } | WorkspaceTrust::Exact { .. } => true,
-                });
+                needs_trust.push(needs);
             }
             Err(why) => problems.push(format!("{}: {why}", hook.name)),
         }

@@ -219,9 +219,8 @@ impl Loader {
     }
 
     /// How components are cached and run.
-    pub fn wasm(mut self, options: WasmOptions) -> Self {
-        self.options.set(options);
-        self
+    pub fn wasm(self, options: WasmOptions) -> Self {
+        self.binding_options(options)
     }
 
     /// A binding's own load options, by type ([`WasmOptions`] is one): the
@@ -319,7 +318,7 @@ impl Loader {
                     let judged = admission.judge(&hook.name, hook.binding.as_binding());
                     hook.trust = Some(judged.state);
                     hook.gate = judged.gate;
-                    crate::trust::arm(&mut hook.binding, judged.run);
+                    crate::trust::run_from_snapshot(&mut hook.binding, judged.run);
                 }
                 config.trust_record = admission.consulted();
             }

@@ -266,7 +266,7 @@ pub(crate) fn confine_global(binding: &mut BindingSpec, ctx: &TrustCtx, required
 
 /// Applies a judgement to the hook's binding: a trusted program runs from
 /// its snapshot, in its sandbox.
-pub(crate) fn arm(binding: &mut BindingSpec, run: Option<Run>) {
+pub(crate) fn run_from_snapshot(binding: &mut BindingSpec, run: Option<Run>) {
     match (binding, run) {
         (BindingSpec::Subprocess(spec), Some(run)) => {
             spec.run = Some(run.launch);

@@ -85,7 +85,7 @@ pub use pin::{FilePin, HookPin, Role};
 pub use snapshot::{MAX_TREE_BYTES, MAX_TREE_FILES};
 pub use store::{Record, TrustStore};
 
-pub(crate) use admit::{Admission, Unconfinable, arm, confine_global, difference};
+pub(crate) use admit::{Admission, Unconfinable, confine_global, difference, run_from_snapshot};
 pub(crate) use gate::{Gate, guard};
 pub(crate) use pin::{Pinning, pin_of};
 

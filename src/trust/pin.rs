@@ -416,28 +416,29 @@ fn by_content(role: Role, path: &Path, limit: u64) -> Result<FilePin, PinError> 
     })
 }
 
-/// The pin of any workspace hook, as its binding says it pins: what a
-/// review shows and records.
+/// The pin of any workspace hook, as its binding says it pins (what a
+/// review shows and records), and whether it runs only when trusted.
 pub(crate) fn pin_of(
     name: &str,
     binding: &dyn Binding,
     root: &Path,
     search_path: Option<&OsStr>,
-) -> Result<HookPin, PinError> {
+) -> Result<(HookPin, bool), PinError> {
     let reviewed = match Pinning::of(name, binding, root, search_path) {
-        Needs::Trust(pinning) => return pinning.pin().map(|p| p.pin),
+        Needs::Trust(pinning) => return pinning.pin().map(|p| (p.pin, true)),
         Needs::Nothing { reviewed } => reviewed,
     };
     let files = reviewed
         .iter()
         .map(|path| by_content(Role::Component, path, crate::safe_fs::MAX_COMPONENT_BYTES))
         .collect::<Result<Vec<_>, _>>()?;
-    Ok(HookPin {
+    let pin = HookPin {
         name: name.to_owned(),
         binding: binding.kind().as_str().to_owned(),
         argv: None,
         files,
-    })
+    };
+    Ok((pin, false))
 }
 
 /// `program` looked up on `search_path` as exec does: the first entry

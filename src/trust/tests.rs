@@ -117,7 +117,8 @@ impl Case {
     }
 
     fn trust(&self) {
-        let pin = pin_of("webhook", &self.hook, &self.root, None).unwrap();
+        let (pin, needs_trust) = pin_of("webhook", &self.hook, &self.root, None).unwrap();
+        assert!(needs_trust);
         let manifest = Manifest {
             workspace: self.root.clone(),
             config: "blake3:config".into(),

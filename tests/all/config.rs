@@ -320,3 +320,40 @@ async fn hooks_built_in_code_are_validated_and_run_like_a_files() {
     );
     assert_eq!(err.problems.len(), 3, "{text}");
 }
+
+/// A binding needs no `HookDef` method to be built in code: the generic
+/// form loads exactly what the typed helpers do, and is checked as a file is.
+#[test]
+fn a_hook_built_by_field_loads_as_the_typed_helpers_build_it() {
+    use toolgate::config::HookDef;
+    use toolgate::wasm::WasmOptions;
+    let root = std::path::Path::new("/");
+    let typed = Config::from_hooks(
+        [HookDef::command("g", ["true"])
+            .tools(["Bash"])
+            .timeout_ms(900)],
+        root,
+        &WasmOptions::new(),
+    )
+    .unwrap();
+    let generic = Config::from_hooks(
+        [HookDef::of("g", "command", json!(["true"]))
+            .field("tools", json!(["Bash"]))
+            .field("timeout_ms", json!(900))],
+        root,
+        &WasmOptions::new(),
+    )
+    .unwrap();
+    assert_eq!(
+        serde_json::to_value(typed.hooks()).unwrap(),
+        serde_json::to_value(generic.hooks()).unwrap()
+    );
+    let err = Config::from_hooks(
+        [HookDef::of("g", "command", json!(["true"])).field("fuel", json!(5))],
+        root,
+        &WasmOptions::new(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("field `fuel`: only for `wasm` hooks"), "{err}");
+}
