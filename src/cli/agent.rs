@@ -135,9 +135,8 @@ impl clap::FromArgMatches for Command {
 /// `toolgate claude-code --help`: where Claude Code reads its hooks, and an
 /// entry that pastes as valid JSON (short lines: nothing is wrapped inside a
 /// string on an 80-column terminal).
-pub(crate) const CLAUDE_CODE_HELP: &str = r#"Install it by absolute path (a hook command that is not found lets calls
-through) in ~/.claude/settings.json, or a project's .claude/settings.json,
-for PreToolUse, PostToolUse and PostToolUseFailure:
+pub(crate) const CLAUDE_CODE_HELP: &str = r#"Install it by absolute path in ~/.claude/settings.json, or a project's
+.claude/settings.json, for PreToolUse, PostToolUse and PostToolUseFailure:
 
 {
   "hooks": {
@@ -147,7 +146,9 @@ for PreToolUse, PostToolUse and PostToolUseFailure:
         "hooks": [
           {
             "type": "command",
-            "command": "/usr/local/bin/toolgate claude-code"
+            "command": "/usr/local/bin/toolgate",
+            "args": ["claude-code"],
+            "onFailure": "block"
           }
         ]
       }
@@ -155,8 +156,12 @@ for PreToolUse, PostToolUse and PostToolUseFailure:
   }
 }
 
-and the same entry under "PostToolUse" and "PostToolUseFailure". The
-README's "Coming from Claude Code / Codex" lists what each answer becomes.
+and the same entry under "PostToolUse" and "PostToolUseFailure". "args"
+runs toolgate without a shell. "onFailure": "block" (Claude Code 2.1.295
+and later; older releases ignore it) blocks the call when toolgate is
+missing, crashes or outlives the hook's timeout: without it, or on an
+older release, such a call goes through unguarded. The README's "Coming
+from Claude Code / Codex" lists what each answer becomes.
 
 Example:
   toolgate claude-code < examples/demo/claude-pre-force-push.json"#;

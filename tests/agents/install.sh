@@ -8,10 +8,12 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/versions.env"
 CACHE=${TOOLGATE_AGENT_CACHE:-$HERE/.cache}
 mkdir -p "$CACHE"
-stamp="$CACHE/installed-$CLAUDE_CODE_VERSION-$CODEX_VERSION"
+NEWEST="$CACHE/claude-code-$CLAUDE_CODE_NEWEST_VERSION"
+stamp="$CACHE/installed-$CLAUDE_CODE_VERSION-$CLAUDE_CODE_NEWEST_VERSION-$CODEX_VERSION"
 if [ -f "$stamp" ] && "$CACHE/node_modules/.bin/claude" --version >/dev/null 2>&1 \
+   && "$NEWEST/node_modules/.bin/claude" --version >/dev/null 2>&1 \
    && "$CACHE/node_modules/.bin/codex" --version >/dev/null 2>&1; then
-  echo "agents: Claude Code $CLAUDE_CODE_VERSION and Codex $CODEX_VERSION already in $CACHE"
+  echo "agents: Claude Code $CLAUDE_CODE_VERSION and $CLAUDE_CODE_NEWEST_VERSION, Codex $CODEX_VERSION already in $CACHE"
   exit 0
 fi
 if ! command -v npm >/dev/null; then
@@ -24,11 +26,20 @@ echo "agents: installing @anthropic-ai/claude-code@$CLAUDE_CODE_VERSION and @ope
 rm -f "$CACHE"/installed-*
 npm install --prefix "$CACHE" --no-save --no-audit --no-fund --foreground-scripts \
   "@anthropic-ai/claude-code@$CLAUDE_CODE_VERSION" "@openai/codex@$CODEX_VERSION"
+# The newest Claude Code in a prefix of its own (the live tests run against
+# it through TOOLGATE_CLAUDE_CODE_BIN).
+echo "agents: installing @anthropic-ai/claude-code@$CLAUDE_CODE_NEWEST_VERSION into $NEWEST (~400 MB)"
+mkdir -p "$NEWEST"
+npm install --prefix "$NEWEST" --no-save --no-audit --no-fund --foreground-scripts \
+  "@anthropic-ai/claude-code@$CLAUDE_CODE_NEWEST_VERSION"
 # npm may skip install scripts it was not told to allow; Claude Code's only
 # copies its native binary from the platform package into place.
-if ! "$CACHE/node_modules/.bin/claude" --version >/dev/null 2>&1; then
-  (cd "$CACHE/node_modules/@anthropic-ai/claude-code" && node install.cjs)
-fi
+for prefix in "$CACHE" "$NEWEST"; do
+  if ! "$prefix/node_modules/.bin/claude" --version >/dev/null 2>&1; then
+    (cd "$prefix/node_modules/@anthropic-ai/claude-code" && node install.cjs)
+  fi
+done
 "$CACHE/node_modules/.bin/claude" --version
+"$NEWEST/node_modules/.bin/claude" --version
 "$CACHE/node_modules/.bin/codex" --version
 touch "$stamp"

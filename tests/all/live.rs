@@ -19,8 +19,12 @@ fn agents_cache() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/agents/.cache"))
 }
 
+/// The Claude Code CLI under test: `$TOOLGATE_CLAUDE_CODE_BIN` (the second
+/// pinned release, see tests/agents/install.sh), else the cache's.
 fn claude_bin() -> PathBuf {
-    let bin = agents_cache().join("node_modules/.bin/claude");
+    let bin = std::env::var_os("TOOLGATE_CLAUDE_CODE_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| agents_cache().join("node_modules/.bin/claude"));
     assert!(
         bin.exists(),
         "the Claude Code CLI is not installed at {}: run tests/agents/install.sh \
@@ -28,6 +32,40 @@ fn claude_bin() -> PathBuf {
         bin.display()
     );
     bin
+}
+
+/// The release under test, from `claude --version` ("2.1.332 (Claude Code)").
+fn claude_version() -> (u32, u32, u32) {
+    static VERSION: std::sync::OnceLock<(u32, u32, u32)> = std::sync::OnceLock::new();
+    *VERSION.get_or_init(|| {
+        let out = Command::new(claude_bin())
+            .arg("--version")
+            .output()
+            .expect("claude --version runs");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let parts: Vec<u32> = text
+            .split_whitespace()
+            .next()
+            .unwrap_or("")
+            .split('.')
+            .map(|p| p.parse().unwrap_or_else(|_| panic!("a version: {text:?}")))
+            .collect();
+        assert_eq!(parts.len(), 3, "a version: {text:?}");
+        (parts[0], parts[1], parts[2])
+    })
+}
+
+/// Whether the release honours `"onFailure": "block"` on a command handler
+/// (since 2.1.295; live: 2.1.197 ignores it, 2.1.332 honours it).
+fn honours_on_failure() -> bool {
+    claude_version() >= (2, 1, 295)
+}
+
+/// toolgate as `toolgate claude-code --help` tells a user to install it: by
+/// absolute path, in the exec form (no shell), fail-closed.
+fn toolgate_handler() -> Value {
+    json!({"type": "command", "command": env!("CARGO_BIN_EXE_toolgate"),
+           "args": ["claude-code"], "onFailure": "block"})
 }
 
 /// What one `claude -p` run did.
@@ -59,20 +97,25 @@ impl Run {
 /// Installs `toolgate claude-code` (by absolute path) as the workspace's
 /// hook for every tool event, then runs Claude Code on `calls`.
 fn claude(fx: &Fixture, calls: Vec<Value>, allow_bash: bool) -> Run {
-    let command = format!("{} claude-code", env!("CARGO_BIN_EXE_toolgate"));
-    claude_with(
-        fx,
-        json!({"type": "command", "command": command}),
-        calls,
-        allow_bash,
-    )
+    claude_with(fx, toolgate_handler(), calls, allow_bash)
 }
 
 /// Runs Claude Code with `handler` as the hook for every tool event.
 fn claude_with(fx: &Fixture, handler: Value, calls: Vec<Value>, allow_bash: bool) -> Run {
-    let hook = json!([{"matcher": "*", "hooks": [handler]}]);
-    let settings =
-        json!({"hooks": {"PreToolUse": hook, "PostToolUse": hook, "PostToolUseFailure": hook}});
+    claude_with_hooks(fx, [handler.clone(), handler.clone(), handler], calls, allow_bash)
+}
+
+/// Runs Claude Code with these handlers for PreToolUse, PostToolUse and
+/// PostToolUseFailure.
+fn claude_with_hooks(
+    fx: &Fixture,
+    [pre, post, failure]: [Value; 3],
+    calls: Vec<Value>,
+    allow_bash: bool,
+) -> Run {
+    let hook = |handler: Value| json!([{"matcher": "*", "hooks": [handler]}]);
+    let settings = json!({"hooks": {"PreToolUse": hook(pre), "PostToolUse": hook(post),
+                                    "PostToolUseFailure": hook(failure)}});
     std::fs::create_dir_all(fx.workspace().join(".claude")).unwrap();
     std::fs::write(
         fx.workspace().join(".claude/settings.json"),
@@ -342,9 +385,9 @@ fn live_claude_a_failing_command_goes_through_the_post_chain() {
         texts.iter().any(|t| t.contains("disregard that output")),
         "{texts:#?}"
     );
-    // ...but Claude Code 2.1.197 shows a failed call's output whatever a hook
-    // answers (no replacement, no stop): README says so. If a release starts
-    // honouring it, this line fails and toolgate should use it.
+    // ...but Claude Code (2.1.197, 2.1.332) shows a failed call's output
+    // whatever a hook answers (no replacement, no stop): README says so. If a
+    // release starts honouring it, this line fails and toolgate should use it.
     assert!(result_text(&run.only_result()).contains("SECRET=abc"));
 }
 
@@ -359,6 +402,59 @@ fn live_claude_lets_the_call_through_when_its_hook_is_missing_crashes_or_times_o
         claude_with(&fx, handler, vec![bash("touch ran.txt")], true);
         assert!(fx.workspace().join("ran.txt").exists(), "{what}");
     }
+}
+
+#[test]
+fn live_claude_blocks_the_call_when_a_fail_closed_hook_is_missing_crashes_or_times_out() {
+    // `"onFailure": "block"` on the handler, as toolgate tells users to
+    // install it. Releases before 2.1.295 ignore the field (and still run the
+    // hook): the call goes through, as without it.
+    let mut hooks = failing_hooks("claude-code").to_vec();
+    hooks.push((
+        "missing (exec form)",
+        json!({"type": "command", "command": "/nonexistent/toolgate", "args": ["claude-code"]}),
+    ));
+    for (what, mut handler) in hooks {
+        handler["onFailure"] = json!("block");
+        let fx = Fixture::new();
+        let run = claude_with(&fx, handler, vec![bash("touch ran.txt")], true);
+        let ran = fx.workspace().join("ran.txt").exists();
+        if !honours_on_failure() {
+            assert!(ran, "{what}: {:?} ignores onFailure", claude_version());
+            continue;
+        }
+        assert!(!ran, "{what}: the call ran");
+        let result = run.only_result();
+        assert_eq!(result["is_error"], true, "{what}: {result}");
+        assert!(
+            result_text(&result).contains("blocking because onFailure is \"block\""),
+            "{what}: {result}"
+        );
+        assert_eq!(run.permission_denials().len(), 1, "{what}: {:#}", run.result);
+    }
+}
+
+#[test]
+fn live_claude_a_fail_closed_hook_failing_after_the_call_cannot_withhold_the_output() {
+    // After the call, a failure of an `onFailure: "block"` hook is what an
+    // exit 2 is: an error shown next to the output, never instead of it. So
+    // a post hook (toolgate's own failure included) cannot keep an output
+    // from the model by failing.
+    let fx = Fixture::new();
+    let crash = json!({"type": "command", "command": "sh -c 'exit 1'", "onFailure": "block"});
+    let run = claude_with_hooks(
+        &fx,
+        [toolgate_handler(), crash.clone(), crash],
+        vec![bash("echo SECRET=abc")],
+        true,
+    );
+    let result = run.only_result();
+    assert_eq!(result_text(&result), "SECRET=abc", "{result}");
+    let texts = run.mock.user_texts();
+    let noted = texts
+        .iter()
+        .any(|t| t.contains("PostToolUse:Bash hook blocking error") && t.contains("onFailure"));
+    assert_eq!(noted, honours_on_failure(), "{texts:#?}");
 }
 
 #[test]
