@@ -6,6 +6,7 @@
 //! received) and on what happened on disk. What these tests show is what the
 //! README's "Coming from Claude Code" section says; nothing more.
 
+use super::*;
 use crate::mock_model::{MockModel, result_text};
 use crate::support::*;
 use serde_json::{Value, json};
@@ -13,21 +14,8 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-fn agents_cache() -> PathBuf {
-    std::env::var_os("TOOLGATE_AGENT_CACHE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/agents/.cache"))
-}
-
 fn claude_bin() -> PathBuf {
-    let bin = agents_cache().join("node_modules/.bin/claude");
-    assert!(
-        bin.exists(),
-        "the Claude Code CLI is not installed at {}: run tests/agents/install.sh \
-         (./test.sh does it)",
-        bin.display()
-    );
-    bin
+    agent_bin("CLAUDE_CODE_VERSION", "claude")
 }
 
 /// What one `claude -p` run did.
@@ -117,39 +105,6 @@ fn claude_with(fx: &Fixture, handler: Value, calls: Vec<Value>, allow_bash: bool
         )
     });
     Run { mock, result }
-}
-
-/// Hook handlers that fail in the three ways an agent forgives: a command
-/// that is not there, one that crashes, one that outlives its `timeout`.
-fn failing_hooks(agent: &str) -> [(&'static str, Value); 3] {
-    [
-        (
-            "missing",
-            json!({"type": "command", "command": format!("/nonexistent/toolgate {agent}")}),
-        ),
-        (
-            "crashed",
-            json!({"type": "command", "command": "sh -c 'exit 1'"}),
-        ),
-        (
-            "timed out",
-            json!({"type": "command", "command": "sleep 30", "timeout": 1}),
-        ),
-    ]
-}
-
-fn bash(command: &str) -> Value {
-    json!({"name": "Bash", "input": {"command": command, "description": "scripted"}})
-}
-
-/// A wire-v1 python hook from a body that sets `answer` from `req`.
-fn py_hook(fx: &Fixture, name: &str, body: &str) -> String {
-    fx.script(
-        name,
-        &format!(
-            "#!/usr/bin/env python3\nimport json, sys\nreq = json.load(sys.stdin)\nanswer = {{\"decision\": \"allow\"}}\n{body}\nprint(json.dumps(answer))\n"
-        ),
-    )
 }
 
 #[test]
@@ -410,202 +365,4 @@ fn live_claude_the_demo_output_trimmer_works_live() {
         "{:#?}",
         run.mock.user_texts()
     );
-}
-
-// ---------------------------------------------------------------------------
-// Codex: `codex exec` against a mock Responses API, toolgate installed as the
-// user's hook (CODEX_HOME/hooks.json) by absolute path, started in a
-// subdirectory of the workspace (Codex sets no project variable: toolgate
-// walks up to the `.toolgate/`).
-
-fn codex_bin() -> PathBuf {
-    let bin = agents_cache().join("node_modules/.bin/codex");
-    assert!(
-        bin.exists(),
-        "the Codex CLI is not installed at {}: run tests/agents/install.sh (./test.sh does it)",
-        bin.display()
-    );
-    bin
-}
-
-/// Runs `codex exec` in `<workspace>/sub` on `calls` (shell commands, as
-/// Codex's `exec_command` tool). `trusted`: whether hooks run without the
-/// `/hooks` review (`--dangerously-bypass-hook-trust`, the flag Codex gives
-/// automation that vets its hooks itself).
-fn codex(fx: &Fixture, commands: &[&str], trusted: bool) -> MockModel {
-    let command = format!("{} codex", env!("CARGO_BIN_EXE_toolgate"));
-    codex_with(
-        fx,
-        json!({"type": "command", "command": command}),
-        commands,
-        trusted,
-    )
-}
-
-fn codex_with(fx: &Fixture, handler: Value, commands: &[&str], trusted: bool) -> MockModel {
-    let home = fx.dir.path().join("codex-home");
-    std::fs::create_dir_all(&home).unwrap();
-    let hook = json!([{"matcher": "*", "hooks": [handler]}]);
-    std::fs::write(
-        home.join("hooks.json"),
-        json!({"hooks": {"PreToolUse": hook, "PostToolUse": hook}}).to_string(),
-    )
-    .unwrap();
-    let sub = fx.workspace().join("sub");
-    std::fs::create_dir_all(&sub).unwrap();
-    let calls = commands
-        .iter()
-        .map(|c| json!({"name": "exec_command", "input": {"cmd": c}}))
-        .collect();
-    let mock = MockModel::openai(calls);
-    crate::support::trust(&fx.workspace());
-    let provider = format!(
-        "model_providers.mock={{name=\"mock\",base_url=\"{}/v1\",env_key=\"OPENAI_API_KEY\",wire_api=\"responses\"}}",
-        mock.base_url()
-    );
-    let mut cmd = Command::new(codex_bin());
-    hermetic(&mut cmd)
-        .args([
-            "exec",
-            "--skip-git-repo-check",
-            "--sandbox",
-            "danger-full-access",
-        ])
-        .args([
-            "-c",
-            "model_provider=\"mock\"",
-            "-c",
-            &provider,
-            "-c",
-            "model=\"gpt-5\"",
-        ]);
-    if trusted {
-        cmd.arg("--dangerously-bypass-hook-trust");
-    }
-    cmd.arg("run the scripted commands")
-        .current_dir(&sub)
-        .env("CODEX_HOME", &home)
-        .env("HOME", &home)
-        .env("OPENAI_API_KEY", "sk-test")
-        .env("TOOLGATE_CONFIG_DIR", fx.global())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let child = cmd.spawn().expect("codex starts");
-    let out = finish_within(child, Duration::from_secs(180), "codex");
-    assert!(
-        out.status.success(),
-        "codex failed ({}):\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    mock
-}
-
-fn only_output(mock: &MockModel) -> String {
-    let outputs = mock.function_outputs();
-    assert_eq!(outputs.len(), 1, "{outputs:#?}");
-    outputs[0].clone()
-}
-
-#[test]
-fn live_codex_pre_deny_blocks_the_command_and_passes_the_turn_id() {
-    let fx = Fixture::new();
-    let seen = fx.marker("pre-saw.json");
-    let guard = py_hook(
-        &fx,
-        "guard.py",
-        &format!(
-            "open({:?}, 'w').write(json.dumps(req))\nif 'rm ' in req['input']['command']:\n    answer = {{'decision': 'deny', 'reason': 'no deleting files here'}}",
-            seen.display().to_string()
-        ),
-    );
-    fx.workspace_hooks(json!([{"name": "no-rm", "command": [&guard]}]));
-    // Its evidence is a file outside its scratch folder.
-    fx.unconfine("no-rm");
-    std::fs::write(fx.workspace().join("keep.txt"), "precious").unwrap();
-    let mock = codex(&fx, &["rm -f ../keep.txt"], true);
-    assert!(only_output(&mock).contains("no deleting files here"));
-    assert!(fx.workspace().join("keep.txt").exists(), "the command ran");
-    // Codex calls its shell tool `Bash` in hooks, and sends a turn id.
-    let req: Value = serde_json::from_str(&std::fs::read_to_string(&seen).unwrap()).unwrap();
-    assert_eq!(req["tool"], "Bash");
-    assert!(!req["turn_id"].as_str().unwrap_or("").is_empty(), "{req}");
-}
-
-#[test]
-fn live_codex_runs_a_rewritten_command_and_shows_context() {
-    let fx = Fixture::new();
-    let rewriter = py_hook(
-        &fx,
-        "rewrite.py",
-        "if 'rewritten' not in req['input']['command']:\n    answer = {'decision': 'modify', 'input': dict(req['input'], command='echo rewritten > out.txt'), 'context': 'toolgate-context-marker: rewritten'}",
-    );
-    fx.workspace_hooks(json!([{"name": "rewriter", "command": [&rewriter]}]));
-    let mock = codex(&fx, &["echo original > out.txt"], true);
-    let out = fx.workspace().join("sub/out.txt");
-    assert_eq!(std::fs::read_to_string(out).unwrap(), "rewritten\n");
-    assert!(
-        mock.input_texts()
-            .iter()
-            .any(|t| t.contains("toolgate-context-marker: rewritten")),
-        "{:#?}",
-        mock.input_texts()
-    );
-}
-
-#[test]
-fn live_codex_post_deny_and_replace_decide_what_the_model_sees() {
-    let fx = Fixture::new();
-    let dlp = py_hook(
-        &fx,
-        "dlp.py",
-        "out = req['result']['output']\nif 'SECRET' in out:\n    answer = {'decision': 'deny', 'reason': 'the output held a secret'}\nelif 'long' in out:\n    answer = {'decision': 'replace', 'result': {'output': 'trimmed', 'is_error': False}}",
-    );
-    fx.workspace_hooks(json!([{"name": "dlp", "command": [&dlp], "event": "post_tool_use"}]));
-    // A failing command goes through the post chain too (Codex fires
-    // PostToolUse for it).
-    let mock = codex(&fx, &["echo SECRET=abc; exit 3"], true);
-    let shown = only_output(&mock);
-    assert!(shown.contains("the output held a secret"), "{shown}");
-    assert!(!shown.contains("SECRET=abc"), "{shown}");
-    let mock = codex(&fx, &["echo long output"], true);
-    let shown = only_output(&mock);
-    assert!(
-        shown.contains("trimmed") && !shown.contains("long output"),
-        "{shown}"
-    );
-}
-
-#[test]
-fn live_codex_a_wasm_guard_and_toolgates_own_failure_block_the_call() {
-    let fx = Fixture::new();
-    fx.workspace_hooks(json!([{"name": "wasm-guard", "wasm": crate::guests::path("deny")}]));
-    let mock = codex(&fx, &["touch ran.txt"], true);
-    assert!(only_output(&mock).contains("no force-pushing from a sandbox"));
-    assert!(!fx.workspace().join("sub/ran.txt").exists());
-
-    fx.workspace_raw("{\"schema\": 1, \"hooks\": [oops]}");
-    let mock = codex(&fx, &["touch ran.txt"], true);
-    assert!(only_output(&mock).contains("toolgate could not evaluate this call"));
-    assert!(!fx.workspace().join("sub/ran.txt").exists());
-}
-
-#[test]
-fn live_codex_skips_hooks_nobody_trusted_without_a_word() {
-    // Pinned because the README warns about it: installed but not reviewed
-    // in `/hooks`, the hook never runs and the command goes through.
-    let fx = Fixture::new();
-    fx.workspace_hooks(json!([{"name": "wasm-guard", "wasm": crate::guests::path("deny")}]));
-    codex(&fx, &["touch ran.txt"], false);
-    assert!(fx.workspace().join("sub/ran.txt").exists());
-}
-
-#[test]
-fn live_codex_lets_the_call_through_when_its_hook_is_missing_crashes_or_times_out() {
-    for (what, handler) in failing_hooks("codex") {
-        let fx = Fixture::new();
-        codex_with(&fx, handler, &["touch ran.txt"], true);
-        assert!(fx.workspace().join("sub/ran.txt").exists(), "{what}");
-    }
 }
