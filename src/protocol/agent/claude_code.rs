@@ -55,6 +55,9 @@ impl Dialect for ClaudeCode {
             events: &["PreToolUse", "PostToolUse", "PostToolUseFailure"],
             layout: Layout::Grouped { handler },
             timeout: None,
+            agent_cli: "claude",
+            tested_versions: &["2.1.197", "2.1.332"],
+            trust: None,
         }
     }
 

@@ -6,7 +6,9 @@
 //! (0.171.0, pinned by the live tests).
 
 use super::claude_code::{Rules, read_envelope, render};
-use super::{AgentCall, Blocked, Dialect, Help, Import, Install, Layout, ReadAgentInputError};
+use super::{
+    AgentCall, Blocked, Dialect, Help, Import, Install, Layout, ReadAgentInputError, TrustStep,
+};
 use crate::outcome::Outcome;
 use serde_json::{Map, Value, json};
 use std::time::Duration;
@@ -57,6 +59,13 @@ impl Dialect for Codex {
             events: &["PreToolUse", "PostToolUse"],
             layout: Layout::Grouped { handler },
             timeout: None,
+            agent_cli: "codex",
+            tested_versions: &["0.171.0"],
+            trust: Some(TrustStep {
+                fix: "open /hooks in the Codex TUI once and trust toolgate's entries: Codex skips \
+                      hooks nobody reviewed, without a word in `codex exec`",
+                check: None,
+            }),
         }
     }
 

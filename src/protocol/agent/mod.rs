@@ -197,6 +197,34 @@ pub struct Install {
     /// The agent's hook timeout to write, in the unit its settings use
     /// (`None`: leave the agent's default).
     pub timeout: Option<u64>,
+    /// The agent's command, for `toolgate doctor` to ask its version
+    /// (`<cli> --version`).
+    pub agent_cli: &'static str,
+    /// The releases toolgate's live tests ran (tests/agents/versions.env;
+    /// a test keeps them equal).
+    pub tested_versions: &'static [&'static str],
+    /// The agent's own step before an installed hook runs, if it has one.
+    pub trust: Option<TrustStep>,
+}
+
+/// A step the agent itself requires before it runs a hook (Codex's `/hooks`
+/// review, Gemini CLI's trusted folders).
+#[derive(Debug, Clone, Copy)]
+pub struct TrustStep {
+    /// What the user must do, said as the fix.
+    pub fix: &'static str,
+    /// How `toolgate doctor` tells whether it is done; `None` where
+    /// toolgate cannot tell.
+    pub check: Option<TrustCheck>,
+}
+
+/// The agent's file that records a trust step, and a test of its JSON.
+#[derive(Debug, Clone, Copy)]
+pub struct TrustCheck {
+    /// The file, relative to `$HOME`.
+    pub file: &'static str,
+    /// Whether its content records the step as done for this project root.
+    pub done: fn(&Value, &std::path::Path) -> bool,
 }
 
 /// How an agent lists the handlers of one event.
