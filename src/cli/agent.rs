@@ -137,7 +137,7 @@ const LONGEST_DEFAULT_DEADLINE: Duration = Duration::from_secs(50);
 /// `agent_timeout`: a fifth of it (at least 200 ms, at most 10 s) is left for
 /// the agent to start the process and read the answer, and no default is
 /// longer than [`LONGEST_DEFAULT_DEADLINE`]. Claude Code and Codex (600 s):
-/// 50 s; Gemini CLI (60 s): 48 s; Copilot CLI (30 s): 24 s.
+/// 50 s; Gemini CLI (60 s): 50 s; Copilot CLI (30 s): 24 s.
 pub(crate) fn deadline_within(agent_timeout: Duration) -> Duration {
     let margin = (agent_timeout / 5).clamp(Duration::from_millis(200), Duration::from_secs(10));
     agent_timeout
@@ -384,4 +384,27 @@ pub(crate) fn workspace_of(
             toolgate::config::find_workspace(&start, super::env::dir("HOME").as_deref()).root
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_deadline_falls_inside_each_agents_hook_timeout_with_a_margin() {
+        let within = |secs: f64| deadline_within(Duration::from_secs_f64(secs)).as_secs_f64();
+        // Claude Code and Codex (600 s): capped at 50 s.
+        assert_eq!(within(600.0), 50.0);
+        // Gemini CLI (60 s): at most 10 s left over; Copilot CLI (30 s): a
+        // fifth.
+        assert_eq!(within(60.0), 50.0);
+        assert_eq!(within(30.0), 24.0);
+        // A short configured timeout keeps at least 200 ms for the agent.
+        assert_eq!(within(0.5), 0.3);
+        assert_eq!(within(0.1), 0.0);
+        for agent in Dialect::ALL {
+            let timeout = agent.default_hook_timeout();
+            assert!(deadline_within(timeout) < timeout, "{agent}");
+        }
+    }
 }
