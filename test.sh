@@ -15,9 +15,3 @@ guest-examples/build-all
 # The pinned Claude Code and Codex CLIs for the live tests (tests/all/live.rs).
 tests/agents/install.sh
 cargo test "$@"
-# The live Claude Code tests again, against the newest pinned release.
-if [ $# -eq 0 ]; then
-  . tests/agents/versions.env
-  TOOLGATE_CLAUDE_CODE_BIN="${TOOLGATE_AGENT_CACHE:-$PWD/tests/agents/.cache}/claude-code-$CLAUDE_CODE_NEWEST_VERSION/node_modules/.bin/claude" \
-    cargo test --test all live_claude
-fi

@@ -87,9 +87,12 @@ pub use outcome::{CallOutcome, Outcome, RunRecord, Step};
 pub use protocol::{Inward, serve, wire};
 pub use runner::{HookRunner, HookRunnerBuilder};
 
-/// Being an agent's hook: reading Claude Code's or Codex's hook input and
-/// answering in its dialect; importing Claude Code settings.
+/// Being an agent's hook: reading an agent's hook input and answering in its
+/// dialect; how toolgate is installed into it; importing its settings.
 pub mod agent {
+    pub use crate::protocol::agent::{
+        Blocked, Help, Import, Install, Layout, TrustCheck, TrustStep,
+    };
     pub use crate::protocol::{
         AgentCall, Imported, Matcher, Outward, ReadAgentInputError, event_name, import_settings,
         read_agent_input, render_outcome, translate_matcher,

@@ -1,9 +1,10 @@
-//! `toolgate claude-code` and `toolgate codex`: be the agent's hook.
+//! `toolgate <agent>` (`claude-code`, `codex`, …): be the agent's hook.
 //!
 //! There is one subcommand per [`Dialect`], named by it: [`Command`] builds
 //! them from `Dialect::ALL`, and what differs between agents (the help, the
-//! project variable) is a `match` on the dialect, so a new agent is a new
-//! variant and the compiler names each place that must say what it does.
+//! project variable, the hook timeout, how a call is blocked) is asked of
+//! the dialect, whose file in `protocol/agent/` must say it: nothing here
+//! names an agent.
 //!
 //! One settings entry hands every tool call to toolgate, which runs the whole
 //! ordered chain (global + workspace hooks; argv, Claude Code-style and wasm)
@@ -13,8 +14,9 @@
 //! variable; see `config::find_workspace` for where the walk stops).
 //!
 //! Anything toolgate itself cannot do — unreadable input, a broken config —
-//! is exit 2 with the reason on stderr: the agent blocks the call. Never a
-//! silent pass. Events toolgate has no part in (`UserPromptSubmit`, `Stop`, …)
+//! blocks the call the way the agent honours (`Outward::blocked`: exit 2
+//! with the reason on stderr for Claude Code and Codex). Never a silent
+//! pass. Events toolgate has no part in (`UserPromptSubmit`, `Stop`, …)
 //! exit 0 with nothing printed.
 //!
 //! # Answering in time, and never with a crash code
@@ -22,9 +24,10 @@
 //! Claude Code and Codex let a call through when their hook times out,
 //! crashes (any exit code but 0 and 2) or is missing. So in agent mode:
 //!
-//! - the whole invocation has a deadline, `--deadline-ms` (default
-//!   [`DEFAULT_DEADLINE_MS`]); the chain's own deadline is cut to fit inside
-//!   it, and a watchdog thread answers "blocked" (exit 2) if anything else —
+//! - the whole invocation has a deadline, `--deadline-ms` (by default inside
+//!   the agent's own hook timeout: [`deadline_within`]), cut shorter when the
+//!   agent's input names a shorter timeout; the chain's own deadline is cut
+//!   to fit inside it, and a watchdog thread answers "blocked" if anything else —
 //!   loading, a compile, a hang toolgate did not foresee — is still running
 //!   when it passes;
 //! - a panic anywhere answers "blocked" (exit 2) from the panic hook, before
@@ -44,6 +47,7 @@
 use super::runtime;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use toolgate::HookRunner;
 use toolgate::agent::{AgentCall, Outward as Dialect, read_agent_input, render_outcome};
@@ -51,8 +55,9 @@ use toolgate::agent::{AgentCall, Outward as Dialect, read_agent_input, render_ou
 /// Run as the agent's hook: read its stdin, run the chain, answer in its
 /// format.
 ///
-/// Exit 0 with the decision as JSON on stdout; exit 2 (the call is blocked)
-/// with the reason on stderr when toolgate cannot evaluate.
+/// Exit 0 with the decision as JSON on stdout; when toolgate cannot
+/// evaluate, the call is blocked as the agent honours it (exit 2 with the
+/// reason on stderr for Claude Code and Codex).
 #[derive(clap::Args)]
 pub(crate) struct Args {
     /// The workspace, overriding $CLAUDE_PROJECT_DIR and the call's cwd.
@@ -61,9 +66,10 @@ pub(crate) struct Args {
     /// Answer within this many milliseconds, whatever happens: past it the
     /// call is blocked (exit 2). Keep it below the agent's own hook timeout
     /// (Claude Code's `timeout`, in seconds, in the hook's settings entry).
-    #[arg(long, value_name = "MS", default_value_t = DEFAULT_DEADLINE_MS,
+    /// [default: inside the agent's default hook timeout, at most 50000]
+    #[arg(long, value_name = "MS",
           value_parser = clap::value_parser!(u64).range(100..=600_000))]
-    deadline_ms: u64,
+    deadline_ms: Option<u64>,
 }
 
 /// `toolgate <agent>`: the agent subcommands, one per [`Dialect`], each
@@ -77,21 +83,11 @@ impl Command {
     /// The subcommand for `dialect`.
     fn subcommand(dialect: Dialect) -> clap::Command {
         use clap::Args as _;
-        let (about, after_help) = match dialect {
-            Dialect::ClaudeCode => (
-                "Be a Claude Code hook: read its stdin, run the chain, answer in its format",
-                CLAUDE_CODE_HELP,
-            ),
-            Dialect::Codex => (
-                "Be a Codex hook: read its stdin, run the chain, answer in Codex's stricter \
-                 output schema",
-                CODEX_HELP,
-            ),
-        };
+        let help = dialect.help();
         Args::augment_args(clap::Command::new(dialect.name()))
-            .about(about)
+            .about(help.about)
             .long_about(None)
-            .after_help(after_help)
+            .after_help(help.after_help)
     }
 }
 
@@ -132,137 +128,128 @@ impl clap::FromArgMatches for Command {
     }
 }
 
-/// `toolgate claude-code --help`: where Claude Code reads its hooks, and an
-/// entry that pastes as valid JSON (short lines: nothing is wrapped inside a
-/// string on an 80-column terminal).
-pub(crate) const CLAUDE_CODE_HELP: &str = r#"Install it by absolute path in ~/.claude/settings.json, or a project's
-.claude/settings.json, for PreToolUse, PostToolUse and PostToolUseFailure:
+/// The longest default deadline: 50 s, inside the 60 s hook timeout that
+/// Claude Code long used by default and that users commonly configure, even
+/// where the agent's own default is longer (Claude Code and Codex: 600 s).
+const LONGEST_DEFAULT_DEADLINE: Duration = Duration::from_secs(50);
 
-{
-  "hooks": {
-    "PreToolUse": [
-      {
-        "matcher": "*",
-        "hooks": [
-          {
-            "type": "command",
-            "command": "/usr/local/bin/toolgate",
-            "args": ["claude-code"],
-            "onFailure": "block"
-          }
-        ]
-      }
-    ]
-  }
+/// The deadline that answers before an agent's hook timeout of
+/// `agent_timeout`: a fifth of it (at least 200 ms, at most 10 s) is left for
+/// the agent to start the process and read the answer, and no default is
+/// longer than [`LONGEST_DEFAULT_DEADLINE`]. Claude Code and Codex (600 s):
+/// 50 s; Gemini CLI (60 s): 50 s; Copilot CLI (30 s): 24 s.
+pub(crate) fn deadline_within(agent_timeout: Duration) -> Duration {
+    let margin = (agent_timeout / 5).clamp(Duration::from_millis(200), Duration::from_secs(10));
+    agent_timeout
+        .saturating_sub(margin)
+        .min(LONGEST_DEFAULT_DEADLINE)
 }
-
-and the same entry under "PostToolUse" and "PostToolUseFailure". "args"
-runs toolgate without a shell. "onFailure": "block" (Claude Code 2.1.295
-and later; older releases ignore it) blocks the call when toolgate is
-missing, crashes or outlives the hook's timeout: without it, or on an
-older release, such a call goes through unguarded. The README's "Coming
-from Claude Code / Codex" lists what each answer becomes.
-
-Example:
-  toolgate claude-code < examples/demo/claude-pre-force-push.json"#;
-
-/// `toolgate codex --help`: where Codex reads its hooks, and that it skips
-/// hooks nobody trusted.
-pub(crate) const CODEX_HELP: &str = r#"Install it by absolute path (a hook command that is not found lets calls
-through) in ~/.codex/hooks.json (or $CODEX_HOME/hooks.json) for PreToolUse
-and PostToolUse, then trust it once in Codex's /hooks: Codex skips hooks
-nobody reviewed, without a word in `codex exec`.
-
-{
-  "hooks": {
-    "PreToolUse": [
-      {
-        "matcher": "*",
-        "hooks": [
-          {
-            "type": "command",
-            "command": "/usr/local/bin/toolgate codex"
-          }
-        ]
-      }
-    ]
-  }
-}
-
-and the same entry under "PostToolUse". The README's "Coming from Claude
-Code / Codex" lists what each answer becomes.
-
-Example:
-  toolgate codex < examples/demo/claude-pre-force-push.json"#;
-
-/// Default `--deadline-ms`: 50 s, inside the 60 s hook timeout that Claude
-/// Code long used by default and that users commonly configure, with room
-/// for the agent to start the process. (Claude Code's default is now 600 s,
-/// Codex's 600 s; a shorter `timeout` in the settings needs a shorter
-/// `--deadline-ms`.)
-pub(crate) const DEFAULT_DEADLINE_MS: u64 = 50_000;
 
 /// How long before the watchdog the chain's own deadline ends, so the chain
 /// (which names the hook that was running) answers first.
 const CHAIN_MARGIN: Duration = Duration::from_millis(1_000);
 
+/// The watchdog's deadline, in milliseconds after the process started. It
+/// only ever shrinks: when the agent's input names a hook timeout shorter
+/// than the one the deadline was made for.
+static DEADLINE_MS: AtomicU64 = AtomicU64::new(u64::MAX);
+
+fn deadline_ms(deadline: Duration) -> u64 {
+    u64::try_from(deadline.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// What is left of the deadline.
+fn remaining(started: Instant) -> Duration {
+    Duration::from_millis(DEADLINE_MS.load(Ordering::SeqCst)).saturating_sub(started.elapsed())
+}
+
 pub(crate) fn run(args: Args, dialect: Dialect) -> ExitCode {
     let started = Instant::now();
-    let deadline = Duration::from_millis(args.deadline_ms);
+    let deadline = args.deadline_ms.map_or_else(
+        || deadline_within(dialect.default_hook_timeout()),
+        Duration::from_millis,
+    );
+    DEADLINE_MS.store(deadline_ms(deadline), Ordering::SeqCst);
     super::set_failure_exit(super::EXIT_DENIED);
-    std::panic::set_hook(Box::new(|info| {
+    std::panic::set_hook(Box::new(move |info| {
         let what = info
             .payload()
             .downcast_ref::<&str>()
             .map(|s| (*s).to_owned())
             .or_else(|| info.payload().downcast_ref::<String>().cloned())
             .unwrap_or_default();
-        say(format_args!(
-            "toolgate failed (a bug: {}), so this call is blocked",
-            toolgate::text::one_line(&what)
-        ));
-        std::process::exit(i32::from(super::EXIT_DENIED));
+        let code = block(
+            dialect,
+            &format!(
+                "toolgate failed (a bug: {}), so this call is blocked",
+                toolgate::text::one_line(&what)
+            ),
+        );
+        std::process::exit(i32::from(code));
     }));
     let watchdog = std::thread::Builder::new()
         .name("toolgate-deadline".into())
         .spawn(move || {
-            std::thread::sleep(deadline);
-            say(format_args!(
-                "toolgate did not finish within its deadline ({} ms, --deadline-ms), so this \
-                 call is blocked",
-                deadline.as_millis()
-            ));
-            std::process::exit(i32::from(super::EXIT_DENIED));
+            loop {
+                let left = remaining(started);
+                if left.is_zero() {
+                    break;
+                }
+                // In steps: the deadline may shrink while it sleeps.
+                std::thread::sleep(left.min(Duration::from_millis(50)));
+            }
+            let code = block(
+                dialect,
+                &format!(
+                    "toolgate did not finish within its deadline ({} ms, --deadline-ms or the \
+                     agent's hook timeout), so this call is blocked",
+                    DEADLINE_MS.load(Ordering::SeqCst)
+                ),
+            );
+            std::process::exit(i32::from(code));
         });
     if let Err(e) = watchdog {
-        say(format_args!(
-            "toolgate cannot start its deadline watchdog ({e}), so this call is blocked"
+        return ExitCode::from(block(
+            dialect,
+            &format!("toolgate cannot start its deadline watchdog ({e}), so this call is blocked"),
         ));
-        return ExitCode::from(super::EXIT_DENIED);
     }
-    let chain_budget = deadline
-        .saturating_sub(started.elapsed())
-        .saturating_sub(CHAIN_MARGIN);
-    match evaluate(args, dialect, started, chain_budget) {
+    match evaluate(args, dialect, started) {
         Ok(Some(json)) => match write_answer(&json) {
             Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                say(format_args!(
+            Err(e) => ExitCode::from(block(
+                dialect,
+                &format!(
                     "toolgate cannot deliver its answer ({}), so this call is blocked",
                     toolgate::text::sanitize(&format!("{e:#}"))
-                ));
-                ExitCode::from(super::EXIT_DENIED)
-            }
+                ),
+            )),
         },
         Ok(None) => ExitCode::SUCCESS,
-        Err(e) => {
-            // Exit 2: the agent blocks the call and shows the model stderr.
-            say(format_args!(
+        Err(e) => ExitCode::from(block(
+            dialect,
+            &format!(
                 "toolgate could not evaluate this call, so it is blocked: {}",
                 toolgate::text::sanitize(&format!("{e:#}"))
-            ));
-            ExitCode::from(super::EXIT_DENIED)
-        }
+            ),
+        )),
+    }
+}
+
+/// Blocks the call the way `dialect`'s agent honours (exit 2 with the reason
+/// on stderr, or a refusal on stdout) and returns the exit code. Never
+/// panics: it runs in the panic hook too.
+fn block(dialect: Dialect, reason: &str) -> u8 {
+    let blocked = dialect.blocked(reason);
+    say(format_args!("{}", blocked.stderr));
+    match &blocked.stdout {
+        Some(json) => match write_answer(json) {
+            Ok(()) => blocked.exit,
+            // The refusal did not reach the agent: exit 2 is all that is
+            // left.
+            Err(_) => super::EXIT_DENIED,
+        },
+        None => blocked.exit,
     }
 }
 
@@ -307,11 +294,15 @@ fn write_answer(json: &serde_json::Value) -> anyhow::Result<()> {
         .context("writing to stdout failed")
 }
 
+/// The chain's share of what is left of the deadline.
+fn chain_budget(started: Instant) -> Duration {
+    remaining(started).saturating_sub(CHAIN_MARGIN)
+}
+
 fn evaluate(
     args: Args,
     dialect: Dialect,
     started: Instant,
-    chain_budget: Duration,
 ) -> anyhow::Result<Option<serde_json::Value>> {
     let bytes = super::read_stdin(
         "the hook input",
@@ -328,13 +319,17 @@ fn evaluate(
         _ => {}
     }
     let call = read_agent_input(&bytes, dialect)?;
+    // The agent said how long it waits: answer before that.
+    if let Some(timeout) = call.timeout {
+        DEADLINE_MS.fetch_min(deadline_ms(deadline_within(timeout)), Ordering::SeqCst);
+    }
     let Some(request) = &call.request else {
         return Ok(None);
     };
     // Given (--workspace, or the agent's project variable), else found by
     // walking up from the call's cwd.
     let workspace = workspace_of(args.workspace, dialect, call.cwd.as_deref())?;
-    let budget = chain_budget.saturating_sub(started.elapsed());
+    let budget = chain_budget(started);
     // A running server answers the same way, with its hooks already loaded.
     let ask = super::client::Ask::agent(dialect, &workspace, &bytes, budget);
     if let Some(reply) = super::client::ask(&ask) {
@@ -343,7 +338,7 @@ fn evaluate(
     let config = super::env::load_for(&workspace, request)?;
     let runner = HookRunner::builder().config(config).build();
     // The chain must answer before the watchdog; loading took some of it.
-    let budget = chain_budget.saturating_sub(started.elapsed());
+    let budget = chain_budget(started);
     Ok(runtime()?.block_on(answer_call(&runner, call, dialect, budget)))
 }
 
@@ -362,17 +357,12 @@ pub(crate) async fn answer_call(
     render_outcome(&outcome, dialect, &call.hook_event_name)
 }
 
-/// The project root an agent names for its hooks, in its own variable
-/// (each read by its literal name, so the README's environment table and
-/// its test see it).
+/// The project root the agent names in its own variable, if it sets one.
 fn project_dir(dialect: Dialect) -> Option<PathBuf> {
-    match dialect {
-        Dialect::ClaudeCode => std::env::var_os("CLAUDE_PROJECT_DIR"),
-        // Codex sets none; a user who sets Claude Code's still names the
-        // workspace with it, as before.
-        Dialect::Codex => std::env::var_os("CLAUDE_PROJECT_DIR"),
-    }
-    .map(PathBuf::from)
+    let project_var = dialect.project_var()?;
+    // Read as `project_var`: the README's environment-table test resolves it
+    // to each dialect's name.
+    std::env::var_os(project_var).map(PathBuf::from)
 }
 
 /// The workspace a call belongs to: `--workspace`, else the agent's project
@@ -394,4 +384,27 @@ pub(crate) fn workspace_of(
             toolgate::config::find_workspace(&start, super::env::dir("HOME").as_deref()).root
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_deadline_falls_inside_each_agents_hook_timeout_with_a_margin() {
+        let within = |secs: f64| deadline_within(Duration::from_secs_f64(secs)).as_secs_f64();
+        // Claude Code and Codex (600 s): capped at 50 s.
+        assert_eq!(within(600.0), 50.0);
+        // Gemini CLI (60 s): at most 10 s left over; Copilot CLI (30 s): a
+        // fifth.
+        assert_eq!(within(60.0), 50.0);
+        assert_eq!(within(30.0), 24.0);
+        // A short configured timeout keeps at least 200 ms for the agent.
+        assert_eq!(within(0.5), 0.3);
+        assert_eq!(within(0.1), 0.0);
+        for agent in Dialect::ALL {
+            let timeout = agent.default_hook_timeout();
+            assert!(deadline_within(timeout) < timeout, "{agent}");
+        }
+    }
 }

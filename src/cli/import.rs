@@ -1,50 +1,62 @@
-//! `toolgate import claude-code <settings.json>`: carry Claude Code hooks over.
+//! `toolgate import <agent> <settings>`: carry an agent's hooks over. What
+//! each agent's settings mean is its dialect's (`Outward::import`); this
+//! file only reads, writes and reports.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use toolgate::agent::{Import, Outward as Dialect};
 
-/// Import hooks from another tool's configuration.
+/// Import an agent's hook settings into hooks.json
+///
+/// Writes the hooks.json equivalent to the agent's settings file, and lists
+/// everything that could not be carried over.
 #[derive(clap::Args)]
+#[command(after_help = "Examples:\n  \
+    # write .toolgate/hooks.json beside the project's .claude/:\n  \
+    toolgate import claude-code .claude/settings.json\n  \
+    # print instead of writing:\n  \
+    toolgate import claude-code ~/.claude/settings.json -o -")]
 pub(crate) struct Args {
-    #[command(subcommand)]
-    from: From,
+    /// The agent whose settings these are.
+    #[arg(value_name = "AGENT", value_parser = agent_names())]
+    agent: String,
+    /// The settings file (.claude/settings.json, ~/.claude/settings.json, …).
+    settings: PathBuf,
+    /// Where to write hooks.json (`-` for stdout). Default: .toolgate/hooks.json
+    /// in the project that holds the settings file, else the current directory.
+    #[arg(short, long, value_name = "FILE")]
+    output: Option<PathBuf>,
+    /// Overwrite an existing file.
+    #[arg(long)]
+    force: bool,
 }
 
-#[derive(clap::Subcommand)]
-enum From {
-    /// Write the hooks.json equivalent to a Claude Code settings file, and list
-    /// everything that could not be carried over.
-    #[command(after_help = "Examples:\n  \
-        # write .toolgate/hooks.json beside the project's .claude/:\n  \
-        toolgate import claude-code .claude/settings.json\n  \
-        # print instead of writing:\n  \
-        toolgate import claude-code ~/.claude/settings.json -o -")]
-    ClaudeCode {
-        /// The settings file (.claude/settings.json, ~/.claude/settings.json, …).
-        settings: PathBuf,
-        /// Where to write hooks.json (`-` for stdout). Default: .toolgate/hooks.json
-        /// in the project that holds the settings' .claude folder, else the current directory.
-        #[arg(short, long, value_name = "FILE")]
-        output: Option<PathBuf>,
-        /// Overwrite an existing file.
-        #[arg(long)]
-        force: bool,
-    },
+/// Every agent's name, for `AGENT`.
+fn agent_names() -> clap::builder::PossibleValuesParser {
+    clap::builder::PossibleValuesParser::new(Dialect::ALL.iter().map(|d| d.name()))
 }
 
 pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let From::ClaudeCode {
+    let Args {
+        agent,
         settings,
         output,
         force,
-    } = args.from;
+    } = args;
+    let dialect: Dialect = agent
+        .parse()
+        .map_err(|_| anyhow::anyhow!("unknown agent {agent:?}"))?;
+    let read = match dialect.import() {
+        Import::Settings(read) => read,
+        Import::Unsupported(why) => anyhow::bail!("{why}"),
+    };
     let text = std::fs::read_to_string(&settings)
         .map_err(|e| anyhow::anyhow!("{}: cannot read: {e}", settings.display()))?;
     let value: serde_json::Value = serde_json::from_str(&text)
         .map_err(|e| anyhow::anyhow!("{}: not valid JSON: {e}", settings.display()))?;
-    let imported = toolgate::agent::import_settings(&value);
+    let imported = read(&value);
     let rendered = imported.to_pretty_json();
-    let output = output.unwrap_or_else(|| default_output(&settings));
+    let output = output.unwrap_or_else(|| default_output(&settings, dialect));
     let count = imported.hooks_json["hooks"].as_array().map_or(0, Vec::len);
     if output == Path::new("-") {
         print!("{rendered}");
@@ -84,11 +96,16 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn default_output(settings: &Path) -> PathBuf {
+/// hooks.json in the project whose settings file `settings` is (the folder
+/// holding the agent's project settings path, `.claude/settings.json`), else
+/// in the current directory.
+fn default_output(settings: &Path, dialect: Dialect) -> PathBuf {
+    let project_file = Path::new(dialect.install().project_file);
+    let depth = project_file.components().count();
     let project = settings
-        .parent()
-        .filter(|d| d.file_name().is_some_and(|n| n == ".claude"))
-        .and_then(Path::parent)
+        .ancestors()
+        .nth(depth)
+        .filter(|_| settings.ends_with(project_file))
         .unwrap_or(Path::new("."));
     project.join(toolgate::config::WORKSPACE_FILE)
 }

@@ -11,9 +11,9 @@
 //! - **inward** ([`Inward`]): how a subprocess hook is asked and how its
 //!   answer is read — `wire` (wire v1, toolgate's own) and `claude` (a hook
 //!   written for Claude Code, run unmodified);
-//! - **outward** ([`Outward`]): toolgate *as* an agent's hook — `agent`
-//!   reads Claude Code's or Codex's hook stdin and renders the chain's
-//!   outcome in that agent's dialect;
+//! - **outward** ([`Outward`]): toolgate *as* an agent's hook — `agent/`
+//!   has one file per agent, each reading that agent's hook stdin and
+//!   rendering the chain's outcome in its dialect;
 //! - `serve`: what `toolgate serve` and the per-call process say to each
 //!   other, typed and versioned, with the agents named by [`Outward`];
 //! - `import` turns Claude Code settings into hooks.json; `transcript` reads

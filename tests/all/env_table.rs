@@ -80,7 +80,7 @@ const ARG: &str = r#"(?:"([A-Z][A-Z0-9_]*)"|([A-Z][A-Z0-9_]*)|&?([a-z_][a-z0-9_]
 /// The variables the code in `files` reads: `std::env::var`/`var_os` on a
 /// literal, a `const`, or a parameter of a function (whose callers then name
 /// the variable, as `env::dir("HOME")` does); tracing's `try_from_env`;
-/// clap's `env = "…"`; and `TMPDIR` through `std::env::temp_dir` or a
+/// clap's `env = "…"`; an agent's project variable (below); and `TMPDIR` through `std::env::temp_dir` or a
 /// `tempfile` made outside a given directory. A read it cannot name (a
 /// computed name, every variable at once) is a `Read` with no name.
 fn reads(files: &[(PathBuf, String)]) -> Vec<Read> {
@@ -135,8 +135,33 @@ fn reads(files: &[(PathBuf, String)]) -> Vec<Read> {
             Ok(None)
         }
     };
+    // An agent's project variable is named by its dialect
+    // (`fn project_var(&self) … { Some("CLAUDE_PROJECT_DIR") }` in
+    // src/protocol/agent/) and read by the CLI as `var_os(project_var)`:
+    // that read reads every name a dialect gives.
+    let dialect_var =
+        Regex::new(r#"fn project_var\(&self\)[^{]*\{(?:[^}]|\n)*?Some\("([A-Z][A-Z0-9_]*)"\)"#)
+            .unwrap();
+    let project_vars: Vec<String> = files
+        .iter()
+        .flat_map(|(_, code)| {
+            dialect_var
+                .captures_iter(code)
+                .map(|c| c[1].to_owned())
+                .collect::<Vec<_>>()
+        })
+        .collect();
     for (path, code) in files {
         for c in direct.captures_iter(code) {
+            if c.get(3).is_some_and(|p| p.as_str() == "project_var") {
+                for name in &project_vars {
+                    found.push(Read {
+                        at: at(path, code, c.get(0).unwrap().start()),
+                        name: Some(name.clone()),
+                    });
+                }
+                continue;
+            }
             match resolve(code, &c) {
                 Ok(name) => found.push(Read {
                     at: at(path, code, c.get(0).unwrap().start()),

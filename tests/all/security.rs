@@ -10,6 +10,7 @@ use std::os::unix::fs::{PermissionsExt, symlink};
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
+use toolgate::agent::Outward;
 use toolgate::{Decision, FailureKind, HookRunner, Request, Step, ToolResult, Verdict};
 
 /// A wire-v1 guard in python that denies any command containing `--force`.
@@ -1012,33 +1013,74 @@ fn in_agent_mode_the_answer_comes_before_the_deadline_and_blocks() {
     );
 }
 
+/// Asserts that `out` is `agent`'s block (its `Outward::blocked`: exit code,
+/// stdout JSON) with a reason on stderr that says `says`.
+fn assert_blocked(agent: Outward, out: &Output, says: &str) {
+    let reason = stderr(out);
+    let reason = reason.trim_end();
+    assert!(reason.contains(says), "{agent}: {reason}");
+    assert!(reason.contains("blocked"), "{agent}: {reason}");
+    let expected = agent.blocked(reason);
+    assert_eq!(
+        out.status.code(),
+        Some(i32::from(expected.exit)),
+        "{agent}: {reason}"
+    );
+    let printed = String::from_utf8_lossy(&out.stdout);
+    match &expected.stdout {
+        Some(json) => assert_eq!(&stdout_json(out), json, "{agent}"),
+        None => assert!(printed.trim().is_empty(), "{agent}: {printed}"),
+    }
+}
+
 #[test]
-fn in_agent_mode_a_panic_or_a_hang_answers_blocked_with_exit_2() {
+fn in_agent_mode_a_panic_or_a_hang_answers_blocked_as_each_agent_honours() {
     let fx = Fixture::new();
     for (fault, says) in [
         ("panic", "a bug"),
         ("hang", "did not finish within its deadline"),
     ] {
-        for agent in ["claude-code", "codex"] {
+        for agent in Outward::ALL.iter().copied() {
             let out = agent_bounded(
                 &fx,
-                &[agent, "--deadline-ms", "1500"],
+                &[agent.name(), "--deadline-ms", "1500"],
                 &[("TOOLGATE_DEBUG_FAULT", fault)],
             );
-            assert_eq!(
-                out.status.code(),
-                Some(2),
-                "{agent} {fault}: {}",
-                stderr(&out)
-            );
-            assert!(
-                stderr(&out).contains(says),
-                "{agent} {fault}: {}",
-                stderr(&out)
-            );
-            assert!(stderr(&out).contains("blocked"));
+            assert_blocked(agent, &out, says);
         }
     }
+}
+
+#[test]
+fn in_each_agents_mode_a_hang_is_blocked_before_that_agents_own_hook_timeout() {
+    // No --deadline-ms: the default must fall inside the agent's own hook
+    // timeout, or an agent that lets a timed-out hook's call through would
+    // see the timeout first. All agents at once: a hang costs no CPU.
+    let fx = Fixture::new();
+    std::thread::scope(|scope| {
+        for agent in Outward::ALL.iter().copied() {
+            let fx = &fx;
+            scope.spawn(move || {
+                let started = Instant::now();
+                let out = bounded(
+                    toolgate()
+                        .arg(agent.name())
+                        .env("TOOLGATE_CONFIG_DIR", fx.global())
+                        .env("CLAUDE_PROJECT_DIR", fx.workspace())
+                        .env("TOOLGATE_DEBUG_FAULT", "hang"),
+                    &agent_call(fx),
+                    agent.default_hook_timeout(),
+                );
+                let took = started.elapsed();
+                assert_blocked(agent, &out, "did not finish within its deadline");
+                assert!(
+                    took < agent.default_hook_timeout(),
+                    "{agent}: answered after {took:?}, past its {:?} hook timeout",
+                    agent.default_hook_timeout()
+                );
+            });
+        }
+    });
 }
 
 #[test]

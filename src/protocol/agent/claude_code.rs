@@ -1,119 +1,127 @@
-//! Outward: toolgate as the agent's hook. `toolgate claude-code` and
-//! `toolgate codex` read the agent's hook stdin ([`read_agent_input`]), run
-//! the chain, and answer in the agent's dialect ([`render_outcome`]).
+//! Claude Code's hook protocol, and the shared renderer of the agents that
+//! copied it (Codex, `codex.rs`).
 //!
-//! # Why one module for both agents
-//!
-//! Codex copies Claude Code's hook envelope (event names, `tool_input`,
-//! `hookSpecificOutput`), with a stricter output schema. The two differ in a
-//! handful of answers, each a `match` arm on [`Outward`] below; a new agent
-//! with the same envelope is a new variant, one with its own envelope a new
-//! file beside this one.
+//! Claude Code reads a hook's answer from its stdout (exit 0) and blocks a
+//! call on exit 2, showing the model stderr; any other exit code, a missing
+//! command or a timeout is a non-blocking error and the call goes through
+//! (2.1.197). So toolgate's own failure is exit 2 ([`Blocked::exit_two`]),
+//! and everything below decides what each answer becomes.
 
-use super::claude::event_name;
+use super::{
+    AgentCall, Blocked, Dialect, Help, Import, Install, Layout, ReadAgentInputError,
+    answered_for_the_tool, output_text, string_field, withheld,
+};
 use crate::contract::{Decision, Event, Request, ToolResult};
 use crate::outcome::Outcome;
+use crate::protocol::claude::event_name;
 use serde_json::{Map, Value, json};
+use std::time::Duration;
 
-/// The dialect `toolgate` answers in when it is the agent's hook: one
-/// variant per agent. Its name (`claude-code`, `codex`) is the subcommand,
-/// the `mode` a client asks `toolgate serve` for, and the name in the help
-/// snapshots: serde and strum derive them from the variant, so they cannot
-/// drift apart. Everything that differs between agents is a `match` on it
-/// with no catch-all arm, so a new variant is refused by the compiler until
-/// each of them says what the new agent does.
-#[derive(
-    Clone,
-    Copy,
-    Debug,
-    PartialEq,
-    Eq,
-    Hash,
-    serde::Serialize,
-    serde::Deserialize,
-    strum::Display,
-    strum::EnumString,
-    strum::IntoStaticStr,
-    strum::VariantArray,
-)]
-#[serde(rename_all = "kebab-case")]
-#[strum(serialize_all = "kebab-case")]
-pub enum Outward {
-    /// Claude Code.
-    ClaudeCode,
-    /// Codex: the same envelope with a strict output schema (no `ask`, no
-    /// unknown fields, `updatedInput` only with `allow`).
-    Codex,
-}
+/// Claude Code.
+pub(super) struct ClaudeCode;
 
-impl Outward {
-    /// Every dialect, in the order the CLI lists them.
-    pub const ALL: &'static [Outward] = <Outward as strum::VariantArray>::VARIANTS;
-
-    /// Its name: the subcommand (`toolgate claude-code`) and the server's
-    /// `mode`.
-    pub fn name(self) -> &'static str {
-        self.into()
+impl Dialect for ClaudeCode {
+    fn read(&self, input: &Map<String, Value>) -> Result<AgentCall, ReadAgentInputError> {
+        read_envelope(input)
     }
 
-    /// The envelope the agent hands its hook.
-    fn envelope(self) -> Envelope {
-        match self {
-            // Codex copies Claude Code's envelope.
-            Outward::ClaudeCode | Outward::Codex => Envelope::ClaudeCode,
+    fn render(&self, outcome: &Outcome, hook_event_name: &str) -> Option<Value> {
+        render(outcome, hook_event_name, Rules::CLAUDE_CODE)
+    }
+
+    fn blocked(&self, reason: &str) -> Blocked {
+        Blocked::exit_two(reason)
+    }
+
+    fn help(&self) -> Help {
+        Help {
+            about: "Be a Claude Code hook: read its stdin, run the chain, answer in its format",
+            after_help: HELP.to_owned(),
         }
     }
-}
 
-/// How an agent's hook stdin is laid out. Agents that copied Claude Code's
-/// share its variant; one with an envelope of its own adds one.
-#[derive(Clone, Copy)]
-enum Envelope {
-    /// `hook_event_name`, `tool_name`, `tool_input`, `tool_response`.
-    ClaudeCode,
-}
-
-/// A tool call as an agent hands it to its hook.
-#[derive(Debug)]
-pub struct AgentCall {
-    /// `PreToolUse`, `PostToolUse`, `PostToolUseFailure`, or another event
-    /// toolgate has no part in.
-    pub hook_event_name: String,
-    /// The request, when the event is one toolgate evaluates.
-    pub request: Option<Request>,
-    /// The agent's working directory.
-    pub cwd: Option<String>,
-}
-
-/// Why an agent's hook input could not be read.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ReadAgentInputError {
-    /// Not a JSON object.
-    #[error("the hook input is not JSON")]
-    NotJson(#[source] serde_json::Error),
-    /// JSON, but not an object.
-    #[error("the hook input is not a JSON object")]
-    NotAnObject,
-    /// A field the event needs is missing.
-    #[error("the hook input has no `{0}`")]
-    Missing(&'static str),
-}
-
-/// Reads the hook stdin `dialect`'s agent wrote.
-pub fn read_agent_input(bytes: &[u8], dialect: Outward) -> Result<AgentCall, ReadAgentInputError> {
-    let value: Value = serde_json::from_slice(bytes).map_err(ReadAgentInputError::NotJson)?;
-    let Value::Object(obj) = value else {
-        return Err(ReadAgentInputError::NotAnObject);
-    };
-    match dialect.envelope() {
-        Envelope::ClaudeCode => read_claude_code_envelope(&obj),
+    fn project_var(&self) -> Option<&'static str> {
+        Some("CLAUDE_PROJECT_DIR")
     }
+
+    fn default_hook_timeout(&self) -> Duration {
+        Duration::from_secs(600)
+    }
+
+    fn install(&self) -> Install {
+        Install {
+            user_file: ".claude/settings.json",
+            project_file: ".claude/settings.json",
+            events: &["PreToolUse", "PostToolUse", "PostToolUseFailure"],
+            layout: Layout::Grouped { handler },
+            timeout: None,
+            agent_cli: "claude",
+            tested_versions: &["2.1.197", "2.1.332"],
+            trust: None,
+        }
+    }
+
+    fn import(&self) -> Import {
+        Import::Settings(crate::protocol::import::import_settings)
+    }
+}
+
+/// The handler toolgate writes into Claude Code's settings for `argv`.
+fn handler(argv: &[String]) -> Value {
+    json!({"type": "command", "command": super::shell_words(argv)})
+}
+
+/// `toolgate claude-code --help`: where Claude Code reads its hooks, and an
+/// entry that pastes as valid JSON (short lines: nothing is wrapped inside a
+/// string on an 80-column terminal).
+const HELP: &str = r#"Install it by absolute path (a hook command that is not found lets calls
+through) in ~/.claude/settings.json, or a project's .claude/settings.json,
+for PreToolUse, PostToolUse and PostToolUseFailure:
+
+{
+  "hooks": {
+    "PreToolUse": [
+      {
+        "matcher": "*",
+        "hooks": [
+          {
+            "type": "command",
+            "command": "/usr/local/bin/toolgate claude-code"
+          }
+        ]
+      }
+    ]
+  }
+}
+
+and the same entry under "PostToolUse" and "PostToolUseFailure". The
+README's "Coming from Claude Code / Codex" lists what each answer becomes.
+
+Example:
+  toolgate claude-code < examples/demo/claude-pre-force-push.json"#;
+
+/// What differs between the agents that share this renderer.
+#[derive(Clone, Copy)]
+pub(super) struct Rules {
+    /// `updatedInput` needs `permissionDecision: allow` beside it (Codex's
+    /// schema); without it the agent's own permission rules still apply.
+    pub(super) modify_with_allow: bool,
+    /// A post `deny` or `replace` can rewrite the output
+    /// (`updatedToolOutput`); otherwise it is `decision: block` with the
+    /// reason, which the model sees instead of the output (Codex).
+    pub(super) post_rewrites_output: bool,
+}
+
+impl Rules {
+    const CLAUDE_CODE: Rules = Rules {
+        modify_with_allow: false,
+        post_rewrites_output: true,
+    };
 }
 
 /// Reads Claude Code's hook stdin (Codex's is the same).
-fn read_claude_code_envelope(obj: &Map<String, Value>) -> Result<AgentCall, ReadAgentInputError> {
-    let s = |k: &str| obj.get(k).and_then(Value::as_str).map(str::to_owned);
+pub(super) fn read_envelope(obj: &Map<String, Value>) -> Result<AgentCall, ReadAgentInputError> {
+    let s = |k: &str| string_field(obj, k);
     let name = s("hook_event_name").ok_or(ReadAgentInputError::Missing("hook_event_name"))?;
     let cwd = s("cwd");
     let event = match name.as_str() {
@@ -127,6 +135,7 @@ fn read_claude_code_envelope(obj: &Map<String, Value>) -> Result<AgentCall, Read
                 hook_event_name: name,
                 request: None,
                 cwd,
+                timeout: None,
             });
         }
     };
@@ -158,12 +167,11 @@ fn read_claude_code_envelope(obj: &Map<String, Value>) -> Result<AgentCall, Read
             cwd: cwd.clone(),
         }),
         cwd,
+        timeout: None,
     })
 }
 
-/// What toolgate prints for an outcome when it is the agent's hook: the JSON
-/// for stdout (none when there is nothing to say) — always with exit 0; a
-/// toolgate failure is exit 2 with the reason on stderr, handled by the CLI.
+/// The answer for an outcome, in Claude Code's format as `rules` shape it.
 /// `hook_event_name` is the agent's event (`PostToolUseFailure` is answered
 /// as itself).
 ///
@@ -195,7 +203,7 @@ fn read_claude_code_envelope(obj: &Map<String, Value>) -> Result<AgentCall, Read
 ///   a deny or replace becomes `decision: block` with the reason (the model
 ///   is told the output must be disregarded) and the context; the output
 ///   itself cannot be withheld.
-pub fn render_outcome(outcome: &Outcome, dialect: Outward, hook_event_name: &str) -> Option<Value> {
+pub(super) fn render(outcome: &Outcome, hook_event_name: &str, rules: Rules) -> Option<Value> {
     let failure_event = hook_event_name == "PostToolUseFailure";
     let event = if failure_event {
         "PostToolUseFailure"
@@ -211,11 +219,11 @@ pub fn render_outcome(outcome: &Outcome, dialect: Outward, hook_event_name: &str
     }
     let decision = &outcome.decision;
     match outcome.event {
-        Event::PreToolUse => answer.pre(decision, dialect),
+        Event::PreToolUse => answer.pre(decision, rules),
         Event::PostToolUse if failure_event => answer.post_failure(decision),
         Event::PostToolUse => {
             let original = outcome.tool_result.as_ref().map(|r| &r.output);
-            answer.post(decision, dialect, original);
+            answer.post(decision, rules, original);
         }
     }
     let Rendered { mut top, specific } = answer;
@@ -233,13 +241,9 @@ struct Rendered {
     specific: Map<String, Value>,
 }
 
-fn withheld(reason: &str) -> String {
-    format!("toolgate withheld the output of this call: {reason}")
-}
-
 impl Rendered {
     /// Before the call.
-    fn pre(&mut self, decision: &Decision, dialect: Outward) {
+    fn pre(&mut self, decision: &Decision, rules: Rules) {
         let specific = &mut self.specific;
         match decision {
             Decision::Allow => {}
@@ -248,13 +252,11 @@ impl Rendered {
                 specific.insert("permissionDecisionReason".into(), json!(reason));
             }
             Decision::Modify { input } => {
-                match dialect {
-                    // Claude Code: no decision, so its permission rules still apply.
-                    Outward::ClaudeCode => {}
-                    // Codex's schema takes `updatedInput` only beside `allow`.
-                    Outward::Codex => {
-                        specific.insert("permissionDecision".into(), json!("allow"));
-                    }
+                // Without a decision the agent's permission rules still
+                // apply; Codex's schema takes `updatedInput` only beside
+                // `allow`.
+                if rules.modify_with_allow {
+                    specific.insert("permissionDecision".into(), json!("allow"));
                 }
                 specific.insert("updatedInput".into(), input.clone());
             }
@@ -262,10 +264,7 @@ impl Rendered {
                 specific.insert("permissionDecision".into(), json!("deny"));
                 specific.insert(
                     "permissionDecisionReason".into(),
-                    json!(format!(
-                        "toolgate answered for the tool instead of running it: {}",
-                        output_text(&result.output)
-                    )),
+                    json!(answered_for_the_tool(&result.output)),
                 );
             }
         }
@@ -286,33 +285,28 @@ impl Rendered {
     }
 
     /// After the call; `original` is the agent's `tool_response`.
-    fn post(&mut self, decision: &Decision, dialect: Outward, original: Option<&Value>) {
+    fn post(&mut self, decision: &Decision, rules: Rules, original: Option<&Value>) {
         match decision {
             Decision::Allow | Decision::Modify { .. } => {}
-            Decision::Deny { reason } => match dialect {
-                Outward::ClaudeCode => {
-                    match original.and_then(|o| withheld_in_shape(o, &withheld(reason))) {
-                        Some(shaped) => self.replace_output(shaped),
-                        None => self.stop(&withheld(reason)),
-                    }
-                }
-                Outward::Codex => self.block(reason.clone()),
-            },
-            Decision::Replace { result } => match dialect {
-                Outward::ClaudeCode => match in_shape(original, &result.output) {
+            Decision::Deny { reason } if !rules.post_rewrites_output => self.block(reason.clone()),
+            Decision::Deny { reason } => {
+                match original.and_then(|o| withheld_in_shape(o, &withheld(reason))) {
                     Some(shaped) => self.replace_output(shaped),
-                    None => self.stop(
-                        "toolgate replaced the output of this call but cannot express the \
-                         replacement in this tool's output shape, so the output is withheld",
-                    ),
-                },
-                // Codex's strict schema has no output replacement: block
-                // with the replacement as the reason, so the model sees
-                // only it.
-                Outward::Codex => self.block(format!(
-                    "toolgate replaced this tool's output: {}",
-                    output_text(&result.output)
-                )),
+                    None => self.stop(&withheld(reason)),
+                }
+            }
+            // Without an output replacement (Codex's strict schema): block
+            // with the replacement as the reason, so the model sees only it.
+            Decision::Replace { result } if !rules.post_rewrites_output => self.block(format!(
+                "toolgate replaced this tool's output: {}",
+                output_text(&result.output)
+            )),
+            Decision::Replace { result } => match in_shape(original, &result.output) {
+                Some(shaped) => self.replace_output(shaped),
+                None => self.stop(
+                    "toolgate replaced the output of this call but cannot express the \
+                     replacement in this tool's output shape, so the output is withheld",
+                ),
             },
         }
     }
@@ -433,11 +427,4 @@ fn withheld_in_shape(original: &Value, reason: &str) -> Option<Value> {
     shaped.insert("stderr".into(), json!(reason));
     shaped.insert("interrupted".into(), json!(true));
     Some(Value::Object(shaped))
-}
-
-fn output_text(output: &Value) -> String {
-    match output {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
 }

@@ -1,0 +1,333 @@
+//! Outward: toolgate as the agent's hook. `toolgate <agent>` reads the
+//! agent's hook stdin ([`read_agent_input`]), runs the chain, and answers in
+//! the agent's dialect ([`render_outcome`]), or, when toolgate itself cannot
+//! answer, with the strongest block the agent honours ([`Outward::blocked`]).
+//!
+//! # Why one file per agent behind one trait
+//!
+//! Agents copy each other's hook envelopes but differ in what they honour:
+//! Codex takes Claude Code's input with a stricter output schema, Copilot CLI
+//! never blocks on a failing hook, Gemini CLI calls its events `BeforeTool`.
+//! Everything one agent needs — reading its input, each answer, its own
+//! failure, its help, its project variable, its hook timeout, its settings —
+//! is a required method of [`Dialect`], implemented in that agent's file. The
+//! only place all agents meet is [`Outward::dialect`]'s `match`, with no
+//! catch-all arm: a new agent is its own file plus one variant, and the
+//! compiler refuses the variant until the file says what every answer
+//! becomes. The alternative, a `match` on the agent inside each answer (as
+//! before), spread one agent over every function and let a new one inherit
+//! whatever the arm next to it did.
+
+mod claude_code;
+mod codex;
+
+use crate::contract::Request;
+use crate::outcome::Outcome;
+use serde_json::{Map, Value};
+use std::time::Duration;
+
+/// The dialect `toolgate` answers in when it is the agent's hook: one
+/// variant per agent. Its name (`claude-code`, `codex`) is the subcommand,
+/// the `mode` a client asks `toolgate serve` for, and the name in the help
+/// snapshots: serde and strum derive them from the variant, so they cannot
+/// drift apart.
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
+    strum::Display,
+    strum::EnumString,
+    strum::IntoStaticStr,
+    strum::VariantArray,
+)]
+#[serde(rename_all = "kebab-case")]
+#[strum(serialize_all = "kebab-case")]
+pub enum Outward {
+    /// Claude Code.
+    ClaudeCode,
+    /// Codex: Claude Code's envelope with a strict output schema.
+    Codex,
+}
+
+impl Outward {
+    /// Every dialect, in the order the CLI lists them.
+    pub const ALL: &'static [Outward] = <Outward as strum::VariantArray>::VARIANTS;
+
+    /// Its name: the subcommand (`toolgate claude-code`) and the server's
+    /// `mode`.
+    pub fn name(self) -> &'static str {
+        self.into()
+    }
+
+    /// The one place every agent is named.
+    fn dialect(self) -> &'static dyn Dialect {
+        match self {
+            Outward::ClaudeCode => &claude_code::ClaudeCode,
+            Outward::Codex => &codex::Codex,
+        }
+    }
+
+    /// What toolgate answers when it cannot evaluate a call (unreadable
+    /// input, a broken config, its own deadline, a panic): the strongest
+    /// block this agent honours. `reason` is one line.
+    pub fn blocked(self, reason: &str) -> Blocked {
+        self.dialect().blocked(reason)
+    }
+
+    /// The subcommand's `about` and `after_help`.
+    pub fn help(self) -> Help {
+        self.dialect().help()
+    }
+
+    /// The environment variable the agent names its project root in
+    /// (`CLAUDE_PROJECT_DIR`), if it sets one for its hooks. The CLI reads
+    /// it (the library reads no environment).
+    pub fn project_var(self) -> Option<&'static str> {
+        self.dialect().project_var()
+    }
+
+    /// The agent's own hook timeout when its settings give none: toolgate
+    /// must answer before it, since most agents let the call through when
+    /// their hook times out.
+    pub fn default_hook_timeout(self) -> Duration {
+        self.dialect().default_hook_timeout()
+    }
+
+    /// How toolgate is wired into this agent's settings.
+    pub fn install(self) -> Install {
+        self.dialect().install()
+    }
+
+    /// How this agent's own hook settings become hooks.json
+    /// (`toolgate import <agent>`).
+    pub fn import(self) -> Import {
+        self.dialect().import()
+    }
+}
+
+/// What one agent's hook protocol is: each agent's file implements it, and
+/// every method is required (no defaults), so a new agent says what each
+/// answer becomes instead of inheriting one.
+pub(crate) trait Dialect: Sync {
+    /// Reads the agent's hook stdin (already a JSON object).
+    fn read(&self, input: &Map<String, Value>) -> Result<AgentCall, ReadAgentInputError>;
+
+    /// The JSON to print (exit 0) for the chain's `outcome` on a call whose
+    /// agent event was `hook_event_name`; `None` prints nothing.
+    fn render(&self, outcome: &Outcome, hook_event_name: &str) -> Option<Value>;
+
+    /// See [`Outward::blocked`].
+    fn blocked(&self, reason: &str) -> Blocked;
+
+    /// See [`Outward::help`].
+    fn help(&self) -> Help;
+
+    /// See [`Outward::project_var`]: written as `Some("NAME")`, which the
+    /// README's environment-table test reads.
+    fn project_var(&self) -> Option<&'static str>;
+
+    /// See [`Outward::default_hook_timeout`].
+    fn default_hook_timeout(&self) -> Duration;
+
+    /// See [`Outward::install`].
+    fn install(&self) -> Install;
+
+    /// See [`Outward::import`].
+    fn import(&self) -> Import;
+}
+
+/// How an agent's hook settings are imported.
+#[derive(Debug, Clone, Copy)]
+pub enum Import {
+    /// Read by this function: what was carried over, and what was not.
+    Settings(fn(&Value) -> crate::protocol::import::Imported),
+    /// Not importable, and why (shown to the user).
+    Unsupported(&'static str),
+}
+
+/// The answer that blocks a call when toolgate cannot evaluate it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Blocked {
+    /// JSON for stdout, for agents that read a block there.
+    pub stdout: Option<Value>,
+    /// The reason, for stderr (agents that read exit 2 show it the model).
+    pub stderr: String,
+    /// The exit code.
+    pub exit: u8,
+}
+
+impl Blocked {
+    /// Exit 2 with the reason on stderr: how Claude Code and the agents that
+    /// copied it block a call.
+    pub(crate) fn exit_two(reason: &str) -> Self {
+        Blocked {
+            stdout: None,
+            stderr: reason.to_owned(),
+            exit: 2,
+        }
+    }
+}
+
+/// A dialect's subcommand help.
+#[derive(Debug, Clone)]
+pub struct Help {
+    /// One line.
+    pub about: &'static str,
+    /// Where the agent reads its hooks, and a settings entry to paste.
+    pub after_help: String,
+}
+
+/// How `toolgate install <agent>` wires toolgate into the agent, and what
+/// `toolgate doctor` checks.
+#[derive(Debug, Clone)]
+pub struct Install {
+    /// The settings file for the user scope, relative to `$HOME`.
+    pub user_file: &'static str,
+    /// The settings file for the project scope, relative to its root.
+    pub project_file: &'static str,
+    /// The agent events toolgate is installed for.
+    pub events: &'static [&'static str],
+    /// How each event's entry is laid out.
+    pub layout: Layout,
+    /// The agent's hook timeout to write, in the unit its settings use
+    /// (`None`: leave the agent's default).
+    pub timeout: Option<u64>,
+    /// The agent's command, for `toolgate doctor` to ask its version
+    /// (`<cli> --version`).
+    pub agent_cli: &'static str,
+    /// The releases toolgate's live tests ran (tests/agents/versions.env;
+    /// a test keeps them equal).
+    pub tested_versions: &'static [&'static str],
+    /// The agent's own step before an installed hook runs, if it has one.
+    pub trust: Option<TrustStep>,
+}
+
+/// A step the agent itself requires before it runs a hook (Codex's `/hooks`
+/// review, Gemini CLI's trusted folders).
+#[derive(Debug, Clone, Copy)]
+pub struct TrustStep {
+    /// What the user must do, said as the fix.
+    pub fix: &'static str,
+    /// How `toolgate doctor` tells whether it is done; `None` where
+    /// toolgate cannot tell.
+    pub check: Option<TrustCheck>,
+}
+
+/// The agent's file that records a trust step, and a test of its JSON.
+#[derive(Debug, Clone, Copy)]
+pub struct TrustCheck {
+    /// The file, relative to `$HOME`.
+    pub file: &'static str,
+    /// Whether its content records the step as done for this project root.
+    pub done: fn(&Value, &std::path::Path) -> bool,
+}
+
+/// How an agent lists the handlers of one event.
+#[derive(Debug, Clone, Copy)]
+pub enum Layout {
+    /// `hooks.<Event>: [{"matcher": …, "hooks": [handler]}]` (Claude Code,
+    /// Codex and the agents that copied them). `handler` is the one toolgate
+    /// writes, given the argv of the command to run.
+    Grouped {
+        /// The handler object for `argv`.
+        handler: fn(&[String]) -> Value,
+    },
+    /// `hooks.<event>: [handler]`, beside `"version": 1` (Copilot CLI,
+    /// Cursor).
+    Flat {
+        /// The handler object for `argv`.
+        handler: fn(&[String]) -> Value,
+    },
+}
+
+/// A tool call as an agent hands it to its hook.
+#[derive(Debug)]
+pub struct AgentCall {
+    /// The agent's event (`PreToolUse`, `BeforeTool`, …), or another event
+    /// toolgate has no part in.
+    pub hook_event_name: String,
+    /// The request, when the event is one toolgate evaluates.
+    pub request: Option<Request>,
+    /// The agent's working directory.
+    pub cwd: Option<String>,
+    /// The hook timeout the agent gave this call, when it says.
+    pub timeout: Option<Duration>,
+}
+
+/// Why an agent's hook input could not be read.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReadAgentInputError {
+    /// Not a JSON object.
+    #[error("the hook input is not JSON")]
+    NotJson(#[source] serde_json::Error),
+    /// JSON, but not an object.
+    #[error("the hook input is not a JSON object")]
+    NotAnObject,
+    /// A field the event needs is missing.
+    #[error("the hook input has no `{0}`")]
+    Missing(&'static str),
+    /// A field has the wrong type or an unreadable value.
+    #[error("the hook input's `{field}` is not {expected}")]
+    Invalid {
+        /// The field.
+        field: &'static str,
+        /// What it should be.
+        expected: &'static str,
+    },
+}
+
+/// Reads the hook stdin `dialect`'s agent wrote.
+pub fn read_agent_input(bytes: &[u8], dialect: Outward) -> Result<AgentCall, ReadAgentInputError> {
+    let value: Value = serde_json::from_slice(bytes).map_err(ReadAgentInputError::NotJson)?;
+    let Value::Object(obj) = value else {
+        return Err(ReadAgentInputError::NotAnObject);
+    };
+    dialect.dialect().read(&obj)
+}
+
+/// What toolgate prints for an outcome when it is the agent's hook: the JSON
+/// for stdout (none when there is nothing to say), always with exit 0.
+/// `hook_event_name` is the agent's event, as [`AgentCall`] read it.
+pub fn render_outcome(outcome: &Outcome, dialect: Outward, hook_event_name: &str) -> Option<Value> {
+    dialect.dialect().render(outcome, hook_event_name)
+}
+
+/// A string field of a hook input.
+pub(crate) fn string_field(obj: &Map<String, Value>, key: &str) -> Option<String> {
+    obj.get(key).and_then(Value::as_str).map(str::to_owned)
+}
+
+/// The tool's output as text, for a reason or a field that takes text.
+pub(crate) fn output_text(output: &Value) -> String {
+    match output {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// The reason shown when a post hook withholds a call's output.
+pub(crate) fn withheld(reason: &str) -> String {
+    format!("toolgate withheld the output of this call: {reason}")
+}
+
+/// The reason shown for a pre `replace`, in agents that cannot answer for a
+/// tool: the call is refused and the replacement is the reason.
+pub(crate) fn answered_for_the_tool(output: &Value) -> String {
+    format!(
+        "toolgate answered for the tool instead of running it: {}",
+        output_text(output)
+    )
+}
+
+/// `argv` as one shell command line, for agents whose handler is a shell
+/// string. Each word is quoted as needed; a word with a NUL byte cannot be
+/// quoted, and cannot be a path or an argument either, so it never occurs.
+pub(crate) fn shell_words(argv: &[String]) -> String {
+    shlex::try_join(argv.iter().map(String::as_str)).unwrap_or_else(|_| argv.join(" "))
+}

@@ -1,0 +1,268 @@
+//! Live: Codex (`codex exec`) against a mock Responses API, toolgate
+//! installed as the user's hook (CODEX_HOME/hooks.json) by absolute path,
+//! started in a subdirectory of the workspace (Codex sets no project
+//! variable: toolgate walks up to the `.toolgate/`).
+
+use super::conformance::{Cell, Row, record};
+use super::*;
+use crate::mock_model::MockModel;
+use crate::support::*;
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+fn codex_bin() -> PathBuf {
+    agent_bin("CODEX_VERSION", "codex")
+}
+
+/// Runs `codex exec` in `<workspace>/sub` on `calls` (shell commands, as
+/// Codex's `exec_command` tool). `trusted`: whether hooks run without the
+/// `/hooks` review (`--dangerously-bypass-hook-trust`, the flag Codex gives
+/// automation that vets its hooks itself).
+fn codex(fx: &Fixture, commands: &[&str], trusted: bool) -> MockModel {
+    let command = format!("{} codex", env!("CARGO_BIN_EXE_toolgate"));
+    codex_with(
+        fx,
+        json!({"type": "command", "command": command}),
+        commands,
+        trusted,
+    )
+}
+
+fn codex_with(fx: &Fixture, handler: Value, commands: &[&str], trusted: bool) -> MockModel {
+    let home = fx.dir.path().join("codex-home");
+    std::fs::create_dir_all(&home).unwrap();
+    let hook = json!([{"matcher": "*", "hooks": [handler]}]);
+    std::fs::write(
+        home.join("hooks.json"),
+        json!({"hooks": {"PreToolUse": hook, "PostToolUse": hook}}).to_string(),
+    )
+    .unwrap();
+    let sub = fx.workspace().join("sub");
+    std::fs::create_dir_all(&sub).unwrap();
+    let calls = commands
+        .iter()
+        .map(|c| json!({"name": "exec_command", "input": {"cmd": c}}))
+        .collect();
+    let mock = MockModel::openai(calls);
+    crate::support::trust(&fx.workspace());
+    let provider = format!(
+        "model_providers.mock={{name=\"mock\",base_url=\"{}/v1\",env_key=\"OPENAI_API_KEY\",wire_api=\"responses\"}}",
+        mock.base_url()
+    );
+    let mut cmd = Command::new(codex_bin());
+    hermetic(&mut cmd)
+        .args([
+            "exec",
+            "--skip-git-repo-check",
+            "--sandbox",
+            "danger-full-access",
+        ])
+        .args([
+            "-c",
+            "model_provider=\"mock\"",
+            "-c",
+            &provider,
+            "-c",
+            "model=\"gpt-5\"",
+        ]);
+    if trusted {
+        cmd.arg("--dangerously-bypass-hook-trust");
+    }
+    cmd.arg("run the scripted commands")
+        .current_dir(&sub)
+        .env("CODEX_HOME", &home)
+        .env("HOME", &home)
+        .env("OPENAI_API_KEY", "sk-test")
+        .env("TOOLGATE_CONFIG_DIR", fx.global())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let child = cmd.spawn().expect("codex starts");
+    let out = finish_within(child, Duration::from_secs(180), "codex");
+    assert!(
+        out.status.success(),
+        "codex failed ({}):\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    mock
+}
+
+/// This agent's column in the conformance table.
+fn column() -> String {
+    format!("Codex {}", pinned("CODEX_VERSION"))
+}
+
+/// Records a live cell of Codex's column.
+fn saw(row: Row, summary: &str, model_saw: Option<&str>) {
+    record(
+        &column(),
+        row,
+        Cell {
+            summary,
+            model_saw,
+            live: true,
+        },
+    );
+}
+
+fn only_output(mock: &MockModel) -> String {
+    let outputs = mock.function_outputs();
+    assert_eq!(outputs.len(), 1, "{outputs:#?}");
+    outputs[0].clone()
+}
+
+#[test]
+fn live_codex_pre_deny_blocks_the_command_and_passes_the_turn_id() {
+    let fx = Fixture::new();
+    let seen = fx.marker("pre-saw.json");
+    let guard = py_hook(
+        &fx,
+        "guard.py",
+        &format!(
+            "open({:?}, 'w').write(json.dumps(req))\nif 'rm ' in req['input']['command']:\n    answer = {{'decision': 'deny', 'reason': 'no deleting files here'}}",
+            seen.display().to_string()
+        ),
+    );
+    fx.workspace_hooks(json!([{"name": "no-rm", "command": [&guard]}]));
+    // Its evidence is a file outside its scratch folder.
+    fx.unconfine("no-rm");
+    std::fs::write(fx.workspace().join("keep.txt"), "precious").unwrap();
+    let mock = codex(&fx, &["rm -f ../keep.txt"], true);
+    let shown = only_output(&mock);
+    assert!(shown.contains("no deleting files here"), "{shown}");
+    assert!(fx.workspace().join("keep.txt").exists(), "the command ran");
+    saw(
+        Row::Deny,
+        "blocked; the model reads the reason",
+        Some(&shown),
+    );
+    // Codex calls its shell tool `Bash` in hooks, and sends a turn id.
+    let req: Value = serde_json::from_str(&std::fs::read_to_string(&seen).unwrap()).unwrap();
+    assert_eq!(req["tool"], "Bash");
+    assert!(!req["turn_id"].as_str().unwrap_or("").is_empty(), "{req}");
+}
+
+#[test]
+fn live_codex_runs_a_rewritten_command_and_shows_context() {
+    let fx = Fixture::new();
+    let rewriter = py_hook(
+        &fx,
+        "rewrite.py",
+        "if 'rewritten' not in req['input']['command']:\n    answer = {'decision': 'modify', 'input': dict(req['input'], command='echo rewritten > out.txt'), 'context': 'toolgate-context-marker: rewritten'}",
+    );
+    fx.workspace_hooks(json!([{"name": "rewriter", "command": [&rewriter]}]));
+    let mock = codex(&fx, &["echo original > out.txt"], true);
+    let out = fx.workspace().join("sub/out.txt");
+    assert_eq!(std::fs::read_to_string(out).unwrap(), "rewritten\n");
+    assert!(
+        mock.input_texts()
+            .iter()
+            .any(|t| t.contains("toolgate-context-marker: rewritten")),
+        "{:#?}",
+        mock.input_texts()
+    );
+    saw(
+        Row::Modify,
+        "the rewritten command runs (no permission prompt under `codex exec`)",
+        None,
+    );
+    saw(
+        Row::Context,
+        "a developer message",
+        Some("toolgate-context-marker: rewritten"),
+    );
+}
+
+#[test]
+fn live_codex_post_deny_and_replace_decide_what_the_model_sees() {
+    let fx = Fixture::new();
+    let dlp = py_hook(
+        &fx,
+        "dlp.py",
+        "out = req['result']['output']\nif 'SECRET' in out:\n    answer = {'decision': 'deny', 'reason': 'the output held a secret'}\nelif 'long' in out:\n    answer = {'decision': 'replace', 'result': {'output': 'trimmed', 'is_error': False}}",
+    );
+    fx.workspace_hooks(json!([{"name": "dlp", "command": [&dlp], "event": "post_tool_use"}]));
+    // A failing command goes through the post chain too (Codex fires
+    // PostToolUse for it).
+    let mock = codex(&fx, &["echo SECRET=abc; exit 3"], true);
+    let shown = only_output(&mock);
+    assert!(shown.contains("the output held a secret"), "{shown}");
+    assert!(!shown.contains("SECRET=abc"), "{shown}");
+    saw(
+        Row::PostDeny,
+        "the model reads only the reason",
+        Some(&shown),
+    );
+    saw(
+        Row::FailedCall,
+        "goes through the post chain; deny and replace work",
+        None,
+    );
+    let mock = codex(&fx, &["echo long output"], true);
+    let shown = only_output(&mock);
+    assert!(
+        shown.contains("trimmed") && !shown.contains("long output"),
+        "{shown}"
+    );
+    saw(
+        Row::PostReplace,
+        "the model reads only the replacement, as a block reason",
+        Some(&shown),
+    );
+}
+
+#[test]
+fn live_codex_a_wasm_guard_and_toolgates_own_failure_block_the_call() {
+    let fx = Fixture::new();
+    fx.workspace_hooks(json!([{"name": "wasm-guard", "wasm": crate::guests::path("deny")}]));
+    let mock = codex(&fx, &["touch ran.txt"], true);
+    let shown = only_output(&mock);
+    assert!(shown.contains("no force-pushing from a sandbox"), "{shown}");
+    assert!(!fx.workspace().join("sub/ran.txt").exists());
+    saw(
+        Row::WasmGuard,
+        "blocked; the model reads the reason",
+        Some(&shown),
+    );
+
+    fx.workspace_raw("{\"schema\": 1, \"hooks\": [oops]}");
+    let mock = codex(&fx, &["touch ran.txt"], true);
+    let shown = only_output(&mock);
+    assert!(
+        shown.contains("toolgate could not evaluate this call"),
+        "{shown}"
+    );
+    assert!(!fx.workspace().join("sub/ran.txt").exists());
+    saw(
+        Row::OwnFailure,
+        "exit 2: blocked; the model reads toolgate's reason",
+        Some("toolgate could not evaluate this call"),
+    );
+}
+
+#[test]
+fn live_codex_skips_hooks_nobody_trusted_without_a_word() {
+    // Pinned because the README warns about it: installed but not reviewed
+    // in `/hooks`, the hook never runs and the command goes through.
+    let fx = Fixture::new();
+    fx.workspace_hooks(json!([{"name": "wasm-guard", "wasm": crate::guests::path("deny")}]));
+    codex(&fx, &["touch ran.txt"], false);
+    assert!(fx.workspace().join("sub/ran.txt").exists());
+}
+
+#[test]
+fn live_codex_lets_the_call_through_when_its_hook_is_missing_crashes_or_times_out() {
+    for (what, handler) in failing_hooks("codex") {
+        let fx = Fixture::new();
+        codex_with(&fx, handler, &["touch ran.txt"], true);
+        assert!(fx.workspace().join("sub/ran.txt").exists(), "{what}");
+    }
+    saw(
+        Row::Missing,
+        "the call runs unguarded (Codex has no fail-closed switch)",
+        None,
+    );
+}
