@@ -596,7 +596,7 @@ fn print_report(report: &Report) {
         for problem in &agent.problems {
             count += 1;
             outln!("  {} {}", decision("deny", "problem "), problem.problem);
-            outln!("  {:<8} {}", "  fix", problem.fix);
+            outln!("  {:<8} {}", "fix", problem.fix);
         }
         for note in &agent.notes {
             outln!("  {:<8} {note}", "note");

@@ -172,7 +172,7 @@ impl Wiring {
     /// without the event lists and groups that removing them emptied.
     pub fn uninstall(&self, text: &str) -> Result<Edit, EditSettingsError> {
         let spec = self.agent.install();
-        format(spec.layout).uninstall(self, text)
+        format(spec.layout).uninstall(self, &spec, text)
     }
 
     /// Toolgate's entries for this agent in the settings `text`, in file
@@ -204,7 +204,12 @@ trait Format {
         spec: &Install,
         text: Option<&str>,
     ) -> Result<Edit, EditSettingsError>;
-    fn uninstall(&self, wiring: &Wiring, text: &str) -> Result<Edit, EditSettingsError>;
+    fn uninstall(
+        &self,
+        wiring: &Wiring,
+        spec: &Install,
+        text: &str,
+    ) -> Result<Edit, EditSettingsError>;
     fn entries(
         &self,
         wiring: &Wiring,
@@ -428,7 +433,7 @@ impl Format for HookLists {
         if !self.grouped && !fields.iter().any(|(k, _)| k == "version") {
             fields.insert(0, ("version".into(), Json::Number(1.into())));
         }
-        let hooks = object_at(fields, "hooks")?;
+        let hooks = hooks_of(field_at(fields, "hooks", Json::Object(Vec::new())), spec)?;
         let handler = self.handler_for(&wiring.argv(), spec.timeout);
         // Events the spec no longer lists lose toolgate's entries.
         self.remove_from_events(wiring, hooks, spec.events);
@@ -455,7 +460,12 @@ impl Format for HookLists {
         render(&root, &indent).map(Edit::Write)
     }
 
-    fn uninstall(&self, wiring: &Wiring, text: &str) -> Result<Edit, EditSettingsError> {
+    fn uninstall(
+        &self,
+        wiring: &Wiring,
+        spec: &Install,
+        text: &str,
+    ) -> Result<Edit, EditSettingsError> {
         if text.trim().is_empty() {
             return Ok(Edit::Unchanged);
         }
@@ -464,13 +474,10 @@ impl Format for HookLists {
         let Json::Object(fields) = &mut root else {
             return Err(EditSettingsError::NotAnObject);
         };
-        let Some(Json::Object(hooks)) = fields
-            .iter_mut()
-            .find(|(k, _)| k == "hooks")
-            .map(|(_, v)| v)
-        else {
+        let Some((_, hooks)) = fields.iter_mut().find(|(k, _)| k == "hooks") else {
             return Ok(Edit::Unchanged);
         };
+        let hooks = hooks_of(hooks, spec)?;
         let emptied = self.remove_from_events(wiring, hooks, &[]);
         if hooks.is_empty() && emptied {
             fields.retain(|(k, _)| k != "hooks");
@@ -494,16 +501,11 @@ impl Format for HookLists {
         let Json::Object(_) = root else {
             return Err(EditSettingsError::NotAnObject);
         };
-        let hooks = match root.get("hooks") {
-            None => return Ok(Vec::new()),
-            Some(Json::Object(hooks)) => hooks,
-            Some(_) => {
-                return Err(EditSettingsError::Shape {
-                    key: "hooks".into(),
-                    expected: "an object",
-                });
-            }
+        let mut root = root;
+        let Some(hooks) = root.get_mut("hooks") else {
+            return Ok(Vec::new());
         };
+        let hooks = &*hooks_of(hooks, spec)?;
         let mut entries = Vec::new();
         for (event, items) in hooks {
             let Json::Array(items) = items else { continue };
@@ -536,6 +538,29 @@ impl Format for HookLists {
     }
 }
 
+/// The `hooks` object of a settings file, checked as far as toolgate
+/// reads it: an object whose lists for the spec's events are lists.
+fn hooks_of<'a>(
+    hooks: &'a mut Json,
+    spec: &Install,
+) -> Result<&'a mut Vec<(String, Json)>, EditSettingsError> {
+    let Json::Object(hooks) = hooks else {
+        return Err(EditSettingsError::Shape {
+            key: "hooks".into(),
+            expected: "an object",
+        });
+    };
+    match hooks.iter().find(|(event, items)| {
+        spec.events.contains(&event.as_str()) && !matches!(items, Json::Array(_))
+    }) {
+        Some((event, _)) => Err(EditSettingsError::Shape {
+            key: format!("hooks.{event}"),
+            expected: "an array",
+        }),
+        None => Ok(hooks),
+    }
+}
+
 /// The value under `key` in `fields`, added as `empty` (at the end) when
 /// missing.
 fn field_at<'a>(fields: &'a mut Vec<(String, Json)>, key: &str, empty: Json) -> &'a mut Json {
@@ -547,20 +572,6 @@ fn field_at<'a>(fields: &'a mut Vec<(String, Json)>, key: &str, empty: Json) -> 
         }
     };
     &mut fields[index].1
-}
-
-/// The object under `key` in `fields`, added (empty) when missing.
-fn object_at<'a>(
-    fields: &'a mut Vec<(String, Json)>,
-    key: &str,
-) -> Result<&'a mut Vec<(String, Json)>, EditSettingsError> {
-    match field_at(fields, key, Json::Object(Vec::new())) {
-        Json::Object(inner) => Ok(inner),
-        _ => Err(EditSettingsError::Shape {
-            key: key.to_owned(),
-            expected: "an object",
-        }),
-    }
 }
 
 /// How the handler `found` differs from `wanted`, key by key.
