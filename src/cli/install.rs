@@ -173,45 +173,67 @@ pub(crate) fn read(file: &Path) -> anyhow::Result<Option<String>> {
     read_settings(file).map_err(|e| anyhow!("{}: {e}", file.display()))
 }
 
+/// A [`Target`] resolved: the agent, its settings file (checked for
+/// links) and what it holds now.
+struct Opened {
+    agent: Outward,
+    file: PathBuf,
+    old: Option<String>,
+    wiring: Wiring,
+    dry_run: bool,
+}
+
+impl Target {
+    fn open(self) -> anyhow::Result<Opened> {
+        let agent = agent(&self.agent)?;
+        let place = Place::of(agent, self.project.as_deref())?;
+        place.refuse_links()?;
+        Ok(Opened {
+            agent,
+            old: read(&place.file)?,
+            file: place.file,
+            wiring: Wiring::new(agent, this_toolgate()?),
+            dry_run: self.dry_run,
+        })
+    }
+}
+
+impl Opened {
+    /// An edit's error, naming the file.
+    fn named(&self, e: toolgate::agent::EditSettingsError) -> anyhow::Error {
+        anyhow!("{}: {e}", self.file.display())
+    }
+}
+
 pub(crate) fn install(args: InstallArgs) -> anyhow::Result<ExitCode> {
-    let Target {
-        agent: name,
-        project,
-        dry_run,
-    } = args.target;
-    let agent = agent(&name)?;
+    let at = args.target.open()?;
+    let (agent, file) = (at.agent, at.file.display());
     let spec = agent.install();
-    let place = Place::of(agent, project.as_deref())?;
-    place.refuse_links()?;
-    let file = &place.file;
-    let old = read(file)?;
-    let wiring = Wiring::new(agent, this_toolgate()?);
-    let named = |e: toolgate::agent::EditSettingsError| anyhow!("{}: {e}", file.display());
-    let edit = wiring.install(old.as_deref()).map_err(named)?;
     let events = spec.events.join(", ");
-    match edit {
-        Edit::Unchanged => {
-            eprintln!(
-                "toolgate is already installed for {agent} in {} ({events}): nothing changed",
-                file.display()
-            );
+    let edit = at
+        .wiring
+        .install(at.old.as_deref())
+        .map_err(|e| at.named(e))?;
+    if edit == Edit::Unchanged {
+        eprintln!(
+            "toolgate is already installed for {agent} in {file} ({events}): nothing changed"
+        );
+    } else {
+        let current = at.wiring.argv();
+        let stale = match &at.old {
+            Some(text) => at.wiring.entries(text).map_err(|e| at.named(e))?,
+            None => Vec::new(),
         }
-        edit => {
-            let stale = match &old {
-                Some(text) => wiring.entries(text).map_err(named)?.len(),
-                None => 0,
-            };
-            if apply(file, old.as_deref(), &edit, dry_run)? {
+        .into_iter()
+        .filter(|entry| entry.argv != current || !entry.differs.is_empty())
+        .count();
+        if apply(&at.file, at.old.as_deref(), &edit, at.dry_run)? {
+            eprintln!("installed toolgate for {agent} in {file} ({events})");
+            if stale > 0 {
                 eprintln!(
-                    "installed toolgate for {agent} in {} ({events})",
-                    file.display()
+                    "replaced {stale} stale toolgate entr{} (another path or an older handler)",
+                    if stale == 1 { "y" } else { "ies" }
                 );
-                if stale > 0 {
-                    eprintln!(
-                        "replaced toolgate's previous entries ({stale}: another path or an older \
-                         handler)"
-                    );
-                }
             }
         }
     }
@@ -222,33 +244,17 @@ pub(crate) fn install(args: InstallArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub(crate) fn uninstall(args: UninstallArgs) -> anyhow::Result<ExitCode> {
-    let Target {
-        agent: name,
-        project,
-        dry_run,
-    } = args.target;
-    let agent = agent(&name)?;
-    let place = Place::of(agent, project.as_deref())?;
-    place.refuse_links()?;
-    let file = &place.file;
-    let Some(old) = read(file)? else {
-        eprintln!("nothing to uninstall: {} does not exist", file.display());
+    let at = args.target.open()?;
+    let (agent, file) = (at.agent, at.file.display());
+    let Some(old) = &at.old else {
+        eprintln!("nothing to uninstall: {file} does not exist");
         return Ok(ExitCode::SUCCESS);
     };
-    let wiring = Wiring::new(agent, this_toolgate()?);
-    let edit = wiring
-        .uninstall(&old)
-        .map_err(|e| anyhow!("{}: {e}", file.display()))?;
+    let edit = at.wiring.uninstall(old).map_err(|e| at.named(e))?;
     if edit == Edit::Unchanged {
-        eprintln!(
-            "nothing to uninstall: {} has no toolgate entry for {agent}",
-            file.display()
-        );
-    } else if apply(file, Some(&old), &edit, dry_run)? {
-        eprintln!(
-            "removed toolgate's entries for {agent} from {}",
-            file.display()
-        );
+        eprintln!("nothing to uninstall: {file} has no toolgate entry for {agent}");
+    } else if apply(&at.file, Some(old), &edit, at.dry_run)? {
+        eprintln!("removed toolgate's entries for {agent} from {file}");
     }
     Ok(ExitCode::SUCCESS)
 }
