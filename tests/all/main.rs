@@ -14,6 +14,7 @@ mod first_hour;
 mod guest_examples;
 mod guests;
 mod hermetic;
+mod install;
 mod interceptor;
 mod layers;
 mod live;
