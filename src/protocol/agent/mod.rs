@@ -20,6 +20,7 @@
 
 mod claude_code;
 mod codex;
+pub(crate) mod settings;
 
 use crate::contract::Request;
 use crate::outcome::Outcome;
