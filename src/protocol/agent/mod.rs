@@ -20,6 +20,7 @@
 
 mod claude_code;
 mod codex;
+mod qwen_code;
 
 use crate::contract::Request;
 use crate::outcome::Outcome;
@@ -52,6 +53,8 @@ pub enum Outward {
     ClaudeCode,
     /// Codex: Claude Code's envelope with a strict output schema.
     Codex,
+    /// Qwen Code: Claude Code's envelope, with far fewer answers honoured.
+    QwenCode,
 }
 
 impl Outward {
@@ -69,6 +72,7 @@ impl Outward {
         match self {
             Outward::ClaudeCode => &claude_code::ClaudeCode,
             Outward::Codex => &codex::Codex,
+            Outward::QwenCode => &qwen_code::QwenCode,
         }
     }
 
