@@ -64,12 +64,7 @@ fn qwen_with(fx: &Fixture, hooks: Value, calls: Vec<Value>) -> MockModel {
     crate::support::trust(&fx.workspace());
     let mut cmd = Command::new(qwen_bin());
     hermetic(&mut cmd)
-        .args([
-            "-p",
-            "run the scripted commands",
-            "--approval-mode",
-            "yolo",
-        ])
+        .args(["-p", "run the scripted commands", "--approval-mode", "yolo"])
         .current_dir(&sub)
         .env("HOME", &home)
         .env("OPENAI_BASE_URL", format!("{}/v1", mock.base_url()))
@@ -313,7 +308,8 @@ fn live_qwen_a_wasm_guard_and_toolgates_own_failure_block_the_call() {
     let after = results(&mock, 2);
     for text in &after {
         assert_eq!(
-            text, "toolgate failed (a bug: injected by TOOLGATE_DEBUG_FAULT), so this call is blocked",
+            text,
+            "toolgate failed (a bug: injected by TOOLGATE_DEBUG_FAULT), so this call is blocked",
             "{after:#?}"
         );
     }
