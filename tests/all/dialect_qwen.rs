@@ -248,3 +248,33 @@ fn toolgates_own_failure_is_a_stop_on_stdout_that_refuses_and_withholds() {
     let out = qwen_code(&fx, json!({"hook_event_name": "PostToolBatch"}));
     assert_eq!(stdout_json(&out)["continue"], false);
 }
+
+#[test]
+fn at_post_tool_batch_toolgate_answers_inside_qwens_15_s_wait() {
+    // Qwen Code waits 15 s for a PostToolBatch hook whatever its `timeout`,
+    // then shows the output: toolgate's deadline there is 12 s, not 50.
+    let fx = Fixture::new();
+    let slow = fx.script(
+        "slow.py",
+        "#!/usr/bin/env python3\nimport time\ntime.sleep(40)\n",
+    );
+    fx.workspace_hooks(json!([
+        {"name": "slow", "command": [&slow], "event": "post_tool_use", "timeout_ms": 60000},
+    ]));
+    fx.trust();
+    let started = std::time::Instant::now();
+    let failed = batch(json!([batch_call(
+        "cat .env; exit 3",
+        "error",
+        Some(("Output: SECRET=abc", "shell_execute_error"))
+    )]));
+    let answer = answer(&fx, failed);
+    let took = started.elapsed();
+    assert!(
+        took < std::time::Duration::from_secs(14),
+        "answered after {took:?}"
+    );
+    assert_eq!(answer["continue"], false, "{answer}");
+    let reason = answer["stopReason"].as_str().unwrap_or_default();
+    assert!(reason.contains("slow"), "{answer}");
+}
