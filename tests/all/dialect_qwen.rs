@@ -278,3 +278,23 @@ fn at_post_tool_batch_toolgate_answers_inside_qwens_15_s_wait() {
     let reason = answer["stopReason"].as_str().unwrap_or_default();
     assert!(reason.contains("slow"), "{answer}");
 }
+
+#[test]
+fn an_answer_or_a_stop_that_cannot_be_written_falls_back_to_exit_2() {
+    // Exit 0 with nothing Qwen Code can read would let the call through;
+    // exit 2 still refuses it before the call.
+    let broken = Fixture::new();
+    broken.workspace_raw("{\"schema\": 1, \"hooks\": [oops]}");
+    for fx in [&fixture(), &broken] {
+        let mut stdin = pre("echo deny-me");
+        stdin["cwd"] = json!(fx.workspace());
+        let out = run_with_stdin(
+            toolgate_via_shell("exec >&-; exec \"$0\" \"$@\"")
+                .arg("qwen-code")
+                .env("TOOLGATE_CONFIG_DIR", fx.global()),
+            &stdin.to_string(),
+        );
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        assert!(stderr(&out).contains("blocked"), "{}", stderr(&out));
+    }
+}
