@@ -10,6 +10,7 @@ mod claude;
 mod cli;
 mod config;
 mod dialect_claude_code;
+mod dialect_qwen;
 mod env_table;
 mod first_hour;
 mod guest_examples;

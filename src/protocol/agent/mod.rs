@@ -20,6 +20,7 @@
 
 mod claude_code;
 mod codex;
+mod qwen_code;
 pub(crate) mod settings;
 
 use crate::contract::Request;
@@ -53,6 +54,8 @@ pub enum Outward {
     ClaudeCode,
     /// Codex: Claude Code's envelope with a strict output schema.
     Codex,
+    /// Qwen Code: Claude Code's envelope, with far fewer answers honoured.
+    QwenCode,
 }
 
 impl Outward {
@@ -70,6 +73,7 @@ impl Outward {
         match self {
             Outward::ClaudeCode => &claude_code::ClaudeCode,
             Outward::Codex => &codex::Codex,
+            Outward::QwenCode => &qwen_code::QwenCode,
         }
     }
 
