@@ -7,7 +7,7 @@
 //!
 //! Agents copy each other's hook envelopes but differ in what they honour:
 //! Codex takes Claude Code's input with a stricter output schema, Copilot CLI
-//! never blocks on a failing hook, Gemini CLI calls its events `BeforeTool`.
+//! names no event in its input, Gemini CLI calls its events `BeforeTool`.
 //! Everything one agent needs — reading its input, each answer, its own
 //! failure, its help, its project variable, its hook timeout, its settings —
 //! is a required method of [`Dialect`], implemented in that agent's file. The
@@ -20,6 +20,8 @@
 
 mod claude_code;
 mod codex;
+mod copilot;
+mod cursor;
 
 use crate::contract::Request;
 use crate::outcome::Outcome;
@@ -52,6 +54,11 @@ pub enum Outward {
     ClaudeCode,
     /// Codex: Claude Code's envelope with a strict output schema.
     Codex,
+    /// GitHub Copilot CLI: camelCase events, flat answers.
+    Copilot,
+    /// Cursor: `.cursor/hooks.json`, flat snake_case answers (from its
+    /// documentation; its CLI cannot be installed here).
+    Cursor,
 }
 
 impl Outward {
@@ -69,6 +76,8 @@ impl Outward {
         match self {
             Outward::ClaudeCode => &claude_code::ClaudeCode,
             Outward::Codex => &codex::Codex,
+            Outward::Copilot => &copilot::Copilot,
+            Outward::Cursor => &cursor::Cursor,
         }
     }
 
