@@ -6,6 +6,7 @@
 
 mod claude;
 mod codex;
+mod copilot;
 pub(crate) mod conformance;
 
 use crate::support::*;
