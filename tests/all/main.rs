@@ -9,6 +9,8 @@ mod chain;
 mod claude;
 mod cli;
 mod config;
+mod dialect_copilot;
+mod dialect_cursor;
 mod env_table;
 mod first_hour;
 mod guest_examples;

@@ -148,12 +148,23 @@ fn live_copilot_pre_deny_modify_and_context() {
     std::fs::write(fx.workspace().join("keep.txt"), "precious").unwrap();
     let mock = copilot(
         &fx,
-        vec![sh("rm -f keep.txt"), sh("echo original > out.txt"), sh("ls")],
+        vec![
+            sh("rm -f keep.txt"),
+            sh("echo original > out.txt"),
+            sh("ls"),
+        ],
     );
     let shown = tool_messages(&mock, 3);
-    assert_eq!(shown[0], "Denied by preToolUse hook: no deleting files here");
+    assert_eq!(
+        shown[0],
+        "Denied by preToolUse hook: no deleting files here"
+    );
     assert!(fx.workspace().join("keep.txt").exists(), "the command ran");
-    saw(Row::Deny, "blocked; the model reads the reason", Some(&shown[0]));
+    saw(
+        Row::Deny,
+        "blocked; the model reads the reason",
+        Some(&shown[0]),
+    );
     assert_eq!(
         std::fs::read_to_string(fx.workspace().join("out.txt")).unwrap(),
         "rewritten\n"
@@ -169,9 +180,14 @@ fn live_copilot_pre_deny_modify_and_context() {
     );
     // Copilot names the tool `bash`; toolgate calls it `Bash`, as Copilot's
     // own Claude-compatible mode does, and Copilot passes no call id.
-    let first: Value =
-        serde_json::from_str(std::fs::read_to_string(&seen).unwrap().lines().next().unwrap())
-            .unwrap();
+    let first: Value = serde_json::from_str(
+        std::fs::read_to_string(&seen)
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
     assert_eq!(first["tool"], "Bash", "{first}");
     assert_eq!(first["input"]["command"], "rm -f keep.txt", "{first}");
 
@@ -230,7 +246,10 @@ fn live_copilot_post_deny_and_replace_decide_what_the_model_sees() {
     fx.workspace_hooks(json!([{"name": "dlp", "command": [&dlp], "event": "post_tool_use"}]));
     // A command that exits non-zero is a successful call to Copilot (its
     // exit code is in the text): it goes through the post chain too.
-    let mock = copilot(&fx, vec![sh("echo SECRET=abc; exit 3"), sh("echo long output")]);
+    let mock = copilot(
+        &fx,
+        vec![sh("echo SECRET=abc; exit 3"), sh("echo long output")],
+    );
     let shown = tool_messages(&mock, 2);
     assert_eq!(
         shown[0],
@@ -275,7 +294,8 @@ fn live_copilot_a_wasm_guard_and_toolgates_own_failure_block_the_call() {
     fx.workspace_raw("{\"schema\": 1, \"hooks\": [oops]}");
     let mock = copilot(&fx, vec![sh("touch ran.txt")]);
     let shown_ = tool_messages(&mock, 1);
-    let prefix = "Denied by preToolUse hook: toolgate could not evaluate this call, so it is blocked";
+    let prefix =
+        "Denied by preToolUse hook: toolgate could not evaluate this call, so it is blocked";
     assert!(shown_[0].starts_with(prefix), "{shown_:#?}");
     assert!(!fx.workspace().join("ran.txt").exists());
     saw(
@@ -299,7 +319,12 @@ fn live_copilot_blocks_when_its_hook_is_missing_or_crashes_but_not_when_it_hangs
         ),
     ] {
         let fx = Fixture::new();
-        let mock = copilot_with(&fx, handler, vec![sh("touch ran.txt")], &["--allow-all-tools"]);
+        let mock = copilot_with(
+            &fx,
+            handler,
+            vec![sh("touch ran.txt")],
+            &["--allow-all-tools"],
+        );
         let shown = tool_messages(&mock, 1);
         assert!(
             shown[0].starts_with(errored) && shown[0].ends_with("(hook errored)"),
@@ -330,7 +355,8 @@ fn live_copilot_blocks_when_its_hook_is_missing_or_crashes_but_not_when_it_hangs
     );
     let shown = tool_messages(&mock, 1);
     assert!(
-        shown[0].starts_with("Denied by preToolUse hook: toolgate did not finish within its deadline"),
+        shown[0]
+            .starts_with("Denied by preToolUse hook: toolgate did not finish within its deadline"),
         "{shown:#?}"
     );
     assert!(!fx.workspace().join("ran.txt").exists(), "hung toolgate");

@@ -6,8 +6,8 @@
 
 mod claude;
 mod codex;
-mod copilot;
 pub(crate) mod conformance;
+mod copilot;
 
 use crate::support::*;
 use serde_json::{Value, json};
