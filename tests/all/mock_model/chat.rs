@@ -1,12 +1,9 @@
-//! OpenAI-compatible chat completions (OpenCode, Qwen Code): each
+//! OpenAI-compatible chat completions (OpenCode, Qwen Code, Copilot CLI): each
 //! `POST …/chat/completions` that offers tools is answered with the next
 //! scripted tool call (counted by the `tool` messages already in the
 //! conversation), streamed as server-sent events when the request asks, and
 //! once the script is done with a closing text. A call that offers no tools
 //! (a title, a summary) gets the closing text.
-
-// Used by the OpenCode and Qwen Code live tests, which are being added.
-#![allow(dead_code)]
 
 use super::{Api, MockModel, once_each};
 use serde_json::{Value, json};
