@@ -199,8 +199,21 @@ fn check_agent(
         ));
     }
     let installed = scopes.iter().any(|s| !s.entries.is_empty());
+    let in_project = project.file != user.file
+        && scopes
+            .iter()
+            .any(|s| s.scope == "project" && !s.entries.is_empty());
     let cli = check_cli(agent);
-    let trust = spec.trust.filter(|_| installed).map(|step| {
+    // A step that gates only a project's hooks matters only where toolgate
+    // is installed in the project.
+    let gated = |step: &toolgate::agent::TrustStep| {
+        if step.project_only {
+            in_project
+        } else {
+            installed
+        }
+    };
+    let trust = spec.trust.filter(|step| gated(step)).map(|step| {
         let (done, error) = match (step.check, home) {
             (None, _) => (None, None),
             (Some(_), None) => (None, Some("HOME is not set".to_owned())),

@@ -15,6 +15,7 @@ CLAUDE_CODE_VERSION @anthropic-ai/claude-code claude
 CLAUDE_CODE_NEWEST_VERSION @anthropic-ai/claude-code claude
 CODEX_VERSION @openai/codex codex
 QWEN_CODE_VERSION @qwen-code/qwen-code qwen
+COPILOT_VERSION @github/copilot copilot
 "
 if ! command -v npm >/dev/null; then
   # Debian's nodejs/npm, as sdk/guest-build.sh installs them for the JS guest.
@@ -22,11 +23,23 @@ if ! command -v npm >/dev/null; then
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
 fi
+# `<bin> --version`, kept off the user's HOME and the network: Copilot CLI
+# unpacks its program (~235 MB) on first run into COPILOT_PKG_CACHE_HOME,
+# here the prefix, where the live tests point it too.
+version_of() {
+  local prefix=$1 bin=$2
+  if [ "$bin" = copilot ]; then
+    HOME="$prefix/home" COPILOT_PKG_CACHE_HOME="$prefix/pkg-cache" COPILOT_OFFLINE=true \
+      COPILOT_AUTO_UPDATE=false "$prefix/node_modules/.bin/$bin" --version
+  else
+    "$prefix/node_modules/.bin/$bin" --version
+  fi
+}
 echo "$AGENTS" | while read -r var package bin; do
   [ -n "$var" ] || continue
   version=${!var}
   prefix="$CACHE/$var-$version"
-  if [ -f "$prefix/installed" ] && "$prefix/node_modules/.bin/$bin" --version >/dev/null 2>&1; then
+  if [ -f "$prefix/installed" ] && version_of "$prefix" "$bin" >/dev/null 2>&1; then
     echo "agents: $package@$version already in $prefix"
     continue
   fi
@@ -40,6 +53,6 @@ echo "$AGENTS" | while read -r var package bin; do
   if [ "$bin" = claude ] && ! "$prefix/node_modules/.bin/claude" --version >/dev/null 2>&1; then
     (cd "$prefix/node_modules/@anthropic-ai/claude-code" && node install.cjs)
   fi
-  "$prefix/node_modules/.bin/$bin" --version
+  version_of "$prefix" "$bin"
   touch "$prefix/installed"
 done

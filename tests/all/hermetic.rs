@@ -210,6 +210,8 @@ impl Hostile {
             ("TOOLGATE_DEBUG_FAULT", value("panic")),
             ("TOOLGATE_DEBUG_PAUSE_AFTER_READ", Some(at("pause"))),
             ("CLAUDE_PROJECT_DIR", Some(at("project"))),
+            ("COPILOT_PROJECT_DIR", Some(at("project"))),
+            ("CURSOR_PROJECT_DIR", Some(at("project"))),
             // Unset, so CLICOLOR_FORCE colours piped output.
             ("NO_COLOR", None),
             ("CLICOLOR_FORCE", value("1")),

@@ -10,6 +10,8 @@ mod claude;
 mod cli;
 mod config;
 mod dialect_claude_code;
+mod dialect_copilot;
+mod dialect_cursor;
 mod dialect_qwen;
 mod env_table;
 mod first_hour;

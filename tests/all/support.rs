@@ -301,6 +301,8 @@ pub(crate) const BINARY_ENV: &[(&str, Given)] = &[
     ("TOOLGATE_DEBUG_FAULT", Given::Removed),
     ("TOOLGATE_DEBUG_PAUSE_AFTER_READ", Given::Removed),
     ("CLAUDE_PROJECT_DIR", Given::Removed),
+    ("COPILOT_PROJECT_DIR", Given::Removed),
+    ("CURSOR_PROJECT_DIR", Given::Removed),
     ("NO_COLOR", Given::Removed),
     ("CLICOLOR_FORCE", Given::Removed),
     ("COLUMNS", Given::Removed),

@@ -65,6 +65,7 @@ impl Dialect for Codex {
                 fix: "open /hooks in the Codex TUI once and trust toolgate's entries: Codex skips \
                       hooks nobody reviewed, without a word in `codex exec`",
                 check: None,
+                project_only: false,
             }),
         }
     }

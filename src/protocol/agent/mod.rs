@@ -7,7 +7,7 @@
 //!
 //! Agents copy each other's hook envelopes but differ in what they honour:
 //! Codex takes Claude Code's input with a stricter output schema, Copilot CLI
-//! never blocks on a failing hook, Gemini CLI calls its events `BeforeTool`.
+//! names no event in its input, Gemini CLI calls its events `BeforeTool`.
 //! Everything one agent needs — reading its input, each answer, its own
 //! failure, its help, its project variable, its hook timeout, its settings —
 //! is a required method of [`Dialect`], implemented in that agent's file. The
@@ -20,6 +20,8 @@
 
 mod claude_code;
 mod codex;
+mod copilot;
+mod cursor;
 mod qwen_code;
 pub(crate) mod settings;
 
@@ -56,6 +58,11 @@ pub enum Outward {
     Codex,
     /// Qwen Code: Claude Code's envelope, with far fewer answers honoured.
     QwenCode,
+    /// GitHub Copilot CLI: camelCase events, flat answers.
+    Copilot,
+    /// Cursor: `.cursor/hooks.json`, flat snake_case answers (from its
+    /// documentation; its CLI cannot be installed here).
+    Cursor,
 }
 
 impl Outward {
@@ -74,6 +81,8 @@ impl Outward {
             Outward::ClaudeCode => &claude_code::ClaudeCode,
             Outward::Codex => &codex::Codex,
             Outward::QwenCode => &qwen_code::QwenCode,
+            Outward::Copilot => &copilot::Copilot,
+            Outward::Cursor => &cursor::Cursor,
         }
     }
 
@@ -221,6 +230,11 @@ pub struct TrustStep {
     /// How `toolgate doctor` tells whether it is done; `None` where
     /// toolgate cannot tell.
     pub check: Option<TrustCheck>,
+    /// Whether the step gates only the project's hooks (Copilot CLI loads a
+    /// project's hooks only in a trusted folder, the user's always), rather
+    /// than every hook of the agent (Gemini CLI runs none in an untrusted
+    /// folder).
+    pub project_only: bool,
 }
 
 /// The agent's file that records a trust step, and a test of its JSON.

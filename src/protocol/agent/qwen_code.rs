@@ -152,6 +152,7 @@ impl Dialect for QwenCode {
                       load in an untrusted folder, without a word in `qwen -p` (user settings \
                       always load)",
                 check: None,
+                project_only: true,
             }),
         }
     }

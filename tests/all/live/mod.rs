@@ -7,6 +7,7 @@
 mod claude;
 mod codex;
 pub(crate) mod conformance;
+mod copilot;
 mod qwen;
 
 use crate::support::*;

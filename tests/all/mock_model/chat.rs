@@ -1,4 +1,4 @@
-//! OpenAI-compatible chat completions (OpenCode, Qwen Code): each
+//! OpenAI-compatible chat completions (OpenCode, Qwen Code, Copilot CLI): each
 //! `POST …/chat/completions` that offers tools is answered with the next
 //! scripted tool call (counted by the `tool` messages already in the
 //! conversation), streamed as server-sent events when the request asks, and
