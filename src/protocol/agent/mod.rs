@@ -20,6 +20,7 @@
 
 mod claude_code;
 mod codex;
+mod opencode;
 
 use crate::contract::Request;
 use crate::outcome::Outcome;
@@ -52,6 +53,10 @@ pub enum Outward {
     ClaudeCode,
     /// Codex: Claude Code's envelope with a strict output schema.
     Codex,
+    /// OpenCode, through toolgate's plugin (`integrations/opencode/`).
+    #[serde(rename = "opencode")]
+    #[strum(serialize = "opencode")]
+    OpenCode,
 }
 
 impl Outward {
@@ -69,6 +74,7 @@ impl Outward {
         match self {
             Outward::ClaudeCode => &claude_code::ClaudeCode,
             Outward::Codex => &codex::Codex,
+            Outward::OpenCode => &opencode::OpenCode,
         }
     }
 
@@ -242,6 +248,12 @@ pub enum Layout {
     Flat {
         /// The handler object for `argv`.
         handler: fn(&[String]) -> Value,
+    },
+    /// No hook settings: the file is a plugin the agent loads by itself
+    /// (OpenCode), written whole; `events` are the plugin's hooks.
+    Plugin {
+        /// The plugin file's text, running `argv`.
+        source: fn(&[String]) -> String,
     },
 }
 
