@@ -6,6 +6,7 @@
 
 mod claude;
 mod codex;
+mod opencode;
 pub(crate) mod conformance;
 
 use crate::support::*;
