@@ -119,7 +119,9 @@ impl Dialect for OpenCode {
         let result = match event {
             Event::PreToolUse => None,
             Event::PostToolUse => Some(result_of(
-                input.get("output").ok_or(ReadAgentInputError::Missing("output"))?,
+                input
+                    .get("output")
+                    .ok_or(ReadAgentInputError::Missing("output"))?,
             )?),
         };
         Ok(AgentCall {

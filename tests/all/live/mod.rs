@@ -6,8 +6,8 @@
 
 mod claude;
 mod codex;
-mod opencode;
 pub(crate) mod conformance;
+mod opencode;
 
 use crate::support::*;
 use serde_json::{Value, json};

@@ -34,7 +34,10 @@ fn shipped_plugin() -> String {
 fn plugin_for(binary: &str) -> String {
     let line = "const TOOLGATE = \"toolgate\"; // toolgate-binary";
     let text = shipped_plugin();
-    assert!(text.contains(line), "the plugin names its binary on one line");
+    assert!(
+        text.contains(line),
+        "the plugin names its binary on one line"
+    );
     text.replacen(
         line,
         &format!("const TOOLGATE = {}; // toolgate-binary", json!(binary)),
@@ -233,7 +236,10 @@ fn live_opencode_every_answer_reaches_the_model_as_the_plugin_applies_it() {
         "{}",
         shown[2]
     );
-    assert!(!ws.join("perm.txt").exists(), "OpenCode ran a rewrite it denies");
+    assert!(
+        !ws.join("perm.txt").exists(),
+        "OpenCode ran a rewrite it denies"
+    );
     saw(
         Row::Modify,
         "the rewrite runs; OpenCode's own permission rules judge the rewrite",
@@ -377,7 +383,10 @@ fn live_opencode_runs_unguarded_without_its_plugin_unless_the_sentinel_refuses()
         vec![shell("touch ran.txt")],
     );
     model_saw(&mock, 1);
-    assert!(fx.workspace().join("ran.txt").exists(), "the call was guarded");
+    assert!(
+        fx.workspace().join("ran.txt").exists(),
+        "the call was guarded"
+    );
 
     // With the sentinel rule in its permissions, OpenCode refuses it.
     let fx = Fixture::new();
