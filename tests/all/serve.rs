@@ -275,16 +275,12 @@ fn every_chain_rule_decides_the_same_with_and_without_the_server() {
                     .arg("--workspace")
                     .arg(fx.workspace())
                     .env("TOOLGATE_CONFIG_DIR", fx.global()),
-                &agent_pre(&fx.workspace(), command),
+                &agent_pre_in(*dialect, &fx.workspace(), command),
             );
             (out.status.code(), stdout_json(&out))
         };
         let local = agent(&mut toolgate(), "rejudge");
-        assert_eq!(
-            local.1["hookSpecificOutput"]["permissionDecision"], "deny",
-            "{dialect}: {}",
-            local.1
-        );
+        assert!(denies(*dialect, &local.1), "{dialect}: {}", local.1);
         assert_eq!(local, agent(&mut server.client(), "rejudge"), "{dialect}");
         let local = agent(&mut toolgate(), "rewrite-me");
         assert_eq!(
@@ -313,6 +309,26 @@ fn agent_pre(cwd: &std::path::Path, command: &str) -> String {
         "hook_event_name": "PreToolUse", "tool_name": "Bash",
         "tool_input": {"command": command}})
     .to_string()
+}
+
+/// `dialect`'s hook input for a pre call of Bash running `command`.
+fn agent_pre_in(dialect: Outward, cwd: &std::path::Path, command: &str) -> String {
+    match dialect {
+        Outward::ClaudeCode | Outward::Codex => agent_pre(cwd, command),
+        Outward::OpenCode => json!({"event": "tool.execute.before", "tool": "Bash",
+            "sessionID": "s", "callID": "c", "args": {"command": command}, "directory": cwd})
+        .to_string(),
+    }
+}
+
+/// Whether `answer` (what `dialect`'s command printed) refuses the call.
+fn denies(dialect: Outward, answer: &Value) -> bool {
+    match dialect {
+        Outward::ClaudeCode | Outward::Codex => {
+            answer["hookSpecificOutput"]["permissionDecision"] == "deny"
+        }
+        Outward::OpenCode => answer["action"] == "deny",
+    }
 }
 
 /// A server does not take a call in a mode it does not know, or of a
@@ -392,10 +408,14 @@ fn a_server_refuses_an_unknown_mode_or_version_and_never_answers_in_another_form
     );
     // Each mode it knows is answered in that mode's format.
     for dialect in Outward::ALL {
-        let answers = server.exchange(&[evaluate("ok", json!(VERSION), dialect.name())], 1);
+        let request = json!({"id": "ok", "version": VERSION, "op": "evaluate",
+            "mode": dialect.name(), "workspace": fx.workspace(),
+            "input": agent_pre_in(*dialect, &fx.workspace(), "global-deny"),
+            "context": {"global": fx.global()}});
+        let answers = server.exchange(&[request.to_string()], 1);
         assert_eq!(answers[0]["ack"], true, "{dialect}: {answers:?}");
-        assert_eq!(
-            answers[1]["stdout"]["hookSpecificOutput"]["permissionDecision"], "deny",
+        assert!(
+            denies(*dialect, &answers[1]["stdout"]),
             "{dialect}: {answers:?}"
         );
     }
@@ -451,13 +471,10 @@ fn a_client_refused_by_its_server_evaluates_the_call_itself_and_says_so() {
     for dialect in Outward::ALL {
         let (code, answer) = client(
             &[dialect.name()],
-            &agent_pre(&fx.workspace(), "global-deny"),
+            &agent_pre_in(*dialect, &fx.workspace(), "global-deny"),
         );
         assert_eq!(code, Some(0), "{dialect}: {answer}");
-        assert_eq!(
-            answer["hookSpecificOutput"]["permissionDecision"], "deny",
-            "{dialect}: {answer}"
-        );
+        assert!(denies(*dialect, &answer), "{dialect}: {answer}");
     }
 }
 
