@@ -16,6 +16,7 @@ CLAUDE_CODE_NEWEST_VERSION @anthropic-ai/claude-code claude
 CODEX_VERSION @openai/codex codex
 QWEN_CODE_VERSION @qwen-code/qwen-code qwen
 COPILOT_VERSION @github/copilot copilot
+OPENCODE_VERSION opencode-ai opencode
 "
 if ! command -v npm >/dev/null; then
   # Debian's nodejs/npm, as sdk/guest-build.sh installs them for the JS guest.

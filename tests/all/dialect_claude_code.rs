@@ -11,7 +11,9 @@ fn installed(argv: &[&str]) -> Value {
     let argv: Vec<String> = argv.iter().map(|a| (*a).to_owned()).collect();
     match Outward::ClaudeCode.install().layout {
         Layout::Grouped { handler } => handler(&argv),
-        Layout::Flat { .. } => panic!("Claude Code groups its handlers under matchers"),
+        Layout::Flat { .. } | Layout::Plugin { .. } => {
+            panic!("Claude Code groups its handlers under matchers")
+        }
     }
 }
 

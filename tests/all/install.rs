@@ -96,6 +96,7 @@ fn handler(agent: Outward, program: &str) -> Value {
     let argv = [program.to_owned(), agent.name().to_owned()];
     match agent.install().layout {
         Layout::Grouped { handler } | Layout::Flat { handler } => handler(&argv),
+        Layout::Plugin { .. } => panic!("{agent} installs a plugin file, not a handler"),
     }
 }
 

@@ -275,12 +275,12 @@ fn every_chain_rule_decides_the_same_with_and_without_the_server() {
                     .arg("--workspace")
                     .arg(fx.workspace())
                     .env("TOOLGATE_CONFIG_DIR", fx.global()),
-                &agent_pre_for(*dialect, &fx.workspace(), command),
+                &agent_pre_in(*dialect, &fx.workspace(), command),
             );
             (out.status.code(), stdout_json(&out))
         };
         let local = agent(&mut toolgate(), "rejudge");
-        assert!(refused_in(*dialect, &local.1), "{dialect}: {}", local.1);
+        assert!(denies(*dialect, &local.1), "{dialect}: {}", local.1);
         assert_eq!(local, agent(&mut server.client(), "rejudge"), "{dialect}");
         let local = agent(&mut toolgate(), "rewrite-me");
         assert_eq!(
@@ -303,36 +303,42 @@ fn every_chain_rule_decides_the_same_with_and_without_the_server() {
     );
 }
 
-/// Claude Code's (and Codex's) hook input for a pre call of Bash.
-/// `dialect`'s agent's hook input for a pre call of its shell tool: Claude
-/// Code's envelope, or the agent's own where it differs.
-fn agent_pre_for(dialect: Outward, cwd: &std::path::Path, command: &str) -> String {
-    match dialect.name() {
-        "copilot" => json!({"sessionId": "s", "timestamp": 1, "cwd": cwd,
-            "toolName": "bash", "toolArgs": {"command": command}})
-        .to_string(),
-        "cursor" => json!({"conversation_id": "s", "generation_id": "g",
-            "hook_event_name": "preToolUse", "workspace_roots": [cwd], "cwd": cwd,
-            "tool_name": "Shell", "tool_input": {"command": command}})
-        .to_string(),
-        _ => agent_pre(cwd, command),
-    }
-}
-
-/// Whether `answer` is `dialect`'s refusal of a call.
-fn refused_in(dialect: Outward, answer: &Value) -> bool {
-    match dialect.name() {
-        "copilot" => answer["permissionDecision"] == "deny",
-        "cursor" => answer["permission"] == "deny",
-        _ => answer["hookSpecificOutput"]["permissionDecision"] == "deny",
-    }
-}
-
 fn agent_pre(cwd: &std::path::Path, command: &str) -> String {
     json!({"session_id": "s", "transcript_path": "/dev/null", "cwd": cwd,
         "hook_event_name": "PreToolUse", "tool_name": "Bash",
         "tool_input": {"command": command}})
     .to_string()
+}
+
+/// `dialect`'s agent's hook input for a pre call of its shell tool running
+/// `command`: Claude Code's envelope, or the agent's own where it differs
+/// (an exhaustive match: a new agent says what its input is).
+fn agent_pre_in(dialect: Outward, cwd: &std::path::Path, command: &str) -> String {
+    match dialect {
+        Outward::ClaudeCode | Outward::Codex | Outward::QwenCode => agent_pre(cwd, command),
+        Outward::Copilot => json!({"sessionId": "s", "timestamp": 1, "cwd": cwd,
+            "toolName": "bash", "toolArgs": {"command": command}})
+        .to_string(),
+        Outward::Cursor => json!({"conversation_id": "s", "generation_id": "g",
+            "hook_event_name": "preToolUse", "workspace_roots": [cwd], "cwd": cwd,
+            "tool_name": "Shell", "tool_input": {"command": command}})
+        .to_string(),
+        Outward::OpenCode => json!({"event": "tool.execute.before", "tool": "Bash",
+            "sessionID": "s", "callID": "c", "args": {"command": command}, "directory": cwd})
+        .to_string(),
+    }
+}
+
+/// Whether `answer` (what `dialect`'s command printed) refuses the call.
+fn denies(dialect: Outward, answer: &Value) -> bool {
+    match dialect {
+        Outward::ClaudeCode | Outward::Codex | Outward::QwenCode => {
+            answer["hookSpecificOutput"]["permissionDecision"] == "deny"
+        }
+        Outward::Copilot => answer["permissionDecision"] == "deny",
+        Outward::Cursor => answer["permission"] == "deny",
+        Outward::OpenCode => answer["action"] == "deny",
+    }
 }
 
 /// A server does not take a call in a mode it does not know, or of a
@@ -412,7 +418,7 @@ fn a_server_refuses_an_unknown_mode_or_version_and_never_answers_in_another_form
     );
     // Each mode it knows is answered in that mode's format.
     for dialect in Outward::ALL {
-        let input = agent_pre_for(*dialect, &fx.workspace(), "global-deny");
+        let input = agent_pre_in(*dialect, &fx.workspace(), "global-deny");
         let line = json!({"id": "ok", "version": VERSION, "op": "evaluate",
             "mode": dialect.name(), "workspace": fx.workspace(), "input": input,
             "context": {"global": fx.global()}})
@@ -420,7 +426,7 @@ fn a_server_refuses_an_unknown_mode_or_version_and_never_answers_in_another_form
         let answers = server.exchange(&[line], 1);
         assert_eq!(answers[0]["ack"], true, "{dialect}: {answers:?}");
         assert!(
-            refused_in(*dialect, &answers[1]["stdout"]),
+            denies(*dialect, &answers[1]["stdout"]),
             "{dialect}: {answers:?}"
         );
     }
@@ -476,10 +482,10 @@ fn a_client_refused_by_its_server_evaluates_the_call_itself_and_says_so() {
     for dialect in Outward::ALL {
         let (code, answer) = client(
             &[dialect.name()],
-            &agent_pre_for(*dialect, &fx.workspace(), "global-deny"),
+            &agent_pre_in(*dialect, &fx.workspace(), "global-deny"),
         );
         assert_eq!(code, Some(0), "{dialect}: {answer}");
-        assert!(refused_in(*dialect, &answer), "{dialect}: {answer}");
+        assert!(denies(*dialect, &answer), "{dialect}: {answer}");
     }
 }
 

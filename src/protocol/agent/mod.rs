@@ -22,6 +22,7 @@ mod claude_code;
 mod codex;
 mod copilot;
 mod cursor;
+mod opencode;
 mod qwen_code;
 pub(crate) mod settings;
 
@@ -63,6 +64,10 @@ pub enum Outward {
     /// Cursor: `.cursor/hooks.json`, flat snake_case answers (from its
     /// documentation; its CLI cannot be installed here).
     Cursor,
+    /// OpenCode, through toolgate's plugin (`integrations/opencode/`).
+    #[serde(rename = "opencode")]
+    #[strum(serialize = "opencode")]
+    OpenCode,
 }
 
 impl Outward {
@@ -83,6 +88,7 @@ impl Outward {
             Outward::QwenCode => &qwen_code::QwenCode,
             Outward::Copilot => &copilot::Copilot,
             Outward::Cursor => &cursor::Cursor,
+            Outward::OpenCode => &opencode::OpenCode,
         }
     }
 
@@ -261,6 +267,12 @@ pub enum Layout {
     Flat {
         /// The handler object for `argv`.
         handler: fn(&[String]) -> Value,
+    },
+    /// No hook settings: the file is a plugin the agent loads by itself
+    /// (OpenCode), written whole; `events` are the plugin's hooks.
+    Plugin {
+        /// The plugin file's text, running `argv`.
+        source: fn(&[String]) -> String,
     },
 }
 
