@@ -20,6 +20,7 @@
 
 mod claude_code;
 mod codex;
+mod gemini;
 
 use crate::contract::Request;
 use crate::outcome::Outcome;
@@ -52,6 +53,8 @@ pub enum Outward {
     ClaudeCode,
     /// Codex: Claude Code's envelope with a strict output schema.
     Codex,
+    /// Gemini CLI: `BeforeTool` / `AfterTool`, its own answers.
+    Gemini,
 }
 
 impl Outward {
@@ -69,6 +72,7 @@ impl Outward {
         match self {
             Outward::ClaudeCode => &claude_code::ClaudeCode,
             Outward::Codex => &codex::Codex,
+            Outward::Gemini => &gemini::Gemini,
         }
     }
 

@@ -7,6 +7,7 @@
 mod claude;
 mod codex;
 pub(crate) mod conformance;
+mod gemini;
 
 use crate::support::*;
 use serde_json::{Value, json};
