@@ -75,8 +75,7 @@ impl Dialect for Gemini {
 
     fn help(&self) -> Help {
         Help {
-            about: "Be a Gemini CLI hook (BeforeTool / AfterTool): read its stdin, run the \
-                    chain, answer in its format",
+            about: "Be a Gemini CLI hook: read its stdin, run the chain, answer in its format",
             after_help: HELP.to_owned(),
         }
     }
