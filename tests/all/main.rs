@@ -9,6 +9,7 @@ mod chain;
 mod claude;
 mod cli;
 mod config;
+mod dialect_gemini;
 mod env_table;
 mod first_hour;
 mod guest_examples;

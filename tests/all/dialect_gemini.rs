@@ -1,0 +1,278 @@
+//! `toolgate gemini`, without the agent: Gemini CLI's hook stdin in (the
+//! envelopes below are the ones Gemini CLI 0.61.0 sent live), each answer
+//! out in the form Gemini CLI honours (tests/all/live/gemini.rs shows what
+//! the model then reads).
+
+use crate::support::*;
+use serde_json::{Value, json};
+use std::process::Output;
+
+fn gemini(fx: &Fixture, input: Value) -> Output {
+    fx.trust();
+    let mut cmd = toolgate();
+    cmd.arg("gemini").env("TOOLGATE_CONFIG_DIR", fx.global());
+    run_with_stdin(&mut cmd, &input.to_string())
+}
+
+fn before(fx: &Fixture, tool: &str, input: Value) -> Value {
+    json!({"session_id": "s", "transcript_path": "/tmp/s.jsonl", "cwd": fx.workspace(),
+           "hook_event_name": "BeforeTool", "timestamp": "2026-12-01T11:18:44.208Z",
+           "tool_name": tool, "tool_input": input})
+}
+
+fn after(fx: &Fixture, tool: &str, input: Value, response: Value) -> Value {
+    let mut v = before(fx, tool, input);
+    v["hook_event_name"] = json!("AfterTool");
+    v["tool_response"] = response;
+    v
+}
+
+fn shell_response(text: &str) -> Value {
+    json!({"llmContent": format!("<untrusted_context>\nOutput: {text}\nProcess Group PGID: 1\n</untrusted_context>"),
+           "returnDisplay": text})
+}
+
+/// A wire-v1 hook that writes what it was asked to `saw.json` in the
+/// workspace and answers by the command (or output) it sees.
+fn policy(fx: &Fixture) {
+    let decide = fx.script(
+        "decide.py",
+        r#"#!/usr/bin/env python3
+import json, sys
+req = json.load(sys.stdin)
+res = req.get("result")
+cmd = req["input"].get("command", "")
+out = json.dumps(res["output"]) if res else ""
+if res is None and "force" in cmd:
+    a = {"decision": "deny", "reason": "no force pushes"}
+elif res is None and cmd == "ls":
+    a = {"decision": "modify", "input": {"command": "ls -la"}, "context": "listing in long form"}
+elif res is None and cmd == "cached":
+    a = {"decision": "replace", "result": {"output": "a b c", "is_error": False}}
+elif res is not None and "SECRET" in out:
+    a = {"decision": "deny", "reason": "it held a secret", "context": "disregard it"}
+elif res is not None and "long" in out:
+    a = {"decision": "replace", "result": {"output": "short", "is_error": False}}
+elif res is not None and "note" in out:
+    a = {"decision": "allow", "context": "a note for the model"}
+elif res is not None and res["is_error"]:
+    a = {"decision": "deny", "reason": "saw an error: " + out}
+else:
+    a = {"decision": "allow"}
+print(json.dumps(a))
+"#,
+    );
+    fx.workspace_hooks(json!([{"name": "policy", "command": [&decide], "event": ["pre_tool_use", "post_tool_use"]}]));
+}
+
+fn answer(out: &Output) -> Value {
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    if out.stdout.is_empty() {
+        Value::Null
+    } else {
+        stdout_json(out)
+    }
+}
+
+#[test]
+fn before_the_call_each_decision_is_gemini_clis_own_answer() {
+    let fx = Fixture::new();
+    policy(&fx);
+    let run = |cmd: &str| {
+        answer(&gemini(
+            &fx,
+            before(&fx, "run_shell_command", json!({"command": cmd})),
+        ))
+    };
+    assert_eq!(
+        run("git push --force"),
+        json!({"decision": "deny", "reason": "no force pushes"})
+    );
+    // The complete input, and the context as Gemini CLI names it (it
+    // ignores context before the call; sent anyway).
+    assert_eq!(
+        run("ls"),
+        json!({"hookSpecificOutput": {"hookEventName": "BeforeTool",
+               "tool_input": {"command": "ls -la"}, "additionalContext": "listing in long form"}})
+    );
+    assert_eq!(
+        run("cached"),
+        json!({"decision": "deny",
+               "reason": "toolgate answered for the tool instead of running it: a b c"})
+    );
+    // An allow says nothing: Gemini CLI's own policy still decides.
+    assert_eq!(run("echo hi"), Value::Null);
+    // Never Claude Code's `permissionDecision`, which Gemini CLI ignores.
+    for cmd in ["git push --force", "ls", "cached"] {
+        assert!(!run(cmd).to_string().contains("permissionDecision"));
+    }
+}
+
+#[test]
+fn after_the_call_a_denial_is_what_the_model_reads_instead_of_the_output() {
+    let fx = Fixture::new();
+    policy(&fx);
+    let run = |response: Value| {
+        answer(&gemini(
+            &fx,
+            after(&fx, "run_shell_command", json!({"command": "x"}), response),
+        ))
+    };
+    // The context would be dropped with the output: it joins the reason.
+    assert_eq!(
+        run(shell_response("SECRET=abc\nExit Code: 3")),
+        json!({"decision": "deny",
+               "reason": "toolgate withheld the output of this call: it held a secret\n\ndisregard it"})
+    );
+    assert_eq!(
+        run(shell_response("long output")),
+        json!({"decision": "deny", "reason": "toolgate replaced this tool's output: short"})
+    );
+    assert_eq!(
+        run(shell_response("a note")),
+        json!({"hookSpecificOutput": {"hookEventName": "AfterTool",
+               "additionalContext": "a note for the model"}})
+    );
+    assert_eq!(run(shell_response("fine")), Value::Null);
+}
+
+#[test]
+fn after_the_call_the_hooks_see_what_the_model_would_read() {
+    let fx = Fixture::new();
+    policy(&fx);
+    // A failed tool: the error's message, as an error.
+    let out = answer(&gemini(
+        &fx,
+        after(
+            &fx,
+            "read_file",
+            json!({"file_path": "nope.txt"}),
+            json!({"llmContent": "Could not read file because no file was found at the specified path.",
+                   "returnDisplay": "File not found.",
+                   "error": {"message": "File not found: /w/nope.txt", "type": "file_not_found"}}),
+        ),
+    ));
+    assert_eq!(
+        out["reason"],
+        "toolgate withheld the output of this call: saw an error: \"File not found: /w/nope.txt\""
+    );
+    // An MCP tool answers in parts: the hook sees their text.
+    let out = answer(&gemini(
+        &fx,
+        after(
+            &fx,
+            "mcp_github_echo_text",
+            json!({"text": "x"}),
+            json!({"llmContent": [{"text": "<untrusted_context>\nSECRET\n</untrusted_context>"}],
+                   "returnDisplay": "SECRET"}),
+        ),
+    ));
+    assert_eq!(out["decision"], "deny", "{out}");
+}
+
+#[test]
+fn other_events_pass_and_toolgates_own_failure_blocks_both_ways() {
+    let fx = Fixture::new();
+    policy(&fx);
+    for event in [
+        json!({"hook_event_name": "BeforeAgent", "prompt": "hi"}),
+        json!({"hook_event_name": "SessionStart", "source": "startup"}),
+    ] {
+        let out = gemini(&fx, event);
+        assert_eq!((out.status.code(), out.stdout.is_empty()), (Some(0), true));
+    }
+    // Unreadable input, and a broken config: a JSON denial on stdout (which
+    // Gemini CLI reads first) and exit 2 with the reason on stderr (which
+    // blocks if stdout does not reach it).
+    let bad_input = gemini(
+        &fx,
+        json!({"hook_event_name": "BeforeTool", "tool_name": "x"}),
+    );
+    fx.workspace_raw("{\"schema\": 1, \"hooks\": [oops]}");
+    let bad_config = gemini(
+        &fx,
+        before(&fx, "run_shell_command", json!({"command": "ls"})),
+    );
+    for out in [bad_input, bad_config] {
+        assert_eq!(out.status.code(), Some(2));
+        let answer = stdout_json(&out);
+        assert_eq!(answer["decision"], "deny");
+        let reason = answer["reason"].as_str().unwrap();
+        assert!(
+            reason.starts_with("toolgate could not evaluate this call"),
+            "{reason}"
+        );
+        assert!(String::from_utf8_lossy(&out.stderr).contains(reason));
+    }
+}
+
+#[test]
+fn the_workspace_is_found_above_the_directory_gemini_cli_started_in() {
+    // Gemini CLI sets GEMINI_PROJECT_DIR (and CLAUDE_PROJECT_DIR) to the
+    // directory it started in; toolgate walks up from the cwd instead.
+    let fx = Fixture::new();
+    policy(&fx);
+    let sub = fx.workspace().join("sub");
+    std::fs::create_dir_all(&sub).unwrap();
+    let mut input = before(
+        &fx,
+        "run_shell_command",
+        json!({"command": "git push --force"}),
+    );
+    input["cwd"] = json!(sub);
+    fx.trust();
+    let mut cmd = toolgate();
+    cmd.arg("gemini")
+        .env("TOOLGATE_CONFIG_DIR", fx.global())
+        .env("GEMINI_PROJECT_DIR", &sub)
+        .env("CLAUDE_PROJECT_DIR", &sub);
+    let out = run_with_stdin(&mut cmd, &input.to_string());
+    assert_eq!(answer(&out)["reason"], "no force pushes");
+}
+
+#[test]
+fn doctor_reads_gemini_clis_trusted_folders_as_gemini_cli_does() {
+    let install = toolgate::agent::Outward::Gemini.install();
+    assert_eq!(
+        (install.user_file, install.project_file, install.events),
+        (
+            ".gemini/settings.json",
+            ".gemini/settings.json",
+            &["BeforeTool", "AfterTool"][..]
+        )
+    );
+    let check = install.trust.and_then(|t| t.check).expect("a trust check");
+    assert_eq!(check.file, ".gemini/trustedFolders.json");
+    let fx = Fixture::new();
+    let root = fx.workspace().canonicalize().unwrap();
+    let parent = root.parent().unwrap();
+    let s = |p: &std::path::Path| p.to_string_lossy().into_owned();
+    let trusted = |rules: Value| (check.done)(&rules, &root);
+    assert!(trusted(json!({s(&root): "TRUST_FOLDER"})));
+    // An ancestor trusted covers the project; the longest rule wins.
+    assert!(trusted(json!({s(parent): "TRUST_FOLDER"})));
+    assert!(!trusted(
+        json!({s(parent): "TRUST_FOLDER", s(&root): "DO_NOT_TRUST"})
+    ));
+    assert!(trusted(
+        json!({s(parent): "DO_NOT_TRUST", s(&root): "TRUST_FOLDER"})
+    ));
+    // TRUST_PARENT trusts the folder that holds the rule's path.
+    assert!(trusted(json!({s(&root.join("some-file")): "TRUST_PARENT"})));
+    assert!(!trusted(json!({s(&root.join("sub")): "TRUST_FOLDER"})));
+    assert!(!trusted(json!({})));
+    assert!(!trusted(json!("not an object")));
+    // The handler it writes: a shell string Gemini CLI runs with bash, named.
+    let toolgate::agent::Layout::Grouped { handler } = install.layout else {
+        panic!("Gemini CLI groups handlers under matchers");
+    };
+    assert_eq!(
+        handler(&["/opt/my tools/toolgate".into(), "gemini".into()]),
+        json!({"type": "command", "name": "toolgate", "command": "'/opt/my tools/toolgate' gemini"})
+    );
+}
