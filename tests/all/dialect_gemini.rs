@@ -276,3 +276,190 @@ fn doctor_reads_gemini_clis_trusted_folders_as_gemini_cli_does() {
         json!({"type": "command", "name": "toolgate", "command": "'/opt/my tools/toolgate' gemini"})
     );
 }
+
+/// Writes Gemini CLI settings with `hooks` into the workspace, imports them
+/// (`toolgate import gemini`); [`gemini`] trusts the result before a call.
+fn import_into(fx: &Fixture, hooks: Value) -> Output {
+    let dir = fx.workspace().join(".gemini");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("settings.json"),
+        json!({"hooks": hooks}).to_string(),
+    )
+    .unwrap();
+    let _ = std::fs::remove_file(fx.workspace().join(".toolgate/hooks.json"));
+    let out = succeeded(
+        toolgate()
+            .args(["import", "gemini"])
+            .arg(dir.join("settings.json")),
+    );
+    out
+}
+
+/// A Gemini CLI hook script in the workspace's .gemini/hooks/, named in
+/// settings the way Gemini CLI users do.
+fn gemini_script(fx: &Fixture, name: &str, body: &str) -> String {
+    let path = fx.workspace().join(".gemini/hooks").join(name);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    write_executable(&path, body);
+    format!("$GEMINI_PROJECT_DIR/.gemini/hooks/{name}")
+}
+
+#[test]
+fn imported_matchers_select_the_tools_gemini_cli_selects() {
+    // What Gemini CLI 0.61.0 ran, live, for each matcher (findings: one run
+    // with every matcher, tools run_shell_command and read_file).
+    let live = [
+        ("*", true, true),
+        ("", true, true),
+        (".*", true, true),
+        ("run_shell_command", true, false),
+        ("run_shell_command|write_file", true, false),
+        ("^(run_shell_command)$", true, false),
+        ("run_shell", true, false),
+        ("shell", true, false),
+        ("^run_shell$", false, false),
+        ("RUN_SHELL_COMMAND", false, false),
+        ("Bash", false, false),
+        ("mcp__github__.*", false, false),
+        ("*foo", false, false),
+        ("read_.*", false, true),
+    ];
+    let fx = Fixture::new();
+    let deny = gemini_script(
+        &fx,
+        "deny.sh",
+        "#!/bin/sh\ncat >/dev/null\necho '{\"decision\":\"deny\",\"reason\":\"matched\"}'\n",
+    );
+    for (matcher, shell, read) in live {
+        import_into(
+            &fx,
+            json!({"BeforeTool": [{"matcher": matcher, "hooks": [{"type": "command", "command": deny}]}]}),
+        );
+        for (tool, expected) in [("run_shell_command", shell), ("read_file", read)] {
+            let out = answer(&gemini(
+                &fx,
+                before(&fx, tool, json!({"command": "ls", "file_path": "a"})),
+            ));
+            assert_eq!(
+                out["decision"] == "deny",
+                expected,
+                "{matcher:?} on {tool}: {out}"
+            );
+        }
+    }
+}
+
+#[test]
+fn imported_gemini_hooks_answer_by_gemini_clis_rules_inside_the_chain() {
+    let fx = Fixture::new();
+    let blocker = gemini_script(
+        &fx,
+        "block.sh",
+        "#!/bin/sh\ninput=$(cat)\ncase \"$input\" in *'rm -rf'*) echo 'Destructive command blocked' >&2; exit 2;; esac\nexit 0\n",
+    );
+    let decider = gemini_script(
+        &fx,
+        "decide.py",
+        r#"#!/usr/bin/env python3
+import json, os, sys
+d = json.load(sys.stdin)
+assert d["hook_event_name"] in ("BeforeTool", "AfterTool"), d
+assert os.environ["GEMINI_PROJECT_DIR"], "no GEMINI_PROJECT_DIR"
+cmd = d["tool_input"].get("command", "")
+if d["hook_event_name"] == "BeforeTool" and "curl" in cmd:
+    print(json.dumps({"decision": "deny", "reason": "No network from the shell"}))
+elif d["hook_event_name"] == "BeforeTool" and cmd.startswith("npm install"):
+    print(json.dumps({"hookSpecificOutput": {"hookEventName": "BeforeTool",
+        "tool_input": dict(d["tool_input"], command=cmd + " --ignore-scripts")}}))
+elif d["hook_event_name"] == "BeforeTool" and cmd == "ask":
+    print(json.dumps({"decision": "ask"}))
+elif d["hook_event_name"] == "BeforeTool" and cmd == "warn":
+    print("just a warning", file=sys.stderr); sys.exit(1)
+elif d["hook_event_name"] == "AfterTool" and "SECRET" in d["tool_response"]["llmContent"]:
+    print(json.dumps({"decision": "deny", "reason": "output held a secret"}))
+elif d["hook_event_name"] == "AfterTool":
+    print(json.dumps({"hookSpecificOutput": {"hookEventName": "AfterTool", "additionalContext": "checked"}}))
+"#,
+    );
+    let group = |cmd: &str| json!([{"matcher": "run_shell_command", "hooks": [{"type": "command", "command": cmd}]}]);
+    let mut pre = group(&blocker);
+    pre.as_array_mut()
+        .unwrap()
+        .extend(group(&decider).as_array().unwrap().clone());
+    import_into(
+        &fx,
+        json!({"BeforeTool": pre, "AfterTool": group(&decider)}),
+    );
+    let run = |input: Value| answer(&gemini(&fx, input));
+    let shell = |cmd: &str| before(&fx, "run_shell_command", json!({"command": cmd}));
+    assert_eq!(
+        run(shell("rm -rf /"))["reason"],
+        "Destructive command blocked"
+    );
+    assert_eq!(run(shell("curl x"))["reason"], "No network from the shell");
+    assert_eq!(
+        run(shell("npm install left-pad"))["hookSpecificOutput"]["tool_input"],
+        json!({"command": "npm install left-pad --ignore-scripts"})
+    );
+    // Where Gemini CLI would wait for a person, or let a warning through,
+    // toolgate's chain denies.
+    assert!(
+        run(shell("ask"))["reason"]
+            .as_str()
+            .unwrap()
+            .contains("person's confirmation")
+    );
+    assert_eq!(run(shell("warn"))["decision"], "deny");
+    assert_eq!(run(shell("ls")), Value::Null);
+    let post = |text: &str| {
+        after(
+            &fx,
+            "run_shell_command",
+            json!({"command": "x"}),
+            shell_response(text),
+        )
+    };
+    assert_eq!(
+        run(post("SECRET=abc"))["reason"],
+        "toolgate withheld the output of this call: output held a secret"
+    );
+    assert_eq!(
+        run(post("fine"))["hookSpecificOutput"]["additionalContext"],
+        "checked"
+    );
+}
+
+#[test]
+fn import_lists_what_it_cannot_carry_over() {
+    let fx = Fixture::new();
+    let out = import_into(
+        &fx,
+        json!({
+            "BeforeTool": [
+                {"matcher": "(?<!x)write_file", "hooks": [{"type": "command", "command": "/bin/true"}]},
+                {"hooks": [{"type": "command", "command": "echo hi", "env": {"X": "1"}, "timeout": 30}]}
+            ],
+            "BeforeAgent": [{"hooks": [{"type": "command", "command": "x"}]}]
+        }),
+    );
+    let said = String::from_utf8_lossy(&out.stderr);
+    for expected in [
+        "BeforeAgent: 1 hook definition(s) — toolgate has no BeforeAgent event",
+        "uses lookaround or backreferences",
+        "its `env`",
+        "runs as [\"bash\", \"-c\", …]",
+        "toolgate trust",
+    ] {
+        assert!(said.contains(expected), "{expected:?} in {said}");
+    }
+    let hooks: Value = serde_json::from_str(
+        &std::fs::read_to_string(fx.workspace().join(".toolgate/hooks.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        hooks["hooks"],
+        json!([{"name": "pre-1-0-hi", "command": ["bash", "-c", "echo hi"], "protocol": "gemini",
+                "event": "pre_tool_use", "timeout_ms": 30}])
+    );
+}

@@ -115,12 +115,7 @@ impl Dialect for Gemini {
     }
 
     fn import(&self) -> Import {
-        Import::Unsupported(
-            "importing Gemini CLI's hooks is not supported yet: its hooks answer in Gemini \
-             CLI's own format (`decision`, `hookSpecificOutput.tool_input`), which toolgate's \
-             chain cannot run unchanged; run `toolgate gemini` as Gemini CLI's hook and \
-             write hooks.json by hand",
-        )
+        Import::Settings(import_settings)
     }
 }
 
@@ -349,3 +344,251 @@ answer becomes.
 
 Example:
   toolgate gemini < examples/demo/gemini-pre-force-push.json"#;
+
+/// Translates the `hooks` of a Gemini CLI settings file into hooks.json.
+///
+/// - `BeforeTool` / `AfterTool` command handlers become subprocess hooks with
+///   `"protocol": "gemini"`, so the scripts run unmodified (Gemini CLI's
+///   stdin, environment and answers; `crate::protocol::gemini`);
+/// - a matcher keeps the tools Gemini CLI gives it (seen live): none, `""`
+///   or `*` is every tool; anything else is a JavaScript regex *searched
+///   for* in the name (`run_shell` matches `run_shell_command`), so it
+///   becomes `.*(?:regex).*` under toolgate's whole-name matching; one that
+///   is not a regex at all (`*foo`) Gemini CLI compares as a plain name;
+///   one Rust's engine cannot compile (lookarounds, backreferences) is left
+///   out;
+/// - a command that only runs a project script
+///   (`$GEMINI_PROJECT_DIR/.gemini/hooks/x.sh`) becomes that script's argv;
+///   any other runs as Gemini CLI runs it, `["bash", "-c", …]`;
+/// - `timeout` is already in milliseconds (Gemini CLI's default 60000);
+/// - hooks in `hooksConfig.disabled`, other events, other handler types and
+///   a handler's `env` are listed in `not_carried`.
+fn import_settings(settings: &Value) -> crate::protocol::import::Imported {
+    use crate::protocol::import::Imported;
+    let mut out = Imported {
+        hooks_json: json!({"schema": 1, "hooks": []}),
+        ..Imported::default()
+    };
+    let Some(events) = settings.get("hooks").and_then(Value::as_object) else {
+        out.not_carried
+            .push("the settings have no `hooks` object: nothing to import".into());
+        return out;
+    };
+    if settings.pointer("/hooksConfig/enabled") == Some(&Value::Bool(false)) {
+        out.not_carried.push(
+            "hooksConfig.enabled is false: Gemini CLI runs none of these hooks, so none is \
+             imported"
+                .into(),
+        );
+        return out;
+    }
+    let disabled: Vec<&str> = settings
+        .pointer("/hooksConfig/disabled")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    let mut hooks = Vec::new();
+    for (event_name, groups) in events {
+        let event = match event_name.as_str() {
+            "BeforeTool" => "pre_tool_use",
+            "AfterTool" => "post_tool_use",
+            other => {
+                let n = groups.as_array().map_or(0, Vec::len);
+                if n > 0 {
+                    out.not_carried.push(format!(
+                        "{other}: {n} hook definition(s) — toolgate has no {other} event"
+                    ));
+                }
+                continue;
+            }
+        };
+        let groups = groups.as_array().map(Vec::as_slice).unwrap_or_default();
+        let handlers: usize = groups
+            .iter()
+            .filter_map(|g| g.get("hooks").and_then(Value::as_array))
+            .map(Vec::len)
+            .sum();
+        if handlers > 1
+            && !groups
+                .iter()
+                .any(|g| g.get("sequential") == Some(&Value::Bool(true)))
+        {
+            out.warnings.push(format!(
+                "{event_name}: Gemini CLI runs these {handlers} hooks in parallel, each seeing \
+                 the model's input; toolgate runs them in order, each seeing the previous \
+                 one's rewrite, and the first denial ends the chain"
+            ));
+        }
+        for (g, group) in groups.iter().enumerate() {
+            let matcher = group.get("matcher").and_then(Value::as_str).unwrap_or("");
+            let handlers = group.get("hooks").and_then(Value::as_array);
+            for (h, handler) in handlers.into_iter().flatten().enumerate() {
+                let at = format!("{event_name}[{g}].hooks[{h}]");
+                let prefix = format!("{}-{g}-{h}", event.trim_end_matches("_tool_use"));
+                if let Some(hook) =
+                    import_handler(&at, &prefix, event, matcher, handler, &disabled, &mut out)
+                {
+                    hooks.push(hook);
+                }
+            }
+        }
+    }
+    if !hooks.is_empty() {
+        out.warnings.push(
+            "a hook that exits 1, exits non-zero without a word, is killed or times out lets \
+             the call through in Gemini CLI, but is a failure in toolgate, which blocks the \
+             call (on_failure: deny); add \"on_failure\": \"allow\" to a hook that should \
+             fail open"
+                .into(),
+        );
+    }
+    out.hooks_json = json!({"schema": 1, "hooks": hooks});
+    out
+}
+
+/// The hooks.json entry for one Gemini CLI handler, or `None` (and why, in
+/// `out`).
+fn import_handler(
+    at: &str,
+    prefix: &str,
+    event: &str,
+    matcher: &str,
+    handler: &Value,
+    disabled: &[&str],
+    out: &mut crate::protocol::import::Imported,
+) -> Option<Value> {
+    let kind = handler.get("type").and_then(Value::as_str).unwrap_or("");
+    if kind != "command" {
+        out.not_carried.push(format!(
+            "{at}: a `{kind}` handler — toolgate runs commands only"
+        ));
+        return None;
+    }
+    let Some(command) = handler.get("command").and_then(Value::as_str) else {
+        out.not_carried.push(format!("{at}: no `command`"));
+        return None;
+    };
+    let name = handler.get("name").and_then(Value::as_str);
+    if disabled.iter().any(|d| Some(*d) == name || *d == command) {
+        out.not_carried.push(format!(
+            "{at}: disabled in hooksConfig.disabled, so left out"
+        ));
+        return None;
+    }
+    if handler.get("env").is_some() {
+        out.not_carried.push(format!(
+            "{at}: its `env` — toolgate's hooks get no extra variables; the hook runs without them"
+        ));
+    }
+    let argv = project_script(command).unwrap_or_else(|| {
+        out.warnings.push(format!(
+            "{at}: the shell string {command:?} runs as [\"bash\", \"-c\", …] (as Gemini CLI \
+             runs it), which toolgate's trust review refuses (it cannot see what inline shell \
+             runs); put it in a script in the project and name the script"
+        ));
+        vec!["bash".into(), "-c".into(), command.to_owned()]
+    });
+    let base = name.map(str::to_owned).unwrap_or_else(|| {
+        argv.iter()
+            .rev()
+            .find_map(|a| {
+                let last = a.split_whitespace().last()?.rsplit('/').next()?;
+                (!last.is_empty()).then(|| last.trim_matches(['"', '\'']).to_owned())
+            })
+            .unwrap_or_else(|| "hook".into())
+    });
+    let base: String = base
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let timeout_ms = match handler.get("timeout").and_then(Value::as_f64) {
+        None => 60_000,
+        Some(ms) => {
+            let clamped = ms.round().clamp(1.0, 600_000.0) as u64;
+            if ms.round() as u64 != clamped {
+                out.warnings
+                    .push(format!("{at}: timeout {ms} ms clamped to {clamped} ms"));
+            }
+            clamped
+        }
+    };
+    let mut hook = json!({
+        "name": format!("{prefix}-{base}"),
+        "command": argv,
+        "protocol": "gemini",
+        "event": event,
+        "timeout_ms": timeout_ms,
+    });
+    match matcher.trim() {
+        "" | "*" => {}
+        m if is_js_only(m) => {
+            out.not_carried.push(format!(
+                "{at}: the matcher {m:?} uses lookaround or backreferences, which toolgate's \
+                 regex engine cannot compile; the hook is left out"
+            ));
+            return None;
+        }
+        m => match crate::contract::whole_name_matcher(m) {
+            Ok(_) => {
+                let pattern = format!(".*(?:{m}).*");
+                if crate::contract::whole_name_matcher(&pattern).is_err() {
+                    out.not_carried.push(format!(
+                        "{at}: the matcher {m:?} cannot be compiled; left out"
+                    ));
+                    return None;
+                }
+                out.warnings.push(format!(
+                    "{at}: Gemini CLI looks for the matcher {m:?} anywhere in the tool name \
+                     (a JavaScript regex, case-sensitive); toolgate matches whole names, so it \
+                     became {pattern:?} (the same set of tools)"
+                ));
+                hook["matcher"] = json!(pattern);
+            }
+            // Not a regex: Gemini CLI then compares it as a plain name.
+            Err(_) => {
+                out.warnings.push(format!(
+                    "{at}: the matcher {m:?} is not a regex, which Gemini CLI compares as a \
+                     whole tool name; so does toolgate"
+                ));
+                hook["tools"] = json!([m]);
+            }
+        },
+    }
+    Some(hook)
+}
+
+/// Whether a matcher needs JavaScript's regex features Rust's lacks.
+fn is_js_only(m: &str) -> bool {
+    ["(?=", "(?!", "(?<=", "(?<!"].iter().any(|l| m.contains(l))
+        || (1..=9).any(|n| m.contains(&format!("\\{n}")))
+}
+
+/// A command that only runs a project script with plain words
+/// (`$GEMINI_PROJECT_DIR/.gemini/hooks/x.sh --strict`, or through
+/// `$CLAUDE_PROJECT_DIR`, which Gemini CLI sets too) as the argv that does
+/// the same. `None` for anything else.
+fn project_script(command: &str) -> Option<Vec<String>> {
+    let re = regex::Regex::new(
+        r#"^\s*"?\$\{?(?:GEMINI_PROJECT_DIR|CLAUDE_PROJECT_DIR)\}?"?/([A-Za-z0-9._+/-]+)((?:\s+[A-Za-z0-9._+/:=,-]+)*)\s*$"#,
+    )
+    .ok()?;
+    let caps = re.captures(command)?;
+    let path = caps.get(1)?.as_str();
+    if path.split('/').any(|part| part == ".." || part.is_empty()) {
+        return None;
+    }
+    let words = caps.get(2).map_or("", |m| m.as_str()).split_whitespace();
+    Some(
+        std::iter::once(path.to_owned())
+            .chain(words.map(str::to_owned))
+            .collect(),
+    )
+}
