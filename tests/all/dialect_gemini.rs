@@ -288,12 +288,11 @@ fn import_into(fx: &Fixture, hooks: Value) -> Output {
     )
     .unwrap();
     let _ = std::fs::remove_file(fx.workspace().join(".toolgate/hooks.json"));
-    let out = succeeded(
+    succeeded(
         toolgate()
             .args(["import", "gemini"])
             .arg(dir.join("settings.json")),
-    );
-    out
+    )
 }
 
 /// A Gemini CLI hook script in the workspace's .gemini/hooks/, named in
