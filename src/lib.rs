@@ -90,6 +90,9 @@ pub use runner::{HookRunner, HookRunnerBuilder};
 /// Being an agent's hook: reading an agent's hook input and answering in its
 /// dialect; how toolgate is installed into it; importing its settings.
 pub mod agent {
+    pub use crate::protocol::agent::settings::{
+        Edit, EditSettingsError, Entry, MAX_SETTINGS_BYTES, Wiring, read_settings, trust_done,
+    };
     pub use crate::protocol::agent::{
         Blocked, Help, Import, Install, Layout, TrustCheck, TrustStep,
     };

@@ -39,7 +39,7 @@ pub(crate) struct JsonError {
 }
 
 impl JsonError {
-    fn from_serde(e: &serde_json::Error) -> Self {
+    pub(crate) fn from_serde(e: &serde_json::Error) -> Self {
         let what = match e.classify() {
             serde_json::error::Category::Eof => "the text ends in the middle of a value".to_owned(),
             serde_json::error::Category::Syntax => {

@@ -32,7 +32,7 @@ pub(crate) struct Args {
 }
 
 /// Every agent's name, for `AGENT`.
-fn agent_names() -> clap::builder::PossibleValuesParser {
+pub(crate) fn agent_names() -> clap::builder::PossibleValuesParser {
     clap::builder::PossibleValuesParser::new(Dialect::ALL.iter().map(|d| d.name()))
 }
 

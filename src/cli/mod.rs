@@ -63,8 +63,10 @@ mod agent;
 mod bench;
 mod check;
 mod client;
+mod doctor;
 mod hooks;
 mod import;
+mod install;
 mod new;
 mod replay;
 mod serve;
@@ -109,6 +111,9 @@ enum Command {
     #[command(flatten)]
     Agent(agent::Command),
     Import(import::Args),
+    Install(install::InstallArgs),
+    Uninstall(install::UninstallArgs),
+    Doctor(doctor::Args),
     New(new::Args),
     Replay(replay::Args),
     Trust(trust::Args),
@@ -123,6 +128,9 @@ pub(crate) fn main() -> ExitCode {
         Command::Hooks(args) => hooks::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Import(args) => import::run(args),
+        Command::Install(args) => install::install(args),
+        Command::Uninstall(args) => install::uninstall(args),
+        Command::Doctor(args) => doctor::run(args),
         Command::New(args) => new::run(args),
         Command::Replay(args) => replay::run(args),
         Command::Trust(args) => trust::run(args),

@@ -462,3 +462,87 @@ fn import_lists_what_it_cannot_carry_over() {
                 "event": "pre_tool_use", "timeout_ms": 30}])
     );
 }
+
+#[test]
+fn install_writes_gemini_clis_settings_and_doctor_checks_its_trusted_folders() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let project = dir.path().join("project");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&project).unwrap();
+    let project = project.canonicalize().unwrap();
+    let settings = home.join(".gemini/settings.json");
+    std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    // The user's own settings and hooks stay.
+    std::fs::write(
+        &settings,
+        json!({"security": {"auth": {"selectedType": "gemini-api-key"}},
+               "hooks": {"BeforeTool": [{"matcher": "write_file", "hooks": [{"type": "command", "command": "/usr/bin/mine"}]}]}})
+        .to_string(),
+    )
+    .unwrap();
+    let run = |args: &[&str]| {
+        toolgate()
+            .args(args)
+            .env("HOME", &home)
+            .env("PATH", "/usr/bin:/bin")
+            .current_dir(&project)
+            .output()
+            .unwrap()
+    };
+    let out = run(&["install", "gemini"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let written: Value =
+        serde_json::from_str(&std::fs::read_to_string(&settings).unwrap()).unwrap();
+    assert_eq!(
+        written["security"]["auth"]["selectedType"],
+        "gemini-api-key"
+    );
+    let before = written["hooks"]["BeforeTool"].as_array().unwrap();
+    assert_eq!(before[0]["hooks"][0]["command"], "/usr/bin/mine");
+    let ours = &before.last().unwrap()["hooks"][0];
+    assert_eq!(ours["type"], "command");
+    assert_eq!(ours["name"], "toolgate");
+    assert_eq!(
+        ours["command"],
+        format!("{} gemini", env!("CARGO_BIN_EXE_toolgate"))
+    );
+    assert!(written["hooks"]["AfterTool"].is_array());
+
+    let doctor = || {
+        let out = run(&["doctor", "--json"]);
+        let report = stdout_json(&out);
+        let gemini = report["agents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["agent"] == "gemini")
+            .unwrap()
+            .clone();
+        (out.status.code(), gemini)
+    };
+    // Not trusted yet: Gemini CLI would run none of it, and doctor says how
+    // to fix that.
+    let (code, gemini) = doctor();
+    assert_ne!(code, Some(0), "{gemini:#}");
+    assert_eq!(gemini["trust"]["done"], false, "{gemini:#}");
+    assert!(
+        gemini["problems"]
+            .to_string()
+            .contains("trustedFolders.json"),
+        "{gemini:#}"
+    );
+    // Trusted as Gemini CLI records it (an ancestor counts).
+    std::fs::write(
+        home.join(".gemini/trustedFolders.json"),
+        json!({dir.path().canonicalize().unwrap().to_string_lossy(): "TRUST_FOLDER"}).to_string(),
+    )
+    .unwrap();
+    let (_, gemini) = doctor();
+    assert_eq!(gemini["trust"]["done"], true, "{gemini:#}");
+    assert_eq!(gemini["problems"], json!([]), "{gemini:#}");
+}

@@ -15,6 +15,7 @@ mod first_hour;
 mod guest_examples;
 mod guests;
 mod hermetic;
+mod install;
 mod interceptor;
 mod layers;
 mod live;

@@ -21,6 +21,7 @@
 mod claude_code;
 mod codex;
 mod gemini;
+pub(crate) mod settings;
 
 use crate::contract::Request;
 use crate::outcome::Outcome;

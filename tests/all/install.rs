@@ -1,0 +1,689 @@
+//! `toolgate install`, `uninstall` and `doctor`, driven through the real
+//! binary with a temporary `HOME`: what they write into an agent's settings
+//! (and what they leave alone), what they refuse, and what doctor says.
+//! One live test runs the real Claude Code on settings `install` wrote.
+
+use crate::support::*;
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use toolgate::agent::{Layout, Outward};
+
+/// A temporary home and project.
+struct Env {
+    dir: tempfile::TempDir,
+}
+
+impl Env {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("home")).unwrap();
+        std::fs::create_dir_all(dir.path().join("project")).unwrap();
+        Env { dir }
+    }
+
+    fn home(&self) -> PathBuf {
+        self.dir.path().join("home")
+    }
+
+    fn project(&self) -> PathBuf {
+        self.dir.path().join("project").canonicalize().unwrap()
+    }
+
+    /// The agent's user settings file.
+    fn user_file(&self, agent: Outward) -> PathBuf {
+        self.home().join(agent.install().user_file)
+    }
+
+    /// `toolgate args…` with this home, in the project.
+    fn toolgate(&self, args: &[&str]) -> Output {
+        toolgate()
+            .args(args)
+            .env("HOME", self.home())
+            .current_dir(self.project())
+            .output()
+            .unwrap()
+    }
+
+    /// Writes `text` as the agent's user settings.
+    fn write_settings(&self, agent: Outward, text: &str) -> PathBuf {
+        let file = self.user_file(agent);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(&file, text).unwrap();
+        file
+    }
+
+    /// `toolgate doctor --json` with `path` as `PATH` (where it finds the
+    /// agents' CLIs).
+    fn doctor_json(&self, path: &str) -> (Option<i32>, Value) {
+        let out = toolgate()
+            .args(["doctor", "--json"])
+            .env("HOME", self.home())
+            .env("PATH", path)
+            .current_dir(self.project())
+            .output()
+            .unwrap();
+        (out.status.code(), stdout_json(&out))
+    }
+}
+
+fn ok(out: &Output) -> &Output {
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn read_json(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// This toolgate's canonical path, as an entry names it.
+fn exe() -> String {
+    Path::new(env!("CARGO_BIN_EXE_toolgate"))
+        .canonicalize()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// The handler `install` writes for `agent`, running `program`.
+fn handler(agent: Outward, program: &str) -> Value {
+    let argv = [program.to_owned(), agent.name().to_owned()];
+    match agent.install().layout {
+        Layout::Grouped { handler } | Layout::Flat { handler } => handler(&argv),
+    }
+}
+
+fn group(handler: Value) -> Value {
+    json!({"matcher": "*", "hooks": [handler]})
+}
+
+/// The files in `dir`, by name.
+fn names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+fn doctor_agent(report: &Value, agent: Outward) -> &Value {
+    report["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["agent"] == agent.name())
+        .unwrap()
+}
+
+#[test]
+fn install_wires_every_agent_for_every_event_and_doctor_finds_it_current() {
+    let env = Env::new();
+    for &agent in Outward::ALL {
+        let out = env.toolgate(&["install", agent.name()]);
+        ok(&out);
+        let file = env.user_file(agent);
+        assert!(file.is_file(), "{agent}: {} not written", file.display());
+        let first = std::fs::read(&file).unwrap();
+        // Idempotent: the second run changes nothing, byte for byte.
+        let again = env.toolgate(&["install", agent.name()]);
+        assert!(
+            stderr(ok(&again)).contains("nothing changed"),
+            "{}",
+            stderr(&again)
+        );
+        assert_eq!(std::fs::read(&file).unwrap(), first, "{agent}");
+        assert!(
+            !names(file.parent().unwrap())
+                .iter()
+                .any(|n| n.ends_with(".toolgate-bak")),
+            "nothing was there before: no backup"
+        );
+    }
+    // The trust steps doctor can check, done as the user does them: Gemini
+    // CLI's trusted folders (tests/all/dialect_gemini.rs checks the rest).
+    std::fs::write(
+        env.home().join(".gemini/trustedFolders.json"),
+        json!({env.project().to_string_lossy(): "TRUST_FOLDER"}).to_string(),
+    )
+    .unwrap();
+    let (code, report) = env.doctor_json("/usr/bin:/bin");
+    for &agent in Outward::ALL {
+        let found = doctor_agent(&report, agent);
+        assert_eq!(found["installed"], true, "{found:#}");
+        let user = &found["scopes"][0];
+        assert_eq!(user["status"], "installed", "{found:#}");
+        for entry in user["entries"].as_array().unwrap() {
+            assert_eq!(entry["current"], true, "{entry:#}");
+            assert_eq!(entry["binary"]["this_toolgate"], true, "{entry:#}");
+            assert_eq!(entry["command"], json!([exe(), agent.name()]));
+        }
+        let events: Vec<&str> = user["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e.as_str().unwrap())
+            .collect();
+        assert_eq!(events, agent.install().events, "{agent}");
+    }
+    // No agent CLI on that PATH: nothing is wrong, its version is a note.
+    assert_eq!(code, Some(0), "{report:#}");
+    assert_eq!(report["ok"], true);
+}
+
+#[test]
+fn install_merges_into_the_users_settings_keeping_their_hooks_and_key_order() {
+    let env = Env::new();
+    let agent = Outward::ClaudeCode;
+    let mine = json!({"type": "command", "command": "/usr/local/bin/my-audit.sh"});
+    let original = format!(
+        "{{\n    \"zeta\": {{\"b\": 1, \"a\": 2}},\n    \"hooks\": {{\n        \"PreToolUse\": [{}],\n        \"Stop\": [{}]\n    }},\n    \"alpha\": [1, 2.5, \"x\"]\n}}\n",
+        json!({"matcher": "Bash", "hooks": [mine]}),
+        json!({"hooks": [mine]}),
+    );
+    let file = env.write_settings(agent, &original);
+    ok(&env.toolgate(&["install", "claude-code"]));
+    let text = std::fs::read_to_string(&file).unwrap();
+    // The user's keys stay where they were, nested ones too.
+    let at = |needle: &str| {
+        text.find(needle)
+            .unwrap_or_else(|| panic!("{needle}: {text}"))
+    };
+    assert!(
+        at("\"zeta\"") < at("\"hooks\"") && at("\"hooks\"") < at("\"alpha\""),
+        "{text}"
+    );
+    assert!(at("\"b\"") < at("\"a\""), "{text}");
+    assert!(
+        text.starts_with("{\n    \"zeta\""),
+        "the file's indent is kept: {text}"
+    );
+    let value = read_json(&file);
+    assert_eq!(value["zeta"], json!({"b": 1, "a": 2}));
+    assert_eq!(value["alpha"], json!([1, 2.5, "x"]));
+    assert_eq!(value["hooks"]["Stop"], json!([{"hooks": [mine]}]));
+    let ours = group(handler(agent, &exe()));
+    assert_eq!(
+        value["hooks"]["PreToolUse"],
+        json!([{"matcher": "Bash", "hooks": [mine]}, ours])
+    );
+    for event in agent.install().events {
+        assert!(
+            value["hooks"][event].as_array().unwrap().contains(&ours),
+            "{event}: {value:#}"
+        );
+    }
+    // The previous file is kept, byte for byte; no temporary file is left.
+    assert_eq!(
+        std::fs::read_to_string(file.with_extension("json.toolgate-bak")).unwrap(),
+        original
+    );
+    assert_eq!(
+        names(file.parent().unwrap()),
+        ["settings.json", "settings.json.toolgate-bak"]
+    );
+}
+
+#[test]
+fn install_keeps_the_settings_files_mode() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = Env::new();
+    let file = env.write_settings(Outward::ClaudeCode, "{}");
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    ok(&env.toolgate(&["install", "claude-code"]));
+    let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+}
+
+#[test]
+fn a_stale_toolgate_entry_is_replaced_in_place_not_doubled() {
+    let env = Env::new();
+    let agent = Outward::ClaudeCode;
+    let stale = group(json!({"type": "command", "command": "/old/place/toolgate claude-code"}));
+    let other = group(json!({"type": "command", "command": "/bin/true"}));
+    let file = env.write_settings(
+        agent,
+        &json!({"hooks": {"PreToolUse": [stale, other]}}).to_string(),
+    );
+    let out = env.toolgate(&["install", "claude-code"]);
+    assert!(stderr(ok(&out)).contains("replaced"), "{}", stderr(&out));
+    let value = read_json(&file);
+    assert_eq!(
+        value["hooks"]["PreToolUse"],
+        json!([group(handler(agent, &exe())), other]),
+        "in the stale entry's place, once"
+    );
+}
+
+#[test]
+fn dry_run_prints_a_unified_diff_and_writes_nothing() {
+    let env = Env::new();
+    let original = "{\n  \"model\": \"x\"\n}\n";
+    let file = env.write_settings(Outward::ClaudeCode, original);
+    let out = env.toolgate(&["install", "claude-code", "--dry-run"]);
+    let diff = String::from_utf8(ok(&out).stdout.clone()).unwrap();
+    let name = file.display().to_string();
+    assert!(
+        diff.starts_with(&format!("--- {name}\n+++ {name}\n@@")),
+        "{diff}"
+    );
+    assert!(
+        diff.lines()
+            .any(|l| l.starts_with('+') && l.contains(&format!("{} claude-code", exe()))),
+        "{diff}"
+    );
+    assert!(
+        diff.contains("\n {\n-  \"model\": \"x\"\n+  \"model\": \"x\",\n"),
+        "context and changed lines: {diff}"
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), original);
+    assert_eq!(names(file.parent().unwrap()), ["settings.json"]);
+    // Uninstalling from a file with nothing of toolgate's: nothing to do.
+    let out = env.toolgate(&["uninstall", "claude-code", "--dry-run"]);
+    assert!(ok(&out).stdout.is_empty());
+    assert!(
+        stderr(&out).contains("nothing to uninstall"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn unreadable_settings_are_refused_naming_the_file_and_nothing_is_written() {
+    let cases = [
+        ("{\"model\": ", "is not valid JSON at line 1"),
+        (
+            "{\n  // my settings\n  \"model\": \"x\"\n}",
+            "has a comment at line 2",
+        ),
+        ("[]", "is not a JSON object"),
+        ("{\"hooks\": [1]}", "`hooks` that is not an object"),
+        (
+            "{\"hooks\": {\"PreToolUse\": {\"matcher\": \"*\"}}}",
+            "`hooks.PreToolUse` that is not an array",
+        ),
+        ("{\"hooks\": {}, \"hooks\": {}}", "duplicate key"),
+    ];
+    for (text, why) in cases {
+        let env = Env::new();
+        let file = env.write_settings(Outward::ClaudeCode, text);
+        for command in ["install", "uninstall"] {
+            let out = env.toolgate(&[command, "claude-code"]);
+            assert_eq!(out.status.code(), Some(1), "{command} {text}");
+            let err = stderr(&out);
+            assert!(
+                err.contains(&file.display().to_string()) && err.contains(why),
+                "{command} {text}: {err}"
+            );
+            assert_eq!(std::fs::read_to_string(&file).unwrap(), text);
+            assert_eq!(names(file.parent().unwrap()), ["settings.json"]);
+        }
+    }
+}
+
+#[test]
+fn a_settings_file_or_project_folder_that_is_a_symlink_is_not_written_through() {
+    let env = Env::new();
+    let target = env.dir.path().join("elsewhere.json");
+    std::fs::write(&target, "{}").unwrap();
+    let file = env.user_file(Outward::ClaudeCode);
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink(&target, &file).unwrap();
+    for command in ["install", "uninstall"] {
+        let out = env.toolgate(&[command, "claude-code"]);
+        assert_eq!(out.status.code(), Some(1), "{command}");
+        assert!(stderr(&out).contains("is a symlink"), "{}", stderr(&out));
+    }
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "{}");
+    // In a project (anyone's repository), a linked folder on the way too.
+    let outside = env.dir.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    let project_file = Path::new(Outward::ClaudeCode.install().project_file);
+    let linked = env.project().join(project_file.parent().unwrap());
+    std::os::unix::fs::symlink(&outside, &linked).unwrap();
+    let out = env.toolgate(&["install", "claude-code", "--project"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("is a symlink"), "{}", stderr(&out));
+    assert!(names(&outside).is_empty(), "written through the link");
+}
+
+#[test]
+fn project_scope_writes_the_projects_settings_only() {
+    let env = Env::new();
+    let agent = Outward::ClaudeCode;
+    let other = env.dir.path().join("other");
+    std::fs::create_dir_all(&other).unwrap();
+    ok(&env.toolgate(&["install", "claude-code", "--project"]));
+    ok(&env.toolgate(&[
+        "install",
+        "claude-code",
+        "--project",
+        other.to_str().unwrap(),
+    ]));
+    for root in [env.project(), other] {
+        let value = read_json(&root.join(agent.install().project_file));
+        assert_eq!(
+            value["hooks"]["PreToolUse"],
+            json!([group(handler(agent, &exe()))])
+        );
+    }
+    assert!(!env.user_file(agent).exists());
+}
+
+#[test]
+fn uninstall_removes_only_toolgates_entries_and_what_that_emptied() {
+    let env = Env::new();
+    let agent = Outward::ClaudeCode;
+    // The user's own hooks, two of which name toolgate without running it.
+    let audit =
+        json!({"type": "command", "command": "/usr/bin/audit --about toolgate claude-code"});
+    let echo = json!({"type": "command", "command": "echo toolgate claude-code"});
+    let original = json!({
+        "model": "x",
+        "hooks": {
+            "PreToolUse": [{"matcher": "Bash", "hooks": [audit]}],
+            "Stop": [{"hooks": [echo]}]
+        }
+    })
+    .to_string();
+    let file = env.write_settings(agent, &original);
+    ok(&env.toolgate(&["install", "claude-code"]));
+    // An older toolgate's entry sharing a group with the user's hook.
+    let mut value = read_json(&file);
+    value["hooks"]["PostToolUse"] = json!([{"matcher": "*", "hooks": [
+        echo,
+        {"type": "command", "command": "/old/toolgate claude-code --deadline-ms 5000"}
+    ]}]);
+    std::fs::write(&file, value.to_string()).unwrap();
+    let out = env.toolgate(&["uninstall", "claude-code"]);
+    assert!(stderr(ok(&out)).contains("removed"), "{}", stderr(&out));
+    assert_eq!(
+        read_json(&file),
+        json!({
+            "model": "x",
+            "hooks": {
+                "PreToolUse": [{"matcher": "Bash", "hooks": [audit]}],
+                "Stop": [{"hooks": [echo]}],
+                "PostToolUse": [{"matcher": "*", "hooks": [echo]}]
+            }
+        })
+    );
+    assert_eq!(
+        read_json(&file.with_extension("json.toolgate-bak")),
+        value,
+        "the backup is the file as it was"
+    );
+    let again = env.toolgate(&["uninstall", "claude-code"]);
+    assert!(stderr(ok(&again)).contains("nothing to uninstall"));
+}
+
+/// A fake agent CLI on a PATH of its own that prints `version`.
+fn agent_on_path(env: &Env, cli: &str, version: &str) -> String {
+    let bin = env.dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    write_executable(
+        &bin.join(cli),
+        &format!("#!/bin/sh\necho '{version} (fake)'\n"),
+    );
+    format!("{}:/usr/bin:/bin", bin.display())
+}
+
+#[test]
+fn doctor_says_what_is_wrong_with_an_installed_agent_and_how_to_fix_it() {
+    let env = Env::new();
+    let agent = Outward::ClaudeCode;
+    let spec = agent.install();
+    ok(&env.toolgate(&["install", "claude-code"]));
+    let path = agent_on_path(&env, spec.agent_cli, spec.tested_versions[0]);
+    let (code, report) = env.doctor_json(&path);
+    assert_eq!(code, Some(0), "{report:#}");
+    let cli = &doctor_agent(&report, agent)["cli"];
+    assert_eq!(cli["version"], spec.tested_versions[0]);
+    assert_eq!(cli["tested"], true);
+
+    // A moved binary, an event dropped, another toolgate, an old handler.
+    let other = env.dir.path().join("old/toolgate");
+    std::fs::create_dir_all(other.parent().unwrap()).unwrap();
+    write_executable(&other, "#!/bin/sh\necho 'toolgate 0.0.1'\n");
+    let file = env.user_file(agent);
+    let mut value = read_json(&file);
+    let events = spec.events;
+    value["hooks"][events[0]] = json!([group(handler(agent, "/gone/toolgate"))]);
+    value["hooks"][events[1]] = json!([group(handler(agent, other.to_str().unwrap()))]);
+    let mut old_shape = handler(agent, &exe());
+    old_shape["statusMessage"] = json!("old");
+    value["hooks"][events[2]] = json!([group(old_shape)]);
+    std::fs::write(&file, value.to_string()).unwrap();
+    let path = agent_on_path(&env, spec.agent_cli, "999.0.1");
+    let (code, report) = env.doctor_json(&path);
+    assert_eq!(code, Some(1), "{report:#}");
+    assert_eq!(report["ok"], false);
+    let found = doctor_agent(&report, agent);
+    let problems: Vec<String> = found["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| format!("{} => {}", p["problem"], p["fix"]))
+        .collect();
+    let all = problems.join("\n");
+    for want in [
+        "runs /gone/toolgate, which does not exist".to_owned(),
+        format!(
+            "runs {} (toolgate 0.0.1), not this toolgate",
+            other.display()
+        ),
+        "`statusMessage` is set, install writes none".to_owned(),
+        "999.0.1 is not a release toolgate was tested with".to_owned(),
+    ] {
+        assert!(all.contains(&want), "{want}:\n{all}");
+    }
+    assert!(
+        problems
+            .iter()
+            .filter(|p| !p.contains("999.0.1"))
+            .all(|p| p.ends_with("=> \"toolgate install claude-code\"")),
+        "{all}"
+    );
+    // The fix fixes it (the version aside).
+    ok(&env.toolgate(&["install", "claude-code"]));
+    let (_, report) = env.doctor_json(&path);
+    let problems = doctor_agent(&report, agent)["problems"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(problems.len(), 1, "{problems:#?}");
+
+    // An event with no entry at all.
+    let mut value = read_json(&file);
+    value["hooks"].as_object_mut().unwrap().remove(events[0]);
+    std::fs::write(&file, value.to_string()).unwrap();
+    let (code, report) = env.doctor_json("/usr/bin:/bin");
+    assert_eq!(code, Some(1));
+    let user = &doctor_agent(&report, agent)["scopes"][0];
+    assert_eq!(user["status"], "partial");
+    assert_eq!(user["missing_events"], json!([events[0]]));
+}
+
+#[test]
+fn doctor_json_has_a_stable_shape() {
+    let env = Env::new();
+    ok(&env.toolgate(&["install", "codex"]));
+    let (_, report) = env.doctor_json("/usr/bin:/bin");
+    let keys = |v: &Value| -> Vec<String> { v.as_object().unwrap().keys().cloned().collect() };
+    let sorted = |list: &[&str]| {
+        let mut list: Vec<String> = list.iter().map(|s| (*s).to_owned()).collect();
+        list.sort();
+        list
+    };
+    assert_eq!(
+        keys(&report),
+        sorted(&["toolgate", "version", "project", "ok", "agents"])
+    );
+    assert_eq!(report["toolgate"], exe());
+    let names: Vec<&str> = report["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["agent"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        Outward::ALL.iter().map(|a| a.name()).collect::<Vec<_>>()
+    );
+    let codex = doctor_agent(&report, Outward::Codex);
+    assert_eq!(
+        keys(codex),
+        sorted(&[
+            "agent",
+            "installed",
+            "scopes",
+            "cli",
+            "trust",
+            "problems",
+            "notes"
+        ])
+    );
+    assert_eq!(
+        keys(&codex["scopes"][0]),
+        sorted(&[
+            "scope",
+            "file",
+            "status",
+            "events",
+            "missing_events",
+            "entries",
+            "error"
+        ])
+    );
+    assert_eq!(
+        keys(&codex["scopes"][0]["entries"][0]),
+        sorted(&["event", "command", "binary", "current", "differs"])
+    );
+    assert_eq!(
+        keys(&codex["scopes"][0]["entries"][0]["binary"]),
+        sorted(&["path", "exists", "this_toolgate", "version"])
+    );
+    assert_eq!(
+        keys(&codex["cli"]),
+        sorted(&["command", "path", "version", "tested", "tested_versions"])
+    );
+    assert_eq!(codex["scopes"][1]["scope"], "project");
+    assert_eq!(codex["scopes"][1]["status"], "no-file");
+    // An agent whose trust step toolgate cannot check: a reminder.
+    if let Some(step) = Outward::Codex.install().trust {
+        assert_eq!(
+            codex["trust"],
+            json!({"step": step.fix, "checked": step.check.is_some(), "done": null, "error": null})
+        );
+        assert!(
+            codex["notes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|n| n.as_str().unwrap().contains(step.fix)),
+            "{codex:#}"
+        );
+    }
+}
+
+#[test]
+fn doctor_prints_each_problem_with_its_fix() {
+    let env = Env::new();
+    let file = env.write_settings(
+        Outward::ClaudeCode,
+        &json!({"hooks": {"PreToolUse": [group(json!({"type": "command", "command": "toolgate claude-code"}))]}})
+            .to_string(),
+    );
+    let out = toolgate()
+        .args(["doctor"])
+        .env("HOME", env.home())
+        .env("PATH", "/usr/bin:/bin")
+        .current_dir(env.project())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains(&format!(
+            "problem  {}: runs toolgate, not an absolute path",
+            file.display()
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains("  fix      toolgate install claude-code\n"),
+        "{text}"
+    );
+    assert!(text.contains("codex: not installed"), "{text}");
+}
+
+/// The live proof that what `install` writes is what the agent runs: the
+/// real Claude Code, in a project `toolgate install --project` wired, with
+/// a workspace hook that denies, never runs the command.
+#[test]
+fn live_claude_runs_the_hook_install_wrote_and_is_blocked() {
+    use crate::mock_model::{MockModel, result_text};
+    let claude = crate::live::agent_bin("CLAUDE_CODE_VERSION", "claude");
+    let fx = Fixture::new();
+    let guard = crate::live::py_hook(
+        &fx,
+        "guard.py",
+        "answer = {'decision': 'deny', 'reason': 'installed and denying'}",
+    );
+    fx.workspace_hooks(json!([{"name": "no", "command": [&guard]}]));
+    crate::support::trust(&fx.workspace());
+    let home = fx.dir.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let install = toolgate()
+        .args(["install", "claude-code", "--project"])
+        .arg(fx.workspace())
+        .env("HOME", &home)
+        .output()
+        .unwrap();
+    ok(&install);
+    let marker = fx.marker("ran.txt");
+    let mock = MockModel::anthropic(vec![crate::live::bash(&format!(
+        "touch {}",
+        marker.display()
+    ))]);
+    let mut cmd = Command::new(claude);
+    hermetic(&mut cmd)
+        .args([
+            "-p",
+            "run the scripted tool calls",
+            "--output-format",
+            "json",
+        ])
+        .args(["--allowedTools", "Bash"])
+        .current_dir(fx.workspace())
+        .env("HOME", &home)
+        .env("ANTHROPIC_BASE_URL", mock.base_url())
+        .env("ANTHROPIC_API_KEY", "sk-ant-test")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("DISABLE_TELEMETRY", "1")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .env("TOOLGATE_CONFIG_DIR", fx.global())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let child = cmd.spawn().expect("claude starts");
+    let out = finish_within(child, std::time::Duration::from_secs(180), "claude");
+    let results = mock.tool_results();
+    assert_eq!(
+        results.len(),
+        1,
+        "{results:#?}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        result_text(&results[0]).contains("installed and denying"),
+        "{results:#?}"
+    );
+    assert!(!marker.exists(), "the command ran");
+}
