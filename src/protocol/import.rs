@@ -126,7 +126,8 @@ impl Imported {
 ///   any other becomes `["sh", "-c", …]` (a warning says so, and that trust
 ///   refuses inline shell),
 ///   while the exec form (`command` + `args`) is kept as an argv;
-/// - `timeout` (seconds; Claude Code's default 60) becomes `timeout_ms`;
+/// - `timeout` (seconds) becomes `timeout_ms`, 60 s where it has none
+///   (Claude Code's own default is 600 s, longer than toolgate's deadline);
 /// - http / prompt / agent handlers, `if` rules, `async` hooks and events
 ///   toolgate does not have are listed in `not_carried`.
 pub fn import_settings(settings: &Value) -> Imported {
@@ -273,8 +274,9 @@ impl Handler<'_> {
         })
     }
 
-    /// `timeout` (seconds; Claude Code's default 60) in milliseconds,
-    /// clamped to what toolgate allows (and said so).
+    /// `timeout` (seconds) in milliseconds, clamped to what toolgate allows
+    /// (and said so); 60 s where it has none (Claude Code's own default,
+    /// 600 s, is longer than toolgate's deadline).
     fn timeout_ms(&self, handler: &Value, out: &mut Imported) -> u64 {
         let Some(secs) = handler.get("timeout").and_then(Value::as_f64) else {
             return 60_000;

@@ -15,6 +15,7 @@ CLAUDE_CODE_VERSION @anthropic-ai/claude-code claude
 CLAUDE_CODE_NEWEST_VERSION @anthropic-ai/claude-code claude
 CODEX_VERSION @openai/codex codex
 GEMINI_CLI_VERSION @google/gemini-cli gemini
+QWEN_CODE_VERSION @qwen-code/qwen-code qwen
 "
 if ! command -v npm >/dev/null; then
   # Debian's nodejs/npm, as sdk/guest-build.sh installs them for the JS guest.

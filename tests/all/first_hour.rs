@@ -97,7 +97,13 @@ fn help_examples_are_never_wrapped_at_80_columns_and_their_json_parses() {
 fn each_agent_commands_help_names_its_own_agent_and_file() {
     let claude = help(&["claude-code"], "100");
     assert!(claude.contains("~/.claude/settings.json"), "{claude}");
-    assert!(claude.contains("\"command\": \"/usr/local/bin/toolgate claude-code\""));
+    // The exec form (no shell) and fail-closed, as `toolgate install` writes it.
+    assert!(
+        claude.contains("\"command\": \"/usr/local/bin/toolgate\""),
+        "{claude}"
+    );
+    assert!(claude.contains("\"args\": [\"claude-code\"]"), "{claude}");
+    assert!(claude.contains("\"onFailure\": \"block\""), "{claude}");
     assert!(
         !claude.contains("~/.codex") && !claude.contains("toolgate codex"),
         "{claude}"

@@ -275,7 +275,7 @@ fn dry_run_prints_a_unified_diff_and_writes_nothing() {
     );
     assert!(
         diff.lines()
-            .any(|l| l.starts_with('+') && l.contains(&format!("{} claude-code", exe()))),
+            .any(|l| l.starts_with('+') && l.contains(&format!("\"command\": \"{}\"", exe()))),
         "{diff}"
     );
     assert!(

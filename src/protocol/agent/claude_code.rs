@@ -3,9 +3,14 @@
 //!
 //! Claude Code reads a hook's answer from its stdout (exit 0) and blocks a
 //! call on exit 2, showing the model stderr; any other exit code, a missing
-//! command or a timeout is a non-blocking error and the call goes through
-//! (2.1.197). So toolgate's own failure is exit 2 ([`Blocked::exit_two`]),
-//! and everything below decides what each answer becomes.
+//! command or a timeout is a non-blocking error and the call goes through —
+//! unless the handler says `"onFailure": "block"` (2.1.295 and later; live,
+//! 2.1.332 blocks, 2.1.197 ignores the field). So toolgate's own failure is
+//! exit 2 ([`Blocked::exit_two`]), toolgate is installed with `onFailure:
+//! "block"` in the exec form (`command` + `args`, no shell: both pinned
+//! releases run it) so that a toolgate that is missing, crashes or hangs
+//! blocks the call where the release allows, and everything below decides
+//! what each answer becomes.
 
 use super::{
     AgentCall, Blocked, Dialect, Help, Import, Install, Layout, ReadAgentInputError,
@@ -66,17 +71,21 @@ impl Dialect for ClaudeCode {
     }
 }
 
-/// The handler toolgate writes into Claude Code's settings for `argv`.
+/// The handler toolgate writes into Claude Code's settings for `argv`: the
+/// exec form (`command` is the program, `args` the rest, no shell), and
+/// `onFailure: "block"`, on the handler (on the matcher it is ignored).
 fn handler(argv: &[String]) -> Value {
-    json!({"type": "command", "command": super::shell_words(argv)})
+    let (program, args) = argv
+        .split_first()
+        .map_or(("", &[][..]), |(p, a)| (p.as_str(), a));
+    json!({"type": "command", "command": program, "args": args, "onFailure": "block"})
 }
 
 /// `toolgate claude-code --help`: where Claude Code reads its hooks, and an
 /// entry that pastes as valid JSON (short lines: nothing is wrapped inside a
 /// string on an 80-column terminal).
-const HELP: &str = r#"Install it by absolute path (a hook command that is not found lets calls
-through) in ~/.claude/settings.json, or a project's .claude/settings.json,
-for PreToolUse, PostToolUse and PostToolUseFailure:
+const HELP: &str = r#"Install it by absolute path in ~/.claude/settings.json, or a project's
+.claude/settings.json, for PreToolUse, PostToolUse and PostToolUseFailure:
 
 {
   "hooks": {
@@ -86,7 +95,9 @@ for PreToolUse, PostToolUse and PostToolUseFailure:
         "hooks": [
           {
             "type": "command",
-            "command": "/usr/local/bin/toolgate claude-code"
+            "command": "/usr/local/bin/toolgate",
+            "args": ["claude-code"],
+            "onFailure": "block"
           }
         ]
       }
@@ -94,8 +105,12 @@ for PreToolUse, PostToolUse and PostToolUseFailure:
   }
 }
 
-and the same entry under "PostToolUse" and "PostToolUseFailure". The
-README's "Coming from Claude Code / Codex" lists what each answer becomes.
+and the same entry under "PostToolUse" and "PostToolUseFailure". "args"
+runs toolgate without a shell. "onFailure": "block" (Claude Code 2.1.295
+and later; older releases ignore it) blocks the call when toolgate is
+missing, crashes or outlives the hook's timeout: without it, or on an
+older release, such a call goes through unguarded. The README's "Coming
+from Claude Code / Codex" lists what each answer becomes.
 
 Example:
   toolgate claude-code < examples/demo/claude-pre-force-push.json"#;
@@ -175,8 +190,9 @@ pub(super) fn read_envelope(obj: &Map<String, Value>) -> Result<AgentCall, ReadA
 /// `hook_event_name` is the agent's event (`PostToolUseFailure` is answered
 /// as itself).
 ///
-/// What each answer becomes, and why (Claude Code 2.1.197, each line pinned
-/// by a live test against the real CLI in `tests/all/live.rs`):
+/// What each answer becomes, and why (Claude Code 2.1.197 and 2.1.332, each
+/// line pinned by a live test against both real CLIs in
+/// `tests/all/live/claude.rs`):
 ///
 /// - `allow` prints no permission decision: toolgate's allow means "no
 ///   objection", and the agent's own permission rules still apply.

@@ -21,6 +21,7 @@
 mod claude_code;
 mod codex;
 mod gemini;
+mod qwen_code;
 pub(crate) mod settings;
 
 use crate::contract::Request;
@@ -56,6 +57,8 @@ pub enum Outward {
     Codex,
     /// Gemini CLI: `BeforeTool` / `AfterTool`, its own answers.
     Gemini,
+    /// Qwen Code: Claude Code's envelope, with far fewer answers honoured.
+    QwenCode,
 }
 
 impl Outward {
@@ -74,6 +77,7 @@ impl Outward {
             Outward::ClaudeCode => &claude_code::ClaudeCode,
             Outward::Codex => &codex::Codex,
             Outward::Gemini => &gemini::Gemini,
+            Outward::QwenCode => &qwen_code::QwenCode,
         }
     }
 

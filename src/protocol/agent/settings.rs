@@ -855,10 +855,9 @@ mod tests {
         let value: Value = serde_json::from_str(&out).unwrap();
         assert_eq!(value["hooks"]["PreToolUse"].as_array().unwrap().len(), 2);
         for event in events() {
-            assert_eq!(
-                value["hooks"][event].as_array().unwrap().last().unwrap()["hooks"][0]["command"],
-                "/opt/tg/toolgate claude-code"
-            );
+            let handler = &value["hooks"][event].as_array().unwrap().last().unwrap()["hooks"][0];
+            assert_eq!(handler["command"], "/opt/tg/toolgate");
+            assert_eq!(handler["args"], json!(["claude-code"]));
         }
     }
 
@@ -884,7 +883,7 @@ mod tests {
             .iter()
             .map(|g| g["hooks"][0]["command"].as_str().unwrap())
             .collect();
-        assert_eq!(commands, ["a.sh", "/opt/tg/toolgate claude-code", "z.sh"]);
+        assert_eq!(commands, ["a.sh", "/opt/tg/toolgate", "z.sh"]);
     }
 
     #[test]
@@ -921,18 +920,28 @@ mod tests {
     }
 
     #[test]
-    fn exec_form_handlers_are_recognised() {
+    fn exec_form_and_shell_form_handlers_are_recognised() {
+        // Claude Code's entry is the exec form with `onFailure`: one without
+        // it, or in the shell form, is toolgate's, and differs.
         let text = json!({"hooks": {"PreToolUse": [{"matcher": "*", "hooks": [
-            {"type": "command", "command": "/z/toolgate", "args": ["claude-code"]}
+            {"type": "command", "command": "/z/toolgate", "args": ["claude-code"]},
+            {"type": "command", "command": "/z/toolgate claude-code", "onFailure": "block"}
         ]}]}})
         .to_string();
         let entries = wiring().entries(&text).unwrap();
-        assert_eq!(entries.len(), 1);
-        assert_eq!(entries[0].argv, ["/z/toolgate", "claude-code"]);
+        assert_eq!(entries.len(), 2);
+        for entry in &entries {
+            assert_eq!(entry.argv, ["/z/toolgate", "claude-code"]);
+        }
         assert!(
-            entries[0].differs.iter().any(|d| d.contains("`args`")),
+            entries[0].differs.iter().any(|d| d.contains("`onFailure`")),
             "{:?}",
             entries[0].differs
+        );
+        assert!(
+            entries[1].differs.iter().any(|d| d.contains("`args`")),
+            "{:?}",
+            entries[1].differs
         );
     }
 

@@ -1,11 +1,15 @@
-//! Live: the real Claude Code CLI (pinned in tests/agents/versions.env,
-//! installed from npm by tests/agents/install.sh) with `toolgate claude-code`
-//! as its hook, against a mock of the model API on 127.0.0.1. Each test
-//! scripts the model's tool calls, runs `claude -p` in a temporary
-//! workspace, and asserts on what the model was shown (the requests the mock
-//! received) and on what happened on disk. What these tests show is what the
-//! README's "Coming from Claude Code" section says; nothing more.
+//! Live: the real Claude Code CLI, both pinned releases (tests/agents/
+//! versions.env: the long-pinned one and the newest, installed from npm by
+//! tests/agents/install.sh), with `toolgate claude-code` as its hook the way
+//! `toolgate claude-code --help` tells a user to install it (absolute path,
+//! exec form, `onFailure: "block"`), against a mock of the model API on
+//! 127.0.0.1. Each test scripts the model's tool calls, runs `claude -p` in a
+//! temporary workspace once per release, and asserts on what the model was
+//! shown (the requests the mock received) and on what happened on disk. What
+//! these tests show is what the README's "Coming from Claude Code" section
+//! and the conformance table say; nothing more.
 
+use super::conformance::{Cell, Row, record};
 use super::*;
 use crate::mock_model::{MockModel, result_text};
 use crate::support::*;
@@ -14,8 +18,55 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-fn claude_bin() -> PathBuf {
-    agent_bin("CLAUDE_CODE_VERSION", "claude")
+/// One pinned Claude Code release.
+#[derive(Clone, Copy, Debug)]
+struct Release {
+    /// Its variable in tests/agents/versions.env.
+    var: &'static str,
+}
+
+/// Every pinned release: each test runs on each.
+const RELEASES: [Release; 2] = [
+    Release {
+        var: "CLAUDE_CODE_VERSION",
+    },
+    Release {
+        var: "CLAUDE_CODE_NEWEST_VERSION",
+    },
+];
+
+impl Release {
+    fn bin(self) -> PathBuf {
+        agent_bin(self.var, "claude")
+    }
+
+    fn version(self) -> String {
+        pinned(self.var)
+    }
+
+    /// Whether it honours `"onFailure": "block"` on a command handler
+    /// (2.1.295 and later; live: 2.1.197 ignores it, 2.1.332 honours it).
+    fn honours_on_failure(self) -> bool {
+        let version = self.version();
+        let parts: Vec<u32> = version
+            .split('.')
+            .map(|p| p.parse().unwrap_or_else(|_| panic!("a version: {version}")))
+            .collect();
+        parts.as_slice() >= [2, 1, 295].as_slice()
+    }
+
+    /// Records a live cell of this release's column.
+    fn saw(self, row: Row, summary: &str, model_saw: Option<&str>) {
+        record(
+            &format!("Claude Code {}", self.version()),
+            row,
+            Cell {
+                summary,
+                model_saw,
+                live: true,
+            },
+        );
+    }
 }
 
 /// What one `claude -p` run did.
@@ -42,25 +93,53 @@ impl Run {
             .cloned()
             .unwrap_or_default()
     }
+
+    /// The first text the model was shown that holds `needle`.
+    fn text_with(&self, needle: &str) -> Option<String> {
+        self.mock
+            .user_texts()
+            .into_iter()
+            .find(|t| t.contains(needle))
+    }
 }
 
-/// Installs `toolgate claude-code` (by absolute path) as the workspace's
-/// hook for every tool event, then runs Claude Code on `calls`.
-fn claude(fx: &Fixture, calls: Vec<Value>, allow_bash: bool) -> Run {
-    let command = format!("{} claude-code", env!("CARGO_BIN_EXE_toolgate"));
-    claude_with(
-        fx,
-        json!({"type": "command", "command": command}),
-        calls,
-        allow_bash,
-    )
+/// toolgate as `toolgate claude-code --help` tells a user to install it: by
+/// absolute path, in the exec form (no shell), fail-closed.
+fn toolgate_handler() -> Value {
+    json!({"type": "command", "command": env!("CARGO_BIN_EXE_toolgate"),
+           "args": ["claude-code"], "onFailure": "block"})
 }
 
-/// Runs Claude Code with `handler` as the hook for every tool event.
-fn claude_with(fx: &Fixture, handler: Value, calls: Vec<Value>, allow_bash: bool) -> Run {
-    let hook = json!([{"matcher": "*", "hooks": [handler]}]);
-    let settings =
-        json!({"hooks": {"PreToolUse": hook, "PostToolUse": hook, "PostToolUseFailure": hook}});
+/// Installs toolgate as the workspace's hook for every tool event, then runs
+/// `release` on `calls`.
+fn claude(release: Release, fx: &Fixture, calls: Vec<Value>, allow_bash: bool) -> Run {
+    claude_with(release, fx, toolgate_handler(), calls, allow_bash)
+}
+
+/// Runs `release` with `handler` as the hook for every tool event.
+fn claude_with(
+    release: Release,
+    fx: &Fixture,
+    handler: Value,
+    calls: Vec<Value>,
+    allow_bash: bool,
+) -> Run {
+    let hooks = [handler.clone(), handler.clone(), handler];
+    claude_with_hooks(release, fx, hooks, calls, allow_bash)
+}
+
+/// Runs `release` with these handlers for PreToolUse, PostToolUse and
+/// PostToolUseFailure.
+fn claude_with_hooks(
+    release: Release,
+    fx: &Fixture,
+    [pre, post, failure]: [Value; 3],
+    calls: Vec<Value>,
+    allow_bash: bool,
+) -> Run {
+    let hook = |handler: Value| json!([{"matcher": "*", "hooks": [handler]}]);
+    let settings = json!({"hooks": {"PreToolUse": hook(pre), "PostToolUse": hook(post),
+                                    "PostToolUseFailure": hook(failure)}});
     std::fs::create_dir_all(fx.workspace().join(".claude")).unwrap();
     std::fs::write(
         fx.workspace().join(".claude/settings.json"),
@@ -72,7 +151,7 @@ fn claude_with(fx: &Fixture, handler: Value, calls: Vec<Value>, allow_bash: bool
     let mock = MockModel::anthropic(calls);
     // The user trusted this workspace's hooks (the gate has its own tests).
     crate::support::trust(&fx.workspace());
-    let mut cmd = Command::new(claude_bin());
+    let mut cmd = Command::new(release.bin());
     hermetic(&mut cmd)
         .args([
             "-p",
@@ -98,7 +177,8 @@ fn claude_with(fx: &Fixture, handler: Value, calls: Vec<Value>, allow_bash: bool
     let out = finish_within(child, Duration::from_secs(180), "claude");
     let result = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!(
-            "claude printed no JSON result ({e}, {}):\n{}\n{}",
+            "claude {} printed no JSON result ({e}, {}):\n{}\n{}",
+            release.version(),
             out.status,
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
@@ -109,260 +189,412 @@ fn claude_with(fx: &Fixture, handler: Value, calls: Vec<Value>, allow_bash: bool
 
 #[test]
 fn live_claude_pre_deny_blocks_the_command_and_the_model_reads_the_reason() {
-    let fx = Fixture::new();
-    std::fs::write(fx.workspace().join("keep.txt"), "precious").unwrap();
-    let guard = py_hook(
-        &fx,
-        "guard.py",
-        "if 'rm ' in req['input']['command']:\n    answer = {'decision': 'deny', 'reason': 'no deleting files here'}",
-    );
-    fx.workspace_hooks(json!([{"name": "no-rm", "command": [&guard]}]));
-    let run = claude(&fx, vec![bash("rm -f keep.txt")], true);
-    let result = run.only_result();
-    assert_eq!(result["is_error"], true, "{result}");
-    assert!(
-        result_text(&result).contains("no deleting files here"),
-        "{result}"
-    );
-    assert!(fx.workspace().join("keep.txt").exists(), "the command ran");
+    for release in RELEASES {
+        let fx = Fixture::new();
+        std::fs::write(fx.workspace().join("keep.txt"), "precious").unwrap();
+        let guard = py_hook(
+            &fx,
+            "guard.py",
+            "if 'rm ' in req['input']['command']:\n    answer = {'decision': 'deny', 'reason': 'no deleting files here'}",
+        );
+        fx.workspace_hooks(json!([{"name": "no-rm", "command": [&guard]}]));
+        let run = claude(release, &fx, vec![bash("rm -f keep.txt")], true);
+        let result = run.only_result();
+        assert_eq!(result["is_error"], true, "{release:?}: {result}");
+        let text = result_text(&result);
+        assert!(
+            text.contains("no deleting files here"),
+            "{release:?}: {result}"
+        );
+        assert!(fx.workspace().join("keep.txt").exists(), "the command ran");
+        release.saw(
+            Row::Deny,
+            "blocked; the model reads the reason as the tool's error",
+            Some(&text),
+        );
+    }
 }
 
 #[test]
 fn live_claude_modify_runs_the_rewritten_command_without_granting_permission() {
-    let fx = Fixture::new();
-    let rewriter = py_hook(
-        &fx,
-        "rewrite.py",
-        "if 'rewritten' not in req['input']['command']:\n    answer = {'decision': 'modify', 'input': dict(req['input'], command='echo rewritten > out.txt')}",
-    );
-    fx.workspace_hooks(json!([{"name": "rewriter", "command": [&rewriter]}]));
-    let out = fx.workspace().join("out.txt");
+    for release in RELEASES {
+        let fx = Fixture::new();
+        let rewriter = py_hook(
+            &fx,
+            "rewrite.py",
+            "if 'rewritten' not in req['input']['command']:\n    answer = {'decision': 'modify', 'input': dict(req['input'], command='echo rewritten > out.txt')}",
+        );
+        fx.workspace_hooks(json!([{"name": "rewriter", "command": [&rewriter]}]));
+        let out = fx.workspace().join("out.txt");
 
-    // Bash allowed by the agent's own rules: the rewritten command runs.
-    let run = claude(&fx, vec![bash("echo original > out.txt")], true);
-    assert_eq!(std::fs::read_to_string(&out).unwrap(), "rewritten\n");
-    assert_eq!(run.only_result()["is_error"], false);
+        // Bash allowed by the agent's own rules: the rewritten command runs.
+        let run = claude(release, &fx, vec![bash("echo original > out.txt")], true);
+        assert_eq!(std::fs::read_to_string(&out).unwrap(), "rewritten\n");
+        assert_eq!(run.only_result()["is_error"], false);
 
-    // Not allowed: the rewrite did not approve it; Claude Code's permission
-    // rules still refused the (rewritten) call.
-    std::fs::remove_file(&out).unwrap();
-    let run = claude(&fx, vec![bash("echo original > out.txt")], false);
-    assert!(!out.exists(), "a rewrite must not grant permission");
-    let denials = run.permission_denials();
-    assert_eq!(denials.len(), 1, "{:#}", run.result);
-    assert_eq!(
-        denials[0]["tool_input"]["command"],
-        "echo rewritten > out.txt"
-    );
+        // Not allowed: the rewrite did not approve it; Claude Code's
+        // permission rules still refused the (rewritten) call.
+        std::fs::remove_file(&out).unwrap();
+        let run = claude(release, &fx, vec![bash("echo original > out.txt")], false);
+        assert!(
+            !out.exists(),
+            "{release:?}: a rewrite must not grant permission"
+        );
+        let denials = run.permission_denials();
+        assert_eq!(denials.len(), 1, "{release:?}: {:#}", run.result);
+        assert_eq!(
+            denials[0]["tool_input"]["command"],
+            "echo rewritten > out.txt"
+        );
+        release.saw(
+            Row::Modify,
+            "the rewritten command runs, and still needs the agent's permission",
+            None,
+        );
+    }
 }
 
 #[test]
 fn live_claude_context_reaches_the_model() {
-    let fx = Fixture::new();
-    let advisor = py_hook(
-        &fx,
-        "advise.py",
-        "answer = {'decision': 'allow', 'context': 'toolgate-context-marker: prefer ls -1'}",
-    );
-    fx.workspace_hooks(json!([{"name": "advisor", "command": [&advisor]}]));
-    let run = claude(&fx, vec![bash("ls")], true);
-    assert!(
-        run.mock
-            .user_texts()
-            .iter()
-            .any(|t| t.contains("toolgate-context-marker: prefer ls -1")),
-        "{:#?}",
-        run.mock.user_texts()
-    );
+    const MARKER: &str = "toolgate-context-marker: prefer ls -1";
+    for release in RELEASES {
+        let fx = Fixture::new();
+        let advisor = py_hook(
+            &fx,
+            "advise.py",
+            &format!("answer = {{'decision': 'allow', 'context': {MARKER:?}}}"),
+        );
+        fx.workspace_hooks(json!([{"name": "advisor", "command": [&advisor]}]));
+        let run = claude(release, &fx, vec![bash("ls")], true);
+        let shown = run
+            .text_with(MARKER)
+            .unwrap_or_else(|| panic!("{release:?}: {:#?}", run.mock.user_texts()));
+        // 2.1.197 puts it in a system reminder in the user's turn, 2.1.332 in
+        // a system message of its own.
+        let summary = if run.mock.system_texts().contains(&shown) {
+            "a system message the model reads"
+        } else {
+            "a system reminder the model reads"
+        };
+        release.saw(Row::Context, summary, Some(&shown));
+    }
 }
 
 #[test]
 fn live_claude_pre_replace_answers_for_the_tool_without_running_it() {
-    let fx = Fixture::new();
-    let cache = py_hook(
-        &fx,
-        "cache.py",
-        "answer = {'decision': 'replace', 'result': {'output': 'cached listing: a b c', 'is_error': False}}",
-    );
-    fx.workspace_hooks(json!([{"name": "cache", "command": [&cache]}]));
-    let run = claude(&fx, vec![bash("touch ran.txt")], true);
-    assert!(!fx.workspace().join("ran.txt").exists(), "the tool ran");
-    assert!(result_text(&run.only_result()).contains("cached listing: a b c"));
+    for release in RELEASES {
+        let fx = Fixture::new();
+        let cache = py_hook(
+            &fx,
+            "cache.py",
+            "answer = {'decision': 'replace', 'result': {'output': 'cached listing: a b c', 'is_error': False}}",
+        );
+        fx.workspace_hooks(json!([{"name": "cache", "command": [&cache]}]));
+        let run = claude(release, &fx, vec![bash("touch ran.txt")], true);
+        assert!(!fx.workspace().join("ran.txt").exists(), "the tool ran");
+        let text = result_text(&run.only_result());
+        assert!(
+            text.contains("cached listing: a b c"),
+            "{release:?}: {text}"
+        );
+        release.saw(
+            Row::PreReplace,
+            "refused; the model reads the replacement as the tool's error",
+            Some(&text),
+        );
+    }
 }
 
 #[test]
 fn live_claude_post_replace_reaches_the_model_in_the_tools_own_shape() {
-    let fx = Fixture::new();
-    // Live, a post hook sees Claude Code's Bash result object; it answers a
-    // plain string, which toolgate puts into Bash's shape.
-    let redactor = py_hook(
-        &fx,
-        "redact.py",
-        "out = req['result']['output']\nif 'SECRET' in out['stdout']:\n    answer = {'decision': 'replace', 'result': {'output': out['stdout'].replace('SECRET=abc', '[redacted]'), 'is_error': False}}",
-    );
-    fx.workspace_hooks(
-        json!([{"name": "redactor", "command": [&redactor], "event": "post_tool_use"}]),
-    );
-    let run = claude(&fx, vec![bash("echo SECRET=abc")], true);
-    let result = run.only_result();
-    assert_eq!(result_text(&result), "[redacted]", "{result}");
-    assert_eq!(result["is_error"], false);
+    for release in RELEASES {
+        let fx = Fixture::new();
+        // Live, a post hook sees Claude Code's Bash result object; it answers
+        // a plain string, which toolgate puts into Bash's shape.
+        let redactor = py_hook(
+            &fx,
+            "redact.py",
+            "out = req['result']['output']\nif 'SECRET' in out['stdout']:\n    answer = {'decision': 'replace', 'result': {'output': out['stdout'].replace('SECRET=abc', '[redacted]'), 'is_error': False}}",
+        );
+        fx.workspace_hooks(
+            json!([{"name": "redactor", "command": [&redactor], "event": "post_tool_use"}]),
+        );
+        let run = claude(release, &fx, vec![bash("echo SECRET=abc")], true);
+        let result = run.only_result();
+        let text = result_text(&result);
+        assert_eq!(text, "[redacted]", "{release:?}: {result}");
+        assert_eq!(result["is_error"], false);
+        release.saw(
+            Row::PostReplace,
+            "the model reads only the replacement, in the tool's own shape",
+            Some(&text),
+        );
+    }
 }
 
 #[test]
 fn live_claude_post_deny_withholds_the_output_and_shows_the_reason_as_an_error() {
-    let fx = Fixture::new();
-    let dlp = py_hook(
-        &fx,
-        "dlp.py",
-        "if 'SECRET' in json.dumps(req['result']):\n    answer = {'decision': 'deny', 'reason': 'the output held a secret'}",
-    );
-    fx.workspace_hooks(json!([{"name": "dlp", "command": [&dlp], "event": "post_tool_use"}]));
-    let run = claude(&fx, vec![bash("echo SECRET=abc")], true);
-    let result = run.only_result();
-    assert_eq!(result["is_error"], true, "{result}");
-    let text = result_text(&result);
-    assert!(text.contains("the output held a secret"), "{text}");
-    assert!(!text.contains("SECRET=abc"), "{text}");
-    assert!(
-        !run.mock
-            .user_texts()
-            .iter()
-            .any(|t| t.contains("SECRET=abc")),
-        "the secret reached the model"
-    );
+    for release in RELEASES {
+        let fx = Fixture::new();
+        let dlp = py_hook(
+            &fx,
+            "dlp.py",
+            "if 'SECRET' in json.dumps(req['result']):\n    answer = {'decision': 'deny', 'reason': 'the output held a secret'}",
+        );
+        fx.workspace_hooks(json!([{"name": "dlp", "command": [&dlp], "event": "post_tool_use"}]));
+        let run = claude(release, &fx, vec![bash("echo SECRET=abc")], true);
+        let result = run.only_result();
+        assert_eq!(result["is_error"], true, "{release:?}: {result}");
+        let text = result_text(&result);
+        assert!(text.contains("the output held a secret"), "{text}");
+        assert!(!text.contains("SECRET=abc"), "{text}");
+        assert!(
+            run.text_with("SECRET=abc").is_none(),
+            "{release:?}: the secret reached the model"
+        );
+        // Other tools: live_claude_post_deny_on_a_tool_toolgate_cannot_reshape…
+        release.saw(
+            Row::PostDeny,
+            "Bash: the model reads the reason as an error, not the output; other tools: \
+             the agent stops before the model sees it",
+            Some(&text),
+        );
+    }
 }
 
 #[test]
 fn live_claude_post_deny_on_a_tool_toolgate_cannot_reshape_stops_the_agent() {
     // Read's result has no text field toolgate can fill, so a post deny is
     // `continue: false`: Claude Code stops before the model sees the output.
-    let fx = Fixture::new();
-    let secret = fx.workspace().join("secret.txt");
-    std::fs::write(&secret, "SECRET=abc\n").unwrap();
-    let dlp = py_hook(
-        &fx,
-        "dlp.py",
-        "if 'SECRET' in json.dumps(req['result']):\n    answer = {'decision': 'deny', 'reason': 'the file held a secret'}",
-    );
-    fx.workspace_hooks(json!([{"name": "dlp", "command": [&dlp], "event": "post_tool_use"}]));
-    let read = json!({"name": "Read", "input": {"file_path": secret}});
-    let run = claude(&fx, vec![read], true);
-    assert_eq!(
-        run.result["terminal_reason"], "hook_stopped",
-        "{:#}",
-        run.result
-    );
-    for body in run.mock.requests() {
-        assert!(
-            !body.to_string().contains("SECRET=abc"),
-            "the secret reached the model"
+    for release in RELEASES {
+        let fx = Fixture::new();
+        let secret = fx.workspace().join("secret.txt");
+        std::fs::write(&secret, "SECRET=abc\n").unwrap();
+        let dlp = py_hook(
+            &fx,
+            "dlp.py",
+            "if 'SECRET' in json.dumps(req['result']):\n    answer = {'decision': 'deny', 'reason': 'the file held a secret'}",
         );
+        fx.workspace_hooks(json!([{"name": "dlp", "command": [&dlp], "event": "post_tool_use"}]));
+        let read = json!({"name": "Read", "input": {"file_path": secret}});
+        let run = claude(release, &fx, vec![read], true);
+        assert_eq!(
+            run.result["terminal_reason"], "hook_stopped",
+            "{release:?}: {:#}",
+            run.result
+        );
+        for body in run.mock.requests() {
+            assert!(
+                !body.to_string().contains("SECRET=abc"),
+                "{release:?}: the secret reached the model"
+            );
+        }
     }
 }
 
 #[test]
 fn live_claude_a_failing_command_goes_through_the_post_chain() {
-    let fx = Fixture::new();
-    let seen = fx.marker("post-saw.json");
-    let dlp = py_hook(
-        &fx,
-        "dlp.py",
-        &format!(
-            "open({:?}, 'w').write(json.dumps(req['result']))\nif 'SECRET' in json.dumps(req['result']):\n    answer = {{'decision': 'deny', 'reason': 'the output held a secret', 'context': 'disregard that output'}}",
-            seen.display().to_string()
-        ),
-    );
-    fx.workspace_hooks(json!([{"name": "dlp", "command": [&dlp], "event": "post_tool_use"}]));
-    // Its evidence is a file outside its scratch folder.
-    fx.unconfine("dlp");
-    let run = claude(&fx, vec![bash("echo SECRET=abc; exit 3")], true);
-    // The post chain ran, and saw the failure as a failure.
-    let saw: Value = serde_json::from_str(&std::fs::read_to_string(&seen).unwrap()).unwrap();
-    assert_eq!(saw["is_error"], true, "{saw}");
-    assert!(
-        saw["output"].as_str().unwrap().contains("SECRET=abc"),
-        "{saw}"
-    );
-    // The model is told the output is withheld, with the hook's context...
-    let texts = run.mock.user_texts();
-    assert!(
-        texts
-            .iter()
-            .any(|t| t
-                .contains("toolgate withheld the output of this call: the output held a secret")),
-        "{texts:#?}"
-    );
-    assert!(
-        texts.iter().any(|t| t.contains("disregard that output")),
-        "{texts:#?}"
-    );
-    // ...but Claude Code 2.1.197 shows a failed call's output whatever a hook
-    // answers (no replacement, no stop): README says so. If a release starts
-    // honouring it, this line fails and toolgate should use it.
-    assert!(result_text(&run.only_result()).contains("SECRET=abc"));
+    for release in RELEASES {
+        let fx = Fixture::new();
+        let seen = fx.marker("post-saw.json");
+        let dlp = py_hook(
+            &fx,
+            "dlp.py",
+            &format!(
+                "open({:?}, 'w').write(json.dumps(req['result']))\nif 'SECRET' in json.dumps(req['result']):\n    answer = {{'decision': 'deny', 'reason': 'the output held a secret', 'context': 'disregard that output'}}",
+                seen.display().to_string()
+            ),
+        );
+        fx.workspace_hooks(json!([{"name": "dlp", "command": [&dlp], "event": "post_tool_use"}]));
+        // Its evidence is a file outside its scratch folder.
+        fx.unconfine("dlp");
+        let run = claude(release, &fx, vec![bash("echo SECRET=abc; exit 3")], true);
+        // The post chain ran, and saw the failure as a failure.
+        let saw: Value = serde_json::from_str(&std::fs::read_to_string(&seen).unwrap()).unwrap();
+        assert_eq!(saw["is_error"], true, "{saw}");
+        assert!(
+            saw["output"].as_str().unwrap().contains("SECRET=abc"),
+            "{saw}"
+        );
+        // The model is told the output is withheld, with the hook's
+        // context...
+        const WITHHELD: &str =
+            "toolgate withheld the output of this call: the output held a secret";
+        let texts = run.mock.user_texts();
+        assert!(run.text_with(WITHHELD).is_some(), "{release:?}: {texts:#?}");
+        assert!(
+            run.text_with("disregard that output").is_some(),
+            "{release:?}: {texts:#?}"
+        );
+        // ...but Claude Code (2.1.197, 2.1.332) shows a failed call's output
+        // whatever a hook answers (no replacement, no stop): README says so.
+        // If a release starts honouring it, this line fails and toolgate
+        // should use it.
+        assert!(result_text(&run.only_result()).contains("SECRET=abc"));
+        release.saw(
+            Row::FailedCall,
+            "goes through the post chain; a deny is a block reason the model reads next to the \
+             output, which cannot be withheld",
+            Some(WITHHELD),
+        );
+    }
 }
 
 #[test]
 fn live_claude_lets_the_call_through_when_its_hook_is_missing_crashes_or_times_out() {
-    // Pinned because the README's advice rests on it: install toolgate by
-    // absolute path, and toolgate answers before the agent's timeout and
-    // never exits with a crash code. To Claude Code each of these is a
-    // non-blocking error, and the call goes through unguarded.
-    for (what, handler) in failing_hooks("claude-code") {
+    // Without `onFailure: "block"` (or on a release before 2.1.295), each of
+    // these is a non-blocking error to Claude Code, and the call goes
+    // through unguarded. Pinned because the README's advice rests on it.
+    for release in RELEASES {
+        for (what, handler) in failing_hooks("claude-code") {
+            let fx = Fixture::new();
+            claude_with(release, &fx, handler, vec![bash("touch ran.txt")], true);
+            assert!(
+                fx.workspace().join("ran.txt").exists(),
+                "{release:?}: {what}"
+            );
+        }
+    }
+}
+
+#[test]
+fn live_claude_blocks_the_call_when_a_fail_closed_hook_is_missing_crashes_or_times_out() {
+    // `"onFailure": "block"` on the handler, as toolgate is installed: from
+    // 2.1.295 on the call is blocked; before, the field is ignored (the hook
+    // still runs) and the call goes through, as without it.
+    let mut hooks = failing_hooks("claude-code").to_vec();
+    hooks.push((
+        "missing (exec form)",
+        json!({"type": "command", "command": "/nonexistent/toolgate", "args": ["claude-code"]}),
+    ));
+    const BLOCKED: &str = "blocking because onFailure is \"block\"";
+    for release in RELEASES {
+        for (what, handler) in &hooks {
+            let mut handler = handler.clone();
+            handler["onFailure"] = json!("block");
+            let fx = Fixture::new();
+            let run = claude_with(release, &fx, handler, vec![bash("touch ran.txt")], true);
+            let ran = fx.workspace().join("ran.txt").exists();
+            if !release.honours_on_failure() {
+                assert!(ran, "{release:?} ignores onFailure: {what}");
+                continue;
+            }
+            assert!(!ran, "{release:?}: {what}: the call ran");
+            let result = run.only_result();
+            assert_eq!(result["is_error"], true, "{release:?}: {what}: {result}");
+            let text = result_text(&result);
+            assert!(text.contains(BLOCKED), "{release:?}: {what}: {text}");
+            assert_eq!(run.permission_denials().len(), 1, "{:#}", run.result);
+        }
+        if release.honours_on_failure() {
+            release.saw(
+                Row::Missing,
+                "blocked (`onFailure: \"block\"`); the model reads the hook's error",
+                Some(BLOCKED),
+            );
+        } else {
+            release.saw(
+                Row::Missing,
+                "the call runs unguarded (this release ignores `onFailure`)",
+                None,
+            );
+        }
+    }
+}
+
+#[test]
+fn live_claude_a_fail_closed_hook_failing_after_the_call_cannot_withhold_the_output() {
+    // After the call, the failure of an `onFailure: "block"` hook is what an
+    // exit 2 is: an error shown next to the output, never instead of it. So
+    // a post hook (toolgate's own failure included) cannot keep an output
+    // from the model by failing.
+    for release in RELEASES {
         let fx = Fixture::new();
-        claude_with(&fx, handler, vec![bash("touch ran.txt")], true);
-        assert!(fx.workspace().join("ran.txt").exists(), "{what}");
+        let crash = json!({"type": "command", "command": "sh -c 'exit 1'", "onFailure": "block"});
+        let run = claude_with_hooks(
+            release,
+            &fx,
+            [toolgate_handler(), crash.clone(), crash],
+            vec![bash("echo SECRET=abc")],
+            true,
+        );
+        let result = run.only_result();
+        assert_eq!(result_text(&result), "SECRET=abc", "{release:?}: {result}");
+        let noted = run
+            .text_with("PostToolUse:Bash hook blocking error")
+            .is_some_and(|t| t.contains("onFailure"));
+        assert_eq!(
+            noted,
+            release.honours_on_failure(),
+            "{release:?}: {:#?}",
+            run.mock.user_texts()
+        );
     }
 }
 
 #[test]
 fn live_claude_a_wasm_guard_decides() {
-    let fx = Fixture::new();
-    fx.workspace_hooks(json!([{"name": "wasm-guard", "wasm": crate::guests::path("deny")}]));
-    let run = claude(&fx, vec![bash("touch ran.txt")], true);
-    assert!(!fx.workspace().join("ran.txt").exists());
-    assert!(result_text(&run.only_result()).contains("no force-pushing from a sandbox"));
+    for release in RELEASES {
+        let fx = Fixture::new();
+        fx.workspace_hooks(json!([{"name": "wasm-guard", "wasm": crate::guests::path("deny")}]));
+        let run = claude(release, &fx, vec![bash("touch ran.txt")], true);
+        assert!(!fx.workspace().join("ran.txt").exists());
+        let text = result_text(&run.only_result());
+        assert!(text.contains("no force-pushing from a sandbox"), "{text}");
+        release.saw(
+            Row::WasmGuard,
+            "blocked; the model reads the reason",
+            Some(&text),
+        );
+    }
 }
 
 #[test]
 fn live_claude_toolgates_own_failure_blocks_the_call() {
-    let fx = Fixture::new();
-    fx.workspace_raw("{\"schema\": 1, \"hooks\": [oops]}");
-    let run = claude(&fx, vec![bash("touch ran.txt")], true);
-    assert!(
-        !fx.workspace().join("ran.txt").exists(),
-        "a broken config let the call through"
-    );
-    let result = run.only_result();
-    assert_eq!(result["is_error"], true);
-    assert!(
-        result_text(&result).contains("toolgate could not evaluate this call, so it is blocked"),
-        "{result}"
-    );
+    const REASON: &str = "toolgate could not evaluate this call, so it is blocked";
+    for release in RELEASES {
+        let fx = Fixture::new();
+        fx.workspace_raw("{\"schema\": 1, \"hooks\": [oops]}");
+        let run = claude(release, &fx, vec![bash("touch ran.txt")], true);
+        assert!(
+            !fx.workspace().join("ran.txt").exists(),
+            "{release:?}: a broken config let the call through"
+        );
+        let result = run.only_result();
+        assert_eq!(result["is_error"], true);
+        assert!(result_text(&result).contains(REASON), "{result}");
+        release.saw(
+            Row::OwnFailure,
+            "exit 2: blocked; the model reads toolgate's reason",
+            Some(REASON),
+        );
+    }
 }
 
 #[test]
 fn live_claude_the_demo_output_trimmer_works_live() {
-    let fx = Fixture::new();
-    let demo =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/demo/hooks/big_output_note.py");
-    std::fs::create_dir_all(fx.workspace().join("hooks")).unwrap();
-    std::fs::copy(&demo, fx.workspace().join("hooks/big_output_note.py")).unwrap();
-    fx.workspace_hooks(
-        json!([{"name": "big-output-note", "command": ["python3", "hooks/big_output_note.py"],
-                               "event": "post_tool_use", "config": {"max_chars": 200}}]),
-    );
-    let run = claude(&fx, vec![bash("seq 1 300")], true);
-    let full: String = (1..=300).map(|n| format!("{n}\n")).collect();
-    let text = result_text(&run.only_result());
-    assert_eq!(text, &full[..200], "the model saw the trimmed output");
-    assert!(
-        run.mock
-            .user_texts()
-            .iter()
-            .any(|t| t.contains("only the first 200 are shown")),
-        "{:#?}",
-        run.mock.user_texts()
-    );
+    for release in RELEASES {
+        let fx = Fixture::new();
+        let demo = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("examples/demo/hooks/big_output_note.py");
+        std::fs::create_dir_all(fx.workspace().join("hooks")).unwrap();
+        std::fs::copy(&demo, fx.workspace().join("hooks/big_output_note.py")).unwrap();
+        fx.workspace_hooks(
+            json!([{"name": "big-output-note", "command": ["python3", "hooks/big_output_note.py"],
+                                   "event": "post_tool_use", "config": {"max_chars": 200}}]),
+        );
+        let run = claude(release, &fx, vec![bash("seq 1 300")], true);
+        let full: String = (1..=300).map(|n| format!("{n}\n")).collect();
+        let text = result_text(&run.only_result());
+        assert_eq!(
+            text,
+            &full[..200],
+            "{release:?}: the model saw the trimmed output"
+        );
+        assert!(
+            run.text_with("only the first 200 are shown").is_some(),
+            "{release:?}: {:#?}",
+            run.mock.user_texts()
+        );
+    }
 }

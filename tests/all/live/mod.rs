@@ -8,6 +8,7 @@ mod claude;
 mod codex;
 pub(crate) mod conformance;
 mod gemini;
+mod qwen;
 
 use crate::support::*;
 use serde_json::{Value, json};

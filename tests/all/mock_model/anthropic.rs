@@ -43,11 +43,32 @@ impl MockModel {
     }
 
     /// Every text the model was sent in user turns (system reminders with
-    /// hook context and blocking errors among them).
+    /// hook context and blocking errors among them) and in `system` messages
+    /// inside the conversation, where Claude Code 2.1.332 puts hook context
+    /// and blocking errors instead.
     pub(crate) fn user_texts(&self) -> Vec<String> {
         let mut seen: Vec<String> = Vec::new();
         for body in self.requests() {
-            for block in content_blocks(&body) {
+            for block in message_blocks(&body, &["user", "system"]) {
+                if let Some(text) = block["text"].as_str()
+                    && !seen.iter().any(|s| s == text)
+                {
+                    seen.push(text.to_owned());
+                }
+            }
+        }
+        seen
+    }
+}
+
+impl MockModel {
+    /// The texts of the `system` messages inside the conversation (not the
+    /// request's `system` prompt): where Claude Code 2.1.332 puts hook
+    /// context.
+    pub(crate) fn system_texts(&self) -> Vec<String> {
+        let mut seen: Vec<String> = Vec::new();
+        for body in self.requests() {
+            for block in message_blocks(&body, &["system"]) {
                 if let Some(text) = block["text"].as_str()
                     && !seen.iter().any(|s| s == text)
                 {
@@ -61,12 +82,22 @@ impl MockModel {
 
 /// The content blocks of the user messages in a Messages API request.
 fn content_blocks(body: &Value) -> Vec<Value> {
+    message_blocks(body, &["user"])
+}
+
+/// The content blocks of the messages with one of `roles` (a string content
+/// is one text block).
+fn message_blocks(body: &Value, roles: &[&str]) -> Vec<Value> {
     body["messages"]
         .as_array()
         .into_iter()
         .flatten()
-        .filter(|m| m["role"] == "user")
-        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .filter(|m| roles.iter().any(|r| m["role"] == *r))
+        .flat_map(|m| match &m["content"] {
+            Value::Array(blocks) => blocks.clone(),
+            Value::String(text) => vec![json!({"type": "text", "text": text})],
+            _ => Vec::new(),
+        })
         .collect()
 }
 

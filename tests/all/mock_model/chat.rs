@@ -5,9 +5,6 @@
 //! once the script is done with a closing text. A call that offers no tools
 //! (a title, a summary) gets the closing text.
 
-// Used by the OpenCode and Qwen Code live tests, which are being added.
-#![allow(dead_code)]
-
 use super::{Api, MockModel, once_each};
 use serde_json::{Value, json};
 
