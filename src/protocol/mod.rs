@@ -30,6 +30,7 @@
 
 pub(crate) mod agent;
 pub(crate) mod claude;
+pub(crate) mod gemini;
 pub(crate) mod import;
 pub mod serve;
 pub(crate) mod transcript;
@@ -66,6 +67,8 @@ pub enum Inward {
     Toolgate,
     /// Claude Code's hook protocol.
     ClaudeCode,
+    /// Gemini CLI's hook protocol (`BeforeTool` / `AfterTool`).
+    Gemini,
 }
 
 /// How a hook process ended, as a protocol reads it.
@@ -95,6 +98,7 @@ impl Inward {
         match self {
             Inward::Toolgate => None,
             Inward::ClaudeCode => Some("Claude Code protocol"),
+            Inward::Gemini => Some("Gemini CLI protocol"),
         }
     }
 
@@ -113,6 +117,7 @@ impl Inward {
                 claude::encode_request(request, &project_dir.to_string_lossy()),
                 vec![("CLAUDE_PROJECT_DIR", project_dir.as_os_str().to_owned())],
             ),
+            Inward::Gemini => gemini::encode_request(request, project_dir),
         }
     }
 
@@ -129,6 +134,7 @@ impl Inward {
                 note: None,
             },
             Inward::ClaudeCode => claude::read_exit(request.event, exit, request.result),
+            Inward::Gemini => gemini::read_exit(request.event, exit, request.result),
         }
     }
 }

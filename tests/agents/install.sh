@@ -14,6 +14,7 @@ AGENTS="
 CLAUDE_CODE_VERSION @anthropic-ai/claude-code claude
 CLAUDE_CODE_NEWEST_VERSION @anthropic-ai/claude-code claude
 CODEX_VERSION @openai/codex codex
+GEMINI_CLI_VERSION @google/gemini-cli gemini
 QWEN_CODE_VERSION @qwen-code/qwen-code qwen
 COPILOT_VERSION @github/copilot copilot
 OPENCODE_VERSION opencode-ai opencode

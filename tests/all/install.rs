@@ -147,6 +147,13 @@ fn install_wires_every_agent_for_every_event_and_doctor_finds_it_current() {
             "nothing was there before: no backup"
         );
     }
+    // The trust steps doctor can check, done as the user does them: Gemini
+    // CLI's trusted folders (tests/all/dialect_gemini.rs checks the rest).
+    std::fs::write(
+        env.home().join(".gemini/trustedFolders.json"),
+        json!({env.project().to_string_lossy(): "TRUST_FOLDER"}).to_string(),
+    )
+    .unwrap();
     let (code, report) = env.doctor_json("/usr/bin:/bin");
     for &agent in Outward::ALL {
         let found = doctor_agent(&report, agent);

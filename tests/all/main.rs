@@ -12,6 +12,7 @@ mod config;
 mod dialect_claude_code;
 mod dialect_copilot;
 mod dialect_cursor;
+mod dialect_gemini;
 mod dialect_opencode;
 mod dialect_qwen;
 mod env_table;

@@ -316,6 +316,10 @@ fn agent_pre(cwd: &std::path::Path, command: &str) -> String {
 fn agent_pre_in(dialect: Outward, cwd: &std::path::Path, command: &str) -> String {
     match dialect {
         Outward::ClaudeCode | Outward::Codex | Outward::QwenCode => agent_pre(cwd, command),
+        Outward::Gemini => json!({"session_id": "s", "transcript_path": "/dev/null", "cwd": cwd,
+            "hook_event_name": "BeforeTool", "tool_name": "run_shell_command",
+            "tool_input": {"command": command}})
+        .to_string(),
         Outward::Copilot => json!({"sessionId": "s", "timestamp": 1, "cwd": cwd,
             "toolName": "bash", "toolArgs": {"command": command}})
         .to_string(),
@@ -335,6 +339,7 @@ fn denies(dialect: Outward, answer: &Value) -> bool {
         Outward::ClaudeCode | Outward::Codex | Outward::QwenCode => {
             answer["hookSpecificOutput"]["permissionDecision"] == "deny"
         }
+        Outward::Gemini => answer["decision"] == "deny",
         Outward::Copilot => answer["permissionDecision"] == "deny",
         Outward::Cursor => answer["permission"] == "deny",
         Outward::OpenCode => answer["action"] == "deny",
@@ -350,12 +355,15 @@ fn a_server_refuses_an_unknown_mode_or_version_and_never_answers_in_another_form
     let fx = rules_fixture();
     fx.trust();
     let server = Server::start();
-    let input = agent_pre(&fx.workspace(), "global-deny");
-    let evaluate = |id: &str, version: Value, mode: &str| {
+    let input_for = |dialect: Outward| agent_pre_in(dialect, &fx.workspace(), "global-deny");
+    let evaluate_input = |id: &str, version: Value, mode: &str, input: String| {
         json!({"id": id, "version": version, "op": "evaluate", "mode": mode,
                "workspace": fx.workspace(), "input": input,
                "context": {"global": fx.global()}})
         .to_string()
+    };
+    let evaluate = |id: &str, version: Value, mode: &str| {
+        evaluate_input(id, version, mode, input_for(Outward::ClaudeCode))
     };
     let refused = [
         (

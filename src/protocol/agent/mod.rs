@@ -22,6 +22,7 @@ mod claude_code;
 mod codex;
 mod copilot;
 mod cursor;
+mod gemini;
 mod opencode;
 mod qwen_code;
 pub(crate) mod settings;
@@ -57,6 +58,8 @@ pub enum Outward {
     ClaudeCode,
     /// Codex: Claude Code's envelope with a strict output schema.
     Codex,
+    /// Gemini CLI: `BeforeTool` / `AfterTool`, its own answers.
+    Gemini,
     /// Qwen Code: Claude Code's envelope, with far fewer answers honoured.
     QwenCode,
     /// GitHub Copilot CLI: camelCase events, flat answers.
@@ -85,6 +88,7 @@ impl Outward {
         match self {
             Outward::ClaudeCode => &claude_code::ClaudeCode,
             Outward::Codex => &codex::Codex,
+            Outward::Gemini => &gemini::Gemini,
             Outward::QwenCode => &qwen_code::QwenCode,
             Outward::Copilot => &copilot::Copilot,
             Outward::Cursor => &cursor::Cursor,

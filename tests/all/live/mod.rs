@@ -8,6 +8,7 @@ mod claude;
 mod codex;
 pub(crate) mod conformance;
 mod copilot;
+mod gemini;
 mod opencode;
 mod qwen;
 

@@ -4,7 +4,8 @@
 //!
 //! One file per API ([`Api`]), shared by every agent that speaks it:
 //! `anthropic` (Claude Code's Messages API), `responses` (Codex's Responses
-//! API), `chat` (OpenAI-compatible chat completions: OpenCode, Qwen Code, Copilot CLI).
+//! API), `chat` (OpenAI-compatible chat completions: OpenCode, Qwen Code,
+//! Copilot CLI), `gemini` (Google's Gemini API: Gemini CLI).
 //! Each answers a model call with the next scripted tool call (counted by
 //! the tool results already in the conversation) and, once the script is
 //! done, with a closing text.
@@ -14,6 +15,7 @@
 
 mod anthropic;
 mod chat;
+mod gemini;
 mod responses;
 
 pub(crate) use anthropic::Anthropic;

@@ -1,0 +1,422 @@
+//! Live: Gemini CLI (`gemini -p`, headless) against a mock of the Gemini API,
+//! `toolgate gemini` installed as the user's BeforeTool / AfterTool hook by
+//! absolute path, started in a subdirectory of the workspace (Gemini CLI
+//! names the directory it was started in, not a project root: toolgate walks
+//! up to the `.toolgate/`). The folder is trusted the way a user does it,
+//! in ~/.gemini/trustedFolders.json: Gemini CLI runs no hooks in a folder it
+//! does not trust.
+//!
+//! Each run scripts several tool calls, so the whole module is a handful of
+//! agent runs.
+
+use super::conformance::{Cell, Row, record};
+use super::*;
+use crate::mock_model::MockModel;
+use crate::support::*;
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+fn gemini_bin() -> PathBuf {
+    agent_bin("GEMINI_CLI_VERSION", "gemini")
+}
+
+/// `toolgate gemini`, by absolute path, as the handler's command.
+fn toolgate_gemini() -> String {
+    format!("{} gemini", env!("CARGO_BIN_EXE_toolgate"))
+}
+
+/// The same handler for every tool, before and after the call.
+fn every_tool(handler: Value) -> Value {
+    let hook = json!([{"matcher": "*", "hooks": [handler]}]);
+    json!({"BeforeTool": hook, "AfterTool": hook})
+}
+
+fn shell(command: &str) -> Value {
+    json!({"name": "run_shell_command", "input": {"command": command}})
+}
+
+/// One headless run.
+struct Run {
+    mock: MockModel,
+    out: Output,
+}
+
+impl Run {
+    /// What the model was shown for each call, in order (`{"output": …}`
+    /// or `{"error": …}`), as one string each.
+    fn shown(&self) -> Vec<String> {
+        self.mock
+            .function_responses()
+            .iter()
+            .map(|r| match (&r["output"], &r["error"]) {
+                (Value::String(s), _) => s.clone(),
+                (_, Value::String(e)) => format!("error: {e}"),
+                _ => r.to_string(),
+            })
+            .collect()
+    }
+
+    fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.out.stderr).into_owned()
+    }
+}
+
+/// Runs `gemini -p --yolo` in `<workspace>/sub` with `hooks` as the user's
+/// settings' `hooks` and `policies` (file name, TOML) as the user's policy
+/// files. `trusted`: whether ~/.gemini/trustedFolders.json trusts the
+/// workspace.
+fn gemini(
+    fx: &Fixture,
+    hooks: Value,
+    calls: Vec<Value>,
+    trusted: bool,
+    policies: &[(&str, &str)],
+) -> Run {
+    let home = fx.dir.path().join("gemini-home");
+    let dot = home.join(".gemini");
+    std::fs::create_dir_all(dot.join("policies")).unwrap();
+    let settings =
+        json!({"security": {"auth": {"selectedType": "gemini-api-key"}}, "hooks": hooks});
+    std::fs::write(dot.join("settings.json"), settings.to_string()).unwrap();
+    for (name, toml) in policies {
+        std::fs::write(dot.join("policies").join(name), toml).unwrap();
+    }
+    let trust_file = dot.join("trustedFolders.json");
+    if trusted {
+        let root = fx.workspace().canonicalize().unwrap();
+        std::fs::write(
+            &trust_file,
+            json!({root.to_string_lossy(): "TRUST_FOLDER"}).to_string(),
+        )
+        .unwrap();
+    } else {
+        let _ = std::fs::remove_file(&trust_file);
+    }
+    let sub = fx.workspace().join("sub");
+    std::fs::create_dir_all(&sub).unwrap();
+    let mock = MockModel::gemini(calls);
+    crate::support::trust(&fx.workspace());
+    let mut cmd = Command::new(gemini_bin());
+    hermetic(&mut cmd)
+        .args(["-p", "run the scripted tool calls", "--yolo"])
+        .current_dir(&sub)
+        .env("HOME", &home)
+        .env("GOOGLE_GEMINI_BASE_URL", mock.base_url())
+        .env("GEMINI_API_KEY", "test-key")
+        .env("TOOLGATE_CONFIG_DIR", fx.global())
+        // Under GitHub Actions (GITHUB_SHA set) Gemini CLI strips every
+        // variable but a few from its hooks' environment: the test's
+        // toolgate would lose its config, cache and trust store.
+        .env_remove("GITHUB_SHA")
+        .env_remove("SURFACE")
+        .env_remove("GEMINI_CLI_HOME")
+        .env_remove("GEMINI_CLI_TRUST_WORKSPACE")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let child = cmd.spawn().expect("gemini starts");
+    let out = finish_within(child, Duration::from_secs(180), "gemini");
+    Run { mock, out }
+}
+
+/// This agent's column in the conformance table.
+fn column() -> String {
+    format!("Gemini CLI {}", pinned("GEMINI_CLI_VERSION"))
+}
+
+fn saw(row: Row, summary: &str, model_saw: Option<&str>) {
+    record(
+        &column(),
+        row,
+        Cell {
+            summary,
+            model_saw,
+            live: true,
+        },
+    );
+}
+
+const DENY_TOUCH: &str = "[[rule]]\ntoolName = \"run_shell_command\"\ncommandPrefix = \"touch\"\ndecision = \"deny\"\npriority = 500\n";
+
+#[test]
+fn live_gemini_each_answer_before_and_after_the_call() {
+    let fx = Fixture::new();
+    let guard = py_hook(
+        &fx,
+        "guard.py",
+        "c = req['input'].get('command', '')\n\
+         if 'rm ' in c:\n    answer = {'decision': 'deny', 'reason': 'no deleting files here'}\n\
+         elif 'original' in c:\n    answer = {'decision': 'modify', 'input': dict(req['input'], command='echo rewritten > out.txt'), 'context': 'toolgate-pre-context-marker'}\n\
+         elif 'to-be-touched' in c:\n    answer = {'decision': 'modify', 'input': dict(req['input'], command='touch pwned.txt')}\n\
+         elif 'replace-me' in c:\n    answer = {'decision': 'replace', 'result': {'output': 'cached listing: a b c', 'is_error': False}}",
+    );
+    let dlp = py_hook(
+        &fx,
+        "dlp.py",
+        "out = json.dumps(req['result'])\n\
+         if 'SECRET' in out:\n    answer = {'decision': 'deny', 'reason': 'the output held a secret'}\n\
+         elif 'long output' in out:\n    answer = {'decision': 'replace', 'result': {'output': 'trimmed', 'is_error': False}}\n\
+         elif 'ctx-post' in out:\n    answer = {'decision': 'allow', 'context': 'toolgate-post-context-marker'}",
+    );
+    fx.workspace_hooks(json!([
+        {"name": "guard", "command": [&guard]},
+        {"name": "dlp", "command": [&dlp], "event": "post_tool_use"},
+    ]));
+    std::fs::write(fx.workspace().join("keep.txt"), "precious").unwrap();
+    let calls = vec![
+        shell("rm -f ../keep.txt"),
+        shell("echo original > out.txt"),
+        shell("echo to-be-touched"),
+        shell("echo replace-me > ran.txt"),
+        shell("echo SECRET=abc; exit 3"),
+        shell("echo long output"),
+        shell("echo ctx-post"),
+    ];
+    let run = gemini(
+        &fx,
+        every_tool(json!({"type": "command", "command": toolgate_gemini()})),
+        calls,
+        true,
+        &[("deny-touch.toml", DENY_TOUCH)],
+    );
+    let shown = run.shown();
+    assert_eq!(shown.len(), 7, "{shown:#?}\n{}", run.stderr());
+    let sub = fx.workspace().join("sub");
+
+    // Deny before the call: the tool does not run, the model reads why.
+    assert_eq!(
+        shown[0],
+        "error: Tool execution blocked: no deleting files here"
+    );
+    assert!(fx.workspace().join("keep.txt").exists(), "the command ran");
+    saw(
+        Row::Deny,
+        "blocked; the model reads the reason",
+        Some(&shown[0]),
+    );
+
+    // Modify: the rewritten command runs, Gemini CLI says so to the model,
+    // and the context given before the call is not shown (0.61.0 ignores
+    // it there).
+    assert_eq!(
+        std::fs::read_to_string(sub.join("out.txt")).unwrap(),
+        "rewritten\n"
+    );
+    let note = "[System] Tool input parameters were modified by a hook before execution.";
+    assert!(shown[1].ends_with(note), "{}", shown[1]);
+    // Gemini CLI's own policy judges the rewritten command: a rewrite to a
+    // command its policy denies is refused, not waved through.
+    assert_eq!(shown[2], "error: Tool execution denied by policy.");
+    assert!(
+        !sub.join("pwned.txt").exists(),
+        "the rewrite escaped the policy"
+    );
+    saw(
+        Row::Modify,
+        "the rewritten command runs, and Gemini CLI's policy still judges it",
+        Some(note),
+    );
+
+    // Replace before the call: refused, the replacement is the reason.
+    assert_eq!(
+        shown[3],
+        "error: Tool execution blocked: toolgate answered for the tool instead of running it: cached listing: a b c"
+    );
+    assert!(!sub.join("ran.txt").exists(), "the tool ran");
+    saw(
+        Row::PreReplace,
+        "refused; the model reads the replacement as the reason",
+        Some(&shown[3]),
+    );
+
+    // A failing command goes through the post chain; a deny there is all
+    // the model reads, as the call's error.
+    assert_eq!(
+        shown[4],
+        "error: toolgate withheld the output of this call: the output held a secret"
+    );
+    // (The model wrote the secret in its own call; no result carries it.)
+    assert!(
+        !shown.iter().any(|s| s.contains("SECRET=abc")),
+        "the secret reached the model"
+    );
+    saw(
+        Row::PostDeny,
+        "the model reads only the reason, as the call's error",
+        Some(&shown[4]),
+    );
+    saw(
+        Row::FailedCall,
+        "goes through the post chain (the exit code is in the output); deny and replace work",
+        None,
+    );
+
+    assert_eq!(
+        shown[5],
+        "error: toolgate replaced this tool's output: trimmed"
+    );
+    saw(
+        Row::PostReplace,
+        "the model reads only the replacement, as the call's error",
+        Some(&shown[5]),
+    );
+
+    // Context after the call is appended to the output; before it, nowhere.
+    let context = "<hook_context>toolgate-post-context-marker</hook_context>";
+    assert!(shown[6].ends_with(context), "{}", shown[6]);
+    assert!(
+        !run.mock
+            .requests()
+            .iter()
+            .any(|b| b.to_string().contains("toolgate-pre-context-marker")),
+        "Gemini CLI now shows context given before the call: say so in the README"
+    );
+    saw(
+        Row::Context,
+        "after the call: appended to the output; before the call: not shown (Gemini CLI ignores it)",
+        Some(context),
+    );
+}
+
+#[test]
+fn live_gemini_a_wasm_guard_and_toolgates_own_failure_block_the_call() {
+    let fx = Fixture::new();
+    fx.workspace_hooks(json!([{"name": "wasm-guard", "wasm": crate::guests::path("deny")}]));
+    let handler = json!({"type": "command", "command": toolgate_gemini()});
+    let run = gemini(
+        &fx,
+        every_tool(handler.clone()),
+        vec![shell("touch ran.txt")],
+        true,
+        &[],
+    );
+    let shown = run.shown();
+    assert_eq!(
+        shown,
+        ["error: Tool execution blocked: no force-pushing from a sandbox"],
+        "{}",
+        run.stderr()
+    );
+    assert!(!fx.workspace().join("sub/ran.txt").exists());
+    saw(
+        Row::WasmGuard,
+        "blocked; the model reads the reason",
+        Some(&shown[0]),
+    );
+
+    fx.workspace_raw("{\"schema\": 1, \"hooks\": [oops]}");
+    let run = gemini(
+        &fx,
+        every_tool(handler),
+        vec![shell("touch ran.txt")],
+        true,
+        &[],
+    );
+    let shown = run.shown();
+    assert_eq!(shown.len(), 1, "{shown:#?}");
+    let reason = "Tool execution blocked: toolgate could not evaluate this call, so it is blocked";
+    assert!(
+        shown[0].starts_with(&format!("error: {reason}")),
+        "{}",
+        shown[0]
+    );
+    assert!(!fx.workspace().join("sub/ran.txt").exists());
+    saw(
+        Row::OwnFailure,
+        "blocked (a JSON denial, and exit 2); the model reads toolgate's reason",
+        Some(&format!("error: {reason}")),
+    );
+}
+
+#[test]
+fn live_gemini_when_its_hook_is_missing_killed_hung_or_toolgate_hangs_or_panics() {
+    // One run, one tool per failure (Gemini CLI's matchers select by tool
+    // name), each tool with only its failing BeforeTool handler.
+    let fx = Fixture::new();
+    std::fs::create_dir_all(fx.workspace().join("sub")).unwrap();
+    std::fs::write(fx.workspace().join("sub/hang.txt"), "HANG-CONTENT").unwrap();
+    let tg = toolgate_gemini();
+    let only = |matcher: &str, handler: Value| json!({"matcher": format!("^{matcher}$"), "hooks": [handler]});
+    let hooks = json!({"BeforeTool": [
+        // Not found: bash says so on stderr and exits 127, which Gemini CLI
+        // reads as a denial.
+        only("run_shell_command", json!({"type": "command", "command": "/nonexistent/toolgate gemini"})),
+        // Killed by a signal: Gemini CLI reads it as exit 0, and lets the
+        // call through.
+        only("write_file", json!({"type": "command", "command": "sh -c 'kill -9 $$'"})),
+        // Past its timeout (milliseconds): killed, and the call goes through.
+        only("list_directory", json!({"type": "command", "command": "sleep 30", "timeout": 1000})),
+        // toolgate hanging: its own deadline answers first, blocked.
+        only("read_file", json!({"type": "command", "command": format!("{tg} --deadline-ms 1500"),
+            "timeout": 20000, "env": {"TOOLGATE_DEBUG_FAULT": "hang"}})),
+        // toolgate panicking: its panic hook answers, blocked.
+        only("glob", json!({"type": "command", "command": tg, "env": {"TOOLGATE_DEBUG_FAULT": "panic"}})),
+    ]});
+    let calls = vec![
+        shell("touch missing.txt"),
+        json!({"name": "write_file", "input": {"file_path": "killed.txt", "content": "x"}}),
+        json!({"name": "list_directory", "input": {"dir_path": "."}}),
+        json!({"name": "read_file", "input": {"file_path": "hang.txt"}}),
+        json!({"name": "glob", "input": {"pattern": "*.txt"}}),
+    ];
+    let run = gemini(&fx, hooks, calls, true, &[]);
+    let shown = run.shown();
+    assert_eq!(shown.len(), 5, "{shown:#?}\n{}", run.stderr());
+    let sub = fx.workspace().join("sub");
+    assert!(
+        shown[0].starts_with("error: Tool execution blocked: bash: line 1: /nonexistent/toolgate: No such file or directory"),
+        "{}",
+        shown[0]
+    );
+    assert!(
+        !sub.join("missing.txt").exists(),
+        "a missing hook let the call through"
+    );
+    assert!(sub.join("killed.txt").exists(), "{}", shown[1]);
+    assert!(!shown[2].starts_with("error:"), "{}", shown[2]);
+    assert!(
+        shown[3].starts_with(
+            "error: Tool execution blocked: toolgate did not finish within its deadline"
+        ),
+        "{}",
+        shown[3]
+    );
+    assert!(!shown[3].contains("HANG-CONTENT"));
+    assert!(
+        shown[4].starts_with("error: Tool execution blocked: toolgate failed (a bug"),
+        "{}",
+        shown[4]
+    );
+    saw(
+        Row::Missing,
+        "missing: blocked (bash's error, exit 127); killed by a signal or past Gemini CLI's \
+         timeout: the call runs (no fail-closed switch); toolgate hanging or panicking: blocked",
+        Some(
+            "error: Tool execution blocked: bash: line 1: /nonexistent/toolgate: No such file or directory",
+        ),
+    );
+}
+
+#[test]
+fn live_gemini_runs_no_hook_in_a_folder_it_does_not_trust() {
+    // Headless, an untrusted folder is refused outright (exit 55), so no
+    // call runs unguarded; interactively it runs without any hook (the
+    // README says so; seen by hand, not pinned here).
+    let fx = Fixture::new();
+    let run = gemini(
+        &fx,
+        every_tool(json!({"type": "command", "command": toolgate_gemini()})),
+        vec![shell("touch ran.txt")],
+        false,
+        &[],
+    );
+    assert_eq!(run.out.status.code(), Some(55), "{}", run.stderr());
+    assert!(
+        run.stderr().contains("not running in a trusted directory"),
+        "{}",
+        run.stderr()
+    );
+    assert!(!fx.workspace().join("sub/ran.txt").exists());
+}
