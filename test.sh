@@ -12,6 +12,6 @@ if ! command -v script >/dev/null; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends bsdutils >/dev/null
 fi
 guest-examples/build-all
-# The pinned Claude Code and Codex CLIs for the live tests (tests/all/live.rs).
+# The pinned agent CLIs for the live tests (tests/all/live/).
 tests/agents/install.sh
 cargo test "$@"

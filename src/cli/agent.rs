@@ -60,12 +60,13 @@ use toolgate::agent::{AgentCall, Outward as Dialect, read_agent_input, render_ou
 /// reason on stderr for Claude Code and Codex).
 #[derive(clap::Args)]
 pub(crate) struct Args {
-    /// The workspace, overriding $CLAUDE_PROJECT_DIR and the call's cwd.
+    /// The workspace, overriding the agent's project variable
+    /// ($CLAUDE_PROJECT_DIR, $COPILOT_PROJECT_DIR, …) and the call's cwd.
     #[arg(long, value_name = "DIR")]
     workspace: Option<PathBuf>,
     /// Answer within this many milliseconds, whatever happens: past it the
-    /// call is blocked (exit 2). Keep it below the agent's own hook timeout
-    /// (Claude Code's `timeout`, in seconds, in the hook's settings entry).
+    /// call is blocked, the way the agent honours a block. Keep it below the
+    /// agent's own hook timeout when you set one in its settings.
     /// [default: inside the agent's default hook timeout, at most 50000]
     #[arg(long, value_name = "MS",
           value_parser = clap::value_parser!(u64).range(100..=600_000))]

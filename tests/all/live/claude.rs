@@ -6,7 +6,7 @@
 //! 127.0.0.1. Each test scripts the model's tool calls, runs `claude -p` in a
 //! temporary workspace once per release, and asserts on what the model was
 //! shown (the requests the mock received) and on what happened on disk. What
-//! these tests show is what the README's "Coming from Claude Code" section
+//! these tests show is what the README's "Every agent" section
 //! and the conformance table say; nothing more.
 
 use super::conformance::{Cell, Row, record};

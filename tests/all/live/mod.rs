@@ -83,3 +83,22 @@ pub(crate) fn py_hook(fx: &Fixture, name: &str, body: &str) -> String {
         ),
     )
 }
+
+#[test]
+fn each_agents_tested_versions_are_the_releases_pinned_for_its_live_tests() {
+    // `toolgate doctor` compares an agent's version with its dialect's
+    // `tested_versions`; those must be what the live tests run.
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/agents/versions.env");
+    let pinned: std::collections::BTreeSet<String> = std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| l.split_once('=').map(|(_, v)| v.trim().to_owned()))
+        .collect();
+    let claimed: std::collections::BTreeSet<String> = toolgate::agent::Outward::ALL
+        .iter()
+        .flat_map(|agent| agent.install().tested_versions.iter())
+        .map(|v| (*v).to_owned())
+        .collect();
+    assert_eq!(claimed, pinned);
+}
