@@ -9,7 +9,7 @@
 //! these tests show is what the README's "Every agent" section
 //! and the conformance table say; nothing more.
 
-use super::conformance::{Cell, Row, record};
+use super::conformance::{Row, saw_live};
 use super::*;
 use crate::mock_model::{MockModel, result_text};
 use crate::support::*;
@@ -57,15 +57,7 @@ impl Release {
 
     /// Records a live cell of this release's column.
     fn saw(self, row: Row, summary: &str, model_saw: Option<&str>) {
-        record(
-            &format!("Claude Code {}", self.version()),
-            row,
-            Cell {
-                summary,
-                model_saw,
-                live: true,
-            },
-        );
+        saw_live("Claude Code", self.var, row, summary, model_saw);
     }
 }
 

@@ -3,7 +3,7 @@
 //! started in a subdirectory of the workspace (Codex sets no project
 //! variable: toolgate walks up to the `.toolgate/`).
 
-use super::conformance::{Cell, Row, record};
+use super::conformance::{Row, saw_live};
 use super::*;
 use crate::mock_model::MockModel;
 use crate::support::*;
@@ -90,22 +90,9 @@ fn codex_with(fx: &Fixture, handler: Value, commands: &[&str], trusted: bool) ->
     mock
 }
 
-/// This agent's column in the conformance table.
-fn column() -> String {
-    format!("Codex {}", pinned("CODEX_VERSION"))
-}
-
-/// Records a live cell of Codex's column.
+/// Records a live cell of this agent's column in the conformance table.
 fn saw(row: Row, summary: &str, model_saw: Option<&str>) {
-    record(
-        &column(),
-        row,
-        Cell {
-            summary,
-            model_saw,
-            live: true,
-        },
-    );
+    saw_live("Codex", "CODEX_VERSION", row, summary, model_saw);
 }
 
 fn only_output(mock: &MockModel) -> String {
@@ -143,6 +130,26 @@ fn live_codex_pre_deny_blocks_the_command_and_passes_the_turn_id() {
     let req: Value = serde_json::from_str(&std::fs::read_to_string(&seen).unwrap()).unwrap();
     assert_eq!(req["tool"], "Bash");
     assert!(!req["turn_id"].as_str().unwrap_or("").is_empty(), "{req}");
+}
+
+#[test]
+fn live_codex_pre_replace_refuses_the_call_with_the_replacement_as_the_reason() {
+    let fx = Fixture::new();
+    let cache = py_hook(
+        &fx,
+        "cache.py",
+        "answer = {'decision': 'replace', 'result': {'output': 'cached listing: a b c', 'is_error': False}}",
+    );
+    fx.workspace_hooks(json!([{"name": "cache", "command": [&cache]}]));
+    let mock = codex(&fx, &["touch ran.txt"], true);
+    let shown = only_output(&mock);
+    assert!(shown.contains("cached listing: a b c"), "{shown}");
+    assert!(!fx.workspace().join("sub/ran.txt").exists(), "the tool ran");
+    saw(
+        Row::PreReplace,
+        "refused; the model reads the replacement as the reason",
+        Some(&shown),
+    );
 }
 
 #[test]

@@ -98,6 +98,18 @@ pub(crate) fn record(column: &str, row: Row, cell: Cell<'_>) {
     std::fs::write(path(), text).unwrap();
 }
 
+/// Records a live cell of the column of `agent` at the release pinned under
+/// `var` in tests/agents/versions.env (`"Codex 0.171.0"`).
+pub(crate) fn saw_live(agent: &str, var: &str, row: Row, summary: &str, model_saw: Option<&str>) {
+    let column = format!("{agent} {}", super::pinned(var));
+    let cell = Cell {
+        summary,
+        model_saw,
+        live: true,
+    };
+    record(&column, row, cell);
+}
+
 /// The README's table, from the recorded cells: rows in [`Row`]'s order,
 /// columns in the file's order.
 fn render(table: &Map<String, Value>) -> String {

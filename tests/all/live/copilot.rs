@@ -5,7 +5,7 @@
 //! form) by absolute path. One Copilot session runs several scripted tool
 //! calls where it can, to keep the module short.
 
-use super::conformance::{Cell, Row, record};
+use super::conformance::{Row, saw_live};
 use super::*;
 use crate::mock_model::MockModel;
 use crate::support::*;
@@ -103,20 +103,14 @@ fn copilot(fx: &Fixture, calls: Vec<Value>) -> MockModel {
     copilot_with(fx, toolgate_handler(&[]), calls, &["--allow-all-tools"])
 }
 
-/// This agent's column in the conformance table.
-fn column() -> String {
-    format!("GitHub Copilot CLI {}", pinned("COPILOT_VERSION"))
-}
-
+/// Records a live cell of this agent's column in the conformance table.
 fn saw(row: Row, summary: &str, model_saw: Option<&str>) {
-    record(
-        &column(),
+    saw_live(
+        "GitHub Copilot CLI",
+        "COPILOT_VERSION",
         row,
-        Cell {
-            summary,
-            model_saw,
-            live: true,
-        },
+        summary,
+        model_saw,
     );
 }
 

@@ -9,7 +9,7 @@
 //! Each run scripts several tool calls, so the whole module is a handful of
 //! agent runs.
 
-use super::conformance::{Cell, Row, record};
+use super::conformance::{Row, saw_live};
 use super::*;
 use crate::mock_model::MockModel;
 use crate::support::*;
@@ -121,21 +121,9 @@ fn gemini(
     Run { mock, out }
 }
 
-/// This agent's column in the conformance table.
-fn column() -> String {
-    format!("Gemini CLI {}", pinned("GEMINI_CLI_VERSION"))
-}
-
+/// Records a live cell of this agent's column in the conformance table.
 fn saw(row: Row, summary: &str, model_saw: Option<&str>) {
-    record(
-        &column(),
-        row,
-        Cell {
-            summary,
-            model_saw,
-            live: true,
-        },
-    );
+    saw_live("Gemini CLI", "GEMINI_CLI_VERSION", row, summary, model_saw);
 }
 
 const DENY_TOUCH: &str = "[[rule]]\ntoolName = \"run_shell_command\"\ncommandPrefix = \"touch\"\ndecision = \"deny\"\npriority = 500\n";

@@ -9,7 +9,7 @@
 //! directory at startup unless it finds it installed; each is pre-seeded so
 //! it finds nothing to do (no network, no minute of retries offline).
 
-use super::conformance::{Cell, Row, record};
+use super::conformance::{Row, saw_live};
 use super::*;
 use crate::mock_model::MockModel;
 use crate::support::*;
@@ -143,21 +143,9 @@ fn shell(command: &str) -> Value {
     json!({"name": "bash", "input": {"command": command}})
 }
 
-/// This agent's column in the conformance table.
-fn column() -> String {
-    format!("OpenCode {}", pinned("OPENCODE_VERSION"))
-}
-
+/// Records a live cell of this agent's column in the conformance table.
 fn saw(row: Row, summary: &str, model_saw: Option<&str>) {
-    record(
-        &column(),
-        row,
-        Cell {
-            summary,
-            model_saw,
-            live: true,
-        },
-    );
+    saw_live("OpenCode", "OPENCODE_VERSION", row, summary, model_saw);
 }
 
 /// The `tool` messages the model was sent, one per call, in order.

@@ -9,7 +9,7 @@
 //! One Qwen Code session makes several scripted calls (one per model turn),
 //! so each test covers several rows of the conformance table.
 
-use super::conformance::{Cell, Row, record};
+use super::conformance::{Row, saw_live};
 use super::*;
 use crate::mock_model::{MockModel, once_each};
 use crate::support::*;
@@ -93,22 +93,9 @@ fn qwen(fx: &Fixture, calls: Vec<Value>) -> MockModel {
     qwen_with(fx, hooks(handler.clone(), handler), calls)
 }
 
-/// This agent's column in the conformance table.
-fn column() -> String {
-    format!("Qwen Code {}", pinned("QWEN_CODE_VERSION"))
-}
-
-/// Records a live cell of Qwen Code's column.
+/// Records a live cell of this agent's column in the conformance table.
 fn saw(row: Row, summary: &str, model_saw: Option<&str>) {
-    record(
-        &column(),
-        row,
-        Cell {
-            summary,
-            model_saw,
-            live: true,
-        },
-    );
+    saw_live("Qwen Code", "QWEN_CODE_VERSION", row, summary, model_saw);
 }
 
 /// The tool results the model was shown, one per scripted call, in order:
