@@ -263,7 +263,7 @@ impl Handler<'_> {
                 }))
                 .collect();
         }
-        project_script(command).unwrap_or_else(|| {
+        project_script(command, &["CLAUDE_PROJECT_DIR"]).unwrap_or_else(|| {
             out.warnings.push(format!(
                 "{}: the shell string {command:?} now runs as [\"sh\", \"-c\", …], \
                  which toolgate's trust review refuses (it cannot see what inline \
@@ -316,10 +316,14 @@ fn left_out(handler: &Value) -> Option<String> {
 /// does the same (`[".claude/hooks/x.sh", "--strict"]`): no shell, and the
 /// script is what trust pins and runs from its snapshot. `None` for anything
 /// else (any other shell syntax).
-fn project_script(command: &str) -> Option<Vec<String>> {
-    let re = regex::Regex::new(
-        r#"^\s*"?\$\{?CLAUDE_PROJECT_DIR\}?"?/([A-Za-z0-9._+/-]+)((?:\s+[A-Za-z0-9._+/:=,-]+)*)\s*$"#,
-    )
+///
+/// `vars` are the agent's project variables the path may start with
+/// (`CLAUDE_PROJECT_DIR`; Gemini CLI also sets `GEMINI_PROJECT_DIR`).
+pub(crate) fn project_script(command: &str, vars: &[&str]) -> Option<Vec<String>> {
+    let re = regex::Regex::new(&format!(
+        r#"^\s*"?\$\{{?(?:{})\}}?"?/([A-Za-z0-9._+/-]+)((?:\s+[A-Za-z0-9._+/:=,-]+)*)\s*$"#,
+        vars.join("|")
+    ))
     .ok()?;
     let caps = re.captures(command)?;
     let path = caps.get(1)?.as_str();

@@ -577,19 +577,5 @@ fn is_js_only(m: &str) -> bool {
 /// `$CLAUDE_PROJECT_DIR`, which Gemini CLI sets too) as the argv that does
 /// the same. `None` for anything else.
 fn project_script(command: &str) -> Option<Vec<String>> {
-    let re = regex::Regex::new(
-        r#"^\s*"?\$\{?(?:GEMINI_PROJECT_DIR|CLAUDE_PROJECT_DIR)\}?"?/([A-Za-z0-9._+/-]+)((?:\s+[A-Za-z0-9._+/:=,-]+)*)\s*$"#,
-    )
-    .ok()?;
-    let caps = re.captures(command)?;
-    let path = caps.get(1)?.as_str();
-    if path.split('/').any(|part| part == ".." || part.is_empty()) {
-        return None;
-    }
-    let words = caps.get(2).map_or("", |m| m.as_str()).split_whitespace();
-    Some(
-        std::iter::once(path.to_owned())
-            .chain(words.map(str::to_owned))
-            .collect(),
-    )
+    crate::protocol::import::project_script(command, &["GEMINI_PROJECT_DIR", "CLAUDE_PROJECT_DIR"])
 }
