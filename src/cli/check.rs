@@ -59,7 +59,11 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     // A running server answers the same way, with its hooks already loaded.
     let ask = super::client::Ask::check(&workspace.root, &bytes, args.event, args.tool);
     if let Some(reply) = super::client::ask(&ask) {
-        return reply.finish();
+        let (stdout, code) = reply.into_check_answer()?;
+        if let Some(json) = stdout {
+            outln!("{json}");
+        }
+        return Ok(ExitCode::from(code));
     }
     let config = super::env::load_for(&workspace.root, &request)?;
     let runner = HookRunner::builder().config(config).build();

@@ -27,7 +27,6 @@
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
-use std::process::ExitCode;
 use std::time::Duration;
 use toolgate::agent::Outward as Dialect;
 use toolgate::serve::{Answer, Body, Context, Evaluate, Mode, Op, Request, Status, VERSION};
@@ -112,14 +111,10 @@ pub(crate) struct Reply {
 }
 
 impl Reply {
-    /// For `check`: print the answer, return its exit code.
-    pub(crate) fn finish(self) -> anyhow::Result<ExitCode> {
+    /// For `check`: what to print, and the exit code.
+    pub(crate) fn into_check_answer(self) -> anyhow::Result<(Option<serde_json::Value>, u8)> {
         self.warn();
-        let (stdout, code) = self.result.map_err(anyhow::Error::msg)?;
-        if let Some(json) = stdout {
-            outln!("{json}");
-        }
-        Ok(ExitCode::from(code))
+        self.result.map_err(anyhow::Error::msg)
     }
 
     /// For the agent commands: the answer to print, or an error (blocked).

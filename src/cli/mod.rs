@@ -64,6 +64,8 @@ mod bench;
 mod check;
 mod client;
 mod doctor;
+pub(crate) mod env;
+mod hook_process;
 mod hooks;
 mod import;
 mod install;
@@ -72,13 +74,15 @@ mod replay;
 mod serve;
 mod trust;
 
+pub(crate) use env::{MAX_STDIN, read_stdin, workspace};
+
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 /// Exit code: toolgate could not evaluate.
 pub(crate) const EXIT_ERROR: u8 = 1;
-/// Exit code: the call is denied.
-pub(crate) const EXIT_DENIED: u8 = 2;
+/// Exit code: the call is denied (the agent commands' block too).
+pub(crate) use hook_process::EXIT_DENIED;
 
 #[derive(Parser)]
 #[command(
@@ -160,224 +164,6 @@ fn init_tracing() {
         .with_writer(std::io::stderr)
         .without_time()
         .init();
-}
-
-/// The workspace a command works in: the one given (which must be a
-/// directory), else the nearest ancestor of the working directory with a
-/// `.toolgate/` (see `toolgate::config::find_workspace`).
-pub(crate) fn workspace(
-    given: Option<std::path::PathBuf>,
-) -> anyhow::Result<toolgate::config::FoundWorkspace> {
-    match given {
-        Some(dir) => {
-            if !dir.is_dir() {
-                anyhow::bail!("workspace {} is not a directory", dir.display());
-            }
-            Ok(toolgate::config::FoundWorkspace {
-                found: dir.join(".toolgate").is_dir(),
-                root: dir,
-                how: "given by --workspace".into(),
-            })
-        }
-        None => Ok(toolgate::config::find_workspace(
-            &std::env::current_dir()?,
-            env::dir("HOME").as_deref(),
-        )),
-    }
-}
-
-/// What the environment says, read in one place: the library reads no
-/// environment variable, so each is turned into an option here.
-pub(crate) mod env {
-    use std::path::{Path, PathBuf};
-    use toolgate::wasm::{Allocator, WasmOptions};
-    use toolgate::{Config, ConfigError};
-
-    /// A directory named by an environment variable; unset and empty are
-    /// both "not given", as XDG specifies.
-    pub(crate) fn dir(key: &str) -> Option<PathBuf> {
-        std::env::var_os(key)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    }
-
-    /// The global config directory: `$TOOLGATE_CONFIG_DIR`, else
-    /// `$XDG_CONFIG_HOME/toolgate`, else `$HOME/.config/toolgate`.
-    pub(crate) fn global_dir() -> Option<PathBuf> {
-        dir("TOOLGATE_CONFIG_DIR")
-            .or_else(|| dir("XDG_CONFIG_HOME").map(|d| d.join("toolgate")))
-            .or_else(|| dir("HOME").map(|h| h.join(".config").join("toolgate")))
-    }
-
-    /// The compile cache: `$TOOLGATE_CACHE_DIR`, else
-    /// `$XDG_CACHE_HOME/toolgate/wasm`, else `~/.cache/toolgate/wasm`.
-    pub(crate) fn cache_dir() -> Option<PathBuf> {
-        dir("TOOLGATE_CACHE_DIR")
-            .or_else(|| dir("XDG_CACHE_HOME").map(|d| d.join("toolgate").join("wasm")))
-            .or_else(|| dir("HOME").map(|h| h.join(".cache").join("toolgate").join("wasm")))
-    }
-
-    /// How components are loaded. A one-shot command (one call per
-    /// process) uses on-demand allocation; `TOOLGATE_WASM_ALLOCATOR`
-    /// (`pooling` or `on-demand`) overrides either choice.
-    pub(crate) fn wasm(one_shot: bool) -> WasmOptions {
-        let allocator = match std::env::var("TOOLGATE_WASM_ALLOCATOR").ok().as_deref() {
-            Some("on-demand") => Allocator::OnDemand,
-            Some("pooling") => Allocator::Pooling,
-            _ if one_shot => Allocator::OneShot,
-            _ => Allocator::Pooling,
-        };
-        let mut options = WasmOptions::new().allocator(allocator);
-        // A first compile takes seconds to minutes: say so on a terminal,
-        // stay quiet when stderr is a pipe (an agent reading it).
-        if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
-            options = options.progress(|line| eprintln!("toolgate: {line}"));
-        }
-        #[cfg(debug_assertions)]
-        if std::env::var_os(PAUSE_AFTER_READ).is_some() {
-            options = options.after_read(pause_after_read);
-        }
-        match cache_dir() {
-            Some(dir) => options.cache_dir(dir),
-            None => options,
-        }
-    }
-
-    /// Fault injection for the tests that swap a component while it loads;
-    /// compiled out of release builds. Names a directory: toolgate creates
-    /// `reached` in it once a component's bytes are read, then waits (at
-    /// most a minute) for `go` to appear before recording their identity.
-    #[cfg(debug_assertions)]
-    const PAUSE_AFTER_READ: &str = "TOOLGATE_DEBUG_PAUSE_AFTER_READ";
-
-    #[cfg(debug_assertions)]
-    fn pause_after_read(_component: &Path) {
-        let Some(dir) = dir(PAUSE_AFTER_READ) else {
-            return;
-        };
-        let _ = std::fs::write(dir.join("reached"), b"");
-        let started = std::time::Instant::now();
-        while !dir.join("go").exists() && started.elapsed() < std::time::Duration::from_secs(60) {
-            std::thread::sleep(std::time::Duration::from_millis(10));
-        }
-    }
-
-    /// Where trust in workspaces is recorded: `$XDG_STATE_HOME/toolgate/trust`,
-    /// else `$HOME/.local/state/toolgate/trust`. Deliberately no
-    /// `TOOLGATE_*` override: nothing but the user's own state directory
-    /// holds trust (see `toolgate::trust`).
-    pub(crate) fn trust_store() -> Option<toolgate::trust::TrustStore> {
-        dir("XDG_STATE_HOME")
-            .map(|d| d.join("toolgate").join("trust"))
-            .or_else(|| dir("HOME").map(|h| h.join(".local/state/toolgate/trust")))
-            .map(toolgate::trust::TrustStore::new)
-    }
-
-    /// Where `toolgate serve` listens and the other commands look for it:
-    /// `$TOOLGATE_SOCKET`, else `$XDG_RUNTIME_DIR/toolgate/serve.sock`, else
-    /// `/tmp/toolgate-<uid>/serve.sock`. `None` when `TOOLGATE_SERVER=off`
-    /// (the commands then always evaluate themselves).
-    pub(crate) fn socket_path() -> Option<PathBuf> {
-        if std::env::var("TOOLGATE_SERVER").is_ok_and(|v| v == "off") {
-            return None;
-        }
-        dir("TOOLGATE_SOCKET").or_else(|| {
-            Some(
-                dir("XDG_RUNTIME_DIR")
-                    .map(|d| d.join("toolgate"))
-                    .unwrap_or_else(|| {
-                        PathBuf::from(format!("/tmp/toolgate-{}", nix::unistd::geteuid()))
-                    })
-                    .join("serve.sock"),
-            )
-        })
-    }
-
-    /// `PATH`, which a bare program name in a workspace command hook is
-    /// pinned from.
-    pub(crate) fn search_path() -> Option<std::ffi::OsString> {
-        std::env::var_os("PATH")
-    }
-
-    /// A loader for `workspace` (and the global config), as the
-    /// environment says.
-    pub(crate) fn loader(workspace: &Path, one_shot: bool) -> toolgate::config::Loader {
-        let mut loader = Config::loader().workspace(workspace).wasm(wasm(one_shot));
-        if let Some(global) = global_dir() {
-            loader = loader.global_dir(global);
-        }
-        if let Some(store) = trust_store() {
-            loader = loader.trust(store);
-        }
-        if let Some(path) = search_path() {
-            loader = loader.search_path(path);
-        }
-        // The library probes the kernel itself, only when a hook needs it.
-        if let Some(why) = no_landlock_fault() {
-            loader = loader.without_landlock(why);
-        }
-        loader
-    }
-
-    /// Debug builds take `TOOLGATE_DEBUG_FAULT=no-landlock` as "this kernel
-    /// cannot confine" (the tests of that path run on a kernel that can).
-    fn no_landlock_fault() -> Option<String> {
-        #[cfg(debug_assertions)]
-        if std::env::var("TOOLGATE_DEBUG_FAULT").is_ok_and(|v| v == "no-landlock") {
-            return Some("Landlock switched off by TOOLGATE_DEBUG_FAULT=no-landlock".into());
-        }
-        None
-    }
-
-    /// Whether this kernel can confine hooks (see [`no_landlock_fault`]).
-    pub(crate) fn confinement() -> anyhow::Result<()> {
-        match no_landlock_fault() {
-            Some(why) => Err(anyhow::Error::msg(why)),
-            None => Ok(toolgate::trust::confinement_available()?),
-        }
-    }
-
-    /// The global config and `workspace`'s, loaded as the environment says.
-    pub(crate) fn load(workspace: &Path, one_shot: bool) -> Result<Config, ConfigError> {
-        loader(workspace, one_shot).load()
-    }
-
-    /// What a one-shot process evaluating `request` needs: the hooks that
-    /// apply to it.
-    pub(crate) fn load_for(
-        workspace: &Path,
-        request: &toolgate::Request,
-    ) -> Result<Config, ConfigError> {
-        loader(workspace, true)
-            .only_for(request.event, request.tool.clone())
-            .load()
-    }
-}
-
-/// The most read from stdin: a request, or an agent's hook input (which
-/// carries a tool's whole output after the call).
-pub(crate) const MAX_STDIN: u64 = 64 * 1024 * 1024;
-
-/// Reads `what` from stdin, refusing more than [`MAX_STDIN`] bytes rather
-/// than cutting it short. On a terminal with nothing piped, says what it is
-/// waiting for (`example` shows how to pipe it) instead of waiting silently.
-pub(crate) fn read_stdin(what: &str, example: &str) -> anyhow::Result<Vec<u8>> {
-    use anyhow::Context;
-    use std::io::{IsTerminal, Read};
-    if std::io::stdin().is_terminal() {
-        eprintln!(
-            "toolgate: reading {what} from stdin (type it and end with Ctrl-D), or pipe it: {example}"
-        );
-    }
-    let mut bytes = Vec::new();
-    std::io::stdin()
-        .take(MAX_STDIN + 1)
-        .read_to_end(&mut bytes)
-        .with_context(|| format!("reading {what} from stdin"))?;
-    if bytes.len() as u64 > MAX_STDIN {
-        anyhow::bail!("{what} on stdin is larger than {MAX_STDIN} bytes");
-    }
-    Ok(bytes)
 }
 
 /// Colour where it helps a person read (decisions, failures): on a terminal,

@@ -1,0 +1,160 @@
+//! `toolgate-hook <agent>`: the lean client an agent that spawns a command
+//! per tool call runs as its hook, when `toolgate serve` is running.
+//!
+//! # Why a second binary
+//!
+//! Through the server, `toolgate <agent>` only forwards its stdin over a
+//! socket and prints the answer, yet it pays for being the whole tool:
+//! starting the 146 MB binary (wasmtime, Cranelift, clap, the chain) costs
+//! milliseconds of page faults before `main`. This binary links the same
+//! library but reaches nothing of the chain, so the linker drops wasmtime
+//! and it starts about as fast as any small Rust program (numbers in the
+//! README's performance section).
+//!
+//! # Same answers, same fail-closed rules
+//!
+//! It is not a second implementation: the deadline, the watchdog, the panic
+//! hook, reading the agent's input and the workspace, the request to the
+//! server and the blocks are `cli/hook_process.rs`, `cli/client.rs` and
+//! `cli/env.rs`, the very files `toolgate <agent>` is built from. Where
+//! `toolgate <agent>` would evaluate the call itself (no server, a stale
+//! socket, one run by another user, a refusal, no acknowledgement in time),
+//! this process executes the full `toolgate` beside its own executable with
+//! the same arguments and the same stdin bytes, so the agent gets that
+//! process's answer and exit code. The full binary missing blocks the call
+//! (fail closed), as does a server that acknowledged and then died or
+//! missed the deadline. Arguments it does not read exactly as `toolgate
+//! <agent>` would (`--help`, an unknown agent, a bad value) go to the full
+//! binary untouched, stdin included, which answers them as it always does.
+
+// These files are the full binary's too; what only it uses is not dead
+// there.
+#[allow(dead_code)]
+mod cli {
+    pub(crate) mod client;
+    pub(crate) mod env;
+    pub(crate) mod hook_process;
+    pub(crate) use env::{read_stdin, workspace};
+}
+
+use cli::hook_process::{self, Forwarded};
+use std::ffi::{OsStr, OsString};
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use toolgate::agent::Outward as Dialect;
+
+/// The name of the full binary, looked for beside this one.
+const FULL: &str = "toolgate";
+
+fn main() -> ExitCode {
+    let args: Vec<OsString> = std::env::args_os().skip(1).collect();
+    let Some(hook) = Hook::parse(&args) else {
+        // Not an invocation this binary reads the same way: the full one
+        // answers it, with stdin untouched.
+        let e = exec_full(&args, None);
+        let _ = std::io::Write::write_fmt(
+            &mut std::io::stderr(),
+            format_args!(
+                "toolgate-hook: {}\n",
+                toolgate::text::one_line(&format!("{e:#}"))
+            ),
+        );
+        return ExitCode::from(2);
+    };
+    hook_process::run(
+        hook.dialect,
+        hook.deadline_ms,
+        |started| match hook_process::forward(hook.workspace, hook.dialect, started)? {
+            Forwarded::Answered(answer) => Ok(answer),
+            Forwarded::NotTaken { bytes, .. } => Err(exec_full(&args, Some(&bytes))),
+        },
+    )
+}
+
+/// `<agent> [--workspace DIR] [--deadline-ms MS]`, read as `toolgate
+/// <agent>`'s parser reads it.
+struct Hook {
+    dialect: Dialect,
+    workspace: Option<PathBuf>,
+    deadline_ms: Option<u64>,
+}
+
+impl Hook {
+    /// `None` for anything else (help, an unknown agent or flag, a value
+    /// out of range, a flag given twice): the full binary's to answer.
+    fn parse(args: &[OsString]) -> Option<Hook> {
+        let (agent, mut rest) = args.split_first()?;
+        let mut hook = Hook {
+            dialect: agent.to_str()?.parse().ok()?,
+            workspace: None,
+            deadline_ms: None,
+        };
+        while let Some((arg, tail)) = rest.split_first() {
+            let arg = arg.to_str()?;
+            let (flag, value, tail) = match arg.split_once('=') {
+                Some((flag, value)) => (flag, OsStr::new(value), tail),
+                None => {
+                    let (value, tail) = tail.split_first()?;
+                    (arg, value.as_os_str(), tail)
+                }
+            };
+            // clap takes no value that looks like a flag, nor an empty one.
+            if value.is_empty() || value.as_encoded_bytes().starts_with(b"-") {
+                return None;
+            }
+            match flag {
+                "--workspace" if hook.workspace.is_none() => {
+                    hook.workspace = Some(PathBuf::from(value));
+                }
+                "--deadline-ms" if hook.deadline_ms.is_none() => {
+                    let ms: u64 = value.to_str()?.parse().ok()?;
+                    hook.deadline_ms = Some(ms).filter(|ms| (100..=600_000).contains(ms));
+                    hook.deadline_ms?;
+                }
+                _ => return None,
+            }
+            rest = tail;
+        }
+        Some(hook)
+    }
+}
+
+/// Replaces this process with the full `toolgate` beside it, given `args`
+/// and, when this process already read its stdin, those bytes as its
+/// stdin. Returns only when that cannot be done (the call is then blocked).
+fn exec_full(args: &[OsString], stdin: Option<&[u8]>) -> anyhow::Error {
+    use anyhow::Context;
+    let run = || -> anyhow::Result<std::convert::Infallible> {
+        let me = std::env::current_exe().context("cannot find this executable")?;
+        let full = me.with_file_name(FULL);
+        let mut command = std::process::Command::new(&full);
+        command.args(args);
+        if let Some(bytes) = stdin {
+            command.stdin(in_memory(bytes).context("cannot hand the hook input on")?);
+        }
+        let e = command.exec();
+        Err(anyhow::Error::new(e).context(format!(
+            "no server took this call and the full toolgate at {} cannot be run",
+            full.display()
+        )))
+    };
+    match run() {
+        Err(e) => e,
+    }
+}
+
+/// `bytes` in an anonymous in-memory file, at offset 0: a stdin of any
+/// size that needs no writer (a pipe holds 64 KiB) and never touches disk.
+fn in_memory(bytes: &[u8]) -> std::io::Result<std::fs::File> {
+    use std::io::{Seek, Write};
+    let fd = nix::sys::memfd::memfd_create(
+        c"toolgate-hook-input",
+        nix::sys::memfd::MFdFlags::MFD_CLOEXEC,
+    )
+    .map_err(std::io::Error::from)?;
+    let mut file = std::fs::File::from(fd);
+    file.write_all(bytes)?;
+    file.rewind()?;
+    Ok(file)
+}
