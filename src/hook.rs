@@ -122,7 +122,8 @@ impl Hook {
 
 /// Replaces this process with the full `toolgate` beside it, given `args`
 /// and, when this process already read its stdin, those bytes as its
-/// stdin. Returns only when that cannot be done (the call is then blocked).
+/// stdin (then with `TOOLGATE_SERVER=off`). Returns only when that cannot be
+/// done (the call is then blocked).
 fn exec_full(args: &[OsString], stdin: Option<&[u8]>) -> anyhow::Error {
     use anyhow::Context;
     let run = || -> anyhow::Result<std::convert::Infallible> {
@@ -132,6 +133,10 @@ fn exec_full(args: &[OsString], stdin: Option<&[u8]>) -> anyhow::Error {
         command.args(args);
         if let Some(bytes) = stdin {
             command.stdin(in_memory(bytes).context("cannot hand the hook input on")?);
+            // This process already asked the server, and none took the call:
+            // asking again would cost another acknowledgement timeout and
+            // say a refusal twice.
+            command.env("TOOLGATE_SERVER", "off");
         }
         let e = command.exec();
         Err(anyhow::Error::new(e).context(format!(

@@ -2,7 +2,9 @@
 //! fallback when no server answers, the peer check, and the same decision
 //! with and without a server for every chain rule.
 
-use crate::support::{Fixture, run_with_stdin, stderr, stdout_json, toolgate, toolgate_via_shell};
+use crate::support::{
+    Fixture, run_with_stdin, stderr, stdout_json, toolgate, toolgate_hook, toolgate_via_shell,
+};
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
@@ -888,4 +890,297 @@ fn a_trust_store_others_can_write_stops_trusting_at_the_servers_next_call() {
         4,
         "every call was the server's"
     );
+}
+
+/// `command` (a `toolgate` or a `toolgate-hook`) pointed at `socket`.
+fn via(mut command: std::process::Command, socket: &std::path::Path) -> std::process::Command {
+    command
+        .env_remove("TOOLGATE_SERVER")
+        .env("TOOLGATE_SOCKET", socket);
+    command
+}
+
+/// `dialect`'s hook, run by `command` on `fx`'s workspace for a pre call
+/// of `command_line`: its exit code, stdout and stderr.
+fn hook_call(
+    command: &mut std::process::Command,
+    fx: &Fixture,
+    dialect: Outward,
+    command_line: &str,
+) -> (Option<i32>, String, String) {
+    hook_call_with(command, fx, dialect, &[], command_line)
+}
+
+/// [`hook_call`], with `flags` after the agent's name.
+fn hook_call_with(
+    command: &mut std::process::Command,
+    fx: &Fixture,
+    dialect: Outward,
+    flags: &[&str],
+    command_line: &str,
+) -> (Option<i32>, String, String) {
+    let out = run_with_stdin(
+        command
+            .arg(dialect.name())
+            .args(flags)
+            .arg("--workspace")
+            .arg(fx.workspace())
+            .env("TOOLGATE_CONFIG_DIR", fx.global()),
+        &agent_pre_in(dialect, &fx.workspace(), command_line),
+    );
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr(&out),
+    )
+}
+
+/// The lean client is `toolgate <agent>` up to where no server takes the
+/// call: every chain rule, in every agent's format, answers the same
+/// through it as through the full binary, with a server (which answers it)
+/// and without one (the full binary beside it does).
+#[test]
+fn the_lean_client_decides_every_chain_rule_as_toolgate_does_with_and_without_the_server() {
+    let fx = rules_fixture();
+    fx.trust();
+    let server = Server::start();
+    let none = fx.workspace().join("no-server.sock");
+    let rules = [
+        "ls",
+        "global-deny",
+        "rewrite-me",
+        "rejudge",
+        "with-context",
+        "replace-me",
+        "fail-closed",
+        "fail-open",
+    ];
+    let mut lean_calls = 0;
+    for dialect in Outward::ALL {
+        for rule in rules {
+            let full = hook_call(&mut toolgate(), &fx, *dialect, rule);
+            let (code, stdout, _) = &full;
+            let answer = (code, stdout);
+            for socket in [&server.socket, &none] {
+                let (code, stdout, said) =
+                    hook_call(&mut via(toolgate_hook(), socket), &fx, *dialect, rule);
+                assert_eq!(answer, (&code, &stdout), "{dialect} {rule}: {said}");
+            }
+            lean_calls += 1;
+        }
+    }
+    // A tool the chain filters, and the chain's deadline.
+    for rule in ["slow"] {
+        let full = hook_call(&mut toolgate(), &fx, Outward::ClaudeCode, rule);
+        let lean = hook_call(
+            &mut via(toolgate_hook(), &server.socket),
+            &fx,
+            Outward::ClaudeCode,
+            rule,
+        );
+        assert_eq!((full.0, full.1), (lean.0, lean.1), "{rule}: {}", lean.2);
+        lean_calls += 1;
+    }
+    // The calls with a server were answered by it, not by a fallback.
+    assert_eq!(server.status()["requests"], lean_calls);
+}
+
+/// After the server acknowledged a call it owns it: one that then stays
+/// silent past the deadline blocks the call in the agent's own format, as
+/// `toolgate <agent>` does; one that dies before answering leaves the call
+/// to the full binary, as `toolgate <agent>` evaluates it itself.
+#[test]
+fn a_lean_client_whose_server_acks_then_goes_silent_blocks_and_one_whose_server_dies_falls_back() {
+    let fx = rules_fixture();
+    fx.trust();
+    let dir = tempfile::tempdir().unwrap();
+    // Acknowledges every call; answers none of them (`silent`), or closes
+    // the connection (`dying`).
+    let fake = |name: &str, keep: bool| {
+        let socket = dir.path().join(name);
+        let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+        std::thread::spawn(move || {
+            let mut held = Vec::new();
+            for stream in listener.incoming() {
+                let stream = stream.unwrap();
+                let mut line = String::new();
+                BufReader::new(&stream).read_line(&mut line).unwrap();
+                let id = serde_json::from_str::<Value>(&line).unwrap()["id"].clone();
+                let ack = json!({"id": id, "ack": true});
+                let _ = (&stream).write_all(format!("{ack}\n").as_bytes());
+                if keep {
+                    held.push(stream);
+                }
+            }
+        });
+        socket
+    };
+    let (silent, dying) = (fake("silent.sock", true), fake("dying.sock", false));
+    for dialect in Outward::ALL {
+        let started = Instant::now();
+        let (code, stdout, said) = hook_call_with(
+            &mut via(toolgate_hook(), &silent),
+            &fx,
+            *dialect,
+            &["--deadline-ms", "1500"],
+            "ls",
+        );
+        // Wherever the agent reads a block: the exit code and, for agents
+        // that read it there, stdout.
+        let blocked = dialect.blocked("x");
+        assert_eq!(code, Some(i32::from(blocked.exit)), "{dialect}: {said}");
+        match blocked.stdout {
+            // The agent's block (`Outward::blocked`), not its deny.
+            Some(_) => assert!(serde_json::from_str::<Value>(&stdout).is_ok(), "{stdout}"),
+            None => assert!(stdout.is_empty(), "{dialect}: {stdout}"),
+        }
+        // The reason, where the agent shows it.
+        let said = format!("{stdout}{said}");
+        assert!(
+            said.contains("so this call is blocked"),
+            "{dialect}: {said}"
+        );
+        assert!(started.elapsed() < Duration::from_secs(10), "{dialect}");
+        let full = hook_call(&mut toolgate(), &fx, *dialect, "global-deny");
+        let lean = hook_call(
+            &mut via(toolgate_hook(), &dying),
+            &fx,
+            *dialect,
+            "global-deny",
+        );
+        assert_eq!(
+            (full.0, &full.1),
+            (lean.0, &lean.1),
+            "{dialect}: {}",
+            lean.2
+        );
+        let answer: Value = serde_json::from_str(&lean.1).unwrap();
+        assert!(denies(*dialect, &answer), "{dialect}: {}", lean.1);
+    }
+}
+
+/// Without the full `toolgate` beside it the lean client can only forward:
+/// with no server to take the call, it blocks it (never a pass); with one,
+/// it answers.
+#[test]
+fn a_lean_client_without_the_full_binary_beside_it_blocks_when_no_server_answers() {
+    let fx = rules_fixture();
+    fx.trust();
+    let alone = tempfile::tempdir().unwrap();
+    let lean = alone.path().join("toolgate-hook");
+    std::fs::copy(env!("CARGO_BIN_EXE_toolgate-hook"), &lean).unwrap();
+    let command = || {
+        let mut cmd = std::process::Command::new(&lean);
+        crate::support::hermetic(&mut cmd);
+        cmd
+    };
+    let server = Server::start();
+    for dialect in Outward::ALL {
+        let (code, stdout, said) = hook_call(
+            &mut via(command(), &alone.path().join("none.sock")),
+            &fx,
+            *dialect,
+            "ls",
+        );
+        let blocked = dialect.blocked("x");
+        assert_eq!(code, Some(i32::from(blocked.exit)), "{dialect}: {said}");
+        match blocked.stdout {
+            Some(_) => assert!(serde_json::from_str::<Value>(&stdout).is_ok(), "{stdout}"),
+            None => assert!(stdout.is_empty(), "{dialect}: {stdout}"),
+        }
+        let said = format!("{stdout}{said}");
+        assert!(
+            said.contains("no server took this call and the full toolgate at")
+                && said.contains("cannot be run"),
+            "{dialect}: {said}"
+        );
+        let full = hook_call(&mut toolgate(), &fx, *dialect, "ls");
+        let served = hook_call(&mut via(command(), &server.socket), &fx, *dialect, "ls");
+        assert_eq!(
+            (full.0, &full.1),
+            (served.0, &served.1),
+            "{dialect}: {}",
+            served.2
+        );
+    }
+}
+
+/// A server that refuses the call, and a socket answered by another user,
+/// are not servers to the lean client either: the full binary evaluates
+/// the call (once: it is not sent to ask again), and a refusal is said.
+#[test]
+fn a_lean_client_refused_or_answered_by_another_user_falls_back_to_the_full_binary() {
+    let fx = rules_fixture();
+    fx.trust();
+    let dir = tempfile::tempdir().unwrap();
+    let refusing = dir.path().join("old.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&refusing).unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let stream = stream.unwrap();
+            let mut line = String::new();
+            BufReader::new(&stream).read_line(&mut line).unwrap();
+            let id = serde_json::from_str::<Value>(&line).unwrap()["id"].clone();
+            let refusal = json!({"id": id, "error": "protocol version 1 is not spoken here"});
+            let _ = (&stream).write_all(format!("{refusal}\n").as_bytes());
+        }
+    });
+    // Another user's listener that acknowledges and allows everything.
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let foreign = dir.path().join("foreign.sock");
+    let script = format!(
+        "import socket, json, os\n\
+         s = socket.socket(socket.AF_UNIX); s.bind({path:?}); os.chmod({path:?}, 0o777); s.listen(8)\n\
+         while True:\n\
+         \x20   c, _ = s.accept(); f = c.makefile('rb'); r = json.loads(f.readline())\n\
+         \x20   c.sendall((json.dumps({{'id': r['id'], 'ack': True}}) + '\\n' + json.dumps({{'id': r['id'], 'exit': 0, 'stdout': {{}}}}) + '\\n').encode()); c.close()\n",
+        path = foreign.display().to_string()
+    );
+    let mut python = if nix::unistd::geteuid().is_root() {
+        use std::os::unix::process::CommandExt;
+        let mut cmd = std::process::Command::new("python3");
+        cmd.uid(65534).gid(65534);
+        cmd
+    } else {
+        let mut cmd = std::process::Command::new("sudo");
+        cmd.args(["-n", "-u", "nobody", "python3"]);
+        cmd
+    };
+    let mut other = python.args(["-c", &script]).spawn().unwrap();
+    let started = Instant::now();
+    while UnixStream::connect(&foreign).is_err() {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "no foreign listener"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for dialect in Outward::ALL {
+        let full = hook_call(&mut toolgate(), &fx, *dialect, "global-deny");
+        let answer: Value = serde_json::from_str(&full.1).unwrap();
+        assert!(denies(*dialect, &answer), "{dialect}: {}", full.1);
+        let (code, stdout, said) = hook_call(
+            &mut via(toolgate_hook(), &refusing),
+            &fx,
+            *dialect,
+            "global-deny",
+        );
+        assert_eq!((full.0, &full.1), (code, &stdout), "{dialect}: {said}");
+        assert_eq!(
+            said.matches("refused the call, so it is evaluated here")
+                .count(),
+            1,
+            "{dialect}: {said}"
+        );
+        let (code, stdout, said) = hook_call(
+            &mut via(toolgate_hook(), &foreign),
+            &fx,
+            *dialect,
+            "global-deny",
+        );
+        assert_eq!((full.0, &full.1), (code, &stdout), "{dialect}: {said}");
+    }
+    let _ = other.kill();
+    let _ = other.wait();
 }

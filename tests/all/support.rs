@@ -321,6 +321,13 @@ pub(crate) fn toolgate() -> std::process::Command {
     cmd
 }
 
+/// The lean client `toolgate-hook` (beside `toolgate`), run [`hermetic`]ally.
+pub(crate) fn toolgate_hook() -> std::process::Command {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate-hook"));
+    hermetic(&mut cmd);
+    cmd
+}
+
 /// Gives `cmd` (the binary, or a program that runs it: `script`, a shell,
 /// an agent's CLI) an environment of its own, so nothing of the user's
 /// reaches the `toolgate` it runs: its own empty `HOME` and XDG directories,
