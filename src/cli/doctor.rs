@@ -469,7 +469,12 @@ fn check_binary(program: &str, exe: &str, project: Option<&Path>) -> BinaryRepor
     let path = Path::new(program);
     let canonical = path.canonicalize().ok();
     let exists = path.is_absolute() && path.is_file();
-    let this_toolgate = canonical.as_deref() == Some(Path::new(exe));
+    // The lean client beside this toolgate (what install writes while a
+    // server runs) is this toolgate too.
+    let lean = Path::new(exe).with_file_name(toolgate::agent::LEAN_CLIENT);
+    let this_toolgate = canonical
+        .as_deref()
+        .is_some_and(|c| c == Path::new(exe) || c == lean);
     let inside_project = project
         .zip(canonical.as_deref())
         .is_some_and(|(root, binary)| binary.starts_with(root));

@@ -18,7 +18,7 @@
 use anyhow::{Context, anyhow, bail};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use toolgate::agent::{Edit, Outward, Wiring, read_settings};
+use toolgate::agent::{Edit, Layout, Outward, Wiring, read_settings};
 
 /// Which agent, and which of its settings files.
 #[derive(clap::Args)]
@@ -43,7 +43,10 @@ pub(crate) struct Target {
 /// project's with --project. The rest of the file is kept as it is; an
 /// entry of an older or moved toolgate is replaced in place; the previous
 /// file is kept beside it as <file>.toolgate-bak. Running it again changes
-/// nothing.
+/// nothing. While `toolgate serve` runs, the entry of an agent that spawns
+/// a command per call runs the lean client `toolgate-hook` beside this
+/// binary instead (it forwards to the server, and runs toolgate when none
+/// answers).
 #[derive(clap::Args)]
 #[command(after_help = "Examples:\n  \
     toolgate install claude-code\n  \
@@ -163,6 +166,27 @@ pub(crate) fn this_toolgate() -> anyhow::Result<String> {
         .ok_or_else(|| anyhow!("this toolgate's path {} is not UTF-8", exe.display()))
 }
 
+/// The lean client beside this toolgate, when an entry for `agent` should
+/// run it: the agent spawns a command per call (not a plugin of its own),
+/// `toolgate serve` is running (so the lean client's forward is what
+/// happens), and the client is installed beside this binary. `None`: the
+/// entry runs this toolgate.
+///
+/// The lean client starts in a fraction of the full binary's time and only
+/// forwards; without a server it runs this toolgate itself, so an entry
+/// written while a server ran keeps working when it stops, only slower.
+fn lean_client(agent: Outward) -> anyhow::Result<Option<String>> {
+    if matches!(agent.install().layout, Layout::Plugin { .. }) {
+        return Ok(None);
+    }
+    let exe = this_toolgate()?;
+    let lean = Path::new(&exe).with_file_name(toolgate::agent::LEAN_CLIENT);
+    if !lean.is_file() || super::client::query_status().is_none() {
+        return Ok(None);
+    }
+    Ok(lean.to_str().map(str::to_owned))
+}
+
 /// The agent `name` (clap checked it is one).
 pub(crate) fn agent(name: &str) -> anyhow::Result<Outward> {
     name.parse().map_err(|_| anyhow!("unknown agent {name:?}"))
@@ -206,7 +230,14 @@ impl Opened {
 }
 
 pub(crate) fn install(args: InstallArgs) -> anyhow::Result<ExitCode> {
-    let at = args.target.open()?;
+    let mut at = args.target.open()?;
+    if let Some(lean) = lean_client(at.agent)? {
+        eprintln!(
+            "toolgate serve is running: the entry runs the lean client {lean}, which forwards \
+             each call to it (and runs toolgate beside it when no server answers)"
+        );
+        at.wiring = Wiring::new(at.agent, lean);
+    }
     let (agent, file) = (at.agent, at.file.display());
     let spec = agent.install();
     let events = spec.events.join(", ");

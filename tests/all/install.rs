@@ -688,3 +688,89 @@ fn live_claude_runs_the_hook_install_wrote_and_is_blocked() {
     );
     assert!(!marker.exists(), "the command ran");
 }
+
+/// While `toolgate serve` runs, an agent that spawns a command gets the
+/// lean client beside toolgate (said, and shown by `--dry-run`); OpenCode's
+/// plugin keeps the full binary; doctor takes the lean client for this
+/// toolgate; without a server, install writes toolgate again, in place.
+#[test]
+fn with_a_server_running_install_writes_the_lean_client_for_agents_that_spawn_a_command() {
+    let env = Env::new();
+    let socket = env.dir.path().join("run/serve.sock");
+    let mut server = toolgate()
+        .args(["serve", "--socket"])
+        .arg(&socket)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while std::os::unix::net::UnixStream::connect(&socket).is_err() {
+        assert!(started.elapsed() < std::time::Duration::from_secs(20));
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let lean = Path::new(&exe())
+        .with_file_name(toolgate::agent::LEAN_CLIENT)
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let with_server = |args: &[&str]| {
+        toolgate()
+            .args(args)
+            .env("HOME", env.home())
+            .env_remove("TOOLGATE_SERVER")
+            .env("TOOLGATE_SOCKET", &socket)
+            .current_dir(env.project())
+            .output()
+            .unwrap()
+    };
+    for &agent in Outward::ALL {
+        let plugin = matches!(agent.install().layout, Layout::Plugin { .. });
+        let runs = if plugin { exe() } else { lean.clone() };
+        let dry = with_server(&["install", agent.name(), "--dry-run"]);
+        let diff = String::from_utf8_lossy(&ok(&dry).stdout).into_owned();
+        assert!(diff.contains(&runs), "{agent}: {diff}");
+        assert!(!env.user_file(agent).exists(), "{agent}: a dry run wrote");
+        let out = with_server(&["install", agent.name()]);
+        assert_eq!(
+            stderr(ok(&out)).contains("runs the lean client"),
+            !plugin,
+            "{agent}: {}",
+            stderr(&out)
+        );
+        let text = std::fs::read_to_string(env.user_file(agent)).unwrap();
+        assert!(text.contains(&runs), "{agent}: {text}");
+        if !plugin {
+            assert!(!text.contains(&format!("{}\"", exe())), "{agent}: {text}");
+        }
+    }
+    // Gemini CLI's own trust step, done as the user does it.
+    std::fs::write(
+        env.home().join(".gemini/trustedFolders.json"),
+        json!({env.project().to_string_lossy(): "TRUST_FOLDER"}).to_string(),
+    )
+    .unwrap();
+    let (code, report) = env.doctor_json("/usr/bin:/bin");
+    assert_eq!(code, Some(0), "{report:#}");
+    for &agent in Outward::ALL {
+        let user = &doctor_agent(&report, agent)["scopes"][0];
+        assert_eq!(user["status"], "installed", "{user:#}");
+        for entry in user["entries"].as_array().unwrap() {
+            assert_eq!(entry["binary"]["this_toolgate"], true, "{entry:#}");
+        }
+    }
+    let _ = server.kill();
+    let _ = server.wait();
+    // No server: the full binary again, replacing the lean entry in place.
+    let agent = Outward::ClaudeCode;
+    ok(&env.toolgate(&["install", agent.name()]));
+    let settings = read_json(&env.user_file(agent));
+    for event in agent.install().events {
+        assert_eq!(
+            settings["hooks"][event],
+            json!([group(handler(agent, &exe()))]),
+            "{event}"
+        );
+    }
+}

@@ -217,8 +217,9 @@ fn flatten(stream: proc_macro2::TokenStream) -> Vec<proc_macro2::TokenTree> {
 }
 
 /// The module path of a file under `src/` (`binding/wasm/mod.rs` →
-/// `binding::wasm`). `lib.rs` (the facade that re-exports) and `main.rs`
-/// (the binary's root) are left out.
+/// `binding::wasm`). `lib.rs` (the facade that re-exports), `main.rs` and
+/// `hook.rs` (the binaries' roots: `toolgate` and `toolgate-hook`) are left
+/// out.
 fn module_of(src: &Path, file: &Path) -> Option<Vec<String>> {
     let rel = file.strip_prefix(src).ok()?;
     let mut parts: Vec<String> = rel
@@ -228,7 +229,7 @@ fn module_of(src: &Path, file: &Path) -> Option<Vec<String>> {
     if parts.last().is_some_and(|p| p == "mod") {
         parts.pop();
     }
-    (parts != ["lib"] && parts != ["main"]).then_some(parts)
+    (parts != ["lib"] && parts != ["main"] && parts != ["hook"]).then_some(parts)
 }
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {

@@ -32,6 +32,12 @@ use crate::outcome::Outcome;
 use serde_json::{Map, Value};
 use std::time::Duration;
 
+/// The lean client's name (`src/hook.rs`), installed beside `toolgate`:
+/// what `toolgate install` writes for an agent that spawns a command per
+/// call while `toolgate serve` runs, and a program an entry may run and
+/// still be toolgate's.
+pub const LEAN_CLIENT: &str = "toolgate-hook";
+
 /// The dialect `toolgate` answers in when it is the agent's hook: one
 /// variant per agent. Its name (`claude-code`, `codex`) is the subcommand,
 /// the `mode` a client asks `toolgate serve` for, and the name in the help

@@ -21,8 +21,8 @@
 //!
 //! # Which handlers are toolgate's
 //!
-//! Those that run a program named `toolgate` (or this very binary) with the
-//! agent's subcommand as its first argument, read from the fields the
+//! Those that run a program named `toolgate`, or `toolgate-hook` (the lean
+//! client: `LEAN_CLIENT`), or this very binary, with the agent's subcommand as its first argument, read from the fields the
 //! agent's own handler puts a command in (`command`, or `command` plus
 //! `args`, …: found by asking the spec's `handler` for a probe command). A
 //! user's hook that only mentions toolgate (`audit.sh --about toolgate`) is
@@ -191,7 +191,7 @@ impl Wiring {
             && (*program == self.exe
                 || Path::new(program)
                     .file_name()
-                    .is_some_and(|name| name == "toolgate"))
+                    .is_some_and(|name| name == "toolgate" || name == super::LEAN_CLIENT))
     }
 }
 
