@@ -123,6 +123,17 @@ fn agent_path_target(r: &Row) -> Option<Target> {
             "ms",
             true,
         ))
+    } else if r
+        .scenario
+        .starts_with("agent path via the lean client `toolgate-hook`")
+    {
+        Some(Target::new(
+            "lean client through the server ≤ 1.5 ms".into(),
+            ms,
+            1.5,
+            "ms",
+            true,
+        ))
     } else if r.scenario.starts_with("one request over the socket") {
         Some(Target::new(
             format!("{} ≤ 30 µs", r.scenario),

@@ -200,6 +200,7 @@ impl<'a> Setup<'a> {
             let kind = self.agent_process(&dir, &request, Some(socket.to_owned()));
             self.push(format!("agent path via `toolgate serve` + {what}"), kind, 5);
             if what.contains(reference) {
+                self.lean_row(socket, &dir, &request, &what);
                 let client = scenario::SocketClient::connect(socket, &dir, &request)?;
                 self.push(
                     format!("one request over the socket to `toolgate serve` ({what})"),
@@ -209,6 +210,32 @@ impl<'a> Setup<'a> {
             }
         }
         Ok(())
+    }
+
+    /// The same call through the lean client (`toolgate-hook claude-code`,
+    /// beside the bench's `toolgate`) and the server at `socket`; skipped,
+    /// saying so, when the lean client is not built.
+    fn lean_row(&mut self, socket: &Path, dir: &Path, request: &Request, what: &str) {
+        let lean = self
+            .options
+            .exe
+            .with_file_name(crate::protocol::agent::LEAN_CLIENT);
+        if !lean.is_file() {
+            (self.options.progress)(&format!(
+                "no lean client at {}: its row is skipped",
+                lean.display()
+            ));
+            return;
+        }
+        let mut kind = self.agent_process(dir, request, Some(socket.to_owned()));
+        if let Kind::Process { exe, .. } = &mut kind {
+            *exe = lean;
+        }
+        self.push(
+            format!("agent path via the lean client `toolgate-hook` and `toolgate serve` + {what}"),
+            kind,
+            5,
+        );
     }
 
     /// `toolgate claude-code` on `request` with `dir` as its config,
