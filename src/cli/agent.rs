@@ -153,7 +153,7 @@ fn evaluate(
         Forwarded::Answered(answer) => return Ok(answer),
         Forwarded::NotTaken {
             call, workspace, ..
-        } => (call, workspace),
+        } => (*call, workspace),
     };
     let Some(request) = &call.request else {
         return Ok(None);

@@ -208,7 +208,7 @@ pub(crate) enum Forwarded {
     /// the full binary (`toolgate-hook`).
     NotTaken {
         /// The agent's input as read.
-        call: AgentCall,
+        call: Box<AgentCall>,
         /// Its bytes, as read on stdin (the lean client hands them to the
         /// full binary; `toolgate <agent>` has them parsed in `call`).
         #[allow(dead_code)]
@@ -257,7 +257,7 @@ pub(crate) fn forward(
         return reply.into_agent_answer().map(Forwarded::Answered);
     }
     Ok(Forwarded::NotTaken {
-        call,
+        call: Box::new(call),
         bytes,
         workspace,
     })
