@@ -20,7 +20,8 @@
 //! `toolgate <agent>` would evaluate the call itself (no server, a stale
 //! socket, one run by another user, a refusal, no acknowledgement in time),
 //! this process executes the full `toolgate` beside its own executable with
-//! the same arguments and the same stdin bytes, so the agent gets that
+//! the same arguments (`--deadline-ms` set to what is left of this
+//! process's deadline) and the same stdin bytes, so the agent gets that
 //! process's answer and exit code. The full binary missing blocks the call
 //! (fail closed), as does a server that acknowledged and then died or
 //! missed the deadline. Arguments it does not read exactly as `toolgate
@@ -42,6 +43,7 @@ use std::ffi::{OsStr, OsString};
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 use toolgate::agent::Outward as Dialect;
 
 /// The name of the full binary, looked for beside this one.
@@ -65,9 +67,12 @@ fn main() -> ExitCode {
     hook_process::run(
         hook.dialect,
         hook.deadline_ms,
-        |started| match hook_process::forward(hook.workspace, hook.dialect, started)? {
+        |started| match hook_process::forward(hook.workspace.clone(), hook.dialect, started)? {
             Forwarded::Answered(answer) => Ok(answer),
-            Forwarded::NotTaken { bytes, .. } => Err(exec_full(&args, Some(&bytes))),
+            Forwarded::NotTaken { bytes, .. } => {
+                let args = hook.args_within(hook_process::remaining(started))?;
+                Err(exec_full(&args, Some(&bytes)))
+            }
         },
     )
 }
@@ -109,7 +114,8 @@ impl Hook {
                 }
                 "--deadline-ms" if hook.deadline_ms.is_none() => {
                     let ms: u64 = value.to_str()?.parse().ok()?;
-                    hook.deadline_ms = Some(ms).filter(|ms| (100..=600_000).contains(ms));
+                    hook.deadline_ms =
+                        Some(ms).filter(|ms| (MIN_DEADLINE_MS..=MAX_DEADLINE_MS).contains(ms));
                     hook.deadline_ms?;
                 }
                 _ => return None,
@@ -119,6 +125,36 @@ impl Hook {
         Some(hook)
     }
 }
+
+impl Hook {
+    /// The arguments for the full binary once this process has spent part
+    /// of the deadline (waiting for an acknowledgement takes up to 250 ms):
+    /// the same, with `--deadline-ms` set to what is left, so the agent's
+    /// hook timeout is still answered in time. Too little left to start it
+    /// blocks the call.
+    fn args_within(&self, left: Duration) -> anyhow::Result<Vec<OsString>> {
+        let ms = u64::try_from(left.as_millis()).unwrap_or(u64::MAX);
+        if ms < MIN_DEADLINE_MS {
+            anyhow::bail!(
+                "no server took this call and {ms} ms of the deadline are left, too little to \
+                 run toolgate"
+            );
+        }
+        let mut args = vec![OsString::from(self.dialect.name())];
+        if let Some(dir) = &self.workspace {
+            args.extend([OsString::from("--workspace"), dir.clone().into_os_string()]);
+        }
+        args.extend([
+            OsString::from("--deadline-ms"),
+            OsString::from(ms.min(MAX_DEADLINE_MS).to_string()),
+        ]);
+        Ok(args)
+    }
+}
+
+/// `--deadline-ms`'s range in `toolgate <agent>`.
+const MIN_DEADLINE_MS: u64 = 100;
+const MAX_DEADLINE_MS: u64 = 600_000;
 
 /// Replaces this process with the full `toolgate` beside it, given `args`
 /// and, when this process already read its stdin, those bytes as its
@@ -162,4 +198,46 @@ fn in_memory(bytes: &[u8]) -> std::io::Result<std::fs::File> {
     file.write_all(bytes)?;
     file.rewind()?;
     Ok(file)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(words: &[&str]) -> Vec<OsString> {
+        words.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn only_what_toolgate_reads_the_same_way_is_read_here() {
+        let hook =
+            Hook::parse(&args(&["codex", "--workspace=/w", "--deadline-ms", "900"])).expect("read");
+        assert_eq!(hook.dialect, Dialect::Codex);
+        assert_eq!(hook.workspace, Some(PathBuf::from("/w")));
+        assert_eq!(hook.deadline_ms, Some(900));
+        for other in [
+            &["--help"][..],
+            &["claude-code", "--help"],
+            &["no-such-agent"],
+            &["claude-code", "--deadline-ms", "50"],
+            &["claude-code", "--deadline-ms", "x"],
+            &["claude-code", "--workspace"],
+            &["claude-code", "--workspace", "--deadline-ms"],
+            &["claude-code", "--workspace", "/a", "--workspace", "/b"],
+            &["claude-code", "extra"],
+        ] {
+            assert!(Hook::parse(&args(other)).is_none(), "{other:?}");
+        }
+    }
+
+    #[test]
+    fn the_full_binary_gets_what_is_left_of_the_deadline_or_the_call_is_blocked() {
+        let hook = Hook::parse(&args(&["gemini", "--workspace", "/w"])).expect("read");
+        assert_eq!(
+            hook.args_within(Duration::from_millis(1234)).unwrap(),
+            args(&["gemini", "--workspace", "/w", "--deadline-ms", "1234"])
+        );
+        let error = hook.args_within(Duration::from_millis(99)).unwrap_err();
+        assert!(format!("{error}").contains("too little"), "{error}");
+    }
 }

@@ -52,8 +52,9 @@ fn deadline_ms(deadline: Duration) -> u64 {
     u64::try_from(deadline.as_millis()).unwrap_or(u64::MAX)
 }
 
-/// What is left of the deadline.
-fn remaining(started: Instant) -> Duration {
+/// What is left of the deadline (cut by the agent's input once it is
+/// read).
+pub(crate) fn remaining(started: Instant) -> Duration {
     Duration::from_millis(DEADLINE_MS.load(Ordering::SeqCst)).saturating_sub(started.elapsed())
 }
 
