@@ -773,4 +773,9 @@ fn with_a_server_running_install_writes_the_lean_client_for_agents_that_spawn_a_
             "{event}"
         );
     }
+    // An entry running the lean client is toolgate's to uninstall.
+    let agent = Outward::Codex;
+    ok(&env.toolgate(&["uninstall", agent.name()]));
+    let text = std::fs::read_to_string(env.user_file(agent)).unwrap_or_default();
+    assert!(!text.contains(toolgate::agent::LEAN_CLIENT), "{text}");
 }
