@@ -935,6 +935,23 @@ fn hook_call_with(
     )
 }
 
+/// `(code, stdout, stderr)` is `dialect`'s block, saying `why`: the exit
+/// code the agent reads as one and, where it reads a block on stdout, the
+/// agent's block there (`Outward::blocked`, not its deny).
+fn assert_blocked(dialect: Outward, (code, stdout, said): (Option<i32>, &str, &str), why: &str) {
+    let blocked = dialect.blocked("x");
+    assert_eq!(code, Some(i32::from(blocked.exit)), "{dialect}: {said}");
+    match blocked.stdout {
+        Some(_) => assert!(serde_json::from_str::<Value>(stdout).is_ok(), "{stdout}"),
+        None => assert!(stdout.is_empty(), "{dialect}: {stdout}"),
+    }
+    // The reason, where the agent shows it.
+    assert!(
+        stdout.contains(why) || said.contains(why),
+        "{dialect}: {stdout}{said}"
+    );
+}
+
 /// The lean client is `toolgate <agent>` up to where no server takes the
 /// call: every chain rule, in every agent's format, answers the same
 /// through it as through the full binary, with a server (which answers it)
@@ -1023,21 +1040,7 @@ fn a_lean_client_whose_server_acks_then_goes_silent_blocks_and_one_whose_server_
             &["--deadline-ms", "1500"],
             "ls",
         );
-        // Wherever the agent reads a block: the exit code and, for agents
-        // that read it there, stdout.
-        let blocked = dialect.blocked("x");
-        assert_eq!(code, Some(i32::from(blocked.exit)), "{dialect}: {said}");
-        match blocked.stdout {
-            // The agent's block (`Outward::blocked`), not its deny.
-            Some(_) => assert!(serde_json::from_str::<Value>(&stdout).is_ok(), "{stdout}"),
-            None => assert!(stdout.is_empty(), "{dialect}: {stdout}"),
-        }
-        // The reason, where the agent shows it.
-        let said = format!("{stdout}{said}");
-        assert!(
-            said.contains("so this call is blocked"),
-            "{dialect}: {said}"
-        );
+        assert_blocked(*dialect, (code, &stdout, &said), "so this call is blocked");
         assert!(started.elapsed() < Duration::from_secs(10), "{dialect}");
         let full = hook_call(&mut toolgate(), &fx, *dialect, "global-deny");
         let lean = hook_call(
@@ -1080,17 +1083,10 @@ fn a_lean_client_without_the_full_binary_beside_it_blocks_when_no_server_answers
             *dialect,
             "ls",
         );
-        let blocked = dialect.blocked("x");
-        assert_eq!(code, Some(i32::from(blocked.exit)), "{dialect}: {said}");
-        match blocked.stdout {
-            Some(_) => assert!(serde_json::from_str::<Value>(&stdout).is_ok(), "{stdout}"),
-            None => assert!(stdout.is_empty(), "{dialect}: {stdout}"),
-        }
-        let said = format!("{stdout}{said}");
-        assert!(
-            said.contains("no server took this call and the full toolgate at")
-                && said.contains("cannot be run"),
-            "{dialect}: {said}"
+        assert_blocked(
+            *dialect,
+            (code, &stdout, &said),
+            "no server took this call and the full toolgate at",
         );
         let full = hook_call(&mut toolgate(), &fx, *dialect, "ls");
         let served = hook_call(&mut via(command(), &server.socket), &fx, *dialect, "ls");
