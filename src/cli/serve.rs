@@ -167,10 +167,6 @@ struct Server {
 }
 
 pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let socket = args
-        .socket
-        .or_else(super::env::socket_path)
-        .ok_or_else(|| anyhow::anyhow!("no place for the socket: set XDG_RUNTIME_DIR"))?;
     let http = match &args.http {
         Some(addr) => {
             let addr = http::parse_addr(addr)?;
@@ -180,6 +176,10 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         None => None,
     };
+    let socket = args
+        .socket
+        .or_else(super::env::socket_path)
+        .ok_or_else(|| anyhow::anyhow!("no place for the socket: set XDG_RUNTIME_DIR"))?;
     prepare(&socket)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -30,6 +30,7 @@ mod scaffold;
 mod sdk;
 mod security;
 mod serve;
+mod serve_http;
 mod snapshots;
 mod subprocess;
 mod support;
