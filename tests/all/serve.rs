@@ -260,7 +260,12 @@ fn stable(mut v: Value) -> Value {
 fn every_chain_rule_decides_the_same_with_and_without_the_server() {
     let fx = rules_fixture();
     fx.trust();
-    let server = Server::start();
+    // Answering HTTP too, with the global config the clients name (over
+    // HTTP the server's own environment is the context).
+    let global = fx.global();
+    let server = Server::start_http(|cmd| {
+        cmd.env("TOOLGATE_CONFIG_DIR", &global);
+    });
     let cases = [
         pre("Bash", "ls"),           // everyone allows
         pre("Bash", "global-deny"),  // the operator's deny ends the chain first
@@ -327,6 +332,50 @@ fn every_chain_rule_decides_the_same_with_and_without_the_server() {
         server.status()["requests"],
         cases.len() + 2 * Outward::ALL.len()
     );
+    // Claude Code's hook, for every case: a fresh process, through the
+    // socket and through HTTP decide the same.
+    let addr = server.http.clone().unwrap();
+    for (i, request) in cases.iter().enumerate() {
+        let input = as_claude_code(request, &fx.workspace());
+        let command = |cmd: &mut std::process::Command| {
+            let out = run_with_stdin(
+                cmd.args(["claude-code", "--workspace"])
+                    .arg(fx.workspace())
+                    .env("TOOLGATE_CONFIG_DIR", fx.global()),
+                &input,
+            );
+            let answer = if out.stdout.is_empty() {
+                json!({})
+            } else {
+                stdout_json(&out)
+            };
+            (out.status.code(), answer)
+        };
+        let local = command(&mut toolgate());
+        assert_eq!(local, command(&mut server.client()), "case {i}: {input}");
+        let reply = crate::serve_http::post(&addr, &input);
+        assert_eq!(reply.status, 200, "case {i}: {}", reply.body);
+        assert_eq!(local, (Some(0), reply.json()), "case {i}: {input}");
+    }
+    assert_eq!(
+        server.status()["requests"],
+        3 * cases.len() + 2 * Outward::ALL.len(),
+        "a call was not answered by the server"
+    );
+}
+
+/// A `check` request as Claude Code's hook input, in `cwd`.
+fn as_claude_code(request: &str, cwd: &std::path::Path) -> String {
+    let request: Value = serde_json::from_str(request).unwrap();
+    let mut input = json!({"session_id": "s", "transcript_path": "/dev/null", "cwd": cwd,
+        "tool_name": request["tool"], "tool_input": request["input"]});
+    if request["event"] == "post_tool_use" {
+        input["hook_event_name"] = json!("PostToolUse");
+        input["tool_response"] = request["result"]["output"].clone();
+    } else {
+        input["hook_event_name"] = json!("PreToolUse");
+    }
+    input.to_string()
 }
 
 fn agent_pre(cwd: &std::path::Path, command: &str) -> String {
