@@ -80,7 +80,7 @@ use toolgate::{Config, HookRunner, Source};
 
 mod backoff;
 use backoff::Backoff;
-mod http;
+pub(crate) mod http;
 
 /// The longest request line: the 64 MiB an agent may write on stdin, as a
 /// JSON string, plus the envelope.

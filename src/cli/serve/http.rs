@@ -263,7 +263,7 @@ pub(crate) struct Http {
 }
 
 /// Binds `addr`, says where on stderr, and answers until the runtime stops.
-pub(crate) async fn listen(
+pub(super) async fn listen(
     server: Arc<Server>,
     addr: SocketAddr,
     token: Token,
@@ -277,6 +277,11 @@ pub(crate) async fn listen(
         IpAddr::V6(ip) => format!("[{ip}]:{}", bound.port()),
     };
     eprintln!("toolgate serve: http on http://{host}");
+    // For `toolgate install --http` and `doctor` to find (they check it
+    // answers: a file left by a server that died is no answer).
+    if let Some(path) = token_path().map(|p| p.with_file_name("http-url")) {
+        let _ = std::fs::write(path, format!("http://{host}/{}\n", AGENT.name()));
+    }
     let http = Arc::new(Http {
         server,
         token,
@@ -501,4 +506,53 @@ fn blocked(event: &str, why: &str) -> Answer {
     } else {
         json!({"decision": "block", "reason": reason})
     })
+}
+
+/// The URL a running server answers Claude Code's hooks on, if one does.
+pub(crate) fn running_url() -> Option<String> {
+    let path = token_path()?.with_file_name("http-url");
+    let url = std::fs::read_to_string(path).ok()?.trim().to_owned();
+    probe(&url).ok().map(|()| url)
+}
+
+/// Whether the server at `url` answers a hook with this user's secret
+/// (an event toolgate has no part in, so nothing is evaluated).
+pub(crate) fn probe(url: &str) -> Result<(), String> {
+    use std::io::{Read, Write};
+    let rest = url
+        .strip_prefix("http://")
+        .ok_or_else(|| format!("{url} is not an http:// URL"))?;
+    let (host, path) = rest.split_once('/').unwrap_or((rest, ""));
+    let addr = parse_addr(host).map_err(|e| e.to_string())?;
+    let token = token_path()
+        .ok_or_else(|| "no place for the secret (HOME is not set)".to_owned())
+        .and_then(|p| Token::read(&p).map_err(|e| e.to_string()))?
+        .ok_or_else(|| "no secret yet (no server with --http has run as this user)".to_owned())?;
+    let body = json!({"session_id": "toolgate-probe", "hook_event_name": "Notification"}).to_string();
+    let request = format!(
+        "POST /{path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n\
+         Authorization: Bearer {}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        token.0,
+        body.len()
+    );
+    let wait = Duration::from_secs(2);
+    let mut stream = std::net::TcpStream::connect_timeout(&addr, wait)
+        .map_err(|e| format!("nothing answers on {addr}: {e}"))?;
+    let _ = stream.set_read_timeout(Some(wait));
+    stream
+        .write_all(request.as_bytes())
+        .map_err(|e| format!("{addr}: {e}"))?;
+    let mut answer = Vec::new();
+    let _ = stream.take(64 * 1024).read_to_end(&mut answer);
+    let answer = String::from_utf8_lossy(&answer);
+    let status = answer.split_whitespace().nth(1).unwrap_or("no answer");
+    if status == "200" {
+        Ok(())
+    } else {
+        let why = answer.split("\r\n\r\n").nth(1).unwrap_or("").trim();
+        Err(format!(
+            "{url} answered {status}: {}",
+            toolgate::text::sanitize(why)
+        ))
+    }
 }
