@@ -132,7 +132,13 @@ fn a_request_that_is_not_the_agents_is_refused_before_anything_is_evaluated() {
     let refused: Vec<(&str, Vec<u8>, u16)> = vec![
         (
             "no secret",
-            request(&addr, "POST", "/claude-code", &[("Authorization", None)], &body),
+            request(
+                &addr,
+                "POST",
+                "/claude-code",
+                &[("Authorization", None)],
+                &body,
+            ),
             401,
         ),
         (
@@ -212,17 +218,20 @@ fn a_request_that_is_not_the_agents_is_refused_before_anything_is_evaluated() {
                 &addr,
                 "POST",
                 "/claude-code",
-                &[(
-                    "Content-Type",
-                    some("application/x-www-form-urlencoded"),
-                )],
+                &[("Content-Type", some("application/x-www-form-urlencoded"))],
                 &body,
             ),
             415,
         ),
         (
             "no Content-Type",
-            request(&addr, "POST", "/claude-code", &[("Content-Type", None)], &body),
+            request(
+                &addr,
+                "POST",
+                "/claude-code",
+                &[("Content-Type", None)],
+                &body,
+            ),
             415,
         ),
         (
@@ -271,12 +280,20 @@ fn a_request_that_is_not_the_agents_is_refused_before_anything_is_evaluated() {
             reply.headers
         );
     }
-    assert_eq!(server.status()["requests"], 0, "a refused request was evaluated");
+    assert_eq!(
+        server.status()["requests"],
+        0,
+        "a refused request was evaluated"
+    );
     // The same request as Claude Code sends it is evaluated (the guard says
     // no), and that answer carries no CORS header either.
     let reply = post(&addr, &body);
     assert_eq!(reply.status, 200, "{}", reply.body);
-    assert!(!reply.headers.contains("access-control-"), "{}", reply.headers);
+    assert!(
+        !reply.headers.contains("access-control-"),
+        "{}",
+        reply.headers
+    );
     assert_eq!(
         reply.json()["hookSpecificOutput"]["permissionDecision"],
         "deny"
@@ -328,7 +345,8 @@ fn a_client_that_sends_no_headers_is_cut_off_and_connections_are_bounded() {
     // A slow client: half a request line, then nothing. It is closed at the
     // header timeout, not kept forever.
     let mut slow = TcpStream::connect(&addr).unwrap();
-    slow.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    slow.set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
     slow.write_all(b"POST /claude-code HT").unwrap();
     let started = Instant::now();
     let mut out = Vec::new();
@@ -373,11 +391,14 @@ fn a_client_that_sends_no_headers_is_cut_off_and_connections_are_bounded() {
 
 #[test]
 fn only_a_loopback_ip_literal_is_listened_on() {
-    for addr in ["0.0.0.0:0", "192.168.1.10:0", "[::]:0", "localhost:0", "127.0.0.1"] {
-        let out = toolgate()
-            .args(["serve", "--http", addr])
-            .output()
-            .unwrap();
+    for addr in [
+        "0.0.0.0:0",
+        "192.168.1.10:0",
+        "[::]:0",
+        "localhost:0",
+        "127.0.0.1",
+    ] {
+        let out = toolgate().args(["serve", "--http", addr]).output().unwrap();
         assert_eq!(out.status.code(), Some(1), "{addr}");
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(
@@ -479,4 +500,99 @@ fn toolgates_own_failure_is_a_deny_claude_code_blocks_on() {
     // An input that is not Claude Code's at all: a 400, which 2.1.332
     // blocks on.
     assert_eq!(post(&addr, "[1, 2]").status, 400);
+}
+
+#[test]
+fn install_http_writes_the_users_settings_dry_run_shows_it_uninstall_removes_it_doctor_asks() {
+    // A state directory of its own: the servers of other tests would
+    // otherwise say where they run in the same one.
+    let state = tempfile::tempdir().unwrap();
+    let server = Server::start_http(|cmd| {
+        cmd.env("XDG_STATE_HOME", state.path());
+    });
+    let url = format!("http://{}/claude-code", server.http.clone().unwrap());
+    let home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let settings = home.path().join(".claude/settings.json");
+    let run = |args: &[&str]| {
+        toolgate()
+            .env("HOME", home.path())
+            .env("XDG_STATE_HOME", state.path())
+            .current_dir(project.path())
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    // A project's settings: refused (the server and its secret are the
+    // user's).
+    let out = run(&["install", "claude-code", "--http", "--project"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("the user's settings only"));
+    // --dry-run shows the handler, writes nothing.
+    let out = run(&["install", "claude-code", "--http", "--dry-run"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let diff = String::from_utf8_lossy(&out.stdout);
+    for wanted in [
+        format!(r#""url": "{url}""#),
+        r#""onFailure": "block""#.to_owned(),
+        r#""Authorization": "Bearer $TOOLGATE_HTTP_TOKEN""#.to_owned(),
+        r#""TOOLGATE_HTTP_TOKEN""#.to_owned(),
+    ] {
+        assert!(diff.contains(&wanted), "{wanted}: {diff}");
+    }
+    assert!(!settings.exists());
+    // Installed: the running server's URL on every event, on the handler.
+    let out = run(&["install", "claude-code", "--http"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("export TOOLGATE_HTTP_TOKEN="));
+    let written: Value =
+        serde_json::from_str(&std::fs::read_to_string(&settings).unwrap()).unwrap();
+    for event in ["PreToolUse", "PostToolUse", "PostToolUseFailure"] {
+        let handlers = &written["hooks"][event][0]["hooks"];
+        assert_eq!(handlers.as_array().unwrap().len(), 1, "{event}: {written}");
+        assert_eq!(handlers[0]["type"], "http");
+        assert_eq!(handlers[0]["url"], url.as_str());
+        assert_eq!(handlers[0]["onFailure"], "block");
+    }
+    // Installing the command hook replaces it (never both), and --http
+    // back again.
+    assert!(run(&["install", "claude-code"]).status.success());
+    let text = std::fs::read_to_string(&settings).unwrap();
+    assert!(
+        !text.contains("\"http\"") && text.contains("\"command\""),
+        "{text}"
+    );
+    assert!(run(&["install", "claude-code", "--http"]).status.success());
+    // Doctor: installed, its server answers.
+    let doctor = |want_problem: bool| {
+        let out = run(&["doctor", "--json"]);
+        let report: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+        let text = report.to_string();
+        assert_eq!(
+            text.contains("the http hook's server does not answer"),
+            want_problem,
+            "{report:#}"
+        );
+    };
+    doctor(false);
+    drop(server);
+    doctor(true);
+    // Uninstall removes it, and the file it alone filled.
+    let out = run(&["uninstall", "claude-code"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let left = std::fs::read_to_string(&settings).unwrap_or_default();
+    assert!(!left.contains("http"), "{left}");
 }

@@ -438,7 +438,10 @@ async fn answer(http: &Http, request: Request<Incoming>) -> Answer {
         Err(_) => {
             return text(
                 StatusCode::REQUEST_TIMEOUT,
-                &format!("the body did not arrive within {} s", BODY_TIMEOUT.as_secs()),
+                &format!(
+                    "the body did not arrive within {} s",
+                    BODY_TIMEOUT.as_secs()
+                ),
             );
         }
     };
@@ -466,7 +469,10 @@ async fn evaluated(http: &Http, bytes: &[u8]) -> Answer {
     }
     let event = call.hook_event_name.clone();
     let Some(cwd) = call.cwd.as_deref() else {
-        return blocked(&event, "the hook input names no cwd, so no workspace can be found");
+        return blocked(
+            &event,
+            "the hook input names no cwd, so no workspace can be found",
+        );
     };
     let workspace = match crate::cli::agent::workspace_from_cwd(Some(cwd)) {
         Ok(workspace) => workspace,
@@ -528,7 +534,8 @@ pub(crate) fn probe(url: &str) -> Result<(), String> {
         .ok_or_else(|| "no place for the secret (HOME is not set)".to_owned())
         .and_then(|p| Token::read(&p).map_err(|e| e.to_string()))?
         .ok_or_else(|| "no secret yet (no server with --http has run as this user)".to_owned())?;
-    let body = json!({"session_id": "toolgate-probe", "hook_event_name": "Notification"}).to_string();
+    let body =
+        json!({"session_id": "toolgate-probe", "hook_event_name": "Notification"}).to_string();
     let request = format!(
         "POST /{path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n\
          Authorization: Bearer {}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",

@@ -763,7 +763,8 @@ fn live_claude_the_http_hook_install_writes_decides_and_a_server_that_is_down_bl
             toolgate()
                 .env("HOME", home_of(&fx))
                 .env("PATH", path)
-                .args(["install", "claude-code", "--http"])
+                .args(["install", "claude-code", "--http", "--http-url"])
+                .arg(format!("http://{}", server.http.as_ref().unwrap()))
                 .output()
                 .unwrap()
         };
