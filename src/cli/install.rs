@@ -48,7 +48,8 @@ pub(crate) struct Target {
 #[command(after_help = "Examples:\n  \
     toolgate install claude-code\n  \
     toolgate install codex --dry-run\n  \
-    toolgate install claude-code --project ~/src/app\n\n\
+    toolgate install claude-code --project ~/src/app\n  \
+    toolgate install claude-code --http     # for a running `toolgate serve --http`\n\n\
     `toolgate <agent> --help` shows the entry; `toolgate doctor` checks it.")]
 pub(crate) struct InstallArgs {
     #[command(flatten)]
