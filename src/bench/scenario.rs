@@ -83,7 +83,9 @@ impl Server {
                 l.strip_prefix("toolgate serve: http on http://")
                     .map(str::to_owned)
             })
-            .ok_or(BenchError::Missing("`toolgate serve --http` said no address"))?;
+            .ok_or(BenchError::Missing(
+                "`toolgate serve --http` said no address",
+            ))?;
         std::thread::spawn(move || lines.for_each(drop));
         let token = std::fs::read_to_string(state.join("toolgate/http-token"))?
             .trim()
@@ -242,10 +244,7 @@ impl HttpClient {
             }
             if status.is_empty() {
                 status = line.trim().to_owned();
-            } else if let Some(value) = line
-                .to_ascii_lowercase()
-                .strip_prefix("content-length:")
-            {
+            } else if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
                 length = value.trim().parse().unwrap_or(0);
             } else if line == "\r\n" {
                 break;

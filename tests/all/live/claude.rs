@@ -622,10 +622,13 @@ fn live_claude_the_demo_output_trimmer_works_live() {
     }
 }
 
+/// What [`http_stub`] answers: status line, content type, body.
+type StubAnswer = (&'static str, &'static str, String);
+
 /// A server on an ephemeral loopback port that answers every hook `POST`
 /// with `answer` (status line, content type, body) after `delay`, for what
 /// Claude Code does with each; `None`: nothing listens on the port.
-fn http_stub(answer: Option<(&'static str, &'static str, String)>, delay: Duration) -> u16 {
+fn http_stub(answer: Option<StubAnswer>, delay: Duration) -> u16 {
     use std::io::{Read, Write};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
@@ -674,7 +677,7 @@ fn live_claude_an_http_hook_blocks_on_its_failure_only_from_2_1_295_and_on_a_den
     let deny = json!({"hookSpecificOutput": {"hookEventName": "PreToolUse",
         "permissionDecision": "deny", "permissionDecisionReason": "the stub says no"}})
     .to_string();
-    let cases: [(&str, Option<(&str, &str, String)>, Duration, bool); 6] = [
+    let cases: [(&str, Option<StubAnswer>, Duration, bool); 6] = [
         (
             "a JSON deny",
             Some(("200 OK", "application/json", deny)),
