@@ -295,15 +295,20 @@ fn http_url(target: &Target, given: Option<String>) -> anyhow::Result<String> {
     }
     // A release that lets the call through when the server is down is not
     // fail-closed over HTTP (live: 2.1.197).
-    if let Some(version) = super::doctor::agent_version(agent)
-        && older(&version, http.blocks_when_down_from)
-    {
-        bail!(
+    match super::doctor::agent_version(agent) {
+        Some(version) if older(&version, http.blocks_when_down_from) => bail!(
             "{agent} {version} lets a call through when the http hook's server does not \
              answer (from {} on it blocks); upgrade it, or install the command hook (without \
              --http)",
             http.blocks_when_down_from
-        );
+        ),
+        Some(_) => {}
+        None => eprintln!(
+            "warning: {} is not on PATH, so its version was not checked: a release before {} \
+             lets a call through when the http hook's server does not answer",
+            agent.install().agent_cli,
+            http.blocks_when_down_from
+        ),
     }
     let url = match given {
         Some(url) => url,
