@@ -210,6 +210,7 @@ impl Dialect for OpenCode {
             timeout: None,
             agent_cli: "opencode",
             tested_versions: &["1.18.33"],
+            http: None,
             trust: None,
         }
     }
