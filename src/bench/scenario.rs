@@ -28,30 +28,68 @@ pub(crate) enum Kind {
     },
     /// One request over a connection to a running `toolgate serve`.
     Socket(SocketClient),
+    /// One Claude Code hook POSTed to a running `toolgate serve --http`.
+    Http(HttpClient),
 }
 
 /// A `toolgate serve` the bench started; stopped on drop.
 pub(crate) struct Server {
     child: std::process::Child,
     pub(crate) socket: PathBuf,
+    /// Its HTTP listener (`ip:port`) and secret.
+    pub(crate) http: (String, String),
 }
 
 impl Server {
+    /// A server on a socket under `root`, also answering HTTP on a loopback
+    /// port with a secret of its own (its state directory is under `root`)
+    /// and `global` as the global config its HTTP requests load.
     pub(crate) fn start(
         exe: &std::path::Path,
         root: &std::path::Path,
         cache: &std::path::Path,
+        global: &std::path::Path,
     ) -> Result<Server, BenchError> {
+        use std::io::BufRead;
+        use std::os::unix::fs::DirBuilderExt;
         let socket = root.join("serve/serve.sock");
-        let child = Command::new(exe)
+        let state = root.join("state");
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&state)?;
+        let mut child = Command::new(exe)
             .arg("serve")
             .arg("--socket")
             .arg(&socket)
+            .args(["--http", "127.0.0.1:0"])
             .env("TOOLGATE_CACHE_DIR", cache)
+            .env("TOOLGATE_CONFIG_DIR", global)
+            .env("XDG_STATE_HOME", &state)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
             .spawn()?;
+        // It says where it answers HTTP; the rest of what it says is read
+        // and dropped (a full pipe would stop it).
+        let Some(stderr) = child.stderr.take() else {
+            return Err(BenchError::Missing("`toolgate serve`'s stderr"));
+        };
+        let mut lines = std::io::BufReader::new(stderr).lines();
+        let addr = lines
+            .by_ref()
+            .map_while(Result::ok)
+            .find_map(|l| {
+                l.strip_prefix("toolgate serve: http on http://")
+                    .map(str::to_owned)
+            })
+            .ok_or(BenchError::Missing(
+                "`toolgate serve --http` said no address",
+            ))?;
+        std::thread::spawn(move || lines.for_each(drop));
+        let token = std::fs::read_to_string(state.join("toolgate/http-token"))?
+            .trim()
+            .to_owned();
         let started = Instant::now();
         while std::os::unix::net::UnixStream::connect(&socket).is_err() {
             if started.elapsed() > Duration::from_secs(30) {
@@ -61,7 +99,11 @@ impl Server {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        Ok(Server { child, socket })
+        Ok(Server {
+            child,
+            socket,
+            http: (addr, token),
+        })
     }
 }
 
@@ -156,6 +198,71 @@ impl SocketClient {
     }
 }
 
+/// A kept-alive connection to `toolgate serve --http` and the one hook
+/// request it repeats, as Claude Code sends it.
+pub(crate) struct HttpClient {
+    stream: std::sync::Mutex<std::io::BufReader<std::net::TcpStream>>,
+    request: Vec<u8>,
+}
+
+impl HttpClient {
+    pub(crate) fn connect(
+        (addr, token): &(String, String),
+        input: &[u8],
+    ) -> Result<HttpClient, BenchError> {
+        let stream = std::net::TcpStream::connect(addr)?;
+        stream.set_nodelay(true)?;
+        let mut request = format!(
+            "POST /claude-code HTTP/1.1\r\nAccept: application/json, text/plain, */*\r\n\
+             Content-Type: application/json\r\nAuthorization: Bearer {token}\r\n\
+             User-Agent: toolgate-bench\r\nContent-Length: {}\r\nHost: {addr}\r\n\
+             Connection: keep-alive\r\n\r\n",
+            input.len()
+        )
+        .into_bytes();
+        request.extend_from_slice(input);
+        Ok(HttpClient {
+            stream: std::sync::Mutex::new(std::io::BufReader::new(stream)),
+            request,
+        })
+    }
+
+    fn call(&self) -> Result<(), BenchError> {
+        use std::io::{BufRead, Read};
+        let mut stream = self
+            .stream
+            .lock()
+            .map_err(|_| BenchError::Missing("the HTTP client is poisoned"))?;
+        stream.get_mut().write_all(&self.request)?;
+        let mut status = String::new();
+        let mut length = 0usize;
+        let mut line = String::new();
+        loop {
+            line.clear();
+            if stream.read_line(&mut line)? == 0 {
+                return Err(BenchError::Missing("the server closed the connection"));
+            }
+            if status.is_empty() {
+                status = line.trim().to_owned();
+            } else if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                length = value.trim().parse().unwrap_or(0);
+            } else if line == "\r\n" {
+                break;
+            }
+        }
+        let mut body = vec![0; length];
+        stream.read_exact(&mut body)?;
+        let body = String::from_utf8_lossy(&body);
+        if !status.starts_with("HTTP/1.1 200") || body.contains("\"deny\"") {
+            return Err(BenchError::Denied(format!(
+                "the server answered {status}: {}",
+                crate::text::excerpt(&body, 300)
+            )));
+        }
+        Ok(())
+    }
+}
+
 /// One row being measured.
 pub(crate) struct Scenario {
     pub(crate) name: String,
@@ -203,6 +310,7 @@ pub(crate) async fn call(kind: &Kind) -> Result<(), BenchError> {
             }
         }
         Kind::Socket(client) => client.call()?,
+        Kind::Http(client) => client.call()?,
         Kind::Process {
             exe,
             command,

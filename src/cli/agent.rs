@@ -51,6 +51,9 @@
 //! evaluation this process does itself when no server takes the call.
 
 use super::hook_process::{self, Forwarded};
+// The HTTP server (`serve/http.rs`) finds a call's workspace and deadline
+// as an agent command does.
+pub(crate) use super::hook_process::{deadline_within, workspace_from_cwd};
 use super::runtime;
 use std::path::PathBuf;
 use std::process::ExitCode;
