@@ -22,9 +22,11 @@
 //! this process executes the full `toolgate` beside its own executable with
 //! the same arguments (`--deadline-ms` set to what is left of this
 //! process's deadline) and the same stdin bytes, so the agent gets that
-//! process's answer and exit code. The full binary missing blocks the call
-//! (fail closed), as does a server that acknowledged and then died or
-//! missed the deadline. Arguments it does not read exactly as `toolgate
+//! process's answer and exit code. A server that acknowledged and then
+//! closed the connection without answering is the same (the call is
+//! evaluated, as `toolgate <agent>` evaluates it itself); one that
+//! acknowledged and then missed the deadline blocks the call, and so does
+//! the full binary missing (fail closed). Arguments it does not read exactly as `toolgate
 //! <agent>` would (`--help`, an unknown agent, a bad value) go to the full
 //! binary untouched, stdin included, which answers them as it always does.
 
