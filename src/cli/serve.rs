@@ -79,7 +79,9 @@ use toolgate::trust::TrustStore;
 use toolgate::{Config, HookRunner, Source};
 
 mod backoff;
+mod stats;
 use backoff::Backoff;
+use stats::Stats;
 
 /// The longest request line: the 64 MiB an agent may write on stdin, as a
 /// JSON string, plus the envelope.
@@ -102,11 +104,35 @@ pub(crate) const MAX_LINE: usize = 2 * super::MAX_STDIN as usize + 64 * 1024;
     then: systemctl --user enable --now toolgate\n\n\
     TOOLGATE_SERVER=off makes the other commands ignore a running server.")]
 pub(crate) struct Args {
-    /// The socket to listen on [default: $TOOLGATE_SOCKET, else
-    /// $XDG_RUNTIME_DIR/toolgate/serve.sock, else /tmp/toolgate-<uid>/serve.sock].
-    #[arg(long, value_name = "PATH")]
+    /// The socket to listen on (or to ask, for `status`) [default:
+    /// $TOOLGATE_SOCKET, else $XDG_RUNTIME_DIR/toolgate/serve.sock, else
+    /// /tmp/toolgate-<uid>/serve.sock].
+    #[arg(long, value_name = "PATH", global = true)]
     socket: Option<PathBuf>,
+    /// The most workspaces kept loaded; past it the least recently used is
+    /// dropped, and loaded again on its next request.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_WORKSPACES,
+          value_parser = clap::value_parser!(u16).range(1..))]
+    max_workspaces: u16,
+    #[command(subcommand)]
+    command: Option<Command>,
 }
+
+#[derive(clap::Subcommand)]
+enum Command {
+    /// A running server's counters: requests, errors, refusals, loads,
+    /// evictions, latency per mode, loaded workspaces, uptime.
+    Status {
+        /// The status as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// How many workspaces a server keeps loaded unless told otherwise: far
+/// more than one user has open, few enough that compiled components of
+/// forgotten checkouts do not pile up over weeks.
+const DEFAULT_MAX_WORKSPACES: u16 = 64;
 
 /// What a config was loaded for.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -139,6 +165,19 @@ impl Stamp {
     }
 }
 
+/// One workspace's place in the server: its loaded chain, if any.
+///
+/// The chain sits behind an async lock that a load holds from start to
+/// finish, in a task of its own: requests arriving meanwhile wait for that
+/// one load instead of starting their own (N compiles of one component at
+/// once would each slow the others), and a caller whose deadline passes
+/// stops waiting while the load goes on and fills the slot for the next.
+struct Slot {
+    loaded: Arc<tokio::sync::Mutex<Option<Loaded>>>,
+    /// When it was last asked for ([`Server::tick`]), for eviction.
+    used: AtomicU64,
+}
+
 /// One workspace's loaded chain.
 struct Loaded {
     runner: HookRunner,
@@ -152,10 +191,57 @@ struct Loaded {
     store: Option<Result<(), String>>,
 }
 
-struct Server {
-    loaded: Mutex<HashMap<Key, Arc<Mutex<Option<Loaded>>>>>,
-    requests: AtomicU64,
+pub(crate) struct Server {
+    loaded: Mutex<HashMap<Key, Arc<Slot>>>,
+    /// The most entries in `loaded`.
+    max_workspaces: usize,
+    /// Counts requests, to order slots by last use.
+    tick: AtomicU64,
+    stats: Stats,
     started: SystemTime,
+}
+
+impl Server {
+    fn new(max_workspaces: usize) -> Server {
+        Server {
+            loaded: Mutex::new(HashMap::new()),
+            max_workspaces: max_workspaces.max(1),
+            tick: AtomicU64::new(0),
+            stats: Stats::default(),
+            started: SystemTime::now(),
+        }
+    }
+
+    /// `key`'s slot, made when new; making one past the bound evicts the
+    /// least recently used (preferring one that is not loading: a load in
+    /// flight is some caller's wait).
+    fn slot(&self, key: &Key) -> Result<Arc<Slot>, String> {
+        let now = self.tick.fetch_add(1, Ordering::Relaxed);
+        let mut map = self
+            .loaded
+            .lock()
+            .map_err(|_| "the server's state is poisoned".to_owned())?;
+        if let Some(slot) = map.get(key) {
+            slot.used.store(now, Ordering::Relaxed);
+            return Ok(slot.clone());
+        }
+        while map.len() >= self.max_workspaces {
+            let idle = |slot: &Slot| slot.loaded.try_lock().is_ok();
+            let oldest = map
+                .iter()
+                .min_by_key(|(_, slot)| (!idle(slot), slot.used.load(Ordering::Relaxed)))
+                .map(|(key, _)| key.clone());
+            let Some(oldest) = oldest else { break };
+            map.remove(&oldest);
+            Stats::bump(&self.stats.evictions);
+        }
+        let slot = Arc::new(Slot {
+            loaded: Arc::default(),
+            used: AtomicU64::new(now),
+        });
+        map.insert(key.clone(), slot.clone());
+        Ok(slot)
+    }
 }
 
 pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -163,6 +249,9 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         .socket
         .or_else(super::env::socket_path)
         .ok_or_else(|| anyhow::anyhow!("no place for the socket: set XDG_RUNTIME_DIR"))?;
+    if let Some(Command::Status { json }) = args.command {
+        return show_status(&socket, json);
+    }
     prepare(&socket)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -175,11 +264,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
             socket.display(),
             std::process::id()
         );
-        let server = Arc::new(Server {
-            loaded: Mutex::new(HashMap::new()),
-            requests: AtomicU64::new(0),
-            started: SystemTime::now(),
-        });
+        let server = Arc::new(Server::new(usize::from(args.max_workspaces)));
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
         let mut backoff = Backoff::default();
         loop {
@@ -253,6 +338,7 @@ async fn connection(server: Arc<Server>, stream: UnixStream) {
         }
     };
     if let Err(why) = super::client::same_user(&read.as_ref()) {
+        Stats::bump(&server.stats.refused);
         let refused = format!("refused: the connecting process {why}");
         send(Value::Null, Body::error(refused)).await;
         return;
@@ -270,6 +356,7 @@ async fn connection(server: Arc<Server>, stream: UnixStream) {
         let request = match toolgate::serve::read_request(&line) {
             Ok(request) => request,
             Err((id, why)) => {
+                Stats::bump(&server.stats.refused);
                 let why = toolgate::text::error_chain(&why);
                 let why = toolgate::text::bound(why, toolgate::text::MAX_MESSAGE, "error");
                 send(id, Body::error(why)).await;
@@ -327,8 +414,22 @@ async fn read_line<R: tokio::io::AsyncBufRead + Unpin>(
     }
 }
 
-async fn evaluate(server: &Arc<Server>, evaluation: Evaluate) -> Body {
-    server.requests.fetch_add(1, Ordering::Relaxed);
+/// Answers one evaluation as the command would (the socket's and any other
+/// listener's entry point).
+pub(crate) async fn evaluate(server: &Arc<Server>, evaluation: Evaluate) -> Body {
+    let started = Instant::now();
+    let mode = evaluation.mode;
+    let body = evaluate_timed(server, evaluation, started).await;
+    let stats = &server.stats;
+    Stats::bump(&stats.requests);
+    if matches!(body, Body::Error { .. }) {
+        Stats::bump(&stats.errors);
+    }
+    stats.took(mode, started.elapsed());
+    body
+}
+
+async fn evaluate_timed(server: &Arc<Server>, evaluation: Evaluate, started: Instant) -> Body {
     let Evaluate {
         mode,
         workspace,
@@ -344,12 +445,11 @@ async fn evaluate(server: &Arc<Server>, evaluation: Evaluate) -> Body {
         trust: context.trust,
         path: context.path.map(OsString::from),
     };
-    let started = Instant::now();
-    let (runner, warning) = match runner_for(server, key).await {
+    let deadline = deadline_ms.map(|d| started + Duration::from_millis(d));
+    let (runner, warning) = match runner_for(server, key, deadline).await {
         Ok(found) => found,
         Err(error) => return Body::error(error),
     };
-    let deadline = deadline_ms.map(|d| Duration::from_millis(d).saturating_sub(started.elapsed()));
     let input = input.as_bytes();
     let answered = match mode {
         Mode::Check => match toolgate::wire::read_request(input, event.as_deref(), tool.as_deref())
@@ -365,7 +465,9 @@ async fn evaluate(server: &Arc<Server>, evaluation: Evaluate) -> Body {
         },
         Mode::Agent(dialect) => match toolgate::agent::read_agent_input(input, dialect) {
             Ok(call) => {
-                let budget = deadline.unwrap_or(toolgate::runner::DEFAULT_CHAIN_TIMEOUT);
+                let budget = deadline
+                    .map(|d| d.saturating_duration_since(Instant::now()))
+                    .unwrap_or(toolgate::runner::DEFAULT_CHAIN_TIMEOUT);
                 Ok((
                     super::agent::answer_call(&runner, call, dialect, budget).await,
                     0,
@@ -386,52 +488,87 @@ async fn evaluate(server: &Arc<Server>, evaluation: Evaluate) -> Body {
 
 /// The chain for `key`, loaded or reloaded as its files say; with the last
 /// reload's error when it failed and an older config answers instead.
+///
+/// A load runs in a task of its own that holds the slot until it is done:
+/// past the caller's `deadline` the caller is answered with an error (the
+/// call is blocked, as a chain past its deadline blocks it) but the load
+/// goes on and fills the slot, so the next call answers at once instead of
+/// timing out on the same compile again. Before, the load was awaited by
+/// the request itself and every request arriving meanwhile started a load
+/// of its own.
 async fn runner_for(
     server: &Arc<Server>,
     key: Key,
+    deadline: Option<Instant>,
 ) -> Result<(HookRunner, Option<String>), String> {
-    let slot = server
-        .loaded
-        .lock()
-        .map_err(|_| "the server's state is poisoned".to_owned())?
-        .entry(key.clone())
-        .or_default()
-        .clone();
-    let store = store_verdict(&key);
-    let fresh = {
-        let guard = slot.lock().map_err(|_| "poisoned".to_owned())?;
-        match &*guard {
-            Some(loaded) if loaded.store == store && loaded.stamps.iter().all(Stamp::holds) => {
-                return Ok((loaded.runner.clone(), loaded.error.clone()));
-            }
-            _ => guard.is_none(),
-        }
+    let slot = server.slot(&key)?;
+    let still_loading = |server: &Server, key: &Key| {
+        Stats::bump(&server.stats.load_timeouts);
+        format!(
+            "the hooks of {} are still loading (a first compile can take seconds) and the \
+             call's deadline has passed, so it is blocked; the load goes on, and the next \
+             call uses it",
+            key.workspace.display()
+        )
     };
-    // (Re)load off the async workers: a first compile can take seconds.
-    let load_key = key.clone();
-    let loaded = tokio::task::spawn_blocking(move || load(&load_key))
-        .await
-        .map_err(|e| format!("loading panicked: {e}"))?;
-    let mut guard = slot.lock().map_err(|_| "poisoned".to_owned())?;
-    match (loaded, guard.as_mut()) {
-        (Ok(mut new), _) => {
-            new.store = store;
-            let runner = new.runner.clone();
-            *guard = Some(new);
-            Ok((runner, None))
+    let mut guard = match within(deadline, slot.loaded.clone().lock_owned()).await {
+        Some(guard) => guard,
+        None => return Err(still_loading(server, &key)),
+    };
+    let store = store_verdict(&key);
+    let fresh = match &*guard {
+        Some(loaded) if loaded.store == store && loaded.stamps.iter().all(Stamp::holds) => {
+            return Ok((loaded.runner.clone(), loaded.error.clone()));
         }
-        // The last good config answers only under the trust it was loaded
-        // with: once the store is refused, its trusted hooks are not.
-        (Err((error, stamps)), Some(old)) if !fresh && old.store == store => {
-            let warning = format!(
-                "the config no longer loads, so the last good one (loaded {}) still answers: {error}",
-                ago(old.loaded_at)
-            );
-            old.error = Some(warning.clone());
-            old.stamps = stamps;
-            Ok((old.runner.clone(), Some(warning)))
+        loaded => loaded.is_none(),
+    };
+    let task_server = server.clone();
+    let task_key = key.clone();
+    let load = tokio::spawn(async move {
+        let server = task_server;
+        Stats::bump(&server.stats.loads);
+        if !fresh {
+            Stats::bump(&server.stats.reloads);
         }
-        (Err((error, _)), _) => Err(error),
+        // Off the async workers: a first compile can take seconds.
+        let load_key = task_key.clone();
+        let loaded = tokio::task::spawn_blocking(move || load(&load_key))
+            .await
+            .map_err(|e| format!("loading panicked: {e}"))?;
+        match (loaded, guard.as_mut()) {
+            (Ok(mut new), _) => {
+                new.store = store;
+                let runner = new.runner.clone();
+                *guard = Some(new);
+                Ok((runner, None))
+            }
+            // The last good config answers only under the trust it was
+            // loaded with: once the store is refused, its trusted hooks are
+            // not.
+            (Err((error, stamps)), Some(old)) if !fresh && old.store == store => {
+                let warning = format!(
+                    "the config no longer loads, so the last good one (loaded {}) still answers: {error}",
+                    ago(old.loaded_at)
+                );
+                old.error = Some(warning.clone());
+                old.stamps = stamps;
+                Ok((old.runner.clone(), Some(warning)))
+            }
+            (Err((error, _)), _) => Err(error),
+        }
+    });
+    match within(deadline, load).await {
+        Some(Ok(answer)) => answer,
+        Some(Err(e)) => Err(format!("loading failed: {e}")),
+        None => Err(still_loading(server, &key)),
+    }
+}
+
+/// `future`'s output, or `None` once `deadline` passes first.
+async fn within<F: std::future::Future>(deadline: Option<Instant>, future: F) -> Option<F::Output> {
+    match deadline {
+        Some(deadline) => tokio::time::timeout_at(deadline.into(), future).await.ok(),
+        None => Some(future.await),
     }
 }
 
@@ -519,13 +656,18 @@ fn load(key: &Key) -> Result<Loaded, (String, Vec<Stamp>)> {
 }
 
 fn status(server: &Server) -> Status {
+    let mut loading = 0;
     let workspaces = server
         .loaded
         .lock()
         .map(|map| {
             map.iter()
                 .filter_map(|(key, slot)| {
-                    let guard = slot.lock().ok()?;
+                    // Held by a load in flight: counted, not waited for.
+                    let Ok(guard) = slot.loaded.try_lock() else {
+                        loading += 1;
+                        return None;
+                    };
                     let loaded = guard.as_ref()?;
                     Some(WorkspaceStatus {
                         workspace: key.workspace.clone(),
@@ -549,11 +691,95 @@ fn status(server: &Server) -> Status {
                 .collect()
         })
         .unwrap_or_default();
+    let stats = &server.stats;
     Status {
         pid: std::process::id(),
         up_s: seconds_since(server.started),
-        requests: server.requests.load(Ordering::Relaxed),
+        requests: Stats::get(&stats.requests),
         workspaces,
+        errors: Stats::get(&stats.errors),
+        refused: Stats::get(&stats.refused),
+        loads: Stats::get(&stats.loads),
+        reloads: Stats::get(&stats.reloads),
+        evictions: Stats::get(&stats.evictions),
+        load_timeouts: Stats::get(&stats.load_timeouts),
+        loading,
+        max_workspaces: server.max_workspaces,
+        latency: stats.latency(),
+    }
+}
+
+/// `toolgate serve status`: the running server's counters, as text or JSON.
+fn show_status(socket: &Path, json: bool) -> anyhow::Result<ExitCode> {
+    let Some(status) = super::client::query_status_at(socket) else {
+        anyhow::bail!("no toolgate server answers at {}", socket.display());
+    };
+    if json {
+        outln!("{}", serde_json::to_string_pretty(&status)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let up = Duration::from_secs(status.up_s);
+    outln!(
+        "toolgate serve: running at {} (pid {}, up {})",
+        socket.display(),
+        status.pid,
+        humantime_short(up)
+    );
+    outln!(
+        "requests: {} ({} answered with an error, {} refused before acknowledgement and \
+         evaluated by their callers)",
+        status.requests,
+        status.errors,
+        status.refused
+    );
+    outln!(
+        "workspaces: {} loaded, {} loading, at most {} ({} evicted); {} loads, {} of them \
+         reloads after an edit; {} calls outlived a load",
+        status.workspaces.len(),
+        status.loading,
+        status.max_workspaces,
+        status.evictions,
+        status.loads,
+        status.reloads,
+        status.load_timeouts
+    );
+    for l in &status.latency {
+        outln!(
+            "latency, {}: p50 {} µs, p99 {} µs (last {} of {} requests, inside the server)",
+            l.mode,
+            l.p50_us,
+            l.p99_us,
+            l.window,
+            l.count
+        );
+    }
+    for w in &status.workspaces {
+        outln!(
+            "  {}: {} hooks, loaded {} s ago{}",
+            w.workspace.display(),
+            w.hooks,
+            w.loaded_s_ago,
+            w.error
+                .as_deref()
+                .map(|e| format!("; {}", toolgate::text::one_line(e)))
+                .unwrap_or_default()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `3 d 4 h`, `5 h 2 min`, `12 min 3 s`, `9 s`.
+fn humantime_short(d: Duration) -> String {
+    let s = d.as_secs();
+    let (days, hours, mins, secs) = (s / 86_400, s / 3600 % 24, s / 60 % 60, s % 60);
+    if days > 0 {
+        format!("{days} d {hours} h")
+    } else if hours > 0 {
+        format!("{hours} h {mins} min")
+    } else if mins > 0 {
+        format!("{mins} min {secs} s")
+    } else {
+        format!("{secs} s")
     }
 }
 

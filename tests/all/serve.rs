@@ -23,24 +23,24 @@ struct Server {
 
 impl Server {
     fn start() -> Server {
-        Server::start_as(toolgate())
+        Server::start_as(toolgate(), &[])
     }
 
     /// A server whose command `configure` adjusts first (its environment).
-    #[cfg(debug_assertions)]
     fn start_with(configure: impl FnOnce(&mut std::process::Command)) -> Server {
         let mut cmd = toolgate();
         configure(&mut cmd);
-        Server::start_as(cmd)
+        Server::start_as(cmd, &[])
     }
 
     /// `toolgate serve` run by `command` (a `toolgate` or a shell that
-    /// execs one).
-    fn start_as(mut command: std::process::Command) -> Server {
+    /// execs one), with `args` after `serve`.
+    fn start_as(mut command: std::process::Command, args: &[&str]) -> Server {
         let dir = tempfile::tempdir().unwrap();
         let socket = dir.path().join("run/serve.sock");
         let mut child = command
             .arg("serve")
+            .args(args)
             .arg("--socket")
             .arg(&socket)
             .stdin(std::process::Stdio::null())
@@ -780,7 +780,10 @@ fn the_server_refuses_a_process_of_another_user() {
 fn out_of_descriptors_the_server_backs_off_instead_of_spinning_and_recovers() {
     // Few descriptors: a couple of dozen connections use them all up, and
     // the rest wait in the listen queue while accept fails with EMFILE.
-    let server = Server::start_as(toolgate_via_shell("ulimit -n 32 && exec \"$0\" \"$@\""));
+    let server = Server::start_as(
+        toolgate_via_shell("ulimit -n 32 && exec \"$0\" \"$@\""),
+        &[],
+    );
     let clients: Vec<UnixStream> = (0..48)
         .map(|_| UnixStream::connect(&server.socket).unwrap())
         .collect();
@@ -888,4 +891,173 @@ fn a_trust_store_others_can_write_stops_trusting_at_the_servers_next_call() {
         4,
         "every call was the server's"
     );
+}
+
+/// An evaluation line for `toolgate claude-code`'s mode, with a deadline.
+fn agent_evaluate(id: &str, fx: &Fixture, deadline_ms: u64) -> String {
+    json!({"id": id, "version": VERSION, "op": "evaluate", "mode": "claude-code",
+           "workspace": fx.workspace(), "input": agent_pre(&fx.workspace(), "ls"),
+           "deadline_ms": deadline_ms, "context": {"global": fx.global()}})
+    .to_string()
+}
+
+/// The answer (not the ack) among `answers`.
+fn the_answer(answers: Vec<Value>) -> Value {
+    answers
+        .into_iter()
+        .find(|a| a.get("ack").is_none())
+        .expect("an answer")
+}
+
+/// A denying guest with thousands of functions: compiling it takes the
+/// server far longer than a short deadline.
+fn large_guest(dir: &std::path::Path) -> PathBuf {
+    let fields: String = (0..6000)
+        .map(|i| {
+            format!(
+                "(func $f{i} (param i32) (result i32) (i32.xor (i32.mul (i32.add (local.get 0) \
+                 (i32.const {i})) (i32.const 2654435761)) (i32.shr_u (local.get 0) (i32.const 7))))\n"
+            )
+        })
+        .collect();
+    crate::guests::Guest {
+        fields: &fields,
+        ..crate::guests::Guest::answering(crate::guests::Verdict::Deny("large guard"))
+    }
+    .write(dir, "large")
+}
+
+/// A call whose deadline passes while the server compiles its guard is
+/// blocked, but the compile goes on and fills the server's cache: calls
+/// arriving meanwhile wait for that one load (not a load each), and the
+/// next call answers from it.
+#[test]
+fn a_load_a_timed_out_call_started_finishes_and_answers_the_next_call() {
+    let fx = Fixture::new();
+    let guest = large_guest(&fx.global());
+    std::fs::write(
+        fx.global().join("hooks.json"),
+        json!({"schema": 1, "hooks": [{"name": "g", "wasm": guest}]}).to_string(),
+    )
+    .unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let server = Server::start_with(|cmd| {
+        cmd.env("TOOLGATE_CACHE_DIR", cache.path());
+    });
+    let started = Instant::now();
+    let (fx, server) = (&fx, &server);
+    let first = std::thread::scope(|s| {
+        let asked: Vec<_> = (0..3)
+            .map(|i| {
+                s.spawn(move || server.exchange(&[agent_evaluate(&format!("c{i}"), fx, 100)], 1))
+            })
+            .collect();
+        asked
+            .into_iter()
+            .map(|a| the_answer(a.join().unwrap()))
+            .collect::<Vec<_>>()
+    });
+    let timed_out = started.elapsed();
+    for answer in &first {
+        let error = answer["error"].as_str().unwrap_or_default();
+        assert!(
+            error.contains("still loading"),
+            "fails closed, saying why: {answer}"
+        );
+    }
+    // The load goes on after the callers gave up; wait for it.
+    let mut status = server.status();
+    while status["loading"] != 0 || status["workspaces"].as_array().unwrap().is_empty() {
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "the load never finished: {status}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+        status = server.status();
+    }
+    let loaded_after = started.elapsed();
+    assert!(
+        loaded_after > timed_out,
+        "the guest compiled before the calls timed out ({loaded_after:?}); make it larger"
+    );
+    assert_eq!(
+        status["loads"], 1,
+        "three waiting calls, one load: {status}"
+    );
+    assert_eq!(status["load_timeouts"], 3, "{status}");
+    let next = the_answer(server.exchange(&[agent_evaluate("next", fx, 100)], 1));
+    assert!(
+        denies(Outward::ClaudeCode, &next["stdout"]),
+        "the loaded guard answers: {next}"
+    );
+    assert_eq!(server.status()["loads"], 1, "nothing compiled again");
+}
+
+/// Past `--max-workspaces` the least recently used config is dropped, and
+/// loaded again (answering the same) on its next request.
+#[test]
+fn past_max_workspaces_the_least_recently_used_is_evicted_and_reloads_when_asked() {
+    let fixtures: Vec<Fixture> = (0..3).map(|_| Fixture::new()).collect();
+    for fx in &fixtures {
+        std::fs::write(
+            fx.global().join("hooks.json"),
+            json!({"schema": 1, "hooks": [{"name": "g", "wasm": crate::guests::path("deny")}]})
+                .to_string(),
+        )
+        .unwrap();
+    }
+    let server = Server::start_as(toolgate(), &["--max-workspaces", "2"]);
+    let check = |fx: &Fixture| {
+        let out = run_with_stdin(
+            server
+                .client()
+                .args(["check", "--workspace"])
+                .arg(fx.workspace())
+                .env("TOOLGATE_CONFIG_DIR", fx.global()),
+            &pre("Bash", "ls"),
+        );
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    };
+    let loaded = |status: &Value| -> Vec<PathBuf> {
+        status["workspaces"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| PathBuf::from(w["workspace"].as_str().unwrap()))
+            .collect()
+    };
+    let root = |fx: &Fixture| fx.workspace().canonicalize().unwrap();
+    for fx in &fixtures {
+        check(fx);
+    }
+    let status = server.status();
+    assert_eq!(
+        (status["loads"].clone(), status["evictions"].clone()),
+        (json!(3), json!(1)),
+        "{status}"
+    );
+    assert_eq!(status["max_workspaces"], 2, "{status}");
+    let now = loaded(&status);
+    assert_eq!(now.len(), 2, "{status}");
+    assert!(
+        !now.contains(&root(&fixtures[0])),
+        "the first is the least recently used: {status}"
+    );
+    // Asked again, the evicted one loads again and answers the same; the
+    // one used least recently since (the second) makes room.
+    check(&fixtures[0]);
+    let status = server.status();
+    assert_eq!(
+        (status["loads"].clone(), status["evictions"].clone()),
+        (json!(4), json!(2)),
+        "{status}"
+    );
+    let now = loaded(&status);
+    assert!(
+        now.contains(&root(&fixtures[0])) && !now.contains(&root(&fixtures[1])),
+        "{status}"
+    );
+    // A loaded one answers without loading.
+    check(&fixtures[2]);
+    assert_eq!(server.status()["loads"], 4);
 }
