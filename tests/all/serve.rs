@@ -1061,3 +1061,86 @@ fn past_max_workspaces_the_least_recently_used_is_evicted_and_reloads_when_asked
     check(&fixtures[2]);
     assert_eq!(server.status()["loads"], 4);
 }
+
+/// `toolgate serve status` (and `--json`) counts what the server did:
+/// requests, errors, refusals, loads, and latency per mode.
+#[test]
+fn serve_status_counts_requests_errors_refusals_and_latency_per_mode() {
+    let fx = Fixture::new();
+    std::fs::write(
+        fx.global().join("hooks.json"),
+        json!({"schema": 1, "hooks": [{"name": "g", "wasm": crate::guests::path("deny")}]})
+            .to_string(),
+    )
+    .unwrap();
+    let server = Server::start();
+    let status = || {
+        let out = toolgate()
+            .args(["serve", "status", "--json", "--socket"])
+            .arg(&server.socket)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        stdout_json(&out)
+    };
+    let before = status();
+    assert_eq!(before["requests"], 0, "{before}");
+    assert_eq!(before["max_workspaces"], 64, "the default bound: {before}");
+    let evaluate = |id: &str, input: &str| {
+        json!({"id": id, "version": VERSION, "op": "evaluate", "mode": "check",
+               "workspace": fx.workspace(), "input": input, "context": {"global": fx.global()}})
+        .to_string()
+    };
+    let answers = server.exchange(
+        &[
+            evaluate("ok", &pre("Bash", "ls")),
+            evaluate("bad", "not json"),
+            json!({"id": "old", "version": VERSION + 1, "op": "status"}).to_string(),
+        ],
+        3,
+    );
+    assert_eq!(answers.len(), 5, "two acks, three answers: {answers:?}");
+    the_answer(server.exchange(&[agent_evaluate("agent", &fx, 10_000)], 1));
+    let after = status();
+    assert_eq!(after["requests"], 3, "{after}");
+    assert_eq!(after["errors"], 1, "the unreadable input: {after}");
+    assert_eq!(after["refused"], 1, "the other version: {after}");
+    assert_eq!(after["loads"], 1, "one workspace, loaded once: {after}");
+    let latency = after["latency"].as_array().unwrap();
+    let of = |mode: &str| {
+        latency
+            .iter()
+            .find(|l| l["mode"] == mode)
+            .unwrap_or_else(|| panic!("no latency for {mode}: {after}"))
+            .clone()
+    };
+    assert_eq!(of("check")["count"], 2, "{after}");
+    assert_eq!(of("claude-code")["count"], 1, "{after}");
+    assert!(of("check")["p99_us"].as_u64().unwrap() >= of("check")["p50_us"].as_u64().unwrap());
+    // The same, said for a person.
+    let out = toolgate()
+        .args(["serve", "status", "--socket"])
+        .arg(&server.socket)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        said.contains("requests: 3 (1 answered with an error, 1 refused"),
+        "{said}"
+    );
+    assert!(said.contains("latency, claude-code: p50"), "{said}");
+    // No server there: said, and not a success.
+    drop(server);
+    let dir = tempfile::tempdir().unwrap();
+    let out = toolgate()
+        .args(["serve", "status", "--socket"])
+        .arg(dir.path().join("none.sock"))
+        .output()
+        .unwrap();
+    assert_ne!(out.status.code(), Some(0));
+    assert!(
+        stderr(&out).contains("no toolgate server answers"),
+        "{}",
+        stderr(&out)
+    );
+}
