@@ -65,6 +65,7 @@ use std::collections::HashMap;
 use std::ffi::OsString;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::future::Future;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -330,8 +331,9 @@ fn prepare(socket: &Path) -> anyhow::Result<()> {
 async fn connection(server: Arc<Server>, stream: UnixStream) {
     let (read, write) = stream.into_split();
     let write = Arc::new(tokio::sync::Mutex::new(write));
+    let writer = write.clone();
     let send = move |id: Value, body: Body| {
-        let write = write.clone();
+        let write = writer.clone();
         async move {
             let line = Answer { id, body }.to_line();
             let _ = write.lock().await.write_all(line.as_bytes()).await;
@@ -366,12 +368,41 @@ async fn connection(server: Arc<Server>, stream: UnixStream) {
         let id = request.id;
         match request.op {
             Op::Evaluate(evaluation) => {
-                send(id.clone(), Body::ack()).await;
-                let server = server.clone();
-                let send = send.clone();
-                tokio::spawn(async move {
-                    send(id, evaluate(&server, evaluation).await).await;
-                });
+                // Polled once here: a warm chain of in-process or wasm hooks
+                // answers within that poll, and the ack and the answer then
+                // go out in one write (the ack still first, so every client
+                // reads what it always read), with no task hand-off. Any
+                // other (a load, a subprocess hook, a wasm guest that
+                // yields) is acknowledged at once and finishes in a task of
+                // its own, so the client's ACK_TIMEOUT never runs out on a
+                // slow chain and the next line on this connection is read
+                // meanwhile.
+                let task_server = server.clone();
+                let mut answering =
+                    Box::pin(async move { evaluate(&task_server, evaluation).await });
+                let first = std::future::poll_fn(|cx| {
+                    std::task::Poll::Ready(answering.as_mut().poll(cx))
+                })
+                .await;
+                match first {
+                    std::task::Poll::Ready(body) => {
+                        let mut out = Vec::with_capacity(512);
+                        Answer {
+                            id: id.clone(),
+                            body: Body::ack(),
+                        }
+                        .write_line(&mut out);
+                        Answer { id, body }.write_line(&mut out);
+                        let _ = write.lock().await.write_all(&out).await;
+                    }
+                    std::task::Poll::Pending => {
+                        send(id.clone(), Body::ack()).await;
+                        let send = send.clone();
+                        tokio::spawn(async move {
+                            send(id, answering.await).await;
+                        });
+                    }
+                }
             }
             Op::Status => {
                 send(

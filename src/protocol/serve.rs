@@ -182,6 +182,14 @@ pub enum ReadRequestError {
 /// Reads one request line: the request, or the `id` to answer under and why
 /// it is refused.
 pub fn read_request(line: &[u8]) -> Result<Request, (Value, ReadRequestError)> {
+    // The common case in one pass, straight into the types; anything else
+    // (another version, a line that does not read) is read again as a
+    // `Value` below, to say why under the right `id`.
+    if let Ok(request) = serde_json::from_slice::<Request>(line)
+        && request.version == VERSION
+    {
+        return Ok(request);
+    }
     let value: Value =
         serde_json::from_slice(line).map_err(|e| (Value::Null, ReadRequestError::NotJson(e)))?;
     let id = value.get("id").cloned().unwrap_or(Value::Null);
@@ -257,6 +265,17 @@ impl Body {
 }
 
 impl Answer {
+    /// Appends the line to send, newline included, to `out`.
+    pub fn write_line(&self, out: &mut Vec<u8>) {
+        let start = out.len();
+        if serde_json::to_writer(&mut *out, self).is_err() {
+            out.truncate(start);
+            out.extend_from_slice(self.to_line().as_bytes());
+            return;
+        }
+        out.push(b'\n');
+    }
+
     /// The line to send, newline included.
     pub fn to_line(&self) -> String {
         // Nothing in an answer fails to serialise (string keys, no
