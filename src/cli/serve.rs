@@ -27,6 +27,21 @@
 //! else the chain's own). A line longer than [`MAX_LINE`] is answered with
 //! an error and the connection closed: it is never buffered without bound.
 //!
+//! # One request, near its floor
+//!
+//! A warm request is one read, the reload check's `stat`s, the chain, and
+//! one write. The evaluation is polled once on the connection's own task:
+//! a chain of in-process or wasm hooks that is already loaded answers
+//! within that poll, and the ack and the answer go out together in one
+//! write, ack first, so every client reads the two lines it always read
+//! and the protocol is unchanged. A request that has to wait (a load, a
+//! subprocess hook, a guest that yields) is acknowledged at once and
+//! finishes in a task of its own, as before: the ack is what tells the
+//! client, within its `ACK_TIMEOUT`, that the server owns the call and a
+//! silence from here on blocks it rather than sending it to the local
+//! fallback. Neither a task hand-off nor a second write is paid by the
+//! requests that do not wait.
+//!
 //! # One loaded config per workspace, reloaded when its files change
 //!
 //! A config is loaded per (workspace root, global config dir, trust store,
@@ -40,10 +55,19 @@
 //! ([`Config::sources`]: taken from the open descriptor before reading and
 //! checked after), not a `stat` taken once loading is done: a component
 //! replaced while it compiled would otherwise be stamped with the new
-//! file's identity and the old guard would answer until the next edit. Checking on request
-//! rather than with an inotify watch needs no extra thread or crate, cannot
-//! miss an event, and costs a few `stat`s (microseconds); the next request
-//! after an edit always sees it. A reload that fails keeps the last good
+//! file's identity and the old guard would answer until the next edit.
+//!
+//! The check stays a `stat` per file per request, not an inotify watch.
+//! A watch would trade the `stat`s (about a microsecond each, a few per
+//! request) for a thread or a drained descriptor, and for cases it gets
+//! wrong or late: events are queued, not synchronous with the writer's
+//! return, so "the next request after an edit sees it" would need a drain
+//! per request anyway; a watch follows an inode, not a path, so a rename
+//! over the file or a swapped parent directory needs watches on every
+//! ancestor; and an overflowed queue silently drops events. A check that
+//! skips itself when the last one was recent would let the next request
+//! after an edit miss it. The `stat`s are what is left of the reload
+//! check on the hot path, and they are cheap next to the rest. A reload that fails keeps the last good
 //! config, and every answer carries the error as a `warning` (and `status`
 //! shows it) until the files are fixed. Workspace command files are checked
 //! by the trust gate itself before every spawn. The trust store's directory
@@ -52,6 +76,19 @@
 //! others can write must stop trusting at the next call, not at the next
 //! edit. A config whose store is now refused is not kept as the last good
 //! one.
+//!
+//! # Bounded for weeks
+//!
+//! At most `--max-workspaces` configs stay loaded (default
+//! [`DEFAULT_MAX_WORKSPACES`]); a new workspace past that drops the least
+//! recently used, which loads again on its next request. A load runs in a
+//! task of its own that holds its workspace's slot: requests for that
+//! workspace wait for the one load instead of starting their own, and a
+//! call whose deadline passes first is blocked (an error: the caller fails
+//! closed, as for a chain past its deadline) while the load goes on and
+//! fills the slot, so the next call is answered instead of timing out on
+//! the same compile again. `toolgate serve status` reports the counters
+//! ([`stats`]).
 //!
 //! # When accept fails
 //!
