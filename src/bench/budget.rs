@@ -123,9 +123,12 @@ fn agent_path_target(r: &Row) -> Option<Target> {
             "ms",
             true,
         ))
-    } else if r.scenario.starts_with("one request over the socket") {
+    } else if let Some(what) = r
+        .scenario
+        .strip_prefix("one request over the socket to `toolgate serve` ")
+    {
         Some(Target::new(
-            format!("{} ≤ 30 µs", r.scenario),
+            format!("socket request ≤ 30 µs {what}"),
             r.median_us,
             30.0,
             "µs",
