@@ -123,18 +123,17 @@ fn agent_path_target(r: &Row) -> Option<Target> {
             "ms",
             true,
         ))
-    } else if let Some(what) = r
-        .scenario
-        .strip_prefix("one request over the socket to `toolgate serve` ")
-    {
-        Some(Target::new(
-            format!("socket request ≤ 30 µs {what}"),
-            r.median_us,
-            30.0,
-            "µs",
-            true,
-        ))
     } else {
-        None
+        r.scenario
+            .strip_prefix("one request over the socket to `toolgate serve` ")
+            .map(|what| {
+                Target::new(
+                    format!("socket request ≤ 30 µs {what}"),
+                    r.median_us,
+                    30.0,
+                    "µs",
+                    true,
+                )
+            })
     }
 }

@@ -100,9 +100,9 @@
 use serde_json::Value;
 use std::collections::HashMap;
 use std::ffi::OsString;
+use std::future::Future;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::future::Future;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -417,10 +417,9 @@ async fn connection(server: Arc<Server>, stream: UnixStream) {
                 let task_server = server.clone();
                 let mut answering =
                     Box::pin(async move { evaluate(&task_server, evaluation).await });
-                let first = std::future::poll_fn(|cx| {
-                    std::task::Poll::Ready(answering.as_mut().poll(cx))
-                })
-                .await;
+                let first =
+                    std::future::poll_fn(|cx| std::task::Poll::Ready(answering.as_mut().poll(cx)))
+                        .await;
                 match first {
                     std::task::Poll::Ready(body) => {
                         let mut out = Vec::with_capacity(512);
