@@ -619,12 +619,7 @@ fn a_component_swapped_while_the_server_loads_it_is_loaded_anew() {
 #[test]
 fn without_a_server_the_commands_evaluate_themselves() {
     let fx = Fixture::new();
-    std::fs::write(
-        fx.global().join("hooks.json"),
-        json!({"schema": 1, "hooks": [{"name": "g", "wasm": crate::guests::path("deny")}]})
-            .to_string(),
-    )
-    .unwrap();
+    deny_guard(&fx);
     let dir = tempfile::tempdir().unwrap();
     // Nothing there; a stale socket file; a listener that never acknowledges.
     let stale = dir.path().join("stale.sock");
@@ -999,12 +994,7 @@ fn a_load_a_timed_out_call_started_finishes_and_answers_the_next_call() {
 fn past_max_workspaces_the_least_recently_used_is_evicted_and_reloads_when_asked() {
     let fixtures: Vec<Fixture> = (0..3).map(|_| Fixture::new()).collect();
     for fx in &fixtures {
-        std::fs::write(
-            fx.global().join("hooks.json"),
-            json!({"schema": 1, "hooks": [{"name": "g", "wasm": crate::guests::path("deny")}]})
-                .to_string(),
-        )
-        .unwrap();
+        deny_guard(fx);
     }
     let server = Server::start_as(toolgate(), &["--max-workspaces", "2"]);
     let check = |fx: &Fixture| {
@@ -1067,12 +1057,7 @@ fn past_max_workspaces_the_least_recently_used_is_evicted_and_reloads_when_asked
 #[test]
 fn serve_status_counts_requests_errors_refusals_and_latency_per_mode() {
     let fx = Fixture::new();
-    std::fs::write(
-        fx.global().join("hooks.json"),
-        json!({"schema": 1, "hooks": [{"name": "g", "wasm": crate::guests::path("deny")}]})
-            .to_string(),
-    )
-    .unwrap();
+    deny_guard(&fx);
     let server = Server::start();
     let status = || {
         let out = toolgate()
@@ -1143,4 +1128,14 @@ fn serve_status_counts_requests_errors_refusals_and_latency_per_mode() {
         "{}",
         stderr(&out)
     );
+}
+
+/// Makes `fx`'s global config one denying wasm guard.
+fn deny_guard(fx: &Fixture) {
+    std::fs::write(
+        fx.global().join("hooks.json"),
+        json!({"schema": 1, "hooks": [{"name": "g", "wasm": crate::guests::path("deny")}]})
+            .to_string(),
+    )
+    .unwrap();
 }
