@@ -224,8 +224,12 @@ pub(crate) fn ask(ask: &Ask<'_>) -> Option<Reply> {
 /// Asks a running server for its status (for `toolgate hooks`); `None`
 /// when none answers.
 pub(crate) fn query_status() -> Option<Status> {
-    let path = super::env::socket_path()?;
-    let stream = connect(&path)?;
+    query_status_at(&super::env::socket_path()?)
+}
+
+/// Asks the server at `path` for its status; `None` when none answers.
+pub(crate) fn query_status_at(path: &Path) -> Option<Status> {
+    let stream = connect(path)?;
     stream.set_read_timeout(Some(ACK_TIMEOUT)).ok()?;
     let request = Request {
         id: 1.into(),

@@ -27,6 +27,21 @@
 //! else the chain's own). A line longer than [`MAX_LINE`] is answered with
 //! an error and the connection closed: it is never buffered without bound.
 //!
+//! # One request, near its floor
+//!
+//! A warm request is one read, the reload check's `stat`s, the chain, and
+//! one write. The evaluation is polled once on the connection's own task:
+//! a chain of in-process or wasm hooks that is already loaded answers
+//! within that poll, and the ack and the answer go out together in one
+//! write, ack first, so every client reads the two lines it always read
+//! and the protocol is unchanged. A request that has to wait (a load, a
+//! subprocess hook, a guest that yields) is acknowledged at once and
+//! finishes in a task of its own, as before: the ack is what tells the
+//! client, within its `ACK_TIMEOUT`, that the server owns the call and a
+//! silence from here on blocks it rather than sending it to the local
+//! fallback. Neither a task hand-off nor a second write is paid by the
+//! requests that do not wait.
+//!
 //! # One loaded config per workspace, reloaded when its files change
 //!
 //! A config is loaded per (workspace root, global config dir, trust store,
@@ -40,10 +55,19 @@
 //! ([`Config::sources`]: taken from the open descriptor before reading and
 //! checked after), not a `stat` taken once loading is done: a component
 //! replaced while it compiled would otherwise be stamped with the new
-//! file's identity and the old guard would answer until the next edit. Checking on request
-//! rather than with an inotify watch needs no extra thread or crate, cannot
-//! miss an event, and costs a few `stat`s (microseconds); the next request
-//! after an edit always sees it. A reload that fails keeps the last good
+//! file's identity and the old guard would answer until the next edit.
+//!
+//! The check stays a `stat` per file per request, not an inotify watch.
+//! A watch would trade the `stat`s (about a microsecond each, a few per
+//! request) for a thread or a drained descriptor, and for cases it gets
+//! wrong or late: events are queued, not synchronous with the writer's
+//! return, so "the next request after an edit sees it" would need a drain
+//! per request anyway; a watch follows an inode, not a path, so a rename
+//! over the file or a swapped parent directory needs watches on every
+//! ancestor; and an overflowed queue silently drops events. A check that
+//! skips itself when the last one was recent would let the next request
+//! after an edit miss it. The `stat`s are what is left of the reload
+//! check on the hot path, and they are cheap next to the rest. A reload that fails keeps the last good
 //! config, and every answer carries the error as a `warning` (and `status`
 //! shows it) until the files are fixed. Workspace command files are checked
 //! by the trust gate itself before every spawn. The trust store's directory
@@ -52,6 +76,19 @@
 //! others can write must stop trusting at the next call, not at the next
 //! edit. A config whose store is now refused is not kept as the last good
 //! one.
+//!
+//! # Bounded for weeks
+//!
+//! At most `--max-workspaces` configs stay loaded (default
+//! [`DEFAULT_MAX_WORKSPACES`]); a new workspace past that drops the least
+//! recently used, which loads again on its next request. A load runs in a
+//! task of its own that holds its workspace's slot: requests for that
+//! workspace wait for the one load instead of starting their own, and a
+//! call whose deadline passes first is blocked (an error: the caller fails
+//! closed, as for a chain past its deadline) while the load goes on and
+//! fills the slot, so the next call is answered instead of timing out on
+//! the same compile again. `toolgate serve status` reports the counters
+//! ([`stats`]).
 //!
 //! # When accept fails
 //!
@@ -63,6 +100,7 @@
 use serde_json::Value;
 use std::collections::HashMap;
 use std::ffi::OsString;
+use std::future::Future;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -79,7 +117,9 @@ use toolgate::trust::TrustStore;
 use toolgate::{Config, HookRunner, Source};
 
 mod backoff;
+mod stats;
 use backoff::Backoff;
+use stats::Stats;
 pub(crate) mod http;
 
 /// The longest request line: the 64 MiB an agent may write on stdin, as a
@@ -104,9 +144,10 @@ pub(crate) const MAX_LINE: usize = 2 * super::MAX_STDIN as usize + 64 * 1024;
     then: systemctl --user enable --now toolgate\n\n\
     TOOLGATE_SERVER=off makes the other commands ignore a running server.")]
 pub(crate) struct Args {
-    /// The socket to listen on [default: $TOOLGATE_SOCKET, else
-    /// $XDG_RUNTIME_DIR/toolgate/serve.sock, else /tmp/toolgate-<uid>/serve.sock].
-    #[arg(long, value_name = "PATH")]
+    /// The socket to listen on (or to ask, for `status`) [default:
+    /// $TOOLGATE_SOCKET, else $XDG_RUNTIME_DIR/toolgate/serve.sock, else
+    /// /tmp/toolgate-<uid>/serve.sock].
+    #[arg(long, value_name = "PATH", global = true)]
     socket: Option<PathBuf>,
     /// Also answer Claude Code's http hooks (POST /claude-code) on this
     /// loopback address (an IP literal: 127.0.0.1:PORT or [::1]:PORT; port
@@ -114,7 +155,30 @@ pub(crate) struct Args {
     /// $XDG_STATE_HOME/toolgate/http-token: see `toolgate install claude-code --http`.
     #[arg(long, value_name = "ADDR")]
     http: Option<String>,
+    /// The most workspaces kept loaded; past it the least recently used is
+    /// dropped, and loaded again on its next request.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_WORKSPACES,
+          value_parser = clap::value_parser!(u16).range(1..))]
+    max_workspaces: u16,
+    #[command(subcommand)]
+    command: Option<Command>,
 }
+
+#[derive(clap::Subcommand)]
+enum Command {
+    /// A running server's counters: requests, errors, refusals, loads,
+    /// evictions, latency per mode, loaded workspaces, uptime.
+    Status {
+        /// The status as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// How many workspaces a server keeps loaded unless told otherwise: far
+/// more than one user has open, few enough that compiled components of
+/// forgotten checkouts do not pile up over weeks.
+const DEFAULT_MAX_WORKSPACES: u16 = 64;
 
 /// What a config was loaded for.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -147,6 +211,19 @@ impl Stamp {
     }
 }
 
+/// One workspace's place in the server: its loaded chain, if any.
+///
+/// The chain sits behind an async lock that a load holds from start to
+/// finish, in a task of its own: requests arriving meanwhile wait for that
+/// one load instead of starting their own (N compiles of one component at
+/// once would each slow the others), and a caller whose deadline passes
+/// stops waiting while the load goes on and fills the slot for the next.
+struct Slot {
+    loaded: Arc<tokio::sync::Mutex<Option<Loaded>>>,
+    /// When it was last asked for ([`Server::tick`]), for eviction.
+    used: AtomicU64,
+}
+
 /// One workspace's loaded chain.
 struct Loaded {
     runner: HookRunner,
@@ -160,26 +237,79 @@ struct Loaded {
     store: Option<Result<(), String>>,
 }
 
-struct Server {
-    loaded: Mutex<HashMap<Key, Arc<Mutex<Option<Loaded>>>>>,
-    requests: AtomicU64,
+pub(crate) struct Server {
+    loaded: Mutex<HashMap<Key, Arc<Slot>>>,
+    /// The most entries in `loaded`.
+    max_workspaces: usize,
+    /// Counts requests, to order slots by last use.
+    tick: AtomicU64,
+    stats: Stats,
     started: SystemTime,
 }
 
+impl Server {
+    fn new(max_workspaces: usize) -> Server {
+        Server {
+            loaded: Mutex::new(HashMap::new()),
+            max_workspaces: max_workspaces.max(1),
+            tick: AtomicU64::new(0),
+            stats: Stats::default(),
+            started: SystemTime::now(),
+        }
+    }
+
+    /// `key`'s slot, made when new; making one past the bound evicts the
+    /// least recently used (preferring one that is not loading: a load in
+    /// flight is some caller's wait).
+    fn slot(&self, key: &Key) -> Result<Arc<Slot>, String> {
+        let now = self.tick.fetch_add(1, Ordering::Relaxed);
+        let mut map = self
+            .loaded
+            .lock()
+            .map_err(|_| "the server's state is poisoned".to_owned())?;
+        if let Some(slot) = map.get(key) {
+            slot.used.store(now, Ordering::Relaxed);
+            return Ok(slot.clone());
+        }
+        while map.len() >= self.max_workspaces {
+            let idle = |slot: &Slot| slot.loaded.try_lock().is_ok();
+            let oldest = map
+                .iter()
+                .min_by_key(|(_, slot)| (!idle(slot), slot.used.load(Ordering::Relaxed)))
+                .map(|(key, _)| key.clone());
+            let Some(oldest) = oldest else { break };
+            map.remove(&oldest);
+            Stats::bump(&self.stats.evictions);
+        }
+        let slot = Arc::new(Slot {
+            loaded: Arc::default(),
+            used: AtomicU64::new(now),
+        });
+        map.insert(key.clone(), slot.clone());
+        Ok(slot)
+    }
+}
+
 pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let http = match &args.http {
+    // The flags first (a non-loopback address is refused whatever the
+    // environment), then where the socket is, and the secret only when the
+    // server is really starting.
+    let http = args.http.as_deref().map(http::parse_addr).transpose()?;
+    let socket = args
+        .socket
+        .or_else(super::env::socket_path)
+        .ok_or_else(|| anyhow::anyhow!("no place for the socket: set XDG_RUNTIME_DIR"))?;
+    if let Some(Command::Status { json }) = args.command {
+        return show_status(&socket, json);
+    }
+    let http = match http {
         Some(addr) => {
-            let addr = http::parse_addr(addr)?;
             let path = http::token_path()
                 .ok_or_else(|| anyhow::anyhow!("no place for the HTTP secret: set HOME"))?;
             Some((addr, http::Token::load_or_create(&path)?))
         }
         None => None,
     };
-    let socket = args
-        .socket
-        .or_else(super::env::socket_path)
-        .ok_or_else(|| anyhow::anyhow!("no place for the socket: set XDG_RUNTIME_DIR"))?;
     prepare(&socket)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -192,11 +322,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
             socket.display(),
             std::process::id()
         );
-        let server = Arc::new(Server {
-            loaded: Mutex::new(HashMap::new()),
-            requests: AtomicU64::new(0),
-            started: SystemTime::now(),
-        });
+        let server = Arc::new(Server::new(usize::from(args.max_workspaces)));
         if let Some((addr, token)) = http {
             http::listen(server.clone(), addr, token).await?;
         }
@@ -265,14 +391,16 @@ fn prepare(socket: &Path) -> anyhow::Result<()> {
 async fn connection(server: Arc<Server>, stream: UnixStream) {
     let (read, write) = stream.into_split();
     let write = Arc::new(tokio::sync::Mutex::new(write));
+    let writer = write.clone();
     let send = move |id: Value, body: Body| {
-        let write = write.clone();
+        let write = writer.clone();
         async move {
             let line = Answer { id, body }.to_line();
             let _ = write.lock().await.write_all(line.as_bytes()).await;
         }
     };
     if let Err(why) = super::client::same_user(&read.as_ref()) {
+        Stats::bump(&server.stats.refused);
         let refused = format!("refused: the connecting process {why}");
         send(Value::Null, Body::error(refused)).await;
         return;
@@ -290,6 +418,7 @@ async fn connection(server: Arc<Server>, stream: UnixStream) {
         let request = match toolgate::serve::read_request(&line) {
             Ok(request) => request,
             Err((id, why)) => {
+                Stats::bump(&server.stats.refused);
                 let why = toolgate::text::error_chain(&why);
                 let why = toolgate::text::bound(why, toolgate::text::MAX_MESSAGE, "error");
                 send(id, Body::error(why)).await;
@@ -299,12 +428,40 @@ async fn connection(server: Arc<Server>, stream: UnixStream) {
         let id = request.id;
         match request.op {
             Op::Evaluate(evaluation) => {
-                send(id.clone(), Body::ack()).await;
-                let server = server.clone();
-                let send = send.clone();
-                tokio::spawn(async move {
-                    send(id, evaluate(&server, evaluation).await).await;
-                });
+                // Polled once here: a warm chain of in-process or wasm hooks
+                // answers within that poll, and the ack and the answer then
+                // go out in one write (the ack still first, so every client
+                // reads what it always read), with no task hand-off. Any
+                // other (a load, a subprocess hook, a wasm guest that
+                // yields) is acknowledged at once and finishes in a task of
+                // its own, so the client's ACK_TIMEOUT never runs out on a
+                // slow chain and the next line on this connection is read
+                // meanwhile.
+                let task_server = server.clone();
+                let mut answering =
+                    Box::pin(async move { evaluate(&task_server, evaluation).await });
+                let first =
+                    std::future::poll_fn(|cx| std::task::Poll::Ready(answering.as_mut().poll(cx)))
+                        .await;
+                match first {
+                    std::task::Poll::Ready(body) => {
+                        let mut out = Vec::with_capacity(512);
+                        Answer {
+                            id: id.clone(),
+                            body: Body::ack(),
+                        }
+                        .write_line(&mut out);
+                        Answer { id, body }.write_line(&mut out);
+                        let _ = write.lock().await.write_all(&out).await;
+                    }
+                    std::task::Poll::Pending => {
+                        send(id.clone(), Body::ack()).await;
+                        let send = send.clone();
+                        tokio::spawn(async move {
+                            send(id, answering.await).await;
+                        });
+                    }
+                }
             }
             Op::Status => {
                 send(
@@ -347,8 +504,22 @@ async fn read_line<R: tokio::io::AsyncBufRead + Unpin>(
     }
 }
 
-async fn evaluate(server: &Arc<Server>, evaluation: Evaluate) -> Body {
-    server.requests.fetch_add(1, Ordering::Relaxed);
+/// Answers one evaluation as the command would (the socket's and any other
+/// listener's entry point).
+pub(crate) async fn evaluate(server: &Arc<Server>, evaluation: Evaluate) -> Body {
+    let started = Instant::now();
+    let mode = evaluation.mode;
+    let body = evaluate_timed(server, evaluation, started).await;
+    let stats = &server.stats;
+    Stats::bump(&stats.requests);
+    if matches!(body, Body::Error { .. }) {
+        Stats::bump(&stats.errors);
+    }
+    stats.took(mode, started.elapsed());
+    body
+}
+
+async fn evaluate_timed(server: &Arc<Server>, evaluation: Evaluate, started: Instant) -> Body {
     let Evaluate {
         mode,
         workspace,
@@ -364,12 +535,11 @@ async fn evaluate(server: &Arc<Server>, evaluation: Evaluate) -> Body {
         trust: context.trust,
         path: context.path.map(OsString::from),
     };
-    let started = Instant::now();
-    let (runner, warning) = match runner_for(server, key).await {
+    let deadline = deadline_ms.map(|d| started + Duration::from_millis(d));
+    let (runner, warning) = match runner_for(server, key, deadline).await {
         Ok(found) => found,
         Err(error) => return Body::error(error),
     };
-    let deadline = deadline_ms.map(|d| Duration::from_millis(d).saturating_sub(started.elapsed()));
     let input = input.as_bytes();
     let answered = match mode {
         Mode::Check => match toolgate::wire::read_request(input, event.as_deref(), tool.as_deref())
@@ -385,7 +555,9 @@ async fn evaluate(server: &Arc<Server>, evaluation: Evaluate) -> Body {
         },
         Mode::Agent(dialect) => match toolgate::agent::read_agent_input(input, dialect) {
             Ok(call) => {
-                let budget = deadline.unwrap_or(toolgate::runner::DEFAULT_CHAIN_TIMEOUT);
+                let budget = deadline
+                    .map(|d| d.saturating_duration_since(Instant::now()))
+                    .unwrap_or(toolgate::runner::DEFAULT_CHAIN_TIMEOUT);
                 Ok((
                     super::agent::answer_call(&runner, call, dialect, budget).await,
                     0,
@@ -406,52 +578,87 @@ async fn evaluate(server: &Arc<Server>, evaluation: Evaluate) -> Body {
 
 /// The chain for `key`, loaded or reloaded as its files say; with the last
 /// reload's error when it failed and an older config answers instead.
+///
+/// A load runs in a task of its own that holds the slot until it is done:
+/// past the caller's `deadline` the caller is answered with an error (the
+/// call is blocked, as a chain past its deadline blocks it) but the load
+/// goes on and fills the slot, so the next call answers at once instead of
+/// timing out on the same compile again. Before, the load was awaited by
+/// the request itself and every request arriving meanwhile started a load
+/// of its own.
 async fn runner_for(
     server: &Arc<Server>,
     key: Key,
+    deadline: Option<Instant>,
 ) -> Result<(HookRunner, Option<String>), String> {
-    let slot = server
-        .loaded
-        .lock()
-        .map_err(|_| "the server's state is poisoned".to_owned())?
-        .entry(key.clone())
-        .or_default()
-        .clone();
-    let store = store_verdict(&key);
-    let fresh = {
-        let guard = slot.lock().map_err(|_| "poisoned".to_owned())?;
-        match &*guard {
-            Some(loaded) if loaded.store == store && loaded.stamps.iter().all(Stamp::holds) => {
-                return Ok((loaded.runner.clone(), loaded.error.clone()));
-            }
-            _ => guard.is_none(),
-        }
+    let slot = server.slot(&key)?;
+    let still_loading = |server: &Server, key: &Key| {
+        Stats::bump(&server.stats.load_timeouts);
+        format!(
+            "the hooks of {} are still loading (a first compile can take seconds) and the \
+             call's deadline has passed, so it is blocked; the load goes on, and the next \
+             call uses it",
+            key.workspace.display()
+        )
     };
-    // (Re)load off the async workers: a first compile can take seconds.
-    let load_key = key.clone();
-    let loaded = tokio::task::spawn_blocking(move || load(&load_key))
-        .await
-        .map_err(|e| format!("loading panicked: {e}"))?;
-    let mut guard = slot.lock().map_err(|_| "poisoned".to_owned())?;
-    match (loaded, guard.as_mut()) {
-        (Ok(mut new), _) => {
-            new.store = store;
-            let runner = new.runner.clone();
-            *guard = Some(new);
-            Ok((runner, None))
+    let mut guard = match within(deadline, slot.loaded.clone().lock_owned()).await {
+        Some(guard) => guard,
+        None => return Err(still_loading(server, &key)),
+    };
+    let store = store_verdict(&key);
+    let fresh = match &*guard {
+        Some(loaded) if loaded.store == store && loaded.stamps.iter().all(Stamp::holds) => {
+            return Ok((loaded.runner.clone(), loaded.error.clone()));
         }
-        // The last good config answers only under the trust it was loaded
-        // with: once the store is refused, its trusted hooks are not.
-        (Err((error, stamps)), Some(old)) if !fresh && old.store == store => {
-            let warning = format!(
-                "the config no longer loads, so the last good one (loaded {}) still answers: {error}",
-                ago(old.loaded_at)
-            );
-            old.error = Some(warning.clone());
-            old.stamps = stamps;
-            Ok((old.runner.clone(), Some(warning)))
+        loaded => loaded.is_none(),
+    };
+    let task_server = server.clone();
+    let task_key = key.clone();
+    let load = tokio::spawn(async move {
+        let server = task_server;
+        Stats::bump(&server.stats.loads);
+        if !fresh {
+            Stats::bump(&server.stats.reloads);
         }
-        (Err((error, _)), _) => Err(error),
+        // Off the async workers: a first compile can take seconds.
+        let load_key = task_key.clone();
+        let loaded = tokio::task::spawn_blocking(move || load(&load_key))
+            .await
+            .map_err(|e| format!("loading panicked: {e}"))?;
+        match (loaded, guard.as_mut()) {
+            (Ok(mut new), _) => {
+                new.store = store;
+                let runner = new.runner.clone();
+                *guard = Some(new);
+                Ok((runner, None))
+            }
+            // The last good config answers only under the trust it was
+            // loaded with: once the store is refused, its trusted hooks are
+            // not.
+            (Err((error, stamps)), Some(old)) if !fresh && old.store == store => {
+                let warning = format!(
+                    "the config no longer loads, so the last good one (loaded {}) still answers: {error}",
+                    ago(old.loaded_at)
+                );
+                old.error = Some(warning.clone());
+                old.stamps = stamps;
+                Ok((old.runner.clone(), Some(warning)))
+            }
+            (Err((error, _)), _) => Err(error),
+        }
+    });
+    match within(deadline, load).await {
+        Some(Ok(answer)) => answer,
+        Some(Err(e)) => Err(format!("loading failed: {e}")),
+        None => Err(still_loading(server, &key)),
+    }
+}
+
+/// `future`'s output, or `None` once `deadline` passes first.
+async fn within<F: std::future::Future>(deadline: Option<Instant>, future: F) -> Option<F::Output> {
+    match deadline {
+        Some(deadline) => tokio::time::timeout_at(deadline.into(), future).await.ok(),
+        None => Some(future.await),
     }
 }
 
@@ -539,13 +746,18 @@ fn load(key: &Key) -> Result<Loaded, (String, Vec<Stamp>)> {
 }
 
 fn status(server: &Server) -> Status {
+    let mut loading = 0;
     let workspaces = server
         .loaded
         .lock()
         .map(|map| {
             map.iter()
                 .filter_map(|(key, slot)| {
-                    let guard = slot.lock().ok()?;
+                    // Held by a load in flight: counted, not waited for.
+                    let Ok(guard) = slot.loaded.try_lock() else {
+                        loading += 1;
+                        return None;
+                    };
                     let loaded = guard.as_ref()?;
                     Some(WorkspaceStatus {
                         workspace: key.workspace.clone(),
@@ -569,11 +781,95 @@ fn status(server: &Server) -> Status {
                 .collect()
         })
         .unwrap_or_default();
+    let stats = &server.stats;
     Status {
         pid: std::process::id(),
         up_s: seconds_since(server.started),
-        requests: server.requests.load(Ordering::Relaxed),
+        requests: Stats::get(&stats.requests),
         workspaces,
+        errors: Stats::get(&stats.errors),
+        refused: Stats::get(&stats.refused),
+        loads: Stats::get(&stats.loads),
+        reloads: Stats::get(&stats.reloads),
+        evictions: Stats::get(&stats.evictions),
+        load_timeouts: Stats::get(&stats.load_timeouts),
+        loading,
+        max_workspaces: server.max_workspaces,
+        latency: stats.latency(),
+    }
+}
+
+/// `toolgate serve status`: the running server's counters, as text or JSON.
+fn show_status(socket: &Path, json: bool) -> anyhow::Result<ExitCode> {
+    let Some(status) = super::client::query_status_at(socket) else {
+        anyhow::bail!("no toolgate server answers at {}", socket.display());
+    };
+    if json {
+        outln!("{}", serde_json::to_string_pretty(&status)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let up = Duration::from_secs(status.up_s);
+    outln!(
+        "toolgate serve: running at {} (pid {}, up {})",
+        socket.display(),
+        status.pid,
+        humantime_short(up)
+    );
+    outln!(
+        "requests: {} ({} answered with an error, {} refused before acknowledgement and \
+         evaluated by their callers)",
+        status.requests,
+        status.errors,
+        status.refused
+    );
+    outln!(
+        "workspaces: {} loaded, {} loading, at most {} ({} evicted); {} loads, {} of them \
+         reloads after an edit; {} calls outlived a load",
+        status.workspaces.len(),
+        status.loading,
+        status.max_workspaces,
+        status.evictions,
+        status.loads,
+        status.reloads,
+        status.load_timeouts
+    );
+    for l in &status.latency {
+        outln!(
+            "latency, {}: p50 {} µs, p99 {} µs (last {} of {} requests, inside the server)",
+            l.mode,
+            l.p50_us,
+            l.p99_us,
+            l.window,
+            l.count
+        );
+    }
+    for w in &status.workspaces {
+        outln!(
+            "  {}: {} hooks, loaded {} s ago{}",
+            w.workspace.display(),
+            w.hooks,
+            w.loaded_s_ago,
+            w.error
+                .as_deref()
+                .map(|e| format!("; {}", toolgate::text::one_line(e)))
+                .unwrap_or_default()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `3 d 4 h`, `5 h 2 min`, `12 min 3 s`, `9 s`.
+fn humantime_short(d: Duration) -> String {
+    let s = d.as_secs();
+    let (days, hours, mins, secs) = (s / 86_400, s / 3600 % 24, s / 60 % 60, s % 60);
+    if days > 0 {
+        format!("{days} d {hours} h")
+    } else if hours > 0 {
+        format!("{hours} h {mins} min")
+    } else if mins > 0 {
+        format!("{mins} min {secs} s")
+    } else {
+        format!("{secs} s")
     }
 }
 

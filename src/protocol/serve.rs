@@ -182,6 +182,14 @@ pub enum ReadRequestError {
 /// Reads one request line: the request, or the `id` to answer under and why
 /// it is refused.
 pub fn read_request(line: &[u8]) -> Result<Request, (Value, ReadRequestError)> {
+    // The common case in one pass, straight into the types; anything else
+    // (another version, a line that does not read) is read again as a
+    // `Value` below, to say why under the right `id`.
+    if let Ok(request) = serde_json::from_slice::<Request>(line)
+        && request.version == VERSION
+    {
+        return Ok(request);
+    }
     let value: Value =
         serde_json::from_slice(line).map_err(|e| (Value::Null, ReadRequestError::NotJson(e)))?;
     let id = value.get("id").cloned().unwrap_or(Value::Null);
@@ -257,6 +265,17 @@ impl Body {
 }
 
 impl Answer {
+    /// Appends the line to send, newline included, to `out`.
+    pub fn write_line(&self, out: &mut Vec<u8>) {
+        let start = out.len();
+        if serde_json::to_writer(&mut *out, self).is_err() {
+            out.truncate(start);
+            out.extend_from_slice(self.to_line().as_bytes());
+            return;
+        }
+        out.push(b'\n');
+    }
+
     /// The line to send, newline included.
     pub fn to_line(&self) -> String {
         // Nothing in an answer fails to serialise (string keys, no
@@ -281,6 +300,55 @@ pub struct Status {
     pub requests: u64,
     /// Each loaded workspace.
     pub workspaces: Vec<WorkspaceStatus>,
+    // The counters below came after protocol version 1 was published; they
+    // default when an older server's status is read, and an older client
+    // ignores them, so the version did not change for them.
+    /// Evaluations answered with an error (the caller blocked the call).
+    #[serde(default)]
+    pub errors: u64,
+    /// Lines refused before they were acknowledged (unreadable, another
+    /// protocol version, an unknown mode, another user): their callers
+    /// evaluated the call themselves.
+    #[serde(default)]
+    pub refused: u64,
+    /// Configs loaded: first loads, reloads, loads after an eviction.
+    #[serde(default)]
+    pub loads: u64,
+    /// Of those, loads of a config whose files had changed.
+    #[serde(default)]
+    pub reloads: u64,
+    /// Loaded configs dropped, least recently used first, to stay within
+    /// `max_workspaces`.
+    #[serde(default)]
+    pub evictions: u64,
+    /// Calls whose deadline passed while their config was still loading
+    /// (blocked; the load went on and answers the next call).
+    #[serde(default)]
+    pub load_timeouts: u64,
+    /// Workspaces being loaded right now.
+    #[serde(default)]
+    pub loading: usize,
+    /// The most configs it keeps loaded (`--max-workspaces`; 0: unknown).
+    #[serde(default)]
+    pub max_workspaces: usize,
+    /// Server-side latency per mode, over each mode's recent requests.
+    #[serde(default)]
+    pub latency: Vec<ModeLatency>,
+}
+
+/// How long one mode's recent requests took inside the server.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModeLatency {
+    /// The mode (`check`, or an agent's name).
+    pub mode: String,
+    /// Requests of this mode since the server started.
+    pub count: u64,
+    /// How many of the most recent ones the percentiles cover.
+    pub window: usize,
+    /// Median, in microseconds.
+    pub p50_us: u64,
+    /// 99th percentile, in microseconds.
+    pub p99_us: u64,
 }
 
 /// One workspace's loaded chain.

@@ -27,21 +27,14 @@ pub(crate) struct Server {
 
 impl Server {
     fn start() -> Server {
-        Server::start_as(toolgate())
+        Server::start_as(toolgate(), &[])
     }
 
     /// A server whose command `configure` adjusts first (its environment).
-    #[cfg(debug_assertions)]
     fn start_with(configure: impl FnOnce(&mut std::process::Command)) -> Server {
         let mut cmd = toolgate();
         configure(&mut cmd);
-        Server::start_as(cmd)
-    }
-
-    /// `toolgate serve` run by `command` (a `toolgate` or a shell that
-    /// execs one).
-    fn start_as(command: std::process::Command) -> Server {
-        Server::start_as_with(command, &[])
+        Server::start_as(cmd, &[])
     }
 
     /// A server that also answers HTTP on an ephemeral loopback port;
@@ -49,7 +42,7 @@ impl Server {
     pub(crate) fn start_http(configure: impl FnOnce(&mut std::process::Command)) -> Server {
         let mut cmd = toolgate();
         configure(&mut cmd);
-        let mut server = Server::start_as_with(cmd, &["--http", "127.0.0.1:0"]);
+        let mut server = Server::start_as(cmd, &["--http", "127.0.0.1:0"]);
         server.said("toolgate serve: http on http://");
         let log = server.log.lock().unwrap().clone();
         let addr = log
@@ -62,14 +55,16 @@ impl Server {
         server
     }
 
-    fn start_as_with(mut command: std::process::Command, extra: &[&str]) -> Server {
+    /// `toolgate serve` run by `command` (a `toolgate` or a shell that
+    /// execs one), with `args` after `serve`.
+    fn start_as(mut command: std::process::Command, args: &[&str]) -> Server {
         let dir = tempfile::tempdir().unwrap();
         let socket = dir.path().join("run/serve.sock");
         let mut child = command
             .arg("serve")
+            .args(args)
             .arg("--socket")
             .arg(&socket)
-            .args(extra)
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::piped())
@@ -696,12 +691,7 @@ fn a_component_swapped_while_the_server_loads_it_is_loaded_anew() {
 #[test]
 fn without_a_server_the_commands_evaluate_themselves() {
     let fx = Fixture::new();
-    std::fs::write(
-        fx.global().join("hooks.json"),
-        json!({"schema": 1, "hooks": [{"name": "g", "wasm": crate::guests::path("deny")}]})
-            .to_string(),
-    )
-    .unwrap();
+    deny_guard(&fx);
     let dir = tempfile::tempdir().unwrap();
     // Nothing there; a stale socket file; a listener that never acknowledges.
     let stale = dir.path().join("stale.sock");
@@ -857,7 +847,10 @@ fn the_server_refuses_a_process_of_another_user() {
 fn out_of_descriptors_the_server_backs_off_instead_of_spinning_and_recovers() {
     // Few descriptors: a couple of dozen connections use them all up, and
     // the rest wait in the listen queue while accept fails with EMFILE.
-    let server = Server::start_as(toolgate_via_shell("ulimit -n 32 && exec \"$0\" \"$@\""));
+    let server = Server::start_as(
+        toolgate_via_shell("ulimit -n 32 && exec \"$0\" \"$@\""),
+        &[],
+    );
     let clients: Vec<UnixStream> = (0..48)
         .map(|_| UnixStream::connect(&server.socket).unwrap())
         .collect();
@@ -1252,4 +1245,256 @@ fn a_lean_client_refused_or_answered_by_another_user_falls_back_to_the_full_bina
     }
     let _ = other.kill();
     let _ = other.wait();
+}
+
+/// An evaluation line for `toolgate claude-code`'s mode, with a deadline.
+fn agent_evaluate(id: &str, fx: &Fixture, deadline_ms: u64) -> String {
+    json!({"id": id, "version": VERSION, "op": "evaluate", "mode": "claude-code",
+           "workspace": fx.workspace(), "input": agent_pre(&fx.workspace(), "ls"),
+           "deadline_ms": deadline_ms, "context": {"global": fx.global()}})
+    .to_string()
+}
+
+/// The answer (not the ack) among `answers`.
+fn the_answer(answers: Vec<Value>) -> Value {
+    answers
+        .into_iter()
+        .find(|a| a.get("ack").is_none())
+        .expect("an answer")
+}
+
+/// A denying guest with thousands of functions: compiling it takes the
+/// server far longer than a short deadline.
+fn large_guest(dir: &std::path::Path) -> PathBuf {
+    let fields: String = (0..6000)
+        .map(|i| {
+            format!(
+                "(func $f{i} (param i32) (result i32) (i32.xor (i32.mul (i32.add (local.get 0) \
+                 (i32.const {i})) (i32.const 2654435761)) (i32.shr_u (local.get 0) (i32.const 7))))\n"
+            )
+        })
+        .collect();
+    crate::guests::Guest {
+        fields: &fields,
+        ..crate::guests::Guest::answering(crate::guests::Verdict::Deny("large guard"))
+    }
+    .write(dir, "large")
+}
+
+/// A call whose deadline passes while the server compiles its guard is
+/// blocked, but the compile goes on and fills the server's cache: calls
+/// arriving meanwhile wait for that one load (not a load each), and the
+/// next call answers from it.
+#[test]
+fn a_load_a_timed_out_call_started_finishes_and_answers_the_next_call() {
+    let fx = Fixture::new();
+    let guest = large_guest(&fx.global());
+    std::fs::write(
+        fx.global().join("hooks.json"),
+        json!({"schema": 1, "hooks": [{"name": "g", "wasm": guest}]}).to_string(),
+    )
+    .unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let server = Server::start_with(|cmd| {
+        cmd.env("TOOLGATE_CACHE_DIR", cache.path());
+    });
+    let started = Instant::now();
+    let (fx, server) = (&fx, &server);
+    let first = std::thread::scope(|s| {
+        let asked: Vec<_> = (0..3)
+            .map(|i| {
+                s.spawn(move || server.exchange(&[agent_evaluate(&format!("c{i}"), fx, 100)], 1))
+            })
+            .collect();
+        asked
+            .into_iter()
+            .map(|a| the_answer(a.join().unwrap()))
+            .collect::<Vec<_>>()
+    });
+    let timed_out = started.elapsed();
+    for answer in &first {
+        let error = answer["error"].as_str().unwrap_or_default();
+        assert!(
+            error.contains("still loading"),
+            "fails closed, saying why: {answer}"
+        );
+    }
+    // The load goes on after the callers gave up; wait for it.
+    let mut status = server.status();
+    while status["loading"] != 0 || status["workspaces"].as_array().unwrap().is_empty() {
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "the load never finished: {status}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+        status = server.status();
+    }
+    let loaded_after = started.elapsed();
+    assert!(
+        loaded_after > timed_out,
+        "the guest compiled before the calls timed out ({loaded_after:?}); make it larger"
+    );
+    assert_eq!(
+        status["loads"], 1,
+        "three waiting calls, one load: {status}"
+    );
+    assert_eq!(status["load_timeouts"], 3, "{status}");
+    let next = the_answer(server.exchange(&[agent_evaluate("next", fx, 100)], 1));
+    assert!(
+        denies(Outward::ClaudeCode, &next["stdout"]),
+        "the loaded guard answers: {next}"
+    );
+    assert_eq!(server.status()["loads"], 1, "nothing compiled again");
+}
+
+/// Past `--max-workspaces` the least recently used config is dropped, and
+/// loaded again (answering the same) on its next request.
+#[test]
+fn past_max_workspaces_the_least_recently_used_is_evicted_and_reloads_when_asked() {
+    let fixtures: Vec<Fixture> = (0..3).map(|_| Fixture::new()).collect();
+    for fx in &fixtures {
+        deny_guard(fx);
+    }
+    let server = Server::start_as(toolgate(), &["--max-workspaces", "2"]);
+    let check = |fx: &Fixture| {
+        let out = run_with_stdin(
+            server
+                .client()
+                .args(["check", "--workspace"])
+                .arg(fx.workspace())
+                .env("TOOLGATE_CONFIG_DIR", fx.global()),
+            &pre("Bash", "ls"),
+        );
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    };
+    let loaded = |status: &Value| -> Vec<PathBuf> {
+        status["workspaces"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| PathBuf::from(w["workspace"].as_str().unwrap()))
+            .collect()
+    };
+    let root = |fx: &Fixture| fx.workspace().canonicalize().unwrap();
+    for fx in &fixtures {
+        check(fx);
+    }
+    let status = server.status();
+    assert_eq!(
+        (status["loads"].clone(), status["evictions"].clone()),
+        (json!(3), json!(1)),
+        "{status}"
+    );
+    assert_eq!(status["max_workspaces"], 2, "{status}");
+    let now = loaded(&status);
+    assert_eq!(now.len(), 2, "{status}");
+    assert!(
+        !now.contains(&root(&fixtures[0])),
+        "the first is the least recently used: {status}"
+    );
+    // Asked again, the evicted one loads again and answers the same; the
+    // one used least recently since (the second) makes room.
+    check(&fixtures[0]);
+    let status = server.status();
+    assert_eq!(
+        (status["loads"].clone(), status["evictions"].clone()),
+        (json!(4), json!(2)),
+        "{status}"
+    );
+    let now = loaded(&status);
+    assert!(
+        now.contains(&root(&fixtures[0])) && !now.contains(&root(&fixtures[1])),
+        "{status}"
+    );
+    // A loaded one answers without loading.
+    check(&fixtures[2]);
+    assert_eq!(server.status()["loads"], 4);
+}
+
+/// `toolgate serve status` (and `--json`) counts what the server did:
+/// requests, errors, refusals, loads, and latency per mode.
+#[test]
+fn serve_status_counts_requests_errors_refusals_and_latency_per_mode() {
+    let fx = Fixture::new();
+    deny_guard(&fx);
+    let server = Server::start();
+    let status = || {
+        let out = toolgate()
+            .args(["serve", "status", "--json", "--socket"])
+            .arg(&server.socket)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        stdout_json(&out)
+    };
+    let before = status();
+    assert_eq!(before["requests"], 0, "{before}");
+    assert_eq!(before["max_workspaces"], 64, "the default bound: {before}");
+    let evaluate = |id: &str, input: &str| {
+        json!({"id": id, "version": VERSION, "op": "evaluate", "mode": "check",
+               "workspace": fx.workspace(), "input": input, "context": {"global": fx.global()}})
+        .to_string()
+    };
+    let answers = server.exchange(
+        &[
+            evaluate("ok", &pre("Bash", "ls")),
+            evaluate("bad", "not json"),
+            json!({"id": "old", "version": VERSION + 1, "op": "status"}).to_string(),
+        ],
+        3,
+    );
+    assert_eq!(answers.len(), 5, "two acks, three answers: {answers:?}");
+    the_answer(server.exchange(&[agent_evaluate("agent", &fx, 10_000)], 1));
+    let after = status();
+    assert_eq!(after["requests"], 3, "{after}");
+    assert_eq!(after["errors"], 1, "the unreadable input: {after}");
+    assert_eq!(after["refused"], 1, "the other version: {after}");
+    assert_eq!(after["loads"], 1, "one workspace, loaded once: {after}");
+    let latency = after["latency"].as_array().unwrap();
+    let of = |mode: &str| {
+        latency
+            .iter()
+            .find(|l| l["mode"] == mode)
+            .unwrap_or_else(|| panic!("no latency for {mode}: {after}"))
+            .clone()
+    };
+    assert_eq!(of("check")["count"], 2, "{after}");
+    assert_eq!(of("claude-code")["count"], 1, "{after}");
+    assert!(of("check")["p99_us"].as_u64().unwrap() >= of("check")["p50_us"].as_u64().unwrap());
+    // The same, said for a person.
+    let out = toolgate()
+        .args(["serve", "status", "--socket"])
+        .arg(&server.socket)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        said.contains("requests: 3 (1 answered with an error, 1 refused"),
+        "{said}"
+    );
+    assert!(said.contains("latency, claude-code: p50"), "{said}");
+    // No server there: said, and not a success.
+    drop(server);
+    let dir = tempfile::tempdir().unwrap();
+    let out = toolgate()
+        .args(["serve", "status", "--socket"])
+        .arg(dir.path().join("none.sock"))
+        .output()
+        .unwrap();
+    assert_ne!(out.status.code(), Some(0));
+    assert!(
+        stderr(&out).contains("no toolgate server answers"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// Makes `fx`'s global config one denying wasm guard.
+fn deny_guard(fx: &Fixture) {
+    std::fs::write(
+        fx.global().join("hooks.json"),
+        json!({"schema": 1, "hooks": [{"name": "g", "wasm": crate::guests::path("deny")}]})
+            .to_string(),
+    )
+    .unwrap();
 }
