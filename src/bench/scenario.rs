@@ -43,17 +43,45 @@ impl Server {
         cache: &std::path::Path,
     ) -> Result<Server, BenchError> {
         let socket = root.join("serve/serve.sock");
-        let child = Command::new(exe)
-            .arg("serve")
+        let mut cmd = Command::new(exe);
+        cmd.arg("serve")
             .arg("--socket")
             .arg(&socket)
-            .env("TOOLGATE_CACHE_DIR", cache)
+            .env("TOOLGATE_CACHE_DIR", cache);
+        Ok(Server::spawn(cmd, socket, false)?.0)
+    }
+
+    /// Starts `cmd` (a `toolgate serve` on `socket`) and waits until it
+    /// listens; with `http`, also for the address it prints on stderr
+    /// (`toolgate serve: http on <url>`), returned when it came.
+    pub(crate) fn spawn(
+        mut cmd: Command,
+        socket: PathBuf,
+        http: bool,
+    ) -> Result<(Server, Option<String>), BenchError> {
+        let mut child = cmd
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(if http { Stdio::piped() } else { Stdio::null() })
             .spawn()?;
+        let (tx, rx) = std::sync::mpsc::channel();
+        if let Some(stderr) = child.stderr.take() {
+            // Read to the end, so a chatty server never blocks on a full pipe.
+            std::thread::spawn(move || {
+                use std::io::BufRead;
+                for line in std::io::BufReader::new(stderr)
+                    .lines()
+                    .map_while(Result::ok)
+                {
+                    if let Some(url) = line.split("http on ").nth(1) {
+                        let _ = tx.send(url.trim().to_owned());
+                    }
+                }
+            });
+        }
         let started = Instant::now();
-        while std::os::unix::net::UnixStream::connect(&socket).is_err() {
+        let server = Server { child, socket };
+        while std::os::unix::net::UnixStream::connect(&server.socket).is_err() {
             if started.elapsed() > Duration::from_secs(30) {
                 return Err(BenchError::Missing(
                     "`toolgate serve` did not start listening",
@@ -61,7 +89,10 @@ impl Server {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        Ok(Server { child, socket })
+        let url = http
+            .then(|| rx.recv_timeout(Duration::from_secs(30).saturating_sub(started.elapsed())))
+            .and_then(Result::ok);
+        Ok((server, url))
     }
 }
 
