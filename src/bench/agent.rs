@@ -170,6 +170,10 @@ pub struct AgentRow {
     /// What the model was shown for the probe, the last session's (an
     /// excerpt).
     pub probe_answer: Option<String>,
+    /// Evaluations `toolgate serve` answered during this row's sessions
+    /// (its status's counter): a row "through the server" that the server
+    /// never saw fell back to evaluating on its own.
+    pub server_requests: u64,
     /// Why the row was not measured.
     pub skipped: Option<String>,
 }
@@ -310,8 +314,10 @@ pub fn run_agent(options: &AgentOptions) -> Result<AgentReport, BenchError> {
                     report.sessions,
                     hook.name()
                 ));
+                let before = bench.server_requests()?;
                 let got = bench.session(claude, *hook, &mock, report.calls_per_session)?;
                 samples[r][h].add(got, report.warmup);
+                samples[r][h].server_requests += bench.server_requests()? - before;
             }
         }
     }
@@ -518,6 +524,35 @@ impl Bench {
         })
     }
 
+    /// How many evaluations the server has answered (its status).
+    fn server_requests(&self) -> Result<u64, BenchError> {
+        use crate::protocol::serve::{Answer, Body, Op, Request, VERSION};
+        use std::io::{BufRead, Write};
+        let mut stream = std::os::unix::net::UnixStream::connect(&self.server.socket)?;
+        stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+        let request = Request {
+            id: json!(1),
+            version: VERSION,
+            op: Op::Status,
+        };
+        let mut line = serde_json::to_vec(&request)
+            .map_err(|_| BenchError::Missing("the status request does not encode"))?;
+        line.push(b'\n');
+        stream.write_all(&line)?;
+        let mut reader = std::io::BufReader::new(stream);
+        let mut answer = String::new();
+        while reader.read_line(&mut answer)? > 0 {
+            match serde_json::from_str::<Answer>(&answer).map(|a| a.body) {
+                Ok(Body::Status { status }) => return Ok(status.requests),
+                Ok(Body::Ack { .. }) => answer.clear(),
+                _ => break,
+            }
+        }
+        Err(BenchError::Missing(
+            "`toolgate serve` did not answer a status request",
+        ))
+    }
+
     /// Why `hook`'s row is not measured, if it is not.
     fn skip(&self, hook: Hook) -> Option<String> {
         match (hook, &self.http) {
@@ -707,6 +742,7 @@ struct Sessions {
     sessions: usize,
     denied: usize,
     probe_answer: Option<String>,
+    server_requests: u64,
 }
 
 impl Sessions {
@@ -736,6 +772,7 @@ impl Sessions {
             sessions: self.sessions,
             probes_denied: self.denied,
             probe_answer: self.probe_answer,
+            server_requests: self.server_requests,
             skipped,
         }
     }

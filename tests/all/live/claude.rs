@@ -650,6 +650,14 @@ fn live_claude_bench_agent_times_every_call_and_each_hook_row_really_ran_its_gua
             let denied = if config == "no hook" { 0 } else { 1 };
             assert_eq!(row["probes_denied"], denied, "{row:#}");
             assert_eq!(row["sessions"], 1, "{row:#}");
+            // Through the server means the server answered (pre and post
+            // of each call, and the probe); the others never reach it.
+            let served = row["server_requests"].as_u64().unwrap();
+            if config.contains("serve") {
+                assert!(served >= 2 * 3 + 1, "{row:#}");
+            } else {
+                assert_eq!(served, 0, "{row:#}");
+            }
         }
     }
     let budget = report["budget"].as_array().unwrap();
@@ -667,9 +675,15 @@ fn live_claude_bench_agent_times_every_call_and_each_hook_row_really_ran_its_gua
 #[test]
 fn bench_agent_without_claude_code_says_so_and_measures_nothing() {
     let fx = Fixture::new();
-    let report = bench_agent(&["--claude", &fx.dir.path().join("no-claude").to_string_lossy()]);
+    let report = bench_agent(&[
+        "--claude",
+        &fx.dir.path().join("no-claude").to_string_lossy(),
+    ]);
     assert_eq!(report["releases"], json!([]), "{report:#}");
     let skipped = report["skipped"].to_string();
     assert!(skipped.contains("no Claude Code installed"), "{skipped}");
-    assert!(report["budget"].as_array().unwrap().is_empty(), "{report:#}");
+    assert!(
+        report["budget"].as_array().unwrap().is_empty(),
+        "{report:#}"
+    );
 }
