@@ -654,7 +654,7 @@ fn live_claude_bench_agent_times_every_call_and_each_hook_row_really_ran_its_gua
             // of each call, and the probe); the others never reach it.
             let served = row["server_requests"].as_u64().unwrap();
             if config.contains("serve") {
-                assert!(served >= 2 * 3 + 1, "{row:#}");
+                assert!(served > 2 * 3, "{row:#}");
             } else {
                 assert_eq!(served, 0, "{row:#}");
             }
