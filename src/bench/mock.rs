@@ -171,7 +171,13 @@ pub fn tool_results(request: &Value) -> Vec<Value> {
 
 /// The text a `tool_result` carries, whether a string or text blocks.
 pub fn result_text(block: &Value) -> String {
-    match &block["content"] {
+    content_text(&block["content"])
+}
+
+/// A message's content as text: a string, or its text parts joined (the
+/// Messages API's and chat completions' shape alike).
+pub fn content_text(content: &Value) -> String {
+    match content {
         Value::String(s) => s.clone(),
         Value::Array(parts) => parts
             .iter()

@@ -140,6 +140,32 @@ impl Target {
     }
 }
 
+impl Machine {
+    /// The machine and the load around the run, and a warning when the
+    /// binary is a debug build.
+    fn write(
+        &self,
+        f: &mut fmt::Formatter<'_>,
+        before: &str,
+        after: &str,
+        debug_build: bool,
+    ) -> fmt::Result {
+        writeln!(
+            f,
+            "machine: {} · {} cores · Linux {} · load {before} → {after}",
+            self.cpu, self.cores, self.kernel,
+        )?;
+        if debug_build {
+            writeln!(
+                f,
+                "note: this is a debug build of toolgate; its numbers are not the product's \
+                 (build with `cargo build --release` and run target/release/toolgate bench)"
+            )?;
+        }
+        Ok(())
+    }
+}
+
 fn fmt_us(us: f64) -> String {
     if us >= 1e6 {
         format!("{:.2} s", us / 1e6)
@@ -184,19 +210,8 @@ impl Report {
     /// What the numbers were measured on (machine, build, engine): its own
     /// step because a reader must weigh every figure below against it.
     fn write_setup(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let m = &self.machine;
-        writeln!(
-            f,
-            "machine: {} · {} cores · Linux {} · load {} → {}",
-            m.cpu, m.cores, m.kernel, self.load_before, self.load_after,
-        )?;
-        if self.debug_build {
-            writeln!(
-                f,
-                "note: this is a debug build of toolgate; its numbers are not the product's \
-                 (build with `cargo build --release` and run target/release/toolgate bench)"
-            )?;
-        }
+        self.machine
+            .write(f, &self.load_before, &self.load_after, self.debug_build)?;
         let e = &self.wasm_engine;
         writeln!(
             f,
@@ -306,18 +321,8 @@ impl super::AgentReport {
     }
 
     fn write(&self, f: &mut fmt::Formatter<'_>, width: Option<u16>) -> fmt::Result {
-        let m = &self.machine;
-        writeln!(
-            f,
-            "machine: {} · {} cores · Linux {} · load {} → {}",
-            m.cpu, m.cores, m.kernel, self.load_before, self.load_after,
-        )?;
-        if self.debug_build {
-            writeln!(
-                f,
-                "note: this is a debug build of toolgate; its numbers are not the product's"
-            )?;
-        }
+        self.machine
+            .write(f, &self.load_before, &self.load_after, self.debug_build)?;
         for why in &self.skipped {
             writeln!(f, "skipped: {why}")?;
         }

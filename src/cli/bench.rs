@@ -66,12 +66,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<std::process::ExitCode> {
         options.progress = |line| eprintln!("{line}");
     }
     let report = toolgate::bench::run(&options)?;
-    if args.json {
-        outln!("{}", serde_json::to_string_pretty(&report)?);
-    } else {
-        outln!("{}", report.render(super::width()));
-    }
-    Ok(std::process::ExitCode::SUCCESS)
+    print(args.json, &report, || report.render(super::width()))
 }
 
 /// `--agent`: the agent section, on its own.
@@ -89,10 +84,19 @@ fn run_agent(args: Args) -> anyhow::Result<std::process::ExitCode> {
         options.progress = |line| eprintln!("{line}");
     }
     let report = toolgate::bench::run_agent(&options)?;
-    if args.json {
-        outln!("{}", serde_json::to_string_pretty(&report)?);
+    print(args.json, &report, || report.render(super::width()))
+}
+
+/// Prints `report` as JSON, or as the text `render` gives.
+fn print(
+    json: bool,
+    report: &impl serde::Serialize,
+    render: impl FnOnce() -> String,
+) -> anyhow::Result<std::process::ExitCode> {
+    if json {
+        outln!("{}", serde_json::to_string_pretty(report)?);
     } else {
-        outln!("{}", report.render(super::width()));
+        outln!("{}", render());
     }
     Ok(std::process::ExitCode::SUCCESS)
 }

@@ -653,7 +653,7 @@ fn live_claude_bench_agent_times_every_call_and_each_hook_row_really_ran_its_gua
             // Through the server means the server answered (pre and post
             // of each call, and the probe); the others never reach it.
             let served = row["server_requests"].as_u64().unwrap();
-            if config.contains("serve") {
+            if config.contains("`toolgate serve`") {
                 assert!(served > 2 * 3, "{row:#}");
             } else {
                 assert_eq!(served, 0, "{row:#}");
