@@ -52,6 +52,10 @@ pub(crate) struct Args {
         requires = "agent"
     )]
     agents: PathBuf,
+    /// With --agent: the `toolgate` the hooks and the server run (another
+    /// build's, say); default, this one.
+    #[arg(long, value_name = "PATH", requires = "agent")]
+    toolgate: Option<PathBuf>,
 }
 
 pub(crate) fn run(args: Args) -> anyhow::Result<std::process::ExitCode> {
@@ -80,6 +84,9 @@ fn run_agent(args: Args) -> anyhow::Result<std::process::ExitCode> {
     }
     options.claude = args.claude;
     options.agents = args.agents;
+    if let Some(exe) = args.toolgate {
+        options.exe = std::path::absolute(exe)?;
+    }
     if !args.json {
         options.progress = |line| eprintln!("{line}");
     }
