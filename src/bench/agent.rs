@@ -399,13 +399,11 @@ fn claudes(options: &AgentOptions, skipped: &mut Vec<String>) -> Vec<(PathBuf, S
 }
 
 /// The pinned Claude Code releases (tests/agents/versions.env) installed
-/// under `agents/.cache` (or `$TOOLGATE_AGENT_CACHE`), as the live tests
-/// find them.
+/// under `agents/.cache`, as the live tests find them (a cache elsewhere:
+/// name the binaries with `--claude`).
 fn pinned_claudes(agents: &Path, skipped: &mut Vec<String>) -> Vec<PathBuf> {
     let versions = std::fs::read_to_string(agents.join("versions.env")).unwrap_or_default();
-    let cache = std::env::var_os("TOOLGATE_AGENT_CACHE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| agents.join(".cache"));
+    let cache = agents.join(".cache");
     let mut paths = Vec::new();
     for var in ["CLAUDE_CODE_VERSION", "CLAUDE_CODE_NEWEST_VERSION"] {
         let Some(version) = versions
@@ -687,10 +685,11 @@ fn serve_has_http(exe: &Path) -> bool {
 fn hermetic<'c>(cmd: &'c mut Command, dir: &Path, name: &str) -> &'c mut Command {
     let xdg = dir.join(format!("{name}-xdg"));
     cmd.env_clear();
-    for key in ["PATH", "TMPDIR", "LANG"] {
-        if let Some(value) = std::env::var_os(key) {
-            cmd.env(key, value);
-        }
+    if let Some(path) = std::env::var_os("PATH") {
+        cmd.env("PATH", path);
+    }
+    if let Some(tmp) = std::env::var_os("TMPDIR") {
+        cmd.env("TMPDIR", tmp);
     }
     for (key, sub) in [
         ("HOME", "home"),

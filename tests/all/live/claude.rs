@@ -612,10 +612,14 @@ fn bench_agent(args: &[&str]) -> Value {
 
 #[test]
 fn live_claude_bench_agent_times_every_call_and_each_hook_row_really_ran_its_guard() {
+    // Each release by path: installed, or the test says how to install it.
+    let mut args = vec!["--agent-calls".to_owned(), "3".to_owned()];
     for release in RELEASES {
-        release.bin(); // installed, or the test says how to install it
+        args.push("--claude".into());
+        args.push(release.bin().to_string_lossy().into_owned());
     }
-    let report = bench_agent(&["--agent-calls", "3"]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let report = bench_agent(&args);
     let releases = report["releases"].as_array().unwrap();
     let versions: Vec<String> = RELEASES.iter().map(|r| r.version()).collect();
     let measured: Vec<String> = releases
