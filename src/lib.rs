@@ -94,7 +94,7 @@ pub mod agent {
         Edit, EditSettingsError, Entry, MAX_SETTINGS_BYTES, Wiring, read_settings, trust_done,
     };
     pub use crate::protocol::agent::{
-        Blocked, Help, Import, Install, Layout, TrustCheck, TrustStep,
+        Blocked, Help, HttpHook, Import, Install, Layout, TrustCheck, TrustStep,
     };
     pub use crate::protocol::{
         AgentCall, Imported, Matcher, Outward, ReadAgentInputError, event_name, import_settings,

@@ -485,25 +485,16 @@ impl Bench {
         progress("starting `toolgate serve`…");
         let has_http = serve_has_http(&options.exe);
         let state = root.join("state");
-        std::fs::create_dir_all(&state)?;
         let socket = root.join("serve/serve.sock");
         let mut serve = Command::new(&options.exe);
         serve.arg("serve").arg("--socket").arg(&socket);
-        if has_http {
-            serve.args(["--http", "127.0.0.1:0"]);
-        }
         hermetic(&mut serve, root, "serve")
-            .env("XDG_STATE_HOME", &state)
             .env("TOOLGATE_CONFIG_DIR", &global)
             .env("TOOLGATE_CACHE_DIR", &cache);
-        let (server, http_line) = scenario::Server::spawn(serve, socket, has_http)?;
-        let http = match http_line {
+        let server = scenario::Server::spawn(serve, socket, has_http.then_some(&*state))?;
+        let http = match &server.http {
             _ if !has_http => Err("toolgate serve has no --http in this build".to_owned()),
-            Some(url) => {
-                let token = std::fs::read_to_string(state.join("toolgate/http-token"))
-                    .map_err(|_| BenchError::Missing("`toolgate serve --http` wrote no secret"))?;
-                Ok((url, token.trim().to_owned()))
-            }
+            Some((addr, token)) => Ok((format!("http://{addr}"), token.clone())),
             None => Err("`toolgate serve --http` printed no address".to_owned()),
         };
         if let Err(why) = &http {

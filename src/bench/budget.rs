@@ -123,6 +123,14 @@ fn agent_path_target(r: &Row) -> Option<Target> {
             "ms",
             true,
         ))
+    } else if r.scenario.starts_with("HTTP request to the server") {
+        Some(Target::new(
+            "HTTP request to the server ≤ 300 µs".into(),
+            r.median_us,
+            300.0,
+            "µs",
+            true,
+        ))
     } else if r.scenario.starts_with("one request over the socket") {
         Some(Target::new(
             format!("{} ≤ 30 µs", r.scenario),

@@ -159,8 +159,10 @@ pub fn run(options: &Options) -> Result<Report, BenchError> {
     // Its engine pools like the in-process chains, so it shares their
     // cache (already warm: every guest row above compiled into it).
     progress("starting `toolgate serve` for the server rows…");
-    let server = scenario::Server::start(&options.exe, root, &root.join("cache-chains"))?;
-    setup.agent_rows(&server.socket, &reference.0)?;
+    let http_global = setup.write_http_global(&reference.0)?;
+    let server =
+        scenario::Server::start(&options.exe, root, &root.join("cache-chains"), &http_global)?;
+    setup.agent_rows(&server, &reference.0)?;
     setup.check_row(&reference)?;
     let mut scenarios = setup.scenarios;
 

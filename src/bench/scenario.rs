@@ -28,59 +28,94 @@ pub(crate) enum Kind {
     },
     /// One request over a connection to a running `toolgate serve`.
     Socket(SocketClient),
+    /// One Claude Code hook POSTed to a running `toolgate serve --http`.
+    Http(HttpClient),
 }
 
 /// A `toolgate serve` the bench started; stopped on drop.
 pub(crate) struct Server {
     child: std::process::Child,
     pub(crate) socket: PathBuf,
+    /// Its HTTP listener (`ip:port`) and secret, when it answers HTTP.
+    pub(crate) http: Option<(String, String)>,
 }
 
 impl Server {
+    /// A server on a socket under `root`, also answering HTTP on a loopback
+    /// port with a secret of its own (its state directory is under `root`)
+    /// and `global` as the global config its HTTP requests load.
     pub(crate) fn start(
         exe: &std::path::Path,
         root: &std::path::Path,
         cache: &std::path::Path,
+        global: &std::path::Path,
     ) -> Result<Server, BenchError> {
         let socket = root.join("serve/serve.sock");
         let mut cmd = Command::new(exe);
         cmd.arg("serve")
             .arg("--socket")
             .arg(&socket)
-            .env("TOOLGATE_CACHE_DIR", cache);
-        Ok(Server::spawn(cmd, socket, false)?.0)
+            .env("TOOLGATE_CACHE_DIR", cache)
+            .env("TOOLGATE_CONFIG_DIR", global);
+        let server = Server::spawn(cmd, socket, Some(&root.join("state")))?;
+        if server.http.is_none() {
+            return Err(BenchError::Missing(
+                "`toolgate serve --http` said no address",
+            ));
+        }
+        Ok(server)
     }
 
     /// Starts `cmd` (a `toolgate serve` on `socket`) and waits until it
-    /// listens; with `http`, also for the address it prints on stderr
-    /// (`toolgate serve: http on <url>`), returned when it came.
+    /// listens. With `state` (its `XDG_STATE_HOME`, made 0700) it also
+    /// answers HTTP on a loopback port: its address and the secret it
+    /// keeps there, once it has said where (`http` stays `None` if it
+    /// never does: a build without `--http` exits, and the wait ends).
     pub(crate) fn spawn(
         mut cmd: Command,
         socket: PathBuf,
-        http: bool,
-    ) -> Result<(Server, Option<String>), BenchError> {
+        state: Option<&std::path::Path>,
+    ) -> Result<Server, BenchError> {
+        use std::io::BufRead;
+        use std::os::unix::fs::DirBuilderExt;
+        if let Some(state) = state {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(state)?;
+            cmd.args(["--http", "127.0.0.1:0"])
+                .env("XDG_STATE_HOME", state);
+        }
         let mut child = cmd
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(if http { Stdio::piped() } else { Stdio::null() })
+            .stderr(Stdio::piped())
             .spawn()?;
         let (tx, rx) = std::sync::mpsc::channel();
         if let Some(stderr) = child.stderr.take() {
-            // Read to the end, so a chatty server never blocks on a full pipe.
+            // It says where it answers HTTP; the rest of what it says is
+            // read and dropped (a full pipe would stop it).
             std::thread::spawn(move || {
-                use std::io::BufRead;
                 for line in std::io::BufReader::new(stderr)
                     .lines()
                     .map_while(Result::ok)
                 {
-                    if let Some(url) = line.split("http on ").nth(1) {
-                        let _ = tx.send(url.trim().to_owned());
+                    if let Some(addr) = line.strip_prefix("toolgate serve: http on http://") {
+                        let _ = tx.send(addr.to_owned());
                     }
                 }
             });
         }
         let started = Instant::now();
-        let server = Server { child, socket };
+        let mut server = Server {
+            child,
+            socket,
+            http: None,
+        };
+        let addr = match state {
+            Some(_) => rx.recv_timeout(Duration::from_secs(30)).ok(),
+            None => None,
+        };
         while std::os::unix::net::UnixStream::connect(&server.socket).is_err() {
             if started.elapsed() > Duration::from_secs(30) {
                 return Err(BenchError::Missing(
@@ -89,10 +124,13 @@ impl Server {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        let url = http
-            .then(|| rx.recv_timeout(Duration::from_secs(30).saturating_sub(started.elapsed())))
-            .and_then(Result::ok);
-        Ok((server, url))
+        if let (Some(addr), Some(state)) = (addr, state) {
+            let token = std::fs::read_to_string(state.join("toolgate/http-token"))?
+                .trim()
+                .to_owned();
+            server.http = Some((addr, token));
+        }
+        Ok(server)
     }
 }
 
@@ -187,6 +225,71 @@ impl SocketClient {
     }
 }
 
+/// A kept-alive connection to `toolgate serve --http` and the one hook
+/// request it repeats, as Claude Code sends it.
+pub(crate) struct HttpClient {
+    stream: std::sync::Mutex<std::io::BufReader<std::net::TcpStream>>,
+    request: Vec<u8>,
+}
+
+impl HttpClient {
+    pub(crate) fn connect(
+        (addr, token): &(String, String),
+        input: &[u8],
+    ) -> Result<HttpClient, BenchError> {
+        let stream = std::net::TcpStream::connect(addr)?;
+        stream.set_nodelay(true)?;
+        let mut request = format!(
+            "POST /claude-code HTTP/1.1\r\nAccept: application/json, text/plain, */*\r\n\
+             Content-Type: application/json\r\nAuthorization: Bearer {token}\r\n\
+             User-Agent: toolgate-bench\r\nContent-Length: {}\r\nHost: {addr}\r\n\
+             Connection: keep-alive\r\n\r\n",
+            input.len()
+        )
+        .into_bytes();
+        request.extend_from_slice(input);
+        Ok(HttpClient {
+            stream: std::sync::Mutex::new(std::io::BufReader::new(stream)),
+            request,
+        })
+    }
+
+    fn call(&self) -> Result<(), BenchError> {
+        use std::io::{BufRead, Read};
+        let mut stream = self
+            .stream
+            .lock()
+            .map_err(|_| BenchError::Missing("the HTTP client is poisoned"))?;
+        stream.get_mut().write_all(&self.request)?;
+        let mut status = String::new();
+        let mut length = 0usize;
+        let mut line = String::new();
+        loop {
+            line.clear();
+            if stream.read_line(&mut line)? == 0 {
+                return Err(BenchError::Missing("the server closed the connection"));
+            }
+            if status.is_empty() {
+                status = line.trim().to_owned();
+            } else if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                length = value.trim().parse().unwrap_or(0);
+            } else if line == "\r\n" {
+                break;
+            }
+        }
+        let mut body = vec![0; length];
+        stream.read_exact(&mut body)?;
+        let body = String::from_utf8_lossy(&body);
+        if !status.starts_with("HTTP/1.1 200") || body.contains("\"deny\"") {
+            return Err(BenchError::Denied(format!(
+                "the server answered {status}: {}",
+                crate::text::excerpt(&body, 300)
+            )));
+        }
+        Ok(())
+    }
+}
+
 /// One row being measured.
 pub(crate) struct Scenario {
     pub(crate) name: String,
@@ -234,6 +337,7 @@ pub(crate) async fn call(kind: &Kind) -> Result<(), BenchError> {
             }
         }
         Kind::Socket(client) => client.call()?,
+        Kind::Http(client) => client.call()?,
         Kind::Process {
             exe,
             command,

@@ -159,7 +159,12 @@ impl<'a> Setup<'a> {
     /// with one hook (warm compile cache), on its own and through the
     /// server at `socket`; and one request straight over the socket for
     /// the reference guest.
-    pub(crate) fn agent_rows(&mut self, socket: &Path, reference: &str) -> Result<(), BenchError> {
+    pub(crate) fn agent_rows(
+        &mut self,
+        server: &scenario::Server,
+        reference: &str,
+    ) -> Result<(), BenchError> {
+        let socket = &server.socket;
         // The children are one-shot processes: their cache entries are
         // keyed by that engine, so the cache is warmed with the same one.
         let one_shot = WasmOptions::new()
@@ -206,9 +211,45 @@ impl<'a> Setup<'a> {
                     Kind::Socket(client),
                     300,
                 );
+                // Claude Code's http hook: its input names the cwd, the
+                // server's own global config (`http_global`) the hook.
+                let mut http = request.clone();
+                http.cwd = Some(self.http_global().display().to_string());
+                let addr = server.http.as_ref().ok_or(BenchError::Missing(
+                    "`toolgate serve --http` said no address",
+                ))?;
+                let client = scenario::HttpClient::connect(addr, &scenario::agent_input(&http))?;
+                self.push(
+                    format!("HTTP request to the server ({what})"),
+                    Kind::Http(client),
+                    300,
+                );
             }
         }
         Ok(())
+    }
+
+    /// The global config of the server's HTTP requests: the reference
+    /// guest's agent row's hook (written by [`Setup::write_http_global`]).
+    pub(crate) fn http_global(&self) -> PathBuf {
+        self.root.join("http")
+    }
+
+    /// Writes [`Setup::http_global`] for the agent row of `reference`,
+    /// before the server starts.
+    pub(crate) fn write_http_global(&self, reference: &str) -> Result<PathBuf, BenchError> {
+        let dir = self.http_global();
+        std::fs::create_dir_all(&dir)?;
+        let row = self
+            .agent
+            .iter()
+            .find(|row| row.what.contains(reference))
+            .ok_or(BenchError::Missing("the reference guest's agent row"))?;
+        std::fs::write(
+            dir.join("hooks.json"),
+            json!({"schema": 1, "hooks": [row.hook]}).to_string(),
+        )?;
+        Ok(dir)
     }
 
     /// `toolgate claude-code` on `request` with `dir` as its config,

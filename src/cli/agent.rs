@@ -375,16 +375,20 @@ pub(crate) fn workspace_of(
     cwd: Option<&str>,
 ) -> anyhow::Result<PathBuf> {
     let given = given.or_else(|| project_dir(dialect));
-    Ok(match given {
-        Some(dir) => super::workspace(Some(dir))?.root,
-        None => {
-            let start = cwd.map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."));
-            if !start.is_dir() {
-                anyhow::bail!("the call's cwd {} is not a directory", start.display());
-            }
-            toolgate::config::find_workspace(&start, super::env::dir("HOME").as_deref()).root
-        }
-    })
+    match given {
+        Some(dir) => Ok(super::workspace(Some(dir))?.root),
+        None => workspace_from_cwd(cwd),
+    }
+}
+
+/// The workspace found by walking up from the call's `cwd` (this process's
+/// own when the call names none) to the nearest `.toolgate/`.
+pub(crate) fn workspace_from_cwd(cwd: Option<&str>) -> anyhow::Result<PathBuf> {
+    let start = cwd.map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."));
+    if !start.is_dir() {
+        anyhow::bail!("the call's cwd {} is not a directory", start.display());
+    }
+    Ok(toolgate::config::find_workspace(&start, super::env::dir("HOME").as_deref()).root)
 }
 
 #[cfg(test)]

@@ -386,9 +386,36 @@ fn check_scope(
                 fix.clone(),
             );
         }
-        let binary = check_binary(&argv[0], &exe, place.project.as_deref());
+        let over_http = argv[0].starts_with("http://");
+        let binary = if over_http {
+            let answered = super::serve::http::probe(&argv[0]);
+            if let Err(why) = &answered {
+                problems.add(
+                    format!(
+                        "{file}: the http hook's server does not answer ({}): Claude Code \
+                         blocks every call (or, before 2.1.295, lets it through)",
+                        toolgate::text::sanitize(why)
+                    ),
+                    event.clone(),
+                    "toolgate serve --http <the URL's address> (with TOOLGATE_HTTP_TOKEN set \
+                     for Claude Code)"
+                        .into(),
+                );
+            }
+            BinaryReport {
+                path: argv[0].clone(),
+                exists: answered.is_ok(),
+                this_toolgate: answered.is_ok(),
+                version: None,
+            }
+        } else {
+            check_binary(&argv[0], &exe, place.project.as_deref())
+        };
         let program = toolgate::text::sanitize(&argv[0]);
-        if !Path::new(&argv[0]).is_absolute() {
+        // An http entry's server was asked above.
+        if over_http {
+            // Nothing runs: no program to check.
+        } else if !Path::new(&argv[0]).is_absolute() {
             problems.add(
                 format!(
                     "{file}: runs {program}, not an absolute path (where the agent does not \
@@ -487,6 +514,11 @@ fn check_binary(program: &str, exe: &str, project: Option<&Path>) -> BinaryRepor
         this_toolgate,
         version,
     }
+}
+
+/// The version of `agent`'s CLI on PATH, when it answers.
+pub(crate) fn agent_version(agent: Outward) -> Option<String> {
+    check_cli(agent).version
 }
 
 fn check_cli(agent: Outward) -> CliReport {

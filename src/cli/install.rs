@@ -48,11 +48,21 @@ pub(crate) struct Target {
 #[command(after_help = "Examples:\n  \
     toolgate install claude-code\n  \
     toolgate install codex --dry-run\n  \
-    toolgate install claude-code --project ~/src/app\n\n\
+    toolgate install claude-code --project ~/src/app\n  \
+    toolgate install claude-code --http     # for a running `toolgate serve --http`\n\n\
     `toolgate <agent> --help` shows the entry; `toolgate doctor` checks it.")]
 pub(crate) struct InstallArgs {
     #[command(flatten)]
     target: Target,
+    /// Write the agent's http hook for a running `toolgate serve --http`
+    /// instead of the command (Claude Code; the user's settings only): no
+    /// process per call. Claude Code reads the server's secret from
+    /// $TOOLGATE_HTTP_TOKEN.
+    #[arg(long)]
+    http: bool,
+    /// The server's URL for --http [default: the running server's]
+    #[arg(long, value_name = "URL", requires = "http")]
+    http_url: Option<String>,
 }
 
 /// Remove toolgate from an agent's hook settings
@@ -185,6 +195,12 @@ struct Opened {
 
 impl Target {
     fn open(self) -> anyhow::Result<Opened> {
+        self.open_with(None)
+    }
+
+    /// Opened for writing the http hook for the server at `url` instead of
+    /// the command, when given.
+    fn open_with(self, url: Option<String>) -> anyhow::Result<Opened> {
         let agent = agent(&self.agent)?;
         let place = Place::of(agent, self.project.as_deref())?;
         place.refuse_links()?;
@@ -192,7 +208,10 @@ impl Target {
             agent,
             old: read(&place.file)?,
             file: place.file,
-            wiring: Wiring::new(agent, this_toolgate()?),
+            wiring: match url {
+                Some(url) => Wiring::new(agent, this_toolgate()?).over_http(url),
+                None => Wiring::new(agent, this_toolgate()?),
+            },
             dry_run: self.dry_run,
         })
     }
@@ -206,7 +225,13 @@ impl Opened {
 }
 
 pub(crate) fn install(args: InstallArgs) -> anyhow::Result<ExitCode> {
-    let at = args.target.open()?;
+    let url = if args.http {
+        Some(http_url(&args.target, args.http_url)?)
+    } else {
+        None
+    };
+    let over_http = url.is_some();
+    let at = args.target.open_with(url)?;
     let (agent, file) = (at.agent, at.file.display());
     let spec = agent.install();
     let events = spec.events.join(", ");
@@ -240,7 +265,76 @@ pub(crate) fn install(args: InstallArgs) -> anyhow::Result<ExitCode> {
     if let Some(trust) = spec.trust {
         eprintln!("next: {}", trust.fix);
     }
+    if let (true, Some(http)) = (over_http, spec.http) {
+        let path = super::serve::http::token_path()
+            .map_or("$XDG_STATE_HOME/toolgate/http-token".into(), |p| {
+                p.display().to_string()
+            });
+        eprintln!(
+            "next: give {agent} the server's secret in its environment, e.g. in your shell's \
+             profile:\n  export {}=\"$(cat {path})\"\n\
+             (it stays in that 0600 file; the settings name only the variable)",
+            http.token_var
+        );
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The server URL `install --http` writes, after refusing what cannot be
+/// guarded that way.
+fn http_url(target: &Target, given: Option<String>) -> anyhow::Result<String> {
+    let agent = agent(&target.agent)?;
+    let Some(http) = agent.install().http else {
+        bail!("{agent} has no http hooks: install it without --http");
+    };
+    if target.project.is_some() {
+        bail!(
+            "--http writes the user's settings only: the server and its secret are the user's, \
+             and a project's settings are shared with whoever clones it"
+        );
+    }
+    // A release that lets the call through when the server is down is not
+    // fail-closed over HTTP (live: 2.1.197).
+    match super::doctor::agent_version(agent) {
+        Some(version) if older(&version, http.blocks_when_down_from) => bail!(
+            "{agent} {version} lets a call through when the http hook's server does not \
+             answer (from {} on it blocks); upgrade it, or install the command hook (without \
+             --http)",
+            http.blocks_when_down_from
+        ),
+        Some(_) => {}
+        None => eprintln!(
+            "warning: {} is not on PATH, so its version was not checked: a release before {} \
+             lets a call through when the http hook's server does not answer",
+            agent.install().agent_cli,
+            http.blocks_when_down_from
+        ),
+    }
+    let url = match given {
+        Some(url) => url,
+        None => super::serve::http::running_url().ok_or_else(|| {
+            anyhow!(
+                "no toolgate server answers HTTP: start `toolgate serve --http 127.0.0.1:PORT` \
+                 first, or give --http-url"
+            )
+        })?,
+    };
+    let base = url.trim_end_matches('/');
+    let base = base
+        .strip_suffix(&format!("/{agent}"))
+        .unwrap_or(base)
+        .to_owned();
+    let addr = base
+        .strip_prefix("http://")
+        .ok_or_else(|| anyhow!("--http-url {url}: not an http:// URL"))?;
+    super::serve::http::parse_addr(addr)?;
+    Ok(format!("{base}/{agent}"))
+}
+
+/// Whether version `a` is older than `b` (`x.y.z`).
+fn older(a: &str, b: &str) -> bool {
+    let parts = |v: &str| -> Vec<u64> { v.split('.').map(|p| p.parse().unwrap_or(0)).collect() };
+    parts(a) < parts(b)
 }
 
 pub(crate) fn uninstall(args: UninstallArgs) -> anyhow::Result<ExitCode> {

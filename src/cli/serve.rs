@@ -80,6 +80,7 @@ use toolgate::{Config, HookRunner, Source};
 
 mod backoff;
 use backoff::Backoff;
+pub(crate) mod http;
 
 /// The longest request line: the 64 MiB an agent may write on stdin, as a
 /// JSON string, plus the envelope.
@@ -93,7 +94,8 @@ pub(crate) const MAX_LINE: usize = 2 * super::MAX_STDIN as usize + 64 * 1024;
 #[derive(clap::Args)]
 #[command(after_help = "Examples:\n  \
     toolgate serve                      # in the foreground, for this user\n  \
-    toolgate serve --socket /run/user/1000/tg.sock\n\n\
+    toolgate serve --socket /run/user/1000/tg.sock\n  \
+    toolgate serve --http 127.0.0.1:8787   # and Claude Code's http hooks\n\n\
     As a systemd user unit (~/.config/systemd/user/toolgate.service):\n  \
     [Service]\n  \
     ExecStart=%h/.cargo/bin/toolgate serve\n  \
@@ -106,6 +108,12 @@ pub(crate) struct Args {
     /// $XDG_RUNTIME_DIR/toolgate/serve.sock, else /tmp/toolgate-<uid>/serve.sock].
     #[arg(long, value_name = "PATH")]
     socket: Option<PathBuf>,
+    /// Also answer Claude Code's http hooks (POST /claude-code) on this
+    /// loopback address (an IP literal: 127.0.0.1:PORT or [::1]:PORT; port
+    /// 0 picks one). Each request must carry the secret kept in
+    /// $XDG_STATE_HOME/toolgate/http-token: see `toolgate install claude-code --http`.
+    #[arg(long, value_name = "ADDR")]
+    http: Option<String>,
 }
 
 /// What a config was loaded for.
@@ -159,6 +167,15 @@ struct Server {
 }
 
 pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let http = match &args.http {
+        Some(addr) => {
+            let addr = http::parse_addr(addr)?;
+            let path = http::token_path()
+                .ok_or_else(|| anyhow::anyhow!("no place for the HTTP secret: set HOME"))?;
+            Some((addr, http::Token::load_or_create(&path)?))
+        }
+        None => None,
+    };
     let socket = args
         .socket
         .or_else(super::env::socket_path)
@@ -180,6 +197,9 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
             requests: AtomicU64::new(0),
             started: SystemTime::now(),
         });
+        if let Some((addr, token)) = http {
+            http::listen(server.clone(), addr, token).await?;
+        }
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
         let mut backoff = Backoff::default();
         loop {

@@ -185,6 +185,23 @@ fn what_toolgate_cannot_evaluate_is_a_refusal_on_stdout_and_exit_2() {
 }
 
 #[test]
+fn an_event_the_plugin_never_sends_is_refused_not_let_through() {
+    let fx = Fixture::new();
+    answering_hooks(&fx);
+    let out = opencode(
+        &fx,
+        &json!({"event": "tool.execute.during", "tool": "bash", "args": {"command": "rm -rf /"}}),
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let answer = stdout_json(&out);
+    assert_eq!(answer["action"], "deny", "{answer}");
+    assert!(
+        answer["message"].as_str().unwrap().contains("`event`"),
+        "{answer}"
+    );
+}
+
+#[test]
 fn the_plugins_deadline_shortens_toolgates() {
     let fx = Fixture::new();
     let slow = fx.script(

@@ -209,6 +209,7 @@ impl Hostile {
             ("TOOLGATE_WASM_ALLOCATOR", value("pooling")),
             ("TOOLGATE_DEBUG_FAULT", value("panic")),
             ("TOOLGATE_DEBUG_PAUSE_AFTER_READ", Some(at("pause"))),
+            ("TOOLGATE_DEBUG_HTTP_HEADER_TIMEOUT_MS", value("1")),
             ("CLAUDE_PROJECT_DIR", Some(at("project"))),
             ("COPILOT_PROJECT_DIR", Some(at("project"))),
             ("CURSOR_PROJECT_DIR", Some(at("project"))),

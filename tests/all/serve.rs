@@ -13,9 +13,11 @@ use toolgate::agent::Outward;
 use toolgate::serve::VERSION;
 
 /// A running `toolgate serve` on a socket of its own; killed on drop.
-struct Server {
+pub(crate) struct Server {
     child: std::process::Child,
     socket: PathBuf,
+    /// `ip:port` of its HTTP listener, when started with `--http`.
+    pub(crate) http: Option<String>,
     /// What it said on stderr so far.
     log: Arc<Mutex<String>>,
     _dir: tempfile::TempDir,
@@ -36,13 +38,36 @@ impl Server {
 
     /// `toolgate serve` run by `command` (a `toolgate` or a shell that
     /// execs one).
-    fn start_as(mut command: std::process::Command) -> Server {
+    fn start_as(command: std::process::Command) -> Server {
+        Server::start_as_with(command, &[])
+    }
+
+    /// A server that also answers HTTP on an ephemeral loopback port;
+    /// `configure` adjusts its command first (its environment).
+    pub(crate) fn start_http(configure: impl FnOnce(&mut std::process::Command)) -> Server {
+        let mut cmd = toolgate();
+        configure(&mut cmd);
+        let mut server = Server::start_as_with(cmd, &["--http", "127.0.0.1:0"]);
+        server.said("toolgate serve: http on http://");
+        let log = server.log.lock().unwrap().clone();
+        let addr = log
+            .split("toolgate serve: http on http://")
+            .nth(1)
+            .and_then(|rest| rest.lines().next())
+            .unwrap()
+            .to_owned();
+        server.http = Some(addr);
+        server
+    }
+
+    fn start_as_with(mut command: std::process::Command, extra: &[&str]) -> Server {
         let dir = tempfile::tempdir().unwrap();
         let socket = dir.path().join("run/serve.sock");
         let mut child = command
             .arg("serve")
             .arg("--socket")
             .arg(&socket)
+            .args(extra)
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::piped())
@@ -69,13 +94,14 @@ impl Server {
         Server {
             child,
             socket,
+            http: None,
             log,
             _dir: dir,
         }
     }
 
     /// Waits until the server has said `what` on stderr.
-    fn said(&self, what: &str) {
+    pub(crate) fn said(&self, what: &str) {
         let started = Instant::now();
         while !self.log.lock().unwrap().contains(what) {
             assert!(
@@ -99,7 +125,7 @@ impl Server {
     }
 
     /// A `toolgate` that uses this server.
-    fn client(&self) -> std::process::Command {
+    pub(crate) fn client(&self) -> std::process::Command {
         let mut cmd = toolgate();
         cmd.env_remove("TOOLGATE_SERVER")
             .env("TOOLGATE_SOCKET", &self.socket);
@@ -108,7 +134,7 @@ impl Server {
 
     /// Sends raw lines on one connection; returns the lines read back
     /// until `want` answers (not acks) arrived.
-    fn exchange(&self, lines: &[String], want: usize) -> Vec<Value> {
+    pub(crate) fn exchange(&self, lines: &[String], want: usize) -> Vec<Value> {
         let stream = UnixStream::connect(&self.socket).unwrap();
         stream
             .set_read_timeout(Some(Duration::from_secs(30)))
@@ -134,7 +160,7 @@ impl Server {
         answers
     }
 
-    fn status(&self) -> Value {
+    pub(crate) fn status(&self) -> Value {
         self.exchange(
             &[json!({"id": "s", "version": VERSION, "op": "status"}).to_string()],
             1,
@@ -234,7 +260,12 @@ fn stable(mut v: Value) -> Value {
 fn every_chain_rule_decides_the_same_with_and_without_the_server() {
     let fx = rules_fixture();
     fx.trust();
-    let server = Server::start();
+    // Answering HTTP too, with the global config the clients name (over
+    // HTTP the server's own environment is the context).
+    let global = fx.global();
+    let server = Server::start_http(|cmd| {
+        cmd.env("TOOLGATE_CONFIG_DIR", &global);
+    });
     let cases = [
         pre("Bash", "ls"),           // everyone allows
         pre("Bash", "global-deny"),  // the operator's deny ends the chain first
@@ -301,6 +332,50 @@ fn every_chain_rule_decides_the_same_with_and_without_the_server() {
         server.status()["requests"],
         cases.len() + 2 * Outward::ALL.len()
     );
+    // Claude Code's hook, for every case: a fresh process, through the
+    // socket and through HTTP decide the same.
+    let addr = server.http.clone().unwrap();
+    for (i, request) in cases.iter().enumerate() {
+        let input = as_claude_code(request, &fx.workspace());
+        let command = |cmd: &mut std::process::Command| {
+            let out = run_with_stdin(
+                cmd.args(["claude-code", "--workspace"])
+                    .arg(fx.workspace())
+                    .env("TOOLGATE_CONFIG_DIR", fx.global()),
+                &input,
+            );
+            let answer = if out.stdout.is_empty() {
+                json!({})
+            } else {
+                stdout_json(&out)
+            };
+            (out.status.code(), answer)
+        };
+        let local = command(&mut toolgate());
+        assert_eq!(local, command(&mut server.client()), "case {i}: {input}");
+        let reply = crate::serve_http::post(&addr, &input);
+        assert_eq!(reply.status, 200, "case {i}: {}", reply.body);
+        assert_eq!(local, (Some(0), reply.json()), "case {i}: {input}");
+    }
+    assert_eq!(
+        server.status()["requests"],
+        3 * cases.len() + 2 * Outward::ALL.len(),
+        "a call was not answered by the server"
+    );
+}
+
+/// A `check` request as Claude Code's hook input, in `cwd`.
+fn as_claude_code(request: &str, cwd: &std::path::Path) -> String {
+    let request: Value = serde_json::from_str(request).unwrap();
+    let mut input = json!({"session_id": "s", "transcript_path": "/dev/null", "cwd": cwd,
+        "tool_name": request["tool"], "tool_input": request["input"]});
+    if request["event"] == "post_tool_use" {
+        input["hook_event_name"] = json!("PostToolUse");
+        input["tool_response"] = request["result"]["output"].clone();
+    } else {
+        input["hook_event_name"] = json!("PreToolUse");
+    }
+    input.to_string()
 }
 
 fn agent_pre(cwd: &std::path::Path, command: &str) -> String {

@@ -300,6 +300,7 @@ pub(crate) const BINARY_ENV: &[(&str, Given)] = &[
     ("TOOLGATE_WASM_ALLOCATOR", Given::Removed),
     ("TOOLGATE_DEBUG_FAULT", Given::Removed),
     ("TOOLGATE_DEBUG_PAUSE_AFTER_READ", Given::Removed),
+    ("TOOLGATE_DEBUG_HTTP_HEADER_TIMEOUT_MS", Given::Removed),
     ("CLAUDE_PROJECT_DIR", Given::Removed),
     ("COPILOT_PROJECT_DIR", Given::Removed),
     ("CURSOR_PROJECT_DIR", Given::Removed),

@@ -13,7 +13,7 @@
 //! what each answer becomes.
 
 use super::{
-    AgentCall, Blocked, Dialect, Help, Import, Install, Layout, ReadAgentInputError,
+    AgentCall, Blocked, Dialect, Help, HttpHook, Import, Install, Layout, ReadAgentInputError,
     answered_for_the_tool, output_text, string_field, withheld,
 };
 use crate::contract::{Decision, Event, Request, ToolResult};
@@ -63,6 +63,11 @@ impl Dialect for ClaudeCode {
             agent_cli: "claude",
             tested_versions: &["2.1.197", "2.1.332"],
             trust: None,
+            http: Some(HttpHook {
+                handler: http_handler,
+                blocks_when_down_from: "2.1.295",
+                token_var: TOKEN_VAR,
+            }),
         }
     }
 
@@ -79,6 +84,21 @@ fn handler(argv: &[String]) -> Value {
         .split_first()
         .map_or(("", &[][..]), |(p, a)| (p.as_str(), a));
     json!({"type": "command", "command": program, "args": args, "onFailure": "block"})
+}
+
+/// The variable Claude Code reads `toolgate serve --http`'s secret from.
+const TOKEN_VAR: &str = "TOOLGATE_HTTP_TOKEN";
+
+/// The http hook toolgate writes for a server at `url`: the secret from
+/// [`TOKEN_VAR`] (Claude Code interpolates only the variables
+/// `allowedEnvVars` names, so the secret is in no settings file), and
+/// `onFailure: "block"` on the handler. Live: 2.1.332 then blocks when the
+/// server is down, answers a non-2xx status or no JSON, or times out;
+/// 2.1.197 lets the call through in each case.
+fn http_handler(url: &str) -> Value {
+    json!({"type": "http", "url": url,
+           "headers": {"Authorization": format!("Bearer ${TOKEN_VAR}")},
+           "allowedEnvVars": [TOKEN_VAR], "onFailure": "block"})
 }
 
 /// `toolgate claude-code --help`: where Claude Code reads its hooks, and an

@@ -61,6 +61,7 @@ impl Dialect for Codex {
             timeout: None,
             agent_cli: "codex",
             tested_versions: &["0.171.0"],
+            http: None,
             trust: Some(TrustStep {
                 fix: "open /hooks in the Codex TUI once and trust toolgate's entries: Codex skips \
                       hooks nobody reviewed, without a word in `codex exec`",

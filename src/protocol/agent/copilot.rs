@@ -258,6 +258,7 @@ impl Dialect for Copilot {
             timeout: None,
             agent_cli: "copilot",
             tested_versions: &["1.0.102"],
+            http: None,
             trust: Some(TrustStep {
                 fix: "a project's .github/hooks load only in a folder Copilot CLI trusts: run \
                       `copilot` there once and trust the folder (or add it to `trustedFolders` \

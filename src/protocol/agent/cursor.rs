@@ -184,6 +184,7 @@ impl Dialect for Cursor {
             // Cursor's CLI cannot be installed here: no release was tested.
             agent_cli: "cursor-agent",
             tested_versions: &[],
+            http: None,
             trust: None,
         }
     }

@@ -101,6 +101,7 @@ impl Dialect for Gemini {
             timeout: None,
             agent_cli: "gemini",
             tested_versions: &["0.61.0"],
+            http: None,
             trust: Some(TrustStep {
                 fix: "trust the project folder in Gemini CLI (answer its trust prompt, or \
                       `/permissions`, which writes ~/.gemini/trustedFolders.json): in a folder \

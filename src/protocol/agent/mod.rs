@@ -229,6 +229,21 @@ pub struct Install {
     pub tested_versions: &'static [&'static str],
     /// The agent's own step before an installed hook runs, if it has one.
     pub trust: Option<TrustStep>,
+    /// Its http hook, where it has one (`toolgate install <agent> --http`).
+    pub http: Option<HttpHook>,
+}
+
+/// An agent's hook handler that POSTs to `toolgate serve --http`.
+#[derive(Debug, Clone, Copy)]
+pub struct HttpHook {
+    /// The handler for the server at a URL, with the fail-closed switch
+    /// and the secret's header.
+    pub handler: fn(&str) -> Value,
+    /// The first release that blocks a call when the server does not
+    /// answer (earlier ones let it through).
+    pub blocks_when_down_from: &'static str,
+    /// The variable the agent reads the secret from.
+    pub token_var: &'static str,
 }
 
 /// A step the agent itself requires before it runs a hook (Codex's `/hooks`

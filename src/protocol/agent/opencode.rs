@@ -99,15 +99,16 @@ impl Dialect for OpenCode {
                 },
             )?)),
         };
+        // Closed world: the plugin is ours and sends only these two. Any
+        // other event means a plugin and a binary that disagree; "nothing to
+        // say" would let whatever it guards through, so it is refused.
         let event = match name.as_str() {
             BEFORE => Event::PreToolUse,
             AFTER => Event::PostToolUse,
             _ => {
-                return Ok(AgentCall {
-                    hook_event_name: name,
-                    request: None,
-                    cwd,
-                    timeout,
+                return Err(ReadAgentInputError::Invalid {
+                    field: "event",
+                    expected: "\"tool.execute.before\" or \"tool.execute.after\"",
                 });
             }
         };
@@ -209,6 +210,7 @@ impl Dialect for OpenCode {
             timeout: None,
             agent_cli: "opencode",
             tested_versions: &["1.18.33"],
+            http: None,
             trust: None,
         }
     }

@@ -145,6 +145,7 @@ impl Dialect for QwenCode {
             timeout: None,
             agent_cli: "qwen",
             tested_versions: &["0.24.4"],
+            http: None,
             trust: Some(TrustStep {
                 fix: "only where Qwen Code's folder trust is on (security.folderTrust.enabled): \
                       trust the project folder in Qwen Code (recorded in \

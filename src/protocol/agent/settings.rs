@@ -142,6 +142,9 @@ pub struct Entry {
 pub struct Wiring {
     agent: Outward,
     exe: String,
+    /// The URL of the server whose http hook to write instead of the
+    /// command (`install <agent> --http`).
+    http: Option<String>,
 }
 
 impl Wiring {
@@ -151,12 +154,40 @@ impl Wiring {
         Wiring {
             agent,
             exe: exe.into(),
+            http: None,
         }
     }
 
-    /// The command an entry runs: this toolgate, as the agent's hook.
+    /// The wiring that writes the agent's http hook for the server at
+    /// `url` instead of the command (only for an agent whose
+    /// [`Install::http`] is set).
+    pub fn over_http(mut self, url: impl Into<String>) -> Self {
+        self.http = Some(url.into());
+        self
+    }
+
+    /// What an entry runs: this toolgate, as the agent's hook; or, over
+    /// HTTP, the server's URL alone.
     pub fn argv(&self) -> Vec<String> {
-        vec![self.exe.clone(), self.agent.name().to_owned()]
+        match &self.http {
+            Some(url) => vec![url.clone()],
+            None => vec![self.exe.clone(), self.agent.name().to_owned()],
+        }
+    }
+
+    /// Whether `url` is a toolgate server's http hook for this agent: a
+    /// loopback IP literal, the agent's path.
+    fn is_toolgates_url(&self, url: &str) -> bool {
+        let Some(rest) = url.strip_prefix("http://") else {
+            return false;
+        };
+        let Some((authority, path)) = rest.split_once('/') else {
+            return false;
+        };
+        path == self.agent.name()
+            && authority
+                .parse::<std::net::SocketAddr>()
+                .is_ok_and(|addr| addr.ip().is_loopback())
     }
 
     /// The settings `text` (`None`: no file yet) with toolgate's entries
@@ -348,6 +379,15 @@ impl HookLists {
         handler
     }
 
+    /// The handler install writes for what `argv` runs (a URL alone: the
+    /// agent's http hook).
+    fn wanted(&self, spec: &Install, argv: &[String]) -> Value {
+        match (argv, spec.http) {
+            ([url], Some(http)) if url.starts_with("http://") => (http.handler)(url),
+            _ => self.handler_for(argv, spec.timeout),
+        }
+    }
+
     /// The list item install writes for `handler`.
     fn item_for(&self, handler: &Value) -> Json {
         let handler = Json::from_value(handler);
@@ -392,6 +432,12 @@ impl HookLists {
         let Json::Object(fields) = handler else {
             return None;
         };
+        if handler.get("type") == Some(&Json::String("http".into())) {
+            return match handler.get("url") {
+                Some(Json::String(url)) if wiring.is_toolgates_url(url) => Some(vec![url.clone()]),
+                _ => None,
+            };
+        }
         let (strings, arrays) = self.command_fields();
         let args: Vec<Vec<String>> = fields
             .iter()
@@ -521,7 +567,7 @@ impl Format for HookLists {
             fields.insert(0, ("version".into(), Json::Number(1.into())));
         }
         let hooks = hooks_of(field_at(fields, "hooks", Json::Object(Vec::new())), spec)?;
-        let handler = self.handler_for(&wiring.argv(), spec.timeout);
+        let handler = self.wanted(spec, &wiring.argv());
         // Events the spec no longer lists lose toolgate's entries.
         self.remove_from_events(wiring, hooks, spec.events);
         for event in spec.events {
@@ -601,7 +647,7 @@ impl Format for HookLists {
                     let Some(argv) = self.ours(wiring, handler) else {
                         continue;
                     };
-                    let wanted = self.handler_for(&argv, spec.timeout);
+                    let wanted = self.wanted(spec, &argv);
                     let mut differs = differences(&handler.to_value(), &wanted);
                     if self.grouped && item.get("matcher") != Some(&Json::String(EVERY_TOOL.into()))
                     {

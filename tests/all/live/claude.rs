@@ -129,6 +129,18 @@ fn claude_with_hooks(
     calls: Vec<Value>,
     allow_bash: bool,
 ) -> Run {
+    claude_with_env(release, fx, [pre, post, failure], calls, allow_bash, &[])
+}
+
+/// [`claude_with_hooks`], with `env` set for Claude Code.
+fn claude_with_env(
+    release: Release,
+    fx: &Fixture,
+    [pre, post, failure]: [Value; 3],
+    calls: Vec<Value>,
+    allow_bash: bool,
+    env: &[(&str, &str)],
+) -> Run {
     let hook = |handler: Value| json!([{"matcher": "*", "hooks": [handler]}]);
     let settings = json!({"hooks": {"PreToolUse": hook(pre), "PostToolUse": hook(post),
                                     "PostToolUseFailure": hook(failure)}});
@@ -138,8 +150,26 @@ fn claude_with_hooks(
         settings.to_string(),
     )
     .unwrap();
+    claude_in(release, fx, calls, allow_bash, env)
+}
+
+/// Claude Code's `HOME` in a run of `fx` (the user's settings are there).
+fn home_of(fx: &Fixture) -> PathBuf {
     let home = fx.dir.path().join("home");
     std::fs::create_dir_all(&home).unwrap();
+    home
+}
+
+/// Runs `release` on `calls` with the settings already written (the
+/// workspace's, the user's in [`home_of`]).
+fn claude_in(
+    release: Release,
+    fx: &Fixture,
+    calls: Vec<Value>,
+    allow_bash: bool,
+    env: &[(&str, &str)],
+) -> Run {
+    let home = home_of(fx);
     let mock = MockModel::anthropic(calls);
     // The user trusted this workspace's hooks (the gate has its own tests).
     crate::support::trust(&fx.workspace());
@@ -162,6 +192,7 @@ fn claude_with_hooks(
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    cmd.envs(env.iter().copied());
     if allow_bash {
         cmd.args(["--allowedTools", "Bash,Read"]);
     }
@@ -690,4 +721,225 @@ fn bench_agent_without_claude_code_says_so_and_measures_nothing() {
         report["budget"].as_array().unwrap().is_empty(),
         "{report:#}"
     );
+}
+
+/// What [`http_stub`] answers: status line, content type, body.
+type StubAnswer = (&'static str, &'static str, String);
+
+/// A server on an ephemeral loopback port that answers every hook `POST`
+/// with `answer` (status line, content type, body) after `delay`, for what
+/// Claude Code does with each; `None`: nothing listens on the port.
+fn http_stub(answer: Option<StubAnswer>, delay: Duration) -> u16 {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let Some((status, content_type, body)) = answer else {
+        return port;
+    };
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let mut seen = Vec::new();
+            let mut chunk = [0u8; 65536];
+            // Up to the end of the headers and the body they announce.
+            while let Ok(n @ 1..) = stream.read(&mut chunk) {
+                seen.extend_from_slice(&chunk[..n]);
+                let text = String::from_utf8_lossy(&seen).to_ascii_lowercase();
+                if let Some(end) = text.find("\r\n\r\n") {
+                    let length = text
+                        .lines()
+                        .find_map(|l| l.strip_prefix("content-length:"))
+                        .and_then(|v| v.trim().parse::<usize>().ok())
+                        .unwrap_or(0);
+                    if seen.len() >= end + 4 + length {
+                        break;
+                    }
+                }
+            }
+            std::thread::sleep(delay);
+            let _ = write!(
+                stream,
+                "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\
+                 Connection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    port
+}
+
+#[test]
+fn live_claude_an_http_hook_blocks_on_its_failure_only_from_2_1_295_and_on_a_deny_always() {
+    // What toolgate's HTTP answers rest on: a JSON deny blocks on every
+    // pinned release; a non-2xx status, a body that is not JSON, a timeout
+    // or a server that is down block only where `onFailure: "block"` is
+    // honoured (2.1.332), and never without it. So toolgate's own failure
+    // is answered as a JSON deny, and install refuses --http for 2.1.197.
+    let deny = json!({"hookSpecificOutput": {"hookEventName": "PreToolUse",
+        "permissionDecision": "deny", "permissionDecisionReason": "the stub says no"}})
+    .to_string();
+    let cases: [(&str, Option<StubAnswer>, Duration, bool); 6] = [
+        (
+            "a JSON deny",
+            Some(("200 OK", "application/json", deny)),
+            Duration::ZERO,
+            true,
+        ),
+        (
+            "a 500",
+            Some(("500 Internal Server Error", "text/plain", "broke".into())),
+            Duration::ZERO,
+            true,
+        ),
+        (
+            "a body that is not JSON",
+            Some(("200 OK", "text/plain", "not json".into())),
+            Duration::ZERO,
+            true,
+        ),
+        (
+            "a timeout",
+            Some(("200 OK", "application/json", "{}".into())),
+            Duration::from_secs(6),
+            true,
+        ),
+        ("a server that is down", None, Duration::ZERO, true),
+        (
+            "a server that is down, without onFailure",
+            None,
+            Duration::ZERO,
+            false,
+        ),
+    ];
+    for release in RELEASES {
+        for (what, answer, delay, on_failure) in &cases {
+            let fx = Fixture::new();
+            let port = http_stub(answer.clone(), *delay);
+            let mut handler = json!({"type": "http", "timeout": 2,
+                "url": format!("http://127.0.0.1:{port}/claude-code")});
+            if *on_failure {
+                handler["onFailure"] = json!("block");
+            }
+            let none = json!({"type": "command", "command": "true"});
+            let run = claude_with_hooks(
+                release,
+                &fx,
+                [handler, none.clone(), none],
+                vec![bash("touch ran.txt")],
+                true,
+            );
+            let ran = fx.workspace().join("ran.txt").exists();
+            let blocks = *what == "a JSON deny" || (*on_failure && release.honours_on_failure());
+            assert_eq!(
+                ran,
+                !blocks,
+                "{release:?}: {what}: {:?}",
+                run.tool_results()
+            );
+        }
+    }
+}
+
+#[test]
+fn live_claude_the_http_hook_install_writes_decides_and_a_server_that_is_down_blocks() {
+    use crate::serve::Server;
+    let newest = RELEASES[1];
+    for release in RELEASES {
+        let fx = Fixture::new();
+        std::fs::write(fx.workspace().join("keep.txt"), "precious").unwrap();
+        let guard = py_hook(
+            &fx,
+            "guard.py",
+            "if 'rm ' in req['input']['command']:\n    answer = {'decision': 'deny', 'reason': 'no deleting files here'}",
+        );
+        fx.workspace_hooks(json!([{"name": "no-rm", "command": [&guard]}]));
+        crate::support::trust(&fx.workspace());
+        let global = fx.global();
+        let server = Server::start_http(|cmd| {
+            cmd.env("TOOLGATE_CONFIG_DIR", &global);
+        });
+        let install = |claude: &PathBuf| {
+            let path = format!(
+                "{}:{}",
+                claude.parent().unwrap().display(),
+                std::env::var("PATH").unwrap()
+            );
+            toolgate()
+                .env("HOME", home_of(&fx))
+                .env("PATH", path)
+                .args(["install", "claude-code", "--http", "--http-url"])
+                .arg(format!("http://{}", server.http.as_ref().unwrap()))
+                .output()
+                .unwrap()
+        };
+        // With this release on PATH: 2.1.197 lets calls through when the
+        // server is down, so install refuses it.
+        let out = install(&release.bin());
+        if !release.honours_on_failure() {
+            assert_eq!(out.status.code(), Some(1), "{release:?}");
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                err.contains("lets a call through when the http hook's server does not answer"),
+                "{err}"
+            );
+            // What it would have written, to show why.
+            let out = install(&newest.bin());
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        } else {
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        let settings = std::fs::read_to_string(home_of(&fx).join(".claude/settings.json")).unwrap();
+        assert!(settings.contains(r#""type": "http""#), "{settings}");
+        let token = crate::serve_http::token();
+        let env = [("TOOLGATE_HTTP_TOKEN", token.as_str())];
+        // A deny blocks; an allow runs.
+        let run = claude_in(
+            release,
+            &fx,
+            vec![bash("rm -f keep.txt"), bash("touch ran.txt")],
+            true,
+            &env,
+        );
+        assert!(
+            fx.workspace().join("keep.txt").exists(),
+            "{release:?}: the deny did not block"
+        );
+        assert!(
+            fx.workspace().join("ran.txt").exists(),
+            "{release:?}: the allow did not run"
+        );
+        let results = run.tool_results();
+        assert!(
+            results[0].to_string().contains("no deleting files here"),
+            "{release:?}: {results:?}"
+        );
+        // Every call went to the server (pre and post of the allowed one).
+        assert!(server.status()["requests"].as_u64().unwrap() >= 2);
+        // The server down: 2.1.332 blocks the call; 2.1.197 runs it.
+        drop(server);
+        let run = claude_in(release, &fx, vec![bash("touch down.txt")], true, &env);
+        let ran = fx.workspace().join("down.txt").exists();
+        assert_eq!(
+            ran,
+            !release.honours_on_failure(),
+            "{release:?}: {:?}",
+            run.tool_results()
+        );
+        if !ran {
+            let text = result_text(&run.only_result());
+            assert!(
+                text.contains("blocking because onFailure is \"block\""),
+                "{text}"
+            );
+            assert!(text.contains("ECONNREFUSED"), "{text}");
+        }
+    }
 }

@@ -1,0 +1,565 @@
+//! `toolgate serve --http 127.0.0.1:PORT`: answer Claude Code's
+//! `"type": "http"` hooks, so no process is started per tool call.
+//!
+//! # Why HTTP, and why only this much of it
+//!
+//! Claude Code spawns a command hook through a shell for every call (tens of
+//! milliseconds inside the agent, most of it the spawn); an http hook is a
+//! POST on a connection it keeps alive. The socket protocol cannot be
+//! offered instead: Claude Code speaks only HTTP to a URL. So the server
+//! listens on a loopback TCP port too, and everything on that port is
+//! treated as coming from an attacker until shown otherwise, because unlike
+//! the Unix socket (0700 directory, `SO_PEERCRED`) a TCP port on loopback is
+//! open to every user on the machine and to every web page in the user's
+//! browser:
+//!
+//! - **Loopback only**, given as an IP literal: a LAN address, `0.0.0.0` or
+//!   a host name is refused at start.
+//! - **A per-user secret**: 32 bytes from the OS, hex, in
+//!   `$XDG_STATE_HOME/toolgate/http-token` (beside the trust store; created
+//!   0600 atomically, refused if it is a symlink, another user's, or open to
+//!   group or others, and its directory is checked as the trust store's is).
+//!   Every request carries it as `Authorization: Bearer <token>`, compared in
+//!   constant time. Claude Code reads it from `$TOOLGATE_HTTP_TOKEN`
+//!   (`allowedEnvVars`), so the secret is in no settings file.
+//! - **DNS rebinding**: the `Host` header must be exactly the literal
+//!   `ip:port` the server listens on; `localhost:PORT` or a rebound name is
+//!   refused before anything else is read.
+//! - **No browser**: a request with any `Origin` header is refused (Claude
+//!   Code sends none: live, 2.1.197 and 2.1.332 send `Content-Type`,
+//!   `Authorization`, `User-Agent: axios/…`, `Host` and nothing else), as is
+//!   a body that is not `application/json` (the form and `text/plain` posts a
+//!   page may send without a preflight). A preflight (`OPTIONS`) is a 405
+//!   without any `Access-Control-*` header, and no answer ever carries one.
+//! - **Bounded**: headers must arrive within [`HEADER_TIMEOUT`] and within
+//!   hyper's buffer; a body over [`MAX_BODY`] is refused by its length before
+//!   it is read, and a chunked one is cut at the bound; at most
+//!   [`MAX_CONNECTIONS`] connections are served at once (the rest wait in the
+//!   kernel's queue).
+//!
+//! # The same answer as the command
+//!
+//! The hook input is evaluated by the server's own `evaluate`, in Claude
+//! Code's mode, exactly as a forwarded `toolgate claude-code` call is. The
+//! workspace is found from the input's `cwd` (walking up to the nearest
+//! `.toolgate/`): Claude Code does not interpolate `$CLAUDE_PROJECT_DIR`
+//! into an http hook's headers (live: the header arrives empty), so the
+//! project variable the command path prefers is not available here. The
+//! global config directory, the trust store and `PATH` are the server's own
+//! environment's: it is the user's own process, started by the user.
+//!
+//! Where the command path blocks on toolgate's own failure (exit 2 with the
+//! reason), the HTTP answer is a 200 with Claude Code's JSON block for the
+//! event, with the reason: live, that is the only failure answer both
+//! pinned releases block on. 2.1.197 lets the call through on a non-2xx
+//! status, a body that is not JSON, a timeout or a refused connection,
+//! `"onFailure": "block"` or not; 2.1.332 blocks on each of them when the
+//! handler says `"onFailure": "block"`. Refusals before evaluation (a
+//! missing secret, a wrong `Host`) are 4xx: they are not Claude Code's calls.
+
+use super::Server;
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use hyper::header::{AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, HOST, ORIGIN};
+use hyper::{Method, Request, Response, StatusCode};
+use serde_json::{Value, json};
+use std::net::{IpAddr, SocketAddr};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+use toolgate::agent::Outward;
+use toolgate::serve::{Body, Context, Evaluate, Mode};
+
+/// The longest hook input: what `toolgate claude-code` accepts on stdin.
+pub(crate) const MAX_BODY: u64 = crate::cli::MAX_STDIN;
+
+/// How long a client has to send its request's headers (on a new or an
+/// idle kept-alive connection).
+const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long a client has to send the body once the headers are in.
+const BODY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Connections served at once.
+pub(crate) const MAX_CONNECTIONS: usize = 32;
+
+/// The agent that POSTs hooks, and the path it POSTs them to.
+const AGENT: Outward = Outward::ClaudeCode;
+
+/// What `--http` was given: a loopback IP literal with a port.
+pub(crate) fn parse_addr(given: &str) -> anyhow::Result<SocketAddr> {
+    let addr: SocketAddr = given.parse().map_err(|_| {
+        anyhow::anyhow!(
+            "--http {given:?} is not an IP address with a port (e.g. 127.0.0.1:8787 or \
+             [::1]:0); a host name is not accepted, so what it resolves to cannot change"
+        )
+    })?;
+    if !addr.ip().is_loopback() {
+        anyhow::bail!(
+            "--http {given}: {} is not a loopback address; the HTTP hook answers only on \
+             127.0.0.0/8 or ::1, never on an address other machines can reach",
+            addr.ip()
+        );
+    }
+    Ok(addr)
+}
+
+/// Where the secret is kept: `$XDG_STATE_HOME/toolgate/http-token`, else
+/// `~/.local/state/toolgate/http-token` (beside the trust store).
+pub(crate) fn token_path() -> Option<PathBuf> {
+    crate::cli::env::dir("XDG_STATE_HOME")
+        .map(|d| d.join("toolgate"))
+        .or_else(|| crate::cli::env::dir("HOME").map(|h| h.join(".local/state/toolgate")))
+        .map(|d| d.join("http-token"))
+}
+
+/// The per-user secret, created when there is none yet.
+pub(crate) struct Token(String);
+
+impl Token {
+    /// Reads the secret at `path`, or creates it (0600, atomically: written
+    /// beside it, then linked into place only if nothing is there).
+    pub(crate) fn load_or_create(path: &Path) -> anyhow::Result<Token> {
+        use std::os::unix::fs::DirBuilderExt;
+        let refuse = |why: String| anyhow::anyhow!("the HTTP secret {}: {why}", path.display());
+        let dir = path
+            .parent()
+            .ok_or_else(|| refuse("it has no directory".into()))?;
+        if std::fs::symlink_metadata(dir).is_err() {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)
+                .map_err(|e| refuse(format!("its directory cannot be created: {e}")))?;
+        }
+        check_dir(dir).map_err(|why| refuse(format!("its directory {}", why)))?;
+        if let Some(token) = Token::read(path)? {
+            return Ok(token);
+        }
+        let mut secret = [0u8; 32];
+        getrandom::fill(&mut secret)
+            .map_err(|e| refuse(format!("no randomness from the OS: {e}")))?;
+        let hex: String = secret.iter().map(|b| format!("{b:02x}")).collect();
+        let mut file = tempfile::Builder::new()
+            .prefix(".http-token")
+            .tempfile_in(dir)
+            .map_err(|e| refuse(format!("it cannot be written: {e}")))?;
+        std::io::Write::write_all(&mut file, hex.as_bytes())
+            .map_err(|e| refuse(format!("it cannot be written: {e}")))?;
+        match file.persist_noclobber(path) {
+            Ok(_) => Ok(Token(hex)),
+            // Another server created it meanwhile: use theirs.
+            Err(e) if e.error.kind() == std::io::ErrorKind::AlreadyExists => {
+                Token::read(path)?.ok_or_else(|| refuse("it vanished while created".into()))
+            }
+            Err(e) => Err(refuse(format!("it cannot be written: {}", e.error))),
+        }
+    }
+
+    /// The secret at `path`; `None` when there is none. Refused when it is a
+    /// symlink, not a regular file, another user's, or open to group or
+    /// others (judged on the open descriptor, not on the path).
+    fn read(path: &Path) -> anyhow::Result<Option<Token>> {
+        use std::io::Read;
+        use std::os::unix::fs::OpenOptionsExt;
+        let refuse = |why: String| anyhow::anyhow!("the HTTP secret {}: {why}", path.display());
+        let file = match std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
+            .open(path)
+        {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) if e.raw_os_error() == Some(nix::libc::ELOOP) => {
+                return Err(refuse("it is a symlink; remove it".into()));
+            }
+            Err(e) => return Err(refuse(format!("it cannot be opened: {e}"))),
+        };
+        let meta = file
+            .metadata()
+            .map_err(|e| refuse(format!("it cannot be inspected: {e}")))?;
+        if !meta.is_file() {
+            return Err(refuse("it is not a regular file".into()));
+        }
+        let me = nix::unistd::geteuid().as_raw();
+        if meta.uid() != me {
+            return Err(refuse(format!(
+                "it belongs to uid {}, not to this user (uid {me})",
+                meta.uid()
+            )));
+        }
+        if meta.mode() & 0o077 != 0 {
+            return Err(refuse(format!(
+                "it is readable or writable by group or others (mode {:o}); chmod 600 it, or \
+                 remove it for a new one",
+                meta.mode() & 0o777
+            )));
+        }
+        let mut text = String::new();
+        file.take(1024)
+            .read_to_string(&mut text)
+            .map_err(|e| refuse(format!("it cannot be read: {e}")))?;
+        let text = text.trim();
+        if text.len() < 32 || !text.bytes().all(|b| b.is_ascii_alphanumeric()) {
+            return Err(refuse(
+                "it does not hold a secret toolgate wrote; remove it for a new one".into(),
+            ));
+        }
+        Ok(Some(Token(text.to_owned())))
+    }
+
+    /// Whether `header` is `Bearer <this secret>`, in constant time.
+    fn admits(&self, header: Option<&hyper::header::HeaderValue>) -> bool {
+        use subtle::ConstantTimeEq;
+        let Some(given) = header.and_then(|h| h.as_bytes().strip_prefix(b"Bearer ")) else {
+            return false;
+        };
+        bool::from(given.ct_eq(self.0.as_bytes()))
+    }
+}
+
+/// The directory holding the secret: this user's, not a symlink, closed to
+/// group and others, in a parent others cannot rename it out of.
+fn check_dir(dir: &Path) -> Result<(), String> {
+    let meta = std::fs::symlink_metadata(dir).map_err(|e| format!("cannot be read: {e}"))?;
+    if meta.file_type().is_symlink() {
+        return Err("is a symlink".into());
+    }
+    if !meta.is_dir() {
+        return Err("is not a directory".into());
+    }
+    let me = nix::unistd::geteuid().as_raw();
+    if meta.uid() != me {
+        return Err(format!("belongs to uid {}, not to uid {me}", meta.uid()));
+    }
+    if meta.mode() & 0o077 != 0 {
+        return Err(format!(
+            "is open to group or others (mode {:o})",
+            meta.mode() & 0o777
+        ));
+    }
+    if let Some(parent) = dir.canonicalize().ok().as_deref().and_then(Path::parent) {
+        let meta = std::fs::metadata(parent).map_err(|e| format!("'s parent: {e}"))?;
+        if (meta.uid() != me && meta.uid() != 0) || meta.mode() & 0o022 != 0 {
+            return Err(format!(
+                "is in {}, which another user could change",
+                parent.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// One HTTP listener's state.
+pub(crate) struct Http {
+    server: Arc<Server>,
+    token: Token,
+    /// The exact `Host` a request must carry.
+    host: String,
+    /// The server's own config dir, trust store and `PATH`.
+    context: Context,
+}
+
+/// Binds `addr`, says where on stderr, and answers until the runtime stops.
+pub(super) async fn listen(
+    server: Arc<Server>,
+    addr: SocketAddr,
+    token: Token,
+) -> anyhow::Result<()> {
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;
+    let bound = listener.local_addr()?;
+    let host = match bound.ip() {
+        IpAddr::V4(ip) => format!("{ip}:{}", bound.port()),
+        IpAddr::V6(ip) => format!("[{ip}]:{}", bound.port()),
+    };
+    eprintln!("toolgate serve: http on http://{host}");
+    // For `toolgate install --http` and `doctor` to find (they check it
+    // answers: a file left by a server that died is no answer).
+    if let Some(path) = token_path().map(|p| p.with_file_name("http-url")) {
+        let _ = std::fs::write(path, format!("http://{host}/{}\n", AGENT.name()));
+    }
+    let http = Arc::new(Http {
+        server,
+        token,
+        host,
+        context: crate::cli::client::context(),
+    });
+    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+    tokio::spawn(async move {
+        let mut backoff = super::Backoff::default();
+        loop {
+            let Ok(slot) = slots.clone().acquire_owned().await else {
+                return;
+            };
+            match listener.accept().await {
+                Ok((stream, _)) => {
+                    backoff.succeeded();
+                    let _ = stream.set_nodelay(true);
+                    let http = http.clone();
+                    tokio::spawn(async move {
+                        connection(http, stream).await;
+                        drop(slot);
+                    });
+                }
+                Err(e) => tokio::time::sleep(backoff.failed(&e)).await,
+            }
+        }
+    });
+    Ok(())
+}
+
+async fn connection(http: Arc<Http>, stream: tokio::net::TcpStream) {
+    let service = hyper::service::service_fn(move |request| {
+        let http = http.clone();
+        async move { Ok::<_, std::convert::Infallible>(answer(&http, request).await) }
+    });
+    let _ = hyper::server::conn::http1::Builder::new()
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(header_timeout())
+        .max_buf_size(64 * 1024)
+        .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+        .await;
+}
+
+fn header_timeout() -> Duration {
+    // For the test that pins the timeout without waiting ten seconds;
+    // compiled out of release builds.
+    #[cfg(debug_assertions)]
+    if let Some(ms) = std::env::var("TOOLGATE_DEBUG_HTTP_HEADER_TIMEOUT_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        return Duration::from_millis(ms);
+    }
+    HEADER_TIMEOUT
+}
+
+type Answer = Response<Full<Bytes>>;
+
+fn text(status: StatusCode, why: &str) -> Answer {
+    let mut answer = Response::new(Full::new(Bytes::from(format!("toolgate: {why}\n"))));
+    *answer.status_mut() = status;
+    answer.headers_mut().insert(
+        CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    answer
+}
+
+fn json_answer(value: &Value) -> Answer {
+    let mut answer = Response::new(Full::new(Bytes::from(value.to_string())));
+    answer.headers_mut().insert(
+        CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("application/json"),
+    );
+    answer
+}
+
+/// Why a request is refused before anything is evaluated; `None`: it may be
+/// read.
+fn refusal(http: &Http, request: &Request<Incoming>) -> Option<Answer> {
+    let headers = request.headers();
+    let mut hosts = headers.get_all(HOST).iter();
+    let host_ok = matches!((hosts.next(), hosts.next()), (Some(h), None) if h.as_bytes() == http.host.as_bytes());
+    if !host_ok {
+        return Some(text(
+            StatusCode::MISDIRECTED_REQUEST,
+            &format!("refused: the Host header must be exactly {}", http.host),
+        ));
+    }
+    if headers.contains_key(ORIGIN) {
+        return Some(text(
+            StatusCode::FORBIDDEN,
+            "refused: a request with an Origin header comes from a browser, not from the agent",
+        ));
+    }
+    if request.uri().path() != format!("/{}", AGENT.name()) {
+        return Some(text(
+            StatusCode::NOT_FOUND,
+            &format!("no such hook; POST /{}", AGENT.name()),
+        ));
+    }
+    if request.method() != Method::POST {
+        let mut answer = text(StatusCode::METHOD_NOT_ALLOWED, "only POST");
+        answer.headers_mut().insert(
+            hyper::header::ALLOW,
+            hyper::header::HeaderValue::from_static("POST"),
+        );
+        return Some(answer);
+    }
+    if !http.token.admits(headers.get(AUTHORIZATION)) {
+        return Some(text(
+            StatusCode::UNAUTHORIZED,
+            "refused: no or a wrong `Authorization: Bearer` secret (see toolgate install \
+             claude-code --http)",
+        ));
+    }
+    let json = headers
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/json"));
+    if !json {
+        return Some(text(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "refused: the body must be application/json",
+        ));
+    }
+    let length = headers
+        .get(CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if length.is_some_and(|n| n > MAX_BODY) {
+        return Some(too_large());
+    }
+    None
+}
+
+fn too_large() -> Answer {
+    text(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        &format!("refused: the body is longer than {MAX_BODY} bytes"),
+    )
+}
+
+async fn answer(http: &Http, request: Request<Incoming>) -> Answer {
+    if let Some(refused) = refusal(http, &request) {
+        return refused;
+    }
+    let body = Limited::new(request.into_body(), MAX_BODY as usize);
+    let bytes = match tokio::time::timeout(BODY_TIMEOUT, body.collect()).await {
+        Ok(Ok(collected)) => collected.to_bytes(),
+        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => return too_large(),
+        Ok(Err(e)) => return text(StatusCode::BAD_REQUEST, &format!("the body: {e}")),
+        Err(_) => {
+            return text(
+                StatusCode::REQUEST_TIMEOUT,
+                &format!(
+                    "the body did not arrive within {} s",
+                    BODY_TIMEOUT.as_secs()
+                ),
+            );
+        }
+    };
+    evaluated(http, &bytes).await
+}
+
+/// Claude Code's answer to the hook input `bytes`.
+async fn evaluated(http: &Http, bytes: &[u8]) -> Answer {
+    let unreadable = |why: String| {
+        text(
+            StatusCode::BAD_REQUEST,
+            &format!("toolgate could not read this hook input, so the call is blocked: {why}"),
+        )
+    };
+    let Ok(input) = std::str::from_utf8(bytes) else {
+        return unreadable("it is not UTF-8".into());
+    };
+    let call = match toolgate::agent::read_agent_input(bytes, AGENT) {
+        Ok(call) => call,
+        Err(e) => return unreadable(toolgate::text::error_chain(&e)),
+    };
+    if call.request.is_none() {
+        // An event toolgate has no part in: nothing to say.
+        return json_answer(&json!({}));
+    }
+    let event = call.hook_event_name.clone();
+    let Some(cwd) = call.cwd.as_deref() else {
+        return blocked(
+            &event,
+            "the hook input names no cwd, so no workspace can be found",
+        );
+    };
+    let workspace = match crate::cli::agent::workspace_from_cwd(Some(cwd)) {
+        Ok(workspace) => workspace,
+        Err(e) => return blocked(&event, &format!("{e:#}")),
+    };
+    let deadline = crate::cli::agent::deadline_within(
+        call.timeout.unwrap_or_else(|| AGENT.default_hook_timeout()),
+    );
+    let evaluation = Evaluate {
+        mode: Mode::Agent(AGENT),
+        workspace,
+        input: input.to_owned(),
+        event: None,
+        tool: None,
+        deadline_ms: Some(u64::try_from(deadline.as_millis()).unwrap_or(u64::MAX)),
+        context: http.context.clone(),
+    };
+    match super::evaluate(&http.server, evaluation).await {
+        Body::Evaluated { stdout, .. } => json_answer(&stdout.unwrap_or_else(|| json!({}))),
+        Body::Error { error, .. } => blocked(&event, &error),
+        Body::Ack { .. } | Body::Status { .. } => {
+            blocked(&event, "the server gave no answer to this call")
+        }
+    }
+}
+
+/// Claude Code's block for `event`, with toolgate's reason: a deny before
+/// the call, `decision: block` after it (the model reads the reason).
+fn blocked(event: &str, why: &str) -> Answer {
+    let reason = format!(
+        "toolgate could not evaluate this call, so it is blocked: {}",
+        toolgate::text::sanitize(why)
+    );
+    json_answer(&if event == "PreToolUse" {
+        json!({"hookSpecificOutput": {"hookEventName": event,
+            "permissionDecision": "deny", "permissionDecisionReason": reason}})
+    } else {
+        json!({"decision": "block", "reason": reason})
+    })
+}
+
+/// The URL a running server answers Claude Code's hooks on, if one does.
+pub(crate) fn running_url() -> Option<String> {
+    let path = token_path()?.with_file_name("http-url");
+    let url = std::fs::read_to_string(path).ok()?.trim().to_owned();
+    probe(&url).ok().map(|()| url)
+}
+
+/// Whether the server at `url` answers a hook with this user's secret
+/// (an event toolgate has no part in, so nothing is evaluated).
+pub(crate) fn probe(url: &str) -> Result<(), String> {
+    use std::io::{Read, Write};
+    let rest = url
+        .strip_prefix("http://")
+        .ok_or_else(|| format!("{url} is not an http:// URL"))?;
+    let (host, path) = rest.split_once('/').unwrap_or((rest, ""));
+    let addr = parse_addr(host).map_err(|e| e.to_string())?;
+    let token = token_path()
+        .ok_or_else(|| "no place for the secret (HOME is not set)".to_owned())
+        .and_then(|p| Token::read(&p).map_err(|e| e.to_string()))?
+        .ok_or_else(|| "no secret yet (no server with --http has run as this user)".to_owned())?;
+    let body =
+        json!({"session_id": "toolgate-probe", "hook_event_name": "Notification"}).to_string();
+    let request = format!(
+        "POST /{path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n\
+         Authorization: Bearer {}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        token.0,
+        body.len()
+    );
+    let wait = Duration::from_secs(2);
+    let mut stream = std::net::TcpStream::connect_timeout(&addr, wait)
+        .map_err(|e| format!("nothing answers on {addr}: {e}"))?;
+    let _ = stream.set_read_timeout(Some(wait));
+    stream
+        .write_all(request.as_bytes())
+        .map_err(|e| format!("{addr}: {e}"))?;
+    let mut answer = Vec::new();
+    let _ = stream.take(64 * 1024).read_to_end(&mut answer);
+    let answer = String::from_utf8_lossy(&answer);
+    let status = answer.split_whitespace().nth(1).unwrap_or("no answer");
+    if status == "200" {
+        Ok(())
+    } else {
+        let why = answer.split("\r\n\r\n").nth(1).unwrap_or("").trim();
+        Err(format!(
+            "{url} answered {status}: {}",
+            toolgate::text::sanitize(why)
+        ))
+    }
+}
