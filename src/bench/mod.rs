@@ -29,12 +29,20 @@
 //! compile against cache-hit load per guest, calls/s with one and two
 //! threads, and resident memory per concurrent instance. The reference row
 //! for ratios is the Rust guest example when built, else the trivial guest.
+//!
+//! `--agent` measures instead what a hook costs per tool call inside the
+//! real Claude Code (`agent`): its own section, run on its own, because it
+//! needs the agent installed and takes minutes of its own.
 
+mod agent;
 mod budget;
+#[doc(hidden)]
+pub mod mock;
 mod report;
 mod scenario;
 mod setup;
 
+pub use agent::{AgentOptions, AgentRelease, AgentReport, AgentRow, run_agent};
 pub use report::{Load, Machine, Report, Row, Target, Throughput};
 
 use crate::binding::wasm::{self, CacheOutcome, LoadComponentError, StartEngineError, WasmOptions};

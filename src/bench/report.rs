@@ -100,6 +100,9 @@ pub struct Target {
     pub unit: &'static str,
     /// Whether the target is met.
     pub met: bool,
+    /// Whether this run measured it at all (when not, `met` is false and
+    /// `value` NaN).
+    pub measured: bool,
 }
 
 impl Target {
@@ -121,7 +124,45 @@ impl Target {
             value,
             unit,
             met,
+            measured: true,
         }
+    }
+
+    /// A target this run could not measure (its row was skipped).
+    pub(crate) fn not_measured(target: String) -> Self {
+        Target {
+            target,
+            value: f64::NAN,
+            unit: "",
+            met: false,
+            measured: false,
+        }
+    }
+}
+
+impl Machine {
+    /// The machine and the load around the run, and a warning when the
+    /// binary is a debug build.
+    fn write(
+        &self,
+        f: &mut fmt::Formatter<'_>,
+        before: &str,
+        after: &str,
+        debug_build: bool,
+    ) -> fmt::Result {
+        writeln!(
+            f,
+            "machine: {} · {} cores · Linux {} · load {before} → {after}",
+            self.cpu, self.cores, self.kernel,
+        )?;
+        if debug_build {
+            writeln!(
+                f,
+                "note: this is a debug build of toolgate; its numbers are not the product's \
+                 (build with `cargo build --release` and run target/release/toolgate bench)"
+            )?;
+        }
+        Ok(())
     }
 }
 
@@ -169,19 +210,8 @@ impl Report {
     /// What the numbers were measured on (machine, build, engine): its own
     /// step because a reader must weigh every figure below against it.
     fn write_setup(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let m = &self.machine;
-        writeln!(
-            f,
-            "machine: {} · {} cores · Linux {} · load {} → {}",
-            m.cpu, m.cores, m.kernel, self.load_before, self.load_after,
-        )?;
-        if self.debug_build {
-            writeln!(
-                f,
-                "note: this is a debug build of toolgate; its numbers are not the product's \
-                 (build with `cargo build --release` and run target/release/toolgate bench)"
-            )?;
-        }
+        self.machine
+            .write(f, &self.load_before, &self.load_after, self.debug_build)?;
         let e = &self.wasm_engine;
         writeln!(
             f,
@@ -248,18 +278,104 @@ impl Report {
             "resident memory per live instance: {:.1} KiB\n",
             self.resident_bytes_per_instance as f64 / 1024.0
         )?;
-        writeln!(f, "budget")?;
-        for b in &self.budget {
+        write_budget(f, &self.budget)
+    }
+}
+
+/// The budget lines, each met (✓), not (✗) or not measured (·).
+fn write_budget(f: &mut fmt::Formatter<'_>, budget: &[Target]) -> fmt::Result {
+    writeln!(f, "budget")?;
+    for b in budget {
+        if !b.measured {
+            writeln!(f, "  · {:<60} not measured", b.target)?;
+            continue;
+        }
+        writeln!(
+            f,
+            "  {} {:<60} {:.2} {}",
+            if b.met { "✓" } else { "✗" },
+            b.target,
+            b.value,
+            b.unit,
+        )?;
+    }
+    Ok(())
+}
+
+impl fmt::Display for super::AgentReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.write(f, None)
+    }
+}
+
+impl super::AgentReport {
+    /// The tables as text, fitted to `width` columns when given.
+    pub fn render(&self, width: Option<u16>) -> String {
+        struct Fitted<'a>(&'a super::AgentReport, Option<u16>);
+        impl fmt::Display for Fitted<'_> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                self.0.write(f, self.1)
+            }
+        }
+        Fitted(self, width).to_string()
+    }
+
+    fn write(&self, f: &mut fmt::Formatter<'_>, width: Option<u16>) -> fmt::Result {
+        self.machine
+            .write(f, &self.load_before, &self.load_after, self.debug_build)?;
+        for why in &self.skipped {
+            writeln!(f, "skipped: {why}")?;
+        }
+        if self.releases.is_empty() {
+            return Ok(());
+        }
+        writeln!(
+            f,
+            "per tool call inside Claude Code: from the mock model's `tool_use` ({}) to the \
+             request carrying its result; hooks on PreToolUse, PostToolUse and \
+             PostToolUseFailure; guard {}; {} sessions × {} calls each (first {} left out), \
+             interleaved\n",
+            self.tool, self.guard, self.sessions, self.calls_per_session, self.warmup,
+        )?;
+        for release in &self.releases {
+            let first = format!("Claude Code {}", release.claude);
+            let mut table = new_table(
+                width,
+                &[
+                    &first,
+                    "calls",
+                    "median",
+                    "p99",
+                    "over no hook",
+                    "probe denied",
+                ],
+            );
+            for r in &release.rows {
+                if let Some(why) = &r.skipped {
+                    table.add_row([r.config.clone(), "–".into(), format!("skipped: {why}")]);
+                    continue;
+                }
+                table.add_row([
+                    r.config.clone(),
+                    if r.errors > 0 {
+                        format!("{} ({} errors)", r.calls, r.errors)
+                    } else {
+                        r.calls.to_string()
+                    },
+                    fmt_us(r.median_us),
+                    fmt_us(r.p99_us),
+                    r.over_no_hook_us
+                        .map_or("–".into(), |us| format!("{:+.2} ms", us / 1e3)),
+                    format!("{}/{}", r.probes_denied, r.sessions),
+                ]);
+            }
             writeln!(
                 f,
-                "  {} {:<60} {:.2} {}",
-                if b.met { "✓" } else { "✗" },
-                b.target,
-                b.value,
-                b.unit,
+                "{table}
+"
             )?;
         }
-        Ok(())
+        write_budget(f, &self.budget)
     }
 }
 

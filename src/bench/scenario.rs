@@ -36,8 +36,8 @@ pub(crate) enum Kind {
 pub(crate) struct Server {
     child: std::process::Child,
     pub(crate) socket: PathBuf,
-    /// Its HTTP listener (`ip:port`) and secret.
-    pub(crate) http: (String, String),
+    /// Its HTTP listener (`ip:port`) and secret, when it answers HTTP.
+    pub(crate) http: Option<(String, String)>,
 }
 
 impl Server {
@@ -50,48 +50,73 @@ impl Server {
         cache: &std::path::Path,
         global: &std::path::Path,
     ) -> Result<Server, BenchError> {
-        use std::io::BufRead;
-        use std::os::unix::fs::DirBuilderExt;
         let socket = root.join("serve/serve.sock");
-        let state = root.join("state");
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&state)?;
-        let mut child = Command::new(exe)
-            .arg("serve")
+        let mut cmd = Command::new(exe);
+        cmd.arg("serve")
             .arg("--socket")
             .arg(&socket)
-            .args(["--http", "127.0.0.1:0"])
             .env("TOOLGATE_CACHE_DIR", cache)
-            .env("TOOLGATE_CONFIG_DIR", global)
-            .env("XDG_STATE_HOME", &state)
+            .env("TOOLGATE_CONFIG_DIR", global);
+        let server = Server::spawn(cmd, socket, Some(&root.join("state")))?;
+        if server.http.is_none() {
+            return Err(BenchError::Missing(
+                "`toolgate serve --http` said no address",
+            ));
+        }
+        Ok(server)
+    }
+
+    /// Starts `cmd` (a `toolgate serve` on `socket`) and waits until it
+    /// listens. With `state` (its `XDG_STATE_HOME`, made 0700) it also
+    /// answers HTTP on a loopback port: its address and the secret it
+    /// keeps there, once it has said where (`http` stays `None` if it
+    /// never does: a build without `--http` exits, and the wait ends).
+    pub(crate) fn spawn(
+        mut cmd: Command,
+        socket: PathBuf,
+        state: Option<&std::path::Path>,
+    ) -> Result<Server, BenchError> {
+        use std::io::BufRead;
+        use std::os::unix::fs::DirBuilderExt;
+        if let Some(state) = state {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(state)?;
+            cmd.args(["--http", "127.0.0.1:0"])
+                .env("XDG_STATE_HOME", state);
+        }
+        let mut child = cmd
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()?;
-        // It says where it answers HTTP; the rest of what it says is read
-        // and dropped (a full pipe would stop it).
-        let Some(stderr) = child.stderr.take() else {
-            return Err(BenchError::Missing("`toolgate serve`'s stderr"));
-        };
-        let mut lines = std::io::BufReader::new(stderr).lines();
-        let addr = lines
-            .by_ref()
-            .map_while(Result::ok)
-            .find_map(|l| {
-                l.strip_prefix("toolgate serve: http on http://")
-                    .map(str::to_owned)
-            })
-            .ok_or(BenchError::Missing(
-                "`toolgate serve --http` said no address",
-            ))?;
-        std::thread::spawn(move || lines.for_each(drop));
-        let token = std::fs::read_to_string(state.join("toolgate/http-token"))?
-            .trim()
-            .to_owned();
+        let (tx, rx) = std::sync::mpsc::channel();
+        if let Some(stderr) = child.stderr.take() {
+            // It says where it answers HTTP; the rest of what it says is
+            // read and dropped (a full pipe would stop it).
+            std::thread::spawn(move || {
+                for line in std::io::BufReader::new(stderr)
+                    .lines()
+                    .map_while(Result::ok)
+                {
+                    if let Some(addr) = line.strip_prefix("toolgate serve: http on http://") {
+                        let _ = tx.send(addr.to_owned());
+                    }
+                }
+            });
+        }
         let started = Instant::now();
-        while std::os::unix::net::UnixStream::connect(&socket).is_err() {
+        let mut server = Server {
+            child,
+            socket,
+            http: None,
+        };
+        let addr = match state {
+            Some(_) => rx.recv_timeout(Duration::from_secs(30)).ok(),
+            None => None,
+        };
+        while std::os::unix::net::UnixStream::connect(&server.socket).is_err() {
             if started.elapsed() > Duration::from_secs(30) {
                 return Err(BenchError::Missing(
                     "`toolgate serve` did not start listening",
@@ -99,11 +124,13 @@ impl Server {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        Ok(Server {
-            child,
-            socket,
-            http: (addr, token),
-        })
+        if let (Some(addr), Some(state)) = (addr, state) {
+            let token = std::fs::read_to_string(state.join("toolgate/http-token"))?
+                .trim()
+                .to_owned();
+            server.http = Some((addr, token));
+        }
+        Ok(server)
     }
 }
 

@@ -216,8 +216,10 @@ impl<'a> Setup<'a> {
                 // server's own global config (`http_global`) the hook.
                 let mut http = request.clone();
                 http.cwd = Some(self.http_global().display().to_string());
-                let client =
-                    scenario::HttpClient::connect(&server.http, &scenario::agent_input(&http))?;
+                let addr = server.http.as_ref().ok_or(BenchError::Missing(
+                    "`toolgate serve --http` said no address",
+                ))?;
+                let client = scenario::HttpClient::connect(addr, &scenario::agent_input(&http))?;
                 self.push(
                     format!("HTTP request to the server ({what})"),
                     Kind::Http(client),

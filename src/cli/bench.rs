@@ -12,7 +12,8 @@ use std::path::PathBuf;
 #[command(after_help = "Examples:\n  \
     toolgate bench              # a full run, a few minutes\n  \
     toolgate bench --quick      # a smoke run\n  \
-    toolgate bench --json > bench.json\n\n\
+    toolgate bench --json > bench.json\n  \
+    toolgate bench --agent      # inside the real Claude Code, a few minutes\n\n\
     Guests are taken from guest-examples/*/out/*.wasm\n\
     (build them with guest-examples/build-all). Run it from a release build\n\
     (cargo build --release): a debug build's numbers are not the product's.")]
@@ -29,9 +30,38 @@ pub(crate) struct Args {
     /// Print JSON instead of tables.
     #[arg(long)]
     json: bool,
+    /// Measure instead what a hook costs per tool call inside the real
+    /// Claude Code (no hook, the HTTP hook, the command hook fresh and
+    /// through the server, a Python hook), against a mock model API. Its
+    /// own section: `--quick` alone leaves it out.
+    #[arg(long)]
+    agent: bool,
+    /// With --agent: this Claude Code (repeatable); default, the pinned
+    /// releases installed under tests/agents/.cache.
+    #[arg(long, value_name = "PATH", requires = "agent")]
+    claude: Vec<PathBuf>,
+    /// With --agent: measured calls per configuration and release
+    /// (default 60; 10 with --quick).
+    #[arg(long, value_name = "N", requires = "agent")]
+    agent_calls: Option<usize>,
+    /// With --agent: where the pinned agent CLIs are (versions.env, .cache/).
+    #[arg(
+        long,
+        value_name = "DIR",
+        default_value = "tests/agents",
+        requires = "agent"
+    )]
+    agents: PathBuf,
+    /// With --agent: the `toolgate` the hooks and the server run (another
+    /// build's, say); default, this one.
+    #[arg(long, value_name = "PATH", requires = "agent")]
+    toolgate: Option<PathBuf>,
 }
 
 pub(crate) fn run(args: Args) -> anyhow::Result<std::process::ExitCode> {
+    if args.agent {
+        return run_agent(args);
+    }
     let mut options = toolgate::bench::Options::new(std::env::current_exe()?);
     options.rounds = args.rounds;
     options.quick = args.quick;
@@ -40,10 +70,40 @@ pub(crate) fn run(args: Args) -> anyhow::Result<std::process::ExitCode> {
         options.progress = |line| eprintln!("{line}");
     }
     let report = toolgate::bench::run(&options)?;
-    if args.json {
-        outln!("{}", serde_json::to_string_pretty(&report)?);
+    print(args.json, &report, || report.render(super::width()))
+}
+
+/// `--agent`: the agent section, on its own.
+fn run_agent(args: Args) -> anyhow::Result<std::process::ExitCode> {
+    let mut options = toolgate::bench::AgentOptions::new(std::env::current_exe()?);
+    if args.quick {
+        options = options.quick();
+    }
+    if let Some(calls) = args.agent_calls {
+        options.calls = calls.max(1);
+    }
+    options.claude = args.claude;
+    options.agents = args.agents;
+    if let Some(exe) = args.toolgate {
+        options.exe = std::path::absolute(exe)?;
+    }
+    if !args.json {
+        options.progress = |line| eprintln!("{line}");
+    }
+    let report = toolgate::bench::run_agent(&options)?;
+    print(args.json, &report, || report.render(super::width()))
+}
+
+/// Prints `report` as JSON, or as the text `render` gives.
+fn print(
+    json: bool,
+    report: &impl serde::Serialize,
+    render: impl FnOnce() -> String,
+) -> anyhow::Result<std::process::ExitCode> {
+    if json {
+        outln!("{}", serde_json::to_string_pretty(report)?);
     } else {
-        outln!("{}", report.render(super::width()));
+        outln!("{}", render());
     }
     Ok(std::process::ExitCode::SUCCESS)
 }

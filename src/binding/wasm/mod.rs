@@ -57,6 +57,7 @@ pub use engine::{
 pub(crate) use measure::resident_bytes_per_instance;
 pub(crate) use spec::CONFIG;
 pub use spec::WasmSpec;
+pub(crate) use wat::component_from_wat;
 pub use wat::{BuildComponentError, reference_guest};
 
 use crate::binding::{Decider, Metrics, Reply};

@@ -622,6 +622,107 @@ fn live_claude_the_demo_output_trimmer_works_live() {
     }
 }
 
+/// `toolgate bench --agent` on `args`, its JSON report.
+fn bench_agent(args: &[&str]) -> Value {
+    let agents = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/agents");
+    let out = toolgate()
+        .args(["bench", "--agent", "--quick", "--json", "--agents"])
+        .arg(agents)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn live_claude_bench_agent_times_every_call_and_each_hook_row_really_ran_its_guard() {
+    // Each release by path: installed, or the test says how to install it.
+    let mut args = vec!["--agent-calls".to_owned(), "3".to_owned()];
+    for release in RELEASES {
+        args.push("--claude".into());
+        args.push(release.bin().to_string_lossy().into_owned());
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let report = bench_agent(&args);
+    let releases = report["releases"].as_array().unwrap();
+    let versions: Vec<String> = RELEASES.iter().map(|r| r.version()).collect();
+    let measured: Vec<String> = releases
+        .iter()
+        .map(|r| r["claude"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(measured, versions, "{report:#}");
+    let serve_help = toolgate().args(["serve", "--help"]).output().unwrap();
+    let has_http = String::from_utf8_lossy(&serve_help.stdout).contains("--http");
+    for release in releases {
+        let rows = release["rows"].as_array().unwrap();
+        assert_eq!(rows.len(), 5, "{release:#}");
+        for row in rows {
+            let config = row["config"].as_str().unwrap();
+            if config.starts_with("HTTP") && !has_http {
+                // Not in this build: said so, never measured as if it ran.
+                assert_eq!(
+                    row["skipped"], "toolgate serve has no --http in this build",
+                    "{row:#}"
+                );
+                continue;
+            }
+            assert_eq!(row["skipped"], Value::Null, "{row:#}");
+            // Every call timed, none refused by a hook that should allow it.
+            assert_eq!(row["calls"], 3, "{row:#}");
+            assert_eq!(row["errors"], 0, "{row:#}");
+            let median = row["median_us"].as_f64().unwrap();
+            assert!(median > 0.0 && median < 60e6, "{row:#}");
+            // The probe (`rm -rf`) was denied by the guard in every hook
+            // row, and by nothing without a hook: a row whose hook never
+            // ran cannot pass as a fast one.
+            let denied = if config == "no hook" { 0 } else { 1 };
+            assert_eq!(row["probes_denied"], denied, "{row:#}");
+            assert_eq!(row["sessions"], 1, "{row:#}");
+            // Through the server means the server answered (pre and post
+            // of each call, and the probe); the others never reach it.
+            let served = row["server_requests"].as_u64().unwrap();
+            if config.contains("`toolgate serve`") {
+                assert!(served > 2 * 3, "{row:#}");
+            } else {
+                assert_eq!(served, 0, "{row:#}");
+            }
+        }
+    }
+    let budget = report["budget"].as_array().unwrap();
+    assert_eq!(budget.len(), releases.len(), "{report:#}");
+    for line in budget {
+        let target = line["target"].as_str().unwrap();
+        assert!(
+            target.starts_with("HTTP hook within 1 ms of no hook (median)"),
+            "{line}"
+        );
+        assert_eq!(line["measured"], has_http, "{line}");
+    }
+}
+
+#[test]
+fn bench_agent_without_claude_code_says_so_and_measures_nothing() {
+    let fx = Fixture::new();
+    let report = bench_agent(&[
+        "--claude",
+        &fx.dir.path().join("no-claude").to_string_lossy(),
+    ]);
+    assert_eq!(report["releases"], json!([]), "{report:#}");
+    let skipped = report["skipped"].to_string();
+    assert!(skipped.contains("no Claude Code installed"), "{skipped}");
+    assert!(
+        report["budget"].as_array().unwrap().is_empty(),
+        "{report:#}"
+    );
+}
+
 /// What [`http_stub`] answers: status line, content type, body.
 type StubAnswer = (&'static str, &'static str, String);
 

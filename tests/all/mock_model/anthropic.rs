@@ -1,16 +1,19 @@
 //! Anthropic's Messages API (Claude Code): each `POST /v1/messages` that
 //! offers the `Bash` tool is answered, streamed as server-sent events, with
 //! the next scripted `tool_use` and, once the script is done, with a closing
-//! text. Other requests get an empty success.
+//! text. Other requests get an empty success. The event stream and the
+//! request's blocks are read and written by the library's mock
+//! (`toolgate::bench::mock`), which `toolgate bench --agent` uses too.
 
 use super::{Api, MockModel};
 use serde_json::{Value, json};
+use toolgate::bench::mock::{self, message_blocks};
 
 pub(crate) struct Anthropic;
 
 impl Api for Anthropic {
     fn is_call(&self, path: &str, _: &Value) -> bool {
-        path.starts_with("/v1/messages") && !path.contains("count_tokens")
+        mock::is_messages_call(path)
     }
 
     fn reply(&self, _: &str, body: &Value, script: &[Value]) -> (&'static str, String) {
@@ -18,7 +21,7 @@ impl Api for Anthropic {
     }
 
     fn other(&self, _: &str) -> (&'static str, String) {
-        ("application/json", json!({"input_tokens": 10}).to_string())
+        mock::messages_other()
     }
 }
 
@@ -85,101 +88,21 @@ fn content_blocks(body: &Value) -> Vec<Value> {
     message_blocks(body, &["user"])
 }
 
-/// The content blocks of the messages with one of `roles` (a string content
-/// is one text block).
-fn message_blocks(body: &Value, roles: &[&str]) -> Vec<Value> {
-    body["messages"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|m| roles.iter().any(|r| m["role"] == *r))
-        .flat_map(|m| match &m["content"] {
-            Value::Array(blocks) => blocks.clone(),
-            Value::String(text) => vec![json!({"type": "text", "text": text})],
-            _ => Vec::new(),
-        })
-        .collect()
-}
-
-/// The text a tool_result carries, whether a string or text blocks.
-pub(crate) fn result_text(block: &Value) -> String {
-    match &block["content"] {
-        Value::String(s) => s.clone(),
-        Value::Array(parts) => parts
-            .iter()
-            .filter_map(|p| p["text"].as_str())
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
-    }
-}
-
 fn messages_reply(body: &Value, script: &[Value]) -> (&'static str, String) {
     let results = content_blocks_last_turns(body);
-    let offers_bash = body["tools"]
-        .as_array()
-        .is_some_and(|t| t.iter().any(|t| t["name"] == "Bash"));
     let (content, stop) = match script.get(results) {
-        Some(call) if offers_bash => (
+        Some(call) if mock::offers_tool(body, "Bash") => (
             json!([{"type": "tool_use", "id": format!("toolu_{results:04}"),
                     "name": call["name"], "input": call["input"]}]),
             "tool_use",
         ),
         _ => (json!([{"type": "text", "text": "done"}]), "end_turn"),
     };
-    let message = json!({"id": "msg_mock", "type": "message", "role": "assistant",
-        "model": body["model"], "content": content, "stop_reason": stop, "stop_sequence": null,
-        "usage": {"input_tokens": 10, "output_tokens": 10}});
-    if body["stream"] != true {
-        return ("application/json", message.to_string());
-    }
-    let event = |name: &str, data: Value| format!("event: {name}\ndata: {data}\n\n");
-    let mut start = message.clone();
-    start["content"] = json!([]);
-    start["stop_reason"] = Value::Null;
-    let mut out = event(
-        "message_start",
-        json!({"type": "message_start", "message": start}),
-    );
-    for (i, block) in content.as_array().unwrap().iter().enumerate() {
-        let (opening, delta) = if block["type"] == "text" {
-            (
-                json!({"type": "text", "text": ""}),
-                json!({"type": "text_delta", "text": block["text"]}),
-            )
-        } else {
-            (
-                json!({"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}),
-                json!({"type": "input_json_delta", "partial_json": block["input"].to_string()}),
-            )
-        };
-        out += &event(
-            "content_block_start",
-            json!({"type": "content_block_start", "index": i, "content_block": opening}),
-        );
-        out += &event(
-            "content_block_delta",
-            json!({"type": "content_block_delta", "index": i, "delta": delta}),
-        );
-        out += &event(
-            "content_block_stop",
-            json!({"type": "content_block_stop", "index": i}),
-        );
-    }
-    out += &event(
-        "message_delta",
-        json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null},
-               "usage": {"output_tokens": 10}}),
-    );
-    out += &event("message_stop", json!({"type": "message_stop"}));
-    ("text/event-stream", out)
+    mock::messages_reply(body, content, stop)
 }
 
 /// How many tool results the conversation already holds: the script's
 /// position.
 fn content_blocks_last_turns(body: &Value) -> usize {
-    content_blocks(body)
-        .iter()
-        .filter(|b| b["type"] == "tool_result")
-        .count()
+    mock::tool_results(body).len()
 }

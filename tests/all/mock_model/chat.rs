@@ -7,6 +7,7 @@
 
 use super::{Api, MockModel, once_each};
 use serde_json::{Value, json};
+use toolgate::bench::mock::content_text;
 
 pub(crate) struct Chat;
 
@@ -57,19 +58,6 @@ impl MockModel {
 
 fn messages(body: &Value) -> impl Iterator<Item = &Value> {
     body["messages"].as_array().into_iter().flatten()
-}
-
-/// A message's content as text: a string, or its text parts joined.
-fn content_text(content: &Value) -> String {
-    match content {
-        Value::String(s) => s.clone(),
-        Value::Array(parts) => parts
-            .iter()
-            .filter_map(|p| p["text"].as_str())
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
-    }
 }
 
 fn chat_reply(body: &Value, script: &[Value]) -> (&'static str, String) {

@@ -10,8 +10,8 @@
 //! the tool results already in the conversation) and, once the script is
 //! done, with a closing text.
 //!
-//! A plain HTTP/1.1 server on std: one thread per connection, keep-alive,
-//! `Content-Length` bodies. Nothing more is needed by the clients tested.
+//! The HTTP server is the library's (`toolgate::bench::mock`, which
+//! `toolgate bench --agent` runs Claude Code against too): one copy of it.
 
 mod anthropic;
 mod chat;
@@ -19,15 +19,15 @@ mod gemini;
 mod responses;
 
 pub(crate) use anthropic::Anthropic;
-pub(crate) use anthropic::result_text;
 #[allow(unused_imports)]
 pub(crate) use chat::Chat;
 pub(crate) use responses::Responses;
+pub(crate) use toolgate::bench::mock::result_text;
 
 use serde_json::Value;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
+use toolgate::bench::mock::{self, Reply};
 
 /// One model API: which requests are model calls, and the answers.
 pub(crate) trait Api: Send + Sync + 'static {
@@ -65,14 +65,14 @@ impl MockModel {
         let port = listener.local_addr().unwrap().port();
         let requests = Arc::new(Mutex::new(Vec::new()));
         let log = requests.clone();
-        let script = Arc::new(script);
-        let api: Arc<dyn Api> = Arc::new(api);
-        std::thread::spawn(move || {
-            for stream in listener.incoming().flatten() {
-                let (log, script, api) = (log.clone(), script.clone(), api.clone());
-                std::thread::spawn(move || serve(stream, &*api, &log, &script));
-            }
-        });
+        mock::serve(
+            listener,
+            Arc::new(Scripted {
+                api: Box::new(api),
+                log,
+                script,
+            }),
+        );
         MockModel { port, requests }
     }
 
@@ -97,49 +97,20 @@ pub(crate) fn once_each(texts: impl IntoIterator<Item = String>) -> Vec<String> 
     seen
 }
 
-fn serve(stream: TcpStream, api: &dyn Api, log: &Mutex<Vec<Value>>, script: &[Value]) {
-    let mut reader = BufReader::new(stream.try_clone().expect("the socket clones"));
-    let mut writer = stream;
-    loop {
-        let mut request_line = String::new();
-        if reader.read_line(&mut request_line).unwrap_or(0) == 0 {
-            return;
-        }
-        let mut length = 0usize;
-        loop {
-            let mut header = String::new();
-            if reader.read_line(&mut header).unwrap_or(0) == 0 {
-                return;
-            }
-            let header = header.trim_end();
-            if header.is_empty() {
-                break;
-            }
-            if let Some((name, value)) = header.split_once(':')
-                && name.eq_ignore_ascii_case("content-length")
-            {
-                length = value.trim().parse().unwrap_or(0);
-            }
-        }
-        let mut body = vec![0u8; length];
-        if reader.read_exact(&mut body).is_err() {
-            return;
-        }
-        let path = request_line.split_whitespace().nth(1).unwrap_or("/");
-        let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-        let (content_type, reply) = if api.is_call(path, &body) {
-            log.lock().unwrap().push(body.clone());
-            api.reply(path, &body, script)
+/// An [`Api`] with its script and its log, as the server's responder.
+struct Scripted {
+    api: Box<dyn Api>,
+    log: Arc<Mutex<Vec<Value>>>,
+    script: Vec<Value>,
+}
+
+impl mock::Respond for Scripted {
+    fn respond(&self, path: &str, body: Value, _: std::time::Instant) -> Reply {
+        Reply::new(if self.api.is_call(path, &body) {
+            self.log.lock().unwrap().push(body.clone());
+            self.api.reply(path, &body, &self.script)
         } else {
-            api.other(path)
-        };
-        let head = format!(
-            "HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\n\r\n",
-            reply.len()
-        );
-        if writer.write_all(head.as_bytes()).is_err() || writer.write_all(reply.as_bytes()).is_err()
-        {
-            return;
-        }
+            self.api.other(path)
+        })
     }
 }
