@@ -44,6 +44,16 @@
 //! Claude Code's own (`Bash`): under Claude Code they allow everything, and
 //! the probe could not tell a guard that ran from one that did not.
 //!
+//! # The control row
+//!
+//! An HTTP hook costs Claude Code something whoever answers it (it builds
+//! the input, POSTs it, parses the answer, for the hook before the tool and
+//! the one after). So one row points the same http hook at a stub inside
+//! the bench that does the guard's job and nothing else; the budget keeps
+//! two lines per release: the HTTP hook against no hook (the goal,
+//! the agent's cost and toolgate's together) and against the stub
+//! (toolgate's share, the part a change in toolgate can move).
+//!
 //! # Why interleaved
 //!
 //! As for every row of the bench: configurations alternate session by
@@ -182,14 +192,19 @@ pub struct AgentRow {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Hook {
     None,
+    /// The control: an HTTP hook answered by a stub in the bench itself,
+    /// so what Claude Code spends on any HTTP hook shows apart from what
+    /// toolgate's server adds.
+    HttpStub,
     Http,
     Fresh,
     Served,
     Python,
 }
 
-const HOOKS: [Hook; 5] = [
+const HOOKS: [Hook; 6] = [
     Hook::None,
+    Hook::HttpStub,
     Hook::Http,
     Hook::Fresh,
     Hook::Served,
@@ -200,11 +215,13 @@ const HOOKS: [Hook; 5] = [
 /// HTTP row with it.
 const NO_HOOK: &str = "no hook";
 const HTTP: &str = "HTTP hook → `toolgate serve`";
+const HTTP_STUB: &str = "control: HTTP hook → a stub in the bench, same job";
 
 impl Hook {
     fn name(self) -> &'static str {
         match self {
             Hook::None => NO_HOOK,
+            Hook::HttpStub => HTTP_STUB,
             Hook::Http => HTTP,
             Hook::Fresh => "`toolgate claude-code`, fresh process (no server)",
             Hook::Served => "`toolgate claude-code` via `toolgate serve` (socket)",
@@ -335,6 +352,7 @@ pub fn run_agent(options: &AgentOptions) -> Result<AgentReport, BenchError> {
             }
         }
         report.budget.push(http_target(&version, &rows));
+        report.budget.push(http_share_target(&version, &rows));
         report.releases.push(AgentRelease {
             claude: version,
             path,
@@ -352,6 +370,24 @@ fn http_target(version: &str, rows: &[AgentRow]) -> Target {
             over_no_hook_us: Some(over),
             ..
         }) => Target::new(target, over / 1e3, 1.0, "ms", true),
+        _ => Target::not_measured(target),
+    }
+}
+
+/// toolgate's share of an HTTP hook: the HTTP row's median within 1 ms of
+/// the stub's (the same hook, answered by a server that does nothing else),
+/// which is what a change in toolgate can move.
+fn http_share_target(version: &str, rows: &[AgentRow]) -> Target {
+    let target = format!(
+        "HTTP hook via toolgate within 1 ms of an HTTP stub (median), Claude Code {version}"
+    );
+    let median = |name: &str| {
+        rows.iter()
+            .find(|r| r.config == name && r.skipped.is_none())
+            .map(|r| r.median_us)
+    };
+    match (median(HTTP), median(HTTP_STUB)) {
+        (Some(http), Some(stub)) => Target::new(target, (http - stub) / 1e3, 1.0, "ms", true),
         _ => Target::not_measured(target),
     }
 }
@@ -440,6 +476,8 @@ struct Bench {
     server: scenario::Server,
     /// The HTTP hook's address and secret, when the server has it.
     http: Result<(String, String), String>,
+    /// The control stub's URL.
+    stub: String,
 }
 
 impl Bench {
@@ -500,7 +538,11 @@ impl Bench {
         if let Err(why) = &http {
             report.skipped.push(format!("{HTTP}: {why}"));
         }
+        let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+        let stub = format!("http://{}/claude-code", listener.local_addr()?);
+        mock::serve(listener, Arc::new(Stub));
         Ok(Bench {
+            stub,
             root: root.to_owned(),
             exe: options.exe.clone(),
             workspace,
@@ -554,6 +596,8 @@ impl Bench {
     fn settings(&self, hook: Hook) -> Value {
         let handler = match hook {
             Hook::None => return json!({}),
+            Hook::HttpStub => json!({"type": "http", "url": self.stub,
+                                     "timeout": 30, "onFailure": "block"}),
             Hook::Http => {
                 let url = self
                     .http
@@ -804,6 +848,29 @@ fn lock(session: &Mutex<Option<Session>>) -> std::sync::MutexGuard<'_, Option<Se
 struct Responder {
     session: Arc<Mutex<Option<Session>>>,
 }
+
+/// The control row's HTTP hook: the guard's job in Claude Code's answer
+/// format, with nothing of toolgate behind it.
+struct Stub;
+
+impl mock::Respond for Stub {
+    fn respond(&self, _path: &str, body: Value, _received: Instant) -> mock::Reply {
+        let denies = body["hook_event_name"] == "PreToolUse"
+            && body["tool_input"].to_string().contains("rm -rf");
+        let answer = if denies {
+            json!({"hookSpecificOutput": {"hookEventName": "PreToolUse",
+                   "permissionDecision": "deny",
+                   "permissionDecisionReason": STUB_REASON}})
+        } else {
+            json!({})
+        };
+        mock::Reply::new(("application/json", answer.to_string()))
+    }
+}
+
+/// The stub's reason: the guard's words, so the probe counts it alike.
+const STUB_REASON: &str =
+    "`rm -rf` is blocked by policy: delete what you must by name, or ask the user.";
 
 fn call_id(i: usize) -> String {
     format!("toolu_bench_{i:04}")

@@ -662,7 +662,7 @@ fn live_claude_bench_agent_times_every_call_and_each_hook_row_really_ran_its_gua
     let has_http = String::from_utf8_lossy(&serve_help.stdout).contains("--http");
     for release in releases {
         let rows = release["rows"].as_array().unwrap();
-        assert_eq!(rows.len(), 5, "{release:#}");
+        assert_eq!(rows.len(), 6, "{release:#}");
         for row in rows {
             let config = row["config"].as_str().unwrap();
             if config.starts_with("HTTP") && !has_http {
@@ -696,14 +696,18 @@ fn live_claude_bench_agent_times_every_call_and_each_hook_row_really_ran_its_gua
         }
     }
     let budget = report["budget"].as_array().unwrap();
-    assert_eq!(budget.len(), releases.len(), "{report:#}");
-    for line in budget {
-        let target = line["target"].as_str().unwrap();
+    // Per release: the HTTP hook against no hook, and against the stub.
+    assert_eq!(budget.len(), 2 * releases.len(), "{report:#}");
+    for pair in budget.chunks(2) {
+        let targets: Vec<&str> = pair.iter().map(|l| l["target"].as_str().unwrap()).collect();
         assert!(
-            target.starts_with("HTTP hook within 1 ms of no hook (median)"),
-            "{line}"
+            targets[0].starts_with("HTTP hook within 1 ms of no hook (median)")
+                && targets[1].starts_with("HTTP hook via toolgate within 1 ms of an HTTP stub"),
+            "{targets:?}"
         );
-        assert_eq!(line["measured"], has_http, "{line}");
+        for line in pair {
+            assert_eq!(line["measured"], has_http, "{line}");
+        }
     }
 }
 
