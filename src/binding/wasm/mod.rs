@@ -57,6 +57,8 @@ pub use engine::{
 pub(crate) use measure::resident_bytes_per_instance;
 pub(crate) use spec::CONFIG;
 pub use spec::WasmSpec;
+// The bench's agent section builds its guard from WAT.
+#[cfg(feature = "cli")]
 pub(crate) use wat::component_from_wat;
 pub use wat::{BuildComponentError, reference_guest};
 
