@@ -90,6 +90,10 @@ pub struct AgentOptions {
     pub exe: PathBuf,
     /// Called with a line of progress for a person watching.
     pub progress: fn(&str),
+    /// What the agent and the hooks get of the caller's environment:
+    /// `PATH` and `TMPDIR` as the binary read them (the library reads no
+    /// environment itself), nothing else.
+    pub pass_env: Vec<(String, std::ffi::OsString)>,
 }
 
 impl AgentOptions {
@@ -103,6 +107,7 @@ impl AgentOptions {
             agents: PathBuf::from("tests/agents"),
             exe,
             progress: |_| {},
+            pass_env: Vec::new(),
         }
     }
 
@@ -478,6 +483,8 @@ struct Bench {
     http: Result<(String, String), String>,
     /// The control stub's URL.
     stub: String,
+    /// [`AgentOptions::pass_env`].
+    pass_env: Vec<(String, std::ffi::OsString)>,
 }
 
 impl Bench {
@@ -526,7 +533,7 @@ impl Bench {
         let socket = root.join("serve/serve.sock");
         let mut serve = Command::new(&options.exe);
         serve.arg("serve").arg("--socket").arg(&socket);
-        hermetic(&mut serve, root, "serve")
+        hermetic(&mut serve, &options.pass_env, root, "serve")
             .env("TOOLGATE_CONFIG_DIR", &global)
             .env("TOOLGATE_CACHE_DIR", &cache);
         let server = scenario::Server::spawn(serve, socket, has_http.then_some(&*state))?;
@@ -543,6 +550,7 @@ impl Bench {
         mock::serve(listener, Arc::new(Stub));
         Ok(Bench {
             stub,
+            pass_env: options.pass_env.clone(),
             root: root.to_owned(),
             exe: options.exe.clone(),
             workspace,
@@ -648,7 +656,7 @@ impl Bench {
             "Read",
         ])
         .current_dir(&self.workspace);
-        hermetic(&mut cmd, &dir, "claude")
+        hermetic(&mut cmd, &self.pass_env, &dir, "claude")
             .env("HOME", &home)
             .env("TOOLGATE_CONFIG_DIR", &self.global)
             .env("TOOLGATE_CACHE_DIR", &self.cache)
@@ -714,18 +722,18 @@ fn serve_has_http(exe: &Path) -> bool {
         .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("--http"))
 }
 
-/// `cmd` with an environment of its own under `dir/<name>-xdg`: `PATH` and
-/// `TMPDIR` kept, nothing else of the user's (their config, cache, server,
+/// `cmd` with an environment of its own under `dir/<name>-xdg`: `pass_env`
+/// (the caller's `PATH` and `TMPDIR`) kept, nothing else of the user's (their config, cache, server,
 /// agent settings).
-fn hermetic<'c>(cmd: &'c mut Command, dir: &Path, name: &str) -> &'c mut Command {
+fn hermetic<'c>(
+    cmd: &'c mut Command,
+    pass_env: &[(String, std::ffi::OsString)],
+    dir: &Path,
+    name: &str,
+) -> &'c mut Command {
     let xdg = dir.join(format!("{name}-xdg"));
     cmd.env_clear();
-    if let Some(path) = std::env::var_os("PATH") {
-        cmd.env("PATH", path);
-    }
-    if let Some(tmp) = std::env::var_os("TMPDIR") {
-        cmd.env("TMPDIR", tmp);
-    }
+    cmd.envs(pass_env.iter().map(|(k, v)| (k, v)));
     for (key, sub) in [
         ("HOME", "home"),
         ("XDG_CONFIG_HOME", "config"),

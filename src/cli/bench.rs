@@ -84,6 +84,9 @@ fn run_agent(args: Args) -> anyhow::Result<std::process::ExitCode> {
     }
     options.claude = args.claude;
     options.agents = args.agents;
+    let path = std::env::var_os("PATH").map(|v| ("PATH".to_owned(), v));
+    let tmpdir = std::env::var_os("TMPDIR").map(|v| ("TMPDIR".to_owned(), v));
+    options.pass_env = path.into_iter().chain(tmpdir).collect();
     if let Some(exe) = args.toolgate {
         options.exe = std::path::absolute(exe)?;
     }
