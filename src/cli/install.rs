@@ -186,8 +186,11 @@ pub(crate) fn this_toolgate() -> anyhow::Result<String> {
 /// forwards; without a server it runs this toolgate itself, so an entry
 /// written while a server ran keeps working when it stops, only slower.
 fn lean_client(agent: Outward) -> anyhow::Result<Option<String>> {
-    if matches!(agent.install().layout, Layout::Plugin { .. }) {
-        return Ok(None);
+    // Each layout says whether the agent spawns a command per call: a new
+    // one must be placed here, never fall into either side unseen.
+    match agent.install().layout {
+        Layout::Plugin { .. } => return Ok(None),
+        Layout::Grouped { .. } | Layout::Flat { .. } => {}
     }
     let exe = this_toolgate()?;
     let lean = Path::new(&exe).with_file_name(toolgate::agent::LEAN_CLIENT);
