@@ -516,12 +516,25 @@ impl Config {
             identity: Some(identity),
         });
         let digest = format!("blake3:{}", blake3::hash(&text).to_hex());
+        self.parse_text(&text, source, path, (root, options, only), problems);
+        Some(digest)
+    }
+
+    /// Takes in one file's text, read from `path`: its hooks and settings.
+    pub(crate) fn parse_text(
+        &mut self,
+        text: &[u8],
+        source: Source,
+        path: &Path,
+        (root, options, only): (&Path, &BindingOptions, hook::Only<'_>),
+        problems: &mut Vec<Problem>,
+    ) {
         // Errors give the line and column only: never the file's content.
-        let value = match crate::strict_json::parse(&text) {
+        let value = match crate::strict_json::parse(text) {
             Ok(v) => v,
             Err(e) => {
                 problems.push(Problem::file(path, e.to_string()));
-                return Some(digest);
+                return;
             }
         };
         let (hooks, top) = hook::parse_file(value, source, path, (root, options, only), problems);
@@ -536,7 +549,6 @@ impl Config {
         }
         self.unconfined.extend(top.unconfined);
         self.hooks.extend(hooks);
-        Some(digest)
     }
 }
 

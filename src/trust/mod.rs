@@ -83,6 +83,7 @@ mod store;
 
 pub use pin::{FilePin, HookPin, Role};
 pub use snapshot::{MAX_TREE_BYTES, MAX_TREE_FILES};
+pub(crate) use store::parse_record;
 pub use store::{Record, TrustStore};
 
 pub(crate) use admit::{Admission, Unconfinable, confine_global, difference, run_from_snapshot};

@@ -36,6 +36,37 @@ pub struct Record {
     pub manifest: Manifest,
 }
 
+/// A record's text as the store reads it: strict JSON (no repeated key), this
+/// build's schema, for this workspace, its digest matching what it records.
+/// Errors name the file and what is wrong, never the text.
+pub(crate) fn parse_record(text: &[u8], root: &Path, path: &Path) -> Result<Record, TrustError> {
+    let refuse = |why: String| TrustError::Record {
+        path: path.to_owned(),
+        why,
+    };
+    let value = crate::strict_json::parse(&text).map_err(|e| refuse(e.to_string()))?;
+    let record: Record =
+        serde_json::from_value(value).map_err(|e| refuse(format!("not a trust record: {e}")))?;
+    if record.schema != RECORD_SCHEMA {
+        return Err(refuse(format!(
+            "record schema {} (this build reads {RECORD_SCHEMA})",
+            record.schema
+        )));
+    }
+    if record.manifest.workspace != root {
+        return Err(refuse(format!(
+            "it records {}, not this workspace",
+            record.manifest.workspace.display()
+        )));
+    }
+    if record.digest != record.manifest.digest() {
+        return Err(refuse(
+            "its digest does not match what it records (edited by hand?)".into(),
+        ));
+    }
+    Ok(record)
+}
+
 impl TrustStore {
     /// A store in `dir` (created 0700 on the first record).
     pub fn new(dir: impl Into<PathBuf>) -> Self {
@@ -208,26 +239,7 @@ impl TrustStore {
                 )));
             }
         };
-        let value = crate::strict_json::parse(&text).map_err(|e| refuse(e.to_string()))?;
-        let record: Record = serde_json::from_value(value)
-            .map_err(|e| refuse(format!("not a trust record: {e}")))?;
-        if record.schema != RECORD_SCHEMA {
-            return Err(refuse(format!(
-                "record schema {} (this build reads {RECORD_SCHEMA})",
-                record.schema
-            )));
-        }
-        if record.manifest.workspace != root {
-            return Err(refuse(format!(
-                "it records {}, not this workspace",
-                record.manifest.workspace.display()
-            )));
-        }
-        if record.digest != record.manifest.digest() {
-            return Err(refuse(
-                "its digest does not match what it records (edited by hand?)".into(),
-            ));
-        }
+        let record = parse_record(&text, root, path)?;
         Ok(Some((record, identity)))
     }
 

@@ -34,7 +34,11 @@ const LAYERS: &[(&str, bool, &[&str])] = &[
     ("trust", false, &["trust"]),
     ("config", false, &["config"]),
     ("runner", false, &["runner"]),
-    ("application", false, &["replay", "review", "bench", "cli"]),
+    (
+        "application",
+        false,
+        &["replay", "review", "bench", "cli", "fuzzing"],
+    ),
 ];
 
 /// The unit a module path belongs to, and its layer's index.
