@@ -16,6 +16,7 @@ mod dialect_gemini;
 mod dialect_opencode;
 mod dialect_qwen;
 mod env_table;
+mod faults;
 mod first_hour;
 mod guest_examples;
 mod guests;

@@ -1,0 +1,461 @@
+//! Faults of the machine itself, real and not mocked: the server SIGKILLed
+//! under load, a full disk (ENOSPC) under the compile cache and the trust
+//! store, no file descriptors left (EMFILE), a read-only state or cache
+//! directory (EROFS), two `toolgate trust` racing, and the wall clock
+//! jumping backwards. Each test pins the same promise: every call gets an
+//! answer, nothing denied is ever allowed, and nothing half-written is read
+//! later.
+//!
+//! # Why mount namespaces, rlimits and libfaketime
+//!
+//! The suite runs as root (here and in CI), where permission bits stop
+//! nothing: a read-only directory has to be a read-only mount, and a full
+//! disk a small tmpfs. Both are made in a mount namespace of the test's own
+//! (`unshare --mount --propagation private`, held open by a sleeping process
+//! and entered with `nsenter`), so nothing is mounted on the machine the
+//! other tests and helpers share, and the mounts vanish with the holder. The
+//! test process reaches into the namespace through `/proc/<holder>/root`.
+//! Descriptors are limited with `prlimit` (util-linux), on a command or on
+//! the running server. The clock is moved with libfaketime (Debian's
+//! `faketime`, installed by .ci/run): the process's wall clock only, as an
+//! NTP step or a resumed VM moves it (the monotonic clock never goes back).
+
+use crate::guests::{Guest, Verdict};
+use crate::serve::Server;
+use crate::support::{Fixture, finish_within, spawn_with_stdin, toolgate};
+use serde_json::{Value, json};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+/// A mount namespace of the test's own: a sleeping `unshare` holds it, and
+/// commands run in it through `nsenter`. Killed (and the namespace with its
+/// mounts gone) on drop.
+struct MountNs {
+    holder: std::process::Child,
+}
+
+impl MountNs {
+    /// A new namespace, private (nothing mounted in it propagates out). A
+    /// machine where it cannot be made fails the test, saying why: these
+    /// faults cannot be made without one, and a skipped test proves nothing.
+    fn new() -> MountNs {
+        let mut holder = Command::new("unshare")
+            .args(["--mount", "--propagation", "private", "sleep", "300"])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| {
+                panic!("this test needs `unshare` (util-linux) for a mount namespace: {e}")
+            });
+        let ours = std::fs::read_link("/proc/self/ns/mnt").unwrap();
+        let started = Instant::now();
+        loop {
+            if let Some(status) = holder.try_wait().unwrap() {
+                let mut said = String::new();
+                use std::io::Read;
+                let _ = holder.stderr.take().unwrap().read_to_string(&mut said);
+                panic!(
+                    "this test needs a mount namespace of its own (root, or CAP_SYS_ADMIN), \
+                     and `unshare --mount` failed ({status}): {said}"
+                );
+            }
+            let theirs = std::fs::read_link(format!("/proc/{}/ns/mnt", holder.id()));
+            if theirs.is_ok_and(|ns| ns != ours) {
+                break;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "unshare never entered its own mount namespace"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        MountNs { holder }
+    }
+
+    /// Runs `script` with `sh -c` in the namespace, failing the test unless
+    /// it succeeds.
+    fn sh(&self, script: &str) {
+        let out = self
+            .wrap(Command::new("sh").args(["-c", script]))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{script}: {}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// A tmpfs of `kib` KiB at `dir`, mode 0700 (a cache or a trust store
+    /// must be private), in the namespace.
+    fn tmpfs(&self, dir: &Path, kib: u64) {
+        std::fs::create_dir_all(dir).unwrap();
+        self.sh(&format!(
+            "mount -t tmpfs -o size={kib}k,mode=0700 tmpfs '{}'",
+            dir.display()
+        ));
+    }
+
+    /// `dir` read-only in the namespace (a bind mount of itself, remounted
+    /// read-only); still writable outside it.
+    fn read_only(&self, dir: &Path) {
+        let d = dir.display();
+        self.sh(&format!(
+            "mount --bind '{d}' '{d}' && mount -o remount,bind,ro '{d}'"
+        ));
+    }
+
+    /// `path` as the namespace sees it, for this process to read or write.
+    fn path(&self, path: &Path) -> PathBuf {
+        let rel = path.strip_prefix("/").expect("an absolute path");
+        PathBuf::from(format!("/proc/{}/root", self.holder.id())).join(rel)
+    }
+
+    /// `cmd`, run in the namespace: its program and arguments after
+    /// `nsenter`, its environment kept. Arguments added later go to it.
+    fn wrap(&self, cmd: &Command) -> Command {
+        let target = self.holder.id().to_string();
+        wrapped(cmd, &["nsenter", "--target", &target, "--mount", "--"])
+    }
+}
+
+impl Drop for MountNs {
+    fn drop(&mut self) {
+        let _ = self.holder.kill();
+        let _ = self.holder.wait();
+    }
+}
+
+/// `cmd` run by `prefix` (a program that runs the rest of its argv, such
+/// as `prlimit` or `nsenter`), with `cmd`'s environment.
+fn wrapped(cmd: &Command, prefix: &[&str]) -> Command {
+    let mut out = Command::new(prefix[0]);
+    out.args(&prefix[1..])
+        .arg(cmd.get_program())
+        .args(cmd.get_args());
+    for (key, value) in cmd.get_envs() {
+        match value {
+            Some(value) => out.env(key, value),
+            None => out.env_remove(key),
+        };
+    }
+    if let Some(dir) = cmd.get_current_dir() {
+        out.current_dir(dir);
+    }
+    out
+}
+
+/// `cmd` with at most `n` open descriptors (soft and hard).
+fn with_nofile(cmd: &Command, n: u32) -> Command {
+    let limit = format!("--nofile={n}:{n}");
+    wrapped(cmd, &["prlimit", &limit, "--"])
+}
+
+/// Fills the filesystem holding `dir` (as this process reaches it) with a
+/// file there, until it is full, then frees `pages` 4-KiB pages of it.
+/// Returns the file (remove it to free the space).
+fn fill(dir: &Path, pages: u64) -> PathBuf {
+    use std::io::Write;
+    let path = dir.join("filler");
+    let mut file = std::fs::File::create(&path).unwrap();
+    let chunk = vec![0u8; 4096];
+    loop {
+        match file.write(&chunk) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(e) if e.raw_os_error() == Some(nix::libc::ENOSPC) => break,
+            Err(e) => panic!("filling {}: {e}", dir.display()),
+        }
+    }
+    let full = file.metadata().unwrap().len() / 4096 * 4096;
+    file.set_len(full.saturating_sub(pages * 4096)).unwrap();
+    path
+}
+
+/// What a `toolgate claude-code` process answered, in Claude Code's
+/// convention: exit 0 with the decision on stdout (nothing printed is an
+/// allow), or exit 2 with the reason on stderr (blocked).
+#[derive(Debug, PartialEq)]
+enum Claude {
+    Allowed,
+    /// Denied, with the reason shown to the model.
+    Denied(String),
+    /// Blocked (exit 2), with what it said on stderr.
+    Blocked(String),
+}
+
+impl Claude {
+    /// Reads `out`, failing the test (naming `what`) on anything Claude Code
+    /// would not read as an answer: another exit code (a crash, which it
+    /// treats as a non-blocking error: the call runs), a signal, a block
+    /// without a reason, or stdout that is not its JSON.
+    fn of(out: &Output, what: &str) -> Claude {
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        match out.status.code() {
+            Some(0) if stdout.trim().is_empty() => Claude::Allowed,
+            Some(0) => {
+                let answer: Value = serde_json::from_str(&stdout)
+                    .unwrap_or_else(|e| panic!("{what}: stdout is not JSON ({e}): {stdout}"));
+                let specific = &answer["hookSpecificOutput"];
+                assert_eq!(specific["hookEventName"], "PreToolUse", "{what}: {answer}");
+                match specific["permissionDecision"].as_str() {
+                    Some("deny") => Claude::Denied(
+                        specific["permissionDecisionReason"]
+                            .as_str()
+                            .unwrap_or_default()
+                            .to_owned(),
+                    ),
+                    Some("allow") | None => Claude::Allowed,
+                    Some(other) => panic!("{what}: decision {other:?}: {answer}"),
+                }
+            }
+            Some(2) => {
+                assert!(stdout.trim().is_empty(), "{what}: exit 2 with {stdout}");
+                assert!(!stderr.trim().is_empty(), "{what}: blocked without a reason");
+                Claude::Blocked(stderr.into_owned())
+            }
+            _ => panic!(
+                "{what}: not an answer Claude Code reads as one ({}): {stdout}\n{stderr}",
+                out.status
+            ),
+        }
+    }
+
+    /// The call was refused (denied or blocked); fails the test naming
+    /// `what` when it was allowed. Returns the reason.
+    fn refused(self, what: &str) -> String {
+        match self {
+            Claude::Denied(why) | Claude::Blocked(why) => why,
+            Claude::Allowed => panic!("{what}: ALLOWED, and it must be refused"),
+        }
+    }
+}
+
+/// Claude Code's hook input for a pre call of `tool` with `input`.
+fn claude_pre(cwd: &Path, tool: &str, input: Value) -> String {
+    json!({"session_id": "s", "transcript_path": "/dev/null", "cwd": cwd,
+        "hook_event_name": "PreToolUse", "tool_name": tool, "tool_input": input})
+    .to_string()
+}
+
+/// The three calls a [`Guarded`] workspace is asked: the chain allows the
+/// first and denies the other two.
+const LS: (&str, &str) = ("Bash", "ls");
+const RM: (&str, &str) = ("Bash", "rm -rf /");
+const WRITE: (&str, &str) = ("Write", "/etc/passwd");
+
+/// The command hook of a [`Guarded`] workspace: denies `rm -rf`, allows
+/// the rest.
+const GUARD: &str = "#!/bin/sh\ninput=$(cat)\ncase \"$input\" in\n\
+    *'rm -rf'*) echo '{\"decision\":\"deny\",\"reason\":\"guard: never rm -rf\"}'; exit 0;;\n\
+    esac\necho '{\"decision\":\"allow\"}'\n";
+
+/// A workspace whose chain allows `ls`, denies `rm -rf` (a trusted command
+/// hook) and denies every Write (a wasm guard), with a state directory (the
+/// trust store) and a compile cache of its own, each a directory a test can
+/// mount over.
+struct Guarded {
+    fx: Fixture,
+    /// What the wasm guard's denial says.
+    guard_says: String,
+}
+
+impl Guarded {
+    /// `wasm_guard` names the component that denies Writes: a shared test
+    /// guest, or one built for the test (a cache key no run has compiled).
+    fn new(wasm_guard: Option<&str>) -> Guarded {
+        let fx = Fixture::new();
+        std::fs::create_dir_all(fx.dir.path().join("state")).unwrap();
+        std::fs::create_dir_all(fx.dir.path().join("cache")).unwrap();
+        let (wasm, guard_says) = match wasm_guard {
+            None => (
+                crate::guests::path("deny"),
+                "no force-pushing from a sandbox".to_owned(),
+            ),
+            Some(says) => (
+                Guest::answering(Verdict::Deny(says)).write(fx.dir.path(), "own-guard"),
+                says.to_owned(),
+            ),
+        };
+        fx.script("guard.sh", GUARD);
+        fx.workspace_hooks(json!([
+            {"name": "guard", "command": ["sh", "hooks/guard.sh"], "tools": ["Bash"]},
+            {"name": "no-writes", "wasm": wasm, "tools": ["Write"]}
+        ]));
+        Guarded { fx, guard_says }
+    }
+
+    fn state(&self) -> PathBuf {
+        self.fx.dir.path().join("state")
+    }
+
+    fn store(&self) -> PathBuf {
+        self.state().join("toolgate/trust")
+    }
+
+    fn cache(&self) -> PathBuf {
+        self.fx.dir.path().join("cache")
+    }
+
+    /// `base` (a `toolgate`) with this workspace's state, cache and global
+    /// config.
+    fn env(&self, mut base: Command) -> Command {
+        base.env("XDG_STATE_HOME", self.state())
+            .env("TOOLGATE_CACHE_DIR", self.cache())
+            .env("TOOLGATE_CONFIG_DIR", self.fx.global());
+        base
+    }
+
+    /// The digest `toolgate trust` would record now.
+    fn digest(&self, base: Command) -> String {
+        let out = self
+            .env(base)
+            .args(["trust", "status", "--json", "--workspace"])
+            .arg(self.fx.workspace())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr_of(&out));
+        let status: Value = serde_json::from_slice(&out.stdout).unwrap();
+        status["current_digest"].as_str().expect("a digest").to_owned()
+    }
+
+    /// `toolgate trust --yes <digest>`, started (stdin closed).
+    fn trust_spawn(&self, base: Command, digest: &str) -> std::process::Child {
+        self.env(base)
+            .args(["trust", "--yes", digest, "--workspace"])
+            .arg(self.fx.workspace())
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+
+    /// Trusts the workspace as it is, as `toolgate trust --yes` records it.
+    fn trust(&self) {
+        let digest = self.digest(toolgate());
+        let out = self.trust_spawn(toolgate(), &digest).wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", stderr_of(&out));
+    }
+
+    /// `toolgate claude-code` (run as `base` runs `toolgate`) on `call`,
+    /// within 30 s.
+    fn ask(&self, base: Command, (tool, arg): (&str, &str), what: &str) -> Claude {
+        let input = match tool {
+            "Write" => json!({"file_path": arg, "content": "x"}),
+            _ => json!({"command": arg}),
+        };
+        let mut cmd = self.env(base);
+        cmd.args(["claude-code", "--workspace"])
+            .arg(self.fx.workspace());
+        let child = spawn_with_stdin(&mut cmd, &claude_pre(&self.fx.workspace(), tool, input));
+        let what = format!("{what}: {tool} {arg}");
+        let out = finish_within(child, Duration::from_secs(30), &what);
+        Claude::of(&out, &what)
+    }
+
+    /// The chain's two denials hold when asked through `base`: never an
+    /// allow. Returns their reasons.
+    fn refuses(&self, base: impl Fn() -> Command, what: &str) -> (String, String) {
+        (
+            self.ask(base(), RM, what).refused(&format!("{what}: rm -rf")),
+            self.ask(base(), WRITE, what).refused(&format!("{what}: Write")),
+        )
+    }
+}
+
+fn stderr_of(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// The names in `dir` (as this process reaches it), sorted.
+fn names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+/// A name unique to this run and call, for content no run compiled before.
+fn nonce() -> String {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    format!(
+        "{}-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    )
+}
+
+/// Sends SIGKILL to the process `pid` (a server this test started).
+fn sigkill(pid: u64) {
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(pid).unwrap());
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL).unwrap();
+}
+
+/// Two `toolgate trust --yes` for one workspace at once, twenty times: both
+/// succeed, and the store holds exactly one record, complete (it reads back,
+/// its digest the one confirmed), and nothing half-written beside it.
+#[test]
+fn two_trust_processes_racing_leave_one_complete_record_and_no_temporary_files() {
+    let ws = Guarded::new(None);
+    let digest = ws.digest(toolgate());
+    let root = ws.fx.workspace().canonicalize().unwrap();
+    let store = toolgate::trust::TrustStore::new(ws.store());
+    for round in 0..20 {
+        // Half the rounds race to create the record, half to replace it.
+        if round % 2 == 0 {
+            let _ = std::fs::remove_file(store.record_path(&root));
+        }
+        let racers = [
+            ws.trust_spawn(toolgate(), &digest),
+            ws.trust_spawn(toolgate(), &digest),
+        ];
+        for (n, racer) in racers.into_iter().enumerate() {
+            let out = finish_within(
+                racer,
+                Duration::from_secs(30),
+                &format!("round {round}: trust {n}"),
+            );
+            assert!(
+                out.status.success(),
+                "round {round}: trust {n} failed: {}",
+                stderr_of(&out)
+            );
+        }
+        let files: Vec<String> = names(&ws.store())
+            .into_iter()
+            .filter(|n| !["snapshots", "scratch"].contains(&n.as_str()))
+            .collect();
+        let record = store.record_path(&root);
+        let name = record.file_name().unwrap().to_string_lossy().into_owned();
+        assert_eq!(files, [name], "round {round}: the store holds {files:?}");
+        let read = store
+            .read(&root)
+            .unwrap_or_else(|e| panic!("round {round}: the record does not read: {e}"))
+            .expect("a record");
+        assert_eq!(read.digest, digest, "round {round}");
+    }
+    // What the race recorded is trust the next call honours.
+    assert_eq!(
+        ws.ask(toolgate(), LS, "after the races"),
+        Claude::Allowed,
+        "the trusted guard did not allow ls"
+    );
+}
