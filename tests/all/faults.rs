@@ -459,3 +459,126 @@ fn two_trust_processes_racing_leave_one_complete_record_and_no_temporary_files()
         "the trusted guard did not allow ls"
     );
 }
+
+/// The compile cache on a full disk: the call still decides (the component
+/// is compiled in memory; the cache promises speed, never the answer), and
+/// whatever the write got to — nothing, part of the artifact, the artifact
+/// without its metadata — nothing is left that a later call would read as
+/// an entry. Once there is room, the next call writes the entry, whole.
+#[test]
+fn a_full_disk_under_the_compile_cache_still_decides_and_leaves_no_entry_a_later_call_reads() {
+    let ws = Guarded::new(Some(&format!("the disk-full guard {}", nonce())));
+    ws.trust();
+    let ns = MountNs::new();
+    ns.tmpfs(&ws.cache(), 2048);
+    let cache = ns.path(&ws.cache());
+    let in_ns = || ns.wrap(&toolgate());
+    let denied_by_guard = |what: &str| {
+        let why = ws.ask(in_ns(), WRITE, what).refused(what);
+        assert!(why.contains(&ws.guard_says), "{what}: {why}");
+    };
+    // Not a byte free.
+    let filler = fill(&cache, 0);
+    denied_by_guard("a full disk");
+    assert_eq!(ws.ask(in_ns(), LS, "a full disk"), Claude::Allowed);
+    assert_eq!(names(&cache), ["filler"], "a full disk");
+    // Room: the entry is written.
+    std::fs::remove_file(&filler).unwrap();
+    denied_by_guard("room");
+    let entries = names(&cache);
+    let artifact = entries
+        .iter()
+        .find(|n| n.ends_with(".cwasm"))
+        .unwrap_or_else(|| panic!("no entry written once there was room: {entries:?}"))
+        .clone();
+    let key = artifact.trim_end_matches(".cwasm").to_owned();
+    let pages = std::fs::metadata(cache.join(&artifact)).unwrap().len().div_ceil(4096);
+    let clear = || {
+        for name in names(&cache) {
+            std::fs::remove_file(cache.join(name)).unwrap();
+        }
+    };
+    // A page short of the artifact: its write fails part of the way; then
+    // room for the artifact and not its metadata.
+    for (free, what) in [
+        (pages - 1, "the artifact's write failing part of the way"),
+        (pages, "the metadata's write failing after the artifact's"),
+    ] {
+        clear();
+        fill(&cache, free);
+        denied_by_guard(what);
+        denied_by_guard(what);
+        let left = names(&cache);
+        assert!(
+            !left.iter().any(|n| n.ends_with(".meta") || n.starts_with(".tmp")),
+            "{what}: an entry or a temporary file was left: {left:?}"
+        );
+    }
+    // Room again: the next call writes the whole entry, and later calls
+    // use it.
+    std::fs::remove_file(cache.join("filler")).unwrap();
+    denied_by_guard("room again");
+    let meta = cache.join(format!("{key}.meta"));
+    assert_eq!(
+        std::fs::metadata(&meta).map(|m| m.len()).ok(),
+        Some(8 + 64 + 8 + 32),
+        "the entry's metadata, once there was room: {:?}",
+        names(&cache)
+    );
+    denied_by_guard("from the entry");
+    assert_eq!(ws.ask(in_ns(), LS, "from the entry"), Claude::Allowed);
+}
+
+/// The trust store on a full disk: `toolgate trust` fails naming the record
+/// it could not write, leaves nothing in the store, and the workspace stays
+/// untrusted (its command hook does not run); with room, the record is
+/// written whole. Then the hook's first run, whose private copy cannot be
+/// made on a full disk, fails closed and leaves no half-made copy; with room
+/// again it runs.
+#[test]
+fn a_full_disk_under_the_trust_store_fails_clearly_and_leaves_no_partial_record_or_copy() {
+    let ws = Guarded::new(None);
+    let ns = MountNs::new();
+    ns.tmpfs(&ws.state(), 1024);
+    let state = ns.path(&ws.state());
+    let store = ns.path(&ws.store());
+    let in_ns = || ns.wrap(&toolgate());
+    let root = ws.fx.workspace().canonicalize().unwrap();
+    let record = toolgate::trust::TrustStore::new(ws.store()).record_path(&root);
+    let digest = ws.digest(in_ns());
+    let filler = fill(&state, 0);
+    let out = ws.trust_spawn(in_ns(), &digest).wait_with_output().unwrap();
+    let said = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(1), "trust on a full disk: {said}");
+    assert!(
+        said.contains(&record.display().to_string()) && said.contains("No space left"),
+        "the error names the record and the cause: {said}"
+    );
+    assert_eq!(names(&store), Vec::<String>::new(), "left in the store");
+    let why = ws.ask(in_ns(), LS, "never trusted").refused("never trusted");
+    assert!(why.contains("not trusted"), "{why}");
+    // Room: recorded, complete.
+    std::fs::remove_file(&filler).unwrap();
+    let out = ws.trust_spawn(in_ns(), &digest).wait_with_output().unwrap();
+    assert!(out.status.success(), "trust with room: {}", stderr_of(&out));
+    let name = record.file_name().unwrap().to_string_lossy().into_owned();
+    assert_eq!(names(&store), [name.as_str()]);
+    let text = std::fs::read(store.join(&name)).unwrap();
+    let parsed = toolgate::fuzzing::trust_record(&text, &root).expect("the record parses");
+    assert_eq!(parsed.digest, digest);
+    // The hook's first run must copy its tree into the store: not on a
+    // full disk.
+    let filler = fill(&state, 0);
+    let why = ws.ask(in_ns(), LS, "no room for the copy").refused("no room for the copy");
+    assert!(why.contains("No space left"), "{why}");
+    ws.refuses(in_ns, "no room for the copy");
+    let copies = names(&store.join("snapshots"));
+    assert!(
+        !copies.iter().any(|n| n.starts_with(".tmp")),
+        "a half-made copy was left: {copies:?}"
+    );
+    std::fs::remove_file(&filler).unwrap();
+    assert_eq!(ws.ask(in_ns(), LS, "room for the copy"), Claude::Allowed);
+    let (why, _) = ws.refuses(in_ns, "room for the copy");
+    assert!(why.contains("never rm -rf"), "{why}");
+}
