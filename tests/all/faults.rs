@@ -582,3 +582,57 @@ fn a_full_disk_under_the_trust_store_fails_clearly_and_leaves_no_partial_record_
     let (why, _) = ws.refuses(in_ns, "room for the copy");
     assert!(why.contains("never rm -rf"), "{why}");
 }
+
+/// The state directory (trust store, hook copies, scratch folders) and the
+/// compile cache read-only (EROFS): what can still be decided is decided —
+/// the wasm guard compiles in memory and denies; a trusted command hook
+/// whose copy or scratch folder cannot be made fails closed, its run record
+/// saying why — and nothing the chain denies is ever allowed. Checked before
+/// the hook's first run (no copy yet, the cache cold) and after one (both
+/// there, read from the read-only mounts).
+#[test]
+fn a_read_only_state_or_cache_directory_decides_or_fails_closed_never_allowing_a_denial() {
+    let ws = Guarded::new(Some(&format!("the read-only guard {}", nonce())));
+    ws.trust();
+    let ns = MountNs::new();
+    ns.read_only(&ws.state());
+    ns.read_only(&ws.cache());
+    let in_ns = || ns.wrap(&toolgate());
+    // `toolgate trust` compiled the guard into the cache: cold again.
+    for name in names(&ws.cache()) {
+        std::fs::remove_file(ws.cache().join(name)).unwrap();
+    }
+    for round in ["before the first run", "after a run"] {
+        let (_, write) = ws.refuses(in_ns, round);
+        assert!(write.contains(&ws.guard_says), "{round}: {write}");
+        if round == "before the first run" {
+            assert_eq!(names(&ws.cache()), Vec::<String>::new(), "written read-only");
+        }
+        // The command hook cannot run from a read-only store: blocked, and
+        // the operator reads why in the run record. (Were it to run, it
+        // would allow.)
+        if let refused @ (Claude::Denied(_) | Claude::Blocked(_)) = ws.ask(in_ns(), LS, round) {
+            let mut check = ws.env(in_ns());
+            check.args(["check", "--workspace"]).arg(ws.fx.workspace());
+            let out = crate::support::run_with_stdin(
+                &mut check,
+                r#"{"event":"pre_tool_use","tool":"Bash","input":{"command":"ls"}}"#,
+            );
+            let answer = crate::support::stdout_json(&out);
+            assert_eq!(out.status.code(), Some(2), "{round}: {answer}");
+            assert!(
+                answer.to_string().contains("Read-only file system"),
+                "{round}: {refused:?} without saying why: {answer}"
+            );
+        }
+        // Outside the namespace, writable: one run of each makes the copy
+        // and fills the cache.
+        assert_eq!(ws.ask(toolgate(), LS, "writable"), Claude::Allowed);
+        ws.refuses(toolgate, "writable");
+        assert!(
+            names(&ws.cache()).iter().any(|n| n.ends_with(".meta")),
+            "the cache was not filled: {:?}",
+            names(&ws.cache())
+        );
+    }
+}
