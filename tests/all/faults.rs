@@ -636,3 +636,144 @@ fn a_read_only_state_or_cache_directory_decides_or_fails_closed_never_allowing_a
         );
     }
 }
+
+/// One client's calls: for each, whether it started before the kill, ended
+/// after it, and the answer.
+type Calls = Vec<(bool, bool, Claude)>;
+
+/// `clients` processes of `toolgate claude-code` in a loop against
+/// `server`, each call bounded; the server is SIGKILLed once `kill_when`
+/// says so, and each client goes on for `after` calls more. Returns every
+/// client's calls.
+fn kill_under_load(
+    server: &Server,
+    fx: &Fixture,
+    clients: usize,
+    after: usize,
+    deadline_ms: &str,
+    kill_when: impl Fn() -> bool,
+) -> Vec<Calls> {
+    let pid = server.status()["pid"].as_u64().expect("the server's pid");
+    let killed = Arc::new(AtomicBool::new(false));
+    let threads: Vec<_> = (0..clients)
+        .map(|n| {
+            let killed = killed.clone();
+            let mut cmd = server.client();
+            cmd.env("TOOLGATE_CONFIG_DIR", fx.global())
+                .args(["claude-code", "--deadline-ms", deadline_ms, "--workspace"])
+                .arg(fx.workspace());
+            let input = claude_pre(&fx.workspace(), RM.0, json!({"command": RM.1}));
+            std::thread::spawn(move || {
+                let mut calls = Calls::new();
+                let mut left = after;
+                for call in 0.. {
+                    let before = !killed.load(Ordering::SeqCst);
+                    if !before && left == 0 {
+                        break;
+                    }
+                    if !before {
+                        left -= 1;
+                    }
+                    let what = format!("client {n}, call {call}");
+                    let child = spawn_with_stdin(&mut cmd, &input);
+                    let out = finish_within(child, Duration::from_secs(30), &what);
+                    let after = killed.load(Ordering::SeqCst);
+                    calls.push((before, after, Claude::of(&out, &what)));
+                }
+                calls
+            })
+        })
+        .collect();
+    let started = Instant::now();
+    while !kill_when() {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the load never reached the point of the kill"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    sigkill(pid);
+    killed.store(true, Ordering::SeqCst);
+    threads
+        .into_iter()
+        .map(|t| t.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+        .collect()
+}
+
+/// The server SIGKILLed while sixteen clients send it calls the chain
+/// denies: every call is answered — by the server, by the client's own
+/// evaluation once it is gone, or blocked — in Claude Code's format, none
+/// allowed, none hanging; the calls in flight at the kill included.
+#[test]
+fn a_server_killed_under_load_leaves_every_call_answered_and_none_allowed() {
+    let fx = Fixture::new();
+    std::fs::write(
+        fx.global().join("hooks.json"),
+        json!({"schema": 1, "hooks": [{"name": "no", "wasm": crate::guests::path("deny")}]})
+            .to_string(),
+    )
+    .unwrap();
+    let server = Server::start_http(|_| {});
+    let served = || server.status()["requests"].as_u64().unwrap_or(0);
+    let clients = kill_under_load(&server, &fx, 16, 3, "20000", || served() >= 48);
+    let (mut in_flight, mut total) = (0, 0);
+    for (n, calls) in clients.iter().enumerate() {
+        for (call, (before, after, answer)) in calls.iter().enumerate() {
+            let what = format!("client {n}, call {call}");
+            match answer {
+                Claude::Denied(why) => assert!(
+                    why.contains("no force-pushing from a sandbox"),
+                    "{what}: {why}"
+                ),
+                Claude::Blocked(why) => assert!(why.contains("blocked"), "{what}: {why}"),
+                Claude::Allowed => panic!("{what}: ALLOWED"),
+            }
+            in_flight += usize::from(*before && *after);
+            total += 1;
+        }
+    }
+    assert!(in_flight > 0, "no call was in flight when the server died");
+    eprintln!("{total} calls, {in_flight} in flight at the kill");
+}
+
+/// The server SIGKILLed while it holds sixteen calls it acknowledged and
+/// has not answered (their hook is still running): each client, its
+/// connection closed under it, evaluates the call itself and denies it; none
+/// is allowed, none hangs.
+#[test]
+fn a_server_killed_holding_acknowledged_calls_leaves_each_to_its_client_and_none_allowed() {
+    let fx = Fixture::new();
+    let started = fx.marker("started");
+    std::fs::create_dir_all(&started).unwrap();
+    let slow = fx.global_script(
+        "slow.sh",
+        &format!(
+            "#!/bin/sh\ncat >/dev/null\ntouch '{}'/$$\nsleep 1\n\
+             echo '{{\"decision\":\"deny\",\"reason\":\"the slow guard says no\"}}'\n",
+            started.display()
+        ),
+    );
+    std::fs::write(
+        fx.global().join("hooks.json"),
+        json!({"schema": 1, "hooks": [{"name": "slow", "command": [slow]}]}).to_string(),
+    )
+    .unwrap();
+    let server = Server::start_http(|_| {});
+    let runs = || names(&started).len();
+    let clients = kill_under_load(&server, &fx, 16, 0, "20000", || runs() >= 16);
+    let mut in_flight = 0;
+    for (n, calls) in clients.iter().enumerate() {
+        for (call, (before, after, answer)) in calls.iter().enumerate() {
+            let what = format!("client {n}, call {call}");
+            let why = match answer {
+                Claude::Denied(why) | Claude::Blocked(why) => why,
+                Claude::Allowed => panic!("{what}: ALLOWED"),
+            };
+            assert!(why.contains("the slow guard says no"), "{what}: {why}");
+            in_flight += usize::from(*before && *after);
+        }
+    }
+    assert_eq!(in_flight, 16, "every client's call was the server's when it died");
+    // Each was evaluated again by its client, once the server was gone.
+    assert!(runs() >= 32, "the hook ran {} times", runs());
+}
