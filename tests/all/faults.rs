@@ -777,3 +777,112 @@ fn a_server_killed_holding_acknowledged_calls_leaves_each_to_its_client_and_none
     // Each was evaluated again by its client, once the server was gone.
     assert!(runs() >= 32, "the hook ran {} times", runs());
 }
+
+/// `toolgate claude-code` with almost no descriptors, from one beyond its
+/// standard streams up: at every limit each call is answered in Claude
+/// Code's format — decided, or blocked with a reason — and the calls the
+/// chain denies are never allowed. (With the three streams and not one
+/// more, the dynamic loader cannot open the C runtime and exits 127 before
+/// any of toolgate runs: no program can answer from there, so the sweep
+/// starts at four.)
+#[test]
+fn out_of_descriptors_a_client_answers_every_call_and_allows_no_denial() {
+    let ws = Guarded::new(None);
+    ws.trust();
+    let mut decided = 0;
+    for n in [4, 5, 6, 7, 8, 9, 10, 12, 16, 24, 32, 64] {
+        let limited = || with_nofile(&toolgate(), n);
+        let what = format!("RLIMIT_NOFILE {n}");
+        ws.refuses(limited, &what);
+        match ws.ask(limited(), LS, &what) {
+            Claude::Allowed => decided += 1,
+            Claude::Denied(why) | Claude::Blocked(why) => {
+                assert!(why.contains("blocked"), "{what}: {why}");
+            }
+        }
+    }
+    assert!(decided > 0, "no limit was high enough to decide a call");
+}
+
+/// The server out of descriptors (RLIMIT_NOFILE lowered on the running
+/// process, its descriptors held by idle connections), then freed a few at
+/// a time: every call meanwhile is answered — by the client itself when the
+/// server cannot take it, or by the server, whose hook may fail to start
+/// (EMFILE) and then blocks the call — and none the chain denies is allowed.
+/// Once the pressure is gone the server answers again.
+#[test]
+fn out_of_descriptors_the_server_blocks_or_hands_back_every_call_and_serves_again_after() {
+    let ws = Guarded::new(None);
+    ws.trust();
+    let server = Server::start_http(|_| {});
+    let pid = server.status()["pid"].as_u64().unwrap();
+    let via_server = || server.client();
+    assert_eq!(ws.ask(via_server(), LS, "warm"), Claude::Allowed);
+    // What makes an allow below the server's: with ten descriptors a
+    // client cannot spawn the hook itself.
+    let alone = ws.ask(with_nofile(&toolgate(), 10), LS, "ten descriptors, no server");
+    assert_ne!(alone, Claude::Allowed);
+    let limit = 48;
+    let out = Command::new("prlimit")
+        .arg(format!("--pid={pid}"))
+        .arg(format!("--nofile={limit}:{limit}"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "prlimit: {}", stderr_of(&out));
+    let socket: PathBuf = server
+        .client()
+        .get_envs()
+        .find(|(k, _)| *k == "TOOLGATE_SOCKET")
+        .and_then(|(_, v)| v)
+        .expect("the client names the socket")
+        .into();
+    let mut held: Vec<std::os::unix::net::UnixStream> = (0..64)
+        .map(|_| std::os::unix::net::UnixStream::connect(&socket).unwrap())
+        .collect();
+    let fds = format!("/proc/{pid}/fd");
+    let started = Instant::now();
+    while std::fs::read_dir(&fds).unwrap().count() < limit {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the server never used up its descriptors"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut round = 0;
+    loop {
+        let what = format!("{} connections held", held.len());
+        ws.refuses(via_server, &what);
+        match ws.ask(via_server(), LS, &what) {
+            Claude::Allowed => {}
+            Claude::Denied(why) | Claude::Blocked(why) => {
+                assert!(why.contains("blocked"), "{what}: {why}")
+            }
+        }
+        if held.is_empty() {
+            break;
+        }
+        held.truncate(held.len().saturating_sub(8));
+        round += 1;
+    }
+    assert!(round > 0);
+    // Free: once the connections still queued are drained (the server
+    // accepts them as its back-off allows), the server answers again. A
+    // client with ten descriptors cannot evaluate this call itself (its
+    // hook cannot be spawned: see the test above), so an allow is the
+    // server's.
+    let lean = || with_nofile(&server.client(), 10);
+    let started = Instant::now();
+    loop {
+        match ws.ask(lean(), LS, "freed") {
+            Claude::Allowed => break,
+            Claude::Denied(why) | Claude::Blocked(why) => {
+                assert!(
+                    started.elapsed() < Duration::from_secs(15),
+                    "the server never answered again: {why}"
+                );
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+    }
+    ws.refuses(lean, "freed");
+}
