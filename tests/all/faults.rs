@@ -218,7 +218,10 @@ impl Claude {
             }
             Some(2) => {
                 assert!(stdout.trim().is_empty(), "{what}: exit 2 with {stdout}");
-                assert!(!stderr.trim().is_empty(), "{what}: blocked without a reason");
+                assert!(
+                    !stderr.trim().is_empty(),
+                    "{what}: blocked without a reason"
+                );
                 Claude::Blocked(stderr.into_owned())
             }
             _ => panic!(
@@ -323,7 +326,10 @@ impl Guarded {
             .unwrap();
         assert!(out.status.success(), "{}", stderr_of(&out));
         let status: Value = serde_json::from_slice(&out.stdout).unwrap();
-        status["current_digest"].as_str().expect("a digest").to_owned()
+        status["current_digest"]
+            .as_str()
+            .expect("a digest")
+            .to_owned()
     }
 
     /// `toolgate trust --yes <digest>`, started (stdin closed).
@@ -341,7 +347,10 @@ impl Guarded {
     /// Trusts the workspace as it is, as `toolgate trust --yes` records it.
     fn trust(&self) {
         let digest = self.digest(toolgate());
-        let out = self.trust_spawn(toolgate(), &digest).wait_with_output().unwrap();
+        let out = self
+            .trust_spawn(toolgate(), &digest)
+            .wait_with_output()
+            .unwrap();
         assert!(out.status.success(), "{}", stderr_of(&out));
     }
 
@@ -365,8 +374,10 @@ impl Guarded {
     /// allow. Returns their reasons.
     fn refuses(&self, base: impl Fn() -> Command, what: &str) -> (String, String) {
         (
-            self.ask(base(), RM, what).refused(&format!("{what}: rm -rf")),
-            self.ask(base(), WRITE, what).refused(&format!("{what}: Write")),
+            self.ask(base(), RM, what)
+                .refused(&format!("{what}: rm -rf")),
+            self.ask(base(), WRITE, what)
+                .refused(&format!("{what}: Write")),
         )
     }
 }
@@ -492,7 +503,10 @@ fn a_full_disk_under_the_compile_cache_still_decides_and_leaves_no_entry_a_later
         .unwrap_or_else(|| panic!("no entry written once there was room: {entries:?}"))
         .clone();
     let key = artifact.trim_end_matches(".cwasm").to_owned();
-    let pages = std::fs::metadata(cache.join(&artifact)).unwrap().len().div_ceil(4096);
+    let pages = std::fs::metadata(cache.join(&artifact))
+        .unwrap()
+        .len()
+        .div_ceil(4096);
     let clear = || {
         for name in names(&cache) {
             std::fs::remove_file(cache.join(name)).unwrap();
@@ -510,7 +524,9 @@ fn a_full_disk_under_the_compile_cache_still_decides_and_leaves_no_entry_a_later
         denied_by_guard(what);
         let left = names(&cache);
         assert!(
-            !left.iter().any(|n| n.ends_with(".meta") || n.starts_with(".tmp")),
+            !left
+                .iter()
+                .any(|n| n.ends_with(".meta") || n.starts_with(".tmp")),
             "{what}: an entry or a temporary file was left: {left:?}"
         );
     }
@@ -555,7 +571,9 @@ fn a_full_disk_under_the_trust_store_fails_clearly_and_leaves_no_partial_record_
         "the error names the record and the cause: {said}"
     );
     assert_eq!(names(&store), Vec::<String>::new(), "left in the store");
-    let why = ws.ask(in_ns(), LS, "never trusted").refused("never trusted");
+    let why = ws
+        .ask(in_ns(), LS, "never trusted")
+        .refused("never trusted");
     assert!(why.contains("not trusted"), "{why}");
     // Room: recorded, complete.
     std::fs::remove_file(&filler).unwrap();
@@ -569,7 +587,9 @@ fn a_full_disk_under_the_trust_store_fails_clearly_and_leaves_no_partial_record_
     // The hook's first run must copy its tree into the store: not on a
     // full disk.
     let filler = fill(&state, 0);
-    let why = ws.ask(in_ns(), LS, "no room for the copy").refused("no room for the copy");
+    let why = ws
+        .ask(in_ns(), LS, "no room for the copy")
+        .refused("no room for the copy");
     assert!(why.contains("No space left"), "{why}");
     ws.refuses(in_ns, "no room for the copy");
     let copies = names(&store.join("snapshots"));
@@ -606,7 +626,11 @@ fn a_read_only_state_or_cache_directory_decides_or_fails_closed_never_allowing_a
         let (_, write) = ws.refuses(in_ns, round);
         assert!(write.contains(&ws.guard_says), "{round}: {write}");
         if round == "before the first run" {
-            assert_eq!(names(&ws.cache()), Vec::<String>::new(), "written read-only");
+            assert_eq!(
+                names(&ws.cache()),
+                Vec::<String>::new(),
+                "written read-only"
+            );
         }
         // The command hook cannot run from a read-only store: blocked, and
         // the operator reads why in the run record. (Were it to run, it
@@ -773,7 +797,10 @@ fn a_server_killed_holding_acknowledged_calls_leaves_each_to_its_client_and_none
             in_flight += usize::from(*before && *after);
         }
     }
-    assert_eq!(in_flight, 16, "every client's call was the server's when it died");
+    assert_eq!(
+        in_flight, 16,
+        "every client's call was the server's when it died"
+    );
     // Each was evaluated again by its client, once the server was gone.
     assert!(runs() >= 32, "the hook ran {} times", runs());
 }
@@ -820,7 +847,11 @@ fn out_of_descriptors_the_server_blocks_or_hands_back_every_call_and_serves_agai
     assert_eq!(ws.ask(via_server(), LS, "warm"), Claude::Allowed);
     // What makes an allow below the server's: with ten descriptors a
     // client cannot spawn the hook itself.
-    let alone = ws.ask(with_nofile(&toolgate(), 10), LS, "ten descriptors, no server");
+    let alone = ws.ask(
+        with_nofile(&toolgate(), 10),
+        LS,
+        "ten descriptors, no server",
+    );
     assert_ne!(alone, Claude::Allowed);
     let limit = 48;
     let out = Command::new("prlimit")
@@ -885,4 +916,73 @@ fn out_of_descriptors_the_server_blocks_or_hands_back_every_call_and_serves_agai
         }
     }
     ws.refuses(lean, "freed");
+}
+
+/// libfaketime, which moves a process's clock (Debian's `faketime`;
+/// .ci/run installs it).
+fn libfaketime() -> PathBuf {
+    let path = PathBuf::from(format!(
+        "/usr/lib/{}-linux-gnu/faketime/libfaketime.so.1",
+        std::env::consts::ARCH
+    ));
+    assert!(
+        path.exists(),
+        "this test needs libfaketime (apt-get install faketime; .ci/run installs it): {} is \
+         missing",
+        path.display()
+    );
+    path
+}
+
+/// `cmd` with its wall clock moved as `FAKETIME` says (`-1h`, `+10d`) or,
+/// with `file`, as that file says whenever the clock is read. Only the wall
+/// clock: a monotonic clock does not go back, whatever NTP or a resumed VM
+/// do to the wall.
+fn faked_clock<'a>(cmd: &'a mut Command, spec: &str, file: Option<&Path>) -> &'a mut Command {
+    cmd.env("LD_PRELOAD", libfaketime())
+        .env("FAKETIME_DONT_FAKE_MONOTONIC", "1");
+    match file {
+        Some(file) => cmd
+            .env("FAKETIME_TIMESTAMP_FILE", file)
+            .env("FAKETIME_NO_CACHE", "1"),
+        None => cmd.env("FAKETIME", spec),
+    }
+}
+
+/// The one-shot path's reload check for components is the compile cache's
+/// stat index: a component whose identity (device, inode, size, mtime,
+/// ctime) was recorded with its content hash is not read again. A write
+/// within one clock tick of a recorded identity can keep it, so an identity
+/// is recorded only once the file is older than that (`RACY`). With the
+/// wall clock behind the file's last change — it jumped back since the
+/// write — the file's age cannot be told, and it must not count as old.
+#[test]
+fn a_clock_jumped_back_behind_a_components_change_does_not_count_it_as_settled() {
+    let ws = Guarded::new(Some(&format!("the clock guard {}", nonce())));
+    let stat_files = || {
+        names(&ws.cache())
+            .into_iter()
+            .filter(|n| n.ends_with(".stat"))
+            .count()
+    };
+    let mut behind = toolgate();
+    faked_clock(&mut behind, "-1h", None);
+    let why = ws
+        .ask(behind, WRITE, "an hour behind")
+        .refused("an hour behind");
+    assert!(why.contains(&ws.guard_says), "{why}");
+    assert_eq!(
+        stat_files(),
+        0,
+        "a component changed an hour in this process's future was recorded as settled"
+    );
+    // The same file an hour in the past: settled, recorded (what the test
+    // above would see, were the rule not kept).
+    let mut ahead = toolgate();
+    faked_clock(&mut ahead, "+1h", None);
+    let why = ws
+        .ask(ahead, WRITE, "an hour ahead")
+        .refused("an hour ahead");
+    assert!(why.contains(&ws.guard_says), "{why}");
+    assert_eq!(stat_files(), 1, "{:?}", names(&ws.cache()));
 }
