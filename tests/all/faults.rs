@@ -986,3 +986,87 @@ fn a_clock_jumped_back_behind_a_components_change_does_not_count_it_as_settled()
     assert!(why.contains(&ws.guard_says), "{why}");
     assert_eq!(stat_files(), 1, "{:?}", names(&ws.cache()));
 }
+
+/// Rewrites `path` in place — the same inode, the same size — with `text`,
+/// then sets its mtime to `mtime`: only its content and its ctime (which
+/// no user can set) differ from before.
+fn rewrite_in_place(path: &Path, text: &str, mtime: std::time::SystemTime) {
+    use std::io::Write;
+    use std::os::unix::fs::MetadataExt;
+    let before = std::fs::metadata(path).unwrap();
+    assert_eq!(before.len(), text.len() as u64, "a rewrite of the same size");
+    let mut file = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+    file.write_all(text.as_bytes()).unwrap();
+    file.set_modified(mtime).unwrap();
+    drop(file);
+    let after = std::fs::metadata(path).unwrap();
+    assert_eq!((after.ino(), after.len()), (before.ino(), before.len()));
+    assert_eq!(after.modified().unwrap(), mtime);
+}
+
+/// The server's reload check with its wall clock jumping backwards, and the
+/// config's mtime moved backwards with it (restored to what the server
+/// loaded, then earlier still): what it compares is each file's identity
+/// (device, inode, size, mtime and ctime) for equality, never "newer than
+/// the load", so every edit is picked up at the next call and the stale
+/// chain never answers. The edits keep the inode and the size: the content
+/// and the ctime are all that change.
+#[test]
+fn a_clock_jumping_back_never_keeps_a_stale_chain_in_the_server() {
+    let fx = Fixture::new();
+    let chain = |guest: &str| {
+        json!({"schema": 1, "hooks": [{"name": "g", "wasm": crate::guests::path(guest)}]})
+            .to_string()
+    };
+    let (allow, deny) = (chain("allow"), chain("deny"));
+    let width = allow.len().max(deny.len());
+    let (allow, deny) = (format!("{allow:width$}"), format!("{deny:width$}"));
+    let config = fx.global().join("hooks.json");
+    std::fs::write(&config, &allow).unwrap();
+    let loaded_mtime = std::fs::metadata(&config).unwrap().modified().unwrap();
+    let clock = fx.marker("clock");
+    std::fs::write(&clock, "+0").unwrap();
+    let server = Server::start_http(|cmd| {
+        faked_clock(cmd, "", Some(&clock));
+    });
+    let ask = |what: &str| {
+        let mut cmd = server.client();
+        cmd.env("TOOLGATE_CONFIG_DIR", fx.global())
+            .args(["claude-code", "--workspace"])
+            .arg(fx.workspace());
+        let input = claude_pre(&fx.workspace(), "Bash", json!({"command": "ls"}));
+        let out = finish_within(
+            spawn_with_stdin(&mut cmd, &input),
+            Duration::from_secs(30),
+            what,
+        );
+        Claude::of(&out, what)
+    };
+    assert_eq!(ask("loaded"), Claude::Allowed);
+    // The server's clock is the file's: ten days on, then a day before it
+    // started (its uptime cannot be told: 0).
+    std::fs::write(&clock, "+10d").unwrap();
+    assert!(server.status()["up_s"].as_u64().unwrap() >= 9 * 86_400);
+    std::fs::write(&clock, "-1d").unwrap();
+    assert_eq!(server.status()["up_s"], 0);
+    let hour = Duration::from_secs(3600);
+    let edits = [
+        ("-1d", &deny, loaded_mtime, "its mtime restored"),
+        ("-2d", &allow, loaded_mtime - hour, "its mtime an hour back"),
+        ("-3d", &deny, loaded_mtime - 24 * hour, "its mtime a day back"),
+    ];
+    for (at, text, mtime, what) in edits {
+        std::fs::write(&clock, at).unwrap();
+        rewrite_in_place(&config, text, mtime);
+        let answer = ask(what);
+        if *text == deny {
+            let why = answer.refused(what);
+            assert!(why.contains("no force-pushing from a sandbox"), "{what}: {why}");
+        } else {
+            assert_eq!(answer, Claude::Allowed, "{what}");
+        }
+    }
+    let status = server.status();
+    assert_eq!(status["requests"], 4, "every call was the server's: {status}");
+    assert_eq!(status["reloads"], 3, "{status}");
+}
