@@ -24,7 +24,6 @@ use crate::guests::{Guest, Verdict};
 use crate::serve::Server;
 use crate::support::{Fixture, finish_within, spawn_with_stdin, toolgate};
 use serde_json::{Value, json};
-use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::Arc;
@@ -994,7 +993,11 @@ fn rewrite_in_place(path: &Path, text: &str, mtime: std::time::SystemTime) {
     use std::io::Write;
     use std::os::unix::fs::MetadataExt;
     let before = std::fs::metadata(path).unwrap();
-    assert_eq!(before.len(), text.len() as u64, "a rewrite of the same size");
+    assert_eq!(
+        before.len(),
+        text.len() as u64,
+        "a rewrite of the same size"
+    );
     let mut file = std::fs::OpenOptions::new().write(true).open(path).unwrap();
     file.write_all(text.as_bytes()).unwrap();
     file.set_modified(mtime).unwrap();
@@ -1053,7 +1056,12 @@ fn a_clock_jumping_back_never_keeps_a_stale_chain_in_the_server() {
     let edits = [
         ("-1d", &deny, loaded_mtime, "its mtime restored"),
         ("-2d", &allow, loaded_mtime - hour, "its mtime an hour back"),
-        ("-3d", &deny, loaded_mtime - 24 * hour, "its mtime a day back"),
+        (
+            "-3d",
+            &deny,
+            loaded_mtime - 24 * hour,
+            "its mtime a day back",
+        ),
     ];
     for (at, text, mtime, what) in edits {
         std::fs::write(&clock, at).unwrap();
@@ -1061,12 +1069,18 @@ fn a_clock_jumping_back_never_keeps_a_stale_chain_in_the_server() {
         let answer = ask(what);
         if *text == deny {
             let why = answer.refused(what);
-            assert!(why.contains("no force-pushing from a sandbox"), "{what}: {why}");
+            assert!(
+                why.contains("no force-pushing from a sandbox"),
+                "{what}: {why}"
+            );
         } else {
             assert_eq!(answer, Claude::Allowed, "{what}");
         }
     }
     let status = server.status();
-    assert_eq!(status["requests"], 4, "every call was the server's: {status}");
+    assert_eq!(
+        status["requests"], 4,
+        "every call was the server's: {status}"
+    );
     assert_eq!(status["reloads"], 3, "{status}");
 }
