@@ -82,6 +82,9 @@ pub(crate) struct Admission<'a> {
     pub(crate) confinement: Confinement<'a>,
     record: std::cell::OnceCell<Result<Record, NoRecord>>,
     consulted: std::cell::Cell<Option<Consulted>>,
+    /// A hook was refused for the store's state, not for any file's bytes
+    /// (see [`Admission::settled`]).
+    unsettled: std::cell::Cell<bool>,
 }
 
 /// The trust record a load consulted, with the identity of what it read
@@ -123,7 +126,21 @@ impl<'a> Admission<'a> {
             confinement,
             record: std::cell::OnceCell::new(),
             consulted: std::cell::Cell::new(None),
+            unsettled: std::cell::Cell::new(false),
         }
+    }
+
+    /// Whether every refusal so far rests on files a load records the
+    /// identity of (hooks.json, the trust record; a trusted hook's own files
+    /// are checked again before each call). A hook refused because its
+    /// private copy could not be made in the store (a full disk, a
+    /// read-only store, no descriptors left) is refused for the machine's
+    /// state at that moment, which no file's identity records: a program
+    /// that keeps the config loaded must judge it again at the next call.
+    /// `toolgate serve` did not, and kept refusing a trusted hook after the
+    /// disk was freed, until some file was edited.
+    pub(crate) fn settled(&self) -> bool {
+        !self.unsettled.get()
     }
 
     /// The trust record consulted, if one was.
@@ -191,6 +208,9 @@ impl<'a> Admission<'a> {
                 (TrustState::Trusted, Check::Unconfinable(why), run)
             }
             Err(distrust) => {
+                if matches!(distrust, Distrust::Snapshot(_)) {
+                    self.unsettled.set(true);
+                }
                 let reason = distrust.to_string();
                 (
                     TrustState::Untrusted {

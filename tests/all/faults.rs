@@ -1084,3 +1084,95 @@ fn a_clock_jumping_back_never_keeps_a_stale_chain_in_the_server() {
     );
     assert_eq!(status["reloads"], 3, "{status}");
 }
+
+/// `toolgate serve` in a mount namespace (its program is `nsenter`, which
+/// the server of tests/all/serve.rs, running `toolgate` itself, cannot
+/// be), on a socket outside the namespace's own mounts; killed on drop.
+struct ServerIn<'a> {
+    ns: &'a MountNs,
+    child: std::process::Child,
+    socket: PathBuf,
+}
+
+impl<'a> ServerIn<'a> {
+    fn start(ns: &'a MountNs, dir: &Path) -> ServerIn<'a> {
+        std::fs::create_dir_all(dir).unwrap();
+        let socket = dir.join("serve.sock");
+        let child = ns
+            .wrap(&toolgate())
+            .args(["serve", "--socket"])
+            .arg(&socket)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let started = Instant::now();
+        while std::os::unix::net::UnixStream::connect(&socket).is_err() {
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "the server did not start listening"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        ServerIn { ns, child, socket }
+    }
+
+    /// A `toolgate`, in the namespace, that uses this server.
+    fn client(&self) -> Command {
+        let mut cmd = self.ns.wrap(&toolgate());
+        cmd.env_remove("TOOLGATE_SERVER")
+            .env("TOOLGATE_SOCKET", &self.socket);
+        cmd
+    }
+
+    fn status(&self) -> Value {
+        let out = self
+            .client()
+            .args(["serve", "status", "--json", "--socket"])
+            .arg(&self.socket)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr_of(&out));
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+}
+
+impl Drop for ServerIn<'_> {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The server loading a trusted workspace while the disk under the trust
+/// store is full: the hook's private copy cannot be made, so its calls are
+/// refused; once there is room the next call is the hook's again, as a
+/// fresh process decides it. (The server used to keep that refusal, judged
+/// once at the load, for as long as no file of the config changed.)
+#[test]
+fn a_server_that_loaded_on_a_full_disk_runs_the_trusted_hook_once_there_is_room() {
+    let ws = Guarded::new(None);
+    let ns = MountNs::new();
+    ns.tmpfs(&ws.state(), 1024);
+    let in_ns = || ns.wrap(&toolgate());
+    let digest = ws.digest(in_ns());
+    let out = ws.trust_spawn(in_ns(), &digest).wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let filler = fill(&ns.path(&ws.state()), 0);
+    let server = ServerIn::start(&ns, &ws.fx.dir.path().join("run"));
+    let why = ws
+        .ask(server.client(), LS, "a full disk")
+        .refused("a full disk");
+    assert!(why.contains("No space left"), "{why}");
+    ws.refuses(|| server.client(), "a full disk");
+    std::fs::remove_file(&filler).unwrap();
+    assert_eq!(ws.ask(server.client(), LS, "room"), Claude::Allowed);
+    let (why, _) = ws.refuses(|| server.client(), "room");
+    assert!(why.contains("never rm -rf"), "{why}");
+    let status = server.status();
+    assert_eq!(
+        status["requests"], 6,
+        "every call was the server's: {status}"
+    );
+}
