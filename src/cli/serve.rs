@@ -56,10 +56,12 @@
 //! checked after), not a `stat` taken once loading is done: a component
 //! replaced while it compiled would otherwise be stamped with the new
 //! file's identity and the old guard would answer until the next edit.
-//! A config that is not a function of its files ([`Config::settled`]: a
-//! trusted hook was refused because its private copy could not be made, on
-//! a full disk or a read-only store) is loaded again at the next call: no
-//! stamp would ever tell that the disk was freed.
+//! A config that is not a function of those files ([`Config::settled`]: a
+//! workspace hook was refused because its private copy could not be made on
+//! a full disk or a read-only store, its files could not be read for want
+//! of descriptors, or they differ from what was trusted) is loaded again at
+//! the next call: no stamp would tell that the disk was freed, or the
+//! hook's file restored.
 //!
 //! The check stays a `stat` per file per request, not an inotify watch.
 //! A watch would trade the `stat`s (about a microsecond each, a few per

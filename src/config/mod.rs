@@ -442,10 +442,10 @@ impl Config {
     }
 
     /// Whether this config is a function of its [`Config::sources`]: `false`
-    /// when a workspace hook was refused because its private copy could not
-    /// be made in the trust store (a full disk, a read-only store, no
-    /// descriptors left). That refusal holds for the machine's state at the
-    /// time of the load, which no file's identity records, so a program
+    /// when a workspace hook was refused for something they do not record:
+    /// its private copy could not be made in the trust store (a full disk, a
+    /// read-only store), its files could not be read (no descriptors left),
+    /// or its files (not hooks.json) differ from what was trusted. A program
     /// that keeps the config loaded loads it again at the next call rather
     /// than refusing a trusted hook after the disk is freed.
     pub fn settled(&self) -> bool {

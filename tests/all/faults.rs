@@ -1176,3 +1176,35 @@ fn a_server_that_loaded_on_a_full_disk_runs_the_trusted_hook_once_there_is_room(
         "every call was the server's: {status}"
     );
 }
+
+/// `untrusted_hooks: "skip"` lets a workspace's *untrusted* hooks step
+/// aside; a trusted guard whose private copy cannot be made on a full disk
+/// is not one of them: its calls are blocked, saying it is trusted and why
+/// it cannot run (not asking for a trust that is already there). It was
+/// skipped, and `rm -rf /` went through on a full disk.
+#[test]
+fn under_untrusted_hooks_skip_a_trusted_guard_that_cannot_be_copied_still_blocks() {
+    let ws = Guarded::new(None);
+    std::fs::write(
+        ws.fx.global().join("hooks.json"),
+        json!({"schema": 1, "untrusted_hooks": "skip", "hooks": []}).to_string(),
+    )
+    .unwrap();
+    let ns = MountNs::new();
+    ns.tmpfs(&ws.state(), 1024);
+    let in_ns = || ns.wrap(&toolgate());
+    let digest = ws.digest(in_ns());
+    let out = ws.trust_spawn(in_ns(), &digest).wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let filler = fill(&ns.path(&ws.state()), 0);
+    let (rm, _) = ws.refuses(in_ns, "a full disk, untrusted hooks skipped");
+    assert!(
+        rm.contains("is trusted but cannot run here") && rm.contains("No space left"),
+        "{rm}"
+    );
+    assert!(!rm.contains("toolgate trust"), "{rm}");
+    std::fs::remove_file(&filler).unwrap();
+    let (rm, _) = ws.refuses(in_ns, "room");
+    assert!(rm.contains("never rm -rf"), "{rm}");
+    assert_eq!(ws.ask(in_ns(), LS, "room"), Claude::Allowed);
+}
