@@ -345,9 +345,15 @@ impl Guarded {
 
     /// Trusts the workspace as it is, as `toolgate trust --yes` records it.
     fn trust(&self) {
-        let digest = self.digest(toolgate());
+        self.trust_as(toolgate);
+    }
+
+    /// [`Guarded::trust`], `toolgate` run as `base` runs it (in a
+    /// namespace, say).
+    fn trust_as(&self, base: impl Fn() -> Command) {
+        let digest = self.digest(base());
         let out = self
-            .trust_spawn(toolgate(), &digest)
+            .trust_spawn(base(), &digest)
             .wait_with_output()
             .unwrap();
         assert!(out.status.success(), "{}", stderr_of(&out));
@@ -1156,9 +1162,7 @@ fn a_server_that_loaded_on_a_full_disk_runs_the_trusted_hook_once_there_is_room(
     let ns = MountNs::new();
     ns.tmpfs(&ws.state(), 1024);
     let in_ns = || ns.wrap(&toolgate());
-    let digest = ws.digest(in_ns());
-    let out = ws.trust_spawn(in_ns(), &digest).wait_with_output().unwrap();
-    assert!(out.status.success(), "{}", stderr_of(&out));
+    ws.trust_as(in_ns);
     let filler = fill(&ns.path(&ws.state()), 0);
     let server = ServerIn::start(&ns, &ws.fx.dir.path().join("run"));
     let why = ws
@@ -1193,9 +1197,7 @@ fn under_untrusted_hooks_skip_a_trusted_guard_that_cannot_be_copied_still_blocks
     let ns = MountNs::new();
     ns.tmpfs(&ws.state(), 1024);
     let in_ns = || ns.wrap(&toolgate());
-    let digest = ws.digest(in_ns());
-    let out = ws.trust_spawn(in_ns(), &digest).wait_with_output().unwrap();
-    assert!(out.status.success(), "{}", stderr_of(&out));
+    ws.trust_as(in_ns);
     let filler = fill(&ns.path(&ws.state()), 0);
     let (rm, _) = ws.refuses(in_ns, "a full disk, untrusted hooks skipped");
     assert!(
