@@ -41,9 +41,14 @@ pub mod mock;
 mod report;
 mod scenario;
 mod setup;
+mod soak;
 
 pub use agent::{AgentOptions, AgentRelease, AgentReport, AgentRow, run_agent};
 pub use report::{Load, Machine, Report, Row, Target, Throughput};
+pub use soak::{
+    Answered, Client, Growth, LaneReport, MAX_GROWTH, Sample, SoakOptions, SoakReport, SoakScratch,
+    WARMUP, run_soak,
+};
 
 use crate::binding::wasm::{self, CacheOutcome, LoadComponentError, StartEngineError, WasmOptions};
 use crate::config::HookDef;
