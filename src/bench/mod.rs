@@ -33,6 +33,10 @@
 //! `--agent` measures instead what a hook costs per tool call inside the
 //! real Claude Code (`agent`): its own section, run on its own, because it
 //! needs the agent installed and takes minutes of its own.
+//!
+//! `--soak N` runs instead a long, concurrent run of a real `toolgate
+//! serve` under a fixed mix of every binding and answer, sampling the
+//! server for leaks (`soak`): it measures endurance, not speed.
 
 mod agent;
 mod budget;

@@ -157,6 +157,16 @@ fn run_soak(args: Args, calls: usize) -> anyhow::Result<std::process::ExitCode> 
             None => anyhow::bail!("the soak was stopped by {status}"),
         });
     };
+    // The hidden flag is the bench's own: a process whose environment does
+    // not point into the scratch directory would soak the user's server.
+    let scratch = root.join("soak-xdg");
+    let inside = |p: Option<PathBuf>| p.is_some_and(|p| p.starts_with(&scratch));
+    if !inside(super::env::socket_path()) || !inside(super::env::global_dir()) {
+        anyhow::bail!(
+            "--soak-root is for the bench's own use: this environment does not point into {}",
+            scratch.display()
+        );
+    }
     let client: toolgate::bench::Client = std::sync::Arc::new(|workspace, input| {
         let ask = super::client::Ask::check(workspace, input, None, None);
         match super::client::ask(&ask) {
