@@ -365,7 +365,11 @@ pub fn run_soak(options: &SoakOptions) -> Result<SoakReport, BenchError> {
     std::fs::create_dir_all(&work)?;
     let workspace = work.join("workspace");
     std::fs::create_dir_all(&workspace)?;
-    let (lanes, hooks, skipped) = mix(&work, &options.guests)?;
+    let Mix {
+        lanes,
+        hooks,
+        skipped,
+    } = mix(&work, &options.guests)?;
     let global = xdg(root, "config").join("toolgate");
     std::fs::create_dir_all(&global)?;
     std::fs::write(
@@ -676,7 +680,10 @@ fn cycle(lanes: &[Lane]) -> Vec<usize> {
         for (c, lane) in current.iter_mut().zip(lanes) {
             *c += i64::from(lane.weight);
         }
-        let Some((best, _)) = current.iter().enumerate().max_by_key(|(i, c)| (**c, -(*i as i64)))
+        let Some((best, _)) = current
+            .iter()
+            .enumerate()
+            .max_by_key(|(i, c)| (**c, -(*i as i64)))
         else {
             break;
         };
@@ -767,7 +774,14 @@ const GUESTS: [&str; 6] = [
 ];
 
 /// The lanes, the hooks of the server's config, and the guests skipped.
-fn mix(work: &Path, guests_dir: &Path) -> Result<(Vec<Lane>, Vec<Value>, Vec<String>), BenchError> {
+struct Mix {
+    lanes: Vec<Lane>,
+    hooks: Vec<Value>,
+    skipped: Vec<String>,
+}
+
+/// The mix, its scripts written under `work`.
+fn mix(work: &Path, guests_dir: &Path) -> Result<Mix, BenchError> {
     use std::os::unix::fs::PermissionsExt;
     let mut lanes = Vec::new();
     let mut hooks = Vec::new();
@@ -849,10 +863,16 @@ fn mix(work: &Path, guests_dir: &Path) -> Result<(Vec<Lane>, Vec<Value>, Vec<Str
     // subprocess hook on the same tool sees the rewritten call too.
     if found.iter().any(|(n, _)| n == "js-command-rewriter") {
         let allow = scripts.join("allow.sh");
-        hooks.push(json!({"name": "rejudge", "command": [allow], "tools": ["Bash"],
-                          "event": "pre_tool_use"}));
+        hooks.push(
+            json!({"name": "rejudge", "command": [allow], "tools": ["Bash"],
+                          "event": "pre_tool_use"}),
+        );
     }
-    Ok((lanes, hooks, skipped))
+    Ok(Mix {
+        lanes,
+        hooks,
+        skipped,
+    })
 }
 
 /// `request` as `toolgate check` reads it (wire v1).
@@ -1008,7 +1028,8 @@ pub(crate) fn growth(
 /// RSS, descriptors and threads against [`MAX_GROWTH`].
 pub(crate) fn judge(samples: &[Sample], calls: usize, warmup: usize) -> Verdict {
     let mut verdict = Verdict::default();
-    let gauges: [(&str, fn(&Sample) -> u64, &mut Growth); 3] = [
+    type Gauge = fn(&Sample) -> u64;
+    let gauges: [(&str, Gauge, &mut Growth); 3] = [
         ("resident memory", |s| s.rss_kib, &mut verdict.rss),
         ("open descriptors", |s| s.fds, &mut verdict.fds),
         ("threads", |s| s.threads, &mut verdict.threads),
@@ -1045,7 +1066,8 @@ fn chart(report: &SoakReport, path: &Path) -> Result<(), BenchError> {
     let panels = root.split_evenly((3, 1));
     let x_max = report.calls.max(1) as f64;
     let s = &report.samples;
-    let series: [(&str, &str, Vec<(&str, RGBColor, Vec<(f64, f64)>)>); 3] = [
+    type Line = (&'static str, RGBColor, Vec<(f64, f64)>);
+    let series: [(&str, &str, Vec<Line>); 3] = [
         (
             "toolgate serve: resident memory",
             "MiB",
@@ -1082,16 +1104,12 @@ fn chart(report: &SoakReport, path: &Path) -> Result<(), BenchError> {
                 (
                     "p50",
                     BLUE,
-                    s.iter()
-                        .map(|x| (x.calls as f64, x.p50_us / 1e3))
-                        .collect(),
+                    s.iter().map(|x| (x.calls as f64, x.p50_us / 1e3)).collect(),
                 ),
                 (
                     "p99",
                     RED,
-                    s.iter()
-                        .map(|x| (x.calls as f64, x.p99_us / 1e3))
-                        .collect(),
+                    s.iter().map(|x| (x.calls as f64, x.p99_us / 1e3)).collect(),
                 ),
             ],
         ),
@@ -1145,7 +1163,14 @@ impl SoakReport {
         let mut head = new_table(
             width,
             &[
-                "calls", "p50 ms", "p99 ms", "RSS MiB", "fds", "threads", "children", "cache MiB",
+                "calls",
+                "p50 ms",
+                "p99 ms",
+                "RSS MiB",
+                "fds",
+                "threads",
+                "children",
+                "cache MiB",
             ],
         );
         for s in self.samples.iter().chain(std::iter::once(&self.settled)) {
@@ -1190,10 +1215,7 @@ impl SoakReport {
             ]);
         }
         let growth = |what: &str, g: &Growth| {
-            format!(
-                "{what}: {} → {} ({:+.1} %)\n",
-                g.baseline, g.end, g.percent
-            )
+            format!("{what}: {} → {} ({:+.1} %)\n", g.baseline, g.end, g.percent)
         };
         out.push_str(&format!(
             "toolgate bench --soak: {} calls from {} clients in {:.1} s ({:.0} calls/s){}\n\
@@ -1271,7 +1293,13 @@ mod tests {
     #[test]
     fn a_ten_percent_growth_after_warm_up_fails() {
         // Warm-up is 100 of 1000 calls; the baseline is the sample at 100.
-        let s = samples(&[(50, 500), (100, 1000), (500, 1050), (900, 1080), (1000, 1100)]);
+        let s = samples(&[
+            (50, 500),
+            (100, 1000),
+            (500, 1050),
+            (900, 1080),
+            (1000, 1100),
+        ]);
         let g = growth(&s, 1000, 100, |s| s.rss_kib).unwrap();
         assert_eq!((g.baseline, g.end), (1000, 1100));
         assert!((g.percent - 10.0).abs() < 1e-9);
@@ -1283,7 +1311,13 @@ mod tests {
     #[test]
     fn growth_within_five_percent_passes_and_warm_up_growth_is_not_counted() {
         // Doubling during warm-up, then +5 % exactly, then back down.
-        let s = samples(&[(50, 500), (100, 1000), (500, 1050), (950, 1040), (1000, 1000)]);
+        let s = samples(&[
+            (50, 500),
+            (100, 1000),
+            (500, 1050),
+            (950, 1040),
+            (1000, 1000),
+        ]);
         let g = growth(&s, 1000, 100, |s| s.rss_kib).unwrap();
         assert_eq!((g.baseline, g.end), (1000, 1040));
         assert!(judge(&s, 1000, 100).failures.is_empty());

@@ -109,9 +109,7 @@ fn run_agent(args: Args) -> anyhow::Result<std::process::ExitCode> {
     }
     options.claude = args.claude;
     options.agents = args.agents;
-    let path = std::env::var_os("PATH").map(|v| ("PATH".to_owned(), v));
-    let tmpdir = std::env::var_os("TMPDIR").map(|v| ("TMPDIR".to_owned(), v));
-    options.pass_env = path.into_iter().chain(tmpdir).collect();
+    options.pass_env = pass_env();
     if let Some(exe) = args.toolgate {
         options.exe = std::path::absolute(exe)?;
     }
@@ -195,12 +193,12 @@ fn run_soak(args: Args, calls: usize) -> anyhow::Result<std::process::ExitCode> 
     })
 }
 
-/// What of this environment a scratch environment keeps: `PATH` and `TMPDIR`.
+/// What of this environment a scratch environment keeps: `PATH` and
+/// `TMPDIR` (for `--agent`'s agents and hooks, and `--soak`'s bench process).
 fn pass_env() -> Vec<(String, std::ffi::OsString)> {
-    ["PATH", "TMPDIR"]
-        .into_iter()
-        .filter_map(|k| Some((k.to_owned(), std::env::var_os(k)?)))
-        .collect()
+    let path = std::env::var_os("PATH").map(|v| ("PATH".to_owned(), v));
+    let tmpdir = std::env::var_os("TMPDIR").map(|v| ("TMPDIR".to_owned(), v));
+    path.into_iter().chain(tmpdir).collect()
 }
 
 /// Prints `report` as JSON, or as the text `render` gives.

@@ -60,7 +60,18 @@ fn a_short_soak_passes_samples_every_gauge_and_writes_a_chart_beside_its_report(
     // and the windows saw failures and timeouts, not only allows.
     for lane in report["lanes"].as_array().unwrap() {
         assert!(lane["calls"].as_u64().unwrap() > 0, "{lane}");
-        assert_eq!(lane["kinds"][lane["expect"].as_str().unwrap()], lane["calls"], "{lane}");
+        // A call the server did not acknowledge in time is the client's
+        // own to decide, and is counted apart (a loaded machine sees some).
+        let not_taken = lane["kinds"]["not taken"].as_u64().unwrap_or(0);
+        let expect = lane["expect"].as_str().unwrap();
+        if expect != "any" {
+            let answered = lane["kinds"][expect].as_u64().unwrap_or(0);
+            assert_eq!(
+                answered + not_taken,
+                lane["calls"].as_u64().unwrap(),
+                "{lane}"
+            );
+        }
     }
     let lanes: Vec<&str> = report["lanes"]
         .as_array()
@@ -68,15 +79,30 @@ fn a_short_soak_passes_samples_every_gauge_and_writes_a_chart_beside_its_report(
         .iter()
         .map(|l| l["lane"].as_str().unwrap())
         .collect();
-    for lane in ["in-process: allow", "subprocess: modify", "subprocess: slow", "wasm: trivial (WAT)"] {
+    for lane in [
+        "in-process: allow",
+        "subprocess: modify",
+        "subprocess: slow",
+        "wasm: trivial (WAT)",
+    ] {
         assert!(lanes.contains(&lane), "{lanes:?}");
     }
     let seen: Vec<&String> = samples
         .iter()
         .flat_map(|s| s["kinds"].as_object().unwrap().keys())
         .collect();
-    for kind in ["allow", "deny", "modify", "replace", "failed:timed_out", "failed:not_a_decision"] {
-        assert!(seen.iter().any(|k| *k == kind), "{kind} never answered: {seen:?}");
+    for kind in [
+        "allow",
+        "deny",
+        "modify",
+        "replace",
+        "failed:timed_out",
+        "failed:not_a_decision",
+    ] {
+        assert!(
+            seen.iter().any(|k| *k == kind),
+            "{kind} never answered: {seen:?}"
+        );
     }
     assert_eq!(report["skipped"].as_array().unwrap().len(), 6, "{report:#}");
     for key in ["json_path", "chart_path"] {
@@ -87,7 +113,10 @@ fn a_short_soak_passes_samples_every_gauge_and_writes_a_chart_beside_its_report(
     let chart = std::fs::read_to_string(report["chart_path"].as_str().unwrap()).unwrap();
     // RSS, descriptors, threads, p50 and p99: a line each (and its legend's).
     let lines = chart.matches("stroke-width=\"2\" points=").count();
-    assert!(chart.starts_with("<svg") && lines >= 5, "not the five lines: {lines}");
+    assert!(
+        chart.starts_with("<svg") && lines >= 5,
+        "not the five lines: {lines}"
+    );
     let written: serde_json::Value =
         serde_json::from_slice(&std::fs::read(report["json_path"].as_str().unwrap()).unwrap())
             .unwrap();
