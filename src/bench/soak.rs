@@ -1132,6 +1132,13 @@ fn chart(report: &SoakReport, path: &Path) -> Result<(), BenchError> {
         chart
             .configure_mesh()
             .x_desc("calls")
+            .x_label_formatter(&|x| {
+                if x_max >= 10_000.0 {
+                    format!("{:.0}k", x / 1e3)
+                } else {
+                    format!("{x:.0}")
+                }
+            })
             .y_desc(unit)
             .draw()
             .map_err(|e| draw(&e))?;
