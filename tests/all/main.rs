@@ -33,6 +33,7 @@ mod security;
 pub(crate) mod serve;
 pub(crate) mod serve_http;
 mod snapshots;
+mod soak;
 mod subprocess;
 mod support;
 mod trust;
