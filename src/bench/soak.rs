@@ -1120,7 +1120,9 @@ fn chart(report: &SoakReport, path: &Path) -> Result<(), BenchError> {
             .flat_map(|(_, _, p)| p.iter().map(|(_, y)| *y))
             .filter(|y| y.is_finite())
             .fold(0.0, f64::max)
-            * 1.15
+            // Headroom above the highest line for the legend, which sits
+            // in the upper right.
+            * 1.45
             + 1e-9;
         let mut chart = ChartBuilder::on(panel)
             .caption(title, ("sans-serif", 18))
@@ -1153,6 +1155,7 @@ fn chart(report: &SoakReport, path: &Path) -> Result<(), BenchError> {
         }
         chart
             .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
             .border_style(BLACK)
             .background_style(WHITE.mix(0.8))
             .draw()
