@@ -111,14 +111,15 @@ impl Doc {
 }
 
 /// Strings a hostile party writes: printable unicode, control and
-/// bidirectional characters, quotes and backslashes, the marker, and now and
-/// then a huge one.
+/// bidirectional characters, quotes and backslashes, a credential-like word,
+/// and now and then a huge one. Never the marker: the (c) properties plant
+/// it where they know.
 fn hostile_string() -> BoxedStrategy<String> {
     prop_oneof![
         6 => "\\PC{0,12}",
         2 => any::<String>(),
         2 => "[\\x00-\\x1f\\x7f\u{80}-\u{9f}\u{200b}\u{202e}\u{2066}\u{feff}\"\\\\/{}\\[\\]:,]{0,8}",
-        2 => "\\PC{0,4}".prop_map(|s| format!("{s}{MARKER}{s}")),
+        2 => "\\PC{0,4}".prop_map(|s| format!("{s}AKIA0SECRET{s}")),
         1 => (any::<char>(), 1000usize..40_000).prop_map(|(c, n)| c.to_string().repeat(n)),
     ]
     .boxed()
@@ -510,16 +511,6 @@ fn is_deny(v: &Verdict) -> bool {
     matches!(v.decision, Decision::Deny { .. })
 }
 
-/// What each inward protocol read, for every exit a hook can have.
-fn answers(inward: Inward, event: Event, code: Option<i32>, out: &[u8], err: &[u8]) -> Vec<String> {
-    let (answer, note) = fuzzing::subprocess_answer(inward, event, code, out, err);
-    let mut texts: Vec<String> = note.into_iter().collect();
-    if let Err(e) = answer {
-        texts.push(chain(&e));
-    }
-    texts
-}
-
 fn events() -> impl Strategy<Value = Event> {
     prop_oneof![Just(Event::PreToolUse), Just(Event::PostToolUse)]
 }
@@ -701,4 +692,631 @@ fn outcome() -> impl Strategy<Value = Outcome> {
                 runs: Vec::new(),
             },
         )
+}
+
+// ---------------------------------------------------------------------------
+// (b) Never an allow from an answer that carries a deny signal
+// ---------------------------------------------------------------------------
+
+/// A deny signal as one dialect spells it, and where it goes.
+#[derive(Clone, Debug)]
+enum Signal {
+    /// `key: value` at the top of the answer.
+    Top(&'static str, Value),
+    /// `key: value` inside `hookSpecificOutput`.
+    Specific(&'static str, Value),
+    /// The exit code alone.
+    Exit(i32),
+}
+
+/// Where a signal is put into an answer: at which position among the
+/// entries, beside which repeats of its key (before it and after it), and
+/// whether the answer is then wrapped as a JSON string (Gemini CLI unwraps
+/// one) or read from stderr.
+#[derive(Clone, Debug)]
+struct Placement {
+    at: Index,
+    before: Option<Value>,
+    after: Option<Value>,
+    leading_space: bool,
+}
+
+fn placement() -> impl Strategy<Value = Placement> {
+    let other = prop_oneof![
+        3 => prop::sample::select(answer_values()),
+        1 => scalar(),
+    ];
+    (
+        any::<Index>(),
+        prop::option::of(other.clone()),
+        prop::option::of(other),
+        any::<bool>(),
+    )
+        .prop_map(|(at, before, after, leading_space)| Placement {
+            at,
+            before,
+            after,
+            leading_space,
+        })
+}
+
+/// Puts `key: value` among `entries` at the placement's position, with its
+/// repeats around it.
+fn put(entries: &mut Vec<(String, Doc)>, key: &str, value: Value, p: &Placement) {
+    let at = p.at.index(entries.len() + 1);
+    let mut run = Vec::new();
+    if let Some(b) = &p.before {
+        run.push((key.to_owned(), Doc::Leaf(b.clone())));
+    }
+    run.push((key.to_owned(), Doc::Leaf(value)));
+    if let Some(a) = &p.after {
+        run.push((key.to_owned(), Doc::Leaf(a.clone())));
+    }
+    entries.splice(at..at, run);
+}
+
+/// The answer's text with `signal` put in (`None` for an exit-code signal,
+/// which leaves the answer as it was).
+fn inject(mut answer: Doc, signal: &Signal, p: &Placement) -> String {
+    let Some(entries) = answer.entries() else {
+        return answer.text();
+    };
+    match signal {
+        Signal::Top(key, value) => put(entries, key, value.clone(), p),
+        Signal::Specific(key, value) => {
+            let existing = entries
+                .iter_mut()
+                .find(|(k, _)| k == "hookSpecificOutput")
+                .and_then(|(_, v)| v.entries());
+            match existing {
+                Some(specific) => put(specific, key, value.clone(), p),
+                None => {
+                    let mut specific = Vec::new();
+                    put(&mut specific, key, value.clone(), p);
+                    let at = p.at.index(entries.len() + 1);
+                    entries.insert(at, ("hookSpecificOutput".into(), Doc::Obj(specific)));
+                }
+            }
+        }
+        Signal::Exit(_) => {}
+    }
+    let text = answer.text();
+    if p.leading_space {
+        format!(" \n{text}\n")
+    } else {
+        text
+    }
+}
+
+fn code_for(signal: &Signal, code: Option<i32>) -> Option<i32> {
+    match signal {
+        Signal::Exit(c) => Some(*c),
+        Signal::Top(..) | Signal::Specific(..) => code,
+    }
+}
+
+/// Claude Code's deny signals (`permissionDecision` only before the call).
+fn claude_signal(event: Event) -> BoxedStrategy<Signal> {
+    let common = prop_oneof![
+        Just(Signal::Top("continue", json!(false))),
+        Just(Signal::Top("decision", json!("block"))),
+        Just(Signal::Exit(2)),
+    ];
+    if event == Event::PreToolUse {
+        prop_oneof![
+            common,
+            prop::sample::select(vec!["deny", "ask", "defer"])
+                .prop_map(|w| Signal::Specific("permissionDecision", json!(w))),
+        ]
+        .boxed()
+    } else {
+        common.boxed()
+    }
+}
+
+/// Gemini CLI's deny signals: `decision` deny, block or ask, `continue:
+/// false`, an exit code of 2 or more.
+fn gemini_signal() -> BoxedStrategy<Signal> {
+    prop_oneof![
+        prop::sample::select(vec!["deny", "block", "ask"])
+            .prop_map(|w| Signal::Top("decision", json!(w))),
+        Just(Signal::Top("continue", json!(false))),
+        (2i32..256).prop_map(Signal::Exit),
+    ]
+    .boxed()
+}
+
+/// What the chain may make of an answer that carried a deny signal: a
+/// denial, or a failure (which `on_failure`, deny by default, decides).
+fn denies_or_fails(answer: &Result<Verdict, HookFailure>) -> bool {
+    match answer {
+        Ok(v) => is_deny(v),
+        Err(_) => true,
+    }
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    #[test]
+    fn a_wire_v1_answer_saying_deny_anywhere_never_allows(
+        answer in object(ANSWER_KEYS, answer_values()),
+        p in placement(),
+        code in exit_code(),
+    ) {
+        let signal = Signal::Top("decision", json!("deny"));
+        let text = inject(answer, &signal, &p);
+        let (read, _) =
+            fuzzing::subprocess_answer(Inward::Toolgate, Event::PreToolUse, code, text.as_bytes(), b"");
+        prop_assert!(denies_or_fails(&read), "{text} was read as {read:?}");
+    }
+
+    #[test]
+    fn a_claude_code_answer_with_a_deny_signal_anywhere_never_allows(
+        (event, signal) in events().prop_flat_map(|e| (Just(e), claude_signal(e))),
+        answer in object(ANSWER_KEYS, answer_values()),
+        p in placement(),
+        code in exit_code(),
+        stderr in prop_oneof![Just(Vec::new()), input(ANSWER_KEYS, answer_values())],
+    ) {
+        let text = inject(answer, &signal, &p);
+        let code = code_for(&signal, code);
+        let (read, _) =
+            fuzzing::subprocess_answer(Inward::ClaudeCode, event, code, text.as_bytes(), &stderr);
+        prop_assert!(denies_or_fails(&read), "{text} (exit {code:?}) was read as {read:?}");
+    }
+
+    #[test]
+    fn a_gemini_answer_with_a_deny_signal_anywhere_never_allows(
+        event in events(),
+        signal in gemini_signal(),
+        answer in object(ANSWER_KEYS, answer_values()),
+        p in placement(),
+        code in exit_code(),
+        (as_string, on_stderr) in (any::<bool>(), any::<bool>()),
+    ) {
+        let mut text = inject(answer, &signal, &p);
+        if as_string {
+            text = Value::from(text).to_string();
+        }
+        let code = code_for(&signal, code);
+        let (out, err) = if on_stderr { (" \n", text.as_str()) } else { (text.as_str(), "") };
+        let (read, _) = fuzzing::subprocess_answer(
+            Inward::Gemini, event, code, out.as_bytes(), err.as_bytes(),
+        );
+        prop_assert!(denies_or_fails(&read), "{text} (exit {code:?}) was read as {read:?}");
+    }
+
+    #[test]
+    fn a_guest_that_denies_never_allows(reason in hostile_string(), context in prop::option::of(hostile_string())) {
+        let read = fuzzing::guest_verdict(GuestDecision::Deny(reason), context);
+        prop_assert!(denies_or_fails(&read), "read as {read:?}");
+    }
+
+    #[test]
+    fn a_denied_call_is_never_answered_with_silence_in_any_dialect(
+        dialect in outwards(),
+        reason in hostile_string(),
+        context in prop::option::of(hostile_string()),
+        replace in prop::option::of(tool_result()),
+    ) {
+        // Before the call an agent reads silence (exit 0, nothing printed)
+        // as "no objection": a denial (or a pre replace, which refuses the
+        // call) must say something.
+        let decision = match replace {
+            Some(result) => Decision::Replace { result },
+            None => Decision::Deny { reason },
+        };
+        let outcome = Outcome {
+            event: Event::PreToolUse,
+            decision,
+            decided_by: Some("guard".into()),
+            shown: None,
+            tool_result: None,
+            context,
+            runs: Vec::new(),
+        };
+        let event = dialect.install().events.first().copied().unwrap_or("PreToolUse");
+        let rendered = render_outcome(&outcome, dialect, event);
+        prop_assert!(
+            rendered.as_ref().is_some_and(|v| v.as_object().is_some_and(|o| !o.is_empty())),
+            "{dialect}: {rendered:?}"
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------
+// (c) Errors say where, never what
+// ---------------------------------------------------------------------------
+
+impl Doc {
+    /// Every leaf and every key, counted in order.
+    fn spots(&self) -> usize {
+        match self {
+            Doc::Leaf(_) => 1,
+            Doc::Arr(items) => items.iter().map(Doc::spots).sum(),
+            Doc::Obj(entries) => entries.iter().map(|(_, v)| 1 + v.spots()).sum(),
+        }
+    }
+
+    /// Puts the marker at spot `n` (see [`Doc::spots`]): a key renamed, or a
+    /// leaf replaced by a string holding it. Returns where: the key it was
+    /// put in, or the key of the object the leaf sits in (`field`).
+    fn plant(&mut self, n: &mut usize, field: Option<&str>) -> Option<Planted> {
+        match self {
+            Doc::Leaf(v) => {
+                let here = *n == 0;
+                *n = n.wrapping_sub(1);
+                here.then(|| {
+                    *v = Value::from(format!("x{MARKER}x"));
+                    Planted::Value(field.map(str::to_owned))
+                })
+            }
+            Doc::Arr(items) => items.iter_mut().find_map(|i| i.plant(n, field)),
+            Doc::Obj(entries) => entries.iter_mut().find_map(|(k, v)| {
+                let here = *n == 0;
+                *n = n.wrapping_sub(1);
+                if here {
+                    k.push_str(MARKER);
+                    return Some(Planted::Key);
+                }
+                v.plant(n, Some(k))
+            }),
+        }
+    }
+}
+
+/// Where the marker was put.
+#[derive(Clone, Debug)]
+enum Planted {
+    /// In a key.
+    Key,
+    /// In a value, under this key.
+    Value(Option<String>),
+}
+
+/// A shaped object with the marker in one of its keys or values, and where.
+fn planted(keys: &'static [&'static str], plausible: Vec<Value>) -> BoxedStrategy<(String, Planted)> {
+    (object(keys, plausible), any::<Index>(), mangle())
+        .prop_map(|(mut d, at, m)| {
+            let spots = d.spots();
+            let planted = if spots > 0 {
+                d.plant(&mut at.index(spots), None)
+            } else {
+                None
+            };
+            let planted = planted.unwrap_or_else(|| {
+                d = Doc::Obj(vec![(MARKER.into(), Doc::Leaf(json!(MARKER)))]);
+                Planted::Key
+            });
+            (String::from_utf8_lossy(&m.apply(d.text())).into_owned(), planted)
+        })
+        .boxed()
+}
+
+/// Whether an error may name what was planted: a value given for a closed
+/// set of words (an event, a mode, a protocol version, a hook's name) is
+/// named when it is refused, so the writer sees which word was wrong; the
+/// codebase pins those messages (`unknown event "PreToolUse"` in
+/// tests/all/config.rs, `unknown mode "gemini-cli"` in
+/// src/protocol/serve.rs). Everything else — a tool's input or output, any
+/// free text, a value of the wrong type, an unknown key — is content, never
+/// quoted. `keys_are_positions`: a field path in the error names keys (how
+/// hooks.json problems say where).
+fn may_name(planted: &Planted, words: &[&str], keys_are_positions: bool) -> bool {
+    match planted {
+        Planted::Key => keys_are_positions,
+        Planted::Value(Some(field)) => words.contains(&field.as_str()),
+        Planted::Value(None) => false,
+    }
+}
+
+fn quotes(text: &str) -> bool {
+    text.contains(MARKER)
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    #[test]
+    fn hooks_json_errors_never_quote_the_file(
+        (text, planted) in planted(CONFIG_KEYS, config_values()),
+    ) {
+        let words = ["name", "event", "protocol", "on_failure", "untrusted_hooks"];
+        if let Err(e) = fuzzing::hooks_json(text.as_bytes(), root()) {
+            for problem in &e.problems {
+                let said = problem.to_string();
+                prop_assert!(
+                    !quotes(&said) || may_name(&planted, &words, true),
+                    "{said}\nfrom {text}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn wire_request_errors_never_quote_the_request(
+        (text, planted) in planted(WIRE_KEYS, wire_values()),
+    ) {
+        if let Err(e) = toolgate::wire::read_request(text.as_bytes(), None, None) {
+            let said = chain(&e);
+            prop_assert!(!quotes(&said) || may_name(&planted, &["event"], false), "{said}\nfrom {text}");
+        }
+    }
+
+    #[test]
+    fn agent_input_errors_never_quote_the_input(
+        dialect in outwards(),
+        (text, _) in planted(AGENT_KEYS, agent_values()),
+    ) {
+        if let Err(e) = read_agent_input(text.as_bytes(), dialect) {
+            let said = chain(&e);
+            prop_assert!(!quotes(&said), "{dialect}: {said}\nfrom {text}");
+        }
+    }
+
+    #[test]
+    fn transcript_skips_never_quote_the_recording(
+        (text, planted) in planted(TRANSCRIPT_KEYS, transcript_values()),
+    ) {
+        for skipped in toolgate::replay::parse(&text).skipped {
+            prop_assert!(
+                !quotes(&skipped.reason) || may_name(&planted, &["event", "tool_use_id"], false),
+                "{}\nfrom {text}",
+                skipped.reason
+            );
+        }
+    }
+
+    #[test]
+    fn trust_record_errors_never_quote_the_record((text, _) in planted(TRUST_KEYS, trust_values())) {
+        if let Err(e) = fuzzing::trust_record(text.as_bytes(), root()) {
+            let said = chain(&e);
+            prop_assert!(!quotes(&said), "{said}\nfrom {text}");
+        }
+    }
+
+    #[test]
+    fn serve_request_errors_never_quote_the_line(
+        (text, planted) in planted(SERVE_KEYS, serve_values()),
+    ) {
+        if let Err((_, e)) = toolgate::serve::read_request(text.as_bytes()) {
+            let said = chain(&e);
+            prop_assert!(
+                !quotes(&said) || may_name(&planted, &["version", "mode"], false),
+                "{said}\nfrom {text}"
+            );
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// (d) Encode → decode is the identity
+// ---------------------------------------------------------------------------
+
+/// A reason that reads back as itself (a blank one is replaced by a
+/// default, on purpose).
+fn reason() -> impl Strategy<Value = String> {
+    hostile_string().prop_filter("a reason that is not blank", |r| !r.trim().is_empty())
+}
+
+fn verdict() -> impl Strategy<Value = Verdict> {
+    let decision = prop_oneof![
+        Just(Decision::Allow),
+        reason().prop_map(|reason| Decision::Deny { reason }),
+        exact_value().prop_map(|input| Decision::Modify { input }),
+        tool_result().prop_map(|result| Decision::Replace { result }),
+    ];
+    (decision, prop::option::of(hostile_string()))
+        .prop_map(|(decision, context)| Verdict { decision, context })
+}
+
+fn request() -> impl Strategy<Value = toolgate::Request> {
+    (
+        events(),
+        hostile_string(),
+        exact_value(),
+        tool_result(),
+        prop::collection::vec(prop::option::of(hostile_string()), 4),
+    )
+        .prop_map(|(event, tool, input, result, ids)| toolgate::Request {
+            event,
+            tool,
+            input,
+            result: (event == Event::PostToolUse).then_some(result),
+            session_id: ids[0].clone(),
+            turn_id: ids[1].clone(),
+            tool_call_id: ids[2].clone(),
+            cwd: ids[3].clone(),
+        })
+}
+
+fn serve_request() -> impl Strategy<Value = toolgate::serve::Request> {
+    use toolgate::serve::{Context, Evaluate, Mode, Op, Request, VERSION};
+    let mode = prop::sample::select(Mode::all().collect::<Vec<_>>());
+    let path = || prop::option::of(hostile_string().prop_map(std::path::PathBuf::from));
+    let evaluate = (
+        (mode, hostile_string(), hostile_string()),
+        (
+            prop::option::of(hostile_string()),
+            prop::option::of(hostile_string()),
+            prop::option::of(any::<u64>()),
+        ),
+        (path(), path(), prop::option::of(hostile_string())),
+    )
+        .prop_map(
+            |((mode, workspace, input), (event, tool, deadline_ms), (global, trust, path))| {
+                Op::Evaluate(Evaluate {
+                    mode,
+                    workspace: workspace.into(),
+                    input,
+                    event,
+                    tool,
+                    deadline_ms,
+                    context: Context {
+                        global,
+                        trust,
+                        path,
+                    },
+                })
+            },
+        );
+    (exact_value(), prop_oneof![1 => Just(Op::Status), 6 => evaluate])
+        .prop_map(|(id, op)| Request {
+            id,
+            version: VERSION,
+            op,
+        })
+}
+
+fn manifest() -> impl Strategy<Value = toolgate::trust::Manifest> {
+    use toolgate::trust::{FilePin, HookPin, Manifest, Role};
+    let role = prop::sample::select(vec![
+        Role::Program,
+        Role::Script,
+        Role::Declared,
+        Role::Component,
+        Role::Tree,
+    ]);
+    let path = || prop::option::of(hostile_string().prop_map(std::path::PathBuf::from));
+    let file = (
+        role,
+        hostile_string(),
+        path(),
+        path(),
+        prop::option::of(hostile_string()),
+        any::<bool>(),
+    )
+        .prop_map(|(role, written, path, target, digest, executable)| FilePin {
+            role,
+            written,
+            path,
+            target,
+            digest,
+            executable,
+        });
+    let hook = (
+        hostile_string(),
+        prop::sample::select(vec!["subprocess", "wasm"]),
+        prop::option::of(prop::collection::vec(hostile_string(), 0..4)),
+        prop::collection::vec(file, 0..3),
+    )
+        .prop_map(|(name, binding, argv, files)| HookPin {
+            name,
+            binding: binding.into(),
+            argv,
+            files,
+        });
+    (hostile_string(), prop::collection::vec(hook, 0..3)).prop_map(|(config, hooks)| Manifest {
+        workspace: root().to_owned(),
+        config,
+        hooks,
+    })
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    #[test]
+    fn a_wire_v1_answer_reads_back_as_the_verdict_it_encodes(verdict in verdict(), event in events()) {
+        let bytes = fuzzing::wire_answer(&verdict);
+        let (read, _) = fuzzing::subprocess_answer(Inward::Toolgate, event, Some(0), &bytes, b"");
+        prop_assert_eq!(read.ok(), Some(verdict));
+    }
+
+    #[test]
+    fn a_wire_v1_request_reads_back_as_the_request_it_encodes(
+        request in request(),
+        hook in hostile_string(),
+        config in prop::option::of(exact_value()),
+    ) {
+        let hook_request = HookRequest {
+            event: request.event,
+            hook: &hook,
+            tool: &request.tool,
+            input: &request.input,
+            result: request.result.as_ref(),
+            session_id: request.session_id.as_deref(),
+            turn_id: request.turn_id.as_deref(),
+            tool_call_id: request.tool_call_id.as_deref(),
+            cwd: request.cwd.as_deref(),
+            config: config.as_ref(),
+        };
+        let text = serde_json::to_vec(&toolgate::wire::request_json(&hook_request))
+            .expect("a request serialises");
+        let read = toolgate::wire::read_request(&text, None, None).map_err(|e| chain(&e));
+        prop_assert_eq!(read, Ok(request));
+    }
+
+    #[test]
+    fn a_serve_request_line_reads_back_as_the_request_it_encodes(request in serve_request()) {
+        // As the client writes it (src/cli/client.rs): one serde line.
+        let line = serde_json::to_string(&request).expect("a request serialises");
+        let read = toolgate::serve::read_request(line.as_bytes()).map_err(|(_, e)| chain(&e));
+        prop_assert_eq!(read, Ok(request));
+    }
+
+    #[test]
+    fn a_trust_record_reads_back_as_the_record_written(
+        manifest in manifest(),
+        trusted_at in any::<u64>(),
+    ) {
+        // As the store writes it (TrustStore::write): schema 2, the
+        // manifest's digest, pretty JSON.
+        let record = toolgate::trust::Record {
+            schema: 2,
+            digest: manifest.digest(),
+            trusted_at,
+            manifest,
+        };
+        let text = serde_json::to_vec_pretty(&record).expect("a record serialises");
+        let read = fuzzing::trust_record(&text, root()).map_err(|e| chain(&e));
+        prop_assert!(read.is_ok(), "{read:?}");
+        let read = read.unwrap_or_else(|_| unreachable!());
+        prop_assert_eq!(
+            (read.schema, &read.digest, read.trusted_at, &read.manifest),
+            (record.schema, &record.digest, record.trusted_at, &record.manifest)
+        );
+    }
+
+    #[test]
+    fn a_claude_code_answer_reads_back_by_the_claude_code_protocol_as_its_decision(
+        outcome in outcome(),
+    ) {
+        let rendered = render_outcome(&outcome, Outward::ClaudeCode, toolgate::agent::event_name(outcome.event));
+        let bytes = rendered.map(|v| v.to_string()).unwrap_or_default();
+        let (read, _) = fuzzing::subprocess_answer(Inward::ClaudeCode, outcome.event, Some(0), bytes.as_bytes(), b"");
+        let context = outcome.context.clone();
+        match (outcome.event, &outcome.decision) {
+            // Before the call the shapes line up: what was decided reads back.
+            (Event::PreToolUse, Decision::Allow) => {
+                prop_assert_eq!(read.ok(), Some(Verdict { decision: Decision::Allow, context }));
+            }
+            (Event::PreToolUse, Decision::Deny { reason }) if !reason.trim().is_empty() => {
+                prop_assert_eq!(read.ok(), Some(Verdict { decision: outcome.decision.clone(), context }));
+            }
+            (Event::PreToolUse, Decision::Modify { input }) if input.is_object() => {
+                prop_assert_eq!(read.ok(), Some(Verdict { decision: outcome.decision.clone(), context }));
+            }
+            // A pre replace refuses the call; a modify to a non-object is
+            // not an input Claude Code takes (read back: a failure).
+            (Event::PreToolUse, Decision::Replace { .. } | Decision::Deny { .. }) => {
+                prop_assert!(read.as_ref().is_ok_and(is_deny), "{bytes} read as {read:?}");
+            }
+            (Event::PreToolUse, Decision::Modify { .. }) => prop_assert!(read.is_err()),
+            // After the call a denial withholds the output (a replacement
+            // that says so, or a stop) and a replacement is shaped to the
+            // tool's output: never read back as an allow.
+            (Event::PostToolUse, Decision::Allow | Decision::Modify { .. }) => {
+                prop_assert_eq!(read.ok(), Some(Verdict { decision: Decision::Allow, context }));
+            }
+            (Event::PostToolUse, Decision::Deny { .. } | Decision::Replace { .. }) => {
+                prop_assert!(
+                    read.as_ref().is_ok_and(|v| !matches!(v.decision, Decision::Allow)),
+                    "{bytes} read as {read:?}"
+                );
+            }
+            (event, _) => prop_assert!(false, "an event this test does not know: {event:?}"),
+        }
+    }
 }
