@@ -66,8 +66,10 @@ impl JsonError {
 /// Why a JSON text does not have the shape a type expects, with its line
 /// and column, in words that quote nothing from it. serde's own messages
 /// quote the offending value (`invalid type: string "…", expected u64`) and
-/// unknown keys or variants; here only what the type expects is said (the
-/// type's own words: its field names, the kind of value). A custom message
+/// unknown variants; here only what the type expects is said (the type's
+/// own words: its field names, the kind of value). An unknown key (a
+/// position) and a word refused from a closed set (an unknown variant) are
+/// named, bounded. A custom message
 /// (one of toolgate's own types refusing a value) is kept as it is.
 pub(crate) fn shape_error(e: &serde_json::Error) -> String {
     if e.classify() != serde_json::error::Category::Data {
@@ -84,9 +86,25 @@ pub(crate) fn shape_error(e: &serde_json::Error) -> String {
         text.to_owned()
     } else if text.starts_with("invalid type") {
         format!("a value of the wrong type{expected}")
-    } else if text.starts_with("unknown field") {
-        format!("an unknown field{expected}")
-    } else if text.starts_with("unknown variant") || text.starts_with("invalid value") {
+    } else if let Some(rest) = text.strip_prefix("unknown field `") {
+        // A key is where, not what (hooks.json names its unknown keys the
+        // same way): named, bounded and made printable.
+        let key = rest.rsplit_once("`, expected").map_or(rest, |(k, _)| k);
+        let key = key.strip_suffix('`').unwrap_or(key);
+        format!(
+            "unknown field `{}`{expected}",
+            crate::text::excerpt(key, 64)
+        )
+    } else if let Some(rest) = text.strip_prefix("unknown variant `") {
+        // A word given for a closed set of words (an `op`, a `role`) is
+        // named when refused, bounded, as an unknown event or mode is.
+        let word = rest.rsplit_once("`, expected").map_or(rest, |(w, _)| w);
+        let word = word.strip_suffix('`').unwrap_or(word);
+        format!(
+            "unknown variant `{}`{expected}",
+            crate::text::excerpt(word, 64)
+        )
+    } else if text.starts_with("invalid value") {
         format!("a value that is not allowed{expected}")
     } else if text.starts_with("invalid length") {
         format!("a list of the wrong length{expected}")
@@ -226,8 +244,6 @@ mod tests {
         }
         for text in [
             r#"{"n": "AKIASECRET"}"#,
-            r#"{"n": 1, "AKIASECRET": 1}"#,
-            r#"{"n": 1, "e": "AKIASECRET"}"#,
             r#"{"e": "A"}"#,
         ] {
             let e = serde_json::from_str::<T>(text).unwrap_err();
