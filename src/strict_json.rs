@@ -242,13 +242,13 @@ mod tests {
         enum E {
             A,
         }
-        for text in [
-            r#"{"n": "AKIASECRET"}"#,
-            r#"{"e": "A"}"#,
-        ] {
+        for text in [r#"{"n": "AKIASECRET"}"#, r#"{"e": "A"}"#] {
             let e = serde_json::from_str::<T>(text).unwrap_err();
             let said = shape_error(&e);
-            assert!(!said.contains("AKIA") && said.starts_with("at line 1"), "{said}");
+            assert!(
+                !said.contains("AKIA") && said.starts_with("at line 1"),
+                "{said}"
+            );
         }
     }
 

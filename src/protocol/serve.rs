@@ -201,9 +201,7 @@ pub fn read_request(line: &[u8]) -> Result<Request, (Value, ReadRequestError)> {
             // by its kind, as it is the line's content, not a version
             // (found by the property tests, tests/all/props.rs).
             let other = match other {
-                Value::Number(_) | Value::String(_) => {
-                    crate::text::excerpt(&other.to_string(), 64)
-                }
+                Value::Number(_) | Value::String(_) => crate::text::excerpt(&other.to_string(), 64),
                 Value::Array(_) => "given as an array".to_owned(),
                 Value::Object(_) => "given as an object".to_owned(),
                 Value::Bool(_) | Value::Null => other.to_string(),

@@ -384,9 +384,9 @@ pub fn read_request(
     // where and what was expected only (found by the property tests,
     // tests/all/props.rs).
     let incoming: Incoming = serde_json::from_slice(json).map_err(|e| {
-        ReadRequestError::Malformed(serde::de::Error::custom(
-            crate::strict_json::shape_error(&e),
-        ))
+        ReadRequestError::Malformed(serde::de::Error::custom(crate::strict_json::shape_error(
+            &e,
+        )))
     })?;
     if let Some(schema) = incoming.schema
         && schema != u64::from(SCHEMA)

@@ -391,10 +391,24 @@ const ANSWER_KEYS: &[&str] = &[
 
 fn answer_values() -> Vec<Value> {
     let mut v = strings(&[
-        "allow", "approve", "deny", "block", "ask", "defer", "modify", "replace", "PreToolUse",
-        "BeforeTool", "no",
+        "allow",
+        "approve",
+        "deny",
+        "block",
+        "ask",
+        "defer",
+        "modify",
+        "replace",
+        "PreToolUse",
+        "BeforeTool",
+        "no",
     ]);
-    v.extend([json!(true), json!(false), json!({}), json!({"command": "ls"})]);
+    v.extend([
+        json!(true),
+        json!(false),
+        json!({}),
+        json!({"command": "ls"}),
+    ]);
     v
 }
 
@@ -633,10 +647,8 @@ fn guest_decision() -> impl Strategy<Value = GuestDecision> {
         Just(GuestDecision::Allow),
         hostile_string().prop_map(GuestDecision::Deny),
         json_text.clone().prop_map(GuestDecision::Modify),
-        (json_text, any::<bool>()).prop_map(|(output, is_error)| GuestDecision::Replace {
-            output,
-            is_error
-        }),
+        (json_text, any::<bool>())
+            .prop_map(|(output, is_error)| GuestDecision::Replace { output, is_error }),
     ]
 }
 
@@ -976,7 +988,10 @@ enum Planted {
 }
 
 /// A shaped object with the marker in one of its keys or values, and where.
-fn planted(keys: &'static [&'static str], plausible: Vec<Value>) -> BoxedStrategy<(String, Planted)> {
+fn planted(
+    keys: &'static [&'static str],
+    plausible: Vec<Value>,
+) -> BoxedStrategy<(String, Planted)> {
     (object(keys, plausible), any::<Index>(), mangle())
         .prop_map(|(mut d, at, m)| {
             let spots = d.spots();
@@ -989,7 +1004,10 @@ fn planted(keys: &'static [&'static str], plausible: Vec<Value>) -> BoxedStrateg
                 d = Doc::Obj(vec![(MARKER.into(), Doc::Leaf(json!(MARKER)))]);
                 Planted::Key
             });
-            (String::from_utf8_lossy(&m.apply(d.text())).into_owned(), planted)
+            (
+                String::from_utf8_lossy(&m.apply(d.text())).into_owned(),
+                planted,
+            )
         })
         .boxed()
 }
@@ -1165,7 +1183,10 @@ fn serve_request() -> impl Strategy<Value = toolgate::serve::Request> {
                 })
             },
         );
-    (exact_value(), prop_oneof![1 => Just(Op::Status), 6 => evaluate])
+    (
+        exact_value(),
+        prop_oneof![1 => Just(Op::Status), 6 => evaluate],
+    )
         .prop_map(|(id, op)| Request {
             id,
             version: VERSION,
@@ -1191,14 +1212,16 @@ fn manifest() -> impl Strategy<Value = toolgate::trust::Manifest> {
         prop::option::of(hostile_string()),
         any::<bool>(),
     )
-        .prop_map(|(role, written, path, target, digest, executable)| FilePin {
-            role,
-            written,
-            path,
-            target,
-            digest,
-            executable,
-        });
+        .prop_map(
+            |(role, written, path, target, digest, executable)| FilePin {
+                role,
+                written,
+                path,
+                target,
+                digest,
+                executable,
+            },
+        );
     let hook = (
         hostile_string(),
         prop::sample::select(vec!["subprocess", "wasm"]),
@@ -1322,5 +1345,86 @@ proptest! {
             }
             (event, _) => prop_assert!(false, "an event this test does not know: {event:?}"),
         }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// What the properties found, each kept as it shrank
+// ---------------------------------------------------------------------------
+
+/// Gemini CLI's `JSON.parse` keeps the last of a repeated key, and so did
+/// toolgate: `continue: false` then `continue: "allow"` was an allow.
+#[test]
+fn a_gemini_answer_repeating_a_key_after_its_deny_signal_still_denies() {
+    for text in [
+        r#"{"continue":false,"continue":"allow"}"#,
+        r#"{"decision":"deny","decision":"allow"}"#,
+        r#"{"decision":"allow","decision":"block"}"#,
+        r#"{"x":{"a":1,"a":2},"continue":false}"#,
+    ] {
+        for event in [Event::PreToolUse, Event::PostToolUse] {
+            let (read, _) =
+                fuzzing::subprocess_answer(Inward::Gemini, event, Some(0), text.as_bytes(), b"");
+            assert!(read.as_ref().is_ok_and(is_deny), "{text}: {read:?}");
+        }
+    }
+    // Any other repeat is not guessed at.
+    let text = br#"{"decision":"allow","decision":"approve"}"#;
+    let (read, _) =
+        fuzzing::subprocess_answer(Inward::Gemini, Event::PreToolUse, Some(0), text, b"");
+    assert!(read.is_err(), "{read:?}");
+}
+
+/// `request_json` writes `"input": null` for a call without an input;
+/// `read_request` took it for a missing input.
+#[test]
+fn a_wire_v1_request_with_a_null_input_reads_back() {
+    let request = toolgate::Request::pre("", Value::Null);
+    let text = json!({"schema": 1, "event": "pre_tool_use", "hook": "", "tool": "", "input": null});
+    let read = toolgate::wire::read_request(text.to_string().as_bytes(), None, None);
+    assert_eq!(read.ok(), Some(request));
+    let missing = br#"{"event": "pre_tool_use", "tool": "t"}"#;
+    assert!(toolgate::wire::read_request(missing, None, None).is_err());
+}
+
+/// serde's messages quote the value of the wrong type.
+#[test]
+fn shape_errors_in_trust_records_wire_requests_and_serve_lines_never_quote_the_value() {
+    let value = format!("x{MARKER}x");
+    let trust = json!({"trusted_at": value}).to_string();
+    let err = fuzzing::trust_record(trust.as_bytes(), root()).expect_err("not a record");
+    let said = chain(&err);
+    assert!(!quotes(&said) && said.contains("line 1"), "{said}");
+
+    let wire = json!({"event": "pre_tool_use", "tool": "t", "input": {}, "result": value});
+    let err = toolgate::wire::read_request(wire.to_string().as_bytes(), None, None)
+        .expect_err("not a request");
+    let said = chain(&err);
+    assert!(!quotes(&said) && said.contains("wrong type"), "{said}");
+
+    let line = json!({"id": 1, "version": 1, "op": "evaluate", "mode": "check",
+                      "workspace": "/w", "input": "{}", "deadline_ms": value});
+    let (_, err) = toolgate::serve::read_request(line.to_string().as_bytes()).expect_err("refused");
+    let said = chain(&err);
+    assert!(!quotes(&said) && said.contains("wrong type"), "{said}");
+}
+
+/// `"schema": <anything>` was quoted whole in the problem; a `version` that
+/// is an object or an array was quoted in the server's refusal.
+#[test]
+fn a_schema_or_version_that_is_not_a_number_is_named_by_its_kind_only() {
+    let text = json!({"schema": {"k": MARKER}, "hooks": []}).to_string();
+    let err = fuzzing::hooks_json(text.as_bytes(), root()).expect_err("not a config");
+    let said = err.to_string();
+    assert!(
+        !quotes(&said) && said.contains("expected the number 1"),
+        "{said}"
+    );
+
+    for version in [json!([MARKER]), json!({MARKER: 1})] {
+        let line = json!({"id": 1, "version": version, "op": "status"}).to_string();
+        let (_, err) = toolgate::serve::read_request(line.as_bytes()).expect_err("refused");
+        let said = chain(&err);
+        assert!(!quotes(&said) && said.contains("given as an"), "{said}");
     }
 }
