@@ -84,8 +84,10 @@ pub(crate) fn shape_error(e: &serde_json::Error) -> String {
     let what = if text.starts_with("missing field ") {
         // The name is the type's, not the input's.
         text.to_owned()
-    } else if text.starts_with("invalid type") {
-        format!("a value of the wrong type{expected}")
+    } else if let Some(rest) = text.strip_prefix("invalid type: ") {
+        // serde's first word is the kind (`string "…"`, `integer `5``).
+        let kind = rest.split([' ', ',']).next().unwrap_or_default();
+        format!("a value of the wrong type ({kind}){expected}")
     } else if let Some(rest) = text.strip_prefix("unknown field `") {
         // A key is where, not what (hooks.json names its unknown keys the
         // same way): named, bounded and made printable.
