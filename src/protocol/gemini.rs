@@ -22,6 +22,13 @@
 //!   failure, never a silent allow.
 //! - JSON that is not an object, or a `decision` toolgate does not know, is
 //!   a failure (Gemini CLI would allow).
+//! - A repeated key is not resolved by keeping the last one (as Gemini
+//!   CLI's `JSON.parse` does, so `{"decision":"deny","decision":"allow"}`
+//!   would be an allow): if any of the repeats is a deny signal
+//!   (`decision` deny, block or ask, `continue: false`) the call is denied;
+//!   any other repeated key is a failure. Found by the property tests
+//!   (`tests/all/props.rs`), as wire v1 and the Claude Code protocol
+//!   already read repeats.
 //!
 //! Kept as Gemini CLI does it: the answer is read from stdout, or from
 //! stderr when stdout is empty, as JSON whatever the exit code; plain text is
@@ -127,8 +134,8 @@ pub(crate) fn read_exit(event: Event, exit: &Exit<'_>, _current: Option<&ToolRes
             exit.status
         ));
     };
-    if let Some(json) = as_json(text) {
-        let (answer, note) = decode_json(event, &json);
+    if let Some((json, repeats)) = as_json(text) {
+        let (answer, note) = decode_json(event, &json, &repeats);
         return match (code, &answer) {
             // Gemini CLI reads the JSON whatever the exit code; toolgate
             // keeps a denial, and a hook that failed has not allowed.
@@ -173,11 +180,21 @@ pub(crate) fn read_exit(event: Event, exit: &Exit<'_>, _current: Option<&ToolRes
 }
 
 /// `text` as a JSON value, when it is JSON (or a JSON string holding JSON,
-/// which Gemini CLI unwraps once).
-fn as_json(text: &str) -> Option<Value> {
-    match serde_json::from_str(text).ok()? {
-        Value::String(inner) => serde_json::from_str(&inner).ok(),
-        value => Some(value),
+/// which Gemini CLI unwraps once), with every repeated key after its first
+/// (see the module docs).
+fn as_json(text: &str) -> Option<(Value, Vec<(String, Value)>)> {
+    match crate::strict_json::parse_recording(text.as_bytes()).ok()? {
+        (Value::String(inner), _) => crate::strict_json::parse_recording(inner.as_bytes()).ok(),
+        read => Some(read),
+    }
+}
+
+/// Whether `key: value`, repeated somewhere in an answer, is a deny signal.
+fn denies(key: &str, value: &Value) -> bool {
+    match key {
+        "decision" => matches!(value.as_str(), Some("deny" | "block" | "ask")),
+        "continue" => value == &Value::Bool(false),
+        _ => false,
     }
 }
 
@@ -187,7 +204,35 @@ fn not(detail: impl Into<String>) -> HookFailure {
     }
 }
 
-fn decode_json(event: Event, json: &Value) -> (Result<Verdict, HookFailure>, Option<String>) {
+fn decode_json(
+    event: Event,
+    json: &Value,
+    repeats: &[(String, Value)],
+) -> (Result<Verdict, HookFailure>, Option<String>) {
+    let (answer, note) = decode_first(event, json);
+    let Some((key, _)) = repeats.first() else {
+        return (answer, note);
+    };
+    // A repeated key: a deny read from the first values stands; a deny
+    // signal among the repeats denies; anything else is not guessed at.
+    let answer = match answer {
+        Ok(Verdict {
+            decision: Decision::Deny { .. },
+            ..
+        }) => answer,
+        _ if repeats.iter().any(|(k, v)| denies(k, v)) => Ok(Verdict::deny(
+            "denied by a hook whose answer repeated a key (one of its decisions was a denial)",
+        )),
+        _ => Err(not(format!(
+            "the answer repeats the key `{}`; toolgate does not guess which one was meant",
+            crate::text::one_line(key)
+        ))),
+    };
+    (answer, note)
+}
+
+/// Decodes an answer by its first value of each key.
+fn decode_first(event: Event, json: &Value) -> (Result<Verdict, HookFailure>, Option<String>) {
     let Value::Object(top) = json else {
         return (Err(not("the JSON answer is not an object")), None);
     };

@@ -26,6 +26,7 @@ mod interceptor;
 mod layers;
 mod live;
 mod mock_model;
+mod props;
 mod replay;
 mod scaffold;
 mod sdk;
