@@ -5,11 +5,15 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 # `script` (util-linux; Debian's essential bsdutils) gives the first-hour tests
-# a real terminal.
-if ! command -v script >/dev/null; then
+# a real terminal; libfaketime (`faketime`) moves a server's wall clock back
+# in tests/all/faults.rs.
+missing=()
+command -v script >/dev/null || missing+=(bsdutils)
+command -v faketime >/dev/null || missing+=(faketime)
+if [ ${#missing[@]} -gt 0 ]; then
   sudo=; [ "$(id -u)" = 0 ] || sudo=sudo
   $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends bsdutils >/dev/null
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 guest-examples/build-all
 # The pinned agent CLIs for the live tests (tests/all/live/).
