@@ -17,6 +17,7 @@ mod dialect_opencode;
 mod dialect_qwen;
 mod env_table;
 mod first_hour;
+mod fuzz_corpus;
 mod guest_examples;
 mod guests;
 mod hermetic;
