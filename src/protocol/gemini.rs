@@ -22,6 +22,11 @@
 //!   failure, never a silent allow.
 //! - JSON that is not an object, or a `decision` toolgate does not know, is
 //!   a failure (Gemini CLI would allow).
+//! - A repeated key is not resolved: Gemini CLI's `JSON.parse` keeps the
+//!   last, so `{"decision":"deny","decision":"allow"}` would allow. If any
+//!   of the repeats says `deny`, `block`, `ask` or `continue: false`, the
+//!   call is denied; any other repeat is a failure (as in wire v1 and the
+//!   Claude Code protocol).
 //!
 //! Kept as Gemini CLI does it: the answer is read from stdout, or from
 //! stderr when stdout is empty, as JSON whatever the exit code; plain text is
@@ -127,8 +132,8 @@ pub(crate) fn read_exit(event: Event, exit: &Exit<'_>, _current: Option<&ToolRes
             exit.status
         ));
     };
-    if let Some(json) = as_json(text) {
-        let (answer, note) = decode_json(event, &json);
+    if let Some((json, repeats)) = as_json(text) {
+        let (answer, note) = decode_json(event, &json, &repeats);
         return match (code, &answer) {
             // Gemini CLI reads the JSON whatever the exit code; toolgate
             // keeps a denial, and a hook that failed has not allowed.
@@ -173,11 +178,21 @@ pub(crate) fn read_exit(event: Event, exit: &Exit<'_>, _current: Option<&ToolRes
 }
 
 /// `text` as a JSON value, when it is JSON (or a JSON string holding JSON,
-/// which Gemini CLI unwraps once).
-fn as_json(text: &str) -> Option<Value> {
-    match serde_json::from_str(text).ok()? {
-        Value::String(inner) => serde_json::from_str(&inner).ok(),
-        value => Some(value),
+/// which Gemini CLI unwraps once), with the later values of repeated keys
+/// (the first is kept: see the module docs for what a repeat means).
+fn as_json(text: &str) -> Option<(Value, Vec<(String, Value)>)> {
+    match crate::strict_json::parse_recording(text.as_bytes()).ok()? {
+        (Value::String(inner), _) => crate::strict_json::parse_recording(inner.as_bytes()).ok(),
+        parsed => Some(parsed),
+    }
+}
+
+/// Whether `key: value` is one of Gemini CLI's deny signals.
+fn denies(key: &str, value: &Value) -> bool {
+    match key {
+        "continue" => value == &Value::Bool(false),
+        "decision" => matches!(value.as_str(), Some("deny" | "block" | "ask")),
+        _ => false,
     }
 }
 
@@ -187,7 +202,11 @@ fn not(detail: impl Into<String>) -> HookFailure {
     }
 }
 
-fn decode_json(event: Event, json: &Value) -> (Result<Verdict, HookFailure>, Option<String>) {
+fn decode_json(
+    event: Event,
+    json: &Value,
+    repeats: &[(String, Value)],
+) -> (Result<Verdict, HookFailure>, Option<String>) {
     let Value::Object(top) = json else {
         return (Err(not("the JSON answer is not an object")), None);
     };
@@ -217,6 +236,26 @@ fn decode_json(event: Event, json: &Value) -> (Result<Verdict, HookFailure>, Opt
                 .or(reason)
                 .unwrap_or_else(|| "a hook asked the agent to stop".into()),
         })
+    } else if !top.get("decision").is_some_and(|d| denies("decision", d))
+        && let Some((key, _)) = repeats.first()
+    {
+        // Found by the `protocol` fuzz target's invariant (the case is in
+        // fuzz/crashes/protocol/): serde_json kept the last of two
+        // `decision`s, so a deny followed by an allow let the call through.
+        if repeats.iter().any(|(k, v)| denies(k, v)) {
+            Ok(Decision::Deny {
+                reason: reason.unwrap_or_else(|| {
+                    "denied by a hook whose answer repeated a key (one of its decisions was a \
+                     denial)"
+                        .into()
+                }),
+            })
+        } else {
+            Err(not(format!(
+                "the answer repeats the key `{}`; toolgate does not guess which one was meant",
+                crate::text::one_line(key)
+            )))
+        }
     } else {
         match top.get("decision") {
             Some(Value::String(d)) if d == "deny" || d == "block" => Ok(Decision::Deny {
