@@ -179,8 +179,9 @@ fn answer(inward: Inward, event: Event, code: Option<i32>, on_stderr: bool, byte
 /// Whether the top-level entries say `key` is one of `values` (a string),
 /// in any of its repeats.
 fn said(top: &[(String, Node)], key: &str, values: &[&str]) -> bool {
-    top.iter()
-        .any(|(k, v)| k == key && matches!(v, Node::Leaf(Value::String(s)) if values.contains(&s.as_str())))
+    top.iter().any(|(k, v)| {
+        k == key && matches!(v, Node::Leaf(Value::String(s)) if values.contains(&s.as_str()))
+    })
 }
 
 /// `key: false` among the top-level entries.
@@ -580,9 +581,7 @@ impl GuestTarget {
         let chain = self.chain();
         let hex: String = data.iter().map(|b| format!("{b:02x}")).collect();
         let request = Request::pre("fuzz", Value::String(hex));
-        let outcome = chain
-            .runtime
-            .block_on(chain.runner.pre_tool_use(&request));
+        let outcome = chain.runtime.block_on(chain.runner.pre_tool_use(&request));
         // Memory the guest did not write is zero (a fresh instance per call).
         let byte = |at: usize| data.get(at).copied().unwrap_or(0);
         let ok_case = |case: u8| byte(RESULT_CASE) == 0 && byte(DECISION_CASE) == case;
@@ -630,22 +629,34 @@ fn guest_verdict(data: &[u8]) {
     let context = (flags & 1 != 0).then(|| text.clone());
     let read = fuzzing::guest_verdict(decision.clone(), context.clone());
     match (&decision, &read) {
-        (GuestDecision::Allow, Ok(v)) => assert_eq!(v, &Verdict {
-            decision: Decision::Allow,
-            context,
-        }),
-        (GuestDecision::Deny(_), Ok(Verdict {
-            decision: Decision::Deny { reason },
-            ..
-        })) => assert!(!reason.trim().is_empty(), "a deny without a reason"),
-        (GuestDecision::Modify(_), Ok(Verdict {
-            decision: Decision::Modify { .. },
-            ..
-        }))
-        | (GuestDecision::Replace { .. }, Ok(Verdict {
-            decision: Decision::Replace { .. },
-            ..
-        }))
+        (GuestDecision::Allow, Ok(v)) => assert_eq!(
+            v,
+            &Verdict {
+                decision: Decision::Allow,
+                context,
+            }
+        ),
+        (
+            GuestDecision::Deny(_),
+            Ok(Verdict {
+                decision: Decision::Deny { reason },
+                ..
+            }),
+        ) => assert!(!reason.trim().is_empty(), "a deny without a reason"),
+        (
+            GuestDecision::Modify(_),
+            Ok(Verdict {
+                decision: Decision::Modify { .. },
+                ..
+            }),
+        )
+        | (
+            GuestDecision::Replace { .. },
+            Ok(Verdict {
+                decision: Decision::Replace { .. },
+                ..
+            }),
+        )
         | (GuestDecision::Modify(_) | GuestDecision::Replace { .. }, Err(_)) => {}
         _ => panic!("{decision:?} was read as {read:?}"),
     }

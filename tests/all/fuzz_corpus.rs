@@ -51,7 +51,10 @@ fn holds(target: &str, minimum: usize, run: impl Fn(&[u8])) {
         })
         .map(|(path, _)| path.display().to_string())
         .collect();
-    assert!(failed.is_empty(), "inputs that broke an invariant: {failed:#?}");
+    assert!(
+        failed.is_empty(),
+        "inputs that broke an invariant: {failed:#?}"
+    );
 }
 
 #[test]
