@@ -44,7 +44,7 @@ pub(crate) fn parse_record(text: &[u8], root: &Path, path: &Path) -> Result<Reco
         path: path.to_owned(),
         why,
     };
-    let value = crate::strict_json::parse(&text).map_err(|e| refuse(e.to_string()))?;
+    let value = crate::strict_json::parse(text).map_err(|e| refuse(e.to_string()))?;
     let record: Record = serde_json::from_value(value)
         .map_err(|e| refuse(format!("not a trust record: {}", shape_error(&e))))?;
     if record.schema != RECORD_SCHEMA {
