@@ -7,7 +7,8 @@
 # of wall clock. Output goes to $FUZZ_OUT/<target> (default
 # ${TMPDIR:-/tmp}/toolgate-fuzz/<target>), never into the repository; an
 # existing output directory is resumed. Stats: `cargo afl whatsup -s
-# $FUZZ_OUT` or $FUZZ_OUT/<target>/default/fuzzer_stats. See fuzz/README.md.
+# $FUZZ_OUT/<target>` or $FUZZ_OUT/<target>/default/fuzzer_stats. See
+# fuzz/README.md.
 set -eu
 if [ $# -lt 2 ]; then
     echo "usage: $0 <protocol|config|guest> <seconds> [afl-fuzz options]" >&2
