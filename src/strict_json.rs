@@ -63,6 +63,61 @@ impl JsonError {
     }
 }
 
+/// Why a JSON text does not have the shape a type expects, with its line
+/// and column, in words that quote nothing from it. serde's own messages
+/// quote the offending value (`invalid type: string "…", expected u64`) and
+/// unknown variants; here only what the type expects is said (the type's
+/// own words: its field names, the kind of value). An unknown key (a
+/// position) and a word refused from a closed set (an unknown variant) are
+/// named, bounded. A custom message
+/// (one of toolgate's own types refusing a value) is kept as it is.
+pub(crate) fn shape_error(e: &serde_json::Error) -> String {
+    if e.classify() != serde_json::error::Category::Data {
+        return JsonError::from_serde(e).to_string();
+    }
+    let text = e.to_string();
+    let text = text.rfind(" at line ").map_or(&text[..], |at| &text[..at]);
+    let expected = text
+        .split_once(", expected ")
+        .map(|(_, x)| format!(", expected {x}"))
+        .unwrap_or_default();
+    let what = if text.starts_with("missing field ") {
+        // The name is the type's, not the input's.
+        text.to_owned()
+    } else if let Some(rest) = text.strip_prefix("invalid type: ") {
+        // serde's first word is the kind (`string "…"`, `integer `5``).
+        let kind = rest.split([' ', ',']).next().unwrap_or_default();
+        format!("a value of the wrong type ({kind}){expected}")
+    } else if let Some(rest) = text.strip_prefix("unknown field `") {
+        // A key is where, not what (hooks.json names its unknown keys the
+        // same way): named, bounded and made printable.
+        let key = rest.rsplit_once("`, expected").map_or(rest, |(k, _)| k);
+        let key = key.strip_suffix('`').unwrap_or(key);
+        format!(
+            "unknown field `{}`{expected}",
+            crate::text::excerpt(key, 64)
+        )
+    } else if let Some(rest) = text.strip_prefix("unknown variant `") {
+        // A word given for a closed set of words (an `op`, a `role`) is
+        // named when refused, bounded, as an unknown event or mode is.
+        let word = rest.rsplit_once("`, expected").map_or(rest, |(w, _)| w);
+        let word = word.strip_suffix('`').unwrap_or(word);
+        format!(
+            "unknown variant `{}`{expected}",
+            crate::text::excerpt(word, 64)
+        )
+    } else if text.starts_with("invalid value") {
+        format!("a value that is not allowed{expected}")
+    } else if text.starts_with("invalid length") {
+        format!("a list of the wrong length{expected}")
+    } else {
+        // A message of one of toolgate's own types (a `TryFrom` refusal),
+        // which says itself what it names.
+        text.to_owned()
+    };
+    format!("at line {}, column {}: {what}", e.line(), e.column())
+}
+
 /// Parses one JSON value; a duplicate key anywhere is an error.
 pub(crate) fn parse(bytes: &[u8]) -> Result<Value, JsonError> {
     run(bytes, None)
@@ -174,6 +229,29 @@ mod tests {
         let (v, dups) = parse_recording(br#"{"d": "deny", "d": "allow"}"#).unwrap();
         assert_eq!(v["d"], "deny");
         assert_eq!(dups, vec![("d".to_owned(), Value::from("allow"))]);
+    }
+
+    #[test]
+    fn shape_errors_quote_nothing_from_the_input() {
+        #[derive(Debug, serde::Deserialize)]
+        #[serde(deny_unknown_fields)]
+        #[allow(dead_code)]
+        struct T {
+            n: u64,
+            e: Option<E>,
+        }
+        #[derive(Debug, serde::Deserialize)]
+        enum E {
+            A,
+        }
+        for text in [r#"{"n": "AKIASECRET"}"#, r#"{"e": "A"}"#] {
+            let e = serde_json::from_str::<T>(text).unwrap_err();
+            let said = shape_error(&e);
+            assert!(
+                !said.contains("AKIA") && said.starts_with("at line 1"),
+                "{said}"
+            );
+        }
     }
 
     #[test]

@@ -725,7 +725,7 @@ fn serve_has_http(exe: &Path) -> bool {
 /// `cmd` with an environment of its own under `dir/<name>-xdg`: `pass_env`
 /// (the caller's `PATH` and `TMPDIR`) kept, nothing else of the user's (their config, cache, server,
 /// agent settings).
-fn hermetic<'c>(
+pub(super) fn hermetic<'c>(
     cmd: &'c mut Command,
     pass_env: &[(String, std::ffi::OsString)],
     dir: &Path,

@@ -33,6 +33,10 @@
 //! `--agent` measures instead what a hook costs per tool call inside the
 //! real Claude Code (`agent`): its own section, run on its own, because it
 //! needs the agent installed and takes minutes of its own.
+//!
+//! `--soak N` runs instead a long, concurrent run of a real `toolgate
+//! serve` under a fixed mix of every binding and answer, sampling the
+//! server for leaks (`soak`): it measures endurance, not speed.
 
 mod agent;
 mod budget;
@@ -41,9 +45,14 @@ pub mod mock;
 mod report;
 mod scenario;
 mod setup;
+mod soak;
 
 pub use agent::{AgentOptions, AgentRelease, AgentReport, AgentRow, run_agent};
 pub use report::{Load, Machine, Report, Row, Target, Throughput};
+pub use soak::{
+    Answered, Client, Growth, LaneReport, MAX_GROWTH, Sample, SoakOptions, SoakReport, SoakScratch,
+    WARMUP, run_soak,
+};
 
 use crate::binding::wasm::{self, CacheOutcome, LoadComponentError, StartEngineError, WasmOptions};
 use crate::config::HookDef;

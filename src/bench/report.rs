@@ -380,7 +380,7 @@ impl super::AgentReport {
 }
 
 /// A table in the report's style, fitted to `width` columns when given.
-fn new_table(width: Option<u16>, header: &[&str]) -> comfy_table::Table {
+pub(super) fn new_table(width: Option<u16>, header: &[&str]) -> comfy_table::Table {
     use comfy_table::{ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
     let mut table = Table::new();
     if let Some(w) = width {

@@ -333,7 +333,7 @@ impl<'a> Setup<'a> {
 /// when `bench-request.json` gives the call it exists for (a post with a
 /// secret for a redactor, a write for a path guard). Otherwise it sees
 /// `pre`.
-fn guest_files(
+pub(super) fn guest_files(
     path: &Path,
     pre: &Request,
 ) -> Result<(Request, Option<serde_json::Value>), BenchError> {

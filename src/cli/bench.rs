@@ -13,7 +13,8 @@ use std::path::PathBuf;
     toolgate bench              # a full run, a few minutes\n  \
     toolgate bench --quick      # a smoke run\n  \
     toolgate bench --json > bench.json\n  \
-    toolgate bench --agent      # inside the real Claude Code, a few minutes\n\n\
+    toolgate bench --agent      # inside the real Claude Code, a few minutes\n  \
+    toolgate bench --soak 1000000   # a long run of `toolgate serve`, for leaks\n\n\
     Guests are taken from guest-examples/*/out/*.wasm\n\
     (build them with guest-examples/build-all). Run it from a release build\n\
     (cargo build --release): a debug build's numbers are not the product's.")]
@@ -56,11 +57,35 @@ pub(crate) struct Args {
     /// build's, say); default, this one.
     #[arg(long, value_name = "PATH", requires = "agent")]
     toolgate: Option<PathBuf>,
+    /// Instead, soak a real `toolgate serve` with N calls of a fixed mix
+    /// (every binding, rewrites, denials, failures, timeouts) from several
+    /// clients, sampling its memory, descriptors, threads, children and
+    /// cache; fails (exit 1) if any grows more than 5 % after warm-up or a
+    /// child or descriptor is left. Writes a JSON report and an SVG chart.
+    #[arg(long, value_name = "N", conflicts_with = "agent")]
+    soak: Option<usize>,
+    /// With --soak: concurrent clients.
+    #[arg(long, value_name = "N", default_value_t = 4, requires = "soak")]
+    clients: usize,
+    /// With --soak: calls between samples.
+    #[arg(long, value_name = "N", default_value_t = 10_000, requires = "soak")]
+    sample_every: usize,
+    /// With --soak: where the report and the chart go; default,
+    /// $XDG_STATE_HOME/toolgate/bench (else ~/.local/state/toolgate/bench).
+    #[arg(long, value_name = "DIR", requires = "soak")]
+    out: Option<PathBuf>,
+    /// With --soak: this process already runs in the soak's scratch
+    /// environment under DIR (the bench runs itself so).
+    #[arg(long, value_name = "DIR", requires = "soak", hide = true)]
+    soak_root: Option<PathBuf>,
 }
 
 pub(crate) fn run(args: Args) -> anyhow::Result<std::process::ExitCode> {
     if args.agent {
         return run_agent(args);
+    }
+    if let Some(calls) = args.soak {
+        return run_soak(args, calls);
     }
     let mut options = toolgate::bench::Options::new(std::env::current_exe()?);
     options.rounds = args.rounds;
@@ -84,9 +109,7 @@ fn run_agent(args: Args) -> anyhow::Result<std::process::ExitCode> {
     }
     options.claude = args.claude;
     options.agents = args.agents;
-    let path = std::env::var_os("PATH").map(|v| ("PATH".to_owned(), v));
-    let tmpdir = std::env::var_os("TMPDIR").map(|v| ("TMPDIR".to_owned(), v));
-    options.pass_env = path.into_iter().chain(tmpdir).collect();
+    options.pass_env = pass_env();
     if let Some(exe) = args.toolgate {
         options.exe = std::path::absolute(exe)?;
     }
@@ -95,6 +118,87 @@ fn run_agent(args: Args) -> anyhow::Result<std::process::ExitCode> {
     }
     let report = toolgate::bench::run_agent(&options)?;
     print(args.json, &report, || report.render(super::width()))
+}
+
+/// `--soak`: run again in a scratch environment (the agent commands'
+/// client finds the server through it: see `toolgate::bench::SoakScratch`),
+/// which then soaks.
+fn run_soak(args: Args, calls: usize) -> anyhow::Result<std::process::ExitCode> {
+    let exe = std::env::current_exe()?;
+    let Some(root) = args.soak_root else {
+        let out = match args.out {
+            Some(out) => out,
+            None => super::env::dir("XDG_STATE_HOME")
+                .map(|d| d.join("toolgate"))
+                .or_else(|| super::env::dir("HOME").map(|h| h.join(".local/state/toolgate")))
+                .ok_or_else(|| anyhow::anyhow!("no XDG_STATE_HOME or HOME: give --out DIR"))?
+                .join("bench"),
+        };
+        let scratch = toolgate::bench::SoakScratch::new()?;
+        let mut cmd = toolgate::bench::SoakScratch::command(scratch.path(), &exe, &pass_env());
+        cmd.args(["bench", "--soak", &calls.to_string()])
+            .args(["--clients", &args.clients.to_string()])
+            .args(["--sample-every", &args.sample_every.to_string()])
+            .arg("--guests")
+            .arg(std::path::absolute(&args.guests)?)
+            .arg("--out")
+            .arg(std::path::absolute(out)?)
+            .arg("--soak-root")
+            .arg(scratch.path());
+        if args.json {
+            cmd.arg("--json");
+        }
+        let status = cmd.status()?;
+        return Ok(match status.code() {
+            Some(0) => std::process::ExitCode::SUCCESS,
+            Some(code) => std::process::ExitCode::from(u8::try_from(code).unwrap_or(1)),
+            None => anyhow::bail!("the soak was stopped by {status}"),
+        });
+    };
+    // The hidden flag is the bench's own: a process whose environment does
+    // not point into the scratch directory would soak the user's server.
+    let scratch = root.join("soak-xdg");
+    let inside = |p: Option<PathBuf>| p.is_some_and(|p| p.starts_with(&scratch));
+    if !inside(super::env::socket_path()) || !inside(super::env::global_dir()) {
+        anyhow::bail!(
+            "--soak-root is for the bench's own use: this environment does not point into {}",
+            scratch.display()
+        );
+    }
+    let client: toolgate::bench::Client = std::sync::Arc::new(|workspace, input| {
+        let ask = super::client::Ask::check(workspace, input, None, None);
+        match super::client::ask(&ask) {
+            None => toolgate::bench::Answered::NotTaken,
+            Some(reply) => toolgate::bench::Answered::Taken(
+                reply.into_check_answer().map_err(|e| format!("{e:#}")),
+            ),
+        }
+    });
+    let out = args
+        .out
+        .ok_or_else(|| anyhow::anyhow!("--soak-root without --out"))?;
+    let mut options = toolgate::bench::SoakOptions::new(calls, exe, root, out, client);
+    options.clients = args.clients.max(1);
+    options.sample_every = args.sample_every.max(1);
+    options.guests = args.guests;
+    if !args.json {
+        options.progress = |line| eprintln!("{line}");
+    }
+    let report = toolgate::bench::run_soak(&options)?;
+    print(args.json, &report, || report.render(super::width()))?;
+    Ok(if report.passed {
+        std::process::ExitCode::SUCCESS
+    } else {
+        std::process::ExitCode::FAILURE
+    })
+}
+
+/// What of this environment a scratch environment keeps: `PATH` and
+/// `TMPDIR` (for `--agent`'s agents and hooks, and `--soak`'s bench process).
+fn pass_env() -> Vec<(String, std::ffi::OsString)> {
+    let path = std::env::var_os("PATH").map(|v| ("PATH".to_owned(), v));
+    let tmpdir = std::env::var_os("TMPDIR").map(|v| ("TMPDIR".to_owned(), v));
+    path.into_iter().chain(tmpdir).collect()
 }
 
 /// Prints `report` as JSON, or as the text `render` gives.

@@ -56,6 +56,12 @@
 //! checked after), not a `stat` taken once loading is done: a component
 //! replaced while it compiled would otherwise be stamped with the new
 //! file's identity and the old guard would answer until the next edit.
+//! A config that is not a function of those files ([`Config::settled`]: a
+//! workspace hook was refused because its private copy could not be made on
+//! a full disk or a read-only store, its files could not be read for want
+//! of descriptors, or they differ from what was trusted) is loaded again at
+//! the next call: no stamp would tell that the disk was freed, or the
+//! hook's file restored.
 //!
 //! The check stays a `stat` per file per request, not an inotify watch.
 //! A watch would trade the `stat`s (about a microsecond each, a few per
@@ -232,6 +238,9 @@ struct Loaded {
     loaded_at: SystemTime,
     /// The last reload's failure, while the files stay broken.
     error: Option<String>,
+    /// Whether it is a function of its stamps ([`Config::settled`]); one
+    /// that is not is loaded again at the next call.
+    settled: bool,
     /// What the trust store's check said when this was loaded
     /// ([`store_verdict`]).
     store: Option<Result<(), String>>,
@@ -607,7 +616,11 @@ async fn runner_for(
     };
     let store = store_verdict(&key);
     let fresh = match &*guard {
-        Some(loaded) if loaded.store == store && loaded.stamps.iter().all(Stamp::holds) => {
+        Some(loaded)
+            if loaded.settled
+                && loaded.store == store
+                && loaded.stamps.iter().all(Stamp::holds) =>
+        {
             return Ok((loaded.runner.clone(), loaded.error.clone()));
         }
         loaded => loaded.is_none(),
@@ -735,12 +748,14 @@ fn load(key: &Key) -> Result<Loaded, (String, Vec<Stamp>)> {
         })
         .collect();
     let hooks = config.hooks().len();
+    let settled = config.settled();
     Ok(Loaded {
         runner: HookRunner::builder().config(config).build(),
         stamps,
         hooks,
         loaded_at: SystemTime::now(),
         error: None,
+        settled,
         store: None,
     })
 }

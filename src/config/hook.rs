@@ -114,9 +114,18 @@ impl<'a> TopFields<'a> {
         }
         match self.top.get("schema") {
             Some(Value::Number(n)) if n.as_u64() == Some(CONFIG_SCHEMA) => {}
+            Some(Value::Number(n)) => self.problem(
+                "schema",
+                format!("unsupported schema {n}; this toolgate reads schema {CONFIG_SCHEMA}"),
+            ),
+            // Not quoted: any value but a number is the file's content (found
+            // by the property tests, tests/all/props.rs).
             Some(other) => self.problem(
                 "schema",
-                format!("unsupported schema {other}; this toolgate reads schema {CONFIG_SCHEMA}"),
+                format!(
+                    "expected the number {CONFIG_SCHEMA}, got {}",
+                    type_name(other)
+                ),
             ),
             None => self.problem(
                 "schema",

@@ -166,6 +166,9 @@ pub struct Config {
     workspace: Option<(PathBuf, Option<String>)>,
     /// The trust record consulted, and the identity of what was read there.
     trust_record: Option<(PathBuf, Option<FileIdentity>)>,
+    /// A workspace hook was refused for the state of the machine, which
+    /// [`Config::sources`] does not record (see [`Config::settled`]).
+    unsettled: bool,
 }
 
 /// A file a loaded config was read from, as it was read.
@@ -320,6 +323,7 @@ impl Loader {
                     hook.gate = judged.gate;
                     crate::trust::run_from_snapshot(&mut hook.binding, judged.run);
                 }
+                config.unsettled = !admission.settled();
                 config.trust_record = admission.consulted();
             }
             config.workspace = Some((root, digest));
@@ -435,6 +439,17 @@ impl Config {
             .flat_map(|h| h.binding.watched())
             .map(|(path, identity)| SourceFile { path, identity });
         configs.chain(trust).chain(bindings).collect()
+    }
+
+    /// Whether this config is a function of its [`Config::sources`]: `false`
+    /// when a workspace hook was refused for something they do not record:
+    /// its private copy could not be made in the trust store (a full disk, a
+    /// read-only store), its files could not be read (no descriptors left),
+    /// or its files (not hooks.json) differ from what was trusted. A program
+    /// that keeps the config loaded loads it again at the next call rather
+    /// than refusing a trusted hook after the disk is freed.
+    pub fn settled(&self) -> bool {
+        !self.unsettled
     }
 
     /// The whole chain's deadline, when the global config sets

@@ -22,11 +22,13 @@
 //!   failure, never a silent allow.
 //! - JSON that is not an object, or a `decision` toolgate does not know, is
 //!   a failure (Gemini CLI would allow).
-//! - A repeated key is not resolved: Gemini CLI's `JSON.parse` keeps the
-//!   last, so `{"decision":"deny","decision":"allow"}` would allow. If any
-//!   of the repeats says `deny`, `block`, `ask` or `continue: false`, the
-//!   call is denied; any other repeat is a failure (as in wire v1 and the
-//!   Claude Code protocol).
+//! - A repeated key is not resolved by keeping the last one (as Gemini
+//!   CLI's `JSON.parse` does, so `{"decision":"deny","decision":"allow"}`
+//!   would be an allow): if any of the repeats is a deny signal
+//!   (`decision` deny, block or ask, `continue: false`) the call is denied;
+//!   any other repeated key is a failure. Found by the property tests
+//!   (`tests/all/props.rs`), as wire v1 and the Claude Code protocol
+//!   already read repeats.
 //!
 //! Kept as Gemini CLI does it: the answer is read from stdout, or from
 //! stderr when stdout is empty, as JSON whatever the exit code; plain text is
@@ -178,20 +180,20 @@ pub(crate) fn read_exit(event: Event, exit: &Exit<'_>, _current: Option<&ToolRes
 }
 
 /// `text` as a JSON value, when it is JSON (or a JSON string holding JSON,
-/// which Gemini CLI unwraps once), with the later values of repeated keys
-/// (the first is kept: see the module docs for what a repeat means).
+/// which Gemini CLI unwraps once), with every repeated key after its first
+/// (see the module docs).
 fn as_json(text: &str) -> Option<(Value, Vec<(String, Value)>)> {
     match crate::strict_json::parse_recording(text.as_bytes()).ok()? {
         (Value::String(inner), _) => crate::strict_json::parse_recording(inner.as_bytes()).ok(),
-        parsed => Some(parsed),
+        read => Some(read),
     }
 }
 
-/// Whether `key: value` is one of Gemini CLI's deny signals.
+/// Whether `key: value`, repeated somewhere in an answer, is a deny signal.
 fn denies(key: &str, value: &Value) -> bool {
     match key {
-        "continue" => value == &Value::Bool(false),
         "decision" => matches!(value.as_str(), Some("deny" | "block" | "ask")),
+        "continue" => value == &Value::Bool(false),
         _ => false,
     }
 }
@@ -207,6 +209,30 @@ fn decode_json(
     json: &Value,
     repeats: &[(String, Value)],
 ) -> (Result<Verdict, HookFailure>, Option<String>) {
+    let (answer, note) = decode_first(event, json);
+    let Some((key, _)) = repeats.first() else {
+        return (answer, note);
+    };
+    // A repeated key: a deny read from the first values stands; a deny
+    // signal among the repeats denies; anything else is not guessed at.
+    let answer = match answer {
+        Ok(Verdict {
+            decision: Decision::Deny { .. },
+            ..
+        }) => answer,
+        _ if repeats.iter().any(|(k, v)| denies(k, v)) => Ok(Verdict::deny(
+            "denied by a hook whose answer repeated a key (one of its decisions was a denial)",
+        )),
+        _ => Err(not(format!(
+            "the answer repeats the key `{}`; toolgate does not guess which one was meant",
+            crate::text::one_line(key)
+        ))),
+    };
+    (answer, note)
+}
+
+/// Decodes an answer by its first value of each key.
+fn decode_first(event: Event, json: &Value) -> (Result<Verdict, HookFailure>, Option<String>) {
     let Value::Object(top) = json else {
         return (Err(not("the JSON answer is not an object")), None);
     };
@@ -236,26 +262,6 @@ fn decode_json(
                 .or(reason)
                 .unwrap_or_else(|| "a hook asked the agent to stop".into()),
         })
-    } else if !top.get("decision").is_some_and(|d| denies("decision", d))
-        && let Some((key, _)) = repeats.first()
-    {
-        // Found by the `protocol` fuzz target's invariant (the case is in
-        // fuzz/crashes/protocol/): serde_json kept the last of two
-        // `decision`s, so a deny followed by an allow let the call through.
-        if repeats.iter().any(|(k, v)| denies(k, v)) {
-            Ok(Decision::Deny {
-                reason: reason.unwrap_or_else(|| {
-                    "denied by a hook whose answer repeated a key (one of its decisions was a \
-                     denial)"
-                        .into()
-                }),
-            })
-        } else {
-            Err(not(format!(
-                "the answer repeats the key `{}`; toolgate does not guess which one was meant",
-                crate::text::one_line(key)
-            )))
-        }
     } else {
         match top.get("decision") {
             Some(Value::String(d)) if d == "deny" || d == "block" => Ok(Decision::Deny {

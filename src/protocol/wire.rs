@@ -365,6 +365,11 @@ pub fn read_request(
         #[serde(rename = "hook")]
         _hook: Option<Value>,
         tool: Option<String>,
+        // `"input": null` is an input (a tool called without one; what
+        // `request_json` writes for it), not a missing one: serde would read
+        // both as `None`, so a request captured from a hook could not be fed
+        // back (found by the round-trip property, tests/all/props.rs).
+        #[serde(default, deserialize_with = "present")]
         input: Option<Value>,
         result: Option<ResultV1>,
         session_id: Option<String>,
@@ -374,7 +379,15 @@ pub fn read_request(
         #[serde(rename = "config")]
         _config: Option<Value>,
     }
-    let incoming: Incoming = serde_json::from_slice(json).map_err(ReadRequestError::Malformed)?;
+    // serde's message quotes the offending value or key; the request may
+    // carry a file's content (a tool's input or output), so the error says
+    // where and what was expected only (found by the property tests,
+    // tests/all/props.rs).
+    let incoming: Incoming = serde_json::from_slice(json).map_err(|e| {
+        ReadRequestError::Malformed(serde::de::Error::custom(crate::strict_json::shape_error(
+            &e,
+        )))
+    })?;
     if let Some(schema) = incoming.schema
         && schema != u64::from(SCHEMA)
     {
@@ -413,6 +426,11 @@ pub fn read_request(
         tool_call_id: incoming.tool_call_id,
         cwd: incoming.cwd,
     })
+}
+
+/// A field that is present, even as `null`.
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(d).map(Some)
 }
 
 /// The JSON `toolgate check` prints for an outcome: `decision`, then `reason`

@@ -70,6 +70,26 @@ pub(crate) enum Distrust {
     Snapshot(#[from] snapshot::MaterializeError),
 }
 
+impl Distrust {
+    /// Whether this refusal follows from files a load records the identity
+    /// of (hooks.json and the trust record: [`crate::Config::sources`]), and
+    /// so holds until one of them changes. The others rest on what no stamp
+    /// covers: the hook's own files (a trusted hook's gate checks them again
+    /// before each call, a refused one's does not), the store's state, or a
+    /// read that failed for the machine's sake (no descriptors left).
+    fn settled(&self) -> bool {
+        match self {
+            Distrust::ConfigChanged
+            | Distrust::NotAmong
+            | Distrust::Record(NoRecord::Never | NoRecord::NoStore) => true,
+            Distrust::Record(NoRecord::Unreadable(_))
+            | Distrust::Unpinnable(_)
+            | Distrust::Changed(_)
+            | Distrust::Snapshot(_) => false,
+        }
+    }
+}
+
 /// Judges one workspace's freshly loaded hooks, one at a time
 /// ([`Admission::judge`]). The trust record is read once, and only when
 /// some hook needs trust (a workspace of components never consults it).
@@ -82,6 +102,9 @@ pub(crate) struct Admission<'a> {
     pub(crate) confinement: Confinement<'a>,
     record: std::cell::OnceCell<Result<Record, NoRecord>>,
     consulted: std::cell::Cell<Option<Consulted>>,
+    /// A hook was refused for the store's state, not for any file's bytes
+    /// (see [`Admission::settled`]).
+    unsettled: std::cell::Cell<bool>,
 }
 
 /// The trust record a load consulted, with the identity of what it read
@@ -123,7 +146,22 @@ impl<'a> Admission<'a> {
             confinement,
             record: std::cell::OnceCell::new(),
             consulted: std::cell::Cell::new(None),
+            unsettled: std::cell::Cell::new(false),
         }
+    }
+
+    /// Whether every refusal so far rests on files a load records the
+    /// identity of (hooks.json, the trust record; a trusted hook's own files
+    /// are checked again before each call): see `Distrust::settled`. A hook
+    /// refused because its private copy could not be made (a full disk, a
+    /// read-only store) or its files could not be read (no descriptors
+    /// left) is refused for the machine's state at that moment, which no
+    /// file's identity records: a program that keeps the config loaded must
+    /// judge it again at the next call. `toolgate serve` did not, and kept
+    /// refusing a trusted hook after the disk was freed, until some file
+    /// was edited.
+    pub(crate) fn settled(&self) -> bool {
+        !self.unsettled.get()
     }
 
     /// The trust record consulted, if one was.
@@ -190,7 +228,27 @@ impl<'a> Admission<'a> {
             Ok((_, Armed::Unconfinable(why), run)) => {
                 (TrustState::Trusted, Check::Unconfinable(why), run)
             }
+            // It matched its trust record and could not be copied to run:
+            // not distrust but the machine (a full disk, a read-only store;
+            // see `settled`). Blocked whatever `untrusted_hooks` says: under
+            // `skip` the call went on without the guard the user trusted,
+            // and a full disk let through what the guard denies.
+            Err(distrust @ Distrust::Snapshot(_)) => {
+                self.unsettled.set(true);
+                let reason = distrust.to_string();
+                (
+                    TrustState::Untrusted {
+                        reason: reason.clone(),
+                        policy: UntrustedPolicy::Deny,
+                    },
+                    Check::Unavailable(reason),
+                    None,
+                )
+            }
             Err(distrust) => {
+                if !distrust.settled() {
+                    self.unsettled.set(true);
+                }
                 let reason = distrust.to_string();
                 (
                     TrustState::Untrusted {

@@ -30,6 +30,11 @@ pub(crate) struct Gate {
 /// What the gate does before each call.
 pub(super) enum Check {
     Refuse(String),
+    /// Trusted, but its private copy could not be made (a full disk, a
+    /// read-only store): blocked whatever the untrusted-hook policy, since
+    /// skipping it would let the call through without the guard the user
+    /// trusted.
+    Unavailable(String),
     Verify(Box<(Pinning, HookPin)>),
     /// Trusted, but it cannot be confined here and the operator requires it.
     Unconfinable(Unconfinable),
@@ -61,6 +66,16 @@ impl Gate {
                     reason: format!(
                         "toolgate: workspace hook `{}` cannot run confined here ({why}) and the \
                          global config sets require_confinement, so this call is blocked",
+                        self.hook
+                    ),
+                });
+            }
+            Check::Unavailable(why) => {
+                return Err(Refusal {
+                    policy: UntrustedPolicy::Deny,
+                    reason: format!(
+                        "toolgate: workspace hook `{}` is trusted but cannot run here ({why}), \
+                         so this call is blocked; it is tried again at the next call",
                         self.hook
                     ),
                 });

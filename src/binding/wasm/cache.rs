@@ -140,7 +140,8 @@ pub fn wasmtime_version() -> &'static str {
 /// reading, checked after), never a later `stat`: a file swapped in while
 /// the component compiled would otherwise be recorded with the old
 /// content's hash and answer with the old guard for as long as it stays.
-/// An identity within [`RACY`] of the file's last change is not recorded at
+/// An identity within [`RACY`] of the file's last change (or whose change is
+/// ahead of the clock: its age cannot be told) is not recorded at
 /// all (git's "racily clean" problem: a second write within the same clock
 /// tick would keep the old stamp).
 const STAT_MAGIC: &[u8; 8] = b"TGSTAT01";
@@ -185,11 +186,17 @@ pub(crate) fn remember_hash(dir: &Path, path: &Path, identity: &FileIdentity, ha
     let Ok(canonical) = path.canonicalize() else {
         return;
     };
-    if std::time::SystemTime::now()
+    // Settled only when this clock shows the change at least RACY ago. A
+    // change *ahead* of the clock (the wall clock jumped back since the
+    // write, or the file's ctime came from a server whose clock is ahead)
+    // has no age to tell: `duration_since` fails, and that is not "old
+    // enough" — the file may have been written a moment ago, twice in one
+    // tick. It was read as old enough before, recording a racy stamp (and
+    // with it the first write's content hash) whenever the clock was behind.
+    let settled = std::time::SystemTime::now()
         .duration_since(identity.changed_at())
-        .is_ok_and(|age| age < RACY)
-        || trusted_dir(dir).is_err()
-    {
+        .is_ok_and(|age| age >= RACY);
+    if !settled || trusted_dir(dir).is_err() {
         return;
     }
     let write = || -> std::io::Result<()> {
