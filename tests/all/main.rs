@@ -18,6 +18,7 @@ mod dialect_qwen;
 mod env_table;
 mod faults;
 mod first_hour;
+mod fuzz_corpus;
 mod guest_examples;
 mod guests;
 mod hermetic;
