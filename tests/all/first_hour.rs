@@ -157,7 +157,7 @@ fn a_request_that_is_not_json_is_said_to_come_from_stdin_once() {
     assert_eq!(out.status.code(), Some(1));
     let err = stderr(&out);
     assert!(err.contains("the request on stdin"), "{err}");
-    assert_eq!(err.matches("line 1 column").count(), 1, "said once: {err}");
+    assert_eq!(err.matches("line 1, column").count(), 1, "said once: {err}");
 }
 
 #[test]
