@@ -88,6 +88,20 @@ impl Distrust {
             | Distrust::Snapshot(_) => false,
         }
     }
+
+    /// Whether the hook matched its trust record and only the machine
+    /// stops it running (its private copy could not be made): not distrust,
+    /// so `untrusted_hooks` does not apply and the call is blocked.
+    fn trusted_but_unavailable(&self) -> bool {
+        match self {
+            Distrust::Snapshot(_) => true,
+            Distrust::ConfigChanged
+            | Distrust::NotAmong
+            | Distrust::Record(_)
+            | Distrust::Unpinnable(_)
+            | Distrust::Changed(_) => false,
+        }
+    }
 }
 
 /// Judges one workspace's freshly loaded hooks, one at a time
@@ -228,36 +242,22 @@ impl<'a> Admission<'a> {
             Ok((_, Armed::Unconfinable(why), run)) => {
                 (TrustState::Trusted, Check::Unconfinable(why), run)
             }
-            // It matched its trust record and could not be copied to run:
-            // not distrust but the machine (a full disk, a read-only store;
-            // see `settled`). Blocked whatever `untrusted_hooks` says: under
-            // `skip` the call went on without the guard the user trusted,
-            // and a full disk let through what the guard denies.
-            Err(distrust @ Distrust::Snapshot(_)) => {
-                self.unsettled.set(true);
-                let reason = distrust.to_string();
-                (
-                    TrustState::Untrusted {
-                        reason: reason.clone(),
-                        policy: UntrustedPolicy::Deny,
-                    },
-                    Check::Unavailable(reason),
-                    None,
-                )
-            }
             Err(distrust) => {
                 if !distrust.settled() {
                     self.unsettled.set(true);
                 }
                 let reason = distrust.to_string();
-                (
-                    TrustState::Untrusted {
-                        reason: reason.clone(),
-                        policy: self.policy,
-                    },
-                    Check::Refuse(reason),
-                    None,
-                )
+                // A hook that matched its trust record and cannot run for
+                // the machine's sake (a full disk, a read-only store) is
+                // blocked whatever `untrusted_hooks` says: under `skip` the
+                // call went on without the guard the user trusted, and a
+                // full disk let through what the guard denies.
+                let (policy, check) = if distrust.trusted_but_unavailable() {
+                    (UntrustedPolicy::Deny, Check::Unavailable(reason.clone()))
+                } else {
+                    (self.policy, Check::Refuse(reason.clone()))
+                };
+                (TrustState::Untrusted { reason, policy }, check, None)
             }
         };
         Judged {
