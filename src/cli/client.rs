@@ -35,6 +35,11 @@ use toolgate::serve::{Answer, Body, Context, Evaluate, Mode, Op, Request, Status
 /// evaluates it itself.
 pub(crate) const ACK_TIMEOUT: Duration = Duration::from_millis(250);
 
+/// How long past the chain's deadline a server that took the call has to
+/// answer it. Less than the agent process's chain margin
+/// (`hook_process::CHAIN_MARGIN`), so the watchdog never races this wait.
+pub(crate) const SERVER_GRACE: Duration = Duration::from_millis(500);
+
 /// One evaluation to hand to the server.
 pub(crate) struct Ask<'a> {
     mode: Mode,
@@ -182,11 +187,13 @@ pub(crate) fn ask(ask: &Ask<'_>) -> Option<Reply> {
         Body::Ack { ack: false } | Body::Evaluated { .. } | Body::Status { .. } => return None,
     }
     // Without a deadline of the caller's own (`check`), the server's chain
-    // deadline bounds the call; it may be set as high as MAX_TIMEOUT_MS.
+    // deadline bounds the call; it may be set as high as MAX_TIMEOUT_MS. The
+    // grace is half of the agent process's chain margin, so this wait ends
+    // (and says the server missed it) before that process's watchdog fires.
     let wait = ask
         .deadline
         .unwrap_or(Duration::from_millis(toolgate::config::MAX_TIMEOUT_MS))
-        .saturating_add(Duration::from_secs(1));
+        .saturating_add(SERVER_GRACE);
     stream.set_read_timeout(Some(wait)).ok()?;
     let answer = match read_answer(&mut reader) {
         Ok(Some(answer)) => answer,

@@ -43,6 +43,29 @@ pub(crate) fn deadline_within(agent_timeout: Duration) -> Duration {
 /// (which names the hook that was running) answers first.
 const CHAIN_MARGIN: Duration = Duration::from_millis(1_000);
 
+// A server that took the call is waited for past the chain's deadline; that
+// wait must end before the watchdog, so the agent reads why.
+const _: () = assert!(super::client::SERVER_GRACE.as_millis() < CHAIN_MARGIN.as_millis());
+
+/// Set by the first thread to answer the agent (the evaluation, the
+/// watchdog or the panic hook); any other parks instead of writing a second
+/// answer or calling `exit` beside it (glibc's `exit` is not safe to call
+/// from two threads at once).
+static ANSWERING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether this thread is the one that answers; if not, it must never
+/// answer (see [`ANSWERING`]).
+fn claim_answer() -> bool {
+    !ANSWERING.swap(true, Ordering::SeqCst)
+}
+
+/// Never returns: another thread is answering and will end the process.
+fn park_forever() -> ! {
+    loop {
+        std::thread::park();
+    }
+}
+
 /// The watchdog's deadline, in milliseconds after the process started. It
 /// only ever shrinks: when the agent's input names a hook timeout shorter
 /// than the one the deadline was made for.
@@ -79,6 +102,9 @@ pub(crate) fn run(
             .map(|s| (*s).to_owned())
             .or_else(|| info.payload().downcast_ref::<String>().cloned())
             .unwrap_or_default();
+        if !claim_answer() {
+            park_forever();
+        }
         let code = block(
             dialect,
             &format!(
@@ -99,6 +125,10 @@ pub(crate) fn run(
                 // In steps: the deadline may shrink while it sleeps.
                 std::thread::sleep(left.min(Duration::from_millis(50)));
             }
+            if !claim_answer() {
+                // The evaluation is answering: it ends the process.
+                return;
+            }
             let code = block(
                 dialect,
                 &format!(
@@ -115,7 +145,13 @@ pub(crate) fn run(
             &format!("toolgate cannot start its deadline watchdog ({e}), so this call is blocked"),
         ));
     }
-    match evaluate(started) {
+    let answer = evaluate(started);
+    if !claim_answer() {
+        // The watchdog (or the panic hook) is answering and ending the
+        // process.
+        park_forever();
+    }
+    match answer {
         Ok(Some(json)) => match write_answer(&json) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => ExitCode::from(block(
