@@ -50,6 +50,7 @@
 //! lean client `toolgate-hook`; what is here is the command line and the
 //! evaluation this process does itself when no server takes the call.
 
+use super::decision_log::{self, Logging};
 use super::hook_process::{self, Forwarded};
 // The HTTP server (`serve/http.rs`) finds a call's workspace and deadline
 // as an agent command does.
@@ -161,24 +162,43 @@ fn evaluate(
     let Some(request) = &call.request else {
         return Ok(None);
     };
-    let config = super::env::load_for(&workspace, request)?;
+    // Not asked of a server, so logged here (a server that answers logs).
+    let log = super::env::decision_log()
+        .map(|path| Logging::new(path, dialect.name(), false, &workspace));
+    let config = match super::env::load_for(&workspace, request) {
+        Ok(config) => config,
+        Err(e) => {
+            if let Some(log) = &log {
+                let error = toolgate::text::error_chain(&e);
+                decision_log::warn(log.error(Some(request), &error, started.elapsed()));
+            }
+            return Err(e.into());
+        }
+    };
     let runner = HookRunner::builder().config(config).build();
     // The chain must answer before the watchdog; loading took some of it.
     let budget = hook_process::chain_budget(started);
-    Ok(runtime()?.block_on(answer_call(&runner, call, dialect, budget)))
+    Ok(runtime()?.block_on(answer_call(&runner, call, dialect, budget, log.as_ref())))
 }
 
 /// The agent's answer to `call` (`None`: nothing to print, as for an event
 /// toolgate has no part in): the same whether evaluated here or by a
-/// running server. The chain's deadline is cut to `budget`.
+/// running server. The chain's deadline is cut to `budget`. With `log`, the
+/// decision is appended to the decision log (a failure to is a warning on
+/// stderr, never a change of the answer).
 pub(crate) async fn answer_call(
     runner: &HookRunner,
     call: AgentCall,
     dialect: Dialect,
     budget: Duration,
+    log: Option<&Logging>,
 ) -> Option<serde_json::Value> {
     let request = call.request?;
     let runner = runner.with_chain_timeout(runner.chain_timeout().min(budget));
+    let started = Instant::now();
     let outcome = runner.evaluate(&request).await;
+    if let Some(log) = log {
+        decision_log::warn(log.outcome(&request, &outcome, started.elapsed()));
+    }
     render_outcome(&outcome, dialect, &call.hook_event_name)
 }

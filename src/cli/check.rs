@@ -65,9 +65,12 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         return Ok(ExitCode::from(code));
     }
+    // Not asked of a server, so logged here (a server that answers logs).
+    let log = super::env::decision_log()
+        .map(|path| super::decision_log::Logging::new(path, "check", false, &workspace.root));
     let config = super::env::load_for(&workspace.root, &request)?;
     let runner = HookRunner::builder().config(config).build();
-    let (json, code) = runtime()?.block_on(answer(&runner, &request));
+    let (json, code) = runtime()?.block_on(answer(&runner, &request, log.as_ref()));
     outln!("{json}");
     Ok(ExitCode::from(code))
 }
@@ -77,8 +80,13 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
 pub(crate) async fn answer(
     runner: &HookRunner,
     request: &toolgate::Request,
+    log: Option<&super::decision_log::Logging>,
 ) -> (serde_json::Value, u8) {
+    let started = std::time::Instant::now();
     let outcome = runner.evaluate(request).await;
+    if let Some(log) = log {
+        super::decision_log::warn(log.outcome(request, &outcome, started.elapsed()));
+    }
     let code = if outcome.may_proceed() {
         0
     } else {

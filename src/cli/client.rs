@@ -153,6 +153,9 @@ pub(crate) fn context() -> Context {
         global: super::env::global_dir().map(|d| absolute(&d)),
         trust: super::env::trust_store().map(|s| absolute(s.dir())),
         path: super::env::search_path().map(|p| p.to_string_lossy().into_owned()),
+        // As given: a relative path is refused where it is used, not
+        // resolved against this process's cwd.
+        decision_log: super::env::decision_log(),
     }
 }
 

@@ -107,6 +107,12 @@ pub(crate) fn socket_path() -> Option<PathBuf> {
     })
 }
 
+/// The decision log the operator named: `$TOOLGATE_DECISION_LOG` (see
+/// `decision_log.rs`); unset or empty, no log.
+pub(crate) fn decision_log() -> Option<PathBuf> {
+    dir("TOOLGATE_DECISION_LOG")
+}
+
 /// `PATH`, which a bare program name in a workspace command hook is
 /// pinned from.
 pub(crate) fn search_path() -> Option<std::ffi::OsString> {

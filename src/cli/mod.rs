@@ -63,12 +63,14 @@ mod agent;
 mod bench;
 mod check;
 mod client;
+mod decision_log;
 mod doctor;
 pub(crate) mod env;
 mod hook_process;
 mod hooks;
 mod import;
 mod install;
+mod log;
 mod new;
 mod replay;
 mod serve;
@@ -120,6 +122,7 @@ enum Command {
     Doctor(doctor::Args),
     New(new::Args),
     Replay(replay::Args),
+    Log(log::Args),
     Trust(trust::Args),
     Serve(serve::Args),
 }
@@ -137,6 +140,7 @@ pub(crate) fn main() -> ExitCode {
         Command::Doctor(args) => doctor::run(args),
         Command::New(args) => new::run(args),
         Command::Replay(args) => replay::run(args),
+        Command::Log(args) => log::run(args),
         Command::Trust(args) => trust::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Agent(agent) => return agent::run(agent.args, agent.dialect),

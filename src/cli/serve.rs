@@ -538,6 +538,10 @@ async fn evaluate_timed(server: &Arc<Server>, evaluation: Evaluate, started: Ins
         deadline_ms,
         context,
     } = evaluation;
+    // The server logs the calls it answers; the caller does not.
+    let log = context
+        .decision_log
+        .map(|path| super::decision_log::Logging::new(path, mode.name(), true, &workspace));
     let key = Key {
         workspace,
         global: context.global,
@@ -549,12 +553,13 @@ async fn evaluate_timed(server: &Arc<Server>, evaluation: Evaluate, started: Ins
         Ok(found) => found,
         Err(error) => return Body::error(error),
     };
+    let log = log.as_ref();
     let input = input.as_bytes();
     let answered = match mode {
         Mode::Check => match toolgate::wire::read_request(input, event.as_deref(), tool.as_deref())
         {
             Ok(request) => {
-                let (stdout, exit) = super::check::answer(&runner, &request).await;
+                let (stdout, exit) = super::check::answer(&runner, &request, log).await;
                 Ok((Some(stdout), exit))
             }
             Err(e) => Err(format!(
@@ -568,7 +573,7 @@ async fn evaluate_timed(server: &Arc<Server>, evaluation: Evaluate, started: Ins
                     .map(|d| d.saturating_duration_since(Instant::now()))
                     .unwrap_or(toolgate::runner::DEFAULT_CHAIN_TIMEOUT);
                 Ok((
-                    super::agent::answer_call(&runner, call, dialect, budget).await,
+                    super::agent::answer_call(&runner, call, dialect, budget, log).await,
                     0,
                 ))
             }

@@ -23,7 +23,7 @@
 //! → {"id": 7, "version": 1, "op": "evaluate", "mode": "check" | "claude-code" | "codex",
 //!    "workspace": "/abs/root", "input": "<what the agent wrote on stdin>",
 //!    "event": null, "tool": null, "deadline_ms": 50000,
-//!    "context": {"global": "…", "trust": "…", "path": "…"}}
+//!    "context": {"global": "…", "trust": "…", "path": "…", "decision_log": "…"}}
 //! ← {"id": 7, "ack": true}
 //! ← {"id": 7, "exit": 2, "stdout": {…what the command prints…}, "warning": "…"}
 //!    or {"id": 7, "error": "…"}
@@ -101,6 +101,10 @@ pub struct Context {
     /// `PATH`.
     #[serde(default)]
     pub path: Option<String>,
+    /// The decision log the caller would have appended to (absolute): the
+    /// server appends the call there instead, and the caller does not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision_log: Option<PathBuf>,
 }
 
 /// Which command's answer a request wants: `check`'s, or an agent's.

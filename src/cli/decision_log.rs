@@ -1,0 +1,574 @@
+//! The decision log: one JSON line per evaluated call, with every run
+//! record and what each hook wrote for the operator, in a file the operator
+//! names.
+//!
+//! # Why it exists
+//!
+//! In agent mode the agent is told only what the model may see ("hook
+//! `guard` could not decide (exited_non_zero)"); the hook's traceback, which
+//! the run record already carries as `diagnostics`, went nowhere. `check`
+//! prints the runs, but nobody runs `check` for a call an agent made an
+//! hour ago. The log keeps them, and `toolgate log` reads them back.
+//!
+//! # Who names the file: the operator's environment, never a workspace
+//!
+//! `$TOOLGATE_DECISION_LOG` (an absolute path) turns it on; unset, nothing
+//! is written. An environment variable rather than a key in hooks.json: a
+//! workspace's hooks.json is written by whoever wrote the repository, and a
+//! repository that could point the log somewhere could make toolgate append
+//! to a file of its choosing; the global hooks.json is the operator's, but
+//! reading it on every call would put a parse on the path the server exists
+//! to make short (a forwarded call reads no config) and make `toolgate log`
+//! load hooks to find a file. The environment is read where every other
+//! variable is (`env.rs`), by the lean client too, and sent to the server
+//! with the call (`toolgate::serve::Context`), so the server writes where
+//! the calling process would have, once: a call the server answered is
+//! logged by the server, never again by the caller.
+//!
+//! # What makes the file safe to append to
+//!
+//! - The path must be absolute: an agent runs its hooks from whatever
+//!   directory it is in, and a relative path would land in a repository.
+//! - It is refused (a warning on stderr, the decision unchanged) when it is
+//!   a symlink, not a regular file, another user's, writable by group or
+//!   others, in a directory another user could change, or inside the
+//!   workspace being evaluated (the agent and the repository's own hooks
+//!   could read or rewrite it there).
+//! - It is created `0600` (its directory `0700` when toolgate creates it):
+//!   diagnostics are whatever a hook printed.
+//!
+//! # Many writers at once, and a bounded size
+//!
+//! Every agent process and the server may append at the same moment. Each
+//! line is written with one `write` on an `O_APPEND` descriptor while an
+//! exclusive `flock` is held on the file: appends to a regular file are not
+//! promised to be atomic past `PIPE_BUF`, and a line with diagnostics is
+//! longer. Past [`MAX_BYTES`] the file is renamed to `.1` (`.1` to `.2`, …,
+//! [`KEEP`] kept) under that lock; a writer that then finds its descriptor
+//! no longer names the path (it waited on the old file) opens the new one.
+//! A line is at most [`MAX_LINE`] bytes: each run's diagnostics keep their
+//! last [`DIAGNOSTICS_TAIL`] bytes (a traceback ends with its error), less
+//! if the line is still too long. So the log and its rotations never hold
+//! much more than `(KEEP + 1) × MAX_BYTES`.
+//!
+//! # Never in the way of a decision
+//!
+//! The log is written after the chain decided, and nothing it does changes
+//! the answer: a refused path, a full disk or a lock held too long is a
+//! warning. The lock is waited for at most [`LOCK_WAIT`], then the line is
+//! dropped with a warning rather than delaying the agent.
+
+use serde::Serialize;
+use serde_json::Value;
+use std::fs::File;
+use std::io::Write;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime};
+use toolgate::{Outcome, Request, RunRecord};
+
+/// The size past which the file is rotated.
+pub(crate) const MAX_BYTES: u64 = 8 * 1024 * 1024;
+/// How many rotated files are kept (`.1` … `.3`).
+pub(crate) const KEEP: u32 = 3;
+/// The longest line written.
+const MAX_LINE: usize = 64 * 1024;
+/// What is kept of each run's diagnostics: the end, where a traceback says
+/// what went wrong.
+const DIAGNOSTICS_TAIL: usize = 4 * 1024;
+/// What is kept of the tool's input and of a reason, as one line.
+const EXCERPT: usize = 512;
+/// The longest wait for another writer's lock.
+const LOCK_WAIT: Duration = Duration::from_millis(200);
+
+/// Where and as what a call is logged.
+#[derive(Clone, Debug)]
+pub(crate) struct Logging {
+    /// The file.
+    pub(crate) path: PathBuf,
+    /// The command that was asked: `check`, or the agent's name.
+    pub(crate) via: &'static str,
+    /// Whether `toolgate serve` answered it.
+    pub(crate) served: bool,
+    /// The call's workspace.
+    pub(crate) workspace: PathBuf,
+}
+
+/// One line of the log.
+#[derive(Serialize)]
+struct Line<'a> {
+    time: String,
+    via: &'a str,
+    served: bool,
+    pid: u32,
+    workspace: &'a Path,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    event: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    session_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_call_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    input: Option<String>,
+    /// `allow`, `deny`, `modify`, `replace`; `error` when toolgate could
+    /// not evaluate (the call was blocked).
+    decision: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    decided_by: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+    duration_us: u64,
+    runs: Vec<Value>,
+    #[serde(skip_serializing_if = "is_zero")]
+    runs_omitted: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+impl Logging {
+    /// Logging to `path` for a call made through `via` in `workspace`
+    /// (recorded absolute: the caller's cwd is not the reader's).
+    pub(crate) fn new(path: PathBuf, via: &'static str, served: bool, workspace: &Path) -> Self {
+        Logging {
+            path,
+            via,
+            served,
+            workspace: std::path::absolute(workspace).unwrap_or_else(|_| workspace.to_owned()),
+        }
+    }
+
+    /// Logs what the chain decided for `request`; `None`, or a warning for
+    /// the operator when the line could not be written.
+    pub(crate) fn outcome(
+        &self,
+        request: &Request,
+        outcome: &Outcome,
+        took: Duration,
+    ) -> Option<String> {
+        let reason = match &outcome.decision {
+            toolgate::Decision::Deny { reason } => Some(toolgate::text::excerpt(reason, EXCERPT)),
+            _ => None,
+        };
+        let line = Line {
+            decision: outcome.decision.name(),
+            decided_by: outcome.decided_by.as_deref(),
+            reason,
+            ..self.line(Some(request), took)
+        };
+        self.write(line, &outcome.runs)
+    }
+
+    /// Logs that toolgate could not evaluate the call (it was blocked):
+    /// `request` when it was read.
+    pub(crate) fn error(
+        &self,
+        request: Option<&Request>,
+        error: &str,
+        took: Duration,
+    ) -> Option<String> {
+        let line = Line {
+            decision: "error",
+            error: Some(toolgate::text::bound(
+                toolgate::text::sanitize(error),
+                toolgate::text::MAX_MESSAGE,
+                "error",
+            )),
+            ..self.line(request, took)
+        };
+        self.write(line, &[])
+    }
+
+    fn line<'a>(&'a self, request: Option<&'a Request>, took: Duration) -> Line<'a> {
+        Line {
+            time: rfc3339(SystemTime::now()),
+            via: self.via,
+            served: self.served,
+            pid: std::process::id(),
+            workspace: &self.workspace,
+            event: request.map(|r| r.event.as_str()),
+            tool: request.map(|r| r.tool.as_str()),
+            session_id: request.and_then(|r| r.session_id.as_deref()),
+            tool_call_id: request.and_then(|r| r.tool_call_id.as_deref()),
+            input: request.map(|r| toolgate::text::excerpt(&r.input.to_string(), EXCERPT)),
+            decision: "",
+            decided_by: None,
+            reason: None,
+            error: None,
+            duration_us: u64::try_from(took.as_micros()).unwrap_or(u64::MAX),
+            runs: Vec::new(),
+            runs_omitted: 0,
+        }
+    }
+
+    /// Serialises `line` with `runs` within [`MAX_LINE`] and appends it.
+    fn write(&self, mut line: Line<'_>, runs: &[RunRecord]) -> Option<String> {
+        let text = bounded(&mut line, runs);
+        let append = || append(&self.path, &self.workspace, text.as_bytes(), max_bytes());
+        // In the server, off the async worker while it waits for the lock.
+        let multi_thread = tokio::runtime::Handle::try_current()
+            .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+        let appended = if multi_thread {
+            tokio::task::block_in_place(append)
+        } else {
+            append()
+        };
+        match appended {
+            Ok(()) => None,
+            Err(why) => Some(format!(
+                "the decision log {} was not written ({why}); the decision is unchanged",
+                self.path.display()
+            )),
+        }
+    }
+}
+
+/// Says `warning` on stderr once per process (a server with a refused log
+/// would otherwise say it at every call), never panicking: in agent mode
+/// stderr may be gone.
+pub(crate) fn warn(warning: Option<String>) {
+    static SAID: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+    let Some(warning) = warning else { return };
+    if let Ok(mut said) = SAID.lock() {
+        if said.as_deref() == Some(warning.as_str()) {
+            return;
+        }
+        *said = Some(warning.clone());
+    }
+    let _ = writeln!(
+        std::io::stderr(),
+        "toolgate: warning: {}",
+        toolgate::text::one_line(&warning)
+    );
+}
+
+/// `line` as JSON with a newline, no longer than [`MAX_LINE`]: the runs'
+/// diagnostics are cut to their tails, shorter and shorter, and as a last
+/// resort runs are left out (and counted).
+fn bounded(line: &mut Line<'_>, runs: &[RunRecord]) -> String {
+    for tail in [DIAGNOSTICS_TAIL, 512, 0] {
+        line.runs = runs.iter().map(|r| run_json(r, tail)).collect();
+        let text = to_line(line);
+        if text.len() <= MAX_LINE {
+            return text;
+        }
+    }
+    while line.runs.pop().is_some() {
+        line.runs_omitted += 1;
+        let text = to_line(line);
+        if text.len() <= MAX_LINE {
+            return text;
+        }
+    }
+    to_line(line)
+}
+
+fn to_line(line: &Line<'_>) -> String {
+    let mut text = serde_json::to_string(line).unwrap_or_else(|_| "{}".into());
+    text.push('\n');
+    text
+}
+
+/// A run record as `check` prints it, its diagnostics cut to their last
+/// `tail` bytes.
+fn run_json(run: &RunRecord, tail: usize) -> Value {
+    let mut run = run.clone();
+    run.diagnostics = run.diagnostics.take().and_then(|d| {
+        if tail == 0 {
+            return None;
+        }
+        if d.len() <= tail {
+            return Some(d);
+        }
+        let mut start = d.len() - tail;
+        while !d.is_char_boundary(start) {
+            start += 1;
+        }
+        Some(format!(
+            "[toolgate: {start} bytes of diagnostics omitted] …{}",
+            &d[start..]
+        ))
+    });
+    serde_json::to_value(&run).unwrap_or(Value::Null)
+}
+
+/// The rotation size: [`MAX_BYTES`], or in debug builds
+/// `$TOOLGATE_DEBUG_DECISION_LOG_MAX_BYTES` (the rotation tests).
+fn max_bytes() -> u64 {
+    #[cfg(debug_assertions)]
+    if let Some(n) = std::env::var("TOOLGATE_DEBUG_DECISION_LOG_MAX_BYTES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        return n;
+    }
+    MAX_BYTES
+}
+
+/// Why the log was not written.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum Refused {
+    #[error("the path is not absolute")]
+    Relative,
+    #[error("it is inside the workspace {}", .0.display())]
+    InWorkspace(PathBuf),
+    #[error("its directory {} {}", .0.display(), .1)]
+    Directory(PathBuf, String),
+    #[error("it is a symlink")]
+    Symlink,
+    #[error("it is not a regular file")]
+    NotAFile,
+    #[error("it belongs to uid {owner}, not to uid {me}")]
+    NotMine { owner: u32, me: u32 },
+    #[error("it is writable by group or others (mode {0:o})")]
+    Writable(u32),
+    #[error("another writer held it for longer than {} ms", LOCK_WAIT.as_millis())]
+    Busy,
+    #[error("it kept being rotated under this writer")]
+    Rotating,
+    #[error("{0}: {1}")]
+    Io(&'static str, #[source] std::io::Error),
+}
+
+/// Appends `line` to the log at `path`, rotating it past `max`, if the
+/// file and its directory pass the checks in the module docs.
+pub(crate) fn append(path: &Path, workspace: &Path, line: &[u8], max: u64) -> Result<(), Refused> {
+    if !path.is_absolute() {
+        return Err(Refused::Relative);
+    }
+    let dir = directory(path)?;
+    if let Ok(root) = workspace.canonicalize()
+        && dir.starts_with(&root)
+    {
+        return Err(Refused::InWorkspace(root));
+    }
+    let path = match path.file_name() {
+        Some(name) => dir.join(name),
+        None => return Err(Refused::NotAFile),
+    };
+    let started = Instant::now();
+    // A few times at most: each retry means another writer rotated the
+    // file while this one waited for it.
+    for _ in 0..4 {
+        let file = open(&path)?;
+        lock(&file, started)?;
+        // Still the file at `path`? A writer that rotated it while this one
+        // waited has renamed it to `.1`.
+        let now = std::fs::symlink_metadata(&path);
+        let held = file
+            .metadata()
+            .map_err(|e| Refused::Io("cannot inspect it", e))?;
+        match now {
+            Ok(meta) if meta.ino() == held.ino() && meta.dev() == held.dev() => {}
+            _ => continue,
+        }
+        if held.len() > 0 && held.len() + line.len() as u64 > max {
+            rotate(&path)?;
+            // The lock goes with the old file; the next turn opens a new one.
+            continue;
+        }
+        return (&file)
+            .write_all(line)
+            .map_err(|e| Refused::Io("cannot write", e));
+    }
+    Err(Refused::Rotating)
+}
+
+/// The log's directory, canonical: created `0700` when missing, and refused
+/// when another user owns it or could change it.
+fn directory(path: &Path) -> Result<PathBuf, Refused> {
+    let dir = path.parent().unwrap_or(Path::new("/"));
+    if !dir.exists() {
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(|e| Refused::Io("cannot create its directory", e))?;
+    }
+    let dir = dir
+        .canonicalize()
+        .map_err(|e| Refused::Io("cannot resolve its directory", e))?;
+    let meta =
+        std::fs::metadata(&dir).map_err(|e| Refused::Io("cannot inspect its directory", e))?;
+    let me = nix::unistd::geteuid().as_raw();
+    if meta.uid() != me && meta.uid() != 0 {
+        return Err(Refused::Directory(
+            dir,
+            format!("belongs to uid {}", meta.uid()),
+        ));
+    }
+    // Sticky (`/tmp`): others may write there but not replace this user's
+    // file.
+    if meta.mode() & 0o022 != 0 && meta.mode() & 0o1000 == 0 {
+        return Err(Refused::Directory(
+            dir,
+            format!(
+                "is writable by group or others (mode {:o})",
+                meta.mode() & 0o7777
+            ),
+        ));
+    }
+    Ok(dir)
+}
+
+/// Opens (or creates, `0600`) the log for appending, never through a
+/// symlink, and checks what it opened.
+fn open(path: &Path) -> Result<File, Refused> {
+    let file = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(0o600)
+        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK | nix::libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|e| match e.raw_os_error() {
+            Some(nix::libc::ELOOP) => Refused::Symlink,
+            _ => Refused::Io("cannot open it", e),
+        })?;
+    let meta = file
+        .metadata()
+        .map_err(|e| Refused::Io("cannot inspect it", e))?;
+    if !meta.file_type().is_file() {
+        return Err(Refused::NotAFile);
+    }
+    let me = nix::unistd::geteuid().as_raw();
+    if meta.uid() != me {
+        return Err(Refused::NotMine {
+            owner: meta.uid(),
+            me,
+        });
+    }
+    if meta.mode() & 0o022 != 0 {
+        return Err(Refused::Writable(meta.mode() & 0o7777));
+    }
+    Ok(file)
+}
+
+/// An exclusive lock on `file`, waited for until [`LOCK_WAIT`] after
+/// `started`.
+fn lock(file: &File, started: Instant) -> Result<(), Refused> {
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(()),
+            Err(std::fs::TryLockError::WouldBlock) => {}
+            Err(std::fs::TryLockError::Error(e)) => return Err(Refused::Io("cannot lock it", e)),
+        }
+        if started.elapsed() >= LOCK_WAIT {
+            return Err(Refused::Busy);
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// `path.K-1` → `path.K`, …, `path` → `path.1`; the oldest is overwritten.
+fn rotate(path: &Path) -> Result<(), Refused> {
+    let numbered = |n: u32| {
+        let mut name = path.as_os_str().to_owned();
+        name.push(format!(".{n}"));
+        PathBuf::from(name)
+    };
+    for n in (1..KEEP).rev() {
+        match std::fs::rename(numbered(n), numbered(n + 1)) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(Refused::Io("cannot rotate it", e)),
+        }
+    }
+    std::fs::rename(path, numbered(1)).map_err(|e| Refused::Io("cannot rotate it", e))
+}
+
+/// The log and its rotations, oldest first, as far as they exist.
+pub(crate) fn files(path: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = (1..=KEEP)
+        .rev()
+        .map(|n| {
+            let mut name = path.as_os_str().to_owned();
+            name.push(format!(".{n}"));
+            PathBuf::from(name)
+        })
+        .collect();
+    files.push(path.to_owned());
+    files.retain(|f| f.is_file());
+    files
+}
+
+/// `time` in UTC, RFC 3339 with milliseconds (`2026-12-01T21:40:00.123Z`).
+pub(crate) fn rfc3339(time: SystemTime) -> String {
+    let since = time
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap_or_default();
+    let secs = since.as_secs();
+    let (days, rest) = (secs / 86_400, secs % 86_400);
+    // Howard Hinnant's civil_from_days.
+    let z = i64::try_from(days).unwrap_or(0) + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rest / 3600,
+        rest / 60 % 60,
+        rest % 60,
+        since.subsec_millis()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_are_rfc3339_utc() {
+        let at = |s: u64| rfc3339(SystemTime::UNIX_EPOCH + Duration::from_secs(s));
+        assert_eq!(at(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(at(951_782_400), "2000-02-29T00:00:00.000Z");
+        assert_eq!(at(1_796_161_445), "2026-12-01T21:44:05.000Z");
+    }
+
+    #[test]
+    fn a_line_stays_within_its_bound_however_much_the_hooks_wrote() {
+        let run = RunRecord {
+            name: "loud".into(),
+            binding: toolgate::BindingKind::Subprocess,
+            source: toolgate::Source::Global,
+            event: toolgate::Event::PreToolUse,
+            round: 1,
+            step: toolgate::Step::Failed,
+            reason: None,
+            failure: None,
+            duration: Duration::from_millis(1),
+            metrics: Default::default(),
+            warning: None,
+            diagnostics: Some(format!("{}Traceback: the end", "x".repeat(20_000))),
+        };
+        let logging = Logging {
+            path: "/nonexistent/log".into(),
+            via: "check",
+            served: false,
+            workspace: "/w".into(),
+        };
+        let runs = vec![run; 40];
+        let mut line = logging.line(None, Duration::ZERO);
+        let text = bounded(&mut line, &runs);
+        assert!(text.len() <= MAX_LINE, "{}", text.len());
+        let value: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(value["runs"].as_array().unwrap().len(), 40);
+        let one = vec![runs[0].clone()];
+        let mut line = logging.line(None, Duration::ZERO);
+        let text = bounded(&mut line, &one);
+        let value: Value = serde_json::from_str(&text).unwrap();
+        let kept = value["runs"][0]["diagnostics"].as_str().unwrap();
+        assert!(kept.ends_with("Traceback: the end"), "{kept}");
+        assert!(kept.len() < DIAGNOSTICS_TAIL + 100);
+    }
+}
