@@ -79,7 +79,7 @@ const DIAGNOSTICS_TAIL: usize = 4 * 1024;
 /// What is kept of the tool's input and of a reason, as one line.
 const EXCERPT: usize = 512;
 /// The longest wait for another writer's lock.
-const LOCK_WAIT: Duration = Duration::from_millis(200);
+const LOCK_WAIT: Duration = Duration::from_millis(500);
 
 /// Where and as what a call is logged.
 #[derive(Clone, Debug)]
@@ -341,12 +341,18 @@ pub(crate) fn append(path: &Path, workspace: &Path, line: &[u8], max: u64) -> Re
     if !path.is_absolute() {
         return Err(Refused::Relative);
     }
-    let dir = directory(path)?;
+    // Before anything is created: the nearest folder of the path that
+    // exists, as the kernel resolves it.
     if let Ok(root) = workspace.canonicalize()
-        && dir.starts_with(&root)
+        && path
+            .ancestors()
+            .skip(1)
+            .find_map(|a| a.canonicalize().ok())
+            .is_some_and(|a| a.starts_with(&root))
     {
         return Err(Refused::InWorkspace(root));
     }
+    let dir = directory(path)?;
     let path = match path.file_name() {
         Some(name) => dir.join(name),
         None => return Err(Refused::NotAFile),
@@ -354,7 +360,7 @@ pub(crate) fn append(path: &Path, workspace: &Path, line: &[u8], max: u64) -> Re
     let started = Instant::now();
     // A few times at most: each retry means another writer rotated the
     // file while this one waited for it.
-    for _ in 0..4 {
+    for _ in 0..16 {
         let file = open(&path)?;
         lock(&file, started)?;
         // Still the file at `path`? A writer that rotated it while this one
@@ -451,17 +457,33 @@ fn open(path: &Path) -> Result<File, Refused> {
 
 /// An exclusive lock on `file`, waited for until [`LOCK_WAIT`] after
 /// `started`.
+///
+/// Waited for in the kernel (a blocking `flock` on a thread of its own),
+/// not by polling: under load a poller can keep missing the short moments
+/// the lock is free. A thread whose wait is given up on still gets the lock
+/// later; it then lets go at once (its descriptor is the last one left to
+/// the file). Both descriptors share one open file, so the lock the thread
+/// takes is this one's.
 fn lock(file: &File, started: Instant) -> Result<(), Refused> {
-    loop {
-        match file.try_lock() {
-            Ok(()) => return Ok(()),
-            Err(std::fs::TryLockError::WouldBlock) => {}
-            Err(std::fs::TryLockError::Error(e)) => return Err(Refused::Io("cannot lock it", e)),
-        }
-        if started.elapsed() >= LOCK_WAIT {
-            return Err(Refused::Busy);
-        }
-        std::thread::sleep(Duration::from_millis(1));
+    match file.try_lock() {
+        Ok(()) => return Ok(()),
+        Err(std::fs::TryLockError::WouldBlock) => {}
+        Err(std::fs::TryLockError::Error(e)) => return Err(Refused::Io("cannot lock it", e)),
+    }
+    let waiting = file
+        .try_clone()
+        .map_err(|e| Refused::Io("cannot lock it", e))?;
+    let (locked, got) = std::sync::mpsc::channel();
+    std::thread::Builder::new()
+        .name("toolgate-log-lock".into())
+        .spawn(move || {
+            let _ = locked.send(waiting.lock());
+        })
+        .map_err(|e| Refused::Io("cannot wait for its lock", e))?;
+    match got.recv_timeout(LOCK_WAIT.saturating_sub(started.elapsed())) {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => Err(Refused::Io("cannot lock it", e)),
+        Err(_) => Err(Refused::Busy),
     }
 }
 

@@ -551,7 +551,12 @@ async fn evaluate_timed(server: &Arc<Server>, evaluation: Evaluate, started: Ins
     let deadline = deadline_ms.map(|d| started + Duration::from_millis(d));
     let (runner, warning) = match runner_for(server, key, deadline).await {
         Ok(found) => found,
-        Err(error) => return Body::error(error),
+        Err(error) => {
+            if let Some(log) = &log {
+                super::decision_log::warn(log.error(None, &error, started.elapsed()));
+            }
+            return Body::error(error);
+        }
     };
     let log = log.as_ref();
     let input = input.as_bytes();
@@ -580,6 +585,9 @@ async fn evaluate_timed(server: &Arc<Server>, evaluation: Evaluate, started: Ins
             Err(e) => Err(toolgate::text::error_chain(&e)),
         },
     };
+    if let (Err(error), Some(log)) = (&answered, log) {
+        super::decision_log::warn(log.error(None, error, started.elapsed()));
+    }
     match answered {
         Ok((stdout, exit)) => Body::Evaluated {
             exit,

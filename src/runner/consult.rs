@@ -30,6 +30,7 @@ pub(super) async fn consult(
 ) -> Option<Decision> {
     let Asked { event, round, .. } = asked;
     let hook_request = request_for(p, request, &asked);
+    tracing::debug!(hook = %p.name, binding = %p.binding, source = %p.source, %event, round, "consulting");
     let started = Instant::now();
     let reply = tokio::time::timeout_at(state.deadline, p.decider.decide(&hook_request)).await;
     let duration = started.elapsed();
@@ -66,6 +67,7 @@ pub(super) async fn consult(
             // skip`): recorded as skipped, with why; the chain goes on.
             record.step = Step::Skipped;
             record.reason = Some(bounded_reason(reason));
+            trace_answer(&record);
             state.runs.push(record);
             return None;
         }
@@ -77,8 +79,33 @@ pub(super) async fn consult(
     if !warnings.is_empty() {
         record.warning = Some(warnings.join("; "));
     }
+    trace_answer(&record);
     state.runs.push(record);
     verdict
+}
+
+/// What the hook answered, for `TOOLGATE_LOG=debug`; its diagnostics (a
+/// command's stderr) at `trace`.
+fn trace_answer(record: &RunRecord) {
+    let step = serde_json::to_value(record.step).unwrap_or_default();
+    let step = step.as_str().unwrap_or("?");
+    let duration_us = u64::try_from(record.duration.as_micros()).unwrap_or(u64::MAX);
+    match &record.reason {
+        Some(reason) => tracing::debug!(
+            hook = %record.name,
+            step,
+            duration_us,
+            "answered: {}",
+            crate::text::excerpt(reason, 200)
+        ),
+        None => tracing::debug!(hook = %record.name, step, duration_us, "answered"),
+    }
+    if let Some(warning) = &record.warning {
+        tracing::debug!(hook = %record.name, "warning: {}", crate::text::one_line(warning));
+    }
+    if let Some(diagnostics) = &record.diagnostics {
+        tracing::trace!(hook = %record.name, "diagnostics: {}", crate::text::one_line(diagnostics));
+    }
 }
 
 /// What `p` is asked, borrowed from the call as it stands.

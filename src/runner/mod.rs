@@ -321,10 +321,25 @@ impl HookRunner {
 
     /// Runs the chain for whichever event `request` carries.
     pub async fn evaluate(&self, request: &Request) -> Outcome {
-        match request.event {
+        tracing::debug!(
+            event = %request.event,
+            tool = %request.tool,
+            participants = self.inner.participants.len(),
+            "chain starts"
+        );
+        let started = std::time::Instant::now();
+        let outcome = match request.event {
             Event::PreToolUse => self.pre_tool_use(request).await,
             Event::PostToolUse => self.post_tool_use(request).await,
-        }
+        };
+        tracing::debug!(
+            decision = outcome.decision.name(),
+            decided_by = outcome.decided_by.as_deref().unwrap_or("-"),
+            consulted = outcome.runs.len(),
+            duration_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
+            "chain decided"
+        );
+        outcome
     }
 
     /// Runs the pre chain. A `replace` answer is taken through the post chain

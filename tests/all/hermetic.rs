@@ -206,6 +206,8 @@ impl Hostile {
             ("TOOLGATE_SERVER", value("on")),
             ("TOOLGATE_SOCKET", Some(at("run/toolgate/serve.sock"))),
             ("TOOLGATE_LOG", value("trace")),
+            ("TOOLGATE_DECISION_LOG", Some(at("decisions.jsonl"))),
+            ("TOOLGATE_DEBUG_DECISION_LOG_MAX_BYTES", value("1")),
             ("TOOLGATE_WASM_ALLOCATOR", value("pooling")),
             ("TOOLGATE_DEBUG_FAULT", value("panic")),
             ("TOOLGATE_DEBUG_PAUSE_AFTER_READ", Some(at("pause"))),
@@ -253,6 +255,10 @@ fn a_hostile_home_changes_no_result() {
     assert!(
         !hostile.dir.path().join("pause/reached").exists(),
         "a command paused on the user's fault switch"
+    );
+    assert!(
+        !hostile.dir.path().join("decisions.jsonl").exists(),
+        "a command wrote to the user's decision log"
     );
     // And what both answered is the fixture's: its hooks, not the user's.
     let check: Value = serde_json::from_str(clean["check"]["stdout"].as_str().unwrap()).unwrap();

@@ -9,6 +9,7 @@ mod chain;
 mod claude;
 mod cli;
 mod config;
+mod decision_log;
 mod dialect_claude_code;
 mod dialect_copilot;
 mod dialect_cursor;

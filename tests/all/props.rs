@@ -1167,10 +1167,14 @@ fn serve_request() -> impl Strategy<Value = toolgate::serve::Request> {
             prop::option::of(hostile_string()),
             prop::option::of(any::<u64>()),
         ),
-        (path(), path(), prop::option::of(hostile_string())),
+        (path(), path(), prop::option::of(hostile_string()), path()),
     )
         .prop_map(
-            |((mode, workspace, input), (event, tool, deadline_ms), (global, trust, path))| {
+            |(
+                (mode, workspace, input),
+                (event, tool, deadline_ms),
+                (global, trust, path, decision_log),
+            )| {
                 Op::Evaluate(Evaluate {
                     mode,
                     workspace: workspace.into(),
@@ -1182,6 +1186,7 @@ fn serve_request() -> impl Strategy<Value = toolgate::serve::Request> {
                         global,
                         trust,
                         path,
+                        decision_log,
                     },
                 })
             },

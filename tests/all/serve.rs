@@ -31,7 +31,7 @@ impl Server {
     }
 
     /// A server whose command `configure` adjusts first (its environment).
-    fn start_with(configure: impl FnOnce(&mut std::process::Command)) -> Server {
+    pub(crate) fn start_with(configure: impl FnOnce(&mut std::process::Command)) -> Server {
         let mut cmd = toolgate();
         configure(&mut cmd);
         Server::start_as(cmd, &[])
@@ -119,6 +119,16 @@ impl Server {
             .split_whitespace()
             .collect();
         fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+    }
+
+    /// Its socket.
+    pub(crate) fn socket(&self) -> &std::path::Path {
+        &self.socket
+    }
+
+    /// Its process id.
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// A `toolgate` that uses this server.

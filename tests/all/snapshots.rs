@@ -38,6 +38,7 @@ fn every_help_reads_as_pinned() {
         vec!["doctor", "--help"],
         vec!["new", "--help"],
         vec!["bench", "--help"],
+        vec!["log", "--help"],
         vec!["-h"],
     ]
     .into_iter()

@@ -297,6 +297,8 @@ pub(crate) const BINARY_ENV: &[(&str, Given)] = &[
     ("TOOLGATE_SERVER", Given::Fixed("off")),
     ("TOOLGATE_SOCKET", Given::Removed),
     ("TOOLGATE_LOG", Given::Removed),
+    ("TOOLGATE_DECISION_LOG", Given::Removed),
+    ("TOOLGATE_DEBUG_DECISION_LOG_MAX_BYTES", Given::Removed),
     ("TOOLGATE_WASM_ALLOCATOR", Given::Removed),
     ("TOOLGATE_DEBUG_FAULT", Given::Removed),
     ("TOOLGATE_DEBUG_PAUSE_AFTER_READ", Given::Removed),
