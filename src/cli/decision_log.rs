@@ -297,14 +297,11 @@ fn run_json(run: &RunRecord, tail: usize) -> Value {
     serde_json::to_value(&run).unwrap_or(Value::Null)
 }
 
-/// The rotation size: [`MAX_BYTES`], or in debug builds
-/// `$TOOLGATE_DEBUG_DECISION_LOG_MAX_BYTES` (the rotation tests).
+/// The rotation size: [`MAX_BYTES`], or in debug builds what the tests
+/// set (`env::decision_log_max_bytes`).
 fn max_bytes() -> u64 {
     #[cfg(debug_assertions)]
-    if let Some(n) = std::env::var("TOOLGATE_DEBUG_DECISION_LOG_MAX_BYTES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-    {
+    if let Some(n) = super::env::decision_log_max_bytes() {
         return n;
     }
     MAX_BYTES

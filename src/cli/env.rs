@@ -113,6 +113,15 @@ pub(crate) fn decision_log() -> Option<PathBuf> {
     dir("TOOLGATE_DECISION_LOG")
 }
 
+/// Debug builds only (the rotation tests): the decision log's rotation
+/// size, `$TOOLGATE_DEBUG_DECISION_LOG_MAX_BYTES`.
+#[cfg(debug_assertions)]
+pub(crate) fn decision_log_max_bytes() -> Option<u64> {
+    std::env::var("TOOLGATE_DEBUG_DECISION_LOG_MAX_BYTES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+}
+
 /// `PATH`, which a bare program name in a workspace command hook is
 /// pinned from.
 pub(crate) fn search_path() -> Option<std::ffi::OsString> {

@@ -58,6 +58,11 @@ pub struct Request {
 /// An operation.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "one request per line, read and moved once: a box would be an allocation per \
+              call for a status request that is rare"
+)]
 pub enum Op {
     /// Run the chain for one call and answer as the command would.
     Evaluate(Evaluate),

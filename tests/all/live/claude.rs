@@ -239,6 +239,54 @@ fn live_claude_pre_deny_blocks_the_command_and_the_model_reads_the_reason() {
 }
 
 #[test]
+fn live_claude_a_crashing_guards_traceback_reaches_the_decision_log() {
+    for release in RELEASES {
+        let fx = Fixture::new();
+        let guard = py_hook(
+            &fx,
+            "guard.py",
+            "raise ValueError('the guard broke on ' + req['input']['command'])",
+        );
+        fx.workspace_hooks(json!([{"name": "crashy", "command": [&guard]}]));
+        let log = fx.dir.path().join("logs/decisions.jsonl");
+        let log_env = log.to_str().unwrap().to_owned();
+        let handler = toolgate_handler();
+        let run = claude_with_env(
+            release,
+            &fx,
+            [handler.clone(), handler.clone(), handler],
+            vec![bash("echo hi")],
+            true,
+            &[("TOOLGATE_DECISION_LOG", &log_env)],
+        );
+        // The model is told the call was blocked and why in one word…
+        let text = result_text(&run.only_result());
+        assert!(
+            text.contains("could not decide (exited_non_zero)"),
+            "{release:?}: {text}"
+        );
+        assert!(!text.contains("ValueError"), "{release:?}: {text}");
+        // …and the operator finds the traceback in the log.
+        let lines: Vec<Value> = std::fs::read_to_string(&log)
+            .unwrap_or_else(|e| panic!("{release:?}: no log at {}: {e}", log.display()))
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let call = lines
+            .iter()
+            .find(|l| l["tool"] == "Bash" && l["event"] == "pre_tool_use")
+            .unwrap_or_else(|| panic!("{release:?}: no pre Bash call in {lines:#?}"));
+        assert_eq!(call["via"], "claude-code");
+        assert_eq!(call["decision"], "deny");
+        let diagnostics = call["runs"][0]["diagnostics"].as_str().unwrap_or_default();
+        assert!(
+            diagnostics.contains("ValueError: the guard broke on echo hi"),
+            "{release:?}: {call:#}"
+        );
+    }
+}
+
+#[test]
 fn live_claude_modify_runs_the_rewritten_command_without_granting_permission() {
     for release in RELEASES {
         let fx = Fixture::new();
