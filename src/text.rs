@@ -104,8 +104,49 @@ pub(crate) fn floor_char_boundary(s: &str, mut at: usize) -> usize {
     at
 }
 
+/// `time` in UTC, RFC 3339 with milliseconds (`2026-12-01T21:40:00.123Z`):
+/// for records a person or a program reads back (the decision log, Gemini
+/// CLI's `timestamp`). A time before 1970 is written as 1970's start.
+pub fn rfc3339(time: std::time::SystemTime) -> String {
+    let since = time
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let secs = since.as_secs();
+    let (days, rest) = (secs / 86_400, secs % 86_400);
+    // Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).
+    let z = i64::try_from(days).unwrap_or(0) + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rest / 3600,
+        rest % 3600 / 60,
+        rest % 60,
+        since.subsec_millis()
+    )
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn times_are_rfc3339_utc() {
+        use std::time::{Duration, UNIX_EPOCH};
+        let at = |s: u64| super::rfc3339(UNIX_EPOCH + Duration::from_secs(s));
+        assert_eq!(at(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(at(951_782_400), "2000-02-29T00:00:00.000Z");
+        assert_eq!(at(1_796_161_445), "2026-12-01T21:44:05.000Z");
+        assert_eq!(
+            super::rfc3339(UNIX_EPOCH + Duration::from_millis(1_796_161_445_208)),
+            "2026-12-01T21:44:05.208Z"
+        );
+    }
+
     use super::*;
 
     #[test]

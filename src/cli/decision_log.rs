@@ -186,7 +186,7 @@ impl Logging {
 
     fn line<'a>(&'a self, request: Option<&'a Request>, took: Duration) -> Line<'a> {
         Line {
-            time: rfc3339(SystemTime::now()),
+            time: toolgate::text::rfc3339(SystemTime::now()),
             via: self.via,
             served: self.served,
             pid: std::process::id(),
@@ -516,43 +516,9 @@ pub(crate) fn files(path: &Path) -> Vec<PathBuf> {
     files
 }
 
-/// `time` in UTC, RFC 3339 with milliseconds (`2026-12-01T21:40:00.123Z`).
-pub(crate) fn rfc3339(time: SystemTime) -> String {
-    let since = time
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .unwrap_or_default();
-    let secs = since.as_secs();
-    let (days, rest) = (secs / 86_400, secs % 86_400);
-    // Howard Hinnant's civil_from_days.
-    let z = i64::try_from(days).unwrap_or(0) + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rest / 3600,
-        rest / 60 % 60,
-        rest % 60,
-        since.subsec_millis()
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn times_are_rfc3339_utc() {
-        let at = |s: u64| rfc3339(SystemTime::UNIX_EPOCH + Duration::from_secs(s));
-        assert_eq!(at(0), "1970-01-01T00:00:00.000Z");
-        assert_eq!(at(951_782_400), "2000-02-29T00:00:00.000Z");
-        assert_eq!(at(1_796_161_445), "2026-12-01T21:44:05.000Z");
-    }
 
     #[test]
     fn a_line_stays_within_its_bound_however_much_the_hooks_wrote() {
