@@ -165,16 +165,13 @@ fn evaluate(
     // Not asked of a server, so logged here (a server that answers logs).
     let log = super::env::decision_log()
         .map(|path| Logging::new(path, dialect.name(), false, &workspace));
-    let config = match super::env::load_for(&workspace, request) {
-        Ok(config) => config,
-        Err(e) => {
-            if let Some(log) = &log {
-                let error = toolgate::text::error_chain(&e);
-                decision_log::warn(log.error(Some(request), &error, started.elapsed()));
-            }
-            return Err(e.into());
+    let loading = Instant::now();
+    let config = super::env::load_for(&workspace, request).inspect_err(|e| {
+        if let Some(log) = &log {
+            let error = toolgate::text::error_chain(e);
+            decision_log::warn(log.error(Some(request), &error, loading.elapsed()));
         }
-    };
+    })?;
     let runner = HookRunner::builder().config(config).build();
     // The chain must answer before the watchdog; loading took some of it.
     let budget = hook_process::chain_budget(started);

@@ -68,7 +68,13 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     // Not asked of a server, so logged here (a server that answers logs).
     let log = super::env::decision_log()
         .map(|path| super::decision_log::Logging::new(path, "check", false, &workspace.root));
-    let config = super::env::load_for(&workspace.root, &request)?;
+    let started = std::time::Instant::now();
+    let config = super::env::load_for(&workspace.root, &request).inspect_err(|e| {
+        if let Some(log) = &log {
+            let error = toolgate::text::error_chain(e);
+            super::decision_log::warn(log.error(Some(&request), &error, started.elapsed()));
+        }
+    })?;
     let runner = HookRunner::builder().config(config).build();
     let (json, code) = runtime()?.block_on(answer(&runner, &request, log.as_ref()));
     outln!("{json}");

@@ -460,3 +460,37 @@ fn toolgate_log_debug_traces_the_chain() {
     );
     assert!(stderr(&out).contains("looked at it"), "{}", stderr(&out));
 }
+
+#[test]
+fn a_call_toolgate_could_not_evaluate_is_logged_as_an_error() {
+    let fx = fixture(ALLOWING);
+    fx.workspace_raw(r#"{"schema": 1, "hooks": [{"name": "x", "wasm": 7}]}"#);
+    let log = log_path(&fx);
+    let out = run_with_stdin(
+        toolgate()
+            .args(["claude-code", "--workspace"])
+            .arg(fx.workspace())
+            .env("TOOLGATE_CONFIG_DIR", fx.global())
+            .env("TOOLGATE_DECISION_LOG", &log),
+        &claude_input(&fx, "Bash"),
+    );
+    // Blocked, as before.
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let lines = lines_of(std::slice::from_ref(&log));
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert_eq!(lines[0]["decision"], "error");
+    assert_eq!(lines[0]["tool"], "Bash");
+    let error = lines[0]["error"].as_str().unwrap();
+    assert!(error.contains("hooks.json"), "{error}");
+    let table = crate::support::succeeded(
+        toolgate()
+            .arg("log")
+            .env("TOOLGATE_DECISION_LOG", &log)
+            .env("COLUMNS", "300"),
+    );
+    let table = String::from_utf8_lossy(&table.stdout);
+    assert!(
+        table.contains("error") && table.contains("hooks.json"),
+        "{table}"
+    );
+}
