@@ -85,13 +85,13 @@ const LOCK_WAIT: Duration = Duration::from_millis(500);
 #[derive(Clone, Debug)]
 pub(crate) struct Logging {
     /// The file.
-    pub(crate) path: PathBuf,
+    path: PathBuf,
     /// The command that was asked: `check`, or the agent's name.
-    pub(crate) via: &'static str,
+    via: &'static str,
     /// Whether `toolgate serve` answered it.
-    pub(crate) served: bool,
+    served: bool,
     /// The call's workspace.
-    pub(crate) workspace: PathBuf,
+    workspace: PathBuf,
 }
 
 /// One line of the log.
