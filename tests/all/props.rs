@@ -462,6 +462,7 @@ const SERVE_KEYS: &[&str] = &[
     "global",
     "trust",
     "path",
+    "decision_log",
 ];
 
 fn serve_values() -> Vec<Value> {
