@@ -63,6 +63,7 @@ mod agent;
 mod bench;
 mod check;
 mod client;
+mod dev;
 mod doctor;
 pub(crate) mod env;
 mod hook_process;
@@ -119,6 +120,7 @@ enum Command {
     Uninstall(install::UninstallArgs),
     Doctor(doctor::Args),
     New(new::Args),
+    Dev(dev::Args),
     Replay(replay::Args),
     Trust(trust::Args),
     Serve(serve::Args),
@@ -136,6 +138,7 @@ pub(crate) fn main() -> ExitCode {
         Command::Uninstall(args) => install::uninstall(args),
         Command::Doctor(args) => doctor::run(args),
         Command::New(args) => new::run(args),
+        Command::Dev(args) => dev::run(args),
         Command::Replay(args) => replay::run(args),
         Command::Trust(args) => trust::run(args),
         Command::Serve(args) => serve::run(args),
