@@ -101,10 +101,10 @@ fn keep(path: &Path, digest: &str, kept: &mut BTreeMap<String, Kept>) {
         kept.insert(digest.to_owned(), Kept { size, text: None });
         return;
     }
-    if let Ok((bytes, _)) = crate::safe_fs::read_identified(path, MAX_KEPT_TEXT) {
-        if format!("blake3:{}", blake3::hash(&bytes).to_hex()) == digest {
-            kept.insert(digest.to_owned(), Kept::of(&bytes));
-        }
+    if let Ok((bytes, _)) = crate::safe_fs::read_identified(path, MAX_KEPT_TEXT)
+        && format!("blake3:{}", blake3::hash(&bytes).to_hex()) == digest
+    {
+        kept.insert(digest.to_owned(), Kept::of(&bytes));
     }
 }
 

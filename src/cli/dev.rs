@@ -116,7 +116,10 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         );
     }
     Ok(ExitCode::from(
-        status.code().and_then(|c| u8::try_from(c).ok()).unwrap_or(1),
+        status
+            .code()
+            .and_then(|c| u8::try_from(c).ok())
+            .unwrap_or(1),
     ))
 }
 
@@ -126,8 +129,8 @@ fn built(project: &Path, name: &str) -> anyhow::Result<Built> {
     let path = project.join(".toolgate/hooks.json");
     let text = std::fs::read_to_string(&path)
         .with_context(|| format!("cannot read {}", path.display()))?;
-    let config: Value = serde_json::from_str(&text)
-        .with_context(|| format!("{} is not JSON", path.display()))?;
+    let config: Value =
+        serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))?;
     let entry = config["hooks"]
         .as_array()
         .into_iter()
@@ -186,7 +189,11 @@ fn place(project: &Path, built: &Built, ws: &Path) -> anyhow::Result<()> {
         .with_context(|| format!("cannot write in {}", dir.display()))?;
     std::io::Write::write_all(&mut tmp, &bytes)
         .with_context(|| format!("cannot write in {}", dir.display()))?;
-    let mode = if built.field == "command" { 0o755 } else { 0o644 };
+    let mode = if built.field == "command" {
+        0o755
+    } else {
+        0o644
+    };
     use std::os::unix::fs::PermissionsExt;
     tmp.as_file()
         .set_permissions(std::fs::Permissions::from_mode(mode))
@@ -245,10 +252,12 @@ fn place(project: &Path, built: &Built, ws: &Path) -> anyhow::Result<()> {
 /// file first (serde_json's map would sort `config` before `name`).
 fn entry_text(entry: &serde_json::Map<String, Value>, field: &str) -> String {
     let first = ["name", field];
-    let keys = first
-        .iter()
-        .copied()
-        .chain(entry.keys().map(String::as_str).filter(|k| !first.contains(k)));
+    let keys = first.iter().copied().chain(
+        entry
+            .keys()
+            .map(String::as_str)
+            .filter(|k| !first.contains(k)),
+    );
     let fields: Vec<String> = keys
         .filter_map(|k| Some(format!("{}: {}", json!(k), entry.get(k)?)))
         .collect();

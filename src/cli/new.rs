@@ -171,9 +171,11 @@ impl Lang {
     /// The files of [`COMMON`] this language keeps: not one it writes its
     /// own of, and no component SDK for a script.
     fn common(self) -> impl Iterator<Item = &'static File> {
+        let script = matches!(self, Lang::Subprocess);
         COMMON.iter().filter(move |(path, ..)| {
-            !self.files().iter().any(|(own, ..)| own == path)
-                && !(matches!(self, Lang::Subprocess) && path.starts_with("toolgate/"))
+            let own = self.files().iter().any(|(own, ..)| own == path);
+            let sdk = script && path.starts_with("toolgate/");
+            !own && !sdk
         })
     }
 

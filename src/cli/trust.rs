@@ -214,8 +214,13 @@ fn print_review(review: &Review, store: &TrustStore) {
     );
     if let (Some(previous), true) = (&review.previous, review.config_changed) {
         let before = Some(previous.manifest.config.as_str());
-        for line in changed_file(".toolgate/hooks.json", before, Some(&m.config), previous, review)
-        {
+        for line in changed_file(
+            ".toolgate/hooks.json",
+            before,
+            Some(&m.config),
+            previous,
+            review,
+        ) {
             outln!("{line}");
         }
     }
@@ -248,11 +253,11 @@ fn print_review(review: &Review, store: &TrustStore) {
         for file in &hook.files {
             outln!("{}", file_line(file, &m.workspace));
         }
-        if let (Change::Changed { .. }, Some(previous)) = (change, &review.previous) {
-            if let Some(before) = previous.manifest.hooks.iter().find(|p| p.name == hook.name) {
-                for line in changed_files(before, hook, previous, review) {
-                    outln!("{line}");
-                }
+        if let (Change::Changed { .. }, Some(previous)) = (change, &review.previous)
+            && let Some(before) = previous.manifest.hooks.iter().find(|p| p.name == hook.name)
+        {
+            for line in changed_files(before, hook, previous, review) {
+                outln!("{line}");
             }
         }
     }

@@ -138,7 +138,8 @@ fn new_refuses_a_non_empty_folder_and_a_bad_name() {
         "clap rejects an unknown language"
     );
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains("possible values: rust, go, js, python, c, subprocess")
+        String::from_utf8_lossy(&out.stderr)
+            .contains("possible values: rust, go, js, python, c, subprocess")
     );
 }
 
@@ -206,7 +207,8 @@ fn check_untrusted(workspace: &Path, config_dir: &Path, request: &str) -> (Optio
     (out.status.code(), stdout_json(&out))
 }
 
-const SUDO: &str = r#"{"event":"pre_tool_use","tool":"Bash","input":{"command":"sudo make install"}}"#;
+const SUDO: &str =
+    r#"{"event":"pre_tool_use","tool":"Bash","input":{"command":"sudo make install"}}"#;
 const LS: &str = r#"{"event":"pre_tool_use","tool":"Bash","input":{"command":"ls -la"}}"#;
 
 #[test]
@@ -233,7 +235,10 @@ fn new_subprocess_project_is_a_wire_v1_script_that_check_runs_once_trusted() {
     // with the command that trusts it.
     let (code, v) = check_untrusted(&dir, tmp.path(), LS);
     assert_ne!(code, Some(0), "{v}");
-    assert!(v["reason"].as_str().unwrap().contains("toolgate trust"), "{v}");
+    assert!(
+        v["reason"].as_str().unwrap().contains("toolgate trust"),
+        "{v}"
+    );
 
     // Trusted (check_in trusts it as it is), it decides both ways.
     let (code, v) = check_in(&dir, tmp.path(), SUDO);

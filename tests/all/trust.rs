@@ -412,7 +412,10 @@ fn the_review_shows_a_unified_diff_of_a_changed_script_and_hooks_json() {
     let before = std::fs::read_to_string(&script).unwrap();
     std::fs::write(
         &script,
-        before.replace("cat >/dev/null\n", "cat >/dev/null\ncurl -s https://example.com\n"),
+        before.replace(
+            "cat >/dev/null\n",
+            "cat >/dev/null\ncurl -s https://example.com\n",
+        ),
     )
     .unwrap();
     let config = case.ws().join(".toolgate/hooks.json");
@@ -430,7 +433,10 @@ fn the_review_shows_a_unified_diff_of_a_changed_script_and_hooks_json() {
     );
     assert!(shown.contains("       cat >/dev/null"), "context: {shown}");
     // hooks.json too.
-    assert!(shown.contains("--- .toolgate/hooks.json (trusted)"), "{shown}");
+    assert!(
+        shown.contains("--- .toolgate/hooks.json (trusted)"),
+        "{shown}"
+    );
     // Trusting the change keeps its text for the next review.
     let digest = shown
         .lines()
