@@ -7,9 +7,11 @@
 //! A workspace config may only name files in its own tree (`safe_fs::beneath`:
 //! a repository must not point the user's agent at files elsewhere on the
 //! machine), so a workspace cannot name `~/src/my-guard/out/my-guard.wasm`.
-//! The built file is copied to `<workspace>/.toolgate/hooks/<file>`, and the
-//! entry that names it is printed (or written, when the workspace has no
-//! hooks.json yet). An existing hooks.json is never edited: any edit of it
+//! The built file is copied to `<workspace>/.toolgate/hooks/<name>/<file>`,
+//! and the entry that names it is printed (or written, when the workspace has
+//! no hooks.json yet). A folder per hook, because trust pins the whole folder
+//! a command hook's code lives in: placing one hook must not change the
+//! pinned tree of another (which would block its calls until re-trusted). An existing hooks.json is never edited: any edit of it
 //! revokes the trust of every command hook in it, which the user must see
 //! coming. The global config may name an absolute path and needs no trust,
 //! which makes it the place to iterate; `dev` says so.
@@ -29,19 +31,19 @@ use std::process::ExitCode;
 ///
 /// Runs the project's ./build.sh; with --workspace, copies what the
 /// project's .toolgate/hooks.json names (the component, or the script) to
-/// <workspace>/.toolgate/hooks/ and prints the entry that names it there
+/// <workspace>/.toolgate/hooks/<name>/ and prints the entry that names it there
 /// (writing <workspace>/.toolgate/hooks.json when there is none); then
 /// runs `toolgate test` on the project's fixtures (tests/).
 #[derive(clap::Args)]
 #[command(after_help = "Examples:\n  \
     toolgate new --lang rust no-sudo && cd no-sudo\n  \
-    toolgate dev                           # build, then run tests/*.json\n  \
-    toolgate dev --workspace ~/src/app     # and place it in ~/src/app/.toolgate/hooks/\n\n\
+    toolgate dev                        # build, then run tests/*.json\n  \
+    toolgate dev --workspace ~/src/app  # and copy it into the workspace\n\n\
     A workspace command hook (a script) runs only once trusted, and again after\n\
     each change: `toolgate trust --workspace DIR`. A component needs no trust;\n\
     neither does anything in the global config (~/.config/toolgate/hooks.json).")]
 pub(crate) struct Args {
-    /// The workspace to place the built hook in (its .toolgate/hooks/).
+    /// The workspace to place the built hook in (its .toolgate/hooks/<name>/).
     #[arg(long, value_name = "DIR")]
     workspace: Option<PathBuf>,
     /// The project made by `toolgate new` [default: the current directory].
@@ -164,7 +166,7 @@ fn built(project: &Path, name: &str) -> anyhow::Result<Built> {
     Ok(Built { entry, field, file })
 }
 
-/// Copies the built file into `ws`'s `.toolgate/hooks/`, and says (or
+/// Copies the built file into `ws`'s `.toolgate/hooks/<name>/`, and says (or
 /// writes, when there is no workspace config) the entry that names it.
 fn place(project: &Path, built: &Built, ws: &Path) -> anyhow::Result<()> {
     let ws = ws
@@ -177,11 +179,17 @@ fn place(project: &Path, built: &Built, ws: &Path) -> anyhow::Result<()> {
         .file
         .file_name()
         .ok_or_else(|| anyhow!("{} has no file name", built.file.display()))?;
-    let rel = Path::new(".toolgate/hooks").join(file_name);
+    let name = built
+        .entry
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let rel = Path::new(".toolgate/hooks").join(&name).join(file_name);
     let dest = ws.join(&rel);
     let bytes = std::fs::read(&built.file)
         .with_context(|| format!("cannot read {}", built.file.display()))?;
-    let dir = ws.join(".toolgate/hooks");
+    let dir = ws.join(".toolgate/hooks").join(&name);
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     // Written aside and renamed: an agent loading the workspace meanwhile
     // reads the old file or the new one, never half of one.
@@ -210,11 +218,6 @@ fn place(project: &Path, built: &Built, ws: &Path) -> anyhow::Result<()> {
             _ => json!([written]),
         },
     );
-    let name = entry
-        .get("name")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned();
     let entry = entry_text(&entry, built.field);
     eprintln!("toolgate dev: placed {}", dest.display());
     let config = ws.join(toolgate::config::WORKSPACE_FILE);

@@ -41,6 +41,7 @@ const COMMANDS: [&[&str]; 13] = [
     &["codex"],
     &["import", "claude-code"],
     &["new"],
+    &["dev"],
     &["bench"],
     &["trust"],
     &["trust", "status"],

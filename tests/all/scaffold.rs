@@ -303,7 +303,7 @@ fn dev_builds_places_the_component_in_the_workspace_and_check_runs_it() {
     }
     assert!(err.contains("running the fixtures"), "{err}");
     // Placed inside the workspace, byte for byte what was built.
-    let placed = ws.join(".toolgate/hooks/hello-dev.wasm");
+    let placed = ws.join(".toolgate/hooks/hello-dev/hello-dev.wasm");
     assert_eq!(
         std::fs::read(&placed).unwrap(),
         std::fs::read(dir.join("out/hello-dev.wasm")).unwrap(),
@@ -312,7 +312,10 @@ fn dev_builds_places_the_component_in_the_workspace_and_check_runs_it() {
     let config: Value =
         serde_json::from_str(&std::fs::read_to_string(ws.join(".toolgate/hooks.json")).unwrap())
             .unwrap();
-    assert_eq!(config["hooks"][0]["wasm"], ".toolgate/hooks/hello-dev.wasm");
+    assert_eq!(
+        config["hooks"][0]["wasm"],
+        ".toolgate/hooks/hello-dev/hello-dev.wasm"
+    );
     // The workspace's chain runs it: a component needs no trust.
     let empty = tmp.path().join("no-global");
     let (code, v) = check_untrusted(&ws, &empty, SUDO);
@@ -355,12 +358,12 @@ fn dev_leaves_an_existing_workspace_config_alone_and_prints_the_entry() {
         "an existing hooks.json is never edited: {err}"
     );
     assert!(
-        ws.join(".toolgate/hooks/guard.py").is_file(),
+        ws.join(".toolgate/hooks/guard/guard.py").is_file(),
         "the script is placed: {err}"
     );
     // The entry to add names the copy, and the author is told about trust.
     assert!(
-        err.contains(r#"{"name": "guard", "command": [".toolgate/hooks/guard.py"]"#),
+        err.contains(r#"{"name": "guard", "command": [".toolgate/hooks/guard/guard.py"]"#),
         "{err}"
     );
     assert!(err.contains("toolgate trust --workspace"), "{err}");
