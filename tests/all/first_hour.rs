@@ -32,7 +32,7 @@ fn on_a_terminal(command: &str, dir: &Path, envs: &[(&str, &Path)]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-const COMMANDS: [&[&str]; 13] = [
+const COMMANDS: &[&[&str]] = &[
     &[],
     &["check"],
     &["hooks"],
