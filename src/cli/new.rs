@@ -26,9 +26,8 @@ use std::process::ExitCode;
     # build out/no-sudo.wasm, then run tests/*.json through `toolgate check`:\n  \
     cd no-sudo && ./test.sh")]
 pub(crate) struct Args {
-    /// The language the hook is written in: a WebAssembly component, or
-    /// `subprocess`, a plain script (Python, with a `#!` line: replace it
-    /// with any language's) that speaks wire v1 on stdin/stdout.
+    /// The language the hook is written in (`subprocess`: a plain wire v1
+    /// script with a `#!` line, not a component).
     #[arg(long, value_enum)]
     lang: Lang,
     /// The project folder to create; its name (lowercase letters, digits and
@@ -43,7 +42,7 @@ enum Lang {
     Js,
     Python,
     C,
-    /// A script run as a subprocess (wire v1), not a component.
+    // A script run as a subprocess (wire v1), not a component.
     Subprocess,
 }
 
