@@ -94,19 +94,9 @@ fn help_examples_are_never_wrapped_at_80_columns_and_their_json_parses() {
     }
 }
 
-/// The tested binary's canonical path, as `toolgate install` writes it.
-fn this_binary() -> String {
-    Path::new(env!("CARGO_BIN_EXE_toolgate"))
-        .canonicalize()
-        .unwrap()
-        .to_str()
-        .unwrap()
-        .to_owned()
-}
-
 #[test]
 fn agent_help_names_the_running_binarys_real_path_for_every_agent() {
-    let exe = this_binary();
+    let exe = toolgate_path();
     for agent in [
         "claude-code",
         "codex",
@@ -128,7 +118,7 @@ fn each_agent_commands_help_names_its_own_agent_and_file() {
     assert!(claude.contains("~/.claude/settings.json"), "{claude}");
     // The exec form (no shell) and fail-closed, as `toolgate install` writes
     // it, naming this binary's real path (not one where nothing is installed).
-    let exe = this_binary();
+    let exe = toolgate_path();
     assert!(
         claude.contains(&format!("\"command\": \"{exe}\"")),
         "{claude}"

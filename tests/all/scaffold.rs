@@ -194,17 +194,25 @@ fn readme_global_config(project: &Path) -> String {
     )
 }
 
-/// `toolgate check` of `request` with `config_dir` as the global config and
-/// `workspace` as the workspace, untrusted: exit code and answer.
-fn check_untrusted(workspace: &Path, config_dir: &Path, request: &str) -> (Option<i32>, Value) {
-    let out = run_with_stdin(
-        toolgate()
-            .args(["check", "--workspace"])
-            .arg(workspace)
-            .env("TOOLGATE_CONFIG_DIR", config_dir),
-        request,
+/// The global config `project`'s README gives, written in `tmp/global`:
+/// the loader accepts its absolute path, and the hook decides both ways in
+/// another folder's chain, with no trust asked.
+fn readme_global_config_decides(tmp: &Path, project: &Path) {
+    let global = tmp.join("global");
+    std::fs::create_dir(&global).unwrap();
+    std::fs::write(global.join("hooks.json"), readme_global_config(project)).unwrap();
+    let elsewhere = tmp.join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    let (code, v) = check_as_is(&elsewhere, &global, SUDO);
+    assert_eq!(code, Some(2), "{v}");
+    assert_eq!(
+        v["decided_by"],
+        project.file_name().unwrap().to_str().unwrap(),
+        "{v}"
     );
-    (out.status.code(), stdout_json(&out))
+    assert_eq!(v["runs"][0]["source"], "global", "{v}");
+    let (code, v) = check_as_is(&elsewhere, &global, LS);
+    assert_eq!(code, Some(0), "{v}");
 }
 
 const SUDO: &str =
@@ -233,7 +241,7 @@ fn new_subprocess_project_is_a_wire_v1_script_that_check_runs_once_trusted() {
 
     // Untrusted, the workspace's script never runs: the call is blocked
     // with the command that trusts it.
-    let (code, v) = check_untrusted(&dir, tmp.path(), LS);
+    let (code, v) = check_as_is(&dir, tmp.path(), LS);
     assert_ne!(code, Some(0), "{v}");
     assert!(
         v["reason"].as_str().unwrap().contains("toolgate trust"),
@@ -259,18 +267,7 @@ fn new_subprocess_project_is_a_wire_v1_script_that_check_runs_once_trusted() {
 fn subprocess_readme_global_config_loads_and_runs_without_trust() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = new_project("subprocess", tmp.path(), "no-doas");
-    let global = tmp.path().join("global");
-    std::fs::create_dir(&global).unwrap();
-    std::fs::write(global.join("hooks.json"), readme_global_config(&dir)).unwrap();
-    let empty = tmp.path().join("elsewhere");
-    std::fs::create_dir(&empty).unwrap();
-    // Global: an absolute path is accepted, and no trust is asked.
-    let (code, v) = check_untrusted(&empty, &global, SUDO);
-    assert_eq!(code, Some(2), "{v}");
-    assert_eq!(v["decided_by"], "no-doas", "{v}");
-    assert_eq!(v["runs"][0]["source"], "global", "{v}");
-    let (code, v) = check_untrusted(&empty, &global, LS);
-    assert_eq!(code, Some(0), "{v}");
+    readme_global_config_decides(tmp.path(), &dir);
 }
 
 /// Whether this toolgate has `toolgate test` (built by another part of
@@ -318,23 +315,16 @@ fn dev_builds_places_the_component_in_the_workspace_and_check_runs_it() {
     );
     // The workspace's chain runs it: a component needs no trust.
     let empty = tmp.path().join("no-global");
-    let (code, v) = check_untrusted(&ws, &empty, SUDO);
+    let (code, v) = check_as_is(&ws, &empty, SUDO);
     assert_eq!(code, Some(2), "{v}");
     assert_eq!(v["decided_by"], "hello-dev", "{v}");
     assert_eq!(v["runs"][0]["binding"], "wasm", "{v}");
-    let (code, v) = check_untrusted(&ws, &empty, LS);
+    let (code, v) = check_as_is(&ws, &empty, LS);
     assert_eq!(code, Some(0), "{v}");
 
     // The scaffold README's global config names the built component by
     // absolute path, and the loader accepts it.
-    let global = tmp.path().join("global");
-    std::fs::create_dir(&global).unwrap();
-    std::fs::write(global.join("hooks.json"), readme_global_config(&dir)).unwrap();
-    let elsewhere = tmp.path().join("elsewhere");
-    std::fs::create_dir(&elsewhere).unwrap();
-    let (code, v) = check_untrusted(&elsewhere, &global, SUDO);
-    assert_eq!(code, Some(2), "{v}");
-    assert_eq!(v["runs"][0]["source"], "global", "{v}");
+    readme_global_config_decides(tmp.path(), &dir);
 }
 
 #[test]

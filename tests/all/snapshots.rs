@@ -4,19 +4,16 @@
 //! them; `cargo insta review` if cargo-insta is installed), instead of
 //! slipping past a `contains` check.
 
-use crate::support::{succeeded, toolgate};
+use crate::support::{succeeded, toolgate, toolgate_path};
 use std::path::Path;
 
 /// The output, with this binary's real path (which the agent entries
 /// name, and which differs from machine to machine) as `<this toolgate>`.
 fn text(cmd: &mut std::process::Command) -> String {
     let out = succeeded(cmd.env("COLUMNS", "100").env("NO_COLOR", "1"));
-    let exe = Path::new(env!("CARGO_BIN_EXE_toolgate"))
-        .canonicalize()
-        .expect("the binary's path");
     String::from_utf8(out.stdout)
         .expect("UTF-8 output")
-        .replace(exe.to_str().expect("a UTF-8 path"), "<this toolgate>")
+        .replace(&toolgate_path(), "<this toolgate>")
 }
 
 /// Piped and with no `$COLUMNS`: a table is not wrapped at all.
