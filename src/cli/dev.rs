@@ -190,7 +190,14 @@ fn place(project: &Path, built: &Built, ws: &Path) -> anyhow::Result<()> {
     let bytes = std::fs::read(&built.file)
         .with_context(|| format!("cannot read {}", built.file.display()))?;
     let dir = ws.join(".toolgate/hooks").join(&name);
+    // A workspace is someone's repository: a link in it may point anywhere,
+    // so nothing is written through one.
+    for part in [".toolgate", ".toolgate/hooks"] {
+        refuse_link(&ws.join(part))?;
+    }
+    refuse_link(&dir)?;
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    refuse_link(&dir)?;
     // Written aside and renamed: an agent loading the workspace meanwhile
     // reads the old file or the new one, never half of one.
     let mut tmp = tempfile::NamedTempFile::new_in(&dir)
@@ -221,7 +228,8 @@ fn place(project: &Path, built: &Built, ws: &Path) -> anyhow::Result<()> {
     let entry = entry_text(&entry, built.field);
     eprintln!("toolgate dev: placed {}", dest.display());
     let config = ws.join(toolgate::config::WORKSPACE_FILE);
-    if !config.exists() {
+    refuse_link(&config)?;
+    if std::fs::symlink_metadata(&config).is_err() {
         let text = format!("{{\n  \"schema\": 1,\n  \"hooks\": [\n    {entry}\n  ]\n}}\n");
         super::write_file(&config, &text, false)?;
         eprintln!(
@@ -249,6 +257,18 @@ fn place(project: &Path, built: &Built, ws: &Path) -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+/// An error if `path` is a symbolic link (a missing path is fine).
+fn refuse_link(path: &Path) -> anyhow::Result<()> {
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_symlink() => bail!(
+            "{} is a symbolic link; toolgate dev writes nothing through one (replace it with \
+             a folder or file)",
+            path.display()
+        ),
+        _ => Ok(()),
+    }
 }
 
 /// One hooks.json entry on one line, `name` and the field that names the

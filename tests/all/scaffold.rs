@@ -376,6 +376,46 @@ fn dev_leaves_an_existing_workspace_config_alone_and_prints_the_entry() {
 }
 
 #[test]
+fn dev_writes_nothing_through_a_link_the_workspace_plants() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = new_project("subprocess", tmp.path(), "guard");
+    let ws = tmp.path().join("app");
+    let elsewhere = tmp.path().join("elsewhere");
+    std::fs::create_dir_all(ws.join(".toolgate/hooks")).unwrap();
+    std::fs::create_dir(&elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, ws.join(".toolgate/hooks/guard")).unwrap();
+    let out = toolgate()
+        .args(["dev", "--workspace"])
+        .arg(&ws)
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("is a symbolic link"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+
+    // Nor a hooks.json that is a link to a file that is not there yet.
+    std::fs::remove_file(ws.join(".toolgate/hooks/guard")).unwrap();
+    std::os::unix::fs::symlink(
+        elsewhere.join("planted.json"),
+        ws.join(".toolgate/hooks.json"),
+    )
+    .unwrap();
+    let out = toolgate()
+        .args(["dev", "--workspace"])
+        .arg(&ws)
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(!elsewhere.join("planted.json").exists());
+}
+
+#[test]
 fn dev_refuses_a_folder_that_is_not_a_hook_project() {
     let tmp = tempfile::tempdir().unwrap();
     let out = toolgate().arg("dev").arg(tmp.path()).output().unwrap();
