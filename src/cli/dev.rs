@@ -187,8 +187,6 @@ fn place(project: &Path, built: &Built, ws: &Path) -> anyhow::Result<()> {
         .to_owned();
     let rel = Path::new(".toolgate/hooks").join(&name).join(file_name);
     let dest = ws.join(&rel);
-    let bytes = std::fs::read(&built.file)
-        .with_context(|| format!("cannot read {}", built.file.display()))?;
     let dir = ws.join(".toolgate/hooks").join(&name);
     // A workspace is someone's repository: a link in it may point anywhere,
     // so nothing is written through one.
@@ -198,24 +196,20 @@ fn place(project: &Path, built: &Built, ws: &Path) -> anyhow::Result<()> {
     refuse_link(&dir)?;
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     refuse_link(&dir)?;
-    // Written aside and renamed: an agent loading the workspace meanwhile
-    // reads the old file or the new one, never half of one.
-    let mut tmp = tempfile::NamedTempFile::new_in(&dir)
-        .with_context(|| format!("cannot write in {}", dir.display()))?;
-    std::io::Write::write_all(&mut tmp, &bytes)
-        .with_context(|| format!("cannot write in {}", dir.display()))?;
-    let mode = if built.field == "command" {
-        0o755
-    } else {
-        0o644
+    // A component is one file. A script runs from the folder it lives in
+    // (trust pins and copies that folder), so its siblings come with it.
+    let files = match built.field {
+        "wasm" => vec![(PathBuf::from(file_name), built.file.clone())],
+        _ => {
+            let from = built.file.parent().unwrap_or(project);
+            let mut files = Vec::new();
+            siblings(from, Path::new(""), &mut files)?;
+            files
+        }
     };
-    use std::os::unix::fs::PermissionsExt;
-    tmp.as_file()
-        .set_permissions(std::fs::Permissions::from_mode(mode))
-        .with_context(|| format!("cannot set the mode of {}", dest.display()))?;
-    tmp.persist(&dest)
-        .map_err(|e| e.error)
-        .with_context(|| format!("cannot write {}", dest.display()))?;
+    for (rel, from) in &files {
+        put(&dir, rel, from)?;
+    }
     let written = rel.display().to_string();
     let mut entry = built.entry.clone();
     entry.insert(
@@ -256,6 +250,72 @@ fn place(project: &Path, built: &Built, ws: &Path) -> anyhow::Result<()> {
             built.file.display()
         );
     }
+    Ok(())
+}
+
+/// The most files `dev` copies with a script.
+const MAX_FILES: usize = 200;
+
+/// Every regular file under `dir` (as `(relative path, path)`), leaving out
+/// bytecode (trust leaves it out too) and refusing links.
+fn siblings(dir: &Path, rel: &Path, out: &mut Vec<(PathBuf, PathBuf)>) -> anyhow::Result<()> {
+    let here = dir.join(rel);
+    for entry in
+        std::fs::read_dir(&here).with_context(|| format!("cannot read {}", here.display()))?
+    {
+        let entry = entry.with_context(|| format!("cannot read {}", here.display()))?;
+        let name = entry.file_name();
+        let text = name.to_string_lossy();
+        if text == "__pycache__" || text.ends_with(".pyc") || text.ends_with(".pyo") {
+            continue;
+        }
+        let kind = entry.file_type()?;
+        let child = rel.join(&name);
+        if kind.is_dir() {
+            siblings(dir, &child, out)?;
+        } else if kind.is_file() {
+            out.push((child, entry.path()));
+            if out.len() > MAX_FILES {
+                bail!(
+                    "{} holds more than {MAX_FILES} files: give the script a folder of its own",
+                    dir.display()
+                );
+            }
+        } else {
+            bail!("{} is not a regular file or folder", entry.path().display());
+        }
+    }
+    Ok(())
+}
+
+/// Copies `from` to `dir/rel`, keeping whether it is executable: written
+/// aside and renamed, so an agent loading the workspace meanwhile reads the
+/// old file or the new one, never half of one; never through a link.
+fn put(dir: &Path, rel: &Path, from: &Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let dest = dir.join(rel);
+    let parent = dest.parent().unwrap_or(dir);
+    for sub in rel.parent().into_iter().flat_map(Path::ancestors) {
+        refuse_link(&dir.join(sub))?;
+    }
+    std::fs::create_dir_all(parent)
+        .with_context(|| format!("cannot create {}", parent.display()))?;
+    for sub in rel.parent().into_iter().flat_map(Path::ancestors) {
+        refuse_link(&dir.join(sub))?;
+    }
+    let bytes = std::fs::read(from).with_context(|| format!("cannot read {}", from.display()))?;
+    let executable = std::fs::metadata(from).is_ok_and(|m| m.permissions().mode() & 0o111 != 0);
+    let mut tmp = tempfile::NamedTempFile::new_in(parent)
+        .with_context(|| format!("cannot write in {}", parent.display()))?;
+    std::io::Write::write_all(&mut tmp, &bytes)
+        .with_context(|| format!("cannot write in {}", parent.display()))?;
+    let mode = if executable { 0o755 } else { 0o644 };
+    tmp.as_file()
+        .set_permissions(std::fs::Permissions::from_mode(mode))
+        .with_context(|| format!("cannot set the mode of {}", dest.display()))?;
+    tmp.persist(&dest)
+        .map_err(|e| e.error)
+        .with_context(|| format!("cannot write {}", dest.display()))?;
     Ok(())
 }
 

@@ -333,6 +333,10 @@ fn dev_leaves_an_existing_workspace_config_alone_and_prints_the_entry() {
     let dir = new_project("subprocess", tmp.path(), "guard");
     let ws = tmp.path().join("app");
     std::fs::create_dir_all(ws.join(".toolgate")).unwrap();
+    // A module the script imports, beside it: it comes along.
+    std::fs::write(dir.join("hooks/words.py"), "FORBIDDEN = ['sudo']\n").unwrap();
+    std::fs::create_dir(dir.join("hooks/__pycache__")).unwrap();
+    std::fs::write(dir.join("hooks/__pycache__/words.cpython-311.pyc"), b"\0").unwrap();
     let mine = r#"{"schema": 1, "hooks": []}"#;
     std::fs::write(ws.join(".toolgate/hooks.json"), mine).unwrap();
     let out = toolgate()
@@ -350,6 +354,11 @@ fn dev_leaves_an_existing_workspace_config_alone_and_prints_the_entry() {
     assert!(
         ws.join(".toolgate/hooks/guard/guard.py").is_file(),
         "the script is placed: {err}"
+    );
+    assert!(ws.join(".toolgate/hooks/guard/words.py").is_file(), "{err}");
+    assert!(
+        !ws.join(".toolgate/hooks/guard/__pycache__").exists(),
+        "no bytecode: {err}"
     );
     // The entry to add names the copy, and the author is told about trust.
     assert!(
