@@ -30,7 +30,7 @@ use std::process::ExitCode;
 /// Build a `toolgate new` project, place it in a workspace, run its fixtures.
 ///
 /// Runs the project's ./build.sh; with --workspace, copies what the
-/// project's .toolgate/hooks.json names (the component, or the script) to
+/// project's .toolgate/hooks.json names (the component, or the script and its folder) to
 /// <workspace>/.toolgate/hooks/<name>/ and prints the entry that names it there
 /// (writing <workspace>/.toolgate/hooks.json when there is none); then
 /// runs `toolgate test` on the project's fixtures (tests/).
