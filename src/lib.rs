@@ -96,7 +96,8 @@ pub mod agent {
         Edit, EditSettingsError, Entry, MAX_SETTINGS_BYTES, Wiring, read_settings, trust_done,
     };
     pub use crate::protocol::agent::{
-        Blocked, Help, HttpHook, Import, Install, LEAN_CLIENT, Layout, TrustCheck, TrustStep,
+        Blocked, HELP_BINARY, Help, HttpHook, Import, Install, LEAN_CLIENT, Layout, TrustCheck,
+        TrustStep,
     };
     pub use crate::protocol::{
         AgentCall, Imported, Matcher, Outward, ReadAgentInputError, event_name, import_settings,

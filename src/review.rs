@@ -10,8 +10,10 @@
 
 use crate::contract::Source;
 use crate::trust::{
-    Change, HookPin, Manifest, Record, Review, TrustError, TrustStore, difference, pin_of,
+    Change, HookPin, Kept, MAX_KEPT_TEXT, Manifest, Record, Review, TrustError, TrustStore,
+    difference, pin_of,
 };
+use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
@@ -56,6 +58,7 @@ impl Review {
         let config_changed = previous
             .as_ref()
             .is_some_and(|r| r.manifest.config != manifest.config);
+        let kept = kept(&manifest);
         Ok(Review {
             digest: manifest.digest(),
             manifest,
@@ -65,7 +68,43 @@ impl Review {
             config_changed,
             previous,
             store_problem,
+            kept,
         })
+    }
+}
+
+/// What a record keeps of the files `manifest` pins (hooks.json, and each
+/// file pinned by digest), read now and kept only if they still hash to
+/// what was pinned: the review shows these, and a record keeps them so the
+/// next review can show a diff.
+fn kept(manifest: &Manifest) -> BTreeMap<String, Kept> {
+    let mut kept = BTreeMap::new();
+    let config = manifest.workspace.join(crate::config::WORKSPACE_FILE);
+    keep(&config, &manifest.config, &mut kept);
+    for file in manifest.hooks.iter().flat_map(|h| &h.files) {
+        if let (Some(path), Some(digest)) = (&file.path, &file.digest) {
+            keep(path, digest, &mut kept);
+        }
+    }
+    kept
+}
+
+fn keep(path: &Path, digest: &str, kept: &mut BTreeMap<String, Kept>) {
+    if kept.contains_key(digest) {
+        return;
+    }
+    let Ok(meta) = std::fs::metadata(path) else {
+        return;
+    };
+    if meta.len() > MAX_KEPT_TEXT {
+        let size = meta.len();
+        kept.insert(digest.to_owned(), Kept { size, text: None });
+        return;
+    }
+    if let Ok((bytes, _)) = crate::safe_fs::read_identified(path, MAX_KEPT_TEXT)
+        && format!("blake3:{}", blake3::hash(&bytes).to_hex()) == digest
+    {
+        kept.insert(digest.to_owned(), Kept::of(&bytes));
     }
 }
 

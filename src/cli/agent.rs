@@ -98,7 +98,23 @@ impl Command {
         Args::augment_args(clap::Command::new(dialect.name()))
             .about(help.about)
             .long_about(None)
-            .after_help(help.after_help)
+            .after_help(with_this_binary(&help.after_help))
+    }
+}
+
+/// `text` with every entry naming this toolgate by its real path (the one
+/// `toolgate install` writes), not a path where nothing may be installed:
+/// an agent whose hook command is missing lets most calls through. When
+/// the path cannot be told (or is not UTF-8), the text is kept as written.
+fn with_this_binary(text: &str) -> String {
+    match super::install::this_toolgate() {
+        Ok(exe) => {
+            // Inside a JSON string: escaped as JSON would.
+            let quoted = serde_json::to_string(&exe).unwrap_or_default();
+            let escaped = quoted.trim_matches('"');
+            text.replace(toolgate::agent::HELP_BINARY, escaped)
+        }
+        Err(_) => text.to_owned(),
     }
 }
 

@@ -64,6 +64,7 @@ mod bench;
 mod check;
 mod client;
 mod decision_log;
+mod dev;
 mod doctor;
 pub(crate) mod env;
 mod hook_process;
@@ -123,6 +124,7 @@ enum Command {
     Uninstall(install::UninstallArgs),
     Doctor(doctor::Args),
     New(new::Args),
+    Dev(dev::Args),
     Replay(replay::Args),
     Log(log::Args),
     Trust(trust::Args),
@@ -141,6 +143,7 @@ pub(crate) fn main() -> ExitCode {
         Command::Uninstall(args) => install::uninstall(args),
         Command::Doctor(args) => doctor::run(args),
         Command::New(args) => new::run(args),
+        Command::Dev(args) => dev::run(args),
         Command::Replay(args) => replay::run(args),
         Command::Log(args) => log::run(args),
         Command::Trust(args) => trust::run(args),

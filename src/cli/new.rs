@@ -1,5 +1,11 @@
-//! `toolgate new --lang <rust|go|js|python|c> <dir>`: a hook project that
-//! builds and passes its own tests with no edits.
+//! `toolgate new --lang <rust|go|js|python|c|subprocess> <dir>`: a hook
+//! project that builds and passes its own tests with no edits.
+//!
+//! `subprocess` is the one template that is not a component: a script with
+//! a `#!` line speaking wire v1 on stdin and stdout, for an author who wants
+//! any language, the filesystem or the network, and accepts what that costs
+//! (a process per call, and in a workspace the user's `toolgate trust`
+//! before it runs). It shares the test cases and `test.sh` with the others.
 //!
 //! Why the SDK is copied into the project (as `toolgate/`) rather than
 //! referenced: a scaffold must build wherever it is created, with no checkout
@@ -20,7 +26,8 @@ use std::process::ExitCode;
     # build out/no-sudo.wasm, then run tests/*.json through `toolgate check`:\n  \
     cd no-sudo && ./test.sh")]
 pub(crate) struct Args {
-    /// The language the hook is written in.
+    /// The language the hook is written in (`subprocess`: a plain wire v1
+    /// script with a `#!` line, not a component).
     #[arg(long, value_enum)]
     lang: Lang,
     /// The project folder to create; its name (lowercase letters, digits and
@@ -35,6 +42,8 @@ enum Lang {
     Js,
     Python,
     C,
+    // A script run as a subprocess (wire v1), not a component.
+    Subprocess,
 }
 
 /// (path in the project, contents, executable)
@@ -78,6 +87,7 @@ impl Lang {
             Lang::Js => "JavaScript",
             Lang::Python => "Python",
             Lang::C => "C",
+            Lang::Subprocess => "subprocess",
         }
     }
 
@@ -138,7 +148,34 @@ impl Lang {
                 ("toolgate/c/hook.h", sdk!("c/hook.h"), false),
                 ("toolgate/c/hook.c", sdk!("c/hook.c"), false),
             ],
+            // Its own build.sh, README and hooks.json take the place of the
+            // component's (see `common`).
+            Lang::Subprocess => &[
+                ("build.sh", sdk!("templates/subprocess/build.sh"), true),
+                ("README.md", sdk!("templates/subprocess/README.md"), false),
+                (
+                    ".toolgate/hooks.json",
+                    sdk!("templates/subprocess/hooks.json"),
+                    false,
+                ),
+                (
+                    "hooks/{{name}}.py",
+                    sdk!("templates/subprocess/hooks/hook.py"),
+                    true,
+                ),
+            ],
         }
+    }
+
+    /// The files of [`COMMON`] this language keeps: not one it writes its
+    /// own of, and no component SDK for a script.
+    fn common(self) -> impl Iterator<Item = &'static File> {
+        let script = matches!(self, Lang::Subprocess);
+        COMMON.iter().filter(move |(path, ..)| {
+            let own = self.files().iter().any(|(own, ..)| own == path);
+            let sdk = script && path.starts_with("toolgate/");
+            !own && !sdk
+        })
     }
 
     /// The file a user edits, for the README.
@@ -149,6 +186,7 @@ impl Lang {
             Lang::Js => "`src/app.js`",
             Lang::Python => "`src/app.py`",
             Lang::C => "`src/policy.c`",
+            Lang::Subprocess => "`hooks/<name>.py`",
         }
     }
 }
@@ -194,14 +232,22 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
             .replace("{{language}}", lang.name())
             .replace("{{source}}", lang.source())
     };
-    for &(path, text, executable) in COMMON.iter().chain(lang.files()) {
-        super::write_file(&args.dir.join(path), &fill(text), executable)?;
+    for &(path, text, executable) in lang.common().chain(lang.files()) {
+        super::write_file(&args.dir.join(fill(path)), &fill(text), executable)?;
     }
-    eprintln!(
-        "created {} ({} hook `{name}`). Next:\n  cd {} && ./test.sh    # build, then run tests/*.json through toolgate check",
-        args.dir.display(),
-        lang.name(),
-        args.dir.display()
-    );
+    let dir = args.dir.display();
+    match lang {
+        Lang::Subprocess => eprintln!(
+            "created {dir} (subprocess hook `{name}`: hooks/{name}.py, wire v1). Next:\n  \
+             cd {dir} && toolgate trust --workspace . && ./test.sh\n\
+             A workspace's command hook runs only once you trust it, and again after each \
+             edit (README.md: or iterate in your global config, which needs no trust)."
+        ),
+        _ => eprintln!(
+            "created {dir} ({} hook `{name}`). Next:\n  cd {dir} && ./test.sh    \
+             # build, then run tests/*.json through toolgate check",
+            lang.name(),
+        ),
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -9,7 +9,7 @@ use anyhow::Context;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use toolgate::Config;
-use toolgate::trust::{Change, FilePin, Review, TrustState, TrustStore};
+use toolgate::trust::{Change, FilePin, HookPin, Kept, Review, TrustState, TrustStore};
 
 /// Review a workspace's hooks and record that you trust them.
 ///
@@ -212,6 +212,18 @@ fn print_review(review: &Review, store: &TrustStore) {
             (Some(_), false) => "  (as trusted)",
         }
     );
+    if let (Some(previous), true) = (&review.previous, review.config_changed) {
+        let before = Some(previous.manifest.config.as_str());
+        for line in changed_file(
+            ".toolgate/hooks.json",
+            before,
+            Some(&m.config),
+            previous,
+            review,
+        ) {
+            outln!("{line}");
+        }
+    }
     outln!("trust store {}", one(&store.dir().display().to_string()));
     if let Some(problem) = &review.store_problem {
         outln!("warning: {}", one(problem));
@@ -241,12 +253,133 @@ fn print_review(review: &Review, store: &TrustStore) {
         for file in &hook.files {
             outln!("{}", file_line(file, &m.workspace));
         }
+        if let (Change::Changed { .. }, Some(previous)) = (change, &review.previous)
+            && let Some(before) = previous.manifest.hooks.iter().find(|p| p.name == hook.name)
+        {
+            for line in changed_files(before, hook, previous, review) {
+                outln!("{line}");
+            }
+        }
     }
     for name in &review.removed {
         outln!("- {} (no longer in hooks.json)", one(name));
     }
     outln!("");
     outln!("digest: {}", review.digest);
+}
+
+/// The most lines of one file's diff shown in a review.
+const MAX_DIFF_LINES: usize = 200;
+
+/// What changed in each file a hook pins by content, since `before` was
+/// trusted: a diff for a text file whose trusted text the record kept,
+/// else both digests and sizes.
+fn changed_files(
+    before: &HookPin,
+    now: &HookPin,
+    previous: &toolgate::trust::Record,
+    review: &Review,
+) -> Vec<String> {
+    let mut lines = Vec::new();
+    let root = &review.manifest.workspace;
+    let label = |f: &FilePin| {
+        f.path
+            .as_ref()
+            .and_then(|p| p.strip_prefix(root).ok())
+            .map_or_else(|| f.written.clone(), |p| p.display().to_string())
+    };
+    let same = |a: &FilePin, b: &FilePin| a.role == b.role && a.written == b.written;
+    for file in &now.files {
+        let old = before.files.iter().find(|b| same(b, file));
+        let old_digest = old.and_then(|o| o.digest.as_deref());
+        if old.is_some() && old_digest == file.digest.as_deref() {
+            continue;
+        }
+        if old.is_none() && file.digest.is_none() {
+            continue;
+        }
+        lines.extend(changed_file(
+            &label(file),
+            old_digest,
+            file.digest.as_deref(),
+            previous,
+            review,
+        ));
+    }
+    for file in &before.files {
+        if file.digest.is_some() && !now.files.iter().any(|n| same(n, file)) {
+            lines.extend(changed_file(
+                &label(file),
+                file.digest.as_deref(),
+                None,
+                previous,
+                review,
+            ));
+        }
+    }
+    lines
+}
+
+/// A side's text: empty when there is no file, `None` when it is not known.
+fn kept_text<'a>(kept: Option<&'a Kept>, digest: Option<&str>) -> Option<&'a str> {
+    match (kept, digest) {
+        (_, None) => Some(""),
+        (Some(k), Some(_)) => k.text.as_deref(),
+        (None, Some(_)) => None,
+    }
+}
+
+/// One file's change: `before` as the record kept it, `after` as read
+/// now (a missing side is a file added or removed).
+fn changed_file(
+    label: &str,
+    before: Option<&str>,
+    after: Option<&str>,
+    previous: &toolgate::trust::Record,
+    review: &Review,
+) -> Vec<String> {
+    let old = before.and_then(|d| previous.kept.get(d));
+    let new = after.and_then(|d| review.kept.get(d));
+    let verb = match (before, after) {
+        (None, _) => "added",
+        (_, None) => "removed",
+        _ => "changed",
+    };
+    let head = one(&format!("    {verb:<10}{label}"));
+    match (kept_text(old, before), kept_text(new, after)) {
+        (Some(old_text), Some(new_text)) => {
+            let diff = similar::TextDiff::from_lines(old_text, new_text);
+            let unified = diff
+                .unified_diff()
+                .context_radius(3)
+                .header(&format!("{label} (trusted)"), &format!("{label} (now)"))
+                .to_string();
+            let mut lines = vec![head];
+            let all: Vec<&str> = unified.lines().collect();
+            for line in all.iter().take(MAX_DIFF_LINES) {
+                lines.push(format!("      {}", toolgate::text::sanitize(line)));
+            }
+            if all.len() > MAX_DIFF_LINES {
+                lines.push(format!(
+                    "      … {} more lines of diff",
+                    all.len() - MAX_DIFF_LINES
+                ));
+            }
+            lines
+        }
+        _ => {
+            let side = |k: Option<&Kept>, d: Option<&str>| match (k, d) {
+                (_, None) => "nothing".to_owned(),
+                (Some(k), Some(d)) => format!("{} ({} bytes)", short(d), k.size),
+                (None, Some(d)) => format!("{} (size not recorded)", short(d)),
+            };
+            vec![one(&format!(
+                "{head}: {} → {}",
+                side(old, before),
+                side(new, after)
+            ))]
+        }
+    }
 }
 
 fn status(workspace: Option<PathBuf>, json: bool) -> anyhow::Result<ExitCode> {

@@ -84,7 +84,7 @@ mod store;
 pub use pin::{FilePin, HookPin, Role};
 pub use snapshot::{MAX_TREE_BYTES, MAX_TREE_FILES};
 pub(crate) use store::parse_record;
-pub use store::{Record, TrustStore};
+pub use store::{Kept, MAX_KEPT_TEXT, Record, TrustStore};
 
 pub(crate) use admit::{Admission, Unconfinable, confine_global, difference, run_from_snapshot};
 pub(crate) use gate::{Gate, guard};
@@ -300,6 +300,11 @@ pub struct Review {
     /// Why the previous record could not be read, if it could not.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub store_problem: Option<String>,
+    /// What is kept now of the files it pins (hooks.json and each file
+    /// with a digest), by digest: recorded with it, and the "after" of a
+    /// diff against [`Record::kept`].
+    #[serde(skip)]
+    pub kept: std::collections::BTreeMap<String, Kept>,
 }
 
 impl Review {
@@ -311,7 +316,7 @@ impl Review {
                 actual: self.digest.clone(),
             });
         }
-        store.write(&self.manifest)
+        store.write(&self.manifest, &self.kept)
     }
 }
 

@@ -3,6 +3,7 @@
 
 use super::{Manifest, TrustError};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
@@ -11,6 +12,11 @@ use std::path::{Path, PathBuf};
 const RECORD_SCHEMA: u32 = 2;
 /// The most of a record read: 1 MiB.
 const MAX_RECORD_BYTES: u64 = 1 << 20;
+/// The largest file whose text a record keeps (see [`Kept`]).
+pub const MAX_KEPT_TEXT: u64 = 64 << 10;
+/// The most text one record keeps, all files together: a record is read
+/// on every load of the workspace, so it stays small.
+const MAX_KEPT_TOTAL: usize = 128 << 10;
 
 /// Where trust is recorded: a directory of the user's own (the binary uses
 /// `$XDG_STATE_HOME/toolgate/trust`, else `~/.local/state/toolgate/trust`).
@@ -34,6 +40,38 @@ pub struct Record {
     /// What was trusted.
     #[serde(flatten)]
     pub manifest: Manifest,
+    /// What was kept of the files it pins, by digest, so the next review
+    /// can show what changed (not part of [`Record::digest`]: it is what
+    /// was shown, not what is trusted; a text that does not hash to its
+    /// digest is dropped when the record is read).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub kept: BTreeMap<String, Kept>,
+}
+
+/// What a record keeps of one pinned file: its size, and the text of a
+/// small text file (hooks.json, a script: at most [`MAX_KEPT_TEXT`], UTF-8
+/// without NUL), so a review can show a diff rather than only "changed".
+/// Only digests are trusted; this is for the eyes.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Kept {
+    /// Its size in bytes.
+    pub size: u64,
+    /// Its text, when it is a small text file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+}
+
+impl Kept {
+    /// What a record keeps of `bytes`.
+    pub(crate) fn of(bytes: &[u8]) -> Kept {
+        let text = (bytes.len() as u64 <= MAX_KEPT_TEXT && !bytes.contains(&0))
+            .then(|| std::str::from_utf8(bytes).ok().map(str::to_owned))
+            .flatten();
+        Kept {
+            size: bytes.len() as u64,
+            text,
+        }
+    }
 }
 
 /// A record's text as the store reads it: strict JSON (no repeated key), this
@@ -48,7 +86,7 @@ pub(crate) fn parse_record(text: &[u8], root: &Path, path: &Path) -> Result<Reco
     // Read from the text (checked above for repeated keys), not the value, so
     // a shape error has a position; and said without serde's quotes of the
     // value (found by the property tests, tests/all/props.rs).
-    let record: Record = serde_json::from_slice(text).map_err(|e| {
+    let mut record: Record = serde_json::from_slice(text).map_err(|e| {
         refuse(format!(
             "not a trust record {}",
             crate::strict_json::shape_error(&e)
@@ -68,6 +106,15 @@ pub(crate) fn parse_record(text: &[u8], root: &Path, path: &Path) -> Result<Reco
         return Err(refuse(
             "its digest does not match what it records (edited by hand?)".into(),
         ));
+    }
+    for (digest, kept) in &mut record.kept {
+        if kept
+            .text
+            .as_ref()
+            .is_some_and(|t| format!("blake3:{}", blake3::hash(t.as_bytes()).to_hex()) != *digest)
+        {
+            kept.text = None;
+        }
     }
     Ok(record)
 }
@@ -249,11 +296,31 @@ impl TrustStore {
     }
 
     /// Records `manifest` as trusted (replacing any earlier record for its
-    /// workspace), written 0600 and renamed into place.
-    pub(crate) fn write(&self, manifest: &Manifest) -> Result<PathBuf, TrustError> {
+    /// workspace), written 0600 and renamed into place, with what is `kept`
+    /// of its files as far as the bounds allow (texts first to go, then
+    /// sizes: a record too large to read would trust nothing).
+    pub(crate) fn write(
+        &self,
+        manifest: &Manifest,
+        kept: &BTreeMap<String, Kept>,
+    ) -> Result<PathBuf, TrustError> {
         self.check(&manifest.workspace, true)?;
         let path = self.record_path(&manifest.workspace);
-        let record = Record {
+        let mut total = 0;
+        let kept: BTreeMap<String, Kept> = kept
+            .iter()
+            .map(|(digest, k)| {
+                let mut k = k.clone();
+                let len = k.text.as_ref().map_or(0, String::len);
+                if total + len > MAX_KEPT_TOTAL {
+                    k.text = None;
+                } else {
+                    total += len;
+                }
+                (digest.clone(), k)
+            })
+            .collect();
+        let mut record = Record {
             schema: RECORD_SCHEMA,
             digest: manifest.digest(),
             trusted_at: std::time::SystemTime::now()
@@ -261,7 +328,15 @@ impl TrustStore {
                 .map(|d| d.as_secs())
                 .unwrap_or(0),
             manifest: manifest.clone(),
+            kept,
         };
+        let size = |r: &Record| serde_json::to_vec_pretty(r).map_or(0, |t| t.len() as u64);
+        if size(&record) > MAX_RECORD_BYTES {
+            record.kept.values_mut().for_each(|k| k.text = None);
+        }
+        if size(&record) > MAX_RECORD_BYTES {
+            record.kept.clear();
+        }
         let write = || -> std::io::Result<()> {
             // tempfile creates its files 0600.
             let mut tmp = tempfile::NamedTempFile::new_in(&self.dir)?;

@@ -124,7 +124,12 @@ impl Case {
             config: "blake3:config".into(),
             hooks: vec![pin],
         };
-        self.ctx.store.as_ref().unwrap().write(&manifest).unwrap();
+        self.ctx
+            .store
+            .as_ref()
+            .unwrap()
+            .write(&manifest, &Default::default())
+            .unwrap();
     }
 }
 

@@ -32,7 +32,7 @@ fn on_a_terminal(command: &str, dir: &Path, envs: &[(&str, &Path)]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-const COMMANDS: [&[&str]; 13] = [
+const COMMANDS: &[&[&str]] = &[
     &[],
     &["check"],
     &["hooks"],
@@ -41,6 +41,7 @@ const COMMANDS: [&[&str]; 13] = [
     &["codex"],
     &["import", "claude-code"],
     &["new"],
+    &["dev"],
     &["bench"],
     &["trust"],
     &["trust", "status"],
@@ -94,14 +95,36 @@ fn help_examples_are_never_wrapped_at_80_columns_and_their_json_parses() {
 }
 
 #[test]
+fn agent_help_names_the_running_binarys_real_path_for_every_agent() {
+    let exe = toolgate_path();
+    for agent in [
+        "claude-code",
+        "codex",
+        "gemini",
+        "qwen-code",
+        "copilot",
+        "cursor",
+        "opencode",
+    ] {
+        let text = help(&[agent], "100");
+        assert!(text.contains(&exe), "{agent}: {text}");
+        assert!(!text.contains("/usr/local/bin/toolgate"), "{agent}: {text}");
+    }
+}
+
+#[test]
 fn each_agent_commands_help_names_its_own_agent_and_file() {
     let claude = help(&["claude-code"], "100");
     assert!(claude.contains("~/.claude/settings.json"), "{claude}");
-    // The exec form (no shell) and fail-closed, as `toolgate install` writes it.
+    // The exec form (no shell) and fail-closed, as `toolgate install` writes
+    // it, naming this binary's real path (not one where nothing is installed).
+    let exe = toolgate_path();
     assert!(
-        claude.contains("\"command\": \"/usr/local/bin/toolgate\""),
+        claude.contains(&format!("\"command\": \"{exe}\"")),
         "{claude}"
     );
+    assert!(!claude.contains("/usr/local/bin/toolgate"), "{claude}");
+    assert!(claude.contains("toolgate install claude-code"), "{claude}");
     assert!(claude.contains("\"args\": [\"claude-code\"]"), "{claude}");
     assert!(claude.contains("\"onFailure\": \"block\""), "{claude}");
     assert!(
@@ -110,7 +133,10 @@ fn each_agent_commands_help_names_its_own_agent_and_file() {
     );
     let codex = help(&["codex"], "100");
     assert!(codex.contains("~/.codex/hooks.json"), "{codex}");
-    assert!(codex.contains("\"command\": \"/usr/local/bin/toolgate codex\""));
+    assert!(
+        codex.contains(&format!("\"command\": \"{exe} codex\"")),
+        "{codex}"
+    );
     assert!(codex.contains("/hooks"), "how to trust it: {codex}");
     assert!(!codex.contains(".claude/settings.json"), "{codex}");
 }

@@ -83,12 +83,7 @@ fn read_json(path: &Path) -> Value {
 
 /// This toolgate's canonical path, as an entry names it.
 fn exe() -> String {
-    Path::new(env!("CARGO_BIN_EXE_toolgate"))
-        .canonicalize()
-        .unwrap()
-        .to_str()
-        .unwrap()
-        .to_owned()
+    toolgate_path()
 }
 
 /// The handler `install` writes for `agent`, running `program`.

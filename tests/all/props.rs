@@ -1299,19 +1299,26 @@ proptest! {
     ) {
         // As the store writes it (TrustStore::write): schema 2, the
         // manifest's digest, pretty JSON.
+        // With a kept text (hashing to its digest, so it is read back).
+        let script = "#!/bin/sh\necho ok\n";
+        let kept = std::collections::BTreeMap::from([(
+            format!("blake3:{}", blake3::hash(script.as_bytes()).to_hex()),
+            toolgate::trust::Kept { size: script.len() as u64, text: Some(script.into()) },
+        )]);
         let record = toolgate::trust::Record {
             schema: 2,
             digest: manifest.digest(),
             trusted_at,
             manifest,
+            kept,
         };
         let text = serde_json::to_vec_pretty(&record).expect("a record serialises");
         let read = fuzzing::trust_record(&text, root()).map_err(|e| chain(&e));
         prop_assert!(read.is_ok(), "{read:?}");
         let read = read.unwrap_or_else(|_| unreachable!());
         prop_assert_eq!(
-            (read.schema, &read.digest, read.trusted_at, &read.manifest),
-            (record.schema, &record.digest, record.trusted_at, &record.manifest)
+            (read.schema, &read.digest, read.trusted_at, &read.manifest, &read.kept),
+            (record.schema, &record.digest, record.trusted_at, &record.manifest, &record.kept)
         );
     }
 

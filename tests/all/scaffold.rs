@@ -7,6 +7,7 @@
 //! real either way and never skip.
 
 use crate::support::*;
+use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -137,7 +138,8 @@ fn new_refuses_a_non_empty_folder_and_a_bad_name() {
         "clap rejects an unknown language"
     );
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains("possible values: rust, go, js, python, c")
+        String::from_utf8_lossy(&out.stderr)
+            .contains("possible values: rust, go, js, python, c, subprocess")
     );
 }
 
@@ -175,4 +177,257 @@ func decide(r *hook.Request) (hook.Verdict, error) {
         message.contains("hook panicked") && message.contains("nil map"),
         "{message}"
     );
+}
+
+/// The first ```json block of a scaffold README's "## Use it" section (the
+/// global config it tells the author to write), with the placeholder path
+/// made `project`'s.
+fn readme_global_config(project: &Path) -> String {
+    let readme = std::fs::read_to_string(project.join("README.md")).unwrap();
+    let use_it = &readme[readme.find("## Use it").expect("a Use it section")..];
+    let start = use_it.find("```json\n").expect("a JSON block") + "```json\n".len();
+    let end = start + use_it[start..].find("```").unwrap();
+    let name = project.file_name().unwrap().to_str().unwrap();
+    use_it[start..end].replace(
+        &format!("/absolute/path/to/{name}"),
+        project.to_str().unwrap(),
+    )
+}
+
+/// The global config `project`'s README gives, written in `tmp/global`:
+/// the loader accepts its absolute path, and the hook decides both ways in
+/// another folder's chain, with no trust asked.
+fn readme_global_config_decides(tmp: &Path, project: &Path) {
+    let global = tmp.join("global");
+    std::fs::create_dir(&global).unwrap();
+    std::fs::write(global.join("hooks.json"), readme_global_config(project)).unwrap();
+    let elsewhere = tmp.join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    let (code, v) = check_as_is(&elsewhere, &global, SUDO);
+    assert_eq!(code, Some(2), "{v}");
+    assert_eq!(
+        v["decided_by"],
+        project.file_name().unwrap().to_str().unwrap(),
+        "{v}"
+    );
+    assert_eq!(v["runs"][0]["source"], "global", "{v}");
+    let (code, v) = check_as_is(&elsewhere, &global, LS);
+    assert_eq!(code, Some(0), "{v}");
+}
+
+const SUDO: &str =
+    r#"{"event":"pre_tool_use","tool":"Bash","input":{"command":"sudo make install"}}"#;
+const LS: &str = r#"{"event":"pre_tool_use","tool":"Bash","input":{"command":"ls -la"}}"#;
+
+#[test]
+fn new_subprocess_project_is_a_wire_v1_script_that_check_runs_once_trusted() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = new_project("subprocess", tmp.path(), "no-sudo");
+    let script = dir.join("hooks/no-sudo.py");
+    assert!(
+        std::fs::read_to_string(&script)
+            .unwrap()
+            .starts_with("#!/usr/bin/env python3\n")
+    );
+    // No component SDK in a script project.
+    assert!(!dir.join("toolgate").exists());
+    succeeded(&mut Command::new(dir.join("build.sh")));
+    // Its README says a workspace command hook needs trust, and after edits.
+    let readme = std::fs::read_to_string(dir.join("README.md")).unwrap();
+    assert!(
+        readme.contains("toolgate trust --workspace .") && readme.contains("needs no trust"),
+        "{readme}"
+    );
+
+    // Untrusted, the workspace's script never runs: the call is blocked
+    // with the command that trusts it.
+    let (code, v) = check_as_is(&dir, tmp.path(), LS);
+    assert_ne!(code, Some(0), "{v}");
+    assert!(
+        v["reason"].as_str().unwrap().contains("toolgate trust"),
+        "{v}"
+    );
+
+    // Trusted (check_in trusts it as it is), it decides both ways.
+    let (code, v) = check_in(&dir, tmp.path(), SUDO);
+    assert_eq!(code, Some(2), "{v}");
+    assert_eq!(v["decided_by"], "no-sudo", "{v}");
+    assert_eq!(v["runs"][0]["binding"], "subprocess", "{v}");
+    assert_eq!(
+        v["reason"],
+        "`sudo` is not allowed in this workspace; run the command without it or ask the user.",
+        "{v}"
+    );
+    let (code, v) = check_in(&dir, tmp.path(), LS);
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(v["decision"], "allow", "{v}");
+}
+
+#[test]
+fn subprocess_readme_global_config_loads_and_runs_without_trust() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = new_project("subprocess", tmp.path(), "no-doas");
+    readme_global_config_decides(tmp.path(), &dir);
+}
+
+/// Whether this toolgate has `toolgate test` (built by another part of
+/// issue 27; `dev` runs it as a subprocess).
+fn has_test_command() -> bool {
+    toolgate()
+        .args(["test", "--help"])
+        .output()
+        .unwrap()
+        .status
+        .success()
+}
+
+#[test]
+fn dev_builds_places_the_component_in_the_workspace_and_check_runs_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = new_project("c", tmp.path(), "hello-dev");
+    let ws = tmp.path().join("app");
+    std::fs::create_dir(&ws).unwrap();
+    let mut dev = in_guest_cache(env!("CARGO_BIN_EXE_toolgate").into());
+    let out = dev
+        .args(["dev", "--workspace"])
+        .arg(&ws)
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    if has_test_command() {
+        assert_eq!(out.status.code(), Some(0), "the fixtures pass: {err}");
+    }
+    assert!(err.contains("running the fixtures"), "{err}");
+    // Placed inside the workspace, byte for byte what was built.
+    let placed = ws.join(".toolgate/hooks/hello-dev/hello-dev.wasm");
+    assert_eq!(
+        std::fs::read(&placed).unwrap(),
+        std::fs::read(dir.join("out/hello-dev.wasm")).unwrap(),
+        "{err}"
+    );
+    let config: Value =
+        serde_json::from_str(&std::fs::read_to_string(ws.join(".toolgate/hooks.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        config["hooks"][0]["wasm"],
+        ".toolgate/hooks/hello-dev/hello-dev.wasm"
+    );
+    // The workspace's chain runs it: a component needs no trust.
+    let empty = tmp.path().join("no-global");
+    let (code, v) = check_as_is(&ws, &empty, SUDO);
+    assert_eq!(code, Some(2), "{v}");
+    assert_eq!(v["decided_by"], "hello-dev", "{v}");
+    assert_eq!(v["runs"][0]["binding"], "wasm", "{v}");
+    let (code, v) = check_as_is(&ws, &empty, LS);
+    assert_eq!(code, Some(0), "{v}");
+
+    // The scaffold README's global config names the built component by
+    // absolute path, and the loader accepts it.
+    readme_global_config_decides(tmp.path(), &dir);
+}
+
+#[test]
+fn dev_leaves_an_existing_workspace_config_alone_and_prints_the_entry() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = new_project("subprocess", tmp.path(), "guard");
+    let ws = tmp.path().join("app");
+    std::fs::create_dir_all(ws.join(".toolgate")).unwrap();
+    // A module the script imports, beside it: it comes along.
+    std::fs::write(dir.join("hooks/words.py"), "FORBIDDEN = ['sudo']\n").unwrap();
+    std::fs::create_dir(dir.join("hooks/__pycache__")).unwrap();
+    std::fs::write(dir.join("hooks/__pycache__/words.cpython-311.pyc"), b"\0").unwrap();
+    let mine = r#"{"schema": 1, "hooks": []}"#;
+    std::fs::write(ws.join(".toolgate/hooks.json"), mine).unwrap();
+    let out = toolgate()
+        .args(["dev", "--workspace"])
+        .arg(&ws)
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        std::fs::read_to_string(ws.join(".toolgate/hooks.json")).unwrap(),
+        mine,
+        "an existing hooks.json is never edited: {err}"
+    );
+    assert!(
+        ws.join(".toolgate/hooks/guard/guard.py").is_file(),
+        "the script is placed: {err}"
+    );
+    assert!(ws.join(".toolgate/hooks/guard/words.py").is_file(), "{err}");
+    assert!(
+        !ws.join(".toolgate/hooks/guard/__pycache__").exists(),
+        "no bytecode: {err}"
+    );
+    // The entry to add names the copy, and the author is told about trust.
+    assert!(
+        err.contains(r#"{"name": "guard", "command": [".toolgate/hooks/guard/guard.py"]"#),
+        "{err}"
+    );
+    assert!(err.contains("toolgate trust --workspace"), "{err}");
+    assert!(err.contains("needs no trust"), "{err}");
+
+    // Added as printed, the placed script is what the workspace runs once
+    // trusted.
+    let line = err
+        .lines()
+        .find(|l| l.starts_with(r#"{"name": "guard""#))
+        .unwrap();
+    std::fs::write(
+        ws.join(".toolgate/hooks.json"),
+        format!(r#"{{"schema": 1, "hooks": [{line}]}}"#),
+    )
+    .unwrap();
+    let (code, v) = check_in(&ws, &tmp.path().join("no-global"), SUDO);
+    assert_eq!(code, Some(2), "{v}");
+    assert_eq!(v["decided_by"], "guard", "{v}");
+}
+
+#[test]
+fn dev_writes_nothing_through_a_link_the_workspace_plants() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = new_project("subprocess", tmp.path(), "guard");
+    let ws = tmp.path().join("app");
+    let elsewhere = tmp.path().join("elsewhere");
+    std::fs::create_dir_all(ws.join(".toolgate/hooks")).unwrap();
+    std::fs::create_dir(&elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, ws.join(".toolgate/hooks/guard")).unwrap();
+    let out = toolgate()
+        .args(["dev", "--workspace"])
+        .arg(&ws)
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("is a symbolic link"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+
+    // Nor a hooks.json that is a link to a file that is not there yet.
+    std::fs::remove_file(ws.join(".toolgate/hooks/guard")).unwrap();
+    std::os::unix::fs::symlink(
+        elsewhere.join("planted.json"),
+        ws.join(".toolgate/hooks.json"),
+    )
+    .unwrap();
+    let out = toolgate()
+        .args(["dev", "--workspace"])
+        .arg(&ws)
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(!elsewhere.join("planted.json").exists());
+}
+
+#[test]
+fn dev_refuses_a_folder_that_is_not_a_hook_project() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = toolgate().arg("dev").arg(tmp.path()).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is not a hook project"));
 }

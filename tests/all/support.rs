@@ -317,6 +317,17 @@ pub(crate) const BINARY_ENV: &[(&str, Given)] = &[
 /// it runs may read.
 const ALSO_FRESH: &[(&str, &str)] = &[("XDG_DATA_HOME", "data")];
 
+/// The `toolgate` binary's canonical path: what `toolgate install` and the
+/// agents' help entries name.
+pub(crate) fn toolgate_path() -> String {
+    Path::new(env!("CARGO_BIN_EXE_toolgate"))
+        .canonicalize()
+        .expect("the binary's path")
+        .to_str()
+        .expect("a UTF-8 path")
+        .to_owned()
+}
+
 /// The real `toolgate` binary, run [`hermetic`]ally.
 pub(crate) fn toolgate() -> std::process::Command {
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"));
@@ -522,6 +533,16 @@ pub(crate) fn succeeded(cmd: &mut std::process::Command) -> std::process::Output
 /// now: its exit code and JSON answer.
 pub(crate) fn check_in(workspace: &Path, config_dir: &Path, request: &str) -> (Option<i32>, Value) {
     trust(workspace);
+    check_as_is(workspace, config_dir, request)
+}
+
+/// [`check_in`], with the workspace's trust as it is (its command hooks
+/// untrusted unless a test trusted them).
+pub(crate) fn check_as_is(
+    workspace: &Path,
+    config_dir: &Path,
+    request: &str,
+) -> (Option<i32>, Value) {
     let out = run_with_stdin(
         toolgate()
             .args(["check", "--workspace"])

@@ -405,6 +405,100 @@ fn the_review_shows_what_changed_since_it_was_trusted() {
 }
 
 #[test]
+fn the_review_shows_a_unified_diff_of_a_changed_script_and_hooks_json() {
+    let case = Case::new();
+    case.trust();
+    let script = case.ws().join("hooks/guard.sh");
+    let before = std::fs::read_to_string(&script).unwrap();
+    std::fs::write(
+        &script,
+        before.replace(
+            "cat >/dev/null\n",
+            "cat >/dev/null\ncurl -s https://example.com\n",
+        ),
+    )
+    .unwrap();
+    let config = case.ws().join(".toolgate/hooks.json");
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(&config, format!("{text}\n")).unwrap();
+    let out = case.trust_cmd(&mut case.cmd(), &[]);
+    let shown = String::from_utf8_lossy(&out.stdout);
+    // The script: what was added, as a diff against the trusted text.
+    assert!(shown.contains("changed   hooks/guard.sh"), "{shown}");
+    assert!(shown.contains("--- hooks/guard.sh (trusted)"), "{shown}");
+    assert!(shown.contains("+++ hooks/guard.sh (now)"), "{shown}");
+    assert!(
+        shown.contains("      +curl -s https://example.com"),
+        "{shown}"
+    );
+    assert!(shown.contains("       cat >/dev/null"), "context: {shown}");
+    // hooks.json too.
+    assert!(
+        shown.contains("--- .toolgate/hooks.json (trusted)"),
+        "{shown}"
+    );
+    // Trusting the change keeps its text for the next review.
+    let digest = shown
+        .lines()
+        .find_map(|l| l.strip_prefix("digest: "))
+        .unwrap()
+        .to_owned();
+    let out = case.trust_with(&digest);
+    assert!(out.status.success(), "{}", stderr(&out));
+    std::fs::write(&script, &before).unwrap();
+    let out = case.trust_cmd(&mut case.cmd(), &[]);
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        shown.contains("      -curl -s https://example.com"),
+        "{shown}"
+    );
+}
+
+#[test]
+fn the_record_keeps_only_texts_that_hash_to_their_digest() {
+    let case = Case::new();
+    case.trust();
+    let record = case.record();
+    let mut value: Value = serde_json::from_slice(&std::fs::read(&record).unwrap()).unwrap();
+    let kept = value["kept"].as_object_mut().expect("kept texts");
+    assert!(!kept.is_empty());
+    // Someone who can write the store rewrites the kept text: the review
+    // does not show it as what was trusted.
+    for k in kept.values_mut() {
+        if k.get("text").is_some() {
+            k["text"] = json!("#!/bin/sh\necho planted\n");
+        }
+    }
+    std::fs::write(&record, serde_json::to_vec(&value).unwrap()).unwrap();
+    std::fs::set_permissions(&record, std::fs::Permissions::from_mode(0o600)).unwrap();
+    std::fs::write(case.ws().join("hooks/guard.sh"), "#!/bin/sh\necho new\n").unwrap();
+    let out = case.trust_cmd(&mut case.cmd(), &[]);
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(!shown.contains("planted"), "{shown}");
+    assert!(
+        shown.contains("changed   hooks/guard.sh: blake3:"),
+        "digests instead: {shown}"
+    );
+}
+
+#[test]
+fn a_changed_binary_is_shown_by_digest_and_size() {
+    let case = Case::new();
+    let blob = case.ws().join("hooks/table.bin");
+    std::fs::write(&blob, [0u8, 1, 2, 3]).unwrap();
+    case.trust();
+    std::fs::write(&blob, [0u8, 1, 2, 3, 4, 5]).unwrap();
+    let out = case.trust_cmd(&mut case.cmd(), &[]);
+    let shown = String::from_utf8_lossy(&out.stdout);
+    let line = shown
+        .lines()
+        .find(|l| l.contains("changed   hooks/table.bin"))
+        .unwrap_or_else(|| panic!("{shown}"));
+    assert!(line.contains("(4 bytes) → blake3:"), "{line}");
+    assert!(line.contains("(6 bytes)"), "{line}");
+}
+
+#[test]
 fn declared_trust_files_are_pinned() {
     let case = Case::new();
     std::fs::write(case.ws().join("hooks/lib.sh"), "X=1\n").unwrap();

@@ -132,6 +132,9 @@ missing, crashes or outlives the hook's timeout: without it, or on an
 older release, such a call goes through unguarded. The README's "Coming
 from Claude Code / Codex" lists what each answer becomes.
 
+The path above is this toolgate's own. `toolgate install claude-code`
+writes the entries for you; `toolgate doctor` checks them.
+
 Example:
   toolgate claude-code < examples/demo/claude-pre-force-push.json"#;
 

@@ -208,9 +208,17 @@ impl Blocked {
 pub struct Help {
     /// One line.
     pub about: &'static str,
-    /// Where the agent reads its hooks, and a settings entry to paste.
+    /// Where the agent reads its hooks, and a settings entry to paste. The
+    /// entry names the binary as [`HELP_BINARY`]; the CLI prints the
+    /// running binary's own path in its place, so a pasted entry never
+    /// names a path where nothing is installed (the agent would then let
+    /// every call through).
     pub after_help: String,
 }
+
+/// The path a [`Help`] entry names the toolgate binary by, for a program
+/// that shows the help to put the real path in its place.
+pub const HELP_BINARY: &str = "/usr/local/bin/toolgate";
 
 /// How `toolgate install <agent>` wires toolgate into the agent, and what
 /// `toolgate doctor` checks.

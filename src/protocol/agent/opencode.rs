@@ -287,9 +287,10 @@ fn plugin_source(argv: &[String]) -> String {
 /// `toolgate opencode --help`.
 const HELP: &str = r#"OpenCode runs JS plugins, not hook commands: toolgate's plugin
 (integrations/opencode/toolgate.js in toolgate's repository) hands every
-tool call to `toolgate opencode` and applies the answer. Put it, with the
-absolute path of this binary on its `const TOOLGATE` line, in
-~/.config/opencode/plugin/toolgate.js (or a project's
+tool call to `toolgate opencode` and applies the answer. Put it, with
+this binary's absolute path on its `const TOOLGATE` line:
+  /usr/local/bin/toolgate
+in ~/.config/opencode/plugin/toolgate.js (or a project's
 .opencode/plugin/toolgate.js). It blocks a call whenever toolgate cannot
 answer (missing, crashing, no answer within 60 s).
 

@@ -287,6 +287,42 @@ fn live_claude_a_crashing_guards_traceback_reaches_the_decision_log() {
 }
 
 #[test]
+fn live_claude_the_entry_its_help_prints_guards_the_call_when_pasted_verbatim() {
+    // What `toolgate claude-code --help` prints, parsed as a user pastes it:
+    // it names this binary's real path, so the hook is there to run.
+    let out = succeeded(toolgate().args(["claude-code", "--help"]));
+    let help = String::from_utf8(out.stdout).unwrap();
+    let start = help.find("{\n").expect("a JSON block");
+    let end = help.rfind("\n}").expect("a JSON block") + 2;
+    let entry: Value = serde_json::from_str(&help[start..end]).expect("the entry parses");
+    let handler = entry["hooks"]["PreToolUse"][0]["hooks"][0].clone();
+    assert_eq!(handler["command"], toolgate_path(), "{help}");
+    for release in RELEASES {
+        let fx = Fixture::new();
+        std::fs::write(fx.workspace().join("keep.txt"), "precious").unwrap();
+        let guard = py_hook(
+            &fx,
+            "guard.py",
+            "if 'rm ' in req['input']['command']:\n    answer = {'decision': 'deny', 'reason': 'pasted entry guards'}",
+        );
+        fx.workspace_hooks(json!([{"name": "no-rm", "command": [&guard]}]));
+        let run = claude_with(
+            release,
+            &fx,
+            handler.clone(),
+            vec![bash("rm -f keep.txt")],
+            true,
+        );
+        let result = run.only_result();
+        assert!(
+            result_text(&result).contains("pasted entry guards"),
+            "{release:?}: {result}"
+        );
+        assert!(fx.workspace().join("keep.txt").exists(), "the command ran");
+    }
+}
+
+#[test]
 fn live_claude_modify_runs_the_rewritten_command_without_granting_permission() {
     for release in RELEASES {
         let fx = Fixture::new();
