@@ -102,9 +102,9 @@ pub(crate) use hook_process::EXIT_DENIED;
     after_help = "Examples:\n  \
         toolgate check --workspace examples/demo < examples/demo/force-push.json\n  \
         toolgate hooks --workspace examples/demo\n\n\
-        Set TOOLGATE_LOG=debug to see what the chain does on stderr, and \
-        TOOLGATE_DECISION_LOG=/abs/path to keep every call's decision and hooks' \
-        stderr there (`toolgate log` shows them)."
+        Set TOOLGATE_LOG=debug to see what the chain does on stderr.\n\
+        Set TOOLGATE_DECISION_LOG=/abs/path to keep every call's decision and\n\
+        the hooks' stderr there; `toolgate log` shows them."
 )]
 struct Cli {
     #[command(subcommand)]

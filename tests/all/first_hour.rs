@@ -42,6 +42,7 @@ const COMMANDS: &[&[&str]] = &[
     &["import", "claude-code"],
     &["new"],
     &["dev"],
+    &["log"],
     &["bench"],
     &["trust"],
     &["trust", "status"],
