@@ -238,12 +238,12 @@ impl Fixture {
                         (f.kind.as_str(), f.message.as_str())
                     });
                     let not_deny = if want.decision == Expected::Deny {
-                        "; a hook that fails is not a deny, though fail closed blocked the call"
+                        ", which is not a deny (fail closed blocked the call)"
                     } else {
                         ""
                     };
                     format!(
-                        "failed: hook `{}` failed ({kind}): {}{not_deny}",
+                        "failed: hook `{}` failed ({kind}){not_deny}: {}",
                         run.name,
                         crate::text::one_line(message)
                     )

@@ -17,7 +17,7 @@ use std::process::ExitCode;
 #[derive(clap::Args)]
 #[command(after_help = "Example:\n  \
     toolgate new --lang go no-sudo\n  \
-    # build out/no-sudo.wasm, then run tests/*.json through `toolgate check`:\n  \
+    # build out/no-sudo.wasm, then run the fixtures in tests/ through `toolgate test`:\n  \
     cd no-sudo && ./test.sh")]
 pub(crate) struct Args {
     /// The language the hook is written in.
@@ -198,7 +198,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         super::write_file(&args.dir.join(path), &fill(text), executable)?;
     }
     eprintln!(
-        "created {} ({} hook `{name}`). Next:\n  cd {} && ./test.sh    # build, then run tests/*.json through toolgate check",
+        "created {} ({} hook `{name}`). Next:\n  cd {} && ./test.sh    # build, then run the fixtures in tests/ through toolgate test",
         args.dir.display(),
         lang.name(),
         args.dir.display()
