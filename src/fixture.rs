@@ -157,8 +157,8 @@ pub fn parse(bytes: &[u8]) -> Result<Fixture, FixtureError> {
     crate::strict_json::parse(bytes).map_err(|e| FixtureError::Shape(e.to_string()))?;
     let raw: RawFixture = serde_json::from_slice(bytes)
         .map_err(|e| FixtureError::Shape(crate::strict_json::shape_error(&e)))?;
-    let text = serde_json::to_vec(&raw.request)
-        .map_err(|e| FixtureError::Request(e.to_string()))?;
+    let text =
+        serde_json::to_vec(&raw.request).map_err(|e| FixtureError::Request(e.to_string()))?;
     let request = crate::protocol::wire::read_request(&text, None, None)
         .map_err(|e| FixtureError::Request(crate::text::error_chain(&e)))?;
     Ok(Fixture {
@@ -234,9 +234,10 @@ impl Fixture {
         if got != want.decision {
             let said = match (failed, &outcome.decision) {
                 (Some(run), _) => {
-                    let (kind, message) = run.failure.as_ref().map_or(("?", ""), |f| {
-                        (f.kind.as_str(), f.message.as_str())
-                    });
+                    let (kind, message) = run
+                        .failure
+                        .as_ref()
+                        .map_or(("?", ""), |f| (f.kind.as_str(), f.message.as_str()));
                     let not_deny = if want.decision == Expected::Deny {
                         ", which is not a deny (fail closed blocked the call)"
                     } else {

@@ -173,7 +173,11 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
 /// folders' `*.json` in name order.
 fn fixture_files(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
     let default = [PathBuf::from("tests")];
-    let paths = if paths.is_empty() { &default[..] } else { paths };
+    let paths = if paths.is_empty() {
+        &default[..]
+    } else {
+        paths
+    };
     let mut files = Vec::new();
     for path in paths {
         if path.is_dir() {

@@ -295,7 +295,9 @@ impl Loader {
         if let Some(file) = &self.file {
             let dir = absolute(file.parent().unwrap_or(Path::new(".")));
             let root = match dir.file_name() {
-                Some(name) if name == ".toolgate" => dir.parent().map_or(dir.clone(), Path::to_owned),
+                Some(name) if name == ".toolgate" => {
+                    dir.parent().map_or(dir.clone(), Path::to_owned)
+                }
                 _ => dir,
             };
             config.read(

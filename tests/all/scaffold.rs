@@ -195,7 +195,10 @@ fn a_crashing_guard_fails_its_deny_fixture() {
     assert!(text.contains(deny), "the template's deny line moved");
     std::fs::write(
         &source,
-        text.replace(deny, &format!("      __builtin_trap(); /* the bug */\n{deny}")),
+        text.replace(
+            deny,
+            &format!("      __builtin_trap(); /* the bug */\n{deny}"),
+        ),
     )
     .unwrap();
     let out = in_guest_cache(dir.join("test.sh"))

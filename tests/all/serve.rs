@@ -1504,3 +1504,47 @@ fn deny_guard(fx: &Fixture) {
     )
     .unwrap();
 }
+
+/// `check`'s exit codes are computed by the server as by the local path
+/// (`check::answer`): 0 allow, 2 a decided deny, 3 a failed hook, 1 a
+/// request it cannot read.
+#[test]
+fn check_exits_with_the_same_codes_through_a_server() {
+    let fx = Fixture::new();
+    let deny = fx.script(
+        "deny.sh",
+        "#!/bin/sh\ncat >/dev/null\necho '{\"decision\":\"deny\",\"reason\":\"no\"}'\n",
+    );
+    let crash = fx.script("crash.sh", "#!/bin/sh\nexit 7\n");
+    fx.workspace_hooks(json!([
+        {"name": "denier", "command": [&deny], "tools": ["deny_me"]},
+        {"name": "crasher", "command": [&crash], "tools": ["crash_me"]},
+        {"name": "trapper", "wasm": crate::guests::path("unreachable"), "tools": ["trap_me"]}
+    ]));
+    fx.trust();
+    let server = Server::start();
+    let call = |tool: &str| format!(r#"{{"tool":"{tool}","input":{{}}}}"#);
+    let cases = [
+        (call("ls"), 0),
+        (call("deny_me"), 2),
+        (call("crash_me"), 3),
+        (call("trap_me"), 3),
+        ("not json".to_owned(), 1),
+    ];
+    for (stdin, code) in &cases {
+        let out = run_with_stdin(
+            server
+                .client()
+                .args(["check", "--workspace"])
+                .arg(fx.workspace())
+                .env("TOOLGATE_CONFIG_DIR", fx.global()),
+            stdin,
+        );
+        assert_eq!(out.status.code(), Some(*code), "{stdin}: {}", stderr(&out));
+    }
+    assert_eq!(
+        server.status()["requests"],
+        cases.len(),
+        "a call was not answered by the server"
+    );
+}
