@@ -118,10 +118,14 @@ pub(crate) const EXIT_USAGE: u8 = 64;
         toolgate check --workspace examples/demo < examples/demo/force-push.json\n  \
         toolgate hooks --workspace examples/demo\n\n\
         Set TOOLGATE_LOG=debug to see what the chain does on stderr.\n\n\
-        Exit codes: 0 success / the call may proceed; 1 toolgate could not do what was \
-        asked; 2 check: a hook denied the call; 3 check: blocked because a hook failed; \
-        100 test: a fixture failed; 64 usage error. The agent commands keep their \
-        agents' conventions."
+        Exit codes:\n  \
+        0    success; check: the call may proceed\n  \
+        1    toolgate could not do what was asked (check: treat as a denial)\n  \
+        2    check: a hook denied the call\n  \
+        3    check: blocked because a hook failed (fail closed)\n  \
+        100  test: a fixture failed\n  \
+        64   usage error\n\
+        The agent commands (claude-code, codex, ...) keep their agents' conventions."
 )]
 struct Cli {
     #[command(subcommand)]

@@ -17,7 +17,7 @@ use std::process::ExitCode;
 #[derive(clap::Args)]
 #[command(after_help = "Example:\n  \
     toolgate new --lang go no-sudo\n  \
-    # build out/no-sudo.wasm, then run the fixtures in tests/ through `toolgate test`:\n  \
+    # build out/no-sudo.wasm, then run tests/*.json through `toolgate test`:\n  \
     cd no-sudo && ./test.sh")]
 pub(crate) struct Args {
     /// The language the hook is written in.

@@ -58,20 +58,23 @@ use toolgate::{HookRunner, wire};
 /// and a fixture expecting `deny` fails with what went wrong.
 #[derive(clap::Args)]
 #[command(after_help = "Examples:\n  \
-    toolgate test                          # tests/*.json against this workspace's chain\n  \
+    toolgate test          # tests/*.json through this workspace's chain\n  \
     toolgate test --hooks .toolgate/hooks.json tests/deny-sudo.json\n  \
     toolgate test --workspace examples/demo examples/demo/tests --json\n\n\
     A fixture (one JSON file):\n  \
     {\"request\": {\"tool\": \"Bash\", \"input\": {\"command\": \"sudo ls\"}},\n   \
     \"expect\": {\"decision\": \"deny\", \"decided_by\": \"no-sudo\", \"reason\": \"sudo\"}}\n\n  \
-    expect.decision  allow | deny | modify | replace | failed (a hook could not decide)\n  \
-    decided_by       the deciding hook's name\n  \
-    reason           deny, failed: a regular expression the reason must match\n  \
-    input            modify: a regular expression over the final input (compact JSON)\n  \
-    result           replace: a regular expression over the output shown\n  \
-    context          a regular expression over the advisory context\n  \
-    failure          failed: the kind (trap, timed_out, exited_non_zero, not_trusted, ...)\n  \
-    message          failed: a regular expression over the failure in words\n\n\
+    request       the call, wire v1 as `check` reads it (event: pre_tool_use)\n  \
+    about         what the fixture is for, for people\n  \
+    expect:\n    \
+    decision    allow | deny | modify | replace | failed (a hook failed)\n    \
+    decided_by  the deciding hook's name\n    \
+    reason      deny, failed: a regular expression the reason must match\n    \
+    input       modify: a regular expression over the final input (JSON)\n    \
+    result      replace: a regular expression over the output shown\n    \
+    context     a regular expression over the advisory context\n    \
+    failure     failed: the kind (trap, timed_out, exited_non_zero, ...)\n    \
+    message     failed: a regular expression over the failure in words\n\n\
     Exit codes: 0 every fixture passed; 100 one or more failed; 1 could not run\n\
     them (a bad fixture or config); 64 usage.")]
 pub(crate) struct Args {

@@ -32,7 +32,7 @@ fn on_a_terminal(command: &str, dir: &Path, envs: &[(&str, &Path)]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-const COMMANDS: [&[&str]; 13] = [
+const COMMANDS: [&[&str]; 14] = [
     &[],
     &["check"],
     &["hooks"],
@@ -46,6 +46,7 @@ const COMMANDS: [&[&str]; 13] = [
     &["trust", "status"],
     &["trust", "revoke"],
     &["serve"],
+    &["test"],
 ];
 
 /// The part of a help after the options: the examples and notes a person

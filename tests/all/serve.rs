@@ -917,7 +917,7 @@ fn a_trust_store_others_can_write_stops_trusting_at_the_servers_next_call() {
     // the server, with the workspace already loaded, must too.
     std::fs::set_permissions(case.store(), std::fs::Permissions::from_mode(0o777)).unwrap();
     let refused = served();
-    assert_eq!(refused.0, Some(2), "{}", refused.1);
+    assert_eq!(refused.0, Some(3), "blocked as a failure: {}", refused.1);
     assert!(!case.ran(), "the hook ran under a store others can write");
     let reason = refused.1["reason"].as_str().unwrap_or_default();
     assert!(
@@ -1522,21 +1522,25 @@ fn check_exits_with_the_same_codes_through_a_server() {
         {"name": "trapper", "wasm": crate::guests::path("unreachable"), "tools": ["trap_me"]}
     ]));
     fx.trust();
+    // A workspace the server cannot load: it answers an error, exit 1.
+    let broken = tempfile::tempdir().unwrap();
+    std::fs::create_dir(broken.path().join(".toolgate")).unwrap();
+    std::fs::write(broken.path().join(".toolgate/hooks.json"), "{").unwrap();
     let server = Server::start();
     let call = |tool: &str| format!(r#"{{"tool":"{tool}","input":{{}}}}"#);
     let cases = [
-        (call("ls"), 0),
-        (call("deny_me"), 2),
-        (call("crash_me"), 3),
-        (call("trap_me"), 3),
-        ("not json".to_owned(), 1),
+        (fx.workspace(), call("ls"), 0),
+        (fx.workspace(), call("deny_me"), 2),
+        (fx.workspace(), call("crash_me"), 3),
+        (fx.workspace(), call("trap_me"), 3),
+        (broken.path().to_owned(), call("ls"), 1),
     ];
-    for (stdin, code) in &cases {
+    for (workspace, stdin, code) in &cases {
         let out = run_with_stdin(
             server
                 .client()
                 .args(["check", "--workspace"])
-                .arg(fx.workspace())
+                .arg(workspace)
                 .env("TOOLGATE_CONFIG_DIR", fx.global()),
             stdin,
         );
