@@ -421,6 +421,19 @@ fn the_readme_quick_start_denies_the_force_push() {
             stderr(&out)
         );
     }
+    // The README's demo command: every demo fixture passes.
+    let out = toolgate()
+        .args(["test", "--workspace"])
+        .arg(&demo)
+        .arg(demo.join("tests"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}{}", stderr(&out));
+    assert!(
+        text.contains("test result: ok. 5 passed; 0 failed"),
+        "{text}"
+    );
 }
 
 fn hooks_json(fx: &Fixture, cache: &Path) -> Value {
