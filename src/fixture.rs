@@ -154,9 +154,19 @@ pub struct Expect {
 pub fn parse(bytes: &[u8]) -> Result<Fixture, FixtureError> {
     // Duplicate keys first (serde would keep the last), then the shape,
     // read from the text again for its line and column.
-    crate::strict_json::parse(bytes).map_err(|e| FixtureError::Shape(e.to_string()))?;
-    let raw: RawFixture = serde_json::from_slice(bytes)
-        .map_err(|e| FixtureError::Shape(crate::strict_json::shape_error(&e)))?;
+    let value = crate::strict_json::parse(bytes).map_err(|e| FixtureError::Shape(e.to_string()))?;
+    let raw: RawFixture = serde_json::from_slice(bytes).map_err(|e| {
+        let mut said = crate::strict_json::shape_error(&e);
+        // A bare request (what `check` reads, and the scaffolds' first
+        // tests were): say how to make it a fixture.
+        if value.get("input").is_some() && value.get("request").is_none() {
+            said.push_str(
+                "; this looks like a request, not a fixture: write it as \
+                 {\"request\": <this request>, \"expect\": {\"decision\": \"deny\"}}",
+            );
+        }
+        FixtureError::Shape(said)
+    })?;
     let text =
         serde_json::to_vec(&raw.request).map_err(|e| FixtureError::Request(e.to_string()))?;
     let request = crate::protocol::wire::read_request(&text, None, None)
@@ -363,6 +373,10 @@ mod tests {
             (
                 r#"{"request": {"tool": "Bash", "input": {}}, "expect": {"decision": "blocked"}}"#,
                 "unknown variant `blocked`",
+            ),
+            (
+                r#"{"event": "pre_tool_use", "tool": "Bash", "input": {}}"#,
+                "this looks like a request, not a fixture",
             ),
         ] {
             let said = refused(text);
