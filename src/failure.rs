@@ -61,7 +61,14 @@ impl OnFailure {
     name(FailureKind),
     doc = "The name of a [`HookFailure`], stable in run records (`\"timed_out\"`, …): one \
            kind per variant, named alike.",
-    derive(Hash, Serialize, strum::Display, strum::IntoStaticStr),
+    derive(
+        Hash,
+        Serialize,
+        strum::Display,
+        strum::IntoStaticStr,
+        strum::EnumString,
+        strum::VariantNames
+    ),
     serde(rename_all = "snake_case"),
     strum(serialize_all = "snake_case"),
     allow(missing_docs)
@@ -154,6 +161,17 @@ pub enum HookFailure {
         /// The guest's message (for the operator).
         message: String,
     },
+    /// A workspace hook toolgate would not run: not trusted, changed since it
+    /// was trusted, or trusted but not runnable here as the operator requires
+    /// (confinement, its private copy). Always a denial, whatever the hook's
+    /// `on_failure`: a workspace does not choose what its untrusted hooks get
+    /// (the operator's `untrusted_hooks: skip` is not a failure: the hook is
+    /// recorded as skipped).
+    #[error("{reason}")]
+    NotTrusted {
+        /// Why, and what to run (for the model and the operator).
+        reason: String,
+    },
     /// The whole chain's deadline passed while this hook ran. Always a
     /// denial, whatever the hook's `on_failure`: the hooks after it were never
     /// consulted.
@@ -168,6 +186,16 @@ impl HookFailure {
     /// The kind, for run records and matching.
     pub fn kind(&self) -> FailureKind {
         self.into()
+    }
+
+    /// Whether this failure blocks the call whatever the hook's
+    /// `on_failure` says: the chain's deadline passed (the hooks after it
+    /// were never asked), or toolgate would not run the hook at all.
+    pub fn always_denies(&self) -> bool {
+        matches!(
+            self,
+            HookFailure::ChainDeadline { .. } | HookFailure::NotTrusted { .. }
+        )
     }
 }
 

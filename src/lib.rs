@@ -41,7 +41,7 @@
 //! | trust | [`trust`] | the store, what is pinned, admission at load, the gate that wraps a workspace hook's decider |
 //! | config | [`config`] | hooks.json: parse, validate, discover, load; hooks built in code |
 //! | runner | [`runner`] | the chain: order, short-circuit, threading, re-judgement, policy, context |
-//! | application | [`replay`], `review`, `bench`, `fuzzing`, the binary's `cli` | recorded sessions through the chain; the trust review; benchmarks; the one door the property tests and fuzz targets use |
+//! | application | [`replay`], [`fixture`], `review`, `bench`, `fuzzing`, the binary's `cli` | recorded sessions through the chain; fixtures for `toolgate test`; the trust review; benchmarks; the one door the property tests and fuzz targets use |
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
@@ -66,6 +66,7 @@ mod binding;
 pub mod config;
 pub mod contract;
 mod failure;
+pub mod fixture;
 #[doc(hidden)]
 pub mod fuzzing;
 mod outcome;

@@ -120,6 +120,26 @@ impl Outcome {
     pub fn may_proceed(&self) -> bool {
         !matches!(self.decision, Decision::Deny { .. })
     }
+
+    /// The run whose failure blocked the call: `Some` when this outcome is a
+    /// denial because a hook could not decide (fail closed: a trap, a
+    /// timeout, a crash, an answer that is not one, a hook toolgate would
+    /// not run), `None` for a denial a hook decided and for every other
+    /// outcome. A caller that reports a failure as a deny tells an author
+    /// that a crashing guard works.
+    pub fn blocked_by_failure(&self) -> Option<&RunRecord> {
+        if self.may_proceed() {
+            return None;
+        }
+        let by = self.decided_by.as_deref()?;
+        // The deciding run is the last one of that name (a hook may be
+        // consulted again in a later round).
+        self.runs
+            .iter()
+            .rev()
+            .find(|r| r.name == by)
+            .filter(|r| r.step == Step::Failed)
+    }
 }
 
 /// A whole call taken through the chain by [`HookRunner::call`](crate::HookRunner::call).

@@ -3,14 +3,20 @@
 //! Reads one wire-v1 request on stdin, runs the chain for the workspace plus
 //! the global config, prints one JSON object on stdout, and says with its exit
 //! code whether the call may proceed. `schema` and `hook` are optional in the
-//! request; `--event` and `--tool` override its fields.
+//! request, `event` defaults to `pre_tool_use`; `--event` and `--tool`
+//! override its fields.
+//!
+//! A call blocked because a hook failed exits 3, not 2: a crashing guard
+//! must never look like one that decided to deny (fail closed still blocks
+//! it). The server computes the same code in [`answer`], so a running
+//! `toolgate serve` answers alike.
 //!
 //! A pre-call `replace` has already been through the post chain when it is
 //! printed: the tool will not run, so its replacement must be what output
 //! guards see and what the model is shown. A harness must not make a separate
 //! post call for it.
 
-use super::{EXIT_DENIED, runtime};
+use super::{EXIT_DENIED, EXIT_HOOK_FAILED, runtime};
 use anyhow::Context;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -18,9 +24,11 @@ use toolgate::{HookRunner, wire};
 
 /// Evaluate one tool call read from stdin; print the decision as JSON.
 ///
-/// Exit code 0: the call may proceed (allow, modify, replace). 2: denied.
-/// 1: toolgate could not evaluate (bad config, bad request); the reason is
-/// on stderr, and a caller must treat it as a denial.
+/// Exit code 0: the call may proceed (allow, modify, replace). 2: a hook
+/// denied it. 3: blocked because a hook failed (trap, timeout, crash, not an
+/// answer, not trusted). 1: toolgate could not evaluate (bad config, bad
+/// request); the reason is on stderr, and a caller must treat it as a
+/// denial. 64: usage error.
 #[derive(clap::Args)]
 #[command(after_help = "Examples:\n  \
     toolgate check --workspace examples/demo < examples/demo/force-push.json\n  \
@@ -34,13 +42,16 @@ EOF\n\n\
     result      replace: what the model is shown (post deny: the failure shown)\n  \
     context     advisory text for the model\n  \
     decided_by  the hook whose answer decided\n  \
-    runs        one record per hook that ran")]
+    runs        one record per hook that ran\n\n\
+    Exit codes: 0 the call may proceed; 2 a hook denied it; 3 blocked because a\n  \
+    hook failed (fail closed); 1 could not evaluate (treat as a denial); 64 usage.")]
 pub(crate) struct Args {
     /// The workspace whose .toolgate/hooks.json applies [default: the
     /// nearest ancestor of the working directory with a .toolgate/].
     #[arg(long, value_name = "DIR")]
     workspace: Option<PathBuf>,
-    /// The event, overriding the request's `event` (pre_tool_use | post_tool_use).
+    /// The event, overriding the request's `event` (pre_tool_use | post_tool_use)
+    /// [default: the request's, else pre_tool_use].
     #[arg(long, value_name = "E")]
     event: Option<String>,
     /// The tool name, overriding the request's `tool`.
@@ -93,8 +104,11 @@ pub(crate) async fn answer(
     if let Some(log) = log {
         super::decision_log::warn(log.outcome(request, &outcome, started.elapsed()));
     }
+    // A failed hook's block is never reported as a decided deny.
     let code = if outcome.may_proceed() {
         0
+    } else if outcome.blocked_by_failure().is_some() {
+        EXIT_HOOK_FAILED
     } else {
         EXIT_DENIED
     };

@@ -99,10 +99,12 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         );
     }
     let exe = std::env::current_exe().context("cannot tell where this toolgate is")?;
-    eprintln!("toolgate dev: running the fixtures (toolgate test --workspace {name} tests)");
+    eprintln!(
+        "toolgate dev: running the fixtures (toolgate test --hooks {name}/.toolgate/hooks.json tests)"
+    );
     let status = std::process::Command::new(exe)
-        .args(["test", "--workspace"])
-        .arg(&project)
+        .args(["test", "--hooks"])
+        .arg(project.join(".toolgate").join("hooks.json"))
         .arg(project.join("tests"))
         .current_dir(&project)
         // The project's own hooks only, as its test.sh runs them: no global

@@ -131,10 +131,16 @@ pub(crate) fn search_path() -> Option<std::ffi::OsString> {
 /// A loader for `workspace` (and the global config), as the
 /// environment says.
 pub(crate) fn loader(workspace: &Path, one_shot: bool) -> toolgate::config::Loader {
-    let mut loader = Config::loader().workspace(workspace).wasm(wasm(one_shot));
+    let mut loader = bare_loader(one_shot).workspace(workspace);
     if let Some(global) = global_dir() {
         loader = loader.global_dir(global);
     }
+    loader
+}
+
+/// A loader as the environment says, with no config chosen yet.
+pub(crate) fn bare_loader(one_shot: bool) -> toolgate::config::Loader {
+    let mut loader = Config::loader().wasm(wasm(one_shot));
     if let Some(store) = trust_store() {
         loader = loader.trust(store);
     }

@@ -2,12 +2,23 @@
 //!
 //! # Exit codes
 //!
-//! Callers script against these, so they are fixed:
-//! - `0` — the call may proceed (allow, modify, replace) / the command succeeded;
-//! - `2` — `check` denied the call;
-//! - `1` — toolgate itself could not do what was asked (bad config, bad
-//!   request, unreadable input). The reason is on stderr. A caller must treat
-//!   `1` from `check` as a denial.
+//! Callers script against these, so they are fixed, and no two meanings
+//! share a code (a usage error or a crashed guard read as "denied" would
+//! let a script believe a guard works):
+//!
+//! | code | every command | `check` | `test` |
+//! |---|---|---|---|
+//! | `0` | success | the call may proceed (allow, modify, replace) | every fixture passed |
+//! | `1` | toolgate could not do what was asked (bad config, bad request, unreadable input; the reason is on stderr) | could not evaluate: treat as a denial | could not run the fixtures (a bad fixture or config) |
+//! | `2` | — | a hook *decided* to deny the call | — |
+//! | `3` | — | the call is blocked because a hook *failed* (trap, timeout, crash, an answer that is not one, a hook toolgate would not run): fail closed | — |
+//! | `100` | — | — | one or more fixtures failed (cargo-nextest's code) |
+//! | `64` | usage error (sysexits `EX_USAGE`; clap's own 2 is overridden) | | |
+//!
+//! `--help` and `--version` exit 0. The agent commands (`toolgate
+//! claude-code`, `toolgate codex`, …) keep their agents' conventions
+//! instead, a usage error included: 0 with the answer on stdout, else the
+//! agent's way of blocking (exit 2 for Claude Code and Codex); see `agent.rs`.
 
 /// `println!` that ends the process quietly (exit 1) when stdout is a closed
 /// pipe (`toolgate hooks | head`), instead of panicking. Exit 1, not 0: for
@@ -75,6 +86,7 @@ mod log;
 mod new;
 mod replay;
 mod serve;
+mod test;
 mod trust;
 
 pub(crate) use env::{MAX_STDIN, read_stdin, workspace};
@@ -86,6 +98,12 @@ use std::process::ExitCode;
 pub(crate) const EXIT_ERROR: u8 = 1;
 /// Exit code: the call is denied (the agent commands' block too).
 pub(crate) use hook_process::EXIT_DENIED;
+/// Exit code of `check`: the call is blocked because a hook failed.
+pub(crate) const EXIT_HOOK_FAILED: u8 = 3;
+/// Exit code of `test`: one or more fixtures failed.
+pub(crate) const EXIT_TESTS_FAILED: u8 = 100;
+/// Exit code: the command line is wrong (sysexits `EX_USAGE`).
+pub(crate) const EXIT_USAGE: u8 = 64;
 
 #[derive(Parser)]
 #[command(
@@ -104,7 +122,15 @@ pub(crate) use hook_process::EXIT_DENIED;
         toolgate hooks --workspace examples/demo\n\n\
         Set TOOLGATE_LOG=debug to see what the chain does on stderr.\n\
         Set TOOLGATE_DECISION_LOG=/abs/path to keep every call's decision and\n\
-        the hooks' stderr there; `toolgate log` shows them."
+        the hooks' stderr there; `toolgate log` shows them.\n\n\
+        Exit codes:\n  \
+        0    success; check: the call may proceed\n  \
+        1    toolgate could not do what was asked (check: treat as a denial)\n  \
+        2    check: a hook denied the call\n  \
+        3    check: blocked because a hook failed (fail closed)\n  \
+        100  test: a fixture failed\n  \
+        64   usage error\n\
+        The agent commands (claude-code, codex, ...) keep their agents' conventions."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -114,6 +140,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     Check(check::Args),
+    Test(test::Args),
     Hooks(hooks::Args),
     Bench(bench::Args),
     /// `toolgate claude-code`, `toolgate codex`: one per agent dialect.
@@ -133,9 +160,13 @@ enum Command {
 
 pub(crate) fn main() -> ExitCode {
     init_tracing();
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(&e),
+    };
     let result = match cli.command {
         Command::Check(args) => check::run(args),
+        Command::Test(args) => test::run(args),
         Command::Hooks(args) => hooks::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Import(args) => import::run(args),
@@ -162,6 +193,25 @@ pub(crate) fn main() -> ExitCode {
             );
             ExitCode::from(EXIT_ERROR)
         }
+    }
+}
+
+/// clap's error (or `--help`, `--version`) printed, and its exit code:
+/// 64 for a usage error instead of clap's 2, which `check` uses for "denied".
+/// An agent command keeps 2: to Claude Code and Codex it blocks the call,
+/// where 64 would be a non-blocking error that lets the call through.
+fn usage_error(e: &clap::Error) -> ExitCode {
+    let _ = e.print();
+    if e.exit_code() == 0 {
+        return ExitCode::SUCCESS;
+    }
+    let agent = std::env::args()
+        .nth(1)
+        .is_some_and(|name| name.parse::<toolgate::agent::Outward>().is_ok());
+    if agent {
+        ExitCode::from(EXIT_DENIED)
+    } else {
+        ExitCode::from(EXIT_USAGE)
     }
 }
 

@@ -23,7 +23,7 @@ use std::process::ExitCode;
 #[derive(clap::Args)]
 #[command(after_help = "Example:\n  \
     toolgate new --lang go no-sudo\n  \
-    # build out/no-sudo.wasm, then run tests/*.json through `toolgate check`:\n  \
+    # build out/no-sudo.wasm, then run tests/*.json through `toolgate test`:\n  \
     cd no-sudo && ./test.sh")]
 pub(crate) struct Args {
     /// The language the hook is written in (`subprocess`: a plain wire v1
@@ -239,13 +239,13 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     match lang {
         Lang::Subprocess => eprintln!(
             "created {dir} (subprocess hook `{name}`: hooks/{name}.py, wire v1). Next:\n  \
-             cd {dir} && toolgate trust --workspace . && ./test.sh\n\
-             A workspace's command hook runs only once you trust it, and again after each \
-             edit (README.md: or iterate in your global config, which needs no trust)."
+             cd {dir} && ./test.sh    # run the fixtures in tests/ through toolgate test\n\
+             As a workspace hook it runs only once you trust it (toolgate trust), and again \
+             after each edit (README.md: or iterate in your global config, which needs no trust)."
         ),
         _ => eprintln!(
             "created {dir} ({} hook `{name}`). Next:\n  cd {dir} && ./test.sh    \
-             # build, then run tests/*.json through toolgate check",
+             # build, then run the fixtures in tests/ through toolgate test",
             lang.name(),
         ),
     }

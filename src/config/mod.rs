@@ -206,9 +206,20 @@ pub struct Loader {
     options: BindingOptions,
     trust: TrustCtx,
     only: Option<(Event, String)>,
+    file: Option<PathBuf>,
 }
 
 impl Loader {
+    /// Reads one hooks.json file instead of the global config: its hooks
+    /// are the operator's own (no trust needed), as when they name it
+    /// (`toolgate test --hooks`). Paths in it resolve as they would where it
+    /// lives: a workspace's `.toolgate/hooks.json` against the workspace,
+    /// any other file against its own folder. A missing file means no hooks.
+    pub fn hooks_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.file = Some(path.into());
+        self
+    }
+
     /// Reads `dir/hooks.json` as the operator's global config.
     pub fn global_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.global_dir = Some(dir.into());
@@ -281,6 +292,24 @@ impl Loader {
     pub fn load(&self) -> Result<Config, ConfigError> {
         let mut config = Config::default();
         let mut problems = Vec::new();
+        if let Some(file) = &self.file {
+            let dir = absolute(file.parent().unwrap_or(Path::new(".")));
+            let root = match dir.file_name() {
+                Some(name) if name == ".toolgate" => {
+                    dir.parent().map_or(dir.clone(), Path::to_owned)
+                }
+                _ => dir,
+            };
+            config.read(
+                Source::Global,
+                file,
+                (&root, &self.options, self.only()),
+                &mut problems,
+            );
+            for hook in &mut config.hooks {
+                crate::trust::confine_global(&mut hook.binding, &self.trust, false);
+            }
+        }
         if let Some(dir) = &self.global_dir {
             config.read(
                 Source::Global,

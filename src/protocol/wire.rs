@@ -349,7 +349,9 @@ pub enum ReadRequestError {
 }
 
 /// Reads a wire-v1 request as `toolgate check` takes it: `schema` and `hook`
-/// optional, `event` and `tool` overridable. `hook` and `config` are accepted
+/// optional, `event` and `tool` overridable. `event` defaults to
+/// `pre_tool_use`, as a hook's `event` does in hooks.json: most calls an
+/// author writes by hand are checks before the call. `hook` and `config` are accepted
 /// (so a request captured from a hook can be fed back) and ignored: every
 /// hook gets its own `config` from hooks.json.
 pub fn read_request(
@@ -393,11 +395,10 @@ pub fn read_request(
     {
         return Err(ReadRequestError::UnsupportedSchema(schema));
     }
-    let event_name = event
-        .map(str::to_owned)
-        .or(incoming.event)
-        .ok_or(ReadRequestError::Missing("event"))?;
-    let event = Event::from_wire(&event_name).ok_or(ReadRequestError::UnknownEvent(event_name))?;
+    let event = match event.map(str::to_owned).or(incoming.event) {
+        Some(name) => Event::from_wire(&name).ok_or(ReadRequestError::UnknownEvent(name))?,
+        None => Event::PreToolUse,
+    };
     let tool = tool
         .map(str::to_owned)
         .or(incoming.tool)

@@ -204,18 +204,29 @@ fn failed(
         "message",
     );
     tracing::warn!(hook = %p.name, kind = %failure.kind(), "hook could not decide: {}", crate::text::one_line(&message));
+    // Some failures are not the hook's to wave through (see
+    // `HookFailure::always_denies`).
+    let policy = if failure.always_denies() {
+        OnFailure::Deny
+    } else {
+        p.on_failure
+    };
     record.failure = Some(FailureRecord {
         kind: failure.kind(),
         message: message.clone(),
-        on_failure: p.on_failure,
+        on_failure: policy,
     });
-    match p.on_failure {
+    match policy {
         OnFailure::Deny => {
-            let reason = format!(
-                "toolgate: hook `{}` could not decide ({}), so this call is blocked",
-                p.name,
-                failure.kind()
-            );
+            let reason = match failure {
+                // Its own words say what to run.
+                HookFailure::NotTrusted { reason } => reason.clone(),
+                _ => format!(
+                    "toolgate: hook `{}` could not decide ({}), so this call is blocked",
+                    p.name,
+                    failure.kind()
+                ),
+            };
             let reason = bounded_reason(reason);
             record.reason = Some(reason.clone());
             Some(Decision::Deny { reason })

@@ -6,7 +6,8 @@
 //!
 //! The gate wraps the hook's own decider ([`guard`]), so the chain never
 //! learns that trust exists: a refusal is a deny verdict, or under the
-//! operator's `untrusted_hooks: skip` an `Answer::NotRun` the chain records.
+//! operator's `untrusted_hooks: skip` an `Answer::NotRun` the chain records;
+//! otherwise a `NotTrusted` failure, which denies whatever `on_failure` says.
 //! Its check (hashing up to 256 MiB per file) runs on the blocking pool and
 //! inside the chain's deadline, where every consultation runs.
 
@@ -14,7 +15,8 @@ use super::admit::Unconfinable;
 use super::pin::HookPin;
 use super::{Pinning, UntrustedPolicy, difference};
 use crate::binding::{Answer, Decider, Reply};
-use crate::contract::{HookRequest, Verdict};
+use crate::contract::HookRequest;
+use crate::failure::HookFailure;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -144,8 +146,12 @@ impl Decider for Guarded {
         tracing::warn!(hook = %self.gate.hook, "{}", crate::text::one_line(&refusal.reason));
         // Its own `on_failure` does not apply: the workspace does not choose
         // what its untrusted hooks get.
+        // A refusal is toolgate's, not the hook's: a failure that always
+        // denies (a `check` exit 3, never a deny the hook decided).
         match refusal.policy {
-            UntrustedPolicy::Deny => Answer::Decided(Verdict::deny(refusal.reason)),
+            UntrustedPolicy::Deny => Answer::Failed(HookFailure::NotTrusted {
+                reason: refusal.reason,
+            }),
             UntrustedPolicy::Skip => Answer::NotRun {
                 reason: refusal.reason,
             },

@@ -7,6 +7,7 @@
 use super::*;
 use crate::binding::{Answer, Binding, BindingKind, Decider, Reply, WorkspaceTrust};
 use crate::contract::{Decision, Event, HookRequest, Verdict};
+use crate::failure::HookFailure;
 use crate::safe_fs::FileIdentity;
 use serde_json::json;
 use std::path::PathBuf;
@@ -151,8 +152,9 @@ async fn ask(decider: &dyn Decider) -> Answer {
     decider.decide(&request).await.answer
 }
 
+/// Refused as a failure that always denies (never a verdict of the hook's).
 fn denied(answer: &Answer) -> bool {
-    matches!(answer, Answer::Decided(Verdict { decision: Decision::Deny { reason }, .. })
+    matches!(answer, Answer::Failed(HookFailure::NotTrusted { reason })
         if reason.contains("is not trusted"))
 }
 

@@ -61,7 +61,7 @@ fn refused_at_review(fx: &Fixture, why: &str) {
     assert!(text.contains("cannot be trusted"), "{text}");
     assert!(text.contains(why), "wanted {why:?} in: {text}");
     let (code, answer) = check(fx);
-    assert_eq!(code, Some(2), "{answer}");
+    assert_eq!(code, Some(3), "{answer}");
     assert!(reason(&answer).contains("is not trusted"), "{answer}");
 }
 
@@ -332,7 +332,7 @@ fn value_taking_options_never_hide_the_script() {
             .replace("reviewed", "EVIL");
         std::fs::write(&path, evil).unwrap();
         let (code, answer) = check(&fx);
-        assert_eq!(code, Some(2), "{argv}: {answer}");
+        assert_eq!(code, Some(3), "{argv}: {answer}");
         assert!(
             reason(&answer).contains(&format!("{script} changed since it was trusted")),
             "{argv}: {answer}"
@@ -864,7 +864,7 @@ fn a_record_from_before_closed_world_review_trusts_nothing() {
         PUSH,
     );
     let answer = stdout_json(&out);
-    assert_eq!(out.status.code(), Some(2), "{answer}");
+    assert_eq!(out.status.code(), Some(3), "{answer}");
     assert!(
         reason(&answer).contains("record schema 1 (this build reads 2)"),
         "{answer}"

@@ -154,7 +154,7 @@ fn check_exits_1_on_a_bad_request_and_says_why() {
     for (stdin, says) in [
         ("not json", "not a valid wire v1 object"),
         (r#"{"event":"pre_tool_use","tool":"shell"}"#, "no `input`"),
-        (r#"{"tool":"shell","input":{}}"#, "no `event`"),
+        (r#"{"event":"pre_tool_use","input":{}}"#, "no `tool`"),
         (
             r#"{"event":"during","tool":"shell","input":{}}"#,
             "unknown event",
@@ -239,6 +239,9 @@ fn check_runs_relative_hooks_from_any_current_directory() {
         &answer_script(&json!({"decision": "deny", "reason": "r"})),
     );
     fx.workspace_hooks(json!([{"name": "d", "command": [&deny]}]));
+    // Trusted: an untrusted hook blocks too, but as a failure (exit 3),
+    // which once passed for this deny.
+    fx.trust();
     let out = run_with_stdin(
         toolgate()
             .current_dir("/")
@@ -368,9 +371,10 @@ fn the_readme_quick_start_denies_the_force_push() {
         cmd
     };
     // A new user's first call: the demo's command hooks are not trusted
-    // yet; the reason says what to run.
+    // yet (blocked as a failure, exit 3, not a hook's deny); the reason
+    // says what to run.
     let out = run_with_stdin(toolgate().args(["check", "--workspace"]).arg(&demo), &stdin);
-    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
     let reason = stdout_json(&out)["reason"].as_str().unwrap().to_owned();
     assert!(reason.contains("toolgate trust --workspace"), "{reason}");
     // The README's trust step, as a script does it: review, then confirm
@@ -417,6 +421,19 @@ fn the_readme_quick_start_denies_the_force_push() {
             stderr(&out)
         );
     }
+    // The README's demo command: every demo fixture passes.
+    let out = toolgate()
+        .args(["test", "--workspace"])
+        .arg(&demo)
+        .arg(demo.join("tests"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}{}", stderr(&out));
+    assert!(
+        text.contains("test result: ok. 5 passed; 0 failed"),
+        "{text}"
+    );
 }
 
 fn hooks_json(fx: &Fixture, cache: &Path) -> Value {
@@ -771,4 +788,254 @@ fn a_one_shot_call_loads_only_the_hooks_that_apply_to_it() {
     let out = check(&fx, &["--tool", "Bash"], PRE_SHELL);
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("same name"), "{}", stderr(&out));
+}
+
+/// The exit-code table (cli/mod.rs): a usage error is 64 for every command
+/// and never 2, which `check` keeps for a decided deny; `--help` and
+/// `--version` are 0.
+#[test]
+fn usage_errors_exit_64_and_help_exits_0() {
+    for args in [
+        &["check", "--evnt", "x"][..],
+        &["check", "--json"],
+        &["test", "--bogus"],
+        &["hooks", "--nope"],
+        &["test", "--hooks", "a.json", "--workspace", "."],
+        &["no-such-command"],
+        &[],
+    ] {
+        let out = run_with_stdin(toolgate().args(args), PRE_SHELL);
+        assert_eq!(out.status.code(), Some(64), "{args:?}: {}", stderr(&out));
+    }
+    for args in [
+        &["--help"][..],
+        &["--version"],
+        &["check", "--help"],
+        &["test", "--help"],
+    ] {
+        let out = toolgate().args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
+    }
+    // An agent command keeps its agent's convention: to Claude Code exit 2
+    // blocks the call, where 64 would let it through.
+    let out = run_with_stdin(toolgate().args(["claude-code", "--bogus"]), "{}");
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+}
+
+/// `check`'s codes, one per meaning: 0 allow, 2 a hook decided to deny, 3
+/// blocked because a hook failed (a crash is never reported as a deny), 1
+/// toolgate could not evaluate. The same through a server:
+/// `serve::check_exits_with_the_same_codes_through_a_server`.
+#[test]
+fn check_exits_0_allow_2_deny_3_hook_failed_1_bad_request() {
+    let fx = Fixture::new();
+    let deny = fx.script(
+        "deny.sh",
+        &answer_script(&json!({"decision": "deny", "reason": "no"})),
+    );
+    let crash = fx.script("crash.sh", "#!/bin/sh\nexit 7\n");
+    fx.workspace_hooks(json!([
+        {"name": "denier", "command": [&deny], "tools": ["deny_me"]},
+        {"name": "crasher", "command": [&crash], "tools": ["crash_me"]},
+        {"name": "trapper", "wasm": crate::guests::path("unreachable"), "tools": ["trap_me"]}
+    ]));
+    let call = |tool: &str| format!(r#"{{"tool":"{tool}","input":{{}}}}"#);
+    for (stdin, code, kind) in [
+        (call("ls"), 0, None),
+        (call("deny_me"), 2, None),
+        (call("crash_me"), 3, Some("exited_non_zero")),
+        (call("trap_me"), 3, Some("trap")),
+    ] {
+        let out = check(&fx, &[], &stdin);
+        assert_eq!(out.status.code(), Some(code), "{stdin}: {}", stderr(&out));
+        let v = stdout_json(&out);
+        if let Some(kind) = kind {
+            assert_eq!(v["decision"], "deny", "still blocked: {v}");
+            assert_eq!(v["runs"][0]["failure"]["kind"], kind, "{v}");
+        }
+    }
+    let out = check(&fx, &[], "not json");
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+}
+
+/// A workspace hook toolgate will not run (not trusted) blocks the call as
+/// a failure, exit 3, whatever its own `on_failure`: the workspace does not
+/// choose to wave its untrusted hooks through.
+#[test]
+fn an_untrusted_hook_is_a_failure_that_always_denies() {
+    let fx = Fixture::new();
+    let allow = fx.script("allow.sh", &answer_script(&json!({"decision": "allow"})));
+    fx.workspace_hooks(json!([{"name": "a", "command": [&allow], "on_failure": "allow"}]));
+    let out = run_with_stdin(
+        toolgate()
+            .args(["check", "--workspace"])
+            .arg(fx.workspace())
+            .env("TOOLGATE_CONFIG_DIR", fx.global()),
+        PRE_SHELL,
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let v = stdout_json(&out);
+    assert!(
+        v["reason"]
+            .as_str()
+            .unwrap()
+            .contains("toolgate trust --workspace"),
+        "the reason still says what to run: {v}"
+    );
+    assert_eq!(v["runs"][0]["verdict"], "failed", "{v}");
+    assert_eq!(v["runs"][0]["failure"]["kind"], "not_trusted", "{v}");
+    assert_eq!(v["runs"][0]["failure"]["on_failure"], "deny", "{v}");
+}
+
+/// hooks.json's `event` defaults to `pre_tool_use`; so does a request's.
+#[test]
+fn check_takes_a_request_without_event_as_pre_tool_use() {
+    let fx = Fixture::new();
+    let deny = fx.script(
+        "deny.sh",
+        &answer_script(&json!({"decision": "deny", "reason": "no"})),
+    );
+    fx.workspace_hooks(json!([{"name": "d", "command": [&deny]}]));
+    let out = check(&fx, &[], r#"{"tool":"shell","input":{"command":"ls"}}"#);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_eq!(stdout_json(&out)["runs"][0]["event"], "pre_tool_use");
+}
+
+/// `toolgate test` judges each fixture on the outcome: a hook that failed is
+/// `failed`, so a fixture expecting `deny` fails with why, and only one
+/// expecting the failure passes. Exit 100 on a failed fixture, 0 when all
+/// pass, 1 when a fixture cannot be read (naming the file and the field).
+#[test]
+fn toolgate_test_never_counts_a_failed_hook_as_a_deny() {
+    let fx = Fixture::new();
+    let deny = fx.script(
+        "deny.sh",
+        &answer_script(&json!({"decision": "deny", "reason": "no"})),
+    );
+    let crash = fx.script("crash.sh", "#!/bin/sh\necho boom >&2\nexit 7\n");
+    fx.workspace_hooks(json!([
+        {"name": "denier", "command": [&deny], "tools": ["deny_me"]},
+        {"name": "crasher", "command": [&crash], "tools": ["crash_me"]}
+    ]));
+    fx.trust();
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = |name: &str, tool: &str, expect: Value| {
+        let text = json!({"request": {"tool": tool, "input": {}}, "expect": expect});
+        std::fs::write(dir.path().join(name), text.to_string()).unwrap();
+    };
+    fixture("allow.json", "ls", json!({"decision": "allow"}));
+    fixture(
+        "deny.json",
+        "deny_me",
+        json!({"decision": "deny", "decided_by": "denier", "reason": "^no$"}),
+    );
+    fixture(
+        "crash-expected.json",
+        "crash_me",
+        json!({"decision": "failed", "failure": "exited_non_zero", "message": "exit"}),
+    );
+    fixture(
+        "crash-as-deny.json",
+        "crash_me",
+        json!({"decision": "deny"}),
+    );
+    let test = |args: &[&str]| {
+        toolgate()
+            .arg("test")
+            .args(args)
+            .env("TOOLGATE_CONFIG_DIR", fx.global())
+            .output()
+            .unwrap()
+    };
+    let ws = fx.workspace();
+    let ws = ws.to_str().unwrap();
+    let fixtures = dir.path().to_str().unwrap();
+    let out = test(&["--workspace", ws, fixtures]);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(100), "{text}{}", stderr(&out));
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], format!("ok   {fixtures}/allow.json"), "{text}");
+    assert!(
+        lines[1].starts_with(&format!(
+            "FAIL {fixtures}/crash-as-deny.json: expected deny, got failed: hook `crasher` \
+             failed (exited_non_zero), which is not a deny"
+        )),
+        "{text}"
+    );
+    assert_eq!(
+        lines[2],
+        format!("ok   {fixtures}/crash-expected.json"),
+        "{text}"
+    );
+    assert_eq!(lines[3], format!("ok   {fixtures}/deny.json"), "{text}");
+    assert!(
+        lines[5].starts_with("test result: FAILED. 3 passed; 1 failed; finished in "),
+        "{text}"
+    );
+    // --json: every fixture, its outcome with the runs, pass or fail.
+    let out = test(&["--workspace", ws, "--json", fixtures]);
+    assert_eq!(out.status.code(), Some(100));
+    let v = stdout_json(&out);
+    assert_eq!(
+        (v["passed"].as_u64(), v["failed"].as_u64()),
+        (Some(3), Some(1)),
+        "{v}"
+    );
+    let failed = &v["fixtures"][1];
+    assert_eq!(failed["passed"], false, "{v}");
+    assert_eq!(
+        (failed["expected"].as_str(), failed["got"].as_str()),
+        (Some("deny"), Some("failed"))
+    );
+    assert_eq!(
+        failed["outcome"]["runs"][0]["failure"]["kind"],
+        "exited_non_zero"
+    );
+    assert!(
+        failed["problems"][0]
+            .as_str()
+            .unwrap()
+            .contains("not a deny"),
+        "{v}"
+    );
+    // Without the wrong one, all pass; one file runs alone.
+    std::fs::remove_file(dir.path().join("crash-as-deny.json")).unwrap();
+    let out = test(&["--workspace", ws, fixtures]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("test result: ok. 3 passed; 0 failed"));
+    // --hooks runs only that file (no global hooks, no trust needed).
+    let hooks = dir.path().join("only.hooks.json");
+    std::fs::write(
+        &hooks,
+        json!({"schema": 1, "hooks": [{"name": "denier", "command": [fx.workspace().join(&deny)]}]})
+            .to_string(),
+    )
+    .unwrap();
+    let deny_fixture = format!("{fixtures}/deny.json");
+    let out = test(&["--hooks", hooks.to_str().unwrap(), &deny_fixture]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        stderr(&out)
+    );
+    // A fixture that cannot be read: exit 1, the file and the field named.
+    fixture(
+        "typo.json",
+        "ls",
+        json!({"decision": "allow", "reasn": "x"}),
+    );
+    let out = test(&["--workspace", ws, fixtures]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let said = stderr(&out);
+    assert!(
+        said.contains("typo.json") && said.contains("unknown field `reasn`"),
+        "{said}"
+    );
 }

@@ -648,7 +648,7 @@ fn a_read_only_state_or_cache_directory_decides_or_fails_closed_never_allowing_a
                 r#"{"event":"pre_tool_use","tool":"Bash","input":{"command":"ls"}}"#,
             );
             let answer = crate::support::stdout_json(&out);
-            assert_eq!(out.status.code(), Some(2), "{round}: {answer}");
+            assert_eq!(out.status.code(), Some(3), "{round}: {answer}");
             assert!(
                 answer.to_string().contains("Read-only file system"),
                 "{round}: {refused:?} without saying why: {answer}"

@@ -48,6 +48,7 @@ const COMMANDS: &[&[&str]] = &[
     &["trust", "status"],
     &["trust", "revoke"],
     &["serve"],
+    &["test"],
 ];
 
 /// The part of a help after the options: the examples and notes a person

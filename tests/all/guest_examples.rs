@@ -28,9 +28,10 @@ fn check(fx: &Fixture, input: Value) -> (Option<i32>, Value) {
     )
 }
 
-/// The hook could not decide (its own error), and the call was denied for it.
+/// The hook could not decide (its own error), and the call was blocked for
+/// it: exit 3, never the 2 of a decided deny.
 fn assert_fails_closed_with_guest_error(code: Option<i32>, v: &Value, message: &str) {
-    assert_eq!(code, Some(2), "{v}");
+    assert_eq!(code, Some(3), "{v}");
     assert_eq!(v["runs"][0]["failure"]["kind"], "guest_error", "{v}");
     let got = v["runs"][0]["failure"]["message"]
         .as_str()

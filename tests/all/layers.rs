@@ -37,7 +37,7 @@ const LAYERS: &[(&str, bool, &[&str])] = &[
     (
         "application",
         false,
-        &["replay", "review", "bench", "cli", "fuzzing"],
+        &["replay", "review", "bench", "cli", "fuzzing", "fixture"],
     ),
 ];
 

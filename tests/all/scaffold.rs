@@ -45,8 +45,12 @@ fn scaffold_passes_its_tests(lang: &str) -> (tempfile::TempDir, PathBuf) {
         "{progress}"
     );
     for case in ["tests/allow-ls.json", "tests/deny-sudo.json"] {
-        assert!(stdout.contains(&format!("ok    {case}")), "{stdout}");
+        assert!(stdout.contains(&format!("ok   {case}\n")), "{stdout}");
     }
+    assert!(
+        stdout.contains("test result: ok. 2 passed; 0 failed"),
+        "{stdout}"
+    );
     // The component really decides: the sample denial, through `check`, with
     // the reason built from the hook's config.
     let wasm = dir.join(format!("out/hello-{lang}.wasm"));
@@ -134,8 +138,8 @@ fn new_refuses_a_non_empty_folder_and_a_bad_name() {
         .unwrap();
     assert_eq!(
         out.status.code(),
-        Some(2),
-        "clap rejects an unknown language"
+        Some(64),
+        "clap rejects an unknown language: a usage error"
     );
     assert!(
         String::from_utf8_lossy(&out.stderr)
@@ -170,7 +174,7 @@ func decide(r *hook.Request) (hook.Verdict, error) {
         tmp.path(),
         r#"{"event":"pre_tool_use","tool":"Bash","input":{"command":"ls"}}"#,
     );
-    assert_eq!(code, Some(2), "a panic fails closed: {v}");
+    assert_eq!(code, Some(3), "a panic fails closed, as a failure: {v}");
     assert_eq!(v["runs"][0]["failure"]["kind"], "guest_error", "{v}");
     let message = v["runs"][0]["failure"]["message"].as_str().unwrap();
     assert!(
@@ -430,4 +434,49 @@ fn dev_refuses_a_folder_that_is_not_a_hook_project() {
     let out = toolgate().arg("dev").arg(tmp.path()).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("is not a hook project"));
+}
+
+/// The bug `toolgate test` exists for: a guard that crashes on its deny
+/// path is blocked by fail closed, and a test that only looked at "was the
+/// call blocked" reported its deny fixture `ok`. C builds fastest; the
+/// crash is a trap right before the deny.
+#[test]
+fn a_crashing_guard_fails_its_deny_fixture() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = new_project("c", tmp.path(), "crashy");
+    let source = dir.join("src/policy.c");
+    let text = std::fs::read_to_string(&source).unwrap();
+    let deny = "      tg_deny(ans, (tg_str){reason, n + sizeof rest});";
+    assert!(text.contains(deny), "the template's deny line moved");
+    std::fs::write(
+        &source,
+        text.replace(
+            deny,
+            &format!("      __builtin_trap(); /* the bug */\n{deny}"),
+        ),
+    )
+    .unwrap();
+    let out = in_guest_cache(dir.join("test.sh"))
+        .env("TOOLGATE", env!("CARGO_BIN_EXE_toolgate"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(100),
+        "a failed fixture: {stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("ok   tests/allow-ls.json\n"), "{stdout}");
+    assert!(
+        stdout.contains(
+            "FAIL tests/deny-sudo.json: expected deny, got failed: hook `crashy` failed (trap), \
+             which is not a deny"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("test result: FAILED. 1 passed; 1 failed"),
+        "{stdout}"
+    );
 }

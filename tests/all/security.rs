@@ -978,7 +978,7 @@ fn only_the_global_config_sets_the_chain_deadline() {
     )
     .unwrap();
     let (code, v) = check_in(&fx.workspace(), &fx.global(), &pre_request("ls"));
-    assert_eq!(code, Some(2));
+    assert_eq!(code, Some(3));
     assert!(v["reason"].as_str().unwrap().contains("700 ms"), "{v:#}");
 
     // A workspace cannot set (or loosen) it.
@@ -1384,7 +1384,7 @@ fn logs_and_errors_strip_terminal_control_sequences() {
             .env("TOOLGATE_LOG", "warn"),
         &pre_request("ls"),
     );
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(3));
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("cannot decide"),
         "logged"

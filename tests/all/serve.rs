@@ -927,7 +927,7 @@ fn a_trust_store_others_can_write_stops_trusting_at_the_servers_next_call() {
     // the server, with the workspace already loaded, must too.
     std::fs::set_permissions(case.store(), std::fs::Permissions::from_mode(0o777)).unwrap();
     let refused = served();
-    assert_eq!(refused.0, Some(2), "{}", refused.1);
+    assert_eq!(refused.0, Some(3), "blocked as a failure: {}", refused.1);
     assert!(!case.ran(), "the hook ran under a store others can write");
     let reason = refused.1["reason"].as_str().unwrap_or_default();
     assert!(
@@ -1513,4 +1513,52 @@ fn deny_guard(fx: &Fixture) {
             .to_string(),
     )
     .unwrap();
+}
+
+/// `check`'s exit codes are computed by the server as by the local path
+/// (`check::answer`): 0 allow, 2 a decided deny, 3 a failed hook, 1 a
+/// request it cannot read.
+#[test]
+fn check_exits_with_the_same_codes_through_a_server() {
+    let fx = Fixture::new();
+    let deny = fx.script(
+        "deny.sh",
+        "#!/bin/sh\ncat >/dev/null\necho '{\"decision\":\"deny\",\"reason\":\"no\"}'\n",
+    );
+    let crash = fx.script("crash.sh", "#!/bin/sh\nexit 7\n");
+    fx.workspace_hooks(json!([
+        {"name": "denier", "command": [&deny], "tools": ["deny_me"]},
+        {"name": "crasher", "command": [&crash], "tools": ["crash_me"]},
+        {"name": "trapper", "wasm": crate::guests::path("unreachable"), "tools": ["trap_me"]}
+    ]));
+    fx.trust();
+    // A workspace the server cannot load: it answers an error, exit 1.
+    let broken = tempfile::tempdir().unwrap();
+    std::fs::create_dir(broken.path().join(".toolgate")).unwrap();
+    std::fs::write(broken.path().join(".toolgate/hooks.json"), "{").unwrap();
+    let server = Server::start();
+    let call = |tool: &str| format!(r#"{{"tool":"{tool}","input":{{}}}}"#);
+    let cases = [
+        (fx.workspace(), call("ls"), 0),
+        (fx.workspace(), call("deny_me"), 2),
+        (fx.workspace(), call("crash_me"), 3),
+        (fx.workspace(), call("trap_me"), 3),
+        (broken.path().to_owned(), call("ls"), 1),
+    ];
+    for (workspace, stdin, code) in &cases {
+        let out = run_with_stdin(
+            server
+                .client()
+                .args(["check", "--workspace"])
+                .arg(workspace)
+                .env("TOOLGATE_CONFIG_DIR", fx.global()),
+            stdin,
+        );
+        assert_eq!(out.status.code(), Some(*code), "{stdin}: {}", stderr(&out));
+    }
+    assert_eq!(
+        server.status()["requests"],
+        cases.len(),
+        "a call was not answered by the server"
+    );
 }

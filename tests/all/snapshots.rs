@@ -34,6 +34,7 @@ fn every_help_reads_as_pinned() {
         vec!["trust", "--help"],
         vec!["serve", "--help"],
         vec!["check", "--help"],
+        vec!["test", "--help"],
         vec!["hooks", "--help"],
         vec!["replay", "--help"],
         vec!["import", "--help"],

@@ -137,11 +137,11 @@ impl Case {
         assert!(out.status.success(), "{}", stderr(&out));
     }
 
-    /// The call is denied by the gate, the hook did not run, and the reason
+    /// The call is blocked by the gate (a failure, exit 3), the hook did not run, and the reason
     /// contains `why` and the command that fixes it.
     fn denied_untrusted(&self, why: &str) {
         let (code, answer) = self.check();
-        assert_eq!(code, Some(2), "{answer}");
+        assert_eq!(code, Some(3), "{answer}");
         let reason = answer["reason"].as_str().unwrap_or_default();
         assert!(reason.contains("is not trusted"), "{reason}");
         assert!(reason.contains(why), "wanted {why:?} in: {reason}");
@@ -233,7 +233,7 @@ fn a_moved_workspace_is_not_trusted() {
     let moved = case.fx.dir.path().join("moved");
     std::fs::rename(case.ws(), &moved).unwrap();
     let out = run_with_stdin(case.cmd().args(["check", "--workspace"]).arg(&moved), PUSH);
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(3));
     let reason = stdout_json(&out)["reason"].as_str().unwrap().to_owned();
     assert!(reason.contains("never trusted on this machine"), "{reason}");
     assert!(!case.ran());
