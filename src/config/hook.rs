@@ -4,7 +4,7 @@
 
 use super::{HookSpec, MAX_TIMEOUT_MS, MIN_TIMEOUT_MS};
 use crate::binding::parse::{BindingOptions, Common, HookCtx, Problem, type_name};
-use crate::binding::{CONFIGURABLE, Configurable};
+use crate::binding::{BindingSpec, CONFIGURABLE, Configurable, WorkspaceTrust};
 use crate::contract::{Event, Source, whole_name_matcher};
 use crate::failure::OnFailure;
 use regex_automata::meta::Regex;
@@ -385,6 +385,9 @@ fn parse_hook(
         load,
     };
     let spec = (binding.parse)(&obj, &common, ctx);
+    if let Some(spec) = &spec {
+        missing_script(spec, binding.key, root, ctx);
+    }
     if !load {
         return None;
     }
@@ -404,6 +407,38 @@ fn parse_hook(
         compiled_matcher: compiled_matcher?,
         gate: None,
     })
+}
+
+/// A script handed to an interpreter toolgate knows (`["python3",
+/// "hooks/guard.py"]`) that is not there: a problem at load, as a missing
+/// program is, rather than a failure at every call. Which word is the
+/// script is trust's own reading (`trust::interpreter_script`), asked of
+/// what the binding says it runs, so this names no binding and keeps no
+/// second list of interpreters. Only "nothing there" is reported: a script
+/// that exists but cannot be pinned (outside the workspace, say) is the
+/// trust review's to refuse, with its reason.
+///
+/// The message names the element, not the path written: a value from the
+/// file is never quoted (tests/all/props.rs).
+fn missing_script(spec: &BindingSpec, key: &str, root: &Path, ctx: &mut HookCtx<'_>) {
+    let WorkspaceTrust::Program { argv, .. } = spec.as_binding().workspace_trust() else {
+        return;
+    };
+    let Some(at) = crate::trust::interpreter_script(argv) else {
+        return;
+    };
+    let missing = std::fs::metadata(root.join(&argv[at]))
+        .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound);
+    if missing {
+        ctx.problem(
+            key,
+            format!(
+                "element {at}, the script the interpreter runs, does not exist (relative paths \
+                 resolve against {})",
+                root.display()
+            ),
+        );
+    }
 }
 
 /// The binding a hook selects by its key field (`command`, `wasm`); the

@@ -87,6 +87,7 @@ pub(crate) use store::parse_record;
 pub use store::{Record, TrustStore};
 
 pub(crate) use admit::{Admission, Unconfinable, confine_global, difference, run_from_snapshot};
+pub(crate) use closed::interpreter_script;
 pub(crate) use gate::{Gate, guard};
 pub(crate) use pin::{Pinning, pin_of};
 

@@ -147,6 +147,97 @@ fn a_missing_command_program_path_is_rejected() {
     );
 }
 
+/// A script handed to an interpreter toolgate knows is checked at load, as
+/// a program path is: `["python3", "hooks/gaurd.py"]` (a typo) is a load
+/// error, not a failure at every call. The script is the word trust's own
+/// reading takes for it, after the interpreter's options.
+#[test]
+fn a_missing_interpreter_script_is_rejected_at_load() {
+    for argv in [
+        json!(["python3", "hooks/gaurd.py"]),
+        json!(["python3", "-u", "hooks/gaurd.py"]),
+        json!(["/usr/bin/python3", "hooks/gaurd.py"]),
+        json!(["sh", "hooks/gaurd.sh", "--flag"]),
+        json!(["bash", "-eo", "pipefail", "hooks/gaurd.sh"]),
+        json!(["node", "hooks/gaurd.js"]),
+        json!(["perl", "hooks/gaurd.pl"]),
+    ] {
+        let (problem, display) = hook_problem(json!({"name": "bad", "command": argv}));
+        assert_eq!(problem.name.as_deref(), Some("bad"), "{display}");
+        assert_eq!(problem.field.as_deref(), Some("command"), "{display}");
+        let at = argv.as_array().unwrap().len() - 1 - usize::from(argv[2] == "--flag");
+        assert!(
+            display.contains(&format!(
+                "element {at}, the script the interpreter runs, does not exist"
+            )),
+            "{argv}: {display}"
+        );
+    }
+}
+
+/// Only a script toolgate can tell is the script is checked: inline code,
+/// a module, stdin, an option it does not read, or a program it does not
+/// know load as before (trust, or the call, says what is wrong with them).
+#[test]
+fn an_argv_without_a_script_toolgate_can_tell_is_not_checked_at_load() {
+    let fx = Fixture::new();
+    fx.script("guard.py", "");
+    fx.workspace_hooks(json!([
+        {"name": "here", "command": ["python3", "hooks/guard.py"]},
+        {"name": "inline", "command": ["sh", "-c", "exit 0"]},
+        {"name": "module", "command": ["python3", "-m", "hooks.missing"]},
+        {"name": "stdin", "command": ["python3", "-"]},
+        {"name": "unread-option", "command": ["python3", "-Q", "new", "hooks/missing.py"]},
+        {"name": "other-program", "command": ["ruby", "hooks/missing.rb"]},
+    ]));
+    let config = Config::load(None, Some(&fx.workspace())).expect("loads");
+    assert_eq!(config.hooks().len(), 6);
+}
+
+/// A global hook's script resolves where it runs: against the global config
+/// directory.
+#[test]
+fn a_global_interpreter_script_resolves_against_the_global_config_dir() {
+    let fx = Fixture::new();
+    fx.global_script("g.py", "");
+    fx.global_hooks(json!([{"name": "g", "command": ["python3", "g.py"]}]));
+    Config::load(Some(&fx.global()), None).expect("the script is there");
+    fx.global_hooks(json!([{"name": "g", "command": ["python3", "gg.py"]}]));
+    let err = Config::load(Some(&fx.global()), None).unwrap_err();
+    assert_eq!(err.problems.len(), 1, "{err}");
+    assert!(
+        err.to_string()
+            .contains(&format!("resolve against {}", fx.global().display())),
+        "{err}"
+    );
+}
+
+/// `toolgate hooks --check` reports a missing script with the file's other
+/// problems, each naming file, hook and field.
+#[test]
+fn hooks_check_reports_a_missing_script_with_the_other_problems() {
+    let fx = Fixture::new();
+    fx.workspace_hooks(json!([
+        {"name": "typo", "command": ["python3", "hooks/gaurd.py"]},
+        {"name": "gone", "command": ["./hooks/x.sh"], "timeout_ms": 0},
+    ]));
+    let out = toolgate()
+        .args(["hooks", "--check", "--workspace"])
+        .arg(fx.workspace())
+        .env("TOOLGATE_CONFIG_DIR", fx.global())
+        .output()
+        .unwrap();
+    let text = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    for line in [
+        "hooks[0] (\"typo\"): field `command`: element 1, the script the interpreter runs, does not exist",
+        "hooks[1] (\"gone\"): field `timeout_ms`",
+        "hooks[1] (\"gone\"): field `command`: program \"./hooks/x.sh\" not found",
+    ] {
+        assert!(text.contains(line), "wanted {line:?} in:\n{text}");
+    }
+}
+
 #[test]
 fn empty_tools_list_is_rejected() {
     assert_names(
