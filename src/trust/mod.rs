@@ -128,6 +128,7 @@ use std::path::{Path, PathBuf};
     strum::Display,
     strum::EnumString,
     strum::IntoStaticStr,
+    strum::VariantNames,
 )]
 #[serde(rename_all = "snake_case")]
 #[strum(serialize_all = "snake_case")]
