@@ -601,6 +601,9 @@ impl Judge {
     }
 }
 
+/// Puts a value in one field of a document.
+type Place = Box<dyn Fn(serde_json::Value) -> serde_json::Value>;
+
 /// The schema and the loader agree on the shape of every field, with the
 /// cases read from the schema itself: each value a field's `enum` lists and
 /// each bound of a number is accepted by the loader too, and what lies just
@@ -618,10 +621,7 @@ fn the_schema_and_the_loader_agree_on_every_fields_values() {
         doc
     };
     let wasm_only = &schema["$defs"]["hook"]["oneOf"][0]["properties"];
-    let mut cases: Vec<(
-        Box<dyn Fn(serde_json::Value) -> serde_json::Value>,
-        &serde_json::Value,
-    )> = Vec::new();
+    let mut cases: Vec<(Place, &serde_json::Value)> = Vec::new();
     for (key, field) in schema["$defs"]["hook"]["properties"].as_object().unwrap() {
         let base = if wasm_only.get(key).is_some() {
             &wasm
