@@ -34,6 +34,7 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
     Deserialize,
     strum::Display,
     strum::IntoStaticStr,
+    strum::VariantNames,
 )]
 #[serde(rename_all = "snake_case")]
 #[strum(serialize_all = "snake_case")]

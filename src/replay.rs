@@ -21,7 +21,7 @@
 
 use crate::contract::{Decision, Event, Request, ToolResult};
 use crate::protocol::transcript::Item;
-use crate::runner::{HookRunner, Outcome};
+use crate::runner::{HookRunner, Outcome, RunRecord};
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -148,6 +148,9 @@ pub struct Row {
     pub reason: Option<String>,
     /// How long the chain took, in microseconds.
     pub latency_us: u64,
+    /// One record per hook that ran, in order: what `toolgate check`
+    /// prints as `runs`, in the same shape (the same type).
+    pub runs: Vec<RunRecord>,
 }
 
 /// Runs every recorded call through `runner`.
@@ -199,6 +202,7 @@ fn row(
             _ => None,
         },
         latency_us: u64::try_from(took.as_micros()).unwrap_or(u64::MAX),
+        runs: outcome.runs.clone(),
     }
 }
 

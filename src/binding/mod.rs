@@ -168,9 +168,9 @@ pub(crate) enum WorkspaceTrust<'a> {
 /// A binding hooks.json can select.
 pub(crate) struct Configurable {
     /// The field that selects it (`command`, `wasm`).
-    pub(crate) key: &'static str,
+    pub(crate) key: parse::Field,
     /// The fields only it reads, besides `key`.
-    pub(crate) fields: &'static [&'static str],
+    pub(crate) fields: &'static [parse::Field],
     /// What `key` takes, in words, for the error when a hook names no
     /// binding (`an argv such as ["./hooks/guard.py"]`).
     pub(crate) example: &'static str,

@@ -185,6 +185,33 @@ impl<'a> HookCtx<'a> {
     }
 }
 
+/// One hooks.json field as the loader reads it: its name, what it means,
+/// and the JSON Schema of the values it accepts. The loader's list of known
+/// fields is a list of these, and the published schema is built from the
+/// same lists (`config::schema`), so a field cannot be known to one and
+/// not the other.
+pub(crate) struct Field {
+    /// The key.
+    pub(crate) name: &'static str,
+    /// What it means, in a sentence (the schema's `description`: what an
+    /// editor shows on hover).
+    pub(crate) about: &'static str,
+    /// The schema of its value, built from the same bounds and variant
+    /// lists its parser checks against.
+    pub(crate) schema: fn() -> Value,
+}
+
+/// The schema of a whole number in `min..=max` (what [`HookCtx::bounded`]
+/// accepts).
+pub(crate) fn whole_number(min: u64, max: u64) -> Value {
+    serde_json::json!({"type": "integer", "minimum": min, "maximum": max})
+}
+
+/// The schema of one of `names` (an enum's wire spellings).
+pub(crate) fn one_of_names(names: &[&str]) -> Value {
+    serde_json::json!({"type": "string", "enum": names})
+}
+
 pub(crate) fn type_name(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",

@@ -20,7 +20,8 @@ use toolgate::{Config, Source};
 #[command(after_help = "Examples:\n  \
     toolgate hooks --workspace examples/demo\n  \
     toolgate hooks --workspace . --json | jq '.hooks[].name'\n  \
-    toolgate hooks --check        # validate only; non-zero exit on any problem")]
+    toolgate hooks --check        # validate only; non-zero exit on any problem\n  \
+    toolgate hooks --schema > hooks.schema.json   # for an editor's \"$schema\"")]
 pub(crate) struct Args {
     /// The workspace whose .toolgate/hooks.json applies [default: the
     /// nearest ancestor of the working directory with a .toolgate/].
@@ -32,9 +33,18 @@ pub(crate) struct Args {
     /// Validate only: print a one-line summary, exit non-zero on any problem.
     #[arg(long)]
     check: bool,
+    /// Print the JSON Schema of hooks.json (for editors; the repository's
+    /// docs/hooks.schema.json is this output) and exit.
+    #[arg(long, conflicts_with_all = ["json", "check", "workspace"])]
+    schema: bool,
 }
 
 pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if args.schema {
+        let schema = toolgate::config::json_schema();
+        outln!("{}", serde_json::to_string_pretty(&schema)?);
+        return Ok(ExitCode::SUCCESS);
+    }
     let workspace = super::workspace(args.workspace)?;
     let config = load_reporting_all(&workspace.root)?;
     let missing: Vec<String> = config

@@ -3,34 +3,131 @@
 //! `binding::CONFIGURABLE`). Nothing here knows a binding by name.
 
 use super::{HookSpec, MAX_TIMEOUT_MS, MIN_TIMEOUT_MS};
-use crate::binding::parse::{BindingOptions, Common, HookCtx, Problem, type_name};
-use crate::binding::{CONFIGURABLE, Configurable};
+use crate::binding::parse::{
+    BindingOptions, Common, Field, HookCtx, Problem, one_of_names, type_name, whole_number,
+};
+use crate::binding::{BindingSpec, CONFIGURABLE, Configurable, WorkspaceTrust};
 use crate::contract::{Event, Source, whole_name_matcher};
 use crate::failure::OnFailure;
 use regex_automata::meta::Regex;
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 use std::path::Path;
+use strum::VariantNames;
 
 /// The hooks.json schema this build reads.
 pub const CONFIG_SCHEMA: u64 = 1;
 
-/// Fields every hook may have, whatever its binding.
-const COMMON_FIELDS: &[&str] = &[
-    "name",
-    "event",
-    "tools",
-    "matcher",
-    "timeout_ms",
-    "on_failure",
-    "config",
+/// Fields every hook may have, whatever its binding (each binding's own are
+/// in its `Configurable`). The unknown-field check and the published schema
+/// (`super::schema`) both read this list.
+pub(crate) const COMMON_FIELDS: &[Field] = &[
+    Field {
+        name: "name",
+        about: "The hook's name, unique in its file: run records and errors name hooks by it.",
+        schema: || {
+            // Not empty or blank, no control characters (`parse_name`).
+            const C: &str = "\\u0000-\\u001f\\u007f-\\u009f";
+            json!({"type": "string", "pattern": format!("^[^{C}]*[^\\s{C}][^{C}]*$")})
+        },
+    },
+    Field {
+        name: "event",
+        about: "When the hook is consulted: before the tool runs (\"pre_tool_use\", the \
+                default), after it (\"post_tool_use\"), or a list of both.",
+        schema: || {
+            let names: Vec<&str> = Event::ALL.iter().map(|e| e.as_str()).collect();
+            let one = one_of_names(&names);
+            json!({"anyOf": [
+                one,
+                {"type": "array", "minItems": 1, "uniqueItems": true, "items": one},
+            ]})
+        },
+    },
+    Field {
+        name: "tools",
+        about: "The exact tool names the hook applies to; omitted, every tool.",
+        schema: || json!({"type": "array", "minItems": 1, "items": {"type": "string", "minLength": 1}}),
+    },
+    Field {
+        name: "matcher",
+        about: "A regex (Rust syntax) the whole tool name must match; with `tools`, a tool \
+                must satisfy both.",
+        schema: || json!({"type": "string"}),
+    },
+    Field {
+        name: "timeout_ms",
+        about: "The hook's deadline per call, in milliseconds; past it the hook has failed \
+                and `on_failure` applies.",
+        schema: || whole_number(MIN_TIMEOUT_MS, MAX_TIMEOUT_MS),
+    },
+    Field {
+        name: "on_failure",
+        about: "What a failure of the hook (crash, timeout, bad answer) becomes: \"deny\" \
+                (the default: the call is blocked) or \"allow\" (the chain goes on, with a \
+                warning in the run record).",
+        schema: || one_of_names(OnFailure::VARIANTS),
+    },
+    Field {
+        name: "config",
+        about: "Any JSON, handed to the hook in every request.",
+        schema: || json!({}),
+    },
 ];
-const TOP_FIELDS: &[&str] = &[
-    "schema",
-    "hooks",
-    "chain_timeout_ms",
-    "untrusted_hooks",
-    "require_confinement",
-    "unconfined_workspace_hooks",
+
+/// The file's own fields. The unknown-field check and the published schema
+/// both read this list.
+pub(crate) const TOP_FIELDS: &[Field] = &[
+    Field {
+        name: "$schema",
+        about: "The JSON Schema an editor checks this file against (toolgate prints it: \
+                `toolgate hooks --schema`). toolgate itself ignores it.",
+        schema: || json!({"type": "string"}),
+    },
+    Field {
+        name: "schema",
+        about: "The hooks.json format this file is written in.",
+        schema: || json!({"const": CONFIG_SCHEMA}),
+    },
+    Field {
+        name: "hooks",
+        about: "The hooks, in the order they are consulted (global hooks run before a \
+                workspace's).",
+        schema: || json!({"type": "array", "items": {"$ref": "#/$defs/hook"}}),
+    },
+    Field {
+        name: "chain_timeout_ms",
+        about: "Global config only: the whole chain's deadline per call, in milliseconds.",
+        schema: || whole_number(MIN_TIMEOUT_MS, MAX_TIMEOUT_MS),
+    },
+    Field {
+        name: "untrusted_hooks",
+        about: "Global config only: what an untrusted workspace command hook's calls get: \
+                \"deny\" (the default) or \"skip\" (the hook is left out, and its run record \
+                says so).",
+        schema: || one_of_names(crate::trust::UntrustedPolicy::VARIANTS),
+    },
+    Field {
+        name: "require_confinement",
+        about: "Global config only: a hook that should run confined and cannot be (no \
+                Landlock) fails closed instead of running unconfined with a warning.",
+        schema: || json!({"type": "boolean"}),
+    },
+    Field {
+        name: "unconfined_workspace_hooks",
+        about: "Global config only: workspace hooks the operator lets run unconfined, each \
+                named by its workspace's absolute root and its name.",
+        schema: || {
+            json!({"type": "array", "items": {
+                "type": "object",
+                "required": ["workspace", "hook"],
+                "additionalProperties": false,
+                "properties": {
+                    "workspace": {"type": "string", "pattern": "^/"},
+                    "hook": {"type": "string"},
+                },
+            }})
+        },
+    },
 ];
 
 /// A file's top-level settings besides its hooks. Both are the operator's:
@@ -107,10 +204,19 @@ struct TopFields<'a> {
 
 impl<'a> TopFields<'a> {
     fn parse(mut self) -> Top {
+        let known = names(TOP_FIELDS);
         for key in self.top.keys() {
-            if !TOP_FIELDS.contains(&key.as_str()) {
-                self.problem(key, unknown_field(key, TOP_FIELDS));
+            if !known.contains(&key.as_str()) {
+                self.problem(key, unknown_field(key, &known));
             }
+        }
+        // For editors only: any string, never read.
+        if let Some(other) = self.top.get("$schema").filter(|v| !v.is_string()) {
+            let message = format!(
+                "expected the URL or path of a JSON Schema (a string; toolgate ignores it), got {}",
+                type_name(other)
+            );
+            self.problem("$schema", message);
         }
         match self.top.get("schema") {
             Some(Value::Number(n)) if n.as_u64() == Some(CONFIG_SCHEMA) => {}
@@ -308,20 +414,26 @@ fn parse_name(value: Option<&Value>, ctx: &mut HookCtx<'_>) -> Option<String> {
 /// Every field no part of the hook reads: the common ones and each
 /// binding's own.
 fn unknown_fields(obj: &Map<String, Value>, ctx: &mut HookCtx<'_>) {
-    let known: Vec<&str> = COMMON_FIELDS
-        .iter()
-        .copied()
-        .chain(
-            CONFIGURABLE
-                .iter()
-                .flat_map(|b| std::iter::once(b.key).chain(b.fields.iter().copied())),
-        )
-        .collect();
+    let known = names(hook_fields());
     for key in obj.keys() {
         if !known.contains(&key.as_str()) {
             ctx.problem(key, unknown_field(key, &known));
         }
     }
+}
+
+/// Every field a hook may have: the common ones, then each binding's key
+/// and own fields, in registry order.
+pub(crate) fn hook_fields() -> impl Iterator<Item = &'static Field> + Clone {
+    COMMON_FIELDS.iter().chain(
+        CONFIGURABLE
+            .iter()
+            .flat_map(|b| std::iter::once(&b.key).chain(b.fields)),
+    )
+}
+
+fn names<'a>(fields: impl IntoIterator<Item = &'a Field>) -> Vec<&'static str> {
+    fields.into_iter().map(|f| f.name).collect()
 }
 
 /// Whether a hook applies to the one call a process evaluates. A call
@@ -385,6 +497,9 @@ fn parse_hook(
         load,
     };
     let spec = (binding.parse)(&obj, &common, ctx);
+    if let Some(spec) = &spec {
+        missing_script(spec, binding.key.name, root, ctx);
+    }
     if !load {
         return None;
     }
@@ -406,6 +521,38 @@ fn parse_hook(
     })
 }
 
+/// A script handed to an interpreter toolgate knows (`["python3",
+/// "hooks/guard.py"]`) that is not there: a problem at load, as a missing
+/// program is, rather than a failure at every call. Which word is the
+/// script is trust's own reading (`trust::interpreter_script`), asked of
+/// what the binding says it runs, so this names no binding and keeps no
+/// second list of interpreters. Only "nothing there" is reported: a script
+/// that exists but cannot be pinned (outside the workspace, say) is the
+/// trust review's to refuse, with its reason.
+///
+/// The message names the element, not the path written: a value from the
+/// file is never quoted (tests/all/props.rs).
+fn missing_script(spec: &BindingSpec, key: &str, root: &Path, ctx: &mut HookCtx<'_>) {
+    let WorkspaceTrust::Program { argv, .. } = spec.as_binding().workspace_trust() else {
+        return;
+    };
+    let Some(at) = crate::trust::interpreter_script(argv) else {
+        return;
+    };
+    let missing = std::fs::metadata(root.join(&argv[at]))
+        .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound);
+    if missing {
+        ctx.problem(
+            key,
+            format!(
+                "element {at}, the script the interpreter runs, does not exist (relative paths \
+                 resolve against {})",
+                root.display()
+            ),
+        );
+    }
+}
+
 /// The binding a hook selects by its key field (`command`, `wasm`); the
 /// first binding when it names none (its parser reports what is missing).
 /// A field of a binding the hook did not select is a problem.
@@ -416,7 +563,7 @@ fn select_binding(
     let chosen: Vec<&'static Configurable> = CONFIGURABLE
         .iter()
         .copied()
-        .filter(|b| obj.contains_key(b.key))
+        .filter(|b| obj.contains_key(b.key.name))
         .collect();
     let binding = match chosen.as_slice() {
         [] => {
@@ -424,32 +571,35 @@ fn select_binding(
             // without anyone editing this text.
             let each: Vec<String> = CONFIGURABLE
                 .iter()
-                .map(|b| format!("`{}` ({})", b.key, b.example))
+                .map(|b| format!("`{}` ({})", b.key.name, b.example))
                 .collect();
             ctx.problem(
-                CONFIGURABLE[0].key,
+                CONFIGURABLE[0].key.name,
                 format!("missing; give {}", each.join(" or ")),
             );
             CONFIGURABLE[0]
         }
         [one] => one,
         [.., last] => {
-            let keys: Vec<String> = chosen.iter().map(|b| format!("`{}`", b.key)).collect();
+            let keys: Vec<String> = chosen.iter().map(|b| format!("`{}`", b.key.name)).collect();
             ctx.problem(
-                last.key,
+                last.key.name,
                 format!("a hook has either {}, not both", keys.join(" or ")),
             );
             return None;
         }
     };
-    for other in CONFIGURABLE.iter().filter(|b| b.key != binding.key) {
+    for other in CONFIGURABLE
+        .iter()
+        .filter(|b| b.key.name != binding.key.name)
+    {
         for field in other.fields {
-            if obj.contains_key(*field) {
+            if obj.contains_key(field.name) {
                 ctx.problem(
-                    field,
+                    field.name,
                     format!(
                         "only for `{}` hooks; this is a `{}` hook",
-                        other.key, binding.key
+                        other.key.name, binding.key.name
                     ),
                 );
             }

@@ -12,7 +12,11 @@
 //!
 //! The file is parsed as JSON first and each hook validated field by field,
 //! rather than with `#[serde(deny_unknown_fields)]`, because serde's errors
-//! name neither the hook nor (for type errors) the field.
+//! name neither the hook nor (for type errors) the field. The fields it
+//! knows are tables (name, meaning, schema of the value), from which the
+//! JSON Schema editors use is built ([`json_schema`]; see `schema` for why
+//! not schemars). `"$schema"` (that schema's URL or path, for an editor) is
+//! accepted at the top and ignored.
 //!
 //! # Where configs live
 //!
@@ -53,11 +57,13 @@
 
 mod def;
 pub(crate) mod hook;
+mod schema;
 mod workspace;
 
 pub use crate::safe_fs::FileIdentity;
 pub use def::HookDef;
 pub use hook::CONFIG_SCHEMA;
+pub use schema::json_schema;
 pub use workspace::{FoundWorkspace, find_workspace};
 
 use crate::binding::parse::BindingOptions;

@@ -87,6 +87,7 @@ pub(crate) use store::parse_record;
 pub use store::{Kept, MAX_KEPT_TEXT, Record, TrustStore};
 
 pub(crate) use admit::{Admission, Unconfinable, confine_global, difference, run_from_snapshot};
+pub(crate) use closed::interpreter_script;
 pub(crate) use gate::{Gate, guard};
 pub(crate) use pin::{Pinning, pin_of};
 
@@ -127,6 +128,7 @@ use std::path::{Path, PathBuf};
     strum::Display,
     strum::EnumString,
     strum::IntoStaticStr,
+    strum::VariantNames,
 )]
 #[serde(rename_all = "snake_case")]
 #[strum(serialize_all = "snake_case")]

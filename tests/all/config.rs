@@ -147,6 +147,97 @@ fn a_missing_command_program_path_is_rejected() {
     );
 }
 
+/// A script handed to an interpreter toolgate knows is checked at load, as
+/// a program path is: `["python3", "hooks/gaurd.py"]` (a typo) is a load
+/// error, not a failure at every call. The script is the word trust's own
+/// reading takes for it, after the interpreter's options.
+#[test]
+fn a_missing_interpreter_script_is_rejected_at_load() {
+    for argv in [
+        json!(["python3", "hooks/gaurd.py"]),
+        json!(["python3", "-u", "hooks/gaurd.py"]),
+        json!(["/usr/bin/python3", "hooks/gaurd.py"]),
+        json!(["sh", "hooks/gaurd.sh", "--flag"]),
+        json!(["bash", "-eo", "pipefail", "hooks/gaurd.sh"]),
+        json!(["node", "hooks/gaurd.js"]),
+        json!(["perl", "hooks/gaurd.pl"]),
+    ] {
+        let (problem, display) = hook_problem(json!({"name": "bad", "command": argv}));
+        assert_eq!(problem.name.as_deref(), Some("bad"), "{display}");
+        assert_eq!(problem.field.as_deref(), Some("command"), "{display}");
+        let at = argv.as_array().unwrap().len() - 1 - usize::from(argv[2] == "--flag");
+        assert!(
+            display.contains(&format!(
+                "element {at}, the script the interpreter runs, does not exist"
+            )),
+            "{argv}: {display}"
+        );
+    }
+}
+
+/// Only a script toolgate can tell is the script is checked: inline code,
+/// a module, stdin, an option it does not read, or a program it does not
+/// know load as before (trust, or the call, says what is wrong with them).
+#[test]
+fn an_argv_without_a_script_toolgate_can_tell_is_not_checked_at_load() {
+    let fx = Fixture::new();
+    fx.script("guard.py", "");
+    fx.workspace_hooks(json!([
+        {"name": "here", "command": ["python3", "hooks/guard.py"]},
+        {"name": "inline", "command": ["sh", "-c", "exit 0"]},
+        {"name": "module", "command": ["python3", "-m", "hooks.missing"]},
+        {"name": "stdin", "command": ["python3", "-"]},
+        {"name": "unread-option", "command": ["python3", "-Q", "new", "hooks/missing.py"]},
+        {"name": "other-program", "command": ["ruby", "hooks/missing.rb"]},
+    ]));
+    let config = Config::load(None, Some(&fx.workspace())).expect("loads");
+    assert_eq!(config.hooks().len(), 6);
+}
+
+/// A global hook's script resolves where it runs: against the global config
+/// directory.
+#[test]
+fn a_global_interpreter_script_resolves_against_the_global_config_dir() {
+    let fx = Fixture::new();
+    fx.global_script("g.py", "");
+    fx.global_hooks(json!([{"name": "g", "command": ["python3", "g.py"]}]));
+    Config::load(Some(&fx.global()), None).expect("the script is there");
+    fx.global_hooks(json!([{"name": "g", "command": ["python3", "gg.py"]}]));
+    let err = Config::load(Some(&fx.global()), None).unwrap_err();
+    assert_eq!(err.problems.len(), 1, "{err}");
+    assert!(
+        err.to_string()
+            .contains(&format!("resolve against {}", fx.global().display())),
+        "{err}"
+    );
+}
+
+/// `toolgate hooks --check` reports a missing script with the file's other
+/// problems, each naming file, hook and field.
+#[test]
+fn hooks_check_reports_a_missing_script_with_the_other_problems() {
+    let fx = Fixture::new();
+    fx.workspace_hooks(json!([
+        {"name": "typo", "command": ["python3", "hooks/gaurd.py"]},
+        {"name": "gone", "command": ["./hooks/x.sh"], "timeout_ms": 0},
+    ]));
+    let out = toolgate()
+        .args(["hooks", "--check", "--workspace"])
+        .arg(fx.workspace())
+        .env("TOOLGATE_CONFIG_DIR", fx.global())
+        .output()
+        .unwrap();
+    let text = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    for line in [
+        "hooks[0] (\"typo\"): field `command`: element 1, the script the interpreter runs, does not exist",
+        "hooks[1] (\"gone\"): field `timeout_ms`",
+        "hooks[1] (\"gone\"): field `command`: program \"./hooks/x.sh\" not found",
+    ] {
+        assert!(text.contains(line), "wanted {line:?} in:\n{text}");
+    }
+}
+
 #[test]
 fn empty_tools_list_is_rejected() {
     assert_names(
@@ -356,4 +447,301 @@ fn a_hook_built_by_field_loads_as_the_typed_helpers_build_it() {
     .unwrap_err()
     .to_string();
     assert!(err.contains("field `fuel`: only for `wasm` hooks"), "{err}");
+}
+
+// ---------------------------------------------------------------------------
+// The JSON Schema editors use (src/config/schema.rs)
+// ---------------------------------------------------------------------------
+
+fn repo() -> &'static std::path::Path {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn schema_validator() -> jsonschema::Validator {
+    let schema = toolgate::config::json_schema();
+    jsonschema::meta::validate(&schema).expect("the schema is a valid JSON Schema");
+    jsonschema::validator_for(&schema).expect("the schema compiles")
+}
+
+fn schema_errors(validator: &jsonschema::Validator, doc: &serde_json::Value) -> Vec<String> {
+    validator
+        .iter_errors(doc)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect()
+}
+
+/// `docs/hooks.schema.json` is what `toolgate hooks --schema` prints: a
+/// field added to the loader and not published fails here.
+/// `TOOLGATE_BLESS=1 cargo test --test all published_schema` rewrites it.
+#[test]
+fn the_published_schema_is_what_the_loader_generates() {
+    let out = succeeded(toolgate().args(["hooks", "--schema"]));
+    let printed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(printed, toolgate::config::json_schema());
+    let path = repo().join("docs/hooks.schema.json");
+    if std::env::var_os("TOOLGATE_BLESS").is_some() {
+        std::fs::write(&path, &out.stdout).unwrap();
+    }
+    let committed = std::fs::read(&path).unwrap_or_default();
+    assert!(
+        committed == out.stdout,
+        "docs/hooks.schema.json is not `toolgate hooks --schema`'s output: regenerate it with \
+         `TOOLGATE_BLESS=1 cargo test --test all published_schema`"
+    );
+}
+
+/// Every hooks.json the repository ships (the demo, the scaffolds' templates,
+/// any other found in the tree) and every hooks.json example in the README
+/// passes the schema: an editor pointed at it underlines none of them.
+#[test]
+fn every_hooks_json_in_the_repository_passes_the_schema() {
+    let validator = schema_validator();
+    let mut files = Vec::new();
+    let mut dirs = vec![repo().to_owned()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let path = entry.path();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let kind = entry.file_type().unwrap();
+            if kind.is_dir()
+                && !["target", ".git", ".cache", "node_modules"].contains(&name.as_str())
+            {
+                dirs.push(path);
+            } else if kind.is_file() && name == "hooks.json" {
+                files.push(path);
+            }
+        }
+    }
+    let shipped = [
+        "examples/demo/.toolgate/hooks.json",
+        "sdk/templates/common/hooks.json",
+    ];
+    for file in shipped {
+        assert!(files.contains(&repo().join(file)), "{file} was not found");
+    }
+    let mut docs: Vec<(String, serde_json::Value)> = files
+        .iter()
+        .map(|f| {
+            let text = std::fs::read_to_string(f).unwrap();
+            (
+                f.display().to_string(),
+                serde_json::from_str(&text).unwrap(),
+            )
+        })
+        .collect();
+    // The README's ```json blocks that are whole hooks.json files.
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    for (i, block) in readme.split("```json\n").skip(1).enumerate() {
+        let block = block.split("```").next().unwrap();
+        if let Ok(doc @ serde_json::Value::Object(_)) = serde_json::from_str(block)
+            && doc.get("schema").is_some()
+            && doc.get("hooks").is_some()
+        {
+            docs.push((format!("README.md json block {i}"), doc));
+        }
+    }
+    assert!(
+        docs.len() > shipped.len(),
+        "the README's examples were found"
+    );
+    for (name, doc) in &docs {
+        let errors = schema_errors(&validator, doc);
+        assert!(errors.is_empty(), "{name}: {errors:#?}");
+    }
+}
+
+/// What the loader and the schema say of one document, written as the
+/// global config (where every field is allowed) with a script `g.sh` and a
+/// component `g.wat` beside it.
+struct Judge {
+    fx: Fixture,
+    validator: jsonschema::Validator,
+}
+
+impl Judge {
+    fn new() -> Self {
+        let fx = Fixture::new();
+        fx.global_script("g.sh", "#!/bin/sh\n");
+        std::fs::copy(
+            repo().join("examples/demo/hooks/no_network.wat"),
+            fx.global().join("g.wat"),
+        )
+        .unwrap();
+        Judge {
+            fx,
+            validator: schema_validator(),
+        }
+    }
+
+    /// (the loader accepts it, the schema accepts it), and why not.
+    fn judge(&self, doc: &serde_json::Value) -> ((bool, bool), String) {
+        let path = self.fx.global().join("hooks.json");
+        std::fs::write(&path, doc.to_string()).unwrap();
+        let loaded = Config::from_file(Source::Global, &path, &self.fx.global());
+        let errors = schema_errors(&self.validator, doc);
+        let why = format!(
+            "{doc}\nloader: {}\nschema: {errors:?}",
+            loaded
+                .as_ref()
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default()
+        );
+        ((loaded.is_ok(), errors.is_empty()), why)
+    }
+
+    fn both_accept(&self, doc: serde_json::Value) {
+        let (said, why) = self.judge(&doc);
+        assert_eq!(said, (true, true), "{why}");
+    }
+
+    fn both_refuse(&self, doc: serde_json::Value) {
+        let (said, why) = self.judge(&doc);
+        assert_eq!(said, (false, false), "{why}");
+    }
+}
+
+/// Puts a value in one field of a document.
+type Place = Box<dyn Fn(serde_json::Value) -> serde_json::Value>;
+
+/// The schema and the loader agree on the shape of every field, with the
+/// cases read from the schema itself: each value a field's `enum` lists and
+/// each bound of a number is accepted by the loader too, and what lies just
+/// outside (another word, a bound ± 1, a value of the wrong type) is refused
+/// by both. A parser changed without its field's schema fails here.
+#[test]
+fn the_schema_and_the_loader_agree_on_every_fields_values() {
+    let judge = Judge::new();
+    let schema = toolgate::config::json_schema();
+    let command = json!({"name": "c", "command": ["./g.sh"]});
+    let wasm = json!({"name": "w", "wasm": "g.wat"});
+    let top = |key: &str, value: serde_json::Value| {
+        let mut doc = json!({"schema": 1, "hooks": []});
+        doc[key] = value;
+        doc
+    };
+    let wasm_only = &schema["$defs"]["hook"]["oneOf"][0]["properties"];
+    let mut cases: Vec<(Place, &serde_json::Value)> = Vec::new();
+    for (key, field) in schema["$defs"]["hook"]["properties"].as_object().unwrap() {
+        let base = if wasm_only.get(key).is_some() {
+            &wasm
+        } else {
+            &command
+        };
+        let (key, base) = (key.clone(), base.clone());
+        cases.push((
+            Box::new(move |v| {
+                let mut hook = base.clone();
+                hook[&key] = v;
+                json!({"schema": 1, "hooks": [hook]})
+            }),
+            field,
+        ));
+    }
+    for (key, field) in schema["properties"].as_object().unwrap() {
+        let key = key.clone();
+        cases.push((Box::new(move |v| top(&key, v)), field));
+    }
+    let mut checked = 0;
+    for (doc, field) in &cases {
+        // `event` is a name or a list of names: its names are in `anyOf`.
+        let field = field.get("anyOf").map_or(*field, |any| &any[0]);
+        if let Some(names) = field.get("enum").and_then(|e| e.as_array()) {
+            for name in names {
+                judge.both_accept(doc(name.clone()));
+            }
+            judge.both_refuse(doc(json!("no-such-word")));
+            judge.both_refuse(doc(json!(7)));
+            checked += 1;
+        }
+        if let (Some(min), Some(max)) = (field["minimum"].as_u64(), field["maximum"].as_u64()) {
+            judge.both_accept(doc(json!(min)));
+            judge.both_accept(doc(json!(max)));
+            if let Some(below) = min.checked_sub(1) {
+                judge.both_refuse(doc(json!(below)));
+            }
+            judge.both_refuse(doc(json!(max + 1)));
+            judge.both_refuse(doc(json!(min.to_string())));
+            checked += 1;
+        }
+        match field["type"].as_str() {
+            Some("boolean") => {
+                judge.both_accept(doc(json!(true)));
+                judge.both_accept(doc(json!(false)));
+                judge.both_refuse(doc(json!("yes")));
+            }
+            Some("array" | "object") => judge.both_refuse(doc(json!(7))),
+            Some("string") => judge.both_refuse(doc(json!(7))),
+            _ => continue,
+        }
+        checked += 1;
+    }
+    assert!(checked >= 15, "only {checked} fields were checked");
+}
+
+/// What no single field says: a hook runs exactly one binding, has a name,
+/// and has no field another binding or nobody reads; the file has a
+/// supported `schema` and no unknown field. `"$schema"` (for editors) is
+/// any string and nothing else.
+#[test]
+fn the_schema_and_the_loader_agree_on_the_files_shape() {
+    let judge = Judge::new();
+    let file = |hook: serde_json::Value| json!({"schema": 1, "hooks": [hook]});
+    judge.both_accept(json!({
+        "$schema": "./docs/hooks.schema.json",
+        "schema": 1,
+        "chain_timeout_ms": 5000,
+        "untrusted_hooks": "skip",
+        "require_confinement": false,
+        "unconfined_workspace_hooks": [{"workspace": "/srv/ws", "hook": "h"}],
+        "hooks": [
+            {"name": "c", "command": ["./g.sh", "--flag"], "event": ["pre_tool_use", "post_tool_use"],
+             "tools": ["Bash"], "matcher": "Bash|Write", "timeout_ms": 2000, "on_failure": "allow",
+             "config": {"any": ["json", 1]}, "protocol": "claude-code", "trust_files": ["g.sh"]},
+            {"name": "w", "wasm": "g.wat", "event": "post_tool_use", "fuel": 1000000, "memory_mb": 16},
+        ],
+    }));
+    judge.both_accept(json!({"$schema": "https://example.com/any", "schema": 1}));
+    judge.both_refuse(json!({"$schema": 3, "schema": 1}));
+    judge.both_refuse(json!({"schema": 1, "$schemas": "x"}));
+    judge.both_refuse(json!({"hooks": []}));
+    judge.both_refuse(json!({"schema": 2, "hooks": []}));
+    judge.both_refuse(json!([]));
+    judge.both_refuse(file(json!({"name": "n"})));
+    judge.both_refuse(file(json!({"command": ["./g.sh"]})));
+    judge.both_refuse(file(
+        json!({"name": "n", "command": ["./g.sh"], "wasm": "g.wat"}),
+    ));
+    judge.both_refuse(file(
+        json!({"name": "n", "command": ["./g.sh"], "fuel": 10}),
+    ));
+    judge.both_refuse(file(
+        json!({"name": "n", "wasm": "g.wat", "protocol": "toolgate"}),
+    ));
+    judge.both_refuse(file(
+        json!({"name": "n", "command": ["./g.sh"], "on_faliure": "deny"}),
+    ));
+    judge.both_refuse(file(json!({"name": "", "command": ["./g.sh"]})));
+    judge.both_refuse(file(json!({"name": "  ", "command": ["./g.sh"]})));
+    judge.both_refuse(file(json!({"name": "a\u{7}b", "command": ["./g.sh"]})));
+    judge.both_refuse(file(json!({"name": "n", "command": []})));
+    judge.both_refuse(file(json!({"name": "n", "command": [""]})));
+    judge.both_refuse(file(json!({"name": "n", "command": ["./g.sh", 3]})));
+    judge.both_refuse(file(
+        json!({"name": "n", "command": ["./g.sh"], "event": []}),
+    ));
+    judge.both_refuse(file(
+        json!({"name": "n", "command": ["./g.sh"], "tools": []}),
+    ));
+    judge.both_refuse(file(
+        json!({"name": "n", "command": ["./g.sh"], "tools": [""]}),
+    ));
+    judge.both_refuse(file(
+        json!({"name": "n", "command": ["./g.sh"], "event": ["pre_tool_use", "pre_tool_use"]}),
+    ));
+    judge.both_refuse(file(json!({"name": "n", "wasm": ""})));
+    judge.both_refuse(
+        json!({"schema": 1, "unconfined_workspace_hooks": [{"workspace": "rel", "hook": "h"}]}),
+    );
+    judge.both_refuse(json!({"schema": 1, "unconfined_workspace_hooks": [{"workspace": "/a", "hook": "h", "x": 1}]}));
 }

@@ -238,3 +238,50 @@ print(json.dumps({"decision": "deny", "reason": json.dumps(req["result"], sort_k
     assert_eq!(posts[0], json!({"output": bash, "is_error": false}));
     assert_eq!(posts[1], json!({"output": "Exit code 1", "is_error": true}));
 }
+
+/// Each `--json` row carries the chain's run records, in the shape
+/// `toolgate check` prints as `runs`: the same request replayed and checked
+/// gives the same records (but for their timings).
+#[test]
+fn replay_json_rows_carry_the_runs_check_prints() {
+    let fx = Fixture::new();
+    let allow = fx.script("allow.sh", &answer_script(&json!({"decision": "allow"})));
+    let deny = fx.script(
+        "deny.sh",
+        &answer_script(&json!({"decision": "deny", "reason": "no writes"})),
+    );
+    fx.workspace_hooks(json!([
+        {"name": "looks", "command": [&allow]},
+        {"name": "no-writes", "command": [&deny], "tools": ["write_file"]},
+    ]));
+    let calls = [
+        r#"{"event":"pre_tool_use","tool":"read_file","input":{"path":"a"}}"#,
+        r#"{"event":"pre_tool_use","tool":"write_file","input":{"path":"b"}}"#,
+    ];
+    let file = fx.dir.path().join("calls.jsonl");
+    std::fs::write(&file, calls.join("\n")).unwrap();
+    let out = replay(&file, &fx.workspace(), true);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let untimed = |runs: &Value| -> Value {
+        let mut runs = runs.clone();
+        for run in runs.as_array_mut().expect("runs is an array") {
+            run.as_object_mut().unwrap().remove("duration_us");
+        }
+        runs
+    };
+    let names = |runs: &Value| -> Vec<String> {
+        runs.as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(names(&v["rows"][0]["runs"]), ["looks"]);
+    assert_eq!(names(&v["rows"][1]["runs"]), ["looks", "no-writes"]);
+    assert_eq!(v["rows"][1]["runs"][1]["verdict"], "deny");
+    for (row, call) in v["rows"].as_array().unwrap().iter().zip(calls) {
+        let (_, checked) = check_in(&fx.workspace(), &fx.workspace().join("no-global"), call);
+        assert_eq!(untimed(&row["runs"]), untimed(&checked["runs"]), "{call}");
+    }
+}

@@ -369,6 +369,33 @@ fn skip_mode_leaves_the_hook_out_and_says_so() {
     assert!(text.contains("untrusted: guard will not run"), "{text}");
 }
 
+/// A script that is not there is never pinned (neither "as absent" nor any
+/// other way): the config does not load, so the review refuses, names the
+/// hook and the field, and records nothing.
+#[test]
+fn a_missing_interpreter_script_is_refused_not_pinned() {
+    let case = Case::new();
+    case.fx.workspace_hooks(json!([
+        {"name": "guard", "command": ["sh", "hooks/gaurd.sh"], "tools": ["Bash"]}
+    ]));
+    for args in [&[][..], &["--yes", "blake3:0000"][..]] {
+        let out = case.trust_cmd(&mut case.cmd(), args);
+        refused(&out, "does not load, so it cannot be trusted");
+        let text = stderr(&out);
+        assert!(
+            text.contains("hooks[0] (\"guard\"): field `command`: element 1, the script"),
+            "{text}"
+        );
+        assert!(!text.contains("absent"), "{text}");
+        assert!(!String::from_utf8_lossy(&out.stdout).contains("absent"));
+    }
+    let records = std::fs::read_dir(case.store())
+        .map(|dir| dir.flatten().count())
+        .unwrap_or(0);
+    assert_eq!(records, 0, "nothing is recorded");
+    assert!(!case.ran());
+}
+
 #[test]
 fn yes_with_a_wrong_digest_records_nothing() {
     let case = Case::new();

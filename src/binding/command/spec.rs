@@ -4,13 +4,13 @@
 //! its program and script; see `trust`).
 
 use super::{CommandHook, limits};
-use crate::binding::parse::{Common, HookCtx, type_name};
+use crate::binding::parse::{Common, Field, HookCtx, one_of_names, type_name};
 use crate::binding::{Binding, BindingKind, BindingSpec, Configurable, Decider, WorkspaceTrust};
 use crate::contract::Source;
 use crate::protocol::Inward;
 use crate::safe_fs::FileIdentity;
 use serde::Serialize;
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,8 +19,41 @@ use std::time::Duration;
 pub const DEFAULT_TIMEOUT_MS: u64 = 10_000;
 
 pub(crate) const CONFIG: Configurable = Configurable {
-    key: "command",
-    fields: &["protocol", "trust_files", "confine"],
+    key: Field {
+        name: "command",
+        about: "The program to run and its arguments, as an argv array (never a shell \
+                string). A relative program path resolves against the folder holding \
+                .toolgate/ (a workspace) or hooks.json (the global config); a bare name is \
+                looked up on PATH.",
+        schema: || {
+            json!({
+                "type": "array",
+                "minItems": 1,
+                "prefixItems": [{"type": "string", "minLength": 1}],
+                "items": {"type": "string"},
+            })
+        },
+    },
+    fields: &[
+        Field {
+            name: "protocol",
+            about: "How the command is spoken to: \"toolgate\" (wire v1, the default), or an \
+                    agent's hook protocol, to run a hook written for that agent unchanged.",
+            schema: || one_of_names(Inward::VARIANTS),
+        },
+        Field {
+            name: "trust_files",
+            about: "Files or folders a workspace hook reads or loads as code, beyond its \
+                    program and script: trusting the workspace pins them too.",
+            schema: || json!({"type": "array", "items": {"type": "string"}}),
+        },
+        Field {
+            name: "confine",
+            about: "Global config only: run this hook confined like a workspace hook (no \
+                    network, writes only to a scratch folder).",
+            schema: || json!({"type": "boolean"}),
+        },
+    ],
     example: "an argv such as [\"./hooks/guard.py\"]",
     default_timeout_ms: DEFAULT_TIMEOUT_MS,
     parse,

@@ -2,17 +2,35 @@
 //! path), `fuel` and `memory_mb`.
 
 use super::{ComponentInfo, DEFAULT_FUEL, DEFAULT_MEMORY_MB, MAX_FUEL, MAX_MEMORY_MB, WasmHook};
-use crate::binding::parse::{Common, HookCtx};
+use crate::binding::parse::{Common, Field, HookCtx, whole_number};
 use crate::binding::{Binding, BindingKind, BindingSpec, Configurable, Decider, WorkspaceTrust};
 use crate::safe_fs::FileIdentity;
 use serde::Serialize;
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 use std::path::PathBuf;
 use std::sync::Arc;
 
 pub(crate) const CONFIG: Configurable = Configurable {
-    key: "wasm",
-    fields: &["fuel", "memory_mb"],
+    key: Field {
+        name: "wasm",
+        about: "The WebAssembly component (a .wasm component or a .wat file), resolved \
+                against the same folder as a command's program; a workspace may only name \
+                files in its own tree.",
+        schema: || json!({"type": "string", "minLength": 1}),
+    },
+    fields: &[
+        Field {
+            name: "fuel",
+            about: "Fuel per call (instructions, roughly): a guest that computes too long \
+                    fails with out_of_fuel.",
+            schema: || whole_number(1, MAX_FUEL),
+        },
+        Field {
+            name: "memory_mb",
+            about: "Linear-memory limit per call, in MiB.",
+            schema: || whole_number(1, MAX_MEMORY_MB),
+        },
+    ],
     example: "a component such as \"hooks/guard.wasm\"",
     default_timeout_ms: super::DEFAULT_TIMEOUT_MS,
     parse,

@@ -295,6 +295,23 @@ pub(crate) fn read(
     })
 }
 
+/// Where the script is in `argv` when `argv[0]` is an interpreter toolgate
+/// knows (by the name written) and its options are all ones the tables
+/// read: the file a review would pin as the hook's script. `None` when
+/// toolgate cannot tell (another program, inline code, `-m`, an option it
+/// does not read, the script read from stdin as `-`): then nothing is
+/// claimed about a script. The loader uses it to report a missing script
+/// when the config is loaded, as it reports a missing program, with the
+/// same list of interpreters and the same reading of their options as
+/// trust (one list, so the two cannot disagree about which word is the
+/// script).
+pub(crate) fn interpreter_script(argv: &[String]) -> Option<usize> {
+    let (first, rest) = argv.split_first()?;
+    let family = Family::of(&file_name(Path::new(first)))?;
+    let Scan(at) = scan(family.table(), rest).ok()?;
+    (rest[at] != "-").then_some(at + 1)
+}
+
 /// Programs that start another program from their arguments: refused with
 /// a word that says so.
 const WRAPPERS: &[&str] = &[
