@@ -153,7 +153,10 @@ build_python() {
 
 # C: Debian clang-22, lld-22, wasi-libc and the wasm32 builtins; the SDK is
 # $SDK/c: toolgate_hook.h over wit-bindgen's C output (hook.h, hook.c), which
-# is compiled with the hook. Sources are src/*.c.
+# is compiled with the hook. Sources are src/*.c. Debug info is stripped but
+# the name section is kept (-s would strip both; keeping it costs ~0.7 KB), so
+# a trap's backtrace names the function: a bare abort() says nothing else (a
+# failed assert() or tg_fail() says why, through the world's `about-to-fail`).
 build_c() {
   local name=$1 start=$EPOCHREALTIME need=()
   command -v clang-22 >/dev/null || need+=(clang-22)
@@ -161,7 +164,7 @@ build_c() {
   [ -e /usr/lib/wasm32-wasi/libc.a ] || need+=(wasi-libc)
   ls /usr/lib/llvm-22/lib/clang/22/lib/wasi/libclang_rt.builtins-wasm32.a >/dev/null 2>&1 || need+=(libclang-rt-22-dev-wasm32)
   apt_install "${need[@]}"
-  phase "compiling $name with clang" clang-22 --target=wasm32-wasi -Wno-deprecated -Oz -s -mexec-model=reactor \
+  phase "compiling $name with clang" clang-22 --target=wasm32-wasi -Wno-deprecated -Oz -Wl,--strip-debug -mexec-model=reactor \
     -I"$SDK/c" src/*.c "$SDK/c/hook.c" -o out/core.wasm
   componentize_core "$name"
   built "$name" "$start"
