@@ -270,8 +270,8 @@ fn js_sdk_reports_an_exception_as_a_guest_error_with_its_message_and_where() {
         r#"import { hook, allow } from "./toolgate_hook.js";
 
 function firstWord(request) {
-  const settings = request.config;
-  return settings.marker; // no config: a TypeError
+  const limits = request.config.limits;
+  return limits.max; // the config has no limits: a TypeError
 }
 
 export const decide = hook((request) => {
