@@ -37,13 +37,14 @@ function lazyJson(text) {
 
 // What an exception becomes in the run record: `TypeError: x is undefined`,
 // then (for a bug, not CannotDecide) where it was thrown, innermost frames
-// first, leaving out this module's own: `at check (app.js:7:21)`.
+// first, leaving out this module's and componentize-js's own:
+// `at check (app.js:7:21)`.
 function describe(e) {
   if (!(e instanceof Error)) return `uncaught exception: ${String(e)}`;
   const head = `${e.name}: ${e.message}`;
   if (e instanceof CannotDecide || typeof e.stack !== "string") return head;
   const frames = e.stack.split("\n")
-    .filter((line) => line && !line.includes("toolgate_hook.js"))
+    .filter((line) => line && !/(^|[@/])(toolgate_hook|initializer)\.js:/.test(line))
     .slice(0, 3)
     .map((line) => {
       // SpiderMonkey: `name@url:line:col`; keep the file's base name.
