@@ -7,7 +7,9 @@
 # project as toolgate/, so a scaffold builds exactly like the bundled examples.
 #
 # Each build_* function runs in the guest's folder and writes out/NAME.wasm, a
-# component with zero imports: no WASI, so no ambient authority even in principle.
+# component that imports no WASI, so no ambient authority even in principle: at
+# most the hook world's own `about-to-fail` (a Rust panic hook, a C assert),
+# which only adds text to the hook's failure record.
 
 : "${SDK:?set SDK to the toolgate SDK folder}"
 : "${TOOLGATE_GUEST_CACHE:?set TOOLGATE_GUEST_CACHE to a cache folder}"
