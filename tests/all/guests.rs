@@ -319,7 +319,10 @@ fn build_all(dir: &Path) {
     // Guests that say why they are about to fail (the world's only import),
     // as the Rust SDK's panic hook and the C SDK's assert do, and then trap,
     // answer after all, or run out of fuel.
-    let say = format!("(call $about_to_fail (i32.const {DATA}) (i32.const {}))", EXPLANATION.len());
+    let say = format!(
+        "(call $about_to_fail (i32.const {DATA}) (i32.const {}))",
+        EXPLANATION.len()
+    );
     for (name, then) in [
         ("explained-trap", "unreachable"),
         ("explained-then-allows", ""),

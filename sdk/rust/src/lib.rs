@@ -101,6 +101,11 @@ macro_rules! export {
 /// guest is about to trap. Called by [`export!`]'s `decide`.
 #[doc(hidden)]
 pub fn report_panics() {
+    // Natively (an author's `cargo test`) the import does not exist, and the
+    // default hook's stderr is the right place anyway.
+    if !cfg!(target_arch = "wasm32") {
+        return;
+    }
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         std::panic::set_hook(Box::new(|info| {
