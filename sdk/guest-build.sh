@@ -7,7 +7,9 @@
 # project as toolgate/, so a scaffold builds exactly like the bundled examples.
 #
 # Each build_* function runs in the guest's folder and writes out/NAME.wasm, a
-# component with zero imports: no WASI, so no ambient authority even in principle.
+# component that imports no WASI, so no ambient authority even in principle: at
+# most the hook world's own `about-to-fail` (a Rust panic hook, a C assert),
+# which only adds text to the hook's failure record.
 
 : "${SDK:?set SDK to the toolgate SDK folder}"
 : "${TOOLGATE_GUEST_CACHE:?set TOOLGATE_GUEST_CACHE to a cache folder}"
@@ -153,7 +155,10 @@ build_python() {
 
 # C: Debian clang-22, lld-22, wasi-libc and the wasm32 builtins; the SDK is
 # $SDK/c: toolgate_hook.h over wit-bindgen's C output (hook.h, hook.c), which
-# is compiled with the hook. Sources are src/*.c.
+# is compiled with the hook. Sources are src/*.c. Debug info is stripped but
+# the name section is kept (-s would strip both; keeping it costs ~0.7 KB), so
+# a trap's backtrace names the function: a bare abort() says nothing else (a
+# failed assert() or tg_fail() says why, through the world's `about-to-fail`).
 build_c() {
   local name=$1 start=$EPOCHREALTIME need=()
   command -v clang-22 >/dev/null || need+=(clang-22)
@@ -161,7 +166,7 @@ build_c() {
   [ -e /usr/lib/wasm32-wasi/libc.a ] || need+=(wasi-libc)
   ls /usr/lib/llvm-22/lib/clang/22/lib/wasi/libclang_rt.builtins-wasm32.a >/dev/null 2>&1 || need+=(libclang-rt-22-dev-wasm32)
   apt_install "${need[@]}"
-  phase "compiling $name with clang" clang-22 --target=wasm32-wasi -Wno-deprecated -Oz -s -mexec-model=reactor \
+  phase "compiling $name with clang" clang-22 --target=wasm32-wasi -Wno-deprecated -Oz -Wl,--strip-debug -mexec-model=reactor \
     -I"$SDK/c" src/*.c "$SDK/c/hook.c" -o out/core.wasm
   componentize_core "$name"
   built "$name" "$start"

@@ -3,6 +3,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+// Imported Functions from `hook`
+
+__attribute__((__import_module__("$root"), __import_name__("about-to-fail")))
+extern void __wasm_import_hook_about_to_fail(uint8_t *, size_t);
+
 // Exported Functions from `hook`
 
 __attribute__((__weak__, __export_name__("cabi_post_decide")))
@@ -154,6 +159,10 @@ void hook_string_free(hook_string_t *ret) {
 }
 
 // Component Adapters
+
+void hook_about_to_fail(hook_string_t *message) {
+  __wasm_import_hook_about_to_fail((uint8_t *) (*message).ptr, (*message).len);
+}
 
 __attribute__((__export_name__("decide")))
 uint8_t * __wasm_export_exports_hook_decide(uint8_t * arg) {

@@ -106,6 +106,20 @@ typedef struct {
   } val;
 } hook_result_verdict_string_t;
 
+// Imported Functions from `hook`
+// Say why this call is about to fail, just before the guest traps: a
+// Rust panic under `panic = "abort"` (the SDK's panic hook calls it with
+// the panic's message and location), a C `assert`. A trap cannot carry
+// text, and a guest that aborts cannot return `err`; this is how its
+// reason still reaches the operator. If the call then traps (any trap
+// but running out of fuel, time, memory or stack), toolgate records a
+// `guest_error` failure with this message instead of a bare trap; if
+// the guest answers after all, the message is ignored. It returns, and
+// grants nothing: the text only lands in the hook's own failure record
+// (bounded, shown to the operator, never to the model). A component
+// built against the world before this import existed loads unchanged.
+extern void hook_about_to_fail(hook_string_t *message);
+
 // Exported Functions from `hook`
 bool exports_hook_decide(hook_request_t *request, hook_verdict_t *ret, hook_string_t *err);
 

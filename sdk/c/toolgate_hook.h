@@ -66,6 +66,12 @@ void tg_modify(tg_verdict *v, tg_str input_json);
 void tg_replace(tg_verdict *v, tg_str output_json, int is_error);
 void tg_cannot_decide(tg_verdict *v, tg_str message);
 void tg_context(tg_verdict *v, tg_str context);
+/* Give up from anywhere (deep in a parser, where no verdict is at hand):
+ * tells toolgate why, then aborts. The run record shows a `guest_error` with
+ * this message rather than a bare trap. A failed assert() does the same with
+ * "assertion failed: EXPR (FILE:LINE, in FUNCTION)"; a bare abort() cannot
+ * say why, but the build keeps function names, so its trap names where. */
+_Noreturn void tg_fail(const char *message);
 
 #ifdef TOOLGATE_HOOK_IMPLEMENTATION
 #include <stdlib.h>
@@ -86,6 +92,35 @@ void tg_replace(tg_verdict *v, tg_str j, int e) { v->decision = TG_REPLACE; v->t
 void tg_cannot_decide(tg_verdict *v, tg_str m) { v->is_error = 1; v->text = m; }
 void tg_context(tg_verdict *v, tg_str c) { v->has_context = 1; v->context = c; }
 
+/* The canonical ABI's import (below) is declared after this point. */
+static void tg_about_to_fail(const char *message, size_t len);
+
+_Noreturn void tg_fail(const char *message) {
+  tg_about_to_fail(message, strlen(message));
+  abort();
+}
+
+/* wasi-libc's assert() calls this; defining it here replaces libc's (which
+ * would write to stderr, an import this component does not have) with one
+ * that tells toolgate what failed. No stdio: the message is built by hand. */
+_Noreturn void __assert_fail(const char *expr, const char *file, int line, const char *func) {
+  char digits[12];
+  size_t nd = 0;
+  unsigned n = line < 0 ? 0u : (unsigned)line;
+  do { digits[nd++] = (char)('0' + n % 10); n /= 10; } while (n && nd < sizeof digits);
+  const char *parts[] = {"assertion failed: ", expr, " (", file, ":", NULL, ", in ", func, ")"};
+  size_t total = nd;
+  for (size_t i = 0; i < sizeof parts / sizeof *parts; i++) if (parts[i]) total += strlen(parts[i]);
+  char *msg = malloc(total + 1), *at = msg;
+  if (!msg) abort();
+  for (size_t i = 0; i < sizeof parts / sizeof *parts; i++) {
+    if (parts[i]) { size_t k = strlen(parts[i]); memcpy(at, parts[i], k); at += k; }
+    else while (nd) *at++ = digits[--nd];
+  }
+  tg_about_to_fail(msg, (size_t)(at - msg));
+  abort();
+}
+
 /* The canonical ABI itself is wit-bindgen's C output for wit/hook.wit
  * (hook.h / hook.c beside this header, compiled with the hook). This adapts
  * its types to the tg_* API. Verdict strings are copied into malloc'd memory,
@@ -105,6 +140,11 @@ static int tg_from_opt(hook_option_string_t o, tg_str *out) {
   return 1;
 }
 static void tg_to(hook_string_t *out, tg_str s) { hook_string_dup_n(out, s.ptr ? s.ptr : "", s.len); }
+
+static void tg_about_to_fail(const char *message, size_t len) {
+  hook_string_t s = {(uint8_t *)message, len};
+  hook_about_to_fail(&s);
+}
 
 bool exports_hook_decide(hook_request_t *r, hook_verdict_t *ret, hook_string_t *err) {
   tg_request req;

@@ -14,6 +14,8 @@
 // from JSON on first use (`request.inputText` is the raw text). Throw `new CannotDecide("why")`
 // when the hook cannot decide: toolgate then applies the hook's `on_failure`
 // (deny by default) and shows the message to the operator, never the model.
+// Any other exception is reported the same way (a `guest_error`), with its
+// name, message and the innermost frames of its stack.
 
 export class CannotDecide extends Error {}
 
@@ -31,6 +33,27 @@ function lazyJson(text) {
     if (!done) { parsed = text == null ? undefined : JSON.parse(text); done = true; }
     return parsed;
   };
+}
+
+// What an exception becomes in the run record: `TypeError: x is undefined`,
+// then (for a bug, not CannotDecide) where it was thrown, innermost frames
+// first, leaving out this module's and componentize-js's own:
+// `at check (app.js:7:21)`.
+function describe(e) {
+  if (!(e instanceof Error)) return `uncaught exception: ${String(e)}`;
+  const head = `${e.name}: ${e.message}`;
+  if (e instanceof CannotDecide || typeof e.stack !== "string") return head;
+  const frames = e.stack.split("\n")
+    .filter((line) => line && !/(^|[@/])(toolgate_hook|initializer)\.js:/.test(line))
+    .slice(0, 3)
+    .map((line) => {
+      // SpiderMonkey: `name@url:line:col`; keep the file's base name.
+      const at = line.lastIndexOf("@");
+      const fn = at > 0 ? line.slice(0, at) : "<anonymous>";
+      const where = line.slice(at + 1).replace(/^.*\//, "");
+      return `at ${fn} (${where})`;
+    });
+  return frames.length ? `${head}\n${frames.join("\n")}` : head;
 }
 
 export function hook(check) {
@@ -58,7 +81,8 @@ export function hook(check) {
       verdict = check(request);
     } catch (e) {
       // A bug in the hook, or CannotDecide: either way it could not decide.
-      throw (e instanceof Error ? `${e.name}: ${e.message}` : String(e));
+      // Thrown as a string, componentize-js returns it as the WIT's err.
+      throw describe(e);
     }
     if (!verdict || !verdict.decision) throw "check() returned no verdict";
     return verdict;

@@ -17,10 +17,13 @@ Build with `componentize-py -d <toolgate>/wit -w hook componentize -p src -p
 <toolgate>/sdk/python --stub-wasi app -o hook.wasm` (see a guest example's
 build.sh). `request.input`, `request.result_output` and `request.config` are
 parsed from JSON on first use (`request.input_text` is the raw text); raise `CannotDecide("why")` when the hook cannot decide (toolgate
-then applies the hook's `on_failure`, deny by default).
+then applies the hook's `on_failure`, deny by default). Any other exception
+is reported the same way (a `guest_error`), with the traceback's last lines.
 """
 
 import json
+import os
+import traceback
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Optional
@@ -111,4 +114,18 @@ class Hook(wit_world.WitWorld):
         except CannotDecide as e:
             raise Err(str(e))
         except Exception as e:  # a bug in the hook: it could not decide
-            raise Err(f"{type(e).__name__}: {e}")
+            raise Err(_describe(e))
+
+
+def _describe(e: BaseException) -> str:
+    """`ValueError: …` then the traceback's last lines, innermost last, as
+    Python prints them but without source text (the component has no files
+    to read it from) and without this module's own frame."""
+    frames = traceback.StackSummary.extract(traceback.walk_tb(e.__traceback__), lookup_lines=False)
+    lines = [
+        f'  File "{os.path.basename(f.filename)}", line {f.lineno}, in {f.name}'
+        for f in frames
+        if os.path.basename(f.filename) != "toolgate_hook.py"
+    ][-3:]
+    head = f"{type(e).__name__}: {e}"
+    return "\n".join(["Traceback (most recent call last):", *lines, head]) if lines else head

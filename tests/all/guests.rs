@@ -316,7 +316,29 @@ fn build_all(dir: &Path) {
         ..Guest::answering(Allow)
     }
     .write(dir, "echo-result");
+    // Guests that say why they are about to fail (the world's only import),
+    // as the Rust SDK's panic hook and the C SDK's assert do, and then trap,
+    // answer after all, or run out of fuel.
+    let say = format!(
+        "(call $about_to_fail (i32.const {DATA}) (i32.const {}))",
+        EXPLANATION.len()
+    );
+    for (name, then) in [
+        ("explained-trap", "unreachable"),
+        ("explained-then-allows", ""),
+        ("explained-then-loops", "(loop $forever (br $forever))"),
+    ] {
+        Guest {
+            prelude: &format!("{say}\n{then}"),
+            ..Guest::answering(Allow)
+        }
+        .write_explaining(dir, name);
+    }
 }
+
+/// What the `explained-*` guests tell toolgate before they fail.
+pub(crate) const EXPLANATION: &str =
+    "hook panicked at src/lib.rs:9:13: index out of bounds: the len is 2 but the index is 7";
 
 impl Guest<'_> {
     /// Like `write`, with one extra string placed at `DATA` for the prelude.
@@ -326,6 +348,26 @@ impl Guest<'_> {
             &format!("\n  (data (i32.const {DATA}) \"{}\")\n)", escape(text)),
             1,
         );
+        let path = dir.join(format!("{name}.wasm"));
+        std::fs::write(&path, component(&wat, World::Hook)).unwrap();
+        path
+    }
+
+    /// Like `write`, importing the world's `about-to-fail` as
+    /// `$about_to_fail`, with [`EXPLANATION`] at `DATA`.
+    fn write_explaining(&self, dir: &Path, name: &str) -> PathBuf {
+        let wat = self
+            .wat()
+            .replacen(
+                "(module",
+                "(module\n  (import \"$root\" \"about-to-fail\" (func $about_to_fail (param i32 i32)))",
+                1,
+            )
+            .replacen(
+                "\n)",
+                &format!("\n  (data (i32.const {DATA}) \"{}\")\n)", escape(EXPLANATION)),
+                1,
+            );
         let path = dir.join(format!("{name}.wasm"));
         std::fs::write(&path, component(&wat, World::Hook)).unwrap();
         path

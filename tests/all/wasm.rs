@@ -218,6 +218,32 @@ async fn unreachable_is_a_trap() {
 }
 
 #[tokio::test]
+async fn a_trap_the_guest_explained_first_is_its_guest_error_with_that_message() {
+    // A Rust panic (panic = "abort") or a C assert: the guest says why
+    // through `about-to-fail`, then traps.
+    let outcome =
+        fails_closed_obeys_allow_and_recovers("explained-trap", json!({}), FailureKind::GuestError)
+            .await;
+    assert!(
+        failure_message(&outcome, "h").contains(guests::EXPLANATION),
+        "{}",
+        failure_message(&outcome, "h")
+    );
+    // A guest that explains and then answers has answered.
+    let fx = Fixture::new();
+    fx.workspace_hooks(json!([wasm_hook("h", "explained-then-allows", json!({}))]));
+    let outcome = pre(&fx, json!({"command": "ls"})).await;
+    assert_eq!(outcome.decision, Decision::Allow, "{outcome:?}");
+    // Running out of fuel is the host's limit, whatever the guest said first.
+    fails_closed_obeys_allow_and_recovers(
+        "explained-then-loops",
+        json!({"fuel": 1_000_000}),
+        FailureKind::OutOfFuel,
+    )
+    .await;
+}
+
+#[tokio::test]
 async fn the_guests_own_error_is_a_failure() {
     let outcome =
         fails_closed_obeys_allow_and_recovers("guest-error", json!({}), FailureKind::GuestError)

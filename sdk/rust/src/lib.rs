@@ -30,6 +30,30 @@
 //! Returning `Err(message)` means "this hook cannot decide": the host records
 //! a `guest_error` failure and applies the hook's `on_failure` policy (deny by
 //! default). It is not a denial; use [`Verdict::deny`] for that.
+//!
+//! # A panic is reported as the hook's error, with its message
+//!
+//! A panic fails closed like `Err`, and the operator sees why:
+//! `hook panicked at src/lib.rs:12:25: index out of bounds: the len is 3 but
+//! the index is 7`, as a `guest_error`, not a bare `unreachable` trap.
+//!
+//! How, and why this way: hooks build with `panic = "abort"` for
+//! `wasm32-unknown-unknown`, where a panic cannot be caught.
+//! `catch_unwind` needs unwinding, which on wasm32 needs the exception-handling
+//! proposal in the guest (a nightly `-Zbuild-std` of `panic_unwind` with
+//! `+exception-handling`) and in the host (wasmtime's `gc` feature, a larger
+//! engine and attack surface); neither is on offer here. After an abort
+//! nothing can be returned, and a trap carries no text. What still runs
+//! is the panic hook, before the abort: [`export!`] installs one that hands
+//! the message and location to the host through the hook world's only
+//! import, `about-to-fail` (it grants nothing: the text goes into this
+//! hook's failure record, bounded, for the operator, never the model), and
+//! toolgate then reports the trap that follows as a `guest_error` with that
+//! message. Writing to stderr instead would have meant importing WASI (a
+//! `wasm32-wasip2` std, an adapter, a component that no longer imports
+//! nothing) for one line of text. The scaffold keeps the name section
+//! (`strip = "debuginfo"`), so a trap that is not a panic (a stack overflow,
+//! an `unreachable` in hand-written code) names its functions too.
 
 #[doc(hidden)]
 pub mod bindings {
@@ -41,11 +65,59 @@ pub mod bindings {
     });
 }
 
-pub use bindings::{export, Decision, Event, Guest, Request, ToolResult, Verdict};
+pub use bindings::{Decision, Event, Request, ToolResult, Verdict};
 
 pub use serde_json;
-/// The trait a hook implements (wit-bindgen's `Guest` for the `hook` world).
-pub use Guest as Hook;
+
+/// What a hook implements: one function from a request to a verdict, or
+/// `Err(message)` when it cannot decide. Export it with [`export!`].
+pub trait Hook {
+    /// Decide on one tool call.
+    fn decide(request: Request) -> Result<Verdict, String>;
+}
+
+/// Exports a type implementing [`Hook`] as the component's `decide`, with a
+/// panic hook that reports a panic's message to toolgate (see the crate
+/// docs). Use it once, at the crate's top level: `toolgate_hook::export!(MyHook);`.
+#[macro_export]
+macro_rules! export {
+    ($hook:ty) => {
+        const _: () = {
+            struct ToolgateHookExport;
+            impl $crate::bindings::Guest for ToolgateHookExport {
+                fn decide(
+                    request: $crate::Request,
+                ) -> ::core::result::Result<$crate::Verdict, ::std::string::String> {
+                    $crate::report_panics();
+                    <$hook as $crate::Hook>::decide(request)
+                }
+            }
+            $crate::bindings::export!(ToolgateHookExport with_types_in $crate::bindings);
+        };
+    };
+}
+
+/// Installs (once per instance) the panic hook that tells the host why the
+/// guest is about to trap. Called by [`export!`]'s `decide`.
+#[doc(hidden)]
+pub fn report_panics() {
+    // Natively (an author's `cargo test`) the import does not exist, and the
+    // default hook's stderr is the right place anyway.
+    if !cfg!(target_arch = "wasm32") {
+        return;
+    }
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        std::panic::set_hook(Box::new(|info| {
+            let what = info.payload_as_str().unwrap_or("a panic with a non-string payload");
+            let message = match info.location() {
+                Some(at) => format!("hook panicked at {at}: {what}"),
+                None => format!("hook panicked: {what}"),
+            };
+            bindings::about_to_fail(&message);
+        }));
+    });
+}
 
 use serde::{de::DeserializeOwned, Serialize};
 

@@ -67,15 +67,19 @@ pub enum StartEngineError {
     /// WASI preview 2 could not be added to the linker.
     #[error("linking WASI: {0:#}")]
     LinkWasi(Arc<wasmtime::Error>),
+    /// The hook world's own import could not be added to the linker.
+    #[error("linking the hook world's imports: {0:#}")]
+    LinkWorld(Arc<wasmtime::Error>),
 }
 
 /// The process-wide WebAssembly runtime.
 pub(crate) struct Runtime {
     pub(crate) engine: Engine,
-    /// Defines nothing: enough for zero-import components, and free to build.
+    /// Defines only the hook world's own import (`about-to-fail`): enough
+    /// for components that import no WASI, and cheap to build.
     pub(crate) bare_linker: Linker<HostState>,
-    /// WASI p2 (deny-all context), built on first use by a component that
-    /// imports WASI.
+    /// WASI p2 (deny-all context) and the world's own import, built on first
+    /// use by a component that imports WASI.
     wasi_linker: OnceLock<Result<Linker<HostState>, StartEngineError>>,
     pub(crate) allocator: AllocatorInfo,
     ticker: Arc<Ticker>,
@@ -201,7 +205,8 @@ impl Runtime {
                 }
             }
         };
-        let bare_linker = Linker::new(&engine);
+        let mut bare_linker = Linker::new(&engine);
+        add_world_imports(&mut bare_linker)?;
         let ticker = Ticker::start(engine.clone());
         Ok(Runtime {
             engine,
@@ -219,6 +224,7 @@ impl Runtime {
                 let mut linker = Linker::new(&self.engine);
                 wasmtime_wasi::p2::add_to_linker_async(&mut linker)
                     .map_err(|e| StartEngineError::LinkWasi(Arc::new(e)))?;
+                add_world_imports(&mut linker)?;
                 Ok(linker)
             })
             .as_ref()
@@ -231,6 +237,15 @@ impl Runtime {
         self.ticker.enter();
         RunningGuard(self.ticker.clone())
     }
+}
+
+/// The hook world's own import, `about-to-fail` (see `host.rs`).
+fn add_world_imports(linker: &mut Linker<HostState>) -> Result<(), StartEngineError> {
+    crate::protocol::wit::bindings::Hook::add_to_linker::<_, wasmtime::component::HasSelf<_>>(
+        linker,
+        |state| state,
+    )
+    .map_err(|e| StartEngineError::LinkWorld(Arc::new(e)))
 }
 
 fn on_demand() -> Result<Engine, StartEngineError> {

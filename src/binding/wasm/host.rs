@@ -14,6 +14,15 @@
 //! The context is built lazily, on the guest's first WASI call: a zero-import
 //! component (the recommended build) never pays for it.
 //!
+//! # A guest's last words
+//!
+//! The hook world's one import, `about-to-fail`, lets a guest that is about
+//! to trap say why (a Rust panic under `panic = "abort"`, a C `assert`): the
+//! store keeps the first message, bounded to [`MAX_MESSAGE`] bytes, and the
+//! binding reports the trap that follows as the guest's own error with that
+//! message. It grants nothing: the text goes only into the hook's failure
+//! record, as `err(message)` would.
+//!
 //! # Guest output
 //!
 //! stdout and stderr go to one bounded buffer per call, shown to the operator
@@ -21,6 +30,7 @@
 //! model. Past the bound, output is counted and dropped — not a trap, so a
 //! chatty guest still decides.
 
+use crate::text::MAX_MESSAGE;
 use bytes::Bytes;
 use std::sync::{Arc, Mutex};
 use wasmtime::component::ResourceTable;
@@ -39,6 +49,9 @@ pub(crate) struct HostState {
     pub(crate) limiter: MemoryLimiter,
     /// When the call must end, checked at every epoch tick.
     pub(crate) deadline: std::time::Instant,
+    /// What the guest said through `about-to-fail`, if it did (the first
+    /// message, bounded).
+    pub(crate) about_to_fail: Option<String>,
 }
 
 impl HostState {
@@ -54,6 +67,18 @@ impl HostState {
                 hit: false,
             },
             deadline,
+            about_to_fail: None,
+        }
+    }
+}
+
+impl crate::protocol::wit::bindings::HookImports for HostState {
+    fn about_to_fail(&mut self, message: String) {
+        // The first reason is the one that explains the trap; a guest that
+        // fails again while reporting (a panic inside its panic hook) does
+        // not overwrite it.
+        if self.about_to_fail.is_none() {
+            self.about_to_fail = Some(crate::text::bound(message, MAX_MESSAGE, "message"));
         }
     }
 }

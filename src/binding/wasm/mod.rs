@@ -72,6 +72,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use wasmtime::Store;
 
+/// The hook world's own import, which every linker defines and which grants
+/// nothing (see `host.rs`): not counted among a component's imports.
+const WORLD_IMPORT: &str = "about-to-fail";
+
 /// Default fuel per call: about 0.1 s of compute, far more than any decision
 /// needs, far less than a runaway loop would take.
 pub const DEFAULT_FUEL: u64 = 100_000_000;
@@ -158,7 +162,8 @@ pub struct ComponentInfo {
     /// the one-time engine start).
     #[serde(rename = "load_us", serialize_with = "crate::outcome::micros")]
     pub load_time: Duration,
-    /// What the component imports (empty for a zero-import build).
+    /// What the component imports besides the hook world's own
+    /// `about-to-fail` (empty for a build that imports no WASI).
     pub imports: Vec<String>,
     /// The identity of the file whose bytes were loaded (taken before they
     /// were read and checked after; see [`crate::safe_fs::FileIdentity`]),
@@ -359,6 +364,7 @@ fn finish(
         .component_type()
         .imports(&runtime.engine)
         .map(|(name, _)| name.to_owned())
+        .filter(|name| name != WORLD_IMPORT)
         .collect();
     let linker = if imports.is_empty() {
         &runtime.bare_linker
@@ -474,7 +480,10 @@ impl Decider for WasmHook {
             Err(_elapsed) => Err(timed_out(self.timeout)),
             Ok(Ok(Ok(verdict))) => from_wit(verdict),
             Ok(Ok(Err(message))) => Err(HookFailure::GuestError { message }),
-            Ok(Err(error)) => Err(classify(error, store.data().limiter.hit, self.timeout)),
+            Ok(Err(error)) => Err(explained(
+                classify(error, store.data().limiter.hit, self.timeout),
+                store.data_mut().about_to_fail.take(),
+            )),
         };
         Reply {
             answer: answer.into(),
@@ -494,6 +503,18 @@ fn timed_out(timeout: Duration) -> HookFailure {
     HookFailure::TimedOut {
         timeout_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
         escalated: false,
+    }
+}
+
+/// A trap the guest explained beforehand through `about-to-fail` (a Rust
+/// panic, a C `assert`) is the guest's own error, with its message: the trap
+/// itself (`unreachable`) says nothing an author can act on. Only a plain
+/// trap is taken over; running out of fuel, time, memory or stack is the
+/// host's limit, not something the guest chose, and keeps its own kind.
+fn explained(failure: HookFailure, about_to_fail: Option<String>) -> HookFailure {
+    match (failure, about_to_fail) {
+        (HookFailure::Trap { .. }, Some(message)) => HookFailure::GuestError { message },
+        (failure, _) => failure,
     }
 }
 
