@@ -10,6 +10,9 @@ cd "$(dirname "$0")"
 missing=()
 command -v script >/dev/null || missing+=(bsdutils)
 command -v faketime >/dev/null || missing+=(faketime)
+# python3-jsonschema (the JSON Schema reference implementation) checks
+# docs/hooks.schema.json and every hooks.json against it (tests/all/config.rs).
+python3 -c 'import jsonschema' 2>/dev/null || missing+=(python3-jsonschema)
 if [ ${#missing[@]} -gt 0 ]; then
   sudo=; [ "$(id -u)" = 0 ] || sudo=sudo
   $sudo apt-get update -qq
