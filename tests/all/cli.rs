@@ -539,7 +539,7 @@ fn hooks_shows_wasm_hooks_with_fuel_and_memory() {
         "wasm",
         "fuel 5000000, 16 MiB",
         "allow.wasm",
-        "no imports",
+        "no WASI imports",
         "1000 ms",
     ] {
         assert!(table.contains(needle), "missing {needle:?} in\n{table}");

@@ -64,7 +64,7 @@ impl Binding for WasmSpec {
             self.wasm.display(),
             self.component.bytes / 1024,
             if self.component.imports.is_empty() {
-                ", no imports".to_owned()
+                ", no WASI imports".to_owned()
             } else {
                 format!(", {} WASI imports", self.component.imports.len())
             }
