@@ -192,11 +192,27 @@ impl HookFailure {
     /// Whether this failure blocks the call whatever the hook's
     /// `on_failure` says: the chain's deadline passed (the hooks after it
     /// were never asked), or toolgate would not run the hook at all.
+    ///
+    /// An exhaustive match, not `matches!`: a new failure kind must say here
+    /// whether a hook's `on_failure: allow` may let the call through after it.
     pub fn always_denies(&self) -> bool {
-        matches!(
-            self,
-            HookFailure::ChainDeadline { .. } | HookFailure::NotTrusted { .. }
-        )
+        match self {
+            HookFailure::ChainDeadline { .. } | HookFailure::NotTrusted { .. } => true,
+            HookFailure::SpawnFailed { .. }
+            | HookFailure::TimedOut { .. }
+            | HookFailure::ExitedNonZero { .. }
+            | HookFailure::EmptyOutput
+            | HookFailure::NotADecision { .. }
+            | HookFailure::OversizedOutput { .. }
+            | HookFailure::UnusableRewrite { .. }
+            | HookFailure::InterceptorError { .. }
+            | HookFailure::InterceptorPanic { .. }
+            | HookFailure::OutOfFuel
+            | HookFailure::MemoryLimit { .. }
+            | HookFailure::StackOverflow
+            | HookFailure::Trap { .. }
+            | HookFailure::GuestError { .. } => false,
+        }
     }
 }
 
