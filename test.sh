@@ -13,6 +13,8 @@ command -v faketime >/dev/null || missing+=(faketime)
 # python3-jsonschema (the JSON Schema reference implementation) checks
 # docs/hooks.schema.json and every hooks.json against it (tests/all/config.rs).
 python3 -c 'import jsonschema' 2>/dev/null || missing+=(python3-jsonschema)
+# minisign signs the components the signing tests verify (tests/all/signing.rs).
+command -v minisign >/dev/null || missing+=(minisign)
 if [ ${#missing[@]} -gt 0 ]; then
   sudo=; [ "$(id -u)" = 0 ] || sudo=sudo
   $sudo apt-get update -qq

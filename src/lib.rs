@@ -75,6 +75,7 @@ pub mod replay;
 mod review;
 pub mod runner;
 mod safe_fs;
+pub mod signing;
 mod strict_json;
 pub mod text;
 pub mod trust;

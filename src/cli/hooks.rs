@@ -208,6 +208,29 @@ fn print_table(config: &Config) {
         outln!("{warning}");
     }
     print_deadline(config);
+    if let Some(note) = signing_note(config) {
+        outln!("{note}");
+    }
+}
+
+/// Whether components must be signed, by which keys, and that commands are
+/// not: its own step because it binds hooks the table lists one by one.
+fn signing_note(config: &Config) -> Option<String> {
+    let rule = config.signing().below;
+    let ids: Vec<String> = rule.keys.iter().map(|k| k.id().to_string()).collect();
+    match (rule.required_by, ids.is_empty()) {
+        (Some(by), _) => Some(format!(
+            "signing: required by {by}: every component must carry a .minisig by key {} \
+             (command hooks are not signed: a global command is the operator's own, a \
+             workspace command runs only once trusted and pinned)",
+            ids.join(", ")
+        )),
+        (None, false) => Some(format!(
+            "signing: not required; hooks that give `signed` are checked against key {}",
+            ids.join(", ")
+        )),
+        (None, true) => None,
+    }
 }
 
 /// One hook's row: its own step because each cell stacks several facts, and

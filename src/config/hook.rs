@@ -128,6 +128,24 @@ pub(crate) const TOP_FIELDS: &[Field] = &[
             }})
         },
     },
+    // Signed components (src/signing.rs).
+    Field {
+        name: "signing",
+        about: "Global config only: the minisign public keys (the base64 line, \"RW…\") \
+                that may sign components, and whether every component must be signed \
+                (`required`); a component X is signed by X.minisig beside it.",
+        schema: || {
+            json!({
+                "type": "object",
+                "required": ["keys", "required"],
+                "additionalProperties": false,
+                "properties": {
+                    "keys": {"type": "array", "items": {"type": "string", "pattern": "^RW[A-Za-z0-9+/]{54}$"}},
+                    "required": {"type": "boolean"},
+                },
+            })
+        },
+    },
 ];
 
 /// A file's top-level settings besides its hooks. Both are the operator's:
@@ -142,6 +160,8 @@ pub(crate) struct Top {
     /// `unconfined_workspace_hooks`: (workspace root, hook name) pairs the
     /// operator lets run without confinement.
     pub(crate) unconfined: Vec<(std::path::PathBuf, String)>,
+    /// `signing`: the keys that sign components, and whether they must.
+    pub(crate) signing: Option<crate::signing::Signing>,
 }
 
 /// One call a one-shot process evaluates: only hooks that apply to it are
@@ -153,6 +173,7 @@ pub(crate) fn parse_file(
     source: Source,
     path: &Path,
     (root, options, only): (&Path, &BindingOptions, Only<'_>),
+    signing: &crate::signing::Layers,
     problems: &mut Vec<Problem>,
 ) -> (Vec<HookSpec>, Top) {
     let Value::Object(mut top) = value else {
@@ -169,6 +190,9 @@ pub(crate) fn parse_file(
         problems,
     }
     .parse();
+    // The signing rule this file's components load under: the layers read
+    // before it, with this file's own `signing`.
+    let options = &crate::signing::with_rule(options, source, signing, settings.signing.as_ref());
     let hooks = match top.remove("hooks") {
         None => return (Vec::new(), settings),
         Some(Value::Array(hooks)) => hooks,
@@ -243,6 +267,7 @@ impl<'a> TopFields<'a> {
             untrusted: self.untrusted(),
             require_confinement: self.require_confinement(),
             unconfined: self.unconfined(),
+            signing: self.signing(),
         }
     }
 
@@ -336,6 +361,25 @@ impl<'a> TopFields<'a> {
             );
             Vec::new()
         })
+    }
+}
+
+impl TopFields<'_> {
+    fn signing(&mut self) -> Option<crate::signing::Signing> {
+        let value = self.operator_only(
+            "signing",
+            "only the operator's global config decides which keys sign components, and whether \
+             they must; a workspace cannot",
+        )?;
+        match crate::signing::parse(value) {
+            Ok(signing) => Some(signing),
+            Err(problems) => {
+                for (field, message) in problems {
+                    self.problem(&field, message);
+                }
+                None
+            }
+        }
     }
 }
 

@@ -172,6 +172,8 @@ pub struct Config {
     workspace: Option<(PathBuf, Option<String>)>,
     /// The trust record consulted, and the identity of what was read there.
     trust_record: Option<(PathBuf, Option<FileIdentity>)>,
+    /// Each layer's `signing`, as read so far.
+    signing: crate::signing::Layers,
     /// A workspace hook was refused for the state of the machine, which
     /// [`Config::sources`] does not record (see [`Config::settled`]).
     unsettled: bool,
@@ -429,6 +431,7 @@ impl Config {
             Source::Host,
             Path::new("(hooks built in code)"),
             (&absolute(root), &options, None),
+            &crate::signing::Layers::default(),
             &mut problems,
         );
         ConfigError::or(
@@ -503,6 +506,12 @@ impl Config {
     /// (`require_confinement` in the global config).
     pub fn require_confinement(&self) -> bool {
         self.require_confinement
+    }
+
+    /// What components of each layer are held to: whether they must be
+    /// signed, by whom, and which keys count (see [`crate::signing::combine`]).
+    pub fn signing(&self) -> crate::signing::Rules {
+        self.signing.rules()
     }
 
     /// The loaded workspace's canonical root, and the digest of its
@@ -587,7 +596,17 @@ impl Config {
                 return;
             }
         };
-        let (hooks, top) = hook::parse_file(value, source, path, (root, options, only), problems);
+        let (hooks, top) = hook::parse_file(
+            value,
+            source,
+            path,
+            (root, options, only),
+            &self.signing,
+            problems,
+        );
+        if let (Source::Global, Some(signing)) = (source, top.signing) {
+            self.signing.global = Some(signing);
+        }
         if top.chain_timeout_ms.is_some() {
             self.chain_timeout_ms = top.chain_timeout_ms;
         }

@@ -33,6 +33,7 @@ mod replay;
 mod scaffold;
 mod sdk;
 mod security;
+mod signing;
 pub(crate) mod serve;
 pub(crate) mod serve_http;
 mod snapshots;

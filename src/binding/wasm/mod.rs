@@ -122,6 +122,11 @@ pub enum LoadComponentError {
          preview 2, with nothing granted)"
     )]
     Link(#[source] wasmtime::Error),
+    /// Its signature was refused (signing is required, or the hook gives
+    /// `signed`): checked before anything is compiled or looked up in the
+    /// compile cache.
+    #[error("signature refused")]
+    Signature(#[source] crate::signing::VerifySignatureError),
     /// It does not export `decide` with toolgate's types: built against
     /// another world, or another version of the WIT (see `wit/hook.wit`).
     #[error("the component does not export toolgate:hook@0.1.0's `decide`")]
@@ -170,6 +175,13 @@ pub struct ComponentInfo {
     /// for a program that reloads when the file changes.
     #[serde(skip)]
     pub identity: Option<crate::safe_fs::FileIdentity>,
+    /// The signature that verified, when one was checked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signature: Option<crate::signing::Verified>,
+    /// The `.minisig` read, with the identity of its bytes, for a program
+    /// that reloads when it changes.
+    #[serde(skip)]
+    pub signature_file: Option<(PathBuf, crate::safe_fs::FileIdentity)>,
 }
 
 /// A loaded, pre-instantiated component hook. Opaque: it is run by the chain.
@@ -270,12 +282,24 @@ impl Default for CallBudget {
     }
 }
 
-/// Compiles (or fetches from the cache) and pre-instantiates a component.
+/// A signature a component must carry before it is compiled.
+pub(crate) struct SignatureCheck<'a> {
+    /// The keys whose signatures count.
+    pub(crate) keys: &'a [crate::signing::PinnedKey],
+    /// The name and least version it must be signed with.
+    pub(crate) expect: crate::signing::Expect,
+    /// A workspace's root: the signature must resolve beneath it.
+    pub(crate) beneath: Option<&'a Path>,
+}
+
+/// Compiles (or fetches from the cache) and pre-instantiates a component,
+/// after verifying its signature when `signed` asks.
 pub(crate) fn load(
     path: &Path,
     options: &WasmOptions,
     limits: CallBudget,
     config: Option<&serde_json::Value>,
+    signed: Option<SignatureCheck<'_>>,
 ) -> Result<(WasmHook, ComponentInfo), LoadComponentError> {
     let cache_dir = options.cache_dir.as_deref();
     let runtime = engine::runtime(options.allocator).map_err(LoadComponentError::Engine)?;
@@ -287,8 +311,10 @@ pub(crate) fn load(
         crate::safe_fs::MAX_COMPONENT_BYTES
     };
     // A one-shot process's common case: the stat index names the content
-    // hash, the entry is intact, and nothing of the component is read.
+    // hash, the entry is intact, and nothing of the component is read. Not
+    // for a signed component: its bytes are verified first, every load.
     if !is_wat
+        && signed.is_none()
         && let Some(dir) = cache_dir
         && let Some((hash, identity)) = cache::known_hash(dir, path)
         && let Some(component) = cache::load_hit(&runtime.engine, dir, &hash)
@@ -299,7 +325,14 @@ pub(crate) fn load(
             warning: None,
         };
         let size = identity.size();
-        return finish(runtime, loaded, (size, identity), started, (limits, config));
+        return finish(
+            runtime,
+            loaded,
+            (size, identity),
+            started,
+            (limits, config),
+            None,
+        );
     }
     // The identity of exactly these bytes: whatever replaces the file from
     // here on (while it compiles) is not recorded under it.
@@ -313,6 +346,9 @@ pub(crate) fn load(
     if let Some(pause) = options.after_read {
         pause(path);
     }
+    // These very bytes are verified, then compiled and hashed for the
+    // cache: nothing is read again in between.
+    let signature = signed.map(|check| verify_signature(path, &bytes, check)).transpose()?;
     let bytes = if is_wat {
         wat::component_from_wat_bytes(&bytes).map_err(LoadComponentError::Wat)?
     } else {
@@ -339,7 +375,33 @@ pub(crate) fn load(
         cache::remember_hash(dir, path, &identity, &blake3::hash(&bytes));
     }
     let size = bytes.len() as u64;
-    finish(runtime, loaded, (size, identity), started, (limits, config))
+    finish(
+        runtime,
+        loaded,
+        (size, identity),
+        started,
+        (limits, config),
+        signature,
+    )
+}
+
+/// A verified signature and the file it was read from.
+type Signature = (
+    crate::signing::Verified,
+    (PathBuf, crate::safe_fs::FileIdentity),
+);
+
+/// Reads `<path>.minisig` and verifies it over `bytes`.
+fn verify_signature(
+    path: &Path,
+    bytes: &[u8],
+    check: SignatureCheck<'_>,
+) -> Result<Signature, LoadComponentError> {
+    let (text, sig_path, sig_identity) =
+        crate::signing::read_signature(path, check.beneath).map_err(LoadComponentError::Signature)?;
+    let verified = crate::signing::verify(bytes, (&text, &sig_path), check.keys, &check.expect)
+        .map_err(LoadComponentError::Signature)?;
+    Ok((verified, (sig_path, sig_identity)))
 }
 
 /// Links a loaded component and wraps it as a hook.
@@ -349,6 +411,7 @@ fn finish(
     (size, identity): (u64, crate::safe_fs::FileIdentity),
     started: Instant,
     (limits, config): (CallBudget, Option<&serde_json::Value>),
+    signature: Option<Signature>,
 ) -> Result<(WasmHook, ComponentInfo), LoadComponentError> {
     let CallBudget {
         fuel,
@@ -382,6 +445,8 @@ fn finish(
         load_time: started.elapsed(),
         imports,
         identity: Some(identity),
+        signature: signature.as_ref().map(|(verified, _)| verified.clone()),
+        signature_file: signature.map(|(_, file)| file),
     };
     let hook = WasmHook {
         load_warning: cache_warning,
@@ -403,7 +468,7 @@ pub(crate) fn load_component(
     path: &Path,
     options: &WasmOptions,
 ) -> Result<ComponentInfo, LoadComponentError> {
-    load(path, options, CallBudget::default(), None).map(|(_, info)| info)
+    load(path, options, CallBudget::default(), None, None).map(|(_, info)| info)
 }
 
 /// The 8-byte preamble of a component (`\0asm`, version 0x0d, layer 1) or a

@@ -1,5 +1,10 @@
 //! The component binding's part of hooks.json: `wasm` (the component's
-//! path), `fuel` and `memory_mb`.
+//! path), `fuel`, `memory_mb` and `signed`.
+//!
+//! `signed` is this binding's field, not a common one: only a component's
+//! bytes are what runs, so only a component is signed (`crate::signing`
+//! says why a command is not). A command hook that gives it is refused as
+//! any other binding's field is.
 
 use super::{ComponentInfo, DEFAULT_FUEL, DEFAULT_MEMORY_MB, MAX_FUEL, MAX_MEMORY_MB, WasmHook};
 use crate::binding::parse::{Common, Field, HookCtx, whole_number};
@@ -7,8 +12,56 @@ use crate::binding::{Binding, BindingKind, BindingSpec, Configurable, Decider, W
 use crate::safe_fs::FileIdentity;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
+use crate::contract::Source;
+use crate::signing::{Expect, InForce};
 use std::path::PathBuf;
 use std::sync::Arc;
+
+/// `signed`: absent is `Some(None)`; `None` is a problem reported.
+#[allow(clippy::option_option)]
+fn parse_signed(
+    value: Option<&Value>,
+    ctx: &mut HookCtx<'_>,
+) -> Option<Option<(Option<String>, u64)>> {
+    let Some(value) = value else {
+        return Some(None);
+    };
+    let shape = "expected {\"name\": \"<signed name>\", \"min_version\": <unsigned integer>}, \
+                 both optional";
+    let Value::Object(obj) = value else {
+        ctx.problem("signed", shape);
+        return None;
+    };
+    if obj.keys().any(|k| k != "name" && k != "min_version") {
+        ctx.problem("signed", format!("unknown field; {shape}"));
+        return None;
+    }
+    let name = match obj.get("name") {
+        None => None,
+        Some(Value::String(n)) if !n.is_empty() && !n.contains(char::is_whitespace) => {
+            Some(n.clone())
+        }
+        Some(_) => {
+            ctx.problem(
+                "signed",
+                "`name` must be a non-empty string without spaces (it is matched against the \
+                 trusted comment's name=)",
+            );
+            return None;
+        }
+    };
+    let min_version = match obj.get("min_version") {
+        None => 0,
+        Some(v) => match v.as_u64() {
+            Some(n) => n,
+            None => {
+                ctx.problem("signed", "`min_version` must be an unsigned integer");
+                return None;
+            }
+        },
+    };
+    Some(Some((name, min_version)))
+}
 
 pub(crate) const CONFIG: Configurable = Configurable {
     key: Field {
@@ -29,6 +82,25 @@ pub(crate) const CONFIG: Configurable = Configurable {
             name: "memory_mb",
             about: "Linear-memory limit per call, in MiB.",
             schema: || whole_number(1, MAX_MEMORY_MB),
+        },
+        Field {
+            name: "signed",
+            about: "The minisign signature the component (X.minisig beside it) must carry: \
+                    the `name` its trusted comment names (default: the hook's name) and the \
+                    lowest `version` accepted (`min_version`, default 0: a rollback below it \
+                    is refused). Checked against the global config's `signing.keys`; when \
+                    `signing.required` is set every component is checked, with or without \
+                    this field.",
+            schema: || {
+                json!({
+                    "type": "object",
+                    "additionalProperties": false,
+                    "properties": {
+                        "name": {"type": "string", "minLength": 1},
+                        "min_version": {"type": "integer", "minimum": 0},
+                    },
+                })
+            },
         },
     ],
     example: "a component such as \"hooks/guard.wasm\"",
@@ -60,13 +132,17 @@ impl Binding for WasmSpec {
 
     fn runs(&self) -> String {
         format!(
-            "{} ({} KiB{})",
+            "{} ({} KiB{}{})",
             self.wasm.display(),
             self.component.bytes / 1024,
             if self.component.imports.is_empty() {
                 ", no WASI imports".to_owned()
             } else {
                 format!(", {} WASI imports", self.component.imports.len())
+            },
+            match &self.component.signature {
+                Some(verified) => format!("; {verified}"),
+                None => String::new(),
             }
         )
     }
@@ -94,8 +170,16 @@ impl Binding for WasmSpec {
 
     /// The component file: a server serves the compiled bytes it loaded, so
     /// a replaced file must make it load again.
+    /// And its signature, when one was checked.
     fn watched(&self) -> Vec<(PathBuf, Option<FileIdentity>)> {
-        vec![(self.wasm.clone(), self.component.identity)]
+        let signature = self
+            .component
+            .signature_file
+            .iter()
+            .map(|(path, identity)| (path.clone(), Some(*identity)));
+        std::iter::once((self.wasm.clone(), self.component.identity))
+            .chain(signature)
+            .collect()
     }
 }
 
@@ -113,6 +197,7 @@ fn parse(
         DEFAULT_MEMORY_MB,
         " MiB",
     );
+    let signed = parse_signed(obj.get("signed"), ctx);
     let written = match obj.get("wasm") {
         Some(Value::String(s)) if !s.is_empty() => s,
         Some(other) => {
@@ -125,10 +210,33 @@ fn parse(
         None => return None,
     };
     // Compile only a hook whose every other field is valid.
-    let (Some(fuel), Some(memory_mb), Some(timeout_ms), true) =
-        (fuel, memory_mb, common.timeout_ms, ctx.is_clean())
+    let (Some(fuel), Some(memory_mb), Some(timeout_ms), Some(signed), true) =
+        (fuel, memory_mb, common.timeout_ms, signed, ctx.is_clean())
     else {
         return None;
+    };
+    let rule = common.options.get::<InForce>().map(|r| &r.0);
+    let keys = rule.map_or(&[][..], |r| r.keys.as_slice());
+    let check = match (rule.is_some_and(|r| r.required), signed) {
+        (false, None) => None,
+        (_, signed) => {
+            if keys.is_empty() {
+                ctx.problem(
+                    "signed",
+                    "no signing keys are pinned: give `signing.keys` in the global config",
+                );
+                return None;
+            }
+            let (name, min_version) = signed.unwrap_or_default();
+            Some(super::SignatureCheck {
+                keys,
+                expect: Expect {
+                    name: name.or_else(|| ctx.name.clone())?,
+                    min_version,
+                },
+                beneath: (common.source == Source::Workspace).then_some(common.root),
+            })
+        }
     };
     // A workspace names only components in its own tree.
     let path = ctx.resolve(("wasm", "component"), written, common, true)?;
@@ -152,6 +260,7 @@ fn parse(
             timeout_ms,
         },
         common.config,
+        check,
     ) {
         Ok((loaded, component)) => Some(BindingSpec::Wasm(WasmSpec {
             wasm: path,
