@@ -113,7 +113,10 @@ pub(crate) fn parse(value: &Value) -> Result<Signing, Vec<(String, String)>> {
             "expected {\"keys\": [\"RW…\"], \"required\": true}".into(),
         )]);
     };
-    for key in obj.keys().filter(|k| !["keys", "required"].contains(&k.as_str())) {
+    for key in obj
+        .keys()
+        .filter(|k| !["keys", "required"].contains(&k.as_str()))
+    {
         problems.push((
             format!("signing.{key}"),
             "unknown field; known fields: keys, required".into(),
@@ -352,7 +355,7 @@ pub enum VerifySignatureError {
     #[error(
         "no signature: {} does not exist (sign the component with `minisign -S -s <secret key> \
          -m <component> -t \"name=<name> version=<n>\"`)",
-        path.display()
+        .path.display()
     )]
     Missing {
         /// Where it was looked for.
@@ -360,7 +363,7 @@ pub enum VerifySignatureError {
     },
     /// The signature file could not be read (not a regular file, too large,
     /// outside the workspace).
-    #[error("the signature {} could not be read", path.display())]
+    #[error("the signature {} could not be read", .path.display())]
     Read {
         /// Its path.
         path: PathBuf,
@@ -369,7 +372,7 @@ pub enum VerifySignatureError {
         source: ReadFileError,
     },
     /// Not a minisign signature.
-    #[error("malformed signature: {} is not a minisign signature", path.display())]
+    #[error("malformed signature: {} is not a minisign signature", .path.display())]
     Malformed {
         /// Its path.
         path: PathBuf,
@@ -381,7 +384,7 @@ pub enum VerifySignatureError {
     )]
     Legacy,
     /// Signed by a key that is not pinned.
-    #[error("signed by key {signed_by}, which is not pinned (pinned: {})", list(pinned))]
+    #[error("signed by key {signed_by}, which is not pinned (pinned: {})", list(.pinned))]
     KeyNotPinned {
         /// The key id the signature names.
         signed_by: KeyId,
@@ -409,7 +412,9 @@ pub enum VerifySignatureError {
         problem: &'static str,
     },
     /// Signed for another component.
-    #[error("signed as {signed:?}, but this hook expects {expected:?} (`signed.name`, else the hook's name)")]
+    #[error(
+        "signed as {signed:?}, but this hook expects {expected:?} (`signed.name`, else the hook's name)"
+    )]
     WrongName {
         /// The signed name.
         signed: String,
@@ -417,9 +422,7 @@ pub enum VerifySignatureError {
         expected: String,
     },
     /// An older build than the hook accepts: a rollback.
-    #[error(
-        "rollback refused: signed version {version} is below min_version {min_version}"
-    )]
+    #[error("rollback refused: signed version {version} is below min_version {min_version}")]
     Rollback {
         /// The signed version.
         version: u64,
@@ -432,7 +435,10 @@ fn list(ids: &[KeyId]) -> String {
     if ids.is_empty() {
         return "none".into();
     }
-    ids.iter().map(KeyId::to_string).collect::<Vec<_>>().join(", ")
+    ids.iter()
+        .map(KeyId::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Verifies that `signature` (the text of `path`) is a pinned key's
@@ -448,14 +454,17 @@ pub(crate) fn verify(
     };
     let text = std::str::from_utf8(signature).map_err(|_| malformed())?;
     let parsed = minisign_verify::Signature::decode(text).map_err(|_| malformed())?;
-    let signed_by = text.lines().nth(1).and_then(key_id_of).ok_or_else(malformed)?;
-    let key = keys
-        .iter()
-        .find(|k| k.id == signed_by)
-        .ok_or_else(|| VerifySignatureError::KeyNotPinned {
+    let signed_by = text
+        .lines()
+        .nth(1)
+        .and_then(key_id_of)
+        .ok_or_else(malformed)?;
+    let key = keys.iter().find(|k| k.id == signed_by).ok_or_else(|| {
+        VerifySignatureError::KeyNotPinned {
             signed_by,
             pinned: keys.iter().map(|k| k.id).collect(),
-        })?;
+        }
+    })?;
     match key.key.verify(bytes, &parsed, false) {
         Ok(()) => {}
         Err(minisign_verify::Error::UnexpectedAlgorithm) => {
@@ -571,7 +580,9 @@ mod tests {
 
     #[test]
     fn required_must_be_said() {
-        let err = parse(&serde_json::json!({"keys": [KEY_A]})).err().expect("refused");
+        let err = parse(&serde_json::json!({"keys": [KEY_A]}))
+            .err()
+            .expect("refused");
         assert_eq!(err[0].0, "signing.required");
     }
 
@@ -582,10 +593,24 @@ trusted comment: name=x version=3
 E7DGyevJbQ2uHtl0IvhKNfoupDlRMtwvr/FwcTH6aWKdE+GvHGDY+jBjaDms8ExsSet8cZo6nxDbq3XF0X5+DA==
 ";
 
-    fn check(bytes: &[u8], sig: &str, keys: &[&str], name: &str, min: u64) -> Result<Verified, VerifySignatureError> {
+    fn check(
+        bytes: &[u8],
+        sig: &str,
+        keys: &[&str],
+        name: &str,
+        min: u64,
+    ) -> Result<Verified, VerifySignatureError> {
         let keys = signing(keys, false).keys;
-        let expect = Expect { name: name.into(), min_version: min };
-        verify(bytes, (sig.as_bytes(), Path::new("f.minisig")), &keys, &expect)
+        let expect = Expect {
+            name: name.into(),
+            min_version: min,
+        };
+        verify(
+            bytes,
+            (sig.as_bytes(), Path::new("f.minisig")),
+            &keys,
+            &expect,
+        )
     }
 
     #[test]
@@ -598,12 +623,30 @@ E7DGyevJbQ2uHtl0IvhKNfoupDlRMtwvr/FwcTH6aWKdE+GvHGDY+jBjaDms8ExsSet8cZo6nxDbq3XF
             not_pinned.to_string(),
             "signed by key FA0BE4E3044E85F6, which is not pinned (pinned: 2CB36CF9D425CCC8)"
         );
-        assert!(matches!(check(b"hI\n", SIGNED, &[KEY_A], "x", 0), Err(VerifySignatureError::Tampered { .. })));
+        assert!(matches!(
+            check(b"hI\n", SIGNED, &[KEY_A], "x", 0),
+            Err(VerifySignatureError::Tampered { .. })
+        ));
         let comment = SIGNED.replace("version=3", "version=9");
-        assert!(matches!(check(b"hi\n", &comment, &[KEY_A], "x", 0), Err(VerifySignatureError::Tampered { .. })));
-        assert!(matches!(check(b"hi\n", SIGNED, &[KEY_A], "y", 0), Err(VerifySignatureError::WrongName { .. })));
-        assert!(matches!(check(b"hi\n", SIGNED, &[KEY_A], "x", 4), Err(VerifySignatureError::Rollback { version: 3, min_version: 4 })));
-        assert!(matches!(check(b"hi\n", "garbage", &[KEY_A], "x", 0), Err(VerifySignatureError::Malformed { .. })));
+        assert!(matches!(
+            check(b"hi\n", &comment, &[KEY_A], "x", 0),
+            Err(VerifySignatureError::Tampered { .. })
+        ));
+        assert!(matches!(
+            check(b"hi\n", SIGNED, &[KEY_A], "y", 0),
+            Err(VerifySignatureError::WrongName { .. })
+        ));
+        assert!(matches!(
+            check(b"hi\n", SIGNED, &[KEY_A], "x", 4),
+            Err(VerifySignatureError::Rollback {
+                version: 3,
+                min_version: 4
+            })
+        ));
+        assert!(matches!(
+            check(b"hi\n", "garbage", &[KEY_A], "x", 0),
+            Err(VerifySignatureError::Malformed { .. })
+        ));
     }
 
     #[test]
@@ -613,7 +656,13 @@ E7DGyevJbQ2uHtl0IvhKNfoupDlRMtwvr/FwcTH6aWKdE+GvHGDY+jBjaDms8ExsSet8cZo6nxDbq3XF
             claims("timestamp:1 name=x  version=3 file:y").ok(),
             Some(("x".into(), 3))
         );
-        for bad in ["version=3", "name=x", "", "name=x version=-1", "name=x name=y version=1"] {
+        for bad in [
+            "version=3",
+            "name=x",
+            "",
+            "name=x version=-1",
+            "name=x name=y version=1",
+        ] {
             assert!(claims(bad).is_err(), "{bad}");
         }
     }

@@ -212,7 +212,11 @@ fn a_version_below_min_version_is_refused_as_a_rollback_naming_both_numbers() {
     let fx = Fixture::new();
     let wasm = component(&fx.global());
     sign(&keys().a, &wasm, "name=guard version=2");
-    global(&fx, true, json!([guard(json!({"signed": {"min_version": 3}}))]));
+    global(
+        &fx,
+        true,
+        json!([guard(json!({"signed": {"min_version": 3}}))]),
+    );
     let text = refusal(&fx);
     assert!(
         text.contains("rollback refused: signed version 2 is below min_version 3"),
@@ -246,7 +250,11 @@ fn a_trusted_comment_without_name_or_version_is_refused() {
 fn a_malformed_signature_is_refused() {
     let fx = Fixture::new();
     let wasm = signed(&fx, json!({}));
-    std::fs::write(toolgate::signing::signature_path(&wasm), "not a signature\n").unwrap();
+    std::fs::write(
+        toolgate::signing::signature_path(&wasm),
+        "not a signature\n",
+    )
+    .unwrap();
     assert!(refusal(&fx).contains("malformed signature:"));
 }
 
@@ -273,7 +281,11 @@ fn a_refused_component_is_never_compiled() {
             .load()
     };
     assert!(with_cache().is_err());
-    assert_eq!(compiled(), 0, "nothing was compiled for a refused component");
+    assert_eq!(
+        compiled(),
+        0,
+        "nothing was compiled for a refused component"
+    );
     sign(&keys().a, &wasm, "name=guard version=1");
     with_cache().expect("signed, it loads");
     assert_eq!(compiled(), 1, "the control: a loaded component is cached");
@@ -328,7 +340,8 @@ fn a_workspace_component_is_bound_by_the_global_requirement() {
 fn a_pinned_key_that_is_not_the_base64_line_is_refused_naming_its_index() {
     let fx = Fixture::new();
     let pub_file = keys().dir.path().join("a.pub");
-    let text = json!({"schema": 1, "signing": {"keys": [keys().a.public, pub_file], "required": true}});
+    let text =
+        json!({"schema": 1, "signing": {"keys": [keys().a.public, pub_file], "required": true}});
     std::fs::write(fx.global().join("hooks.json"), text.to_string()).unwrap();
     let err = load(&fx).expect_err("refused").to_string();
     assert!(
@@ -385,12 +398,14 @@ fn the_binary_blocks_on_a_refused_component_and_lists_what_verified() {
 
     sign(&keys().a, &wasm, "name=guard version=7");
     let out = run(&["claude-code"], &call);
-    assert_eq!(out.status.code(), Some(2), "the guest denies: {}", stderr(&out));
-    assert!(
-        String::from_utf8_lossy(&out.stdout).contains(GUEST_REASON)
-            || stderr(&out).contains(GUEST_REASON),
-        "the guest decided"
+    // Claude Code's structured deny (exit 0, permissionDecision "deny"),
+    // with the guest's own reason: the guest ran.
+    let answer = stdout_json(&out);
+    assert_eq!(
+        answer["hookSpecificOutput"]["permissionDecision"], "deny",
+        "{answer}"
     );
+    assert!(answer.to_string().contains(GUEST_REASON), "{answer}");
     let out = succeeded(
         toolgate()
             .args(["hooks", "--workspace"])
@@ -400,8 +415,14 @@ fn the_binary_blocks_on_a_refused_component_and_lists_what_verified() {
     );
     let listing = String::from_utf8_lossy(&out.stdout);
     assert!(
-        listing.contains(&format!("signed by key {}, name=guard version=7", keys().a.id)),
+        listing.contains(&format!(
+            "signed by key {}, name=guard version=7",
+            keys().a.id
+        )),
         "{listing}"
     );
-    assert!(listing.contains("signing: required by the global config"), "{listing}");
+    assert!(
+        listing.contains("signing: required by the global config"),
+        "{listing}"
+    );
 }

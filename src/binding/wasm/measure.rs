@@ -34,7 +34,7 @@ pub(crate) async fn resident_bytes_per_instance(
     count: usize,
 ) -> Result<u64, MeasureMemoryError> {
     let (hook, _) =
-        load(path, options, CallBudget::default(), None).map_err(MeasureMemoryError::Load)?;
+        load(path, options, CallBudget::default(), None, None).map_err(MeasureMemoryError::Load)?;
     let request = WitRequest {
         event: WitEvent::PreToolUse,
         hook: "probe".into(),

@@ -348,7 +348,9 @@ pub(crate) fn load(
     }
     // These very bytes are verified, then compiled and hashed for the
     // cache: nothing is read again in between.
-    let signature = signed.map(|check| verify_signature(path, &bytes, check)).transpose()?;
+    let signature = signed
+        .map(|check| verify_signature(path, &bytes, check))
+        .transpose()?;
     let bytes = if is_wat {
         wat::component_from_wat_bytes(&bytes).map_err(LoadComponentError::Wat)?
     } else {
@@ -397,8 +399,8 @@ fn verify_signature(
     bytes: &[u8],
     check: SignatureCheck<'_>,
 ) -> Result<Signature, LoadComponentError> {
-    let (text, sig_path, sig_identity) =
-        crate::signing::read_signature(path, check.beneath).map_err(LoadComponentError::Signature)?;
+    let (text, sig_path, sig_identity) = crate::signing::read_signature(path, check.beneath)
+        .map_err(LoadComponentError::Signature)?;
     let verified = crate::signing::verify(bytes, (&text, &sig_path), check.keys, &check.expect)
         .map_err(LoadComponentError::Signature)?;
     Ok((verified, (sig_path, sig_identity)))

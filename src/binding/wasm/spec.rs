@@ -9,11 +9,11 @@
 use super::{ComponentInfo, DEFAULT_FUEL, DEFAULT_MEMORY_MB, MAX_FUEL, MAX_MEMORY_MB, WasmHook};
 use crate::binding::parse::{Common, Field, HookCtx, whole_number};
 use crate::binding::{Binding, BindingKind, BindingSpec, Configurable, Decider, WorkspaceTrust};
+use crate::contract::Source;
 use crate::safe_fs::FileIdentity;
+use crate::signing::{Expect, InForce};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
-use crate::contract::Source;
-use crate::signing::{Expect, InForce};
 use std::path::PathBuf;
 use std::sync::Arc;
 
