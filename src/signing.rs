@@ -572,17 +572,14 @@ mod tests {
             "keys": [KEY_A, "untrusted comment: minisign public key 1234", 7],
             "required": true,
         }))
-        .err()
-        .expect("refused");
+        .expect_err("refused");
         let fields: Vec<&str> = err.iter().map(|(f, _)| f.as_str()).collect();
         assert_eq!(fields, ["signing.keys[1]", "signing.keys[2]"]);
     }
 
     #[test]
     fn required_must_be_said() {
-        let err = parse(&serde_json::json!({"keys": [KEY_A]}))
-            .err()
-            .expect("refused");
+        let err = parse(&serde_json::json!({"keys": [KEY_A]})).expect_err("refused");
         assert_eq!(err[0].0, "signing.required");
     }
 
