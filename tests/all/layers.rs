@@ -25,7 +25,7 @@ const LAYERS: &[(&str, bool, &[&str])] = &[
     ("support", false, &["text", "safe_fs", "strict_json"]),
     ("contract", false, &["contract", "failure", "outcome"]),
     ("protocol", false, &["protocol"]),
-    ("seam", false, &["binding"]),
+    ("seam", false, &["binding", "signing"]),
     (
         "bindings",
         true,
