@@ -26,6 +26,7 @@ mod hermetic;
 mod install;
 mod interceptor;
 mod layers;
+mod managed;
 mod live;
 mod mock_model;
 mod props;
