@@ -451,7 +451,10 @@ fn registry_address(s: &str) -> bool {
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-');
     let port_ok = port.is_none_or(|p| {
-        !p.is_empty() && p.len() <= 5 && p.chars().all(|c| c.is_ascii_digit()) && p.parse::<u16>().is_ok()
+        !p.is_empty()
+            && p.len() <= 5
+            && p.chars().all(|c| c.is_ascii_digit())
+            && p.parse::<u16>().is_ok()
     });
     host_ok && port_ok
 }

@@ -267,19 +267,25 @@ impl ManagedSettings {
         if let Some(registries) = &self.allowed_registries {
             lines.push(format!(
                 "allowed_registries: oci:// components only from {}",
-                if registries.is_empty() { "no registry".to_owned() } else { registries.join(", ") }
+                if registries.is_empty() {
+                    "no registry".to_owned()
+                } else {
+                    registries.join(", ")
+                }
             ));
         }
         if let Some(ms) = self.chain_timeout_ms {
-            lines.push(format!("chain_timeout_ms: {ms} (the global config may only lower it)"));
+            lines.push(format!(
+                "chain_timeout_ms: {ms} (the global config may only lower it)"
+            ));
         }
         match self.untrusted_hooks {
-            Some(UntrustedPolicy::Deny) => lines.push(
-                "untrusted_hooks: deny (the global config cannot make it skip)".into(),
-            ),
-            Some(UntrustedPolicy::Skip) => lines.push(
-                "untrusted_hooks: skip (the global config may make it deny)".into(),
-            ),
+            Some(UntrustedPolicy::Deny) => {
+                lines.push("untrusted_hooks: deny (the global config cannot make it skip)".into())
+            }
+            Some(UntrustedPolicy::Skip) => {
+                lines.push("untrusted_hooks: skip (the global config may make it deny)".into())
+            }
             None => {}
         }
         match self.require_confinement {
@@ -582,12 +588,29 @@ impl Config {
     }
 
     /// Loads one file as the given source, resolving relative programs
-    /// against `root`. A missing file is an error here.
+    /// against `root`. A missing file is an error here. As
+    /// [`Source::Managed`], the caller vouches for the file (the
+    /// root-ownership checks are [`Loader::managed_dir`]'s): its fields are
+    /// read as the managed layer's.
     pub fn from_file(source: Source, path: &Path, root: &Path) -> Result<Config, ConfigError> {
         let mut config = Config::default();
         let mut problems = Vec::new();
         if !path.exists() && !path.is_symlink() {
             problems.push(Problem::file(path, "not read: no such file".into()));
+        } else if source == Source::Managed {
+            match crate::safe_fs::read_identified(path, crate::safe_fs::MAX_CONFIG_BYTES) {
+                Ok((text, _)) => config.parse_text(
+                    &text,
+                    source,
+                    path,
+                    (&absolute(root), &BindingOptions::default(), None),
+                    &mut problems,
+                ),
+                Err(e) => problems.push(Problem::file(
+                    path,
+                    format!("not read: {}", crate::text::error_chain(&e)),
+                )),
+            }
         } else {
             config.read(
                 source,
@@ -821,7 +844,10 @@ impl Config {
             .as_ref()
             .is_some_and(|m| m.forbid_on_failure_allow);
         if forbid && source != Source::Managed {
-            for hook in hooks.iter_mut().filter(|h| h.on_failure == OnFailure::Allow) {
+            for hook in hooks
+                .iter_mut()
+                .filter(|h| h.on_failure == OnFailure::Allow)
+            {
                 hook.on_failure = OnFailure::Deny;
                 hook.on_failure_forced = true;
             }

@@ -86,7 +86,12 @@ impl Machine {
         let m = Machine { base };
         std::fs::create_dir(m.managed_dir()).unwrap();
         chmod(&m.managed_dir(), 0o755);
-        for dir in ["home", "home/.config/toolgate", "home/ws/.toolgate", "home/run"] {
+        for dir in [
+            "home",
+            "home/.config/toolgate",
+            "home/ws/.toolgate",
+            "home/run",
+        ] {
             std::fs::create_dir_all(m.base.path().join(dir)).unwrap();
         }
         chmod(&m.home(), 0o700);
@@ -328,7 +333,11 @@ fn forbid_on_failure_allow_makes_a_crashing_hook_with_on_failure_allow_block() {
                        "on_failure": "allow"});
     m.global(json!({"hooks": [crash]}));
     let (code, answer, stderr) = m.check(&[]);
-    assert_eq!(code, Some(0), "the user's allow stands alone: {answer} {stderr}");
+    assert_eq!(
+        code,
+        Some(0),
+        "the user's allow stands alone: {answer} {stderr}"
+    );
     m.managed(json!({"forbid_on_failure_allow": true}));
     let (code, answer, stderr) = m.check(&[]);
     assert_eq!(code, Some(3), "fails closed: {answer} {stderr}");
