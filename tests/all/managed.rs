@@ -359,7 +359,7 @@ fn managed_only_keys_in_global_or_workspace_files_are_refused() {
         let (code, _, stderr) = m.check(&[]);
         assert_eq!(code, Some(1), "{key} in the global config: {stderr}");
         assert!(
-            stderr.contains(&format!("only the managed layer")) && stderr.contains(key),
+            stderr.contains("only the managed layer") && stderr.contains(key),
             "{stderr}"
         );
         m.global(json!({}));
@@ -376,7 +376,9 @@ fn a_managed_dir_or_file_not_root_owned_or_writable_by_others_fails_closed() {
     let m = Machine::new();
     m.managed(json!({"hooks": [hook("corp", &m.trace(), &allow())]}));
     let file = m.managed_dir().join("hooks.json");
-    let cases: [(&str, Box<dyn Fn()>, Box<dyn Fn()>, &str); 4] = [
+    // What is wrong, how to spoil and mend it, and what the error says.
+    type Case<'a> = (&'a str, Box<dyn Fn() + 'a>, Box<dyn Fn() + 'a>, &'a str);
+    let cases: [Case<'_>; 4] = [
         (
             "a file others may write",
             Box::new(|| chmod(&file, 0o646)),
