@@ -297,7 +297,7 @@ mod tests {
 }
 
 /// Where a participant came from. The declaration order is the consultation
-/// order: host before global before workspace.
+/// order: host before managed before global before workspace.
 #[derive(
     Clone,
     Copy,
@@ -316,6 +316,9 @@ mod tests {
 pub enum Source {
     /// Registered in code by the embedding program.
     Host,
+    /// The machine's managed policy layer (`/etc/toolgate/hooks.json`,
+    /// owned by root): nothing below it can remove or weaken it.
+    Managed,
     /// The operator's global config (`$XDG_CONFIG_HOME/toolgate/hooks.json`).
     Global,
     /// The workspace's `.toolgate/hooks.json`.

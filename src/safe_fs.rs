@@ -216,11 +216,20 @@ pub(crate) fn beneath(path: &Path, root: &Path) -> Result<PathBuf, ReadFileError
 /// in a sticky `/tmp` another user can still *create* the `.toolgate/` or
 /// hooks.json that is missing.
 pub(crate) fn owned_chain(root: &Path, resolved: &Path) -> Result<(), ReadFileError> {
+    checked_chain(root, resolved, foreign_writer)
+}
+
+/// [`owned_chain`] with the judge of each path's metadata given.
+fn checked_chain(
+    root: &Path,
+    resolved: &Path,
+    judge: fn(&std::fs::Metadata) -> Option<String>,
+) -> Result<(), ReadFileError> {
     let mut path = root.to_owned();
     let rest = resolved.strip_prefix(root).unwrap_or(Path::new(""));
     let check = |p: &Path| -> Result<(), ReadFileError> {
         let meta = std::fs::metadata(p).map_err(io)?;
-        foreign_writer(&meta).map_or(Ok(()), |why| {
+        judge(&meta).map_or(Ok(()), |why| {
             Err(ReadFileError::Foreign {
                 path: p.to_owned(),
                 why,
@@ -258,6 +267,38 @@ pub(crate) fn foreign_writer(meta: &std::fs::Metadata) -> Option<String> {
         ));
     }
     None
+}
+
+/// Who other than root could change a file or folder with this metadata,
+/// in words; `None` when only root could. For the managed layer, which
+/// binds every user of the machine, the current user included.
+pub(crate) fn non_root_writer(meta: &std::fs::Metadata) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    if meta.uid() != 0 {
+        return Some(format!("is owned by {}, not root", user_name(meta.uid())));
+    }
+    (meta.mode() & 0o022 != 0).then(|| {
+        format!(
+            "is writable by group or others (mode {:o})",
+            meta.mode() & 0o7777
+        )
+    })
+}
+
+/// Reads `dir/name` as only root may have written it: `dir` (resolved),
+/// each folder above it and the file itself owned by root and writable by
+/// nobody else ([`non_root_writer`]), the file opened without following a
+/// symlink (a symlink is refused, wherever it points). `NotFound` when
+/// `dir` or the file is not there.
+pub(crate) fn read_root_owned(
+    dir: &Path,
+    name: &str,
+    limit: u64,
+) -> Result<(Vec<u8>, FileIdentity), ReadFileError> {
+    let dir = dir.canonicalize().map_err(io)?;
+    checked_chain(Path::new("/"), &dir, non_root_writer)?;
+    let path = dir.join(name);
+    read_checked(&path, limit, false, non_root_writer)
 }
 
 /// `uid N (name)`, or `uid N` when the name is unknown.
@@ -304,8 +345,25 @@ pub(crate) fn read_identified(
     path: &Path,
     limit: u64,
 ) -> Result<(Vec<u8>, FileIdentity), ReadFileError> {
+    read_checked(path, limit, true, |_| None)
+}
+
+/// [`read_identified`], following a symlink or not, with `judge` asked of
+/// the open descriptor's metadata (who could have written it).
+fn read_checked(
+    path: &Path,
+    limit: u64,
+    follow: bool,
+    judge: fn(&std::fs::Metadata) -> Option<String>,
+) -> Result<(Vec<u8>, FileIdentity), ReadFileError> {
     for _ in 0..READ_ATTEMPTS {
-        let (file, meta) = open_regular(path, limit)?;
+        let (file, meta) = open_regular(path, limit, follow)?;
+        if let Some(why) = judge(&meta) {
+            return Err(ReadFileError::Foreign {
+                path: path.to_owned(),
+                why,
+            });
+        }
         let before = FileIdentity::of(&meta);
         let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
         (&file)
@@ -315,7 +373,7 @@ pub(crate) fn read_identified(
         if bytes.len() as u64 > limit {
             return Err(ReadFileError::TooLarge { limit });
         }
-        if bytes.len() as u64 == before.size && before.still(&file, path, true) {
+        if bytes.len() as u64 == before.size && before.still(&file, path, follow) {
             return Ok((bytes, before));
         }
     }
@@ -327,7 +385,7 @@ pub(crate) fn read_identified(
 /// The content digest (`blake3:<hex>`) of `path`, read as [`read_identified`] reads:
 /// a regular file of at most `limit` bytes, streamed rather than held.
 pub(crate) fn digest(path: &Path, limit: u64) -> Result<String, ReadFileError> {
-    let (file, _) = open_regular(path, limit)?;
+    let (file, _) = open_regular(path, limit, true)?;
     let mut hasher = blake3::Hasher::new();
     let copied =
         std::io::copy(&mut file.take(limit + 1), &mut hasher).map_err(ReadFileError::Io)?;
@@ -340,13 +398,32 @@ pub(crate) fn digest(path: &Path, limit: u64) -> Result<String, ReadFileError> {
 /// Opens `path` if it is a regular file (not a pseudo-file) of at most
 /// `limit` bytes, checked before and after opening; returns it and what
 /// its descriptor says of it.
-fn open_regular(path: &Path, limit: u64) -> Result<(File, std::fs::Metadata), ReadFileError> {
-    regular_file(path)?;
+/// Without `follow`, a symlink is refused (`O_NOFOLLOW`), not opened.
+fn open_regular(
+    path: &Path,
+    limit: u64,
+    follow: bool,
+) -> Result<(File, std::fs::Metadata), ReadFileError> {
+    if follow {
+        regular_file(path)?;
+    } else {
+        let meta = std::fs::symlink_metadata(path).map_err(io)?;
+        if meta.file_type().is_symlink() {
+            return Err(ReadFileError::NotRegular("a symlink"));
+        }
+        if let Some(kind) = kind_of(meta.file_type()) {
+            return Err(ReadFileError::NotRegular(kind));
+        }
+    }
+    let nofollow = if follow { 0 } else { nix::libc::O_NOFOLLOW };
     let file = std::fs::OpenOptions::new()
         .read(true)
-        .custom_flags(nix::libc::O_NONBLOCK | nix::libc::O_NOCTTY)
+        .custom_flags(nix::libc::O_NONBLOCK | nix::libc::O_NOCTTY | nofollow)
         .open(path)
-        .map_err(io)?;
+        .map_err(|e| match e.raw_os_error() {
+            Some(nix::libc::ELOOP) if !follow => ReadFileError::NotRegular("a symlink"),
+            _ => io(e),
+        })?;
     let meta = file.metadata().map_err(io)?;
     if let Some(kind) = kind_of(meta.file_type()) {
         return Err(ReadFileError::NotRegular(kind));

@@ -278,10 +278,13 @@ pub(crate) fn with_rule(
 ) -> crate::binding::parse::BindingOptions {
     use crate::contract::Source;
     let mut layers = layers.clone();
-    if let (Source::Global, Some(own)) = (source, own) {
-        layers.global = Some(own.clone());
+    match (source, own) {
+        (Source::Managed, Some(own)) => layers.managed = Some(own.clone()),
+        (Source::Global, Some(own)) => layers.global = Some(own.clone()),
+        _ => {}
     }
     let rule = match source {
+        Source::Managed => layers.rules().managed,
         Source::Global | Source::Workspace => layers.rules().below,
         // Hooks built in code are the embedder's own program.
         Source::Host => Rule::default(),

@@ -23,6 +23,34 @@ pub(crate) fn global_dir() -> Option<PathBuf> {
         .or_else(|| dir("HOME").map(|h| h.join(".config").join("toolgate")))
 }
 
+/// The managed policy layer's directory as this build has it:
+/// `/etc/toolgate`, unless the build set `TOOLGATE_MANAGED_DIR`.
+pub(crate) const BUILT_MANAGED_DIR: &str = match option_env!("TOOLGATE_MANAGED_DIR") {
+    Some(dir) => dir,
+    None => "/etc/toolgate",
+};
+
+/// The managed policy layer's directory: [`BUILT_MANAGED_DIR`], or
+/// `$TOOLGATE_MANAGED_DIR` when this process runs as root (real and
+/// effective uid 0). Anyone else setting it is warned and ignored: the
+/// layer binds every user, so no user's environment may move or remove it.
+pub(crate) fn managed_dir() -> PathBuf {
+    if let Some(dir) = dir("TOOLGATE_MANAGED_DIR") {
+        if nix::unistd::getuid().is_root() && nix::unistd::geteuid().is_root() {
+            return dir;
+        }
+        let _ = std::io::Write::write_all(
+            &mut std::io::stderr(),
+            format!(
+                "toolgate: warning: TOOLGATE_MANAGED_DIR is ignored: only root may move the \
+                 managed policy layer; using {BUILT_MANAGED_DIR}\n"
+            )
+            .as_bytes(),
+        );
+    }
+    PathBuf::from(BUILT_MANAGED_DIR)
+}
+
 /// The compile cache: `$TOOLGATE_CACHE_DIR`, else
 /// `$XDG_CACHE_HOME/toolgate/wasm`, else `~/.cache/toolgate/wasm`.
 pub(crate) fn cache_dir() -> Option<PathBuf> {
@@ -140,7 +168,9 @@ pub(crate) fn loader(workspace: &Path, one_shot: bool) -> toolgate::config::Load
 
 /// A loader as the environment says, with no config chosen yet.
 pub(crate) fn bare_loader(one_shot: bool) -> toolgate::config::Loader {
-    let mut loader = Config::loader().wasm(wasm(one_shot));
+    let mut loader = Config::loader()
+        .managed_dir(managed_dir())
+        .wasm(wasm(one_shot));
     if let Some(store) = trust_store() {
         loader = loader.trust(store);
     }

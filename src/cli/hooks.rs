@@ -87,6 +87,7 @@ fn load_reporting_all(root: &Path) -> anyhow::Result<Config> {
         // Every problem at once: the loader's, and the bare programs
         // not on PATH (which only this command checks) in the same files.
         let files = [
+            Some(super::env::managed_dir().join("hooks.json")),
             super::env::global_dir().map(|d| d.join("hooks.json")),
             Some(root.join(toolgate::config::WORKSPACE_FILE)),
         ];
@@ -112,9 +113,10 @@ fn check(config: &Config, root: &Path, missing: &[String]) -> anyhow::Result<Exi
     }
     let count = |s: Source| config.hooks().iter().filter(|h| h.source == s).count();
     outln!(
-        "{} {} hooks ({} global, {} workspace; workspace {})",
+        "{} {} hooks ({} managed, {} global, {} workspace; workspace {})",
         super::colour::decision("allow", "ok:"),
         config.hooks().len(),
+        count(Source::Managed),
         count(Source::Global),
         count(Source::Workspace),
         toolgate::text::one_line(&root.display().to_string())
@@ -131,6 +133,7 @@ fn listing_json(
 ) -> serde_json::Value {
     let mut out =
         json!({ "workspace": workspace, "files": config.files(), "hooks": config.hooks() });
+    out["managed"] = managed_json(config);
     if let Some(engine) = engine {
         out["wasm_engine"] = engine;
     }
@@ -146,6 +149,51 @@ fn listing_json(
         }),
     };
     out
+}
+
+/// The managed layer for `--json`: where it is looked for, whether it was
+/// read, what it enforces, and the configs it made toolgate ignore.
+fn managed_json(config: &Config) -> serde_json::Value {
+    let file = config.files().iter().find(|f| f.source == Source::Managed);
+    let ignored: Vec<_> = config
+        .ignored()
+        .iter()
+        .map(|f| json!({"source": f.source, "path": f.path, "found": f.found, "why": IGNORED_WHY}))
+        .collect();
+    json!({
+        "path": file.map(|f| f.path.clone())
+            .unwrap_or_else(|| super::env::managed_dir().join("hooks.json")),
+        "found": file.is_some_and(|f| f.found),
+        "settings": config.managed(),
+        "in_force": config.managed().map(|m| m.in_force()).unwrap_or_default(),
+        "ignored": ignored,
+    })
+}
+
+const IGNORED_WHY: &str = "the managed layer sets managed_hooks_only";
+
+/// What the managed layer enforces, and what it made toolgate ignore.
+fn print_managed(config: &Config) {
+    let Some(managed) = config.managed() else {
+        return;
+    };
+    for line in managed.in_force() {
+        outln!("managed:  enforces {}", toolgate::text::one_line(&line));
+    }
+    for file in config.ignored() {
+        outln!(
+            "{:<9} {} (IGNORED: {IGNORED_WHY})",
+            format!("{}:", file.source),
+            toolgate::text::one_line(&file.path.display().to_string()),
+        );
+    }
+    for hook in config.hooks().iter().filter(|h| h.on_failure_forced) {
+        outln!(
+            "note: {}'s on_failure \"allow\" runs as \"deny\" (the managed layer sets \
+             forbid_on_failure_allow)",
+            toolgate::text::one_line(&hook.name)
+        );
+    }
 }
 
 /// The listing for a person: the workspace, the table, then one line each
@@ -201,6 +249,7 @@ fn print_table(config: &Config) {
             if file.found { "read" } else { "not present" }
         );
     }
+    print_managed(config);
     for warning in cache_warnings(config)
         .into_iter()
         .chain(trust_notes(config))
@@ -250,7 +299,15 @@ fn hook_row(position: usize, hook: &HookSpec) -> [String; 6] {
     let events: Vec<&str> = hook.events.iter().map(|e| e.as_str()).collect();
     let mut limits = vec![format!("{} ms", hook.timeout_ms)];
     limits.extend(hook.binding.limits());
-    limits.push(format!("on failure: {}", hook.on_failure));
+    limits.push(format!(
+        "on failure: {}{}",
+        hook.on_failure,
+        if hook.on_failure_forced {
+            " (forced by managed)"
+        } else {
+            ""
+        }
+    ));
     // Every cell may carry text a workspace wrote: one line each, no
     // terminal control sequences.
     let one = |text: &str| toolgate::text::one_line(text);
@@ -282,7 +339,7 @@ fn print_deadline(config: &Config) {
         "chain deadline: {} ms{}",
         chain.as_millis(),
         if config.chain_timeout().is_some() {
-            " (chain_timeout_ms in the global config)"
+            " (chain_timeout_ms in the global or managed config)"
         } else {
             " (default)"
         }

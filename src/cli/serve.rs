@@ -719,7 +719,11 @@ fn store_verdict(key: &Key) -> Option<Result<(), String>> {
 
 /// Loads the chain for `key`, and the stamps of every file it came from.
 fn load(key: &Key) -> Result<Loaded, (String, Vec<Stamp>)> {
+    // The managed layer is the server's own to resolve (as root only may
+    // move it), never the client's to name.
+    let managed = super::env::managed_dir();
     let mut loader = Config::loader()
+        .managed_dir(&managed)
         .workspace(&key.workspace)
         .wasm(super::env::wasm(false));
     if let Some(global) = &key.global {
@@ -734,7 +738,7 @@ fn load(key: &Key) -> Result<Loaded, (String, Vec<Stamp>)> {
     }
     // A config that does not load is tried again when one of its files
     // changes from what it held before the attempt.
-    let mut tried: Vec<Stamp> = Vec::new();
+    let mut tried: Vec<Stamp> = vec![Stamp::of(managed.join("hooks.json"))];
     if let Some(global) = &key.global {
         tried.push(Stamp::of(global.join("hooks.json")));
     }

@@ -96,26 +96,29 @@ pub(crate) const TOP_FIELDS: &[Field] = &[
     },
     Field {
         name: "chain_timeout_ms",
-        about: "Global config only: the whole chain's deadline per call, in milliseconds.",
+        about: "Global or managed config only: the whole chain's deadline per call, in \
+                milliseconds (a global value can only lower the managed one).",
         schema: || whole_number(MIN_TIMEOUT_MS, MAX_TIMEOUT_MS),
     },
     Field {
         name: "untrusted_hooks",
-        about: "Global config only: what an untrusted workspace command hook's calls get: \
-                \"deny\" (the default) or \"skip\" (the hook is left out, and its run record \
-                says so).",
+        about: "Global or managed config only: what an untrusted workspace command hook's \
+                calls get: \"deny\" (the default) or \"skip\" (the hook is left out, and its \
+                run record says so). A managed \"deny\" binds the global config.",
         schema: || one_of_names(crate::trust::UntrustedPolicy::VARIANTS),
     },
     Field {
         name: "require_confinement",
-        about: "Global config only: a hook that should run confined and cannot be (no \
-                Landlock) fails closed instead of running unconfined with a warning.",
+        about: "Global or managed config only: a hook that should run confined and cannot be \
+                (no Landlock) fails closed instead of running unconfined with a warning. A \
+                managed true binds the global config.",
         schema: || json!({"type": "boolean"}),
     },
     Field {
         name: "unconfined_workspace_hooks",
-        about: "Global config only: workspace hooks the operator lets run unconfined, each \
-                named by its workspace's absolute root and its name.",
+        about: "Global or managed config only: workspace hooks the operator lets run \
+                unconfined, each named by its workspace's absolute root and its name. When the \
+                managed config requires confinement, only its own entries count.",
         schema: || {
             json!({"type": "array", "items": {
                 "type": "object",
@@ -131,9 +134,9 @@ pub(crate) const TOP_FIELDS: &[Field] = &[
     // Signed components (src/signing.rs).
     Field {
         name: "signing",
-        about: "Global config only: the minisign public keys (the base64 line, \"RW…\") \
-                that may sign components, and whether every component must be signed \
-                (`required`); a component X is signed by X.minisig beside it.",
+        about: "Global or managed config only: the minisign public keys (the base64 line, \
+                \"RW…\") that may sign components, and whether every component must be \
+                signed (`required`); a component X is signed by X.minisig beside it.",
         schema: || {
             json!({
                 "type": "object",
@@ -144,6 +147,30 @@ pub(crate) const TOP_FIELDS: &[Field] = &[
                     "required": {"type": "boolean"},
                 },
             })
+        },
+    },
+    // The managed layer's own settings (see `TopFields::managed_only`).
+    Field {
+        name: "managed_hooks_only",
+        about: "Managed config only: true runs the managed hooks alone; the user's global \
+                config and the workspace's are not read.",
+        schema: || json!({"type": "boolean"}),
+    },
+    Field {
+        name: "forbid_on_failure_allow",
+        about: "Managed config only: true makes every global or workspace hook with \
+                `on_failure: \"allow\"` run as \"deny\" (a failing guard blocks the call).",
+        schema: || json!({"type": "boolean"}),
+    },
+    Field {
+        name: "allowed_registries",
+        about: "Managed config only: the OCI registries (`host` or `host:port`) a hook's \
+                `oci://` component may come from; any other is refused at load.",
+        schema: || {
+            json!({"type": "array", "uniqueItems": true, "items": {
+                "type": "string",
+                "pattern": "^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?(:[0-9]{1,5})?$",
+            }})
         },
     },
 ];
@@ -162,6 +189,9 @@ pub(crate) struct Top {
     pub(crate) unconfined: Vec<(std::path::PathBuf, String)>,
     /// `signing`: the keys that sign components, and whether they must.
     pub(crate) signing: Option<crate::signing::Signing>,
+    /// The managed layer's own settings (`None` in any other file, which
+    /// may not set them).
+    pub(crate) managed: Option<super::ManagedSettings>,
 }
 
 /// One call a one-shot process evaluates: only hooks that apply to it are
@@ -268,7 +298,75 @@ impl<'a> TopFields<'a> {
             require_confinement: self.require_confinement(),
             unconfined: self.unconfined(),
             signing: self.signing(),
+            managed: self.managed(),
         }
+    }
+
+    /// A managed-only field's value in the managed file; a problem saying
+    /// so in any other.
+    fn managed_only(&mut self, field: &str) -> Option<&'a Value> {
+        let top: &'a Map<String, Value> = self.top;
+        let value = top.get(field)?;
+        match self.source {
+            Source::Managed => Some(value),
+            Source::Global | Source::Workspace | Source::Host => {
+                self.problem(
+                    field,
+                    format!(
+                        "only the managed layer (the root-owned /etc/toolgate/hooks.json) sets \
+                         `{field}`; a {} config cannot",
+                        self.source
+                    ),
+                );
+                None
+            }
+        }
+    }
+
+    fn managed_bool(&mut self, field: &str) -> bool {
+        let Some(value) = self.managed_only(field) else {
+            return false;
+        };
+        value.as_bool().unwrap_or_else(|| {
+            self.problem(field, format!("expected true or false, got {value}"));
+            false
+        })
+    }
+
+    /// The managed layer's settings, in the managed file only (a problem
+    /// for each one set in another file).
+    fn managed(&mut self) -> Option<super::ManagedSettings> {
+        let hooks_only = self.managed_bool("managed_hooks_only");
+        let forbid_on_failure_allow = self.managed_bool("forbid_on_failure_allow");
+        let registries = self.allowed_registries();
+        (self.source == Source::Managed).then_some(super::ManagedSettings {
+            hooks_only,
+            forbid_on_failure_allow,
+            allowed_registries: registries,
+            ..super::ManagedSettings::default()
+        })
+    }
+
+    /// `allowed_registries`: `host` or `host:port` each, kept lowercased
+    /// (host names are case-insensitive).
+    fn allowed_registries(&mut self) -> Option<Vec<String>> {
+        let value = self.managed_only("allowed_registries")?;
+        let parsed = value.as_array().and_then(|items| {
+            items
+                .iter()
+                .map(|item| item.as_str().filter(|s| registry_address(s)))
+                .map(|s| s.map(str::to_ascii_lowercase))
+                .collect::<Option<Vec<_>>>()
+        });
+        if parsed.is_none() {
+            self.problem(
+                "allowed_registries",
+                "expected an array of registry addresses, each `host` or `host:port` (no \
+                 scheme, no path)"
+                    .into(),
+            );
+        }
+        parsed
     }
 
     fn problem(&mut self, field: &str, message: String) {
@@ -281,7 +379,7 @@ impl<'a> TopFields<'a> {
         let top: &'a Map<String, Value> = self.top;
         let value = top.get(field)?;
         match self.source {
-            Source::Global => Some(value),
+            Source::Global | Source::Managed => Some(value),
             Source::Workspace | Source::Host => {
                 self.problem(field, why_not.to_owned());
                 None
@@ -368,8 +466,8 @@ impl TopFields<'_> {
     fn signing(&mut self) -> Option<crate::signing::Signing> {
         let value = self.operator_only(
             "signing",
-            "only the operator's global config decides which keys sign components, and whether \
-             they must; a workspace cannot",
+            "only the operator (the managed or global config) decides which keys sign components, \
+             and whether they must; a workspace cannot",
         )?;
         match crate::signing::parse(value) {
             Ok(signing) => Some(signing),
@@ -381,6 +479,28 @@ impl TopFields<'_> {
             }
         }
     }
+}
+
+/// `host` or `host:port`: letters, digits, dots and dashes, then a port of
+/// at most 65535. What the schema's pattern says, with the port's bound.
+fn registry_address(s: &str) -> bool {
+    let (host, port) = match s.rsplit_once(':') {
+        Some((host, port)) => (host, Some(port)),
+        None => (s, None),
+    };
+    let host_ok = !host.is_empty()
+        && !host.starts_with(['-', '.'])
+        && !host.ends_with(['-', '.'])
+        && host
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-');
+    let port_ok = port.is_none_or(|p| {
+        !p.is_empty()
+            && p.len() <= 5
+            && p.chars().all(|c| c.is_ascii_digit())
+            && p.parse::<u16>().is_ok()
+    });
+    host_ok && port_ok
 }
 
 const CONFINEMENT_IS_THE_OPERATORS: &str =
@@ -562,6 +682,7 @@ fn parse_hook(
         trust: None,
         compiled_matcher: compiled_matcher?,
         gate: None,
+        on_failure_forced: false,
     })
 }
 

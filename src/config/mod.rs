@@ -30,8 +30,34 @@
 //!   git finds `.git` — an agent started in `src/` must not silently skip the
 //!   repository's hooks. `toolgate hooks` says which workspace it used.
 //!
-//! A missing file means "no hooks there". Global hooks run before workspace
-//! hooks; see the runner's `# Order`.
+//! - managed (the machine's, root's): `<managed dir>/hooks.json`
+//!   ([`Loader::managed_dir`]; the binary's is `/etc/toolgate`, see the
+//!   README's "Managed policy layer").
+//!
+//! A missing file means "no hooks there". Managed hooks run before global
+//! hooks, global before workspace; see the runner's `# Order`.
+//!
+//! # The managed layer binds what is below it
+//!
+//! Its file is read first and only if root alone could have written it (it,
+//! its folder and every folder above: `safe_fs::read_root_owned`); else the
+//! whole load fails, since a policy another user could edit is none. Its
+//! hooks need no trust. Its operator settings bind the global config, which
+//! may only tighten them (`Config::settle`): the lower chain deadline wins,
+//! a managed `untrusted_hooks: "deny"` and `require_confinement: true`
+//! stand, and while the managed layer requires confinement only its own
+//! `unconfined_workspace_hooks` exempt a hook (the user's would undo it).
+//! Its own settings are refused in any other file: `managed_hooks_only`
+//! (the global and workspace configs are not read at all, so nothing in
+//! them, a broken file included, changes what runs), `allowed_registries`
+//! (kept for the OCI loader), and `forbid_on_failure_allow`, which makes a
+//! global or workspace hook's `on_failure: "allow"` run as `"deny"` rather
+//! than refusing the file: refusing would block every call of a user with
+//! one lenient hook, where running it strictly keeps every guard working
+//! (`toolgate hooks` marks each such hook). A hook below may share a
+//! managed hook's name: every record and listing carries the source, and
+//! refusing it would let a managed rollout break every workspace that
+//! happened to use the name.
 //!
 //! # Files a config names, and what only the operator may set
 //!
@@ -53,7 +79,7 @@
 //! user recorded ([`Loader::trust`]), and wraps the decider of each hook that
 //! needs trust in its gate; one that does not match never runs (see
 //! `trust`). `untrusted_hooks` (what such a hook's calls get) is read from
-//! the global config only, like `chain_timeout_ms`.
+//! the global or managed config only, like `chain_timeout_ms`.
 
 mod def;
 pub(crate) mod hook;
@@ -120,6 +146,10 @@ pub struct HookSpec {
     /// Its `config`, handed to it in every request.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub config: Option<Value>,
+    /// Its `on_failure: "allow"` runs as `"deny"`: the managed layer sets
+    /// `forbid_on_failure_allow`.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub on_failure_forced: bool,
     /// For a workspace hook: whether it may run (see `trust`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub trust: Option<TrustState>,
@@ -177,6 +207,114 @@ pub struct Config {
     /// A workspace hook was refused for the state of the machine, which
     /// [`Config::sources`] does not record (see [`Config::settled`]).
     unsettled: bool,
+    /// The managed layer's settings, when its file was read.
+    managed: Option<ManagedSettings>,
+    /// Configs not read because the managed layer says `managed_hooks_only`.
+    ignored: Vec<LoadedFile>,
+}
+
+/// What the managed layer (`<managed dir>/hooks.json`, owned by root)
+/// enforces: its own settings, and the operator settings it gave, which
+/// bind the global config (see [`Config`]'s combine rules in `parse_text`).
+#[derive(Clone, Debug, Default, Serialize)]
+#[non_exhaustive]
+pub struct ManagedSettings {
+    /// `managed_hooks_only`: the global and workspace configs are not read.
+    pub hooks_only: bool,
+    /// `forbid_on_failure_allow`: a global or workspace hook's `on_failure:
+    /// "allow"` runs as `"deny"`.
+    pub forbid_on_failure_allow: bool,
+    /// `allowed_registries`: the registries (`host[:port]`, lowercased) an
+    /// `oci://` component may come from; `None`: any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allowed_registries: Option<Vec<String>>,
+    /// `chain_timeout_ms` as the managed file gives it: the global config
+    /// may only lower it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chain_timeout_ms: Option<u64>,
+    /// `untrusted_hooks` as the managed file gives it: `deny` binds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub untrusted_hooks: Option<UntrustedPolicy>,
+    /// `require_confinement` as the managed file gives it: `true` binds,
+    /// and then only the managed `unconfined_workspace_hooks` exempt.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub require_confinement: Option<bool>,
+    /// `unconfined_workspace_hooks` as the managed file gives them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unconfined_workspace_hooks: Vec<UnconfinedHook>,
+}
+
+/// One `unconfined_workspace_hooks` entry.
+#[derive(Clone, Debug, Serialize)]
+pub struct UnconfinedHook {
+    /// The workspace's canonical root.
+    pub workspace: PathBuf,
+    /// The hook's name there.
+    pub hook: String,
+}
+
+impl ManagedSettings {
+    /// Each setting in force, as `key = value` words, for `toolgate hooks`.
+    pub fn in_force(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        if self.hooks_only {
+            lines.push("managed_hooks_only: the global and workspace configs are not read".into());
+        }
+        if self.forbid_on_failure_allow {
+            lines.push(
+                "forbid_on_failure_allow: a global or workspace hook's on_failure \"allow\" runs as \"deny\""
+                    .into(),
+            );
+        }
+        if let Some(registries) = &self.allowed_registries {
+            lines.push(format!(
+                "allowed_registries: oci:// components only from {}",
+                if registries.is_empty() {
+                    "no registry".to_owned()
+                } else {
+                    registries.join(", ")
+                }
+            ));
+        }
+        if let Some(ms) = self.chain_timeout_ms {
+            lines.push(format!(
+                "chain_timeout_ms: {ms} (the global config may only lower it)"
+            ));
+        }
+        match self.untrusted_hooks {
+            Some(UntrustedPolicy::Deny) => {
+                lines.push("untrusted_hooks: deny (the global config cannot make it skip)".into())
+            }
+            Some(UntrustedPolicy::Skip) => {
+                lines.push("untrusted_hooks: skip (the global config may make it deny)".into())
+            }
+            None => {}
+        }
+        match self.require_confinement {
+            Some(true) => lines.push(
+                "require_confinement: true (the global config cannot turn it off, nor exempt hooks)"
+                    .into(),
+            ),
+            Some(false) => lines.push(
+                "require_confinement: false (the global config may turn it on)".into(),
+            ),
+            None => {}
+        }
+        for entry in &self.unconfined_workspace_hooks {
+            lines.push(format!(
+                "unconfined_workspace_hooks: {} in {}",
+                entry.hook,
+                entry.workspace.display()
+            ));
+        }
+        lines
+    }
+
+    /// The registries an `oci://` component may come from (`None`: any);
+    /// for the OCI loader to refuse the others at load.
+    pub(crate) fn allowed_registries(&self) -> Option<&[String]> {
+        self.allowed_registries.as_deref()
+    }
 }
 
 /// A file a loaded config was read from, as it was read.
@@ -209,6 +347,7 @@ pub struct LoadedFile {
 #[derive(Clone, Debug, Default)]
 #[must_use]
 pub struct Loader {
+    managed_dir: Option<PathBuf>,
     global_dir: Option<PathBuf>,
     workspace: Option<PathBuf>,
     options: BindingOptions,
@@ -225,6 +364,18 @@ impl Loader {
     /// any other file against its own folder. A missing file means no hooks.
     pub fn hooks_file(mut self, path: impl Into<PathBuf>) -> Self {
         self.file = Some(path.into());
+        self
+    }
+
+    /// Reads `dir/hooks.json` as the machine's managed policy layer: its
+    /// hooks run first and need no trust, and its settings bind the
+    /// configs below (see the module docs). `dir`, each folder above it
+    /// and the file must be owned by root and writable by nobody else, and
+    /// the file must not be a symlink; otherwise the whole load fails,
+    /// naming the path and what is wrong. A missing `dir` or file means no
+    /// managed layer.
+    pub fn managed_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.managed_dir = Some(dir.into());
         self
     }
 
@@ -300,6 +451,46 @@ impl Loader {
     pub fn load(&self) -> Result<Config, ConfigError> {
         let mut config = Config::default();
         let mut problems = Vec::new();
+        if let Some(dir) = &self.managed_dir {
+            config.read(
+                Source::Managed,
+                &dir.join("hooks.json"),
+                (dir, &self.options, self.only()),
+                &mut problems,
+            );
+            for hook in &mut config.hooks {
+                crate::trust::confine_global(
+                    &mut hook.binding,
+                    &self.trust,
+                    config.require_confinement,
+                );
+            }
+        }
+        if config.managed.as_ref().is_some_and(|m| m.hooks_only) {
+            // Not read at all: nothing in them runs, and nothing in them
+            // (a broken file included) changes what the managed layer says.
+            let ignored = self
+                .file
+                .iter()
+                .cloned()
+                .chain(self.global_dir.iter().map(|d| d.join("hooks.json")))
+                .map(|path| (Source::Global, path))
+                .chain(
+                    self.workspace
+                        .iter()
+                        .map(|ws| (Source::Workspace, absolute(ws).join(WORKSPACE_FILE))),
+                );
+            config.ignored = ignored
+                .map(|(source, path)| LoadedFile {
+                    found: path.exists(),
+                    source,
+                    path,
+                    identity: None,
+                })
+                .collect();
+            return ConfigError::or(config, problems);
+        }
+        let first = config.hooks.len();
         if let Some(file) = &self.file {
             let dir = absolute(file.parent().unwrap_or(Path::new(".")));
             let root = match dir.file_name() {
@@ -314,10 +505,15 @@ impl Loader {
                 (&root, &self.options, self.only()),
                 &mut problems,
             );
-            for hook in &mut config.hooks {
-                crate::trust::confine_global(&mut hook.binding, &self.trust, false);
+            for hook in &mut config.hooks[first..] {
+                crate::trust::confine_global(
+                    &mut hook.binding,
+                    &self.trust,
+                    config.require_confinement,
+                );
             }
         }
+        let first = config.hooks.len();
         if let Some(dir) = &self.global_dir {
             config.read(
                 Source::Global,
@@ -325,7 +521,7 @@ impl Loader {
                 (dir, &self.options, self.only()),
                 &mut problems,
             );
-            for hook in &mut config.hooks {
+            for hook in &mut config.hooks[first..] {
                 crate::trust::confine_global(
                     &mut hook.binding,
                     &self.trust,
@@ -394,12 +590,29 @@ impl Config {
     }
 
     /// Loads one file as the given source, resolving relative programs
-    /// against `root`. A missing file is an error here.
+    /// against `root`. A missing file is an error here. As
+    /// [`Source::Managed`], the caller vouches for the file (the
+    /// root-ownership checks are [`Loader::managed_dir`]'s): its fields are
+    /// read as the managed layer's.
     pub fn from_file(source: Source, path: &Path, root: &Path) -> Result<Config, ConfigError> {
         let mut config = Config::default();
         let mut problems = Vec::new();
         if !path.exists() && !path.is_symlink() {
             problems.push(Problem::file(path, "not read: no such file".into()));
+        } else if source == Source::Managed {
+            match crate::safe_fs::read_identified(path, crate::safe_fs::MAX_CONFIG_BYTES) {
+                Ok((text, _)) => config.parse_text(
+                    &text,
+                    source,
+                    path,
+                    (&absolute(root), &BindingOptions::default(), None),
+                    &mut problems,
+                ),
+                Err(e) => problems.push(Problem::file(
+                    path,
+                    format!("not read: {}", crate::text::error_chain(&e)),
+                )),
+            }
         } else {
             config.read(
                 source,
@@ -514,6 +727,24 @@ impl Config {
         self.signing.rules()
     }
 
+    /// What the managed layer enforces, when its file was read.
+    pub fn managed(&self) -> Option<&ManagedSettings> {
+        self.managed.as_ref()
+    }
+
+    /// The configs not read because the managed layer sets
+    /// `managed_hooks_only`.
+    pub fn ignored(&self) -> &[LoadedFile] {
+        &self.ignored
+    }
+
+    /// The registries an `oci://` component may come from, as the managed
+    /// layer says (`None`: it says nothing, any registry).
+    #[allow(dead_code, reason = "the OCI loader (issue 26, item 1) enforces it")]
+    pub(crate) fn allowed_registries(&self) -> Option<&[String]> {
+        self.managed.as_ref()?.allowed_registries()
+    }
+
     /// The loaded workspace's canonical root, and the digest of its
     /// hooks.json when it has one.
     pub fn workspace_config(&self) -> Option<(&Path, Option<&str>)> {
@@ -537,13 +768,16 @@ impl Config {
     ) -> Option<String> {
         // A workspace's own config must stay inside the workspace, like every
         // file it names: a symlinked hooks.json is refused, not followed out.
-        let resolved = match source {
-            Source::Workspace => crate::safe_fs::beneath(path, root),
-            _ => Ok(path.to_owned()),
+        // The managed layer binds every user: only root may have written
+        // it, its folder or any folder above.
+        let limit = crate::safe_fs::MAX_CONFIG_BYTES;
+        let read = match source {
+            Source::Workspace => crate::safe_fs::beneath(path, root)
+                .and_then(|p| crate::safe_fs::read_identified(&p, limit)),
+            Source::Managed => crate::safe_fs::read_root_owned(root, "hooks.json", limit),
+            Source::Global | Source::Host => crate::safe_fs::read_identified(path, limit),
         };
-        let (text, identity) = match resolved
-            .and_then(|p| crate::safe_fs::read_identified(&p, crate::safe_fs::MAX_CONFIG_BYTES))
-        {
+        let (text, identity) = match read {
             Ok(read) => read,
             Err(crate::safe_fs::ReadFileError::NotFound) if !path.is_symlink() => {
                 self.files.push(LoadedFile {
@@ -596,7 +830,7 @@ impl Config {
                 return;
             }
         };
-        let (hooks, top) = hook::parse_file(
+        let (mut hooks, mut top) = hook::parse_file(
             value,
             source,
             path,
@@ -604,20 +838,71 @@ impl Config {
             &self.signing,
             problems,
         );
-        if let (Source::Global, Some(signing)) = (source, top.signing) {
-            self.signing.global = Some(signing);
+        // The managed file is read first, so its signing rule is in force
+        // when the global and workspace components are loaded.
+        match (source, top.signing.take()) {
+            (Source::Managed, Some(signing)) => self.signing.managed = Some(signing),
+            (Source::Global, Some(signing)) => self.signing.global = Some(signing),
+            _ => {}
         }
-        if top.chain_timeout_ms.is_some() {
-            self.chain_timeout_ms = top.chain_timeout_ms;
+        if let Some(mut managed) = top.managed.take() {
+            // Read first, so every setting below is judged against it.
+            managed.chain_timeout_ms = top.chain_timeout_ms;
+            managed.untrusted_hooks = top.untrusted;
+            managed.require_confinement = top.require_confinement;
+            managed.unconfined_workspace_hooks = top
+                .unconfined
+                .iter()
+                .map(|(workspace, hook)| UnconfinedHook {
+                    workspace: workspace.clone(),
+                    hook: hook.clone(),
+                })
+                .collect();
+            self.managed = Some(managed);
         }
-        if let Some(policy) = top.untrusted {
+        self.settle(source, top);
+        let forbid = self
+            .managed
+            .as_ref()
+            .is_some_and(|m| m.forbid_on_failure_allow);
+        if forbid && source != Source::Managed {
+            for hook in hooks
+                .iter_mut()
+                .filter(|h| h.on_failure == OnFailure::Allow)
+            {
+                hook.on_failure = OnFailure::Deny;
+                hook.on_failure_forced = true;
+            }
+        }
+        self.hooks.extend(hooks);
+    }
+
+    /// Takes in one file's operator settings, read after the managed
+    /// layer's (which this applies first): a managed value binds, so a later
+    /// file may only tighten it. The chain's deadline only drops; a managed
+    /// `untrusted_hooks: "deny"` stays deny; a managed `require_confinement:
+    /// true` stays on, and then only the managed layer's own
+    /// `unconfined_workspace_hooks` exempt a hook (its author is the one
+    /// who required confinement; a user's exemption would undo it).
+    fn settle(&mut self, source: Source, top: hook::Top) {
+        let bound = match source {
+            Source::Managed => ManagedSettings::default(),
+            _ => self.managed.clone().unwrap_or_default(),
+        };
+        if let Some(ms) = top.chain_timeout_ms {
+            self.chain_timeout_ms = Some(bound.chain_timeout_ms.map_or(ms, |b| b.min(ms)));
+        }
+        if let Some(policy) = top.untrusted
+            && bound.untrusted_hooks != Some(UntrustedPolicy::Deny)
+        {
             self.untrusted = policy;
         }
         if let Some(required) = top.require_confinement {
-            self.require_confinement = required;
+            self.require_confinement = required || bound.require_confinement == Some(true);
         }
-        self.unconfined.extend(top.unconfined);
-        self.hooks.extend(hooks);
+        if bound.require_confinement != Some(true) {
+            self.unconfined.extend(top.unconfined);
+        }
     }
 }
 

@@ -3,19 +3,23 @@
 //! # Order
 //!
 //! ```text
-//!            pre_tool_use                                  post_tool_use
-//!  request ─► interceptors ─► global ─► workspace ─► tool ─► interceptors ─► global ─► workspace ─► model
-//!             (host code,     (operator  (repository          (same order: the host and operator
-//!              registration    config)    config)              see the output first, the
-//!              order)                                          repository's hooks last)
+//!            pre_tool_use                                              post_tool_use
+//!  request ─► interceptors ─► managed ─► global ─► workspace ─► tool ─► (same order) ─► model
+//!             (host code,     (root's    (operator  (repository
+//!              registration    policy,    config)    config)
+//!              order)          /etc/toolgate)
 //!                 │ deny ──────────────────────────► the tool never runs; later hooks are not consulted
 //!                 │ modify ─► next hook sees the rewritten input; the tool gets the final one
 //!                 │ replace ─► the tool never runs; the replacement goes through the post chain
 //! ```
 //!
 //! The further a participant is from the workspace's own data, the earlier it
-//! speaks: the host's and the operator's guards can refuse before a program a
-//! repository chose runs at all. Order is fixed by [`Source`] at
+//! speaks: the host's, the machine's managed policy and the operator's guards
+//! can refuse before a program a repository chose runs at all (and after the
+//! call, they see the output first, the repository's hooks last). The
+//! managed layer comes before the user's global config because it binds
+//! the user too: a guard the user could pre-empt or rewrite past would not
+//! be policy. Order is fixed by [`Source`] at
 //! [`HookRunnerBuilder::build`], whatever order things were registered in.
 //!
 //! # Why ordered, threaded composition

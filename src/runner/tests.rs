@@ -103,12 +103,13 @@ async fn order_is_by_source_whatever_the_registration_order() {
         .mock("w", Source::Workspace, OnFailure::Deny, allow)
         .mock("g", Source::Global, OnFailure::Deny, allow)
         .mock("h", Source::Host, OnFailure::Deny, allow)
+        .mock("m", Source::Managed, OnFailure::Deny, allow)
         .mock("g2", Source::Global, OnFailure::Deny, allow);
     let log = chain.log.clone();
     let outcome = chain.builder.build().pre_tool_use(&pre("ls")).await;
     assert_eq!(outcome.decision, Decision::Allow);
     let names: Vec<_> = log.lock().unwrap().iter().map(|(n, _)| *n).collect();
-    assert_eq!(names, ["h", "g", "g2", "w"]);
+    assert_eq!(names, ["h", "m", "g", "g2", "w"]);
 }
 
 #[tokio::test]

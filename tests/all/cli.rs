@@ -304,7 +304,8 @@ fn hooks_lists_in_consultation_order_with_where_each_came_from() {
             .unwrap()
             .ends_with(".toolgate/hooks.json")
     );
-    assert_eq!(v["files"].as_array().unwrap().len(), 2);
+    // The managed layer (not present here), the global config, the workspace's.
+    assert_eq!(v["files"].as_array().unwrap().len(), 3);
 }
 
 #[test]
@@ -324,7 +325,7 @@ fn hooks_check_validates_and_exits_non_zero_on_any_problem() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(
         String::from_utf8_lossy(&out.stdout)
-            .contains("ok: 1 hooks (0 global, 1 workspace; workspace ")
+            .contains("ok: 1 hooks (0 managed, 0 global, 1 workspace; workspace ")
     );
 
     fx.global_hooks(json!([{"name": "typo", "command": [&w], "evnt": "pre_tool_use"}]));

@@ -606,8 +606,8 @@ fn every_hooks_json_in_the_repository_passes_the_schema() {
     }
 }
 
-/// What the loader and the schema say of one document, written as the
-/// global config (where every field is allowed) with a script `g.sh` and a
+/// What the loader and the schema say of one document, read as the
+/// managed config (where every field is allowed) with a script `g.sh` and a
 /// component `g.wat` beside it.
 struct Judge {
     fx: Fixture,
@@ -633,7 +633,8 @@ impl Judge {
     fn judge(&self, doc: &serde_json::Value) -> ((bool, bool), String) {
         let path = self.fx.global().join("hooks.json");
         std::fs::write(&path, doc.to_string()).unwrap();
-        let loaded = Config::from_file(Source::Global, &path, &self.fx.global());
+        // As the managed layer's: the one file where every field is allowed.
+        let loaded = Config::from_file(Source::Managed, &path, &self.fx.global());
         let errors = self.validator.borrow_mut().errors(doc);
         let why = format!(
             "{doc}\nloader: {}\nschema: {errors:?}",

@@ -319,7 +319,7 @@ fn a_workspace_cannot_set_signing() {
     );
     let text = load(&fx).expect_err("refused").to_string();
     assert!(
-        text.contains("field `signing`: only the operator's global config decides which keys sign"),
+        text.contains("field `signing`: only the operator (the managed or global config) decides which keys sign"),
         "{text}"
     );
 }

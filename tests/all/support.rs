@@ -290,6 +290,7 @@ pub(crate) const BINARY_ENV: &[(&str, Given)] = &[
     ("HOME", Given::Fresh("home")),
     ("XDG_CONFIG_HOME", Given::Fresh("config")),
     ("TOOLGATE_CONFIG_DIR", Given::Absent("config/toolgate")),
+    ("TOOLGATE_MANAGED_DIR", Given::Removed),
     ("XDG_CACHE_HOME", Given::Fresh("cache")),
     ("TOOLGATE_CACHE_DIR", Given::SuiteCache),
     ("XDG_STATE_HOME", Given::RunState),
