@@ -426,3 +426,56 @@ fn the_binary_blocks_on_a_refused_component_and_lists_what_verified() {
         "{listing}"
     );
 }
+
+/// A root-owned managed directory (under the build's scratch folder, whose
+/// ancestors only root may write: the loader checks each) holding
+/// `hooks.json` = `config`.
+fn managed_dir(config: Value) -> tempfile::TempDir {
+    use std::os::unix::fs::PermissionsExt;
+    let base = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    std::fs::set_permissions(base.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let file = base.path().join("hooks.json");
+    std::fs::write(&file, config.to_string()).unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    base
+}
+
+#[test]
+fn a_managed_signing_requirement_binds_the_global_config_and_only_managed_keys_count() {
+    // The managed layer pins key `a` and requires signatures; the user's
+    // global config pins its own key `b` and says signing is not required.
+    // Neither loosens the managed rule: a global component signed by `b`
+    // is refused, one signed by `a` runs.
+    let managed = managed_dir(json!({
+        "schema": 1,
+        "signing": {"keys": [keys().a.public], "required": true},
+    }));
+    let fx = Fixture::new();
+    let wasm = component(&fx.global());
+    sign(&keys().b, &wasm, "name=guard version=3");
+    let text = json!({
+        "schema": 1,
+        "signing": {"keys": [keys().b.public], "required": false},
+        "hooks": [guard(json!({}))],
+    });
+    std::fs::write(fx.global().join("hooks.json"), text.to_string()).unwrap();
+    let load = || {
+        loader(&fx.workspace())
+            .managed_dir(managed.path())
+            .global_dir(fx.global())
+            .load()
+    };
+    let err = load().expect_err("a key the managed layer did not pin does not count");
+    let text = err.to_string();
+    assert!(
+        text.contains("signature refused") && text.contains(&keys().b.id),
+        "{text}"
+    );
+    sign(&keys().a, &wasm, "name=guard version=3");
+    let config = load().expect("signed by the managed key, it loads");
+    let BindingSpec::Wasm(spec) = &config.hooks()[0].binding else {
+        panic!("a wasm hook")
+    };
+    let verified = spec.component.signature.as_ref().expect("it was verified");
+    assert_eq!(verified.key_id.to_string(), keys().a.id);
+}
