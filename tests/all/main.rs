@@ -27,6 +27,7 @@ mod install;
 mod interceptor;
 mod layers;
 mod live;
+mod metrics;
 mod mock_model;
 mod props;
 mod replay;

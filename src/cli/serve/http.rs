@@ -90,15 +90,21 @@ const AGENT: Outward = Outward::ClaudeCode;
 
 /// What `--http` was given: a loopback IP literal with a port.
 pub(crate) fn parse_addr(given: &str) -> anyhow::Result<SocketAddr> {
+    parse_loopback("--http", given)
+}
+
+/// What `flag` was given: a loopback IP literal with a port (`--http`,
+/// `--metrics`).
+pub(crate) fn parse_loopback(flag: &str, given: &str) -> anyhow::Result<SocketAddr> {
     let addr: SocketAddr = given.parse().map_err(|_| {
         anyhow::anyhow!(
-            "--http {given:?} is not an IP address with a port (e.g. 127.0.0.1:8787 or \
+            "{flag} {given:?} is not an IP address with a port (e.g. 127.0.0.1:8787 or \
              [::1]:0); a host name is not accepted, so what it resolves to cannot change"
         )
     })?;
     if !addr.ip().is_loopback() {
         anyhow::bail!(
-            "--http {given}: {} is not a loopback address; the HTTP hook answers only on \
+            "{flag} {given}: {} is not a loopback address; toolgate serve answers only on \
              127.0.0.0/8 or ::1, never on an address other machines can reach",
             addr.ip()
         );
@@ -493,7 +499,7 @@ async fn evaluated(http: &Http, bytes: &[u8]) -> Answer {
     match super::evaluate(&http.server, evaluation).await {
         Body::Evaluated { stdout, .. } => json_answer(&stdout.unwrap_or_else(|| json!({}))),
         Body::Error { error, .. } => blocked(&event, &error),
-        Body::Ack { .. } | Body::Status { .. } => {
+        Body::Ack { .. } | Body::Status { .. } | Body::Metrics { .. } => {
             blocked(&event, "the server gave no answer to this call")
         }
     }
