@@ -191,7 +191,14 @@ fn evaluate(
     let runner = HookRunner::builder().config(config).build();
     // The chain must answer before the watchdog; loading took some of it.
     let budget = hook_process::chain_budget(started);
-    Ok(runtime()?.block_on(answer_call(&runner, call, dialect, budget, log.as_ref(), None)))
+    Ok(runtime()?.block_on(answer_call(
+        &runner,
+        call,
+        dialect,
+        budget,
+        log.as_ref(),
+        None,
+    )))
 }
 
 /// The agent's answer to `call` (`None`: nothing to print, as for an event

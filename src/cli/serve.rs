@@ -631,8 +631,15 @@ async fn evaluate_timed(server: &Arc<Server>, evaluation: Evaluate, started: Ins
                     .map(|d| d.saturating_duration_since(Instant::now()))
                     .unwrap_or(toolgate::runner::DEFAULT_CHAIN_TIMEOUT);
                 Ok((
-                    super::agent::answer_call(&runner, call, dialect, budget, log, server.metrics())
-                        .await,
+                    super::agent::answer_call(
+                        &runner,
+                        call,
+                        dialect,
+                        budget,
+                        log,
+                        server.metrics(),
+                    )
+                    .await,
                     0,
                 ))
             }

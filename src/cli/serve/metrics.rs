@@ -33,7 +33,7 @@
 //!   `policy="skip"` was skipped under `untrusted_hooks: "skip"`.
 //! - `toolgate_hook_duration_seconds{binding}`: a histogram of every hook run's
 //!   duration by binding (`in_process`, `subprocess`, `wasm`: the run
-//!   records' spelling).
+//!   records' spelling); a hook not run for want of trust is not a run.
 //! - `toolgate_evaluation_duration_seconds{mode}`: a histogram of each whole
 //!   evaluation inside the server (load check, chain, answer), by mode
 //!   (`check`, `claude-code`, …).
@@ -100,7 +100,7 @@ use std::collections::HashSet;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use toolgate::{Outcome, Step};
+use toolgate::{FailureKind, Outcome, Step};
 
 /// The most distinct hook names that become label values.
 pub(crate) const MAX_HOOK_LABELS: usize = 256;
@@ -186,68 +186,79 @@ pub(crate) struct Metrics {
 
 impl Metrics {
     pub(crate) fn new() -> Metrics {
+        let decisions = Family::default();
+        let failures = Family::default();
+        let trust_refusals = Family::default();
+        let hook_seconds: Histograms<BindingLabels> = Family::new_with_constructor(seconds);
+        let evaluation_seconds: Histograms<ModeLabels> = Family::new_with_constructor(seconds);
+        let loads = Family::default();
+        let fallbacks = Family::default();
+        let errors = Counter::default();
+        let load_timeouts = Counter::default();
         let mut registry = Registry::with_prefix("toolgate");
-        let m = Metrics {
-            registry: Registry::default(),
-            decisions: Family::default(),
-            failures: Family::default(),
-            trust_refusals: Family::default(),
-            hook_seconds: Family::new_with_constructor(seconds),
-            evaluation_seconds: Family::new_with_constructor(seconds),
-            loads: Family::default(),
-            fallbacks: Family::default(),
-            errors: Counter::default(),
-            load_timeouts: Counter::default(),
-            names: Mutex::new(HashSet::new()),
-        };
         registry.register(
             "decisions",
-            "Evaluated events, by the hook that decided (none: all allowed), its source, and the decision (failed: blocked because a hook could not decide)",
-            m.decisions.clone(),
+            "Evaluated events, by the hook that decided (none: all allowed), its source, and \
+             the decision (failed: blocked because a hook could not decide)",
+            decisions.clone(),
         );
         registry.register(
             "hook_failures",
             "Hook runs that could not decide, by failure kind",
-            m.failures.clone(),
+            failures.clone(),
         );
         registry.register(
             "trust_refusals",
-            "Workspace hooks not run for want of trust (policy deny: the call was blocked; skip: untrusted_hooks skip)",
-            m.trust_refusals.clone(),
+            "Workspace hooks not run for want of trust (policy deny: the call was blocked; \
+             skip: untrusted_hooks skip)",
+            trust_refusals.clone(),
         );
         registry.register_with_unit(
             "hook_duration",
             "Each hook run's duration, by binding",
             Unit::Seconds,
-            m.hook_seconds.clone(),
+            hook_seconds.clone(),
         );
         registry.register_with_unit(
             "evaluation_duration",
             "Each evaluation's duration inside the server, by mode",
             Unit::Seconds,
-            m.evaluation_seconds.clone(),
+            evaluation_seconds.clone(),
         );
         registry.register(
             "config_loads",
             "Configs loaded, first or reloaded after their files changed, ok or failed",
-            m.loads.clone(),
+            loads.clone(),
         );
         registry.register(
             "fallbacks",
-            "Requests refused before acknowledgement (the client evaluated them itself) and calls answered by the last good config after a failed reload",
-            m.fallbacks.clone(),
+            "Requests refused before acknowledgement (the client evaluated them itself) and \
+             calls answered by the last good config after a failed reload",
+            fallbacks.clone(),
         );
         registry.register(
             "evaluation_errors",
             "Calls answered with an error (the caller blocked them)",
-            m.errors.clone(),
+            errors.clone(),
         );
         registry.register(
             "load_timeouts",
             "Calls whose deadline passed while their config was still loading (blocked)",
-            m.load_timeouts.clone(),
+            load_timeouts.clone(),
         );
-        Metrics { registry, ..m }
+        Metrics {
+            registry,
+            decisions,
+            failures,
+            trust_refusals,
+            hook_seconds,
+            evaluation_seconds,
+            loads,
+            fallbacks,
+            errors,
+            load_timeouts,
+            names: Mutex::new(HashSet::new()),
+        }
     }
 
     /// Counts what one evaluated event did.
@@ -286,23 +297,26 @@ impl Metrics {
                     .inc();
                 continue;
             }
-            self.hook_seconds
-                .get_or_create(&BindingLabels {
-                    binding: run.binding.as_str(),
-                })
-                .observe(run.duration.as_secs_f64());
-            let Some(failure) = &run.failure else {
+            let failure = run.failure.as_ref().map(|f| f.kind);
+            // A hook toolgate would not run took no time of its own.
+            if failure != Some(FailureKind::NotTrusted) {
+                self.hook_seconds
+                    .get_or_create(&BindingLabels {
+                        binding: run.binding.as_str(),
+                    })
+                    .observe(run.duration.as_secs_f64());
+            }
+            let Some(kind) = failure else {
                 continue;
             };
-            let kind = failure.kind.as_str();
             self.failures
                 .get_or_create(&FailureLabels {
                     hook: self.hook(&run.name),
-                    kind,
+                    kind: kind.as_str(),
                     source: run.source.as_str(),
                 })
                 .inc();
-            if failure.kind == toolgate::FailureKind::NotTrusted {
+            if kind == FailureKind::NotTrusted {
                 self.trust_refusals
                     .get_or_create(&TrustLabels {
                         hook: self.hook(&run.name),
@@ -351,9 +365,7 @@ impl Metrics {
     }
 
     fn fallback(&self, reason: &'static str) {
-        self.fallbacks
-            .get_or_create(&ReasonLabels { reason })
-            .inc();
+        self.fallbacks.get_or_create(&ReasonLabels { reason }).inc();
     }
 
     /// `name` as a label value: itself while within the bounds, else `other`.
@@ -446,12 +458,21 @@ fn plain(status: StatusCode, content_type: &'static str, body: String) -> Respon
     answer
 }
 
-fn answer(metrics: Option<&Metrics>, host: &str, request: &Request<Incoming>) -> Response<Full<Bytes>> {
-    let refuse = |status, why: &str| plain(status, "text/plain; charset=utf-8", format!("toolgate: {why}\n"));
+fn answer(
+    metrics: Option<&Metrics>,
+    host: &str,
+    request: &Request<Incoming>,
+) -> Response<Full<Bytes>> {
+    let refuse = |status, why: &str| {
+        plain(
+            status,
+            "text/plain; charset=utf-8",
+            format!("toolgate: {why}\n"),
+        )
+    };
     let headers = request.headers();
     let mut hosts = headers.get_all(HOST).iter();
-    if !matches!((hosts.next(), hosts.next()), (Some(h), None) if h.as_bytes() == host.as_bytes())
-    {
+    if !matches!((hosts.next(), hosts.next()), (Some(h), None) if h.as_bytes() == host.as_bytes()) {
         return refuse(
             StatusCode::MISDIRECTED_REQUEST,
             &format!("refused: the Host header must be exactly {host}"),
