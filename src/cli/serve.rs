@@ -94,7 +94,8 @@
 //! closed, as for a chain past its deadline) while the load goes on and
 //! fills the slot, so the next call is answered instead of timing out on
 //! the same compile again. `toolgate serve status` reports the counters
-//! ([`stats`]).
+//! ([`stats`]); with `--metrics`, Prometheus series of each evaluation's
+//! outcome and of these events are served too ([`metrics`]).
 //!
 //! # When accept fails
 //!

@@ -85,7 +85,6 @@
 //! literal address (no DNS rebinding), any `Origin` header (a browser) is
 //! refused, only `GET /metrics`, headers within a timeout, few connections.
 
-use super::Backoff;
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::body::Incoming;
@@ -97,7 +96,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::{Registry, Unit};
 use std::collections::HashSet;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use toolgate::{FailureKind, Outcome, Step};
@@ -406,43 +405,22 @@ pub(crate) fn count(metrics: Option<&Metrics>, f: impl FnOnce(&Metrics)) {
 /// Binds `addr`, says where on stderr, and answers `GET /metrics` until the
 /// runtime stops.
 pub(super) async fn listen(server: Arc<super::Server>, addr: SocketAddr) -> anyhow::Result<()> {
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;
-    let bound = listener.local_addr()?;
-    let host: Arc<str> = match bound.ip() {
-        IpAddr::V4(ip) => format!("{ip}:{}", bound.port()),
-        IpAddr::V6(ip) => format!("[{ip}]:{}", bound.port()),
-    }
-    .into();
+    let (listener, host) = super::http::bind(addr).await?;
     eprintln!("toolgate serve: metrics on http://{host}/metrics");
-    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
-    tokio::spawn(async move {
-        let mut backoff = Backoff::default();
-        loop {
-            let Ok(slot) = slots.clone().acquire_owned().await else {
-                return;
-            };
-            match listener.accept().await {
-                Ok((stream, _)) => {
-                    backoff.succeeded();
-                    let (server, host) = (server.clone(), host.clone());
-                    tokio::spawn(async move {
-                        let service = hyper::service::service_fn(move |request| {
-                            let answer = answer(server.metrics(), &host, &request);
-                            async move { Ok::<_, std::convert::Infallible>(answer) }
-                        });
-                        let _ = hyper::server::conn::http1::Builder::new()
-                            .timer(hyper_util::rt::TokioTimer::new())
-                            .header_read_timeout(HEADER_TIMEOUT)
-                            .max_buf_size(16 * 1024)
-                            .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
-                            .await;
-                        drop(slot);
-                    });
-                }
-                Err(e) => tokio::time::sleep(backoff.failed(&e)).await,
-            }
+    let host: Arc<str> = host.into();
+    super::http::accept_each(listener, MAX_CONNECTIONS, move |stream| {
+        let (server, host) = (server.clone(), host.clone());
+        async move {
+            let service = hyper::service::service_fn(move |request| {
+                let answer = answer(server.metrics(), &host, &request);
+                async move { Ok::<_, std::convert::Infallible>(answer) }
+            });
+            let _ = hyper::server::conn::http1::Builder::new()
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(HEADER_TIMEOUT)
+                .max_buf_size(16 * 1024)
+                .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                .await;
         }
     });
     Ok(())
