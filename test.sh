@@ -15,6 +15,9 @@ command -v faketime >/dev/null || missing+=(faketime)
 python3 -c 'import jsonschema' 2>/dev/null || missing+=(python3-jsonschema)
 # minisign signs the components the signing tests verify (tests/all/signing.rs).
 command -v minisign >/dev/null || missing+=(minisign)
+# Prometheus (and its promtool) scrapes `toolgate serve --metrics` and reads the
+# series back through its own HTTP API (tests/all/metrics.rs).
+command -v prometheus >/dev/null && command -v promtool >/dev/null || missing+=(prometheus)
 if [ ${#missing[@]} -gt 0 ]; then
   sudo=; [ "$(id -u)" = 0 ] || sudo=sudo
   $sudo apt-get update -qq

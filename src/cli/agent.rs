@@ -191,7 +191,14 @@ fn evaluate(
     let runner = HookRunner::builder().config(config).build();
     // The chain must answer before the watchdog; loading took some of it.
     let budget = hook_process::chain_budget(started);
-    Ok(runtime()?.block_on(answer_call(&runner, call, dialect, budget, log.as_ref())))
+    Ok(runtime()?.block_on(answer_call(
+        &runner,
+        call,
+        dialect,
+        budget,
+        log.as_ref(),
+        None,
+    )))
 }
 
 /// The agent's answer to `call` (`None`: nothing to print, as for an event
@@ -205,6 +212,7 @@ pub(crate) async fn answer_call(
     dialect: Dialect,
     budget: Duration,
     log: Option<&Logging>,
+    metrics: Option<&super::serve::metrics::Metrics>,
 ) -> Option<serde_json::Value> {
     let request = call.request?;
     let runner = runner.with_chain_timeout(runner.chain_timeout().min(budget));
@@ -213,5 +221,6 @@ pub(crate) async fn answer_call(
     if let Some(log) = log {
         decision_log::warn(log.outcome(&request, &outcome, started.elapsed()));
     }
+    super::serve::metrics::count(metrics, |m| m.outcome(&outcome));
     render_outcome(&outcome, dialect, &call.hook_event_name)
 }

@@ -87,7 +87,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     })?;
     let runner = HookRunner::builder().config(config).build();
-    let (json, code) = runtime()?.block_on(answer(&runner, &request, log.as_ref()));
+    let (json, code) = runtime()?.block_on(answer(&runner, &request, log.as_ref(), None));
     outln!("{json}");
     Ok(ExitCode::from(code))
 }
@@ -98,12 +98,14 @@ pub(crate) async fn answer(
     runner: &HookRunner,
     request: &toolgate::Request,
     log: Option<&super::decision_log::Logging>,
+    metrics: Option<&super::serve::metrics::Metrics>,
 ) -> (serde_json::Value, u8) {
     let started = std::time::Instant::now();
     let outcome = runner.evaluate(request).await;
     if let Some(log) = log {
         super::decision_log::warn(log.outcome(request, &outcome, started.elapsed()));
     }
+    super::serve::metrics::count(metrics, |m| m.outcome(&outcome));
     // A failed hook's block is never reported as a decided deny.
     let code = if outcome.may_proceed() {
         0

@@ -187,7 +187,10 @@ pub(crate) fn ask(ask: &Ask<'_>) -> Option<Reply> {
             ));
             return None;
         }
-        Body::Ack { ack: false } | Body::Evaluated { .. } | Body::Status { .. } => return None,
+        Body::Ack { ack: false }
+        | Body::Evaluated { .. }
+        | Body::Status { .. }
+        | Body::Metrics { .. } => return None,
     }
     // Without a deadline of the caller's own (`check`), the server's chain
     // deadline bounds the call; it may be set as high as MAX_TIMEOUT_MS. The
@@ -227,7 +230,7 @@ pub(crate) fn ask(ask: &Ask<'_>) -> Option<Reply> {
             warning,
         }),
         // Not an answer to this call: evaluate here.
-        Body::Ack { .. } | Body::Status { .. } => None,
+        Body::Ack { .. } | Body::Status { .. } | Body::Metrics { .. } => None,
     }
 }
 
@@ -249,7 +252,37 @@ pub(crate) fn query_status_at(path: &Path) -> Option<Status> {
     send(&stream, &request)?;
     match read_answer(&mut BufReader::new(&stream)).ok()??.body {
         Body::Status { status } => Some(status),
-        Body::Ack { .. } | Body::Evaluated { .. } | Body::Error { .. } => None,
+        Body::Ack { .. } | Body::Evaluated { .. } | Body::Error { .. } | Body::Metrics { .. } => {
+            None
+        }
+    }
+}
+
+/// Asks the server at `path` for its Prometheus metrics (`toolgate serve
+/// metrics`): the text, or why there is none.
+pub(crate) fn query_metrics_at(path: &Path) -> Result<String, String> {
+    let nobody = || format!("no toolgate server answers at {}", path.display());
+    let stream = connect(path).ok_or_else(nobody)?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(2)))
+        .map_err(|e| e.to_string())?;
+    let request = Request {
+        id: 1.into(),
+        version: VERSION,
+        op: Op::Metrics,
+    };
+    send(&stream, &request).ok_or_else(nobody)?;
+    match read_answer(&mut BufReader::new(&stream))
+        .ok()
+        .flatten()
+        .ok_or_else(nobody)?
+        .body
+    {
+        Body::Metrics { metrics } => Ok(metrics),
+        Body::Error { error, .. } => Err(error),
+        Body::Ack { .. } | Body::Evaluated { .. } | Body::Status { .. } => {
+            Err("the server did not answer with metrics".to_owned())
+        }
     }
 }
 

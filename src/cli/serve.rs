@@ -94,7 +94,8 @@
 //! closed, as for a chain past its deadline) while the load goes on and
 //! fills the slot, so the next call is answered instead of timing out on
 //! the same compile again. `toolgate serve status` reports the counters
-//! ([`stats`]).
+//! ([`stats`]); with `--metrics`, Prometheus series of each evaluation's
+//! outcome and of these events are served too ([`metrics`]).
 //!
 //! # When accept fails
 //!
@@ -127,6 +128,8 @@ mod stats;
 use backoff::Backoff;
 use stats::Stats;
 pub(crate) mod http;
+pub(crate) mod metrics;
+use metrics::{Metrics, count};
 
 /// The longest request line: the 64 MiB an agent may write on stdin, as a
 /// JSON string, plus the envelope.
@@ -161,6 +164,12 @@ pub(crate) struct Args {
     /// $XDG_STATE_HOME/toolgate/http-token: see `toolgate install claude-code --http`.
     #[arg(long, value_name = "ADDR")]
     http: Option<String>,
+    /// Serve Prometheus metrics (GET /metrics) on this loopback address (an
+    /// IP literal: 127.0.0.1:PORT or [::1]:PORT). No secret is asked: the
+    /// series carry no call content, but other users on this machine can
+    /// read them; `toolgate serve metrics` reads them over the socket instead.
+    #[arg(long, value_name = "ADDR")]
+    metrics: Option<String>,
     /// The most workspaces kept loaded; past it the least recently used is
     /// dropped, and loaded again on its next request.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_WORKSPACES,
@@ -179,6 +188,9 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// A running server's Prometheus metrics (text exposition), read over
+    /// the socket: the server must have been started with --metrics.
+    Metrics,
 }
 
 /// How many workspaces a server keeps loaded unless told otherwise: far
@@ -254,17 +266,25 @@ pub(crate) struct Server {
     tick: AtomicU64,
     stats: Stats,
     started: SystemTime,
+    /// The Prometheus series, with `--metrics` ([`metrics`]).
+    metrics: Option<Metrics>,
 }
 
 impl Server {
-    fn new(max_workspaces: usize) -> Server {
+    fn new(max_workspaces: usize, metrics: Option<Metrics>) -> Server {
         Server {
             loaded: Mutex::new(HashMap::new()),
             max_workspaces: max_workspaces.max(1),
             tick: AtomicU64::new(0),
             stats: Stats::default(),
             started: SystemTime::now(),
+            metrics,
         }
+    }
+
+    /// Its series, when it counts them.
+    pub(crate) fn metrics(&self) -> Option<&Metrics> {
+        self.metrics.as_ref()
     }
 
     /// `key`'s slot, made when new; making one past the bound evicts the
@@ -304,12 +324,19 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     // environment), then where the socket is, and the secret only when the
     // server is really starting.
     let http = args.http.as_deref().map(http::parse_addr).transpose()?;
+    let metrics_addr = args
+        .metrics
+        .as_deref()
+        .map(|given| http::parse_loopback("--metrics", given))
+        .transpose()?;
     let socket = args
         .socket
         .or_else(super::env::socket_path)
         .ok_or_else(|| anyhow::anyhow!("no place for the socket: set XDG_RUNTIME_DIR"))?;
-    if let Some(Command::Status { json }) = args.command {
-        return show_status(&socket, json);
+    match args.command {
+        Some(Command::Status { json }) => return show_status(&socket, json),
+        Some(Command::Metrics) => return show_metrics(&socket),
+        None => {}
     }
     let http = match http {
         Some(addr) => {
@@ -331,9 +358,15 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
             socket.display(),
             std::process::id()
         );
-        let server = Arc::new(Server::new(usize::from(args.max_workspaces)));
+        let server = Arc::new(Server::new(
+            usize::from(args.max_workspaces),
+            metrics_addr.map(|_| Metrics::new()),
+        ));
         if let Some((addr, token)) = http {
             http::listen(server.clone(), addr, token).await?;
+        }
+        if let Some(addr) = metrics_addr {
+            metrics::listen(server.clone(), addr).await?;
         }
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
         let mut backoff = Backoff::default();
@@ -410,6 +443,7 @@ async fn connection(server: Arc<Server>, stream: UnixStream) {
     };
     if let Err(why) = super::client::same_user(&read.as_ref()) {
         Stats::bump(&server.stats.refused);
+        count(server.metrics(), Metrics::refused);
         let refused = format!("refused: the connecting process {why}");
         send(Value::Null, Body::error(refused)).await;
         return;
@@ -428,6 +462,7 @@ async fn connection(server: Arc<Server>, stream: UnixStream) {
             Ok(request) => request,
             Err((id, why)) => {
                 Stats::bump(&server.stats.refused);
+                count(server.metrics(), Metrics::refused);
                 let why = toolgate::text::error_chain(&why);
                 let why = toolgate::text::bound(why, toolgate::text::MAX_MESSAGE, "error");
                 send(id, Body::error(why)).await;
@@ -481,6 +516,15 @@ async fn connection(server: Arc<Server>, stream: UnixStream) {
                 )
                 .await
             }
+            Op::Metrics => {
+                let body = match server.metrics() {
+                    Some(metrics) => Body::Metrics {
+                        metrics: metrics.text(),
+                    },
+                    None => Body::error("this server was started without --metrics".to_owned()),
+                };
+                send(id, body).await
+            }
         }
     }
 }
@@ -524,7 +568,11 @@ pub(crate) async fn evaluate(server: &Arc<Server>, evaluation: Evaluate) -> Body
     if matches!(body, Body::Error { .. }) {
         Stats::bump(&stats.errors);
     }
-    stats.took(mode, started.elapsed());
+    let took = started.elapsed();
+    stats.took(mode, took);
+    count(server.metrics(), |m| {
+        m.evaluation(mode.name(), took, matches!(body, Body::Error { .. }));
+    });
     body
 }
 
@@ -550,7 +598,12 @@ async fn evaluate_timed(server: &Arc<Server>, evaluation: Evaluate, started: Ins
     };
     let deadline = deadline_ms.map(|d| started + Duration::from_millis(d));
     let (runner, warning) = match runner_for(server, key, deadline).await {
-        Ok(found) => found,
+        Ok(found) => {
+            if found.1.is_some() {
+                count(server.metrics(), Metrics::last_good_config);
+            }
+            found
+        }
         Err(error) => {
             if let Some(log) = &log {
                 super::decision_log::warn(log.error(None, &error, started.elapsed()));
@@ -564,7 +617,8 @@ async fn evaluate_timed(server: &Arc<Server>, evaluation: Evaluate, started: Ins
         Mode::Check => match toolgate::wire::read_request(input, event.as_deref(), tool.as_deref())
         {
             Ok(request) => {
-                let (stdout, exit) = super::check::answer(&runner, &request, log).await;
+                let (stdout, exit) =
+                    super::check::answer(&runner, &request, log, server.metrics()).await;
                 Ok((Some(stdout), exit))
             }
             Err(e) => Err(format!(
@@ -578,7 +632,15 @@ async fn evaluate_timed(server: &Arc<Server>, evaluation: Evaluate, started: Ins
                     .map(|d| d.saturating_duration_since(Instant::now()))
                     .unwrap_or(toolgate::runner::DEFAULT_CHAIN_TIMEOUT);
                 Ok((
-                    super::agent::answer_call(&runner, call, dialect, budget, log).await,
+                    super::agent::answer_call(
+                        &runner,
+                        call,
+                        dialect,
+                        budget,
+                        log,
+                        server.metrics(),
+                    )
+                    .await,
                     0,
                 ))
             }
@@ -616,6 +678,7 @@ async fn runner_for(
     let slot = server.slot(&key)?;
     let still_loading = |server: &Server, key: &Key| {
         Stats::bump(&server.stats.load_timeouts);
+        count(server.metrics(), Metrics::load_timeout);
         format!(
             "the hooks of {} are still loading (a first compile can take seconds) and the \
              call's deadline has passed, so it is blocked; the load goes on, and the next \
@@ -651,6 +714,7 @@ async fn runner_for(
         let loaded = tokio::task::spawn_blocking(move || load(&load_key))
             .await
             .map_err(|e| format!("loading panicked: {e}"))?;
+        count(server.metrics(), |m| m.load(!fresh, loaded.is_ok()));
         match (loaded, guard.as_mut()) {
             (Ok(mut new), _) => {
                 new.store = store;
@@ -887,6 +951,14 @@ fn show_status(socket: &Path, json: bool) -> anyhow::Result<ExitCode> {
                 .unwrap_or_default()
         );
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `toolgate serve metrics`: the running server's Prometheus text, read
+/// over the socket (only this user can connect to it).
+fn show_metrics(socket: &Path) -> anyhow::Result<ExitCode> {
+    let text = super::client::query_metrics_at(socket).map_err(|e| anyhow::anyhow!(e))?;
+    outln!("{}", text.trim_end());
     Ok(ExitCode::SUCCESS)
 }
 

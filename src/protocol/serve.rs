@@ -29,6 +29,8 @@
 //!    or {"id": 7, "error": "…"}
 //! → {"id": 8, "version": 1, "op": "status"}
 //! ← {"id": 8, "status": {"pid": …, "requests": …, "workspaces": [ … ]}}
+//! → {"id": 9, "version": 1, "op": "metrics"}
+//! ← {"id": 9, "metrics": "# HELP toolgate_decisions_total …"}  (with `--metrics`)
 //! ```
 //!
 //! `id` is any JSON value, echoed so answers on one connection can be
@@ -68,6 +70,9 @@ pub enum Op {
     Evaluate(Evaluate),
     /// What the server has loaded.
     Status,
+    /// The server's Prometheus metrics, as the text `GET /metrics` serves
+    /// (a server started with `--metrics`; an older one refuses the op).
+    Metrics,
 }
 
 /// One call to evaluate, as the per-call process received it.
@@ -270,6 +275,11 @@ pub enum Body {
     Status {
         /// The server's state.
         status: Status,
+    },
+    /// The server's Prometheus metrics.
+    Metrics {
+        /// The text exposition format.
+        metrics: String,
     },
 }
 

@@ -28,6 +28,7 @@ mod interceptor;
 mod layers;
 mod live;
 mod managed;
+mod metrics;
 mod mock_model;
 mod props;
 mod replay;

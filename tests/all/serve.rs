@@ -57,7 +57,7 @@ impl Server {
 
     /// `toolgate serve` run by `command` (a `toolgate` or a shell that
     /// execs one), with `args` after `serve`.
-    fn start_as(mut command: std::process::Command, args: &[&str]) -> Server {
+    pub(crate) fn start_as(mut command: std::process::Command, args: &[&str]) -> Server {
         let dir = tempfile::tempdir().unwrap();
         let socket = dir.path().join("run/serve.sock");
         let mut child = command
@@ -108,6 +108,18 @@ impl Server {
             );
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    /// The rest of the line the server said after `prefix` on stderr (once
+    /// it has said it).
+    pub(crate) fn said_after(&self, prefix: &str) -> String {
+        self.said(prefix);
+        let log = self.log.lock().unwrap();
+        log.split(prefix)
+            .nth(1)
+            .and_then(|rest| rest.lines().next())
+            .unwrap_or_default()
+            .to_owned()
     }
 
     /// CPU time (user + system) the server has used, in clock ticks.

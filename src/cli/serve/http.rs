@@ -90,15 +90,21 @@ const AGENT: Outward = Outward::ClaudeCode;
 
 /// What `--http` was given: a loopback IP literal with a port.
 pub(crate) fn parse_addr(given: &str) -> anyhow::Result<SocketAddr> {
+    parse_loopback("--http", given)
+}
+
+/// What `flag` was given: a loopback IP literal with a port (`--http`,
+/// `--metrics`).
+pub(crate) fn parse_loopback(flag: &str, given: &str) -> anyhow::Result<SocketAddr> {
     let addr: SocketAddr = given.parse().map_err(|_| {
         anyhow::anyhow!(
-            "--http {given:?} is not an IP address with a port (e.g. 127.0.0.1:8787 or \
+            "{flag} {given:?} is not an IP address with a port (e.g. 127.0.0.1:8787 or \
              [::1]:0); a host name is not accepted, so what it resolves to cannot change"
         )
     })?;
     if !addr.ip().is_loopback() {
         anyhow::bail!(
-            "--http {given}: {} is not a loopback address; the HTTP hook answers only on \
+            "{flag} {given}: {} is not a loopback address; toolgate serve answers only on \
              127.0.0.0/8 or ::1, never on an address other machines can reach",
             addr.ip()
         );
@@ -268,14 +274,7 @@ pub(super) async fn listen(
     addr: SocketAddr,
     token: Token,
 ) -> anyhow::Result<()> {
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;
-    let bound = listener.local_addr()?;
-    let host = match bound.ip() {
-        IpAddr::V4(ip) => format!("{ip}:{}", bound.port()),
-        IpAddr::V6(ip) => format!("[{ip}]:{}", bound.port()),
-    };
+    let (listener, host) = bind(addr).await?;
     eprintln!("toolgate serve: http on http://{host}");
     // For `toolgate install --http` and `doctor` to find (they check it
     // answers: a file left by a server that died is no answer).
@@ -288,7 +287,35 @@ pub(super) async fn listen(
         host,
         context: crate::cli::client::context(),
     });
-    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+    accept_each(listener, MAX_CONNECTIONS, move |stream| {
+        connection(http.clone(), stream)
+    });
+    Ok(())
+}
+
+/// Binds the loopback `addr` (`--http`, `--metrics`): the listener, and the
+/// exact `Host` a request to it must carry (`ip:port`, `[ip]:port`).
+pub(super) async fn bind(addr: SocketAddr) -> anyhow::Result<(tokio::net::TcpListener, String)> {
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;
+    let bound = listener.local_addr()?;
+    let host = match bound.ip() {
+        IpAddr::V4(ip) => format!("{ip}:{}", bound.port()),
+        IpAddr::V6(ip) => format!("[{ip}]:{}", bound.port()),
+    };
+    Ok((listener, host))
+}
+
+/// Serves each connection `listener` accepts with `serve`, at most `max` at
+/// once (the rest wait in the kernel's queue), until the runtime stops; a
+/// failing `accept` (out of descriptors) backs off instead of spinning.
+pub(super) fn accept_each<F, S>(listener: tokio::net::TcpListener, max: usize, serve: F)
+where
+    F: Fn(tokio::net::TcpStream) -> S + Send + 'static,
+    S: std::future::Future<Output = ()> + Send + 'static,
+{
+    let slots = Arc::new(tokio::sync::Semaphore::new(max));
     tokio::spawn(async move {
         let mut backoff = super::Backoff::default();
         loop {
@@ -299,9 +326,9 @@ pub(super) async fn listen(
                 Ok((stream, _)) => {
                     backoff.succeeded();
                     let _ = stream.set_nodelay(true);
-                    let http = http.clone();
+                    let served = serve(stream);
                     tokio::spawn(async move {
-                        connection(http, stream).await;
+                        served.await;
                         drop(slot);
                     });
                 }
@@ -309,7 +336,6 @@ pub(super) async fn listen(
             }
         }
     });
-    Ok(())
 }
 
 async fn connection(http: Arc<Http>, stream: tokio::net::TcpStream) {
@@ -493,7 +519,7 @@ async fn evaluated(http: &Http, bytes: &[u8]) -> Answer {
     match super::evaluate(&http.server, evaluation).await {
         Body::Evaluated { stdout, .. } => json_answer(&stdout.unwrap_or_else(|| json!({}))),
         Body::Error { error, .. } => blocked(&event, &error),
-        Body::Ack { .. } | Body::Status { .. } => {
+        Body::Ack { .. } | Body::Status { .. } | Body::Metrics { .. } => {
             blocked(&event, "the server gave no answer to this call")
         }
     }

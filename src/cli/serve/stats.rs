@@ -10,6 +10,10 @@
 //! an uncontended lock) gives p50/p99 of *recent* behaviour, which is what
 //! someone asking "is it slow now?" wants. An all-time histogram would
 //! bury a slow hour under weeks of fast ones.
+//!
+//! These stay on in every server. A fleet that wants all-time series by
+//! hook, decision and failure kind starts the server with `--metrics`
+//! (`metrics.rs`: Prometheus, counted beside these, not instead of them).
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};

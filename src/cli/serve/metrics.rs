@@ -1,0 +1,481 @@
+//! `toolgate serve --metrics 127.0.0.1:PORT`: what the guards decide, as
+//! Prometheus series a fleet can scrape.
+//!
+//! # Why derived from the outcome, after the chain
+//!
+//! Every series is counted from what an evaluation already produced: the
+//! [`Outcome`] and its run records (decided by whom, with what, each run's
+//! binding, duration and failure kind), plus the server's own events (a
+//! load, a reload that failed, a request refused before it was taken). The
+//! chain itself is not touched: nothing on its hot path waits on a metric,
+//! and a metrics scrape never waits on the chain. Counting is a few
+//! uncontended atomic adds and one short lock for the bounded hook names
+//! per call; only a server started with `--metrics` counts at all.
+//!
+//! The crate is `prometheus-client`, the Prometheus project's own Rust
+//! client (text exposition only, no protobuf): a hand-written exposition
+//! would have to get escaping, `_total`/unit naming and histogram buckets
+//! right by itself.
+//!
+//! # The series
+//!
+//! - `toolgate_decisions_total{hook, decision, source}`: one per evaluated
+//!   event. `hook` is the run that decided (`none` when every hook allowed),
+//!   `source` where it came from (`host`, `global`, `workspace`, and any
+//!   later layer by [`toolgate::Source::as_str`]; `none` with `hook="none"`),
+//!   `decision` is `allow`/`deny`/`modify`/`replace`, or `failed` when the
+//!   call was blocked because a hook could not decide.
+//! - `toolgate_hook_failures_total{hook, kind, source}`: each run that could
+//!   not decide, by the run record's failure kind (`timed_out`,
+//!   `exited_non_zero`, `not_trusted`, …), whatever its `on_failure` made of it.
+//! - `toolgate_trust_refusals_total{hook, policy}`: workspace hooks not run
+//!   for want of trust: `policy="deny"` blocked the call (`not_trusted`),
+//!   `policy="skip"` was skipped under `untrusted_hooks: "skip"`.
+//! - `toolgate_hook_duration_seconds{binding}`: a histogram of every hook run's
+//!   duration by binding (`in_process`, `subprocess`, `wasm`: the run
+//!   records' spelling); a hook not run for want of trust is not a run.
+//! - `toolgate_evaluation_duration_seconds{mode}`: a histogram of each whole
+//!   evaluation inside the server (load check, chain, answer), by mode
+//!   (`check`, `claude-code`, …).
+//! - `toolgate_config_loads_total{trigger, result}`: configs loaded,
+//!   `trigger="first"` (a new or evicted workspace) or `"reload"` (its files
+//!   changed), `result="ok"` or `"failed"`.
+//! - `toolgate_fallbacks_total{reason}`: what the server sees of fallbacks.
+//!   `reason="refused"`: a request refused before it was acknowledged
+//!   (another protocol version, a mode this build does not answer, an
+//!   unreadable line, another user), which the client then evaluates itself;
+//!   `reason="last_good_config"`: a reload failed and the previous config
+//!   answered the call.
+//! - `toolgate_evaluation_errors_total` and `toolgate_load_timeouts_total`:
+//!   calls the server answered with an error (the caller blocks them), and
+//!   of those, calls whose deadline passed while their config was loading.
+//!
+//! # What the server cannot count
+//!
+//! A per-call `toolgate claude-code` that finds no server (none running, a
+//! stale socket, no acknowledgement within the client's ack timeout)
+//! evaluates the call itself (`client.rs`): that call never reaches the
+//! server, so no series here counts it. A fleet reads client fallbacks as
+//! the calls that are missing: the agents' own call counts against
+//! `toolgate_decisions_total`, or the decision log each per-call process
+//! writes (`TOOLGATE_DECISION_LOG`). Calls answered over `--http` are
+//! counted like the socket's.
+//!
+//! # Bounded labels
+//!
+//! Hook names come from configs, and a workspace config is written by
+//! whoever wrote the repository. At most [`MAX_HOOK_LABELS`] distinct names
+//! become label values over the server's life, each at most
+//! [`MAX_NAME_BYTES`] long; any other is counted as `hook="other"`. Every
+//! other label has a fixed, small set of values. So the series stay bounded
+//! by (hook names × kinds × sources), however many workspaces come and go.
+//! A hook really named `none` or `other` shares those values.
+//!
+//! # Who can read them
+//!
+//! The metrics carry no call content: hook names, decisions, failure kinds,
+//! counts and latencies. The endpoint therefore asks for no secret (unlike
+//! `--http`, whose calls carry content and decide): a fleet's local agent
+//! scrapes it without a secret to hand out. But a loopback TCP port is open
+//! to every user on the machine, so **other users on the machine can read
+//! them** (which hooks run, how often they deny). Where that matters, leave
+//! `--metrics` off and read the same text over the socket, which only this
+//! user can connect to: `toolgate serve metrics`. The rest is `--http`'s
+//! discipline: loopback IP literals only, the `Host` header must be the
+//! literal address (no DNS rebinding), any `Origin` header (a browser) is
+//! refused, only `GET /metrics`, headers within a timeout, few connections.
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::header::{CONTENT_TYPE, HOST, ORIGIN};
+use hyper::{Method, Request, Response, StatusCode};
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::{Registry, Unit};
+use std::collections::HashSet;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use toolgate::{FailureKind, Outcome, Step};
+
+/// The most distinct hook names that become label values.
+pub(crate) const MAX_HOOK_LABELS: usize = 256;
+
+/// The longest hook name that becomes a label value.
+pub(crate) const MAX_NAME_BYTES: usize = 128;
+
+/// The label value for a name past the bounds.
+const OTHER: &str = "other";
+
+/// The label value when no hook decided.
+const NONE: &str = "none";
+
+/// Connections served at once; a scraper needs one.
+const MAX_CONNECTIONS: usize = 4;
+
+/// How long a scraper has to send its request's headers.
+const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct DecisionLabels {
+    hook: String,
+    decision: &'static str,
+    source: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct FailureLabels {
+    hook: String,
+    kind: &'static str,
+    source: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TrustLabels {
+    hook: String,
+    policy: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct BindingLabels {
+    binding: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ModeLabels {
+    mode: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct LoadLabels {
+    trigger: &'static str,
+    result: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReasonLabels {
+    reason: &'static str,
+}
+
+type Histograms<L> = Family<L, Histogram, fn() -> Histogram>;
+
+/// 100 µs to about 3.3 s, doubling: an in-process hook to a slow subprocess.
+fn seconds() -> Histogram {
+    Histogram::new(exponential_buckets(0.0001, 2.0, 16))
+}
+
+/// The server's series; counted only when `--metrics` is given.
+pub(crate) struct Metrics {
+    registry: Registry,
+    decisions: Family<DecisionLabels, Counter>,
+    failures: Family<FailureLabels, Counter>,
+    trust_refusals: Family<TrustLabels, Counter>,
+    hook_seconds: Histograms<BindingLabels>,
+    evaluation_seconds: Histograms<ModeLabels>,
+    loads: Family<LoadLabels, Counter>,
+    fallbacks: Family<ReasonLabels, Counter>,
+    errors: Counter,
+    load_timeouts: Counter,
+    /// The hook names that are label values.
+    names: Mutex<HashSet<String>>,
+}
+
+impl Metrics {
+    pub(crate) fn new() -> Metrics {
+        let decisions = Family::default();
+        let failures = Family::default();
+        let trust_refusals = Family::default();
+        let hook_seconds: Histograms<BindingLabels> = Family::new_with_constructor(seconds);
+        let evaluation_seconds: Histograms<ModeLabels> = Family::new_with_constructor(seconds);
+        let loads = Family::default();
+        let fallbacks = Family::default();
+        let errors = Counter::default();
+        let load_timeouts = Counter::default();
+        let mut registry = Registry::with_prefix("toolgate");
+        registry.register(
+            "decisions",
+            "Evaluated events, by the hook that decided (none: all allowed), its source, and \
+             the decision (failed: blocked because a hook could not decide)",
+            decisions.clone(),
+        );
+        registry.register(
+            "hook_failures",
+            "Hook runs that could not decide, by failure kind",
+            failures.clone(),
+        );
+        registry.register(
+            "trust_refusals",
+            "Workspace hooks not run for want of trust (policy deny: the call was blocked; \
+             skip: untrusted_hooks skip)",
+            trust_refusals.clone(),
+        );
+        registry.register_with_unit(
+            "hook_duration",
+            "Each hook run's duration, by binding",
+            Unit::Seconds,
+            hook_seconds.clone(),
+        );
+        registry.register_with_unit(
+            "evaluation_duration",
+            "Each evaluation's duration inside the server, by mode",
+            Unit::Seconds,
+            evaluation_seconds.clone(),
+        );
+        registry.register(
+            "config_loads",
+            "Configs loaded, first or reloaded after their files changed, ok or failed",
+            loads.clone(),
+        );
+        registry.register(
+            "fallbacks",
+            "Requests refused before acknowledgement (the client evaluated them itself) and \
+             calls answered by the last good config after a failed reload",
+            fallbacks.clone(),
+        );
+        registry.register(
+            "evaluation_errors",
+            "Calls answered with an error (the caller blocked them)",
+            errors.clone(),
+        );
+        registry.register(
+            "load_timeouts",
+            "Calls whose deadline passed while their config was still loading (blocked)",
+            load_timeouts.clone(),
+        );
+        Metrics {
+            registry,
+            decisions,
+            failures,
+            trust_refusals,
+            hook_seconds,
+            evaluation_seconds,
+            loads,
+            fallbacks,
+            errors,
+            load_timeouts,
+            names: Mutex::new(HashSet::new()),
+        }
+    }
+
+    /// Counts what one evaluated event did.
+    pub(crate) fn outcome(&self, outcome: &Outcome) {
+        let (hook, source) = match outcome.decided_by.as_deref() {
+            Some(name) => {
+                let source = outcome
+                    .runs
+                    .iter()
+                    .rev()
+                    .find(|r| r.name == name)
+                    .map_or(NONE, |r| r.source.as_str());
+                (self.hook(name), source)
+            }
+            None => (NONE.to_owned(), NONE),
+        };
+        let decision = if outcome.blocked_by_failure().is_some() {
+            "failed"
+        } else {
+            outcome.decision.name()
+        };
+        self.decisions
+            .get_or_create(&DecisionLabels {
+                hook,
+                decision,
+                source,
+            })
+            .inc();
+        for run in &outcome.runs {
+            if run.step == Step::Skipped {
+                self.trust_refusals
+                    .get_or_create(&TrustLabels {
+                        hook: self.hook(&run.name),
+                        policy: "skip",
+                    })
+                    .inc();
+                continue;
+            }
+            let failure = run.failure.as_ref().map(|f| f.kind);
+            // A hook toolgate would not run took no time of its own.
+            if failure != Some(FailureKind::NotTrusted) {
+                self.hook_seconds
+                    .get_or_create(&BindingLabels {
+                        binding: run.binding.as_str(),
+                    })
+                    .observe(run.duration.as_secs_f64());
+            }
+            let Some(kind) = failure else {
+                continue;
+            };
+            self.failures
+                .get_or_create(&FailureLabels {
+                    hook: self.hook(&run.name),
+                    kind: kind.as_str(),
+                    source: run.source.as_str(),
+                })
+                .inc();
+            if kind == FailureKind::NotTrusted {
+                self.trust_refusals
+                    .get_or_create(&TrustLabels {
+                        hook: self.hook(&run.name),
+                        policy: "deny",
+                    })
+                    .inc();
+            }
+        }
+    }
+
+    /// Counts one evaluation's time inside the server, and whether it was
+    /// answered with an error.
+    pub(crate) fn evaluation(&self, mode: &'static str, took: Duration, error: bool) {
+        self.evaluation_seconds
+            .get_or_create(&ModeLabels { mode })
+            .observe(took.as_secs_f64());
+        if error {
+            self.errors.inc();
+        }
+    }
+
+    /// Counts a config load: a first one (`reload` false) or after a change.
+    pub(crate) fn load(&self, reload: bool, ok: bool) {
+        self.loads
+            .get_or_create(&LoadLabels {
+                trigger: if reload { "reload" } else { "first" },
+                result: if ok { "ok" } else { "failed" },
+            })
+            .inc();
+    }
+
+    /// Counts a request refused before it was acknowledged: its caller
+    /// evaluates it itself.
+    pub(crate) fn refused(&self) {
+        self.fallback("refused");
+    }
+
+    /// Counts a call answered by the last good config after a failed reload.
+    pub(crate) fn last_good_config(&self) {
+        self.fallback("last_good_config");
+    }
+
+    /// Counts a call whose deadline passed while its config loaded.
+    pub(crate) fn load_timeout(&self) {
+        self.load_timeouts.inc();
+    }
+
+    fn fallback(&self, reason: &'static str) {
+        self.fallbacks.get_or_create(&ReasonLabels { reason }).inc();
+    }
+
+    /// `name` as a label value: itself while within the bounds, else `other`.
+    fn hook(&self, name: &str) -> String {
+        if name.len() > MAX_NAME_BYTES {
+            return OTHER.to_owned();
+        }
+        // A poisoned lock only loses the name.
+        let Ok(mut names) = self.names.lock() else {
+            return OTHER.to_owned();
+        };
+        if names.contains(name) {
+            return name.to_owned();
+        }
+        if names.len() >= MAX_HOOK_LABELS {
+            return OTHER.to_owned();
+        }
+        names.insert(name.to_owned());
+        name.to_owned()
+    }
+
+    /// The text exposition (Prometheus text format 0.0.4).
+    pub(crate) fn text(&self) -> String {
+        let mut text = String::new();
+        // Writing to a String does not fail.
+        let _ = prometheus_client::encoding::prometheus_text::encode(&mut text, &self.registry);
+        text
+    }
+}
+
+/// `metrics`, counted only when the server has them.
+pub(crate) fn count(metrics: Option<&Metrics>, f: impl FnOnce(&Metrics)) {
+    if let Some(metrics) = metrics {
+        f(metrics);
+    }
+}
+
+/// Binds `addr`, says where on stderr, and answers `GET /metrics` until the
+/// runtime stops.
+pub(super) async fn listen(server: Arc<super::Server>, addr: SocketAddr) -> anyhow::Result<()> {
+    let (listener, host) = super::http::bind(addr).await?;
+    eprintln!("toolgate serve: metrics on http://{host}/metrics");
+    let host: Arc<str> = host.into();
+    super::http::accept_each(listener, MAX_CONNECTIONS, move |stream| {
+        let (server, host) = (server.clone(), host.clone());
+        async move {
+            let service = hyper::service::service_fn(move |request| {
+                let answer = answer(server.metrics(), &host, &request);
+                async move { Ok::<_, std::convert::Infallible>(answer) }
+            });
+            let _ = hyper::server::conn::http1::Builder::new()
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(HEADER_TIMEOUT)
+                .max_buf_size(16 * 1024)
+                .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                .await;
+        }
+    });
+    Ok(())
+}
+
+fn plain(status: StatusCode, content_type: &'static str, body: String) -> Response<Full<Bytes>> {
+    let mut answer = Response::new(Full::new(Bytes::from(body)));
+    *answer.status_mut() = status;
+    answer.headers_mut().insert(
+        CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static(content_type),
+    );
+    answer
+}
+
+fn answer(
+    metrics: Option<&Metrics>,
+    host: &str,
+    request: &Request<Incoming>,
+) -> Response<Full<Bytes>> {
+    let refuse = |status, why: &str| {
+        plain(
+            status,
+            "text/plain; charset=utf-8",
+            format!("toolgate: {why}\n"),
+        )
+    };
+    let headers = request.headers();
+    let mut hosts = headers.get_all(HOST).iter();
+    if !matches!((hosts.next(), hosts.next()), (Some(h), None) if h.as_bytes() == host.as_bytes()) {
+        return refuse(
+            StatusCode::MISDIRECTED_REQUEST,
+            &format!("refused: the Host header must be exactly {host}"),
+        );
+    }
+    if headers.contains_key(ORIGIN) {
+        return refuse(
+            StatusCode::FORBIDDEN,
+            "refused: a request with an Origin header comes from a browser",
+        );
+    }
+    let Some(metrics) = metrics.filter(|_| request.uri().path() == "/metrics") else {
+        return refuse(StatusCode::NOT_FOUND, "no such page; GET /metrics");
+    };
+    if request.method() != Method::GET {
+        let mut answer = refuse(StatusCode::METHOD_NOT_ALLOWED, "only GET");
+        answer.headers_mut().insert(
+            hyper::header::ALLOW,
+            hyper::header::HeaderValue::from_static("GET"),
+        );
+        return answer;
+    }
+    plain(
+        StatusCode::OK,
+        prometheus_client::encoding::prometheus_text::CONTENT_TYPE,
+        metrics.text(),
+    )
+}
