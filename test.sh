@@ -13,6 +13,8 @@ command -v faketime >/dev/null || missing+=(faketime)
 # python3-jsonschema (the JSON Schema reference implementation) checks
 # docs/hooks.schema.json and every hooks.json against it (tests/all/config.rs).
 python3 -c 'import jsonschema' 2>/dev/null || missing+=(python3-jsonschema)
+# The CNCF distribution registry, started on 127.0.0.1 by tests/all/oci.rs.
+command -v docker-registry >/dev/null || missing+=(docker-registry)
 if [ ${#missing[@]} -gt 0 ]; then
   sudo=; [ "$(id -u)" = 0 ] || sudo=sudo
   $sudo apt-get update -qq

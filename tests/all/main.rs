@@ -28,6 +28,7 @@ mod interceptor;
 mod layers;
 mod live;
 mod mock_model;
+mod oci;
 mod props;
 mod replay;
 mod scaffold;
