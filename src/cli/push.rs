@@ -21,7 +21,7 @@ use toolgate::wasm::oci::{OciOptions, OciRef, push};
 /// Checks the file is a WebAssembly component, pushes it (and
 /// `<component>.minisig` as its signature layer, when present), and prints
 /// the manifest digest and the pinned ref to put in hooks.json. Plain HTTP
-/// is used only for a registry on this machine (127.0.0.1, ::1, localhost).
+/// is used only for a registry named by a loopback address (127.0.0.1:5000).
 #[derive(clap::Args)]
 #[command(after_help = "Examples:\n  \
     toolgate push guard.wasm oci://registry.example.com/team/guard:v1\n  \

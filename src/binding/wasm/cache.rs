@@ -439,7 +439,7 @@ fn owned_and_private(meta: &std::fs::Metadata) -> Result<(), OwnershipError> {
 /// Why the cache directory is not used (it says "it": the warning names
 /// the directory first).
 #[derive(Debug, thiserror::Error)]
-enum CacheDirError {
+pub(super) enum CacheDirError {
     #[error("it cannot be created: {0}")]
     Create(std::io::Error),
     #[error("it cannot be read: {0}")]
@@ -457,7 +457,7 @@ enum CacheDirError {
 /// Creates the cache directory (0700) if needed, then applies the checks in
 /// the module docs to it and its parent. The `oci/` area applies it to
 /// each of its directories too.
-pub(super) fn trusted_dir(dir: &Path) -> Result<(), impl std::fmt::Display + use<>> {
+pub(super) fn trusted_dir(dir: &Path) -> Result<(), CacheDirError> {
     use std::os::unix::fs::DirBuilderExt;
     if std::fs::symlink_metadata(dir).is_err() {
         std::fs::DirBuilder::new()

@@ -115,9 +115,9 @@ impl OciRef {
             .ok_or_else(|| bad("scheme", "an OCI reference starts with oci://"))?;
         let (rest, digest) = match rest.split_once('@') {
             Some((r, d)) => {
-                let hex = d.strip_prefix("sha256:").ok_or_else(|| {
-                    bad("digest", "expected sha256:<64 hex digits> after @")
-                })?;
+                let hex = d
+                    .strip_prefix("sha256:")
+                    .ok_or_else(|| bad("digest", "expected sha256:<64 hex digits> after @"))?;
                 if hex.len() != 64 || !hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
                     return Err(bad(
                         "digest",
@@ -128,9 +128,9 @@ impl OciRef {
             }
             None => (rest, None),
         };
-        let (registry, path) = rest.split_once('/').ok_or_else(|| {
-            bad("repository", "expected oci://host[:port]/repository")
-        })?;
+        let (registry, path) = rest
+            .split_once('/')
+            .ok_or_else(|| bad("repository", "expected oci://host[:port]/repository"))?;
         check_registry_name(registry)?;
         let (repository, tag) = match path.rsplit_once(':') {
             Some((repo, tag)) => (repo, Some(tag)),
@@ -152,7 +152,10 @@ impl OciRef {
         }
         if let Some(tag) = tag {
             let ok = (1..=128).contains(&tag.len())
-                && tag.bytes().next().is_some_and(|b| b.is_ascii_alphanumeric() || b == b'_')
+                && tag
+                    .bytes()
+                    .next()
+                    .is_some_and(|b| b.is_ascii_alphanumeric() || b == b'_')
                 && tag
                     .bytes()
                     .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'));
@@ -179,20 +182,16 @@ impl OciRef {
 
     /// The registry's host, without the port.
     pub fn host(&self) -> &str {
-        match self.registry.rsplit_once(':') {
-            Some((host, port)) if !host.ends_with(']') || port.is_empty() => host,
-            _ => &self.registry,
-        }
+        self.registry.split(':').next().unwrap_or_default()
     }
 
-    /// Whether the registry is this machine (plain HTTP is allowed only
-    /// there).
+    /// Whether the registry is this machine, named by a loopback IPv4
+    /// literal (plain HTTP is allowed only there; a name such as
+    /// `localhost` is whatever the resolver says, so it gets HTTPS).
     pub fn is_loopback(&self) -> bool {
-        let host = self.host().trim_start_matches('[').trim_end_matches(']');
-        host == "localhost"
-            || host
-                .parse::<std::net::IpAddr>()
-                .is_ok_and(|ip| ip.is_loopback())
+        self.host()
+            .parse::<std::net::Ipv4Addr>()
+            .is_ok_and(|ip| ip.is_loopback())
     }
 
     /// The same ref pinned to `digest` (hex).
@@ -237,8 +236,7 @@ fn check_registry_name(registry: &str) -> Result<(), OciRefError> {
         ));
     }
     if let Some(port) = port
-        && !(port.bytes().all(|b| b.is_ascii_digit())
-            && port.parse::<u16>().is_ok_and(|p| p > 0))
+        && !(port.bytes().all(|b| b.is_ascii_digit()) && port.parse::<u16>().is_ok_and(|p| p > 0))
     {
         return Err(bad("registry", format!("port {port:?} is not 1-65535")));
     }
@@ -380,7 +378,9 @@ pub enum OciError {
         reference: String,
     },
     /// The registry could not be reached (nothing cached to fall back on).
-    #[error("registry {registry} could not be reached ({reason}) and {reference} is not in the cache")]
+    #[error(
+        "registry {registry} could not be reached ({reason}) and {reference} is not in the cache"
+    )]
     Unreachable {
         /// `host[:port]`.
         registry: String,
@@ -486,7 +486,8 @@ fn remember(area: &Area, reference: &OciRef, hex: &str) {
             ..reference.clone()
         };
         writeln!(tmp, "{name}@{hex}")?;
-        tmp.persist(tag_record(area, reference)).map_err(|e| e.error)?;
+        tmp.persist(tag_record(area, reference))
+            .map_err(|e| e.error)?;
         Ok(())
     };
     if let Err(e) = record() {
@@ -562,7 +563,12 @@ pub(crate) fn resolve(
 }
 
 #[cfg(feature = "oci")]
-fn fetch(reference: &OciRef, area: &Area, options: &OciOptions, hex: &str) -> Result<PathBuf, OciError> {
+fn fetch(
+    reference: &OciRef,
+    area: &Area,
+    options: &OciOptions,
+    hex: &str,
+) -> Result<PathBuf, OciError> {
     pull::pull(reference, &area.blobs, options, Some(hex)).map(|(_, path)| path)
 }
 
@@ -574,7 +580,11 @@ fn fetch(reference: &OciRef, _: &Area, _: &OciOptions, _: &str) -> Result<PathBu
 }
 
 #[cfg(feature = "oci")]
-fn ask_tag(reference: &OciRef, area: &Area, options: &OciOptions) -> Result<(String, PathBuf), OciError> {
+fn ask_tag(
+    reference: &OciRef,
+    area: &Area,
+    options: &OciOptions,
+) -> Result<(String, PathBuf), OciError> {
     pull::pull_with(reference, &area.blobs, options, None, |hex| {
         cached(area, hex)
     })
@@ -620,7 +630,10 @@ mod tests {
             ("oci://x/a:.bad", "tag"),
             ("oci://x/a@sha256:abc", "digest"),
             ("oci://x/a@md5:abc", "digest"),
-            (&format!("oci://x/a@sha256:{}", HEX.to_uppercase()), "digest"),
+            (
+                &format!("oci://x/a@sha256:{}", HEX.to_uppercase()),
+                "digest",
+            ),
             ("oci://x:0/a:1", "registry"),
             ("oci://x:99999/a:1", "registry"),
             ("oci://x y/a:1", "registry"),
@@ -650,6 +663,10 @@ mod tests {
         check_registry(&r, None).unwrap();
         let ok = OciRef::parse("oci://ghcr.io/a:v1").unwrap();
         check_registry(&ok, Some(allowed.as_slice())).unwrap();
-        assert!(check_registry(&ok, Some(&[][..])).unwrap_err().contains("no registry"));
+        assert!(
+            check_registry(&ok, Some(&[][..]))
+                .unwrap_err()
+                .contains("no registry")
+        );
     }
 }

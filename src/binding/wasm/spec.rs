@@ -243,7 +243,12 @@ fn parse_oci(
         }
         Err(e) => refused(
             ctx,
-            format!("{} ({}): {}", resolved.digest, reference, crate::text::error_chain(&e)),
+            format!(
+                "{} ({}): {}",
+                resolved.digest,
+                reference,
+                crate::text::error_chain(&e)
+            ),
         ),
     }
 }

@@ -255,7 +255,9 @@ fn check_manifest(
     {
         return Err(refused(
             reference,
-            format!("digest mismatch: the manifest served is sha256:{actual}, not the pinned sha256:{expected}"),
+            format!(
+                "digest mismatch: the manifest served is sha256:{actual}, not the pinned sha256:{expected}"
+            ),
         ));
     }
     let manifest: Manifest = serde_json::from_slice(body).map_err(|e| {
@@ -274,7 +276,10 @@ fn check_manifest(
     })?;
     let wrong = |why: String| Err(refused(reference, format!("malformed manifest: {why}")));
     if manifest.schema_version != 2 {
-        return wrong(format!("schemaVersion {}, expected 2", manifest.schema_version));
+        return wrong(format!(
+            "schemaVersion {}, expected 2",
+            manifest.schema_version
+        ));
     }
     if let Some(media_type) = &manifest.media_type
         && media_type != MANIFEST_MEDIA_TYPE
@@ -360,7 +365,22 @@ async fn fetch_layers(
             .map_err(|e| network(&e))?;
         let mut bytes = Vec::with_capacity(usize::try_from(layer.size).unwrap_or(0));
         while let Some(chunk) = stream.stream.next().await {
-            let chunk = chunk.map_err(|e| network(&e))?;
+            // oci-client checks a blob's digest as it streams, so a
+            // substituted blob can end here: refused, not "unreachable"
+            // (which a tag would fall back from).
+            let chunk = match chunk {
+                Ok(chunk) => chunk,
+                Err(e) => {
+                    return Ok(Err(refused(
+                        reference,
+                        format!(
+                            "the {} layer could not be read whole: {}",
+                            layer.media_type,
+                            network(&e)
+                        ),
+                    )));
+                }
+            };
             if (bytes.len() + chunk.len()) as u64 > layer.size {
                 return Ok(Err(refused(
                     reference,
@@ -406,7 +426,9 @@ fn store(
     component: &[u8],
     signature: Option<&[u8]>,
 ) -> std::io::Result<PathBuf> {
-    let tmp = tempfile::Builder::new().prefix(".pull-").tempdir_in(blobs)?;
+    let tmp = tempfile::Builder::new()
+        .prefix(".pull-")
+        .tempdir_in(blobs)?;
     let write = |name: &str, bytes: &[u8]| -> std::io::Result<()> {
         let mut file = tempfile::NamedTempFile::new_in(tmp.path())?;
         file.write_all(bytes)?;
@@ -477,7 +499,9 @@ pub enum PushError {
         reason: String,
     },
     /// The ref's digest is not the manifest's (a push names a tag).
-    #[error("the ref pins sha256:{pinned}, but the manifest built is sha256:{built}; push to a tag")]
+    #[error(
+        "the ref pins sha256:{pinned}, but the manifest built is sha256:{built}; push to a tag"
+    )]
     DigestGiven {
         /// The ref's digest.
         pinned: String,
@@ -534,9 +558,7 @@ pub fn push(
         Err(e) => return Err(e),
     };
     let digest = |bytes: &[u8]| format!("sha256:{}", hex_of(&sha2::Sha256::digest(bytes)));
-    let descriptor = |media_type: &str, bytes: &[u8]| {
-        serde_json::json!({"mediaType": media_type, "digest": digest(bytes), "size": bytes.len()})
-    };
+    let descriptor = |media_type: &str, bytes: &[u8]| serde_json::json!({"mediaType": media_type, "digest": digest(bytes), "size": bytes.len()});
     let mut layers = vec![(WASM_MEDIA_TYPE, component)];
     if let Some(signature) = signature {
         layers.push((SIGNATURE_MEDIA_TYPE, signature));
@@ -633,20 +655,46 @@ mod tests {
             }))
             .unwrap()
         };
-        let ok = manifest(super::super::CONFIG_MEDIA_TYPE, vec![layer(WASM_MEDIA_TYPE, 10)]);
+        let ok = manifest(
+            super::super::CONFIG_MEDIA_TYPE,
+            vec![layer(WASM_MEDIA_TYPE, 10)],
+        );
         check_manifest(&r(), None, &ok).unwrap();
         for (body, says) in [
-            (manifest("application/vnd.oci.image.config.v1+json", vec![layer(WASM_MEDIA_TYPE, 1)]), "config media type"),
-            (manifest(super::super::CONFIG_MEDIA_TYPE, vec![]), "found 0 layer"),
-            (manifest(super::super::CONFIG_MEDIA_TYPE, vec![layer(WASM_MEDIA_TYPE, 1), layer(WASM_MEDIA_TYPE, 1)]), "found 2 layer"),
-            (manifest(super::super::CONFIG_MEDIA_TYPE, vec![layer(WASM_MEDIA_TYPE, 1 << 40)]), "not pulled"),
+            (
+                manifest(
+                    "application/vnd.oci.image.config.v1+json",
+                    vec![layer(WASM_MEDIA_TYPE, 1)],
+                ),
+                "config media type",
+            ),
+            (
+                manifest(super::super::CONFIG_MEDIA_TYPE, vec![]),
+                "found 0 layer",
+            ),
+            (
+                manifest(
+                    super::super::CONFIG_MEDIA_TYPE,
+                    vec![layer(WASM_MEDIA_TYPE, 1), layer(WASM_MEDIA_TYPE, 1)],
+                ),
+                "found 2 layer",
+            ),
+            (
+                manifest(
+                    super::super::CONFIG_MEDIA_TYPE,
+                    vec![layer(WASM_MEDIA_TYPE, 1 << 40)],
+                ),
+                "not pulled",
+            ),
             (b"{\"schemaVersion\": 2".to_vec(), "not JSON"),
             (b"{\"schemaVersion\": 2}".to_vec(), "missing"),
         ] {
             let e = check_manifest(&r(), None, &body).unwrap_err().to_string();
             assert!(e.contains(says), "{e}");
         }
-        let e = check_manifest(&r(), Some(&"b".repeat(64)), &ok).unwrap_err().to_string();
+        let e = check_manifest(&r(), Some(&"b".repeat(64)), &ok)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("digest mismatch"), "{e}");
     }
 }
