@@ -21,7 +21,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// The manifest fields toolgate reads (the rest is ignored).
-#[derive(serde::Deserialize)]
+#[derive(Debug, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Manifest {
     schema_version: u32,
@@ -30,7 +30,7 @@ struct Manifest {
     layers: Vec<Descriptor>,
 }
 
-#[derive(serde::Deserialize)]
+#[derive(Debug, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Descriptor {
     media_type: String,
