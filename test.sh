@@ -18,6 +18,8 @@ command -v minisign >/dev/null || missing+=(minisign)
 # Prometheus (and its promtool) scrapes `toolgate serve --metrics` and reads the
 # series back through its own HTTP API (tests/all/metrics.rs).
 command -v prometheus >/dev/null && command -v promtool >/dev/null || missing+=(prometheus)
+# The CNCF distribution registry, started on 127.0.0.1 by tests/all/oci.rs.
+command -v docker-registry >/dev/null || missing+=(docker-registry)
 if [ ${#missing[@]} -gt 0 ]; then
   sudo=; [ "$(id -u)" = 0 ] || sudo=sudo
   $sudo apt-get update -qq

@@ -52,16 +52,17 @@ pub fn signature_path(component: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
-/// A minisign key id, printed as minisign prints it (16 upper-case hex
-/// digits, in the order `minisign -G` and the `.minisig`'s untrusted
-/// comment show).
+/// A minisign key id, printed as minisign prints it (upper-case hex without
+/// leading zeros, `%" PRIX64 "` in minisign's C source: what `minisign -G`,
+/// the `.pub` file and the `.minisig`'s untrusted comment show; a test
+/// caught `{:016X}` disagreeing with a key whose id starts with 0).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct KeyId([u8; 8]);
 
 impl fmt::Display for KeyId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // minisign reads the 8 bytes as a little-endian integer.
-        write!(f, "{:016X}", u64::from_le_bytes(self.0))
+        write!(f, "{:X}", u64::from_le_bytes(self.0))
     }
 }
 

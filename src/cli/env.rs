@@ -104,6 +104,16 @@ fn pause_after_read(_component: &Path) {
     }
 }
 
+/// `toolgate push`'s registry credentials: `$TOOLGATE_REGISTRY_USER` and
+/// `$TOOLGATE_REGISTRY_PASSWORD`, both set (else anonymous).
+pub(crate) fn registry_credentials() -> Option<(String, String)> {
+    let user = std::env::var("TOOLGATE_REGISTRY_USER")
+        .ok()
+        .filter(|v| !v.is_empty())?;
+    let password = std::env::var("TOOLGATE_REGISTRY_PASSWORD").ok()?;
+    Some((user, password))
+}
+
 /// Where trust in workspaces is recorded: `$XDG_STATE_HOME/toolgate/trust`,
 /// else `$HOME/.local/state/toolgate/trust`. Deliberately no
 /// `TOOLGATE_*` override: nothing but the user's own state directory

@@ -84,6 +84,7 @@ mod import;
 mod install;
 mod log;
 mod new;
+mod push;
 mod replay;
 mod serve;
 mod test;
@@ -156,6 +157,7 @@ enum Command {
     Log(log::Args),
     Trust(trust::Args),
     Serve(serve::Args),
+    Push(push::Args),
 }
 
 pub(crate) fn main() -> ExitCode {
@@ -179,6 +181,7 @@ pub(crate) fn main() -> ExitCode {
         Command::Log(args) => log::run(args),
         Command::Trust(args) => trust::run(args),
         Command::Serve(args) => serve::run(args),
+        Command::Push(args) => push::run(args),
         Command::Agent(agent) => return agent::run(agent.args, agent.dialect),
     };
     match result {

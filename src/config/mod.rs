@@ -490,6 +490,9 @@ impl Loader {
                 .collect();
             return ConfigError::or(config, problems);
         }
+        // What the managed layer says binds how the files below load: the
+        // registries their `oci://` components may come from.
+        let options = config.options_below(&self.options);
         let first = config.hooks.len();
         if let Some(file) = &self.file {
             let dir = absolute(file.parent().unwrap_or(Path::new(".")));
@@ -502,7 +505,7 @@ impl Loader {
             config.read(
                 Source::Global,
                 file,
-                (&root, &self.options, self.only()),
+                (&root, &options, self.only()),
                 &mut problems,
             );
             for hook in &mut config.hooks[first..] {
@@ -518,7 +521,7 @@ impl Loader {
             config.read(
                 Source::Global,
                 &dir.join("hooks.json"),
-                (dir, &self.options, self.only()),
+                (dir, &options, self.only()),
                 &mut problems,
             );
             for hook in &mut config.hooks[first..] {
@@ -536,7 +539,7 @@ impl Loader {
             let digest = config.read(
                 Source::Workspace,
                 &ws.join(WORKSPACE_FILE),
-                (&ws, &self.options, self.only()),
+                (&ws, &options, self.only()),
                 &mut problems,
             );
             if let Some(digest) = &digest {
@@ -740,9 +743,22 @@ impl Config {
 
     /// The registries an `oci://` component may come from, as the managed
     /// layer says (`None`: it says nothing, any registry).
-    #[allow(dead_code, reason = "the OCI loader (issue 26, item 1) enforces it")]
     pub(crate) fn allowed_registries(&self) -> Option<&[String]> {
         self.managed.as_ref()?.allowed_registries()
+    }
+
+    /// The binding options the global and workspace files load with: the
+    /// embedder's, with the managed layer's `allowed_registries` in the
+    /// component options (the managed file's own hooks are its author's
+    /// choice and load with the embedder's options).
+    fn options_below(&self, options: &BindingOptions) -> BindingOptions {
+        let mut options = options.clone();
+        if let Some(allowed) = self.allowed_registries() {
+            let mut wasm = options.get::<WasmOptions>().cloned().unwrap_or_default();
+            wasm.oci.allowed_registries = Some(allowed.to_vec());
+            options.set(wasm);
+        }
+        options
     }
 
     /// The loaded workspace's canonical root, and the digest of its

@@ -48,6 +48,7 @@ const COMMANDS: &[&[&str]] = &[
     &["trust", "status"],
     &["trust", "revoke"],
     &["serve"],
+    &["push"],
     &["test"],
 ];
 

@@ -30,6 +30,7 @@ mod live;
 mod managed;
 mod metrics;
 mod mock_model;
+mod oci;
 mod props;
 mod replay;
 mod scaffold;

@@ -45,6 +45,7 @@ fn every_help_reads_as_pinned() {
         vec!["dev", "--help"],
         vec!["bench", "--help"],
         vec!["log", "--help"],
+        vec!["push", "--help"],
         vec!["-h"],
     ]
     .into_iter()

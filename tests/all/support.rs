@@ -304,6 +304,8 @@ pub(crate) const BINARY_ENV: &[(&str, Given)] = &[
     ("TOOLGATE_DEBUG_FAULT", Given::Removed),
     ("TOOLGATE_DEBUG_PAUSE_AFTER_READ", Given::Removed),
     ("TOOLGATE_DEBUG_HTTP_HEADER_TIMEOUT_MS", Given::Removed),
+    ("TOOLGATE_REGISTRY_USER", Given::Removed),
+    ("TOOLGATE_REGISTRY_PASSWORD", Given::Removed),
     ("CLAUDE_PROJECT_DIR", Given::Removed),
     ("COPILOT_PROJECT_DIR", Given::Removed),
     ("CURSOR_PROJECT_DIR", Given::Removed),

@@ -418,6 +418,18 @@ fn open_owned(path: &Path) -> Result<(File, std::fs::Metadata), Entry> {
     Ok((file, meta))
 }
 
+/// Whether the file at `path` is there (`false`: missing), and when it is,
+/// that it is a regular file (not followed through a symlink) the user owns
+/// and only the user can write: the `oci/` area's files are used only then.
+pub(super) fn owned_file(path: &Path) -> Result<bool, String> {
+    match open_owned(path) {
+        Ok(_) => Ok(true),
+        Err(Entry::Missing) => Ok(false),
+        Err(Entry::Untrusted(why)) => Err(why),
+        Err(Entry::Corrupt(why)) => Err(why.to_owned()),
+    }
+}
+
 /// The StrictModes rule for one file or directory: owned by the current
 /// user, not writable by group or others.
 fn owned_and_private(meta: &std::fs::Metadata) -> Result<(), OwnershipError> {
@@ -427,7 +439,7 @@ fn owned_and_private(meta: &std::fs::Metadata) -> Result<(), OwnershipError> {
 /// Why the cache directory is not used (it says "it": the warning names
 /// the directory first).
 #[derive(Debug, thiserror::Error)]
-enum CacheDirError {
+pub(super) enum CacheDirError {
     #[error("it cannot be created: {0}")]
     Create(std::io::Error),
     #[error("it cannot be read: {0}")]
@@ -443,8 +455,9 @@ enum CacheDirError {
 }
 
 /// Creates the cache directory (0700) if needed, then applies the checks in
-/// the module docs to it and its parent.
-fn trusted_dir(dir: &Path) -> Result<(), CacheDirError> {
+/// the module docs to it and its parent. The `oci/` area applies it to
+/// each of its directories too.
+pub(super) fn trusted_dir(dir: &Path) -> Result<(), CacheDirError> {
     use std::os::unix::fs::DirBuilderExt;
     if std::fs::symlink_metadata(dir).is_err() {
         std::fs::DirBuilder::new()

@@ -46,6 +46,7 @@ mod host;
 /// Only `bench` (behind `cli`) measures.
 #[cfg(feature = "cli")]
 mod measure;
+pub mod oci;
 mod spec;
 mod wat;
 
@@ -160,7 +161,8 @@ pub struct ComponentInfo {
     pub bytes: u64,
     /// How the compiled code was obtained.
     pub cache: CacheOutcome,
-    /// Why the compile cache was not used, when it was not trusted.
+    /// Why the compile cache was not used, when it was not trusted; for an
+    /// `oci://` component, also that its tag could not be resolved now.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cache_warning: Option<String>,
     /// How long loading took (read, hash, compile or deserialize, link; not
@@ -222,6 +224,8 @@ pub struct WasmOptions {
     /// Told a line before and after a component is compiled (not when it
     /// comes from the cache), for a person watching; `None` says nothing.
     pub progress: Option<fn(&str)>,
+    /// How `oci://` components are pulled (stored under `cache_dir`).
+    pub oci: oci::OciOptions,
     /// Debug builds only, for the tests that race a swap against a load:
     /// called with a component's path after its bytes were read and before
     /// their identity is recorded (in the stat index, in a server's stamps).
@@ -245,6 +249,12 @@ impl WasmOptions {
     /// Uses `allocator`.
     pub fn allocator(mut self, allocator: Allocator) -> Self {
         self.allocator = allocator;
+        self
+    }
+
+    /// Pulls `oci://` components as `oci` says.
+    pub fn oci(mut self, oci: oci::OciOptions) -> Self {
+        self.oci = oci;
         self
     }
 

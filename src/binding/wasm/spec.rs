@@ -68,7 +68,9 @@ pub(crate) const CONFIG: Configurable = Configurable {
         name: "wasm",
         about: "The WebAssembly component (a .wasm component or a .wat file), resolved \
                 against the same folder as a command's program; a workspace may only name \
-                files in its own tree.",
+                files in its own tree. Or a component in an OCI registry, \
+                oci://host[:port]/repo[:tag][@sha256:<digest>] (a workspace must give the \
+                digest).",
         schema: || json!({"type": "string", "minLength": 1}),
     },
     fields: &[
@@ -120,6 +122,9 @@ pub struct WasmSpec {
     pub memory_mb: u64,
     /// What loading it found (size, cache, imports).
     pub component: ComponentInfo,
+    /// For an `oci://` component: the ref, the digest run, where it came from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub oci: Option<super::oci::OciComponent>,
     /// The compiled, pre-instantiated component.
     #[serde(skip)]
     pub(crate) loaded: Arc<WasmHook>,
@@ -131,9 +136,14 @@ impl Binding for WasmSpec {
     }
 
     fn runs(&self) -> String {
+        let what = match &self.oci {
+            Some(oci) if oci.reference == oci.pinned => oci.reference.clone(),
+            Some(oci) => format!("{} → {}", oci.reference, oci.digest),
+            None => self.wasm.display().to_string(),
+        };
         format!(
             "{} ({} KiB{}{})",
-            self.wasm.display(),
+            what,
             self.component.bytes / 1024,
             if self.component.imports.is_empty() {
                 ", no WASI imports".to_owned()
@@ -217,13 +227,14 @@ fn parse(
     };
     let rule = common.options.get::<InForce>().map(|r| &r.0);
     let keys = rule.map_or(&[][..], |r| r.keys.as_slice());
+    let is_oci = written.starts_with(super::oci::SCHEME);
     let check = match (rule.is_some_and(|r| r.required), signed) {
         (false, None) => None,
         (_, signed) => {
             if keys.is_empty() {
                 ctx.problem(
                     "signed",
-                    "no signing keys are pinned: give `signing.keys` in the global config",
+                    "no signing keys are pinned: give `signing.keys` in the global or managed config",
                 );
                 return None;
             }
@@ -234,10 +245,26 @@ fn parse(
                     name: name.or_else(|| ctx.name.clone())?,
                     min_version,
                 },
-                beneath: (common.source == Source::Workspace).then_some(common.root),
+                // A pulled component's signature is in the cache beside it
+                // (checked by digest there), not in the workspace's tree.
+                beneath: (common.source == Source::Workspace && !is_oci).then_some(common.root),
             })
         }
     };
+    let default = super::WasmOptions::default();
+    let options = common
+        .options
+        .get::<super::WasmOptions>()
+        .unwrap_or(&default);
+    if is_oci {
+        return parse_oci(
+            written,
+            (fuel, memory_mb, timeout_ms),
+            common,
+            ctx,
+            (options, check),
+        );
+    }
     // A workspace names only components in its own tree.
     let path = ctx.resolve(("wasm", "component"), written, common, true)?;
     if !common.load {
@@ -247,13 +274,9 @@ fn parse(
         }
         return None;
     }
-    let default = super::WasmOptions::default();
     match super::load(
         &path,
-        common
-            .options
-            .get::<super::WasmOptions>()
-            .unwrap_or(&default),
+        options,
         super::CallBudget {
             fuel,
             memory_mb,
@@ -267,6 +290,7 @@ fn parse(
             fuel,
             memory_mb,
             component,
+            oci: None,
             loaded: Arc::new(loaded),
         })),
         Err(e) => {
@@ -276,5 +300,73 @@ fn parse(
             );
             None
         }
+    }
+}
+
+/// An `oci://` component: the ref checked (syntax, who may name a tag, the
+/// allowed registries), then resolved to a verified file in the cache and
+/// loaded like a local one. Not for this call: checked, not pulled.
+fn parse_oci(
+    written: &str,
+    (fuel, memory_mb, timeout_ms): (u64, u64, u64),
+    common: &Common<'_>,
+    ctx: &mut HookCtx<'_>,
+    (options, check): (&super::WasmOptions, Option<super::SignatureCheck<'_>>),
+) -> Option<BindingSpec> {
+    use super::oci;
+    let refused = |ctx: &mut HookCtx<'_>, why: String| {
+        ctx.problem("wasm", format!("component {written:?}: {why}"));
+        None
+    };
+    let reference = match oci::OciRef::parse(written) {
+        Ok(r) => r,
+        Err(e) => return refused(ctx, e.to_string()),
+    };
+    if let Err(why) = oci::check_source(common.source, &reference) {
+        return refused(ctx, why);
+    }
+    if let Err(why) = oci::check_registry(&reference, options.oci.allowed_registries.as_deref()) {
+        return refused(ctx, why);
+    }
+    if !common.load {
+        return None;
+    }
+    let resolved = match oci::resolve(&reference, options.cache_dir.as_deref(), &options.oci) {
+        Ok(resolved) => resolved,
+        Err(e) => return refused(ctx, crate::text::error_chain(&e)),
+    };
+    let budget = super::CallBudget {
+        fuel,
+        memory_mb,
+        timeout_ms,
+    };
+    match super::load(&resolved.path, options, budget, common.config, check) {
+        Ok((mut loaded, mut component)) => {
+            if let Some(warning) = &resolved.warning {
+                let joined = match component.cache_warning.take() {
+                    Some(cache) => format!("{warning}; {cache}"),
+                    None => warning.clone(),
+                };
+                component.cache_warning = Some(joined.clone());
+                loaded.load_warning = Some(joined);
+            }
+            Some(BindingSpec::Wasm(WasmSpec {
+                wasm: resolved.path.clone(),
+                fuel,
+                memory_mb,
+                component,
+                oci: Some(resolved),
+                loaded: Arc::new(loaded),
+            }))
+        }
+        Err(e) => refused(
+            ctx,
+            format!(
+                "{} ({}): {}",
+                resolved.digest,
+                reference,
+                crate::text::error_chain(&e)
+            ),
+        ),
     }
 }
