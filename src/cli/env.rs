@@ -223,7 +223,12 @@ pub(crate) fn load_for(
     workspace: &Path,
     request: &toolgate::Request,
 ) -> Result<Config, ConfigError> {
+    // On a tool call's path: a tag-only `oci://` ref runs the digest it
+    // last resolved to (`toolgate hooks` and `toolgate serve` follow tags).
+    let mut oci = toolgate::wasm::oci::OciOptions::default();
+    oci.follow_tags = false;
     loader(workspace, true)
+        .wasm(wasm(true).oci(oci))
         .only_for(request.event, request.tool.clone())
         .load()
 }

@@ -466,3 +466,131 @@ fn a_huge_or_malformed_manifest_is_refused_without_reading_it_whole() {
         );
     }
 }
+
+#[test]
+fn a_call_never_asks_the_registry_for_a_tag_it_has_resolved_and_toolgate_hooks_follows_it() {
+    // Nothing on a tool call's path waits on the network: once a tag has
+    // been resolved on this machine, `toolgate check` (a process per call)
+    // runs that digest without a request, even after the tag moved;
+    // `toolgate hooks` (the rollout's pre-fetch) follows the tag, and the
+    // next call runs the new digest.
+    let registry = Registry::start();
+    let tag = format!("oci://{}/moving:v1", registry.address());
+    let first = push("deny", &tag);
+    let fx = Fixture::new();
+    let cache = cache();
+    let out = check(&fx, cache.path(), Some(&hooks(&tag)), None);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "first resolve: {}",
+        stderr(&out)
+    );
+    let moved = push("allow", &tag);
+    assert_ne!(moved["digest"], first["digest"]);
+    let out = check(&fx, cache.path(), Some(&hooks(&tag)), None);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "a call runs the digest the tag last resolved to: {}",
+        stderr(&out)
+    );
+    let listed = hooks_json(&fx, cache.path());
+    assert_eq!(
+        listed["hooks"][0]["oci"]["digest"], moved["digest"],
+        "{listed:#}"
+    );
+    let out = check(&fx, cache.path(), Some(&hooks(&tag)), None);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "after `toolgate hooks` followed the tag: {}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn a_pushed_signature_travels_with_the_component_and_is_verified_before_it_runs() {
+    use crate::signing::{keys, sign};
+    let registry = Registry::start();
+    let dir = tempfile::tempdir().unwrap();
+    let signed = dir.path().join("guard.wasm");
+    std::fs::copy(crate::guests::path("deny"), &signed).unwrap();
+    sign(&keys().a, &signed, "name=g version=2");
+    let reference = format!("oci://{}/signed:v2", registry.address());
+    let pushed = stdout_json(&succeeded(
+        toolgate()
+            .arg("push")
+            .arg(&signed)
+            .arg(&reference)
+            .arg("--json"),
+    ));
+    let unsigned = push("deny", &format!("oci://{}/unsigned:v1", registry.address()));
+    let required = |wasm: &str| {
+        json!({
+            "schema": 1,
+            "signing": {"keys": [keys().a.public], "required": true},
+            "hooks": [{"name": "g", "wasm": wasm, "signed": {"min_version": 2}}],
+        })
+        .to_string()
+    };
+    let fx = Fixture::new();
+    let cache = cache();
+    let pinned = pushed["pinned"].as_str().unwrap();
+    let out = check(&fx, cache.path(), Some(&required(pinned)), None);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let listed = hooks_json(&fx, cache.path());
+    let verified = &listed["hooks"][0]["component"]["signature"];
+    assert_eq!(verified["key_id"], keys().a.id.as_str(), "{listed:#}");
+    assert_eq!(verified["version"], 2, "{listed:#}");
+    // Pulled without a signature layer: refused, not run.
+    let out = check(
+        &fx,
+        cache.path(),
+        Some(&required(unsigned["pinned"].as_str().unwrap())),
+        None,
+    );
+    assert_ne!(out.status.code(), Some(0));
+    assert_ne!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("signature refused") && stderr(&out).contains("no signature"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn the_managed_layers_allowed_registries_refuse_any_other_registry() {
+    // As root, `$TOOLGATE_MANAGED_DIR` is honoured (tests/all/managed.rs
+    // shows it is not for anyone else).
+    let registry = Registry::start();
+    let pushed = push("deny", &format!("oci://{}/guard:v1", registry.address()));
+    let pinned = pushed["pinned"].as_str().unwrap();
+    let fx = Fixture::new();
+    let cache = cache();
+    let run = |allowed: &[&str]| {
+        let managed = crate::signing::managed_dir(json!({
+            "schema": 1,
+            "allowed_registries": allowed,
+        }));
+        std::fs::write(fx.global().join("hooks.json"), hooks(pinned)).unwrap();
+        run_with_stdin(
+            toolgate()
+                .args(["check", "--workspace"])
+                .arg(fx.workspace())
+                .env("TOOLGATE_CONFIG_DIR", fx.global())
+                .env("TOOLGATE_CACHE_DIR", cache.path())
+                .env("TOOLGATE_MANAGED_DIR", managed.path()),
+            CALL,
+        )
+    };
+    let out = run(&["registry.example.com"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("not in the managed config's allowed_registries"),
+        "{}",
+        stderr(&out)
+    );
+    let out = run(&["registry.example.com", &registry.address()]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+}

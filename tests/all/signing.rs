@@ -13,21 +13,21 @@ use std::sync::OnceLock;
 use toolgate::{BindingSpec, Decision, Request};
 
 /// Two unencrypted key pairs, made once per run: `a` is pinned, `b` is not.
-struct Keys {
+pub(crate) struct Keys {
     dir: tempfile::TempDir,
-    a: Key,
-    b: Key,
+    pub(crate) a: Key,
+    pub(crate) b: Key,
 }
 
-struct Key {
+pub(crate) struct Key {
     /// The base64 line of the `.pub`, as pinned in hooks.json.
-    public: String,
+    pub(crate) public: String,
     /// The key id minisign prints.
-    id: String,
+    pub(crate) id: String,
     secret: PathBuf,
 }
 
-fn keys() -> &'static Keys {
+pub(crate) fn keys() -> &'static Keys {
     static KEYS: OnceLock<Keys> = OnceLock::new();
     KEYS.get_or_init(|| {
         let dir = tempfile::tempdir().unwrap();
@@ -62,7 +62,7 @@ fn keys() -> &'static Keys {
 }
 
 /// Signs `file` with `key`, the trusted comment `comment`.
-fn sign(key: &Key, file: &Path, comment: &str) {
+pub(crate) fn sign(key: &Key, file: &Path, comment: &str) {
     succeeded(
         Command::new("minisign")
             .arg("-S")
@@ -430,7 +430,7 @@ fn the_binary_blocks_on_a_refused_component_and_lists_what_verified() {
 /// A root-owned managed directory (under the build's scratch folder, whose
 /// ancestors only root may write: the loader checks each) holding
 /// `hooks.json` = `config`.
-fn managed_dir(config: Value) -> tempfile::TempDir {
+pub(crate) fn managed_dir(config: Value) -> tempfile::TempDir {
     use std::os::unix::fs::PermissionsExt;
     let base = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     std::fs::set_permissions(base.path(), std::fs::Permissions::from_mode(0o755)).unwrap();

@@ -21,9 +21,14 @@
 //! with the same ownership checks as the compile cache (`cache.rs`): the
 //! directories and files are the user's own and private. A ref with a digest
 //! whose entry is there is run with no network at all — not even the tag is
-//! resolved. A tag without a digest asks the registry at each load (one
-//! bounded request) and falls back to the digest it last resolved, with a
-//! warning in the hook's load record, when the registry cannot be reached.
+//! resolved. A tag without a digest is followed where a load is not on a
+//! tool call's path (`toolgate hooks`, each load of `toolgate serve`, a
+//! long-lived embedder: one bounded request), falling back to the digest it
+//! last resolved, with a warning in the hook's load record, when the
+//! registry cannot be reached. A process per tool call (`toolgate check`,
+//! the agent commands: `OciOptions::follow_tags` off) runs the digest the
+//! tag last resolved to on this machine without any request; only a tag
+//! never resolved here is asked (the first pull).
 //! Anything not in the cache and not pullable fails the hook's load: the
 //! call is blocked (fail closed), and the error names the registry.
 //!
@@ -307,6 +312,13 @@ pub struct OciOptions {
     pub connect_timeout: Duration,
     /// How long a whole pull (manifest and layers) may take.
     pub total_timeout: Duration,
+    /// Whether a tag-only ref asks the registry what its tag means now
+    /// (`true`, the default: a long-lived host, `toolgate hooks`,
+    /// `toolgate serve` at each load) or runs the digest the tag last
+    /// resolved to when that is cached, without any network (`false`: a
+    /// process per tool call, which must not wait on the network; only a tag
+    /// never resolved on this machine is asked, once).
+    pub follow_tags: bool,
     /// Registries a ref may name (`host[:port]`); `None` allows any. Set
     /// from the managed layer's `allowed_registries`.
     pub(crate) allowed_registries: Option<Vec<String>>,
@@ -317,6 +329,7 @@ impl Default for OciOptions {
         OciOptions {
             connect_timeout: Duration::from_secs(5),
             total_timeout: Duration::from_secs(60),
+            follow_tags: true,
             allowed_registries: None,
         }
     }
@@ -525,6 +538,17 @@ pub(crate) fn resolve(
         return Ok(OciComponent {
             path,
             ..found(hex.as_str(), OciOrigin::Registry, None)
+        });
+    }
+    // A tag, for a process that must not wait on the network: what it last
+    // resolved to, when that is cached.
+    if !options.follow_tags
+        && let Some(hex) = remembered(&area, reference)
+        && let Some(path) = cached(&area, &hex)?
+    {
+        return Ok(OciComponent {
+            path,
+            ..found(hex.as_str(), OciOrigin::Cached, None)
         });
     }
     // A tag: ask the registry, else fall back on what it last said.
