@@ -124,7 +124,7 @@ pub struct WasmSpec {
     pub component: ComponentInfo,
     /// For an `oci://` component: the ref, the digest run, where it came from.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub oci: Option<super::oci::OciComponent>,
+    pub oci: Option<Box<super::oci::OciComponent>>,
     /// The compiled, pre-instantiated component.
     #[serde(skip)]
     pub(crate) loaded: Arc<WasmHook>,
@@ -355,7 +355,7 @@ fn parse_oci(
                 fuel,
                 memory_mb,
                 component,
-                oci: Some(resolved),
+                oci: Some(Box::new(resolved)),
                 loaded: Arc::new(loaded),
             }))
         }
