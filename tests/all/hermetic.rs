@@ -198,6 +198,13 @@ impl Hostile {
             ("HOME", Some(at("home"))),
             ("XDG_CONFIG_HOME", Some(at("xdg-config"))),
             ("TOOLGATE_CONFIG_DIR", Some(at("config"))),
+            // Honoured only for root, who is not the attacker; for root (CI)
+            // it names a folder that is not there: no managed layer. That
+            // anyone else's value is ignored is tests/all/managed.rs.
+            ("TOOLGATE_MANAGED_DIR", Some(at("managed-absent"))),
+            // Credentials for `toolgate push` only: nothing else reads them.
+            ("TOOLGATE_REGISTRY_USER", value("attacker")),
+            ("TOOLGATE_REGISTRY_PASSWORD", value("hunter2")),
             ("XDG_CACHE_HOME", Some(at("xdg-cache"))),
             ("TOOLGATE_CACHE_DIR", Some(at("cache"))),
             ("XDG_STATE_HOME", Some(at("state"))),
