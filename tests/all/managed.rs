@@ -474,9 +474,8 @@ fn toolgate_hooks_shows_the_managed_layer_and_what_it_enforces() {
 #[test]
 fn as_root_toolgate_managed_dir_is_honoured() {
     // Root's own directory, under a chain of folders only root may write
-    // (the build's scratch folder; /tmp is writable by everyone).
-    let base = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    chmod(base.path(), 0o755);
+    // (not /tmp, which is writable by everyone).
+    let base = crate::support::root_only_dir();
     let dir = base.path().join("managed");
     std::fs::create_dir(&dir).unwrap();
     chmod(&dir, 0o755);

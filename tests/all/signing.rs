@@ -427,13 +427,11 @@ fn the_binary_blocks_on_a_refused_component_and_lists_what_verified() {
     );
 }
 
-/// A root-owned managed directory (under the build's scratch folder, whose
-/// ancestors only root may write: the loader checks each) holding
-/// `hooks.json` = `config`.
+/// A root-owned managed directory (whose ancestors only root may write: the
+/// loader checks each) holding `hooks.json` = `config`.
 pub(crate) fn managed_dir(config: Value) -> tempfile::TempDir {
     use std::os::unix::fs::PermissionsExt;
-    let base = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    std::fs::set_permissions(base.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let base = crate::support::root_only_dir();
     let file = base.path().join("hooks.json");
     std::fs::write(&file, config.to_string()).unwrap();
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();

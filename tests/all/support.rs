@@ -701,3 +701,34 @@ pub(crate) fn replace_file(path: &Path, bytes: &[u8]) {
     std::fs::write(&next, bytes).expect("the replacement is written");
     std::fs::rename(&next, path).expect("the replacement is renamed into place");
 }
+
+/// A fresh folder (0755) whose every ancestor is root's and not writable by
+/// group or others, sticky or not: what the managed layer demands of
+/// `/etc/toolgate` and its parents. The build's scratch folder when it
+/// qualifies, else `$HOME`, `/run` or `/var/lib` (a clone under `/tmp`, as
+/// CI makes, does not: `/tmp` is 1777).
+pub(crate) fn root_only_dir() -> tempfile::TempDir {
+    use std::os::unix::fs::MetadataExt;
+    let qualifies = |dir: &Path| {
+        dir.ancestors()
+            .all(|a| std::fs::metadata(a).is_ok_and(|m| m.uid() == 0 && m.mode() & 0o022 == 0))
+    };
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let candidates = [
+        Some(PathBuf::from(env!("CARGO_TARGET_TMPDIR"))),
+        home,
+        Some(PathBuf::from("/run")),
+        Some(PathBuf::from("/var/lib")),
+    ];
+    let base = candidates
+        .into_iter()
+        .flatten()
+        .find(|dir| qualifies(dir))
+        .expect("a folder only root may write (these tests run as root)");
+    let dir = tempfile::Builder::new()
+        .prefix("toolgate-managed-test")
+        .tempdir_in(base)
+        .unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    dir
+}
