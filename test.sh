@@ -20,6 +20,9 @@ command -v minisign >/dev/null || missing+=(minisign)
 command -v prometheus >/dev/null && command -v promtool >/dev/null || missing+=(prometheus)
 # The CNCF distribution registry, started on 127.0.0.1 by tests/all/oci.rs.
 command -v docker-registry >/dev/null || missing+=(docker-registry)
+# Apache's htpasswd writes the password file of a registry that wants
+# credentials for a push (tests/all/oci.rs).
+command -v htpasswd >/dev/null || missing+=(apache2-utils)
 if [ ${#missing[@]} -gt 0 ]; then
   sudo=; [ "$(id -u)" = 0 ] || sudo=sudo
   $sudo apt-get update -qq

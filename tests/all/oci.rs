@@ -32,6 +32,29 @@ fn free_port() -> u16 {
 
 impl Registry {
     fn start() -> Registry {
+        Registry::start_with("")
+    }
+
+    /// A registry whose `user` must give `password` for every request
+    /// (the registry's htpasswd authentication, HTTP Basic; the file made
+    /// by Apache's `htpasswd -B`, as the registry's own docs do).
+    fn with_password(user: &str, password: &str) -> Registry {
+        let out = Command::new("htpasswd")
+            .args(["-Bbn", user, password])
+            .output()
+            .expect("htpasswd runs (Debian package apache2-utils; test.sh installs it)");
+        assert!(out.status.success());
+        let file = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(file.path(), &out.stdout).unwrap();
+        let (_, path) = file.keep().unwrap();
+        Registry::start_with(&format!(
+            "auth:\n  htpasswd:\n    realm: toolgate-test\n    path: {}\n",
+            path.display()
+        ))
+    }
+
+    /// A registry with `extra` appended to its config.
+    fn start_with(extra: &str) -> Registry {
         let storage = tempfile::tempdir().unwrap();
         let port = free_port();
         let config = storage.path().join("config.yml");
@@ -39,7 +62,7 @@ impl Registry {
             &config,
             format!(
                 "version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: {}\n\
-                 http:\n  addr: 127.0.0.1:{port}\n",
+                 http:\n  addr: 127.0.0.1:{port}\n{extra}",
                 storage.path().join("data").display()
             ),
         )
@@ -593,4 +616,174 @@ fn the_managed_layers_allowed_registries_refuse_any_other_registry() {
     );
     let out = run(&["registry.example.com", &registry.address()]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+}
+
+/// A front for the registry at `upstream` that authenticates as ghcr.io,
+/// Docker Hub and most hosted registries do, even for anonymous pulls:
+/// every `/v2/` request without `Authorization: Bearer <token>` is a 401
+/// whose challenge names a token endpoint, which hands a token to anyone;
+/// requests with it are passed on. Returns its address and how many
+/// requests it turned away for want of the token.
+fn token_gate(upstream: u16) -> (String, std::sync::Arc<std::sync::atomic::AtomicU64>) {
+    use std::io::BufRead;
+    const TOKEN: &str = "anonymous-pull-token";
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap().to_string();
+    let turned_away = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let (realm, counter) = (format!("http://{address}/token"), turned_away.clone());
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut client) = stream else { continue };
+            let (realm, counter) = (realm.clone(), counter.clone());
+            std::thread::spawn(move || {
+                let mut reader = std::io::BufReader::new(client.try_clone().unwrap());
+                let mut head = Vec::new();
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    if line == "\r\n" {
+                        break;
+                    }
+                    head.push(line);
+                }
+                let path = head[0].split(' ').nth(1).unwrap_or("").to_owned();
+                let authorized = head.iter().any(|h| {
+                    h.to_ascii_lowercase()
+                        .starts_with(&format!("authorization: bearer {TOKEN}"))
+                });
+                if path.starts_with("/token") {
+                    let body = format!(r#"{{"token":"{TOKEN}","access_token":"{TOKEN}"}}"#);
+                    let _ = write!(
+                        client,
+                        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\
+                         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                        body.len()
+                    );
+                } else if !authorized {
+                    counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let _ = write!(
+                        client,
+                        "HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Bearer \
+                         realm=\"{realm}\",service=\"gate\"\r\n\
+                         Docker-Distribution-Api-Version: registry/2.0\r\n\
+                         Content-Length: 0\r\nConnection: close\r\n\r\n"
+                    );
+                } else {
+                    // GETs only (a pull): the head, minus the token and with
+                    // the connection closed after one answer, then the answer.
+                    let mut registry =
+                        std::net::TcpStream::connect(("127.0.0.1", upstream)).unwrap();
+                    let mut forwarded = head[0].clone();
+                    for h in &head[1..] {
+                        let lower = h.to_ascii_lowercase();
+                        if !lower.starts_with("authorization:") && !lower.starts_with("connection:")
+                        {
+                            forwarded.push_str(h);
+                        }
+                    }
+                    forwarded.push_str("Connection: close\r\n\r\n");
+                    let _ = registry.write_all(forwarded.as_bytes());
+                    let _ = std::io::copy(&mut registry, &mut client);
+                }
+            });
+        }
+    });
+    (address, turned_away)
+}
+
+#[test]
+fn a_registry_that_hands_out_tokens_for_anonymous_pulls_serves_manifest_and_layers() {
+    let registry = Registry::start();
+    let pushed = push(
+        "deny",
+        &format!("oci://{}/team/guard:v1", registry.address()),
+    );
+    let (gate, turned_away) = token_gate(registry.port);
+    let digest = pushed["digest"].as_str().unwrap();
+    let fx = Fixture::new();
+    let cache = cache();
+    let out = check(
+        &fx,
+        cache.path(),
+        None,
+        Some(&hooks(&format!("oci://{gate}/team/guard@{digest}"))),
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "pulled through the token gate, the deny guest decides: {}",
+        stderr(&out)
+    );
+    // The token was asked for: the gate turned the first request away.
+    assert!(turned_away.load(std::sync::atomic::Ordering::Relaxed) >= 1);
+    assert!(
+        cache
+            .path()
+            .join("oci/sha256")
+            .join(digest.strip_prefix("sha256:").unwrap())
+            .join("component.wasm")
+            .is_file()
+    );
+}
+
+#[test]
+fn push_takes_credentials_from_the_environment_and_a_pull_stays_anonymous() {
+    let registry = Registry::with_password("publisher", "s3cret-pass");
+    let reference = format!("oci://{}/team/guard:v1", registry.address());
+    let push_as = |credentials: Option<(&str, &str)>| {
+        let mut cmd = toolgate();
+        cmd.arg("push")
+            .arg(crate::guests::path("deny"))
+            .arg(&reference)
+            .arg("--json");
+        if let Some((user, password)) = credentials {
+            cmd.env("TOOLGATE_REGISTRY_USER", user)
+                .env("TOOLGATE_REGISTRY_PASSWORD", password);
+        }
+        cmd.output().unwrap()
+    };
+    for (credentials, what, says) in [
+        (
+            None,
+            "anonymous",
+            "the push was anonymous: set TOOLGATE_REGISTRY_USER and TOOLGATE_REGISTRY_PASSWORD",
+        ),
+        (
+            Some(("publisher", "wrong")),
+            "a wrong password",
+            "the registry refused TOOLGATE_REGISTRY_USER / TOOLGATE_REGISTRY_PASSWORD",
+        ),
+    ] {
+        let out = push_as(credentials);
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "a push with {what} is refused: {}",
+            stderr(&out)
+        );
+        assert!(
+            stderr(&out).contains(&registry.address())
+                && stderr(&out).contains("401")
+                && stderr(&out).contains(says)
+                && !stderr(&out).contains("s3cret-pass"),
+            "{what}: {}",
+            stderr(&out)
+        );
+    }
+    let out = push_as(Some(("publisher", "s3cret-pass")));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let pinned = stdout_json(&out)["pinned"].as_str().unwrap().to_owned();
+    // toolgate pulls anonymously (a workspace names the registry, so given
+    // credentials would go wherever it pointed): this registry refuses, and
+    // the hook fails closed saying so.
+    let fx = Fixture::new();
+    let out = check(&fx, cache().path(), Some(&hooks(&pinned)), None);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("401") && stderr(&out).contains("toolgate pulls anonymously"),
+        "{}",
+        stderr(&out)
+    );
 }

@@ -210,9 +210,18 @@ async fn fetch_manifest(
     let mut response = request.send().await.map_err(|e| network(&e))?;
     let status = response.status();
     if !status.is_success() {
+        // Pulls are anonymous on purpose (see the README): a workspace names
+        // the registry, so credentials given to toolgate would go wherever a
+        // repository pointed them.
+        let anonymous = if matches!(status.as_u16(), 401 | 403) {
+            " (toolgate pulls anonymously: the registry must allow anonymous pulls of this \
+             repository)"
+        } else {
+            ""
+        };
         return Ok(Err(refused(
             reference,
-            format!("the registry answered {status} for the manifest"),
+            format!("the registry answered {status} for the manifest{anonymous}"),
         )));
     }
     if response
@@ -356,6 +365,14 @@ async fn fetch_layers(
 ) -> Result<Result<(Vec<u8>, Option<Vec<u8>>), OciError>, String> {
     let client = client(reference, options);
     let image = client_ref(reference);
+    // The blob requests carry the same anonymous token as the manifest's:
+    // a registry that hands out tokens (ghcr.io, Docker Hub, most hosted
+    // ones) refuses a blob asked for without one. `auth` keeps the token in
+    // this client for the blob stream.
+    client
+        .auth(&image, &RegistryAuth::Anonymous, RegistryOperation::Pull)
+        .await
+        .map_err(|e| network(&e))?;
     let mut component = None;
     let mut signature = None;
     for layer in &manifest.layers {
@@ -600,20 +617,19 @@ pub fn push(
     let sent = on_thread(options.total_timeout, move || async move {
         let client = client(&reference_, &options_);
         let image = client_ref(&reference_);
+        let anonymous = credentials.is_none();
         let auth = match credentials {
             Some((user, password)) => RegistryAuth::Basic(user, password),
             None => RegistryAuth::Anonymous,
         };
+        let failed = |e: oci_client::errors::OciDistributionError| push_failed(&e, anonymous);
         client
             .auth(&image, &auth, RegistryOperation::Push)
             .await
-            .map_err(|e| network(&e))?;
+            .map_err(failed)?;
         for bytes in std::iter::once(config).chain(layers.into_iter().map(|(_, b)| b)) {
             let d = digest(&bytes);
-            client
-                .push_blob(&image, bytes, &d)
-                .await
-                .map_err(|e| network(&e))?;
+            client.push_blob(&image, bytes, &d).await.map_err(failed)?;
         }
         client
             .push_manifest_raw(
@@ -622,7 +638,7 @@ pub fn push(
                 reqwest::header::HeaderValue::from_static(MANIFEST_MEDIA_TYPE),
             )
             .await
-            .map_err(|e| network(&e))?;
+            .map_err(failed)?;
         Ok::<(), String>(())
     });
     match sent {
@@ -632,6 +648,26 @@ pub fn push(
             reason,
         }),
     }
+}
+
+/// Why a push failed; a refusal for want of credentials says which ones.
+fn push_failed(e: &oci_client::errors::OciDistributionError, anonymous: bool) -> String {
+    use oci_client::errors::OciDistributionError as E;
+    let refused = match e {
+        E::UnauthorizedError { .. } | E::AuthenticationFailure(_) => true,
+        E::ServerError { code, .. } => matches!(code, 401 | 403),
+        _ => false,
+    };
+    let hint = match (refused, anonymous) {
+        (false, _) => "",
+        (true, true) => {
+            " (the push was anonymous: set TOOLGATE_REGISTRY_USER and TOOLGATE_REGISTRY_PASSWORD)"
+        }
+        (true, false) => {
+            " (the registry refused TOOLGATE_REGISTRY_USER / TOOLGATE_REGISTRY_PASSWORD)"
+        }
+    };
+    format!("{}{hint}", network(e))
 }
 
 #[cfg(test)]
