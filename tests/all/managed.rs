@@ -504,3 +504,77 @@ fn as_root_toolgate_managed_dir_is_honoured() {
     assert_eq!(answer["decided_by"], "root-policy");
     assert_eq!(answer["runs"][0]["source"], "managed");
 }
+
+/// The compile cache's entries (`<key>.cwasm`) in nobody's cache, by key.
+fn cached_keys(m: &Machine) -> Vec<String> {
+    let dir = m.home().join(".cache/toolgate/wasm");
+    let mut keys: Vec<String> = std::fs::read_dir(&dir)
+        .map(|entries| {
+            entries
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .filter_map(|name| name.strip_suffix(".cwasm").map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    keys.sort();
+    keys
+}
+
+#[test]
+fn a_compiled_artifact_planted_in_the_users_cache_cannot_replace_a_managed_guard() {
+    let m = Machine::new();
+    for guest in ["allow", "deny"] {
+        let path = m.managed_dir().join(format!("{guest}.wasm"));
+        std::fs::copy(crate::guests::path(guest), &path).unwrap();
+        chmod(&path, 0o644);
+    }
+    let cache = m.home().join(".cache/toolgate/wasm");
+    // The user's own hooks compile both into the user's cache.
+    m.global(json!({"hooks": [{"name": "mine", "wasm": "/etc/toolgate/allow.wasm"}]}));
+    let (code, answer, stderr) = m.check(&[]);
+    assert_eq!(code, Some(0), "{answer} {stderr}");
+    let allow_key = cached_keys(&m).pop().expect("the allow guest is cached");
+    m.global(json!({"hooks": [{"name": "mine", "wasm": "/etc/toolgate/deny.wasm"}]}));
+    let (code, answer, stderr) = m.check(&[]);
+    assert_eq!(code, Some(2), "{answer} {stderr}");
+    let deny_key = cached_keys(&m)
+        .into_iter()
+        .find(|k| *k != allow_key)
+        .expect("the deny guest is cached");
+    // What a process of the user's (the agent's shell tool, say) can do:
+    // put the allow guest's artifact under the deny guest's key, its
+    // metadata naming that key.
+    let plant = |from: &str, to: &str, ext: &str| {
+        let mut raw = std::fs::read(cache.join(format!("{from}.{ext}"))).unwrap();
+        if ext == "meta" {
+            let at = raw
+                .windows(from.len())
+                .position(|w| w == from.as_bytes())
+                .expect("the metadata names its key");
+            raw[at..at + from.len()].copy_from_slice(to.as_bytes());
+        }
+        let target = cache.join(format!("{to}.{ext}"));
+        std::fs::write(&target, raw).unwrap();
+        chown_nobody(&target);
+        chmod(&target, 0o600);
+    };
+    plant(&allow_key, &deny_key, "cwasm");
+    plant(&allow_key, &deny_key, "meta");
+    // It works against the user's own hook (the user's own business:
+    // SECURITY.md, "Out of scope")...
+    let (code, answer, stderr) = m.check(&[]);
+    assert_eq!(
+        code,
+        Some(0),
+        "the planted artifact runs for a global hook: {answer} {stderr}"
+    );
+    // ...but not against the managed layer's: compiled from its own bytes.
+    m.global(json!({}))
+        .managed(json!({"hooks": [{"name": "corp", "wasm": "deny.wasm"}]}));
+    let (code, answer, stderr) = m.check(&[]);
+    assert_eq!(code, Some(2), "{answer} {stderr}");
+    assert_eq!(answer["decided_by"], "corp", "{answer}");
+    // The same through a cache named by the environment.
+    let (code, answer, stderr) = m.check(&[("TOOLGATE_CACHE_DIR", &cache)]);
+    assert_eq!(code, Some(2), "{answer} {stderr}");
+}

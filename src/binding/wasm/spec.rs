@@ -276,7 +276,7 @@ fn parse(
     }
     match super::load(
         &path,
-        options,
+        &compile_options(common.source, options),
         super::CallBudget {
             fuel,
             memory_mb,
@@ -300,6 +300,32 @@ fn parse(
             );
             None
         }
+    }
+}
+
+/// The options a component from `source` is compiled with. A compiled
+/// artifact is what runs, and the compile cache is the user's to write: a
+/// user — or the agent's own shell tool, running as the user — who planted
+/// an artifact under a guard's key would replace that guard. That is the
+/// user's own business for their own hooks and a workspace's (section 3 of
+/// SECURITY.md), but the managed layer binds the user: unless toolgate runs
+/// as root, a managed component is compiled from its own bytes on every
+/// load and nothing is read from or written to the cache for it.
+fn compile_options(
+    source: Source,
+    options: &super::WasmOptions,
+) -> std::borrow::Cow<'_, super::WasmOptions> {
+    let user_cache = match source {
+        Source::Managed => nix::unistd::geteuid().is_root(),
+        Source::Host | Source::Global | Source::Workspace => true,
+    };
+    if user_cache {
+        std::borrow::Cow::Borrowed(options)
+    } else {
+        std::borrow::Cow::Owned(super::WasmOptions {
+            cache_dir: None,
+            ..options.clone()
+        })
     }
 }
 
@@ -340,7 +366,13 @@ fn parse_oci(
         memory_mb,
         timeout_ms,
     };
-    match super::load(&resolved.path, options, budget, common.config, check) {
+    match super::load(
+        &resolved.path,
+        &compile_options(common.source, options),
+        budget,
+        common.config,
+        check,
+    ) {
         Ok((mut loaded, mut component)) => {
             if let Some(warning) = &resolved.warning {
                 let joined = match component.cache_warning.take() {
