@@ -578,3 +578,52 @@ fn a_compiled_artifact_planted_in_the_users_cache_cannot_replace_a_managed_guard
     let (code, answer, stderr) = m.check(&[("TOOLGATE_CACHE_DIR", &cache)]);
     assert_eq!(code, Some(2), "{answer} {stderr}");
 }
+
+#[test]
+fn a_pulled_managed_component_replaced_in_the_users_cache_is_refused() {
+    let registry = crate::oci::Registry::start();
+    let pushed = crate::oci::push(
+        "deny",
+        &format!("oci://{}/corp/guard:v1", registry.address()),
+    );
+    let pinned = pushed["pinned"].as_str().unwrap();
+    let hex = pushed["digest"]
+        .as_str()
+        .unwrap()
+        .trim_start_matches("sha256:");
+    let m = Machine::new();
+    m.managed(json!({"hooks": [{"name": "corp", "wasm": pinned}]}));
+    // Pulled into nobody's cache, checked, run.
+    let (code, answer, stderr) = m.check(&[]);
+    assert_eq!(code, Some(2), "{answer} {stderr}");
+    assert_eq!(answer["decided_by"], "corp", "{answer}");
+    // The user replaces the pulled bytes with a guest that allows.
+    let stored = m
+        .home()
+        .join(".cache/toolgate/wasm/oci/sha256")
+        .join(hex)
+        .join("component.wasm");
+    std::fs::write(
+        &stored,
+        std::fs::read(crate::guests::path("allow")).unwrap(),
+    )
+    .unwrap();
+    chown_nobody(&stored);
+    chmod(&stored, 0o600);
+    let (code, answer, stderr) = m.check(&[]);
+    assert_eq!(
+        code,
+        Some(1),
+        "refused, the call blocked: {answer} {stderr}"
+    );
+    assert!(
+        stderr.contains("it was changed after it was pulled") && stderr.contains(hex),
+        "{stderr}"
+    );
+    // The user's own global hook on the same ref runs what the user put
+    // there (the user's own business).
+    m.managed(json!({}))
+        .global(json!({"hooks": [{"name": "mine", "wasm": pinned}]}));
+    let (code, answer, stderr) = m.check(&[]);
+    assert_eq!(code, Some(0), "{answer} {stderr}");
+}

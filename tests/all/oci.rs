@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 const CALL: &str = r#"{"event":"pre_tool_use","tool":"shell","input":{"command":"ls"}}"#;
 
 /// A `docker-registry` on 127.0.0.1, killed when dropped.
-struct Registry {
+pub(crate) struct Registry {
     child: Option<Child>,
     port: u16,
     storage: tempfile::TempDir,
@@ -31,7 +31,7 @@ fn free_port() -> u16 {
 }
 
 impl Registry {
-    fn start() -> Registry {
+    pub(crate) fn start() -> Registry {
         Registry::start_with("")
     }
 
@@ -89,7 +89,7 @@ impl Registry {
         }
     }
 
-    fn address(&self) -> String {
+    pub(crate) fn address(&self) -> String {
         format!("127.0.0.1:{}", self.port)
     }
 
@@ -119,7 +119,7 @@ impl Drop for Registry {
 }
 
 /// `toolgate push <guest> <reference> --json`, which must succeed.
-fn push(guest: &str, reference: &str) -> Value {
+pub(crate) fn push(guest: &str, reference: &str) -> Value {
     let out = succeeded(
         toolgate()
             .arg("push")

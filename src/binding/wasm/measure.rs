@@ -33,8 +33,8 @@ pub(crate) async fn resident_bytes_per_instance(
     options: &WasmOptions,
     count: usize,
 ) -> Result<u64, MeasureMemoryError> {
-    let (hook, _) =
-        load(path, options, CallBudget::default(), None, None).map_err(MeasureMemoryError::Load)?;
+    let (hook, _) = load(path, options, CallBudget::default(), None, None, None)
+        .map_err(MeasureMemoryError::Load)?;
     let request = WitRequest {
         event: WitEvent::PreToolUse,
         hook: "probe".into(),

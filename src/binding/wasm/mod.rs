@@ -128,6 +128,21 @@ pub enum LoadComponentError {
     /// compile cache.
     #[error("signature refused")]
     Signature(#[source] crate::signing::VerifySignatureError),
+    /// A pulled component's stored bytes are not the ones the manifest it
+    /// was pulled by names: the cache was changed after the pull.
+    #[error(
+        "{} is sha256:{actual}, not the sha256:{expected} its manifest names: it was changed \
+         after it was pulled (remove its directory to pull it again)",
+        path.display()
+    )]
+    Tampered {
+        /// The stored component.
+        path: PathBuf,
+        /// The manifest's digest for it.
+        expected: String,
+        /// What the bytes hash to.
+        actual: String,
+    },
     /// It does not export `decide` with toolgate's types: built against
     /// another world, or another version of the WIT (see `wit/hook.wit`).
     #[error("the component does not export toolgate:hook@0.1.0's `decide`")]
@@ -310,6 +325,7 @@ pub(crate) fn load(
     limits: CallBudget,
     config: Option<&serde_json::Value>,
     signed: Option<SignatureCheck<'_>>,
+    pulled_as: Option<&str>,
 ) -> Result<(WasmHook, ComponentInfo), LoadComponentError> {
     let cache_dir = options.cache_dir.as_deref();
     let runtime = engine::runtime(options.allocator).map_err(LoadComponentError::Engine)?;
@@ -325,6 +341,7 @@ pub(crate) fn load(
     // for a signed component: its bytes are verified first, every load.
     if !is_wat
         && signed.is_none()
+        && pulled_as.is_none()
         && let Some(dir) = cache_dir
         && let Some((hash, identity)) = cache::known_hash(dir, path)
         && let Some(component) = cache::load_hit(&runtime.engine, dir, &hash)
@@ -356,8 +373,19 @@ pub(crate) fn load(
     if let Some(pause) = options.after_read {
         pause(path);
     }
-    // These very bytes are verified, then compiled and hashed for the
-    // cache: nothing is read again in between.
+    // These very bytes are checked against the manifest they were pulled
+    // by (when asked), verified, then compiled and hashed for the cache:
+    // nothing is read again in between.
+    if let Some(expected) = pulled_as {
+        let actual = oci::sha256_hex(&bytes).unwrap_or_default();
+        if actual != expected {
+            return Err(LoadComponentError::Tampered {
+                path: path.to_owned(),
+                expected: expected.to_owned(),
+                actual,
+            });
+        }
+    }
     let signature = signed
         .map(|check| verify_signature(path, &bytes, check))
         .transpose()?;
@@ -480,7 +508,7 @@ pub(crate) fn load_component(
     path: &Path,
     options: &WasmOptions,
 ) -> Result<ComponentInfo, LoadComponentError> {
-    load(path, options, CallBudget::default(), None, None).map(|(_, info)| info)
+    load(path, options, CallBudget::default(), None, None, None).map(|(_, info)| info)
 }
 
 /// The 8-byte preamble of a component (`\0asm`, version 0x0d, layer 1) or a

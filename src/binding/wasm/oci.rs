@@ -17,9 +17,14 @@
 //!
 //! A pulled component is stored content-addressed under the component cache
 //! directory, `oci/sha256/<manifest hex>/component.wasm` (and
-//! `component.wasm.minisig` when the artifact carries a signature layer),
-//! with the same ownership checks as the compile cache (`cache.rs`): the
-//! directories and files are the user's own and private. A ref with a digest
+//! `component.wasm.minisig` when the artifact carries a signature layer, and
+//! `manifest.json`, the manifest as pulled), with the same ownership checks
+//! as the compile cache (`cache.rs`): the directories and files are the
+//! user's own and private. The user can still change them, which is theirs
+//! to do for their own hooks but not for the managed layer's, which binds
+//! the user: a managed component's stored bytes are checked against the
+//! stored manifest, and it against the pinned digest, on every load
+//! (`stored_layer_digest`). A ref with a digest
 //! whose entry is there is run with no network at all — not even the tag is
 //! resolved. A tag without a digest is followed where a load is not on a
 //! tool call's path (`toolgate hooks`, each load of `toolgate serve`, a
@@ -585,6 +590,40 @@ pub(crate) fn resolve(
         }
         Err(other) => Err(other),
     }
+}
+
+/// The sha256 (hex) the stored bytes of `resolved` must have, read from the
+/// manifest stored beside them and checked against the manifest digest
+/// `resolved` runs (see `pull::stored_layer_digest`).
+#[cfg(feature = "oci")]
+pub(crate) fn stored_layer_digest(
+    reference: &OciRef,
+    resolved: &OciComponent,
+) -> Result<String, OciError> {
+    let hex = resolved.digest.trim_start_matches("sha256:");
+    let dir = resolved.path.parent().unwrap_or(Path::new("/"));
+    pull::stored_layer_digest(reference, dir, hex)
+}
+
+#[cfg(not(feature = "oci"))]
+pub(crate) fn stored_layer_digest(
+    reference: &OciRef,
+    _: &OciComponent,
+) -> Result<String, OciError> {
+    Err(OciError::NotCached {
+        reference: reference.to_string(),
+    })
+}
+
+/// The sha256 (hex) of `bytes`; `None` in a build without the `oci` feature.
+#[cfg(feature = "oci")]
+pub(crate) fn sha256_hex(bytes: &[u8]) -> Option<String> {
+    Some(pull::sha256_hex(bytes))
+}
+
+#[cfg(not(feature = "oci"))]
+pub(crate) fn sha256_hex(_: &[u8]) -> Option<String> {
+    None
 }
 
 #[cfg(feature = "oci")]

@@ -284,6 +284,7 @@ fn parse(
         },
         common.config,
         check,
+        None,
     ) {
         Ok((loaded, component)) => Some(BindingSpec::Wasm(WasmSpec {
             wasm: path,
@@ -315,17 +316,23 @@ fn compile_options(
     source: Source,
     options: &super::WasmOptions,
 ) -> std::borrow::Cow<'_, super::WasmOptions> {
-    let user_cache = match source {
-        Source::Managed => nix::unistd::geteuid().is_root(),
-        Source::Host | Source::Global | Source::Workspace => true,
-    };
-    if user_cache {
+    if user_cache_trusted(source) {
         std::borrow::Cow::Borrowed(options)
     } else {
         std::borrow::Cow::Owned(super::WasmOptions {
             cache_dir: None,
             ..options.clone()
         })
+    }
+}
+
+/// Whether what the user can write (the compile cache, pulled components)
+/// may stand in for a component from `source`: not for the managed layer's,
+/// which binds the user, unless toolgate runs as root.
+fn user_cache_trusted(source: Source) -> bool {
+    match source {
+        Source::Managed => nix::unistd::geteuid().is_root(),
+        Source::Host | Source::Global | Source::Workspace => true,
     }
 }
 
@@ -366,12 +373,24 @@ fn parse_oci(
         memory_mb,
         timeout_ms,
     };
+    // The pulled bytes sit in the user's cache: for a hook the user must
+    // not replace, they are checked against the manifest stored beside
+    // them, itself checked against the digest run (see `compile_options`).
+    let pulled_as = if user_cache_trusted(common.source) {
+        None
+    } else {
+        match oci::stored_layer_digest(&reference, &resolved) {
+            Ok(hex) => Some(hex),
+            Err(e) => return refused(ctx, crate::text::error_chain(&e)),
+        }
+    };
     match super::load(
         &resolved.path,
         &compile_options(common.source, options),
         budget,
         common.config,
         check,
+        pulled_as.as_deref(),
     ) {
         Ok((mut loaded, mut component)) => {
             if let Some(warning) = &resolved.warning {

@@ -103,7 +103,7 @@ pub(super) fn pull_with(
     let fetched = on_thread(total, move || async move {
         fetch_manifest(&reference_, &options_, hex_.as_deref()).await
     });
-    let (manifest_hex, manifest) = match fetched {
+    let (manifest_hex, manifest, raw) = match fetched {
         Ok(Ok(got)) => got?,
         Ok(Err(reason)) | Err(reason) => return Err(unreachable(reference, reason)),
     };
@@ -118,11 +118,14 @@ pub(super) fn pull_with(
         Ok(Ok(got)) => got?,
         Ok(Err(reason)) | Err(reason) => return Err(unreachable(reference, reason)),
     };
-    let path = store(blobs, &manifest_hex, &component, signature.as_deref()).map_err(|source| {
-        OciError::Store {
-            reference: reference.to_string(),
-            source,
-        }
+    let path = store(
+        blobs,
+        &manifest_hex,
+        (&raw, &component, signature.as_deref()),
+    )
+    .map_err(|source| OciError::Store {
+        reference: reference.to_string(),
+        source,
     })?;
     Ok((manifest_hex, path))
 }
@@ -175,7 +178,7 @@ async fn fetch_manifest(
     reference: &OciRef,
     options: &OciOptions,
     hex: Option<&str>,
-) -> Result<Result<(String, Manifest), OciError>, String> {
+) -> Result<Result<(String, Manifest, Vec<u8>), OciError>, String> {
     let client = client(reference, options);
     let image = client_ref(reference);
     // Anonymous: a registry that wants a token hands one out here.
@@ -249,7 +252,7 @@ async fn fetch_manifest(
         }
         body.extend_from_slice(&chunk);
     }
-    Ok(check_manifest(reference, hex, &body))
+    Ok(check_manifest(reference, hex, &body).map(|(hex, manifest)| (hex, manifest, body)))
 }
 
 /// The manifest's digest against the ref, then its layout and bounds.
@@ -440,8 +443,7 @@ async fn fetch_layers(
 fn store(
     blobs: &Path,
     hex: &str,
-    component: &[u8],
-    signature: Option<&[u8]>,
+    (manifest, component, signature): (&[u8], &[u8], Option<&[u8]>),
 ) -> std::io::Result<PathBuf> {
     let tmp = tempfile::Builder::new()
         .prefix(".pull-")
@@ -453,6 +455,7 @@ fn store(
         file.persist(tmp.path().join(name)).map_err(|e| e.error)?;
         Ok(())
     };
+    write(MANIFEST_FILE, manifest)?;
     write("component.wasm", component)?;
     if let Some(signature) = signature {
         write("component.wasm.minisig", signature)?;
@@ -467,6 +470,55 @@ fn store(
         }
     }
     Ok(dir.join("component.wasm"))
+}
+
+/// The manifest as pulled, beside the component it names: what a later
+/// load checks the stored component against (see [`stored_layer_digest`]).
+const MANIFEST_FILE: &str = "manifest.json";
+
+/// The sha256 (hex) the stored component of manifest `hex` must have: the
+/// manifest stored beside it is read (bounded), checked against `hex` and
+/// for the layout, and its component layer's digest returned. The cache is
+/// the user's to write, so for a hook the user must not be able to replace
+/// (a managed one) this anchors the stored bytes to the digest the config
+/// pinned, which only its writer chose.
+pub(super) fn stored_layer_digest(
+    reference: &OciRef,
+    dir: &Path,
+    hex: &str,
+) -> Result<String, OciError> {
+    use std::io::Read;
+    let path = dir.join(MANIFEST_FILE);
+    let unusable = |why: String| {
+        refused(
+            reference,
+            format!(
+                "the cached copy in {} cannot be checked: {why} (remove that directory to pull it \
+                 again)",
+                dir.display()
+            ),
+        )
+    };
+    if !super::super::cache::owned_file(&path).map_err(&unusable)? {
+        return Err(unusable(format!("it has no {MANIFEST_FILE}")));
+    }
+    let mut body = Vec::new();
+    std::fs::File::open(&path)
+        .and_then(|f| f.take(MAX_MANIFEST_BYTES + 1).read_to_end(&mut body))
+        .map_err(|e| unusable(format!("{MANIFEST_FILE}: {e}")))?;
+    let (_, manifest) = check_manifest(reference, Some(hex), &body)?;
+    manifest
+        .layers
+        .iter()
+        .find(|l| l.media_type == WASM_MEDIA_TYPE)
+        .and_then(|l| digest_hex(&l.digest))
+        .map(str::to_owned)
+        .ok_or_else(|| unusable("its manifest names no component layer".into()))
+}
+
+/// The sha256 of `bytes`, as hex.
+pub(super) fn sha256_hex(bytes: &[u8]) -> String {
+    hex_of(&sha2::Sha256::digest(bytes))
 }
 
 /// What `push` published.
