@@ -627,3 +627,17 @@ fn a_pulled_managed_component_replaced_in_the_users_cache_is_refused() {
     let (code, answer, stderr) = m.check(&[]);
     assert_eq!(code, Some(0), "{answer} {stderr}");
 }
+
+#[test]
+fn a_managed_ref_that_follows_a_tag_unsigned_is_refused_for_a_user() {
+    let m = Machine::new();
+    // Never pulled: the refusal comes first, whatever the registry says.
+    m.managed(json!({"hooks": [{"name": "corp",
+                                "wasm": "oci://127.0.0.1:9/corp/guard:stable"}]}));
+    let (code, answer, stderr) = m.check(&[]);
+    assert_eq!(code, Some(1), "{answer} {stderr}");
+    assert!(
+        stderr.contains("a managed ref that follows a tag must be signed"),
+        "{stderr}"
+    );
+}

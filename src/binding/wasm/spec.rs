@@ -361,6 +361,18 @@ fn parse_oci(
     if let Err(why) = oci::check_registry(&reference, options.oci.allowed_registries.as_deref()) {
         return refused(ctx, why);
     }
+    // Closed world: what a tag resolved to is recorded in the user's cache,
+    // so for a hook the user must not replace, only a signature says what
+    // runs.
+    if reference.digest.is_none() && check.is_none() && !user_cache_trusted(common.source) {
+        return refused(
+            ctx,
+            "a managed ref that follows a tag must be signed (give `signed`, or set \
+             `signing.required` in the managed layer) or pinned with @sha256:…: the digest a \
+             tag resolved to is recorded in the user's cache, which the user can change"
+                .into(),
+        );
+    }
     if !common.load {
         return None;
     }
