@@ -13,7 +13,7 @@
 use serde_json::{Value, json};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 const NOBODY: u32 = 65534;
 const MANAGED: &str = "/etc/toolgate";
@@ -215,15 +215,7 @@ fn with_schema(mut config: Value) -> String {
 
 /// Runs `cmd` with [`REQUEST`] on stdin.
 fn run(mut cmd: Command) -> Output {
-    use std::io::Write;
-    let mut child = cmd
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("unshare runs");
-    let _ = child.stdin.take().unwrap().write_all(REQUEST.as_bytes());
-    child.wait_with_output().unwrap()
+    crate::support::run_with_stdin(&mut cmd, REQUEST)
 }
 
 fn allow() -> Value {

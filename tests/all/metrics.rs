@@ -10,7 +10,7 @@
 
 use crate::serve::Server;
 use crate::serve_http::raw;
-use crate::support::{Fixture, run_with_stdin, toolgate, write_executable};
+use crate::support::{Fixture, free_port, run_with_stdin, toolgate, write_executable};
 use serde_json::{Value, json};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -32,6 +32,16 @@ fn get(addr: &str, path: &str) -> crate::serve_http::Reply {
     )
 }
 
+/// `toolgate serve metrics` against `server`'s socket.
+fn serve_metrics(server: &Server) -> std::process::Output {
+    server
+        .client()
+        .args(["serve", "metrics", "--socket"])
+        .arg(server.socket())
+        .output()
+        .unwrap()
+}
+
 /// `toolgate check` of a Bash `command` in `workspace`, through `server`.
 fn check(server: &Server, fx: &Fixture, workspace: &Path, command: &str) -> Option<i32> {
     let request = json!({"event": "pre_tool_use", "tool": "Bash", "input": {"command": command}});
@@ -44,15 +54,6 @@ fn check(server: &Server, fx: &Fixture, workspace: &Path, command: &str) -> Opti
         &request.to_string(),
     );
     out.status.code()
-}
-
-/// A free loopback port (bound, read, released).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// A Prometheus of the test's own, scraping `target` every second; killed
@@ -350,12 +351,7 @@ fn the_endpoint_answers_only_get_metrics_with_text_promtool_accepts_and_the_sock
     assert_eq!(browser.status, 403);
 
     // Over the socket, only this user can read them: the same series.
-    let out = server
-        .client()
-        .args(["serve", "metrics", "--socket"])
-        .arg(server.socket())
-        .output()
-        .unwrap();
+    let out = serve_metrics(&server);
     assert!(
         out.status.success(),
         "{}",
@@ -397,12 +393,7 @@ fn metrics_are_served_only_on_a_loopback_ip_literal() {
 #[test]
 fn a_server_without_metrics_says_so_over_the_socket() {
     let server = Server::start_as(toolgate(), &[]);
-    let out = server
-        .client()
-        .args(["serve", "metrics", "--socket"])
-        .arg(server.socket())
-        .output()
-        .unwrap();
+    let out = serve_metrics(&server);
     assert_eq!(out.status.code(), Some(1));
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("started without --metrics"),

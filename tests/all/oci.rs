@@ -22,14 +22,6 @@ pub(crate) struct Registry {
     storage: tempfile::TempDir,
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 impl Registry {
     pub(crate) fn start() -> Registry {
         Registry::start_with("")

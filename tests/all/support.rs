@@ -732,3 +732,11 @@ pub(crate) fn root_only_dir() -> tempfile::TempDir {
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     dir
 }
+
+/// A free loopback port (bound, read, released): for a server a test starts.
+pub(crate) fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a loopback port")
+        .port()
+}

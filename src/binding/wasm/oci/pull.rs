@@ -261,7 +261,7 @@ fn check_manifest(
     hex: Option<&str>,
     body: &[u8],
 ) -> Result<(String, Manifest), OciError> {
-    let actual = hex_of(&sha2::Sha256::digest(body));
+    let actual = sha256_hex(body);
     if let Some(expected) = hex
         && expected != actual
     {
@@ -412,7 +412,7 @@ async fn fetch_layers(
             }
             bytes.extend_from_slice(&chunk);
         }
-        let actual = hex_of(&sha2::Sha256::digest(&bytes));
+        let actual = sha256_hex(&bytes);
         if Some(actual.as_str()) != digest_hex(&layer.digest) || bytes.len() as u64 != layer.size {
             return Ok(Err(refused(
                 reference,
@@ -626,7 +626,7 @@ pub fn push(
         }) => None,
         Err(e) => return Err(e),
     };
-    let digest = |bytes: &[u8]| format!("sha256:{}", hex_of(&sha2::Sha256::digest(bytes)));
+    let digest = |bytes: &[u8]| format!("sha256:{}", sha256_hex(bytes));
     let descriptor = |media_type: &str, bytes: &[u8]| serde_json::json!({"mediaType": media_type, "digest": digest(bytes), "size": bytes.len()});
     let mut layers = vec![(WASM_MEDIA_TYPE, component)];
     if let Some(signature) = signature {
@@ -646,7 +646,7 @@ pub fn push(
         "layers": layers.iter().map(|(t, b)| descriptor(t, b)).collect::<Vec<_>>(),
     }))
     .unwrap_or_default();
-    let built = hex_of(&sha2::Sha256::digest(&manifest));
+    let built = sha256_hex(&manifest);
     if let Some(pinned) = &reference.digest
         && pinned != &built
     {
