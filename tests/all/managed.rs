@@ -621,7 +621,7 @@ fn a_pulled_managed_component_replaced_in_the_users_cache_is_refused() {
 }
 
 #[test]
-fn a_managed_ref_that_follows_a_tag_unsigned_is_refused_for_a_user() {
+fn a_managed_ref_that_follows_a_tag_runs_for_a_user_only_when_signed() {
     let m = Machine::new();
     // Never pulled: the refusal comes first, whatever the registry says.
     m.managed(json!({"hooks": [{"name": "corp",
@@ -632,4 +632,26 @@ fn a_managed_ref_that_follows_a_tag_unsigned_is_refused_for_a_user() {
         stderr.contains("a managed ref that follows a tag must be signed"),
         "{stderr}"
     );
+    // Signed, the same kind of ref is followed and runs: the signature,
+    // checked on every load, says what runs.
+    use crate::signing::{keys, sign};
+    let registry = crate::oci::Registry::start();
+    let dir = tempfile::tempdir().unwrap();
+    let signed = dir.path().join("guard.wasm");
+    std::fs::copy(crate::guests::path("deny"), &signed).unwrap();
+    sign(&keys().a, &signed, "name=corp version=1");
+    let reference = format!("oci://{}/corp/guard:stable", registry.address());
+    crate::support::succeeded(
+        crate::support::toolgate()
+            .arg("push")
+            .arg(&signed)
+            .arg(&reference),
+    );
+    m.managed(
+        json!({"signing": {"keys": [keys().a.public], "required": true},
+                     "hooks": [{"name": "corp", "wasm": reference}]}),
+    );
+    let (code, answer, stderr) = m.check(&[]);
+    assert_eq!(code, Some(2), "{answer} {stderr}");
+    assert_eq!(answer["decided_by"], "corp", "{answer}");
 }
