@@ -26,7 +26,8 @@
 //! closed the connection without answering is the same (the call is
 //! evaluated, as `toolgate <agent>` evaluates it itself); one that
 //! acknowledged and then missed the deadline blocks the call, and so does
-//! the full binary missing (fail closed). Arguments it does not read exactly as `toolgate
+//! the full binary missing, or belonging to another user than this one or
+//! root, or writable by others (fail closed). Arguments it does not read exactly as `toolgate
 //! <agent>` would (`--help`, an unknown agent, a bad value) go to the full
 //! binary untouched, stdin included, which answers them as it always does.
 
@@ -167,6 +168,12 @@ fn exec_full(args: &[OsString], stdin: Option<&[u8]>) -> anyhow::Error {
     let run = || -> anyhow::Result<std::convert::Infallible> {
         let me = std::env::current_exe().context("cannot find this executable")?;
         let full = me.with_file_name(FULL);
+        runnable(&full).with_context(|| {
+            format!(
+                "no server took this call and the full toolgate at {} is not run",
+                full.display()
+            )
+        })?;
         let mut command = std::process::Command::new(&full);
         command.args(args);
         if let Some(bytes) = stdin {
@@ -185,6 +192,40 @@ fn exec_full(args: &[OsString], stdin: Option<&[u8]>) -> anyhow::Error {
     match run() {
         Err(e) => e,
     }
+}
+
+/// Whether `full` may be executed: it, the file it resolves to, and the
+/// folders both are in belong to this user or to root and nobody else may
+/// write them. Another user who could replace the `toolgate` beside this
+/// binary would decide every call it does not forward.
+fn runnable(full: &std::path::Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let me = nix::unistd::geteuid().as_raw();
+    let resolved = full
+        .canonicalize()
+        .map_err(|e| anyhow::anyhow!("{}: {e}", full.display()))?;
+    let mut checked = vec![resolved.clone()];
+    checked.extend(resolved.parent().map(std::path::Path::to_owned));
+    checked.extend(full.parent().map(std::path::Path::to_owned));
+    for path in checked {
+        let meta =
+            std::fs::metadata(&path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        if meta.uid() != me && meta.uid() != 0 {
+            anyhow::bail!(
+                "{} belongs to uid {}, neither this user nor root",
+                path.display(),
+                meta.uid()
+            );
+        }
+        if meta.mode() & 0o022 != 0 {
+            anyhow::bail!(
+                "{} is writable by others (mode {:o})",
+                path.display(),
+                meta.mode() & 0o7777
+            );
+        }
+    }
+    Ok(())
 }
 
 /// `bytes` in an anonymous in-memory file, at offset 0: a stdin of any

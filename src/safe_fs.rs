@@ -301,6 +301,14 @@ pub(crate) fn read_root_owned(
     read_checked(&path, limit, false, non_root_writer)
 }
 
+/// `path` (resolved), each folder above it and the file it resolves to are
+/// root's and writable by nobody else ([`non_root_writer`]): what the
+/// managed layer names must be as safe from the user as its `hooks.json`.
+pub(crate) fn root_owned_file(path: &Path) -> Result<(), ReadFileError> {
+    let resolved = path.canonicalize().map_err(io)?;
+    checked_chain(Path::new("/"), &resolved, non_root_writer)
+}
+
 /// `uid N (name)`, or `uid N` when the name is unknown.
 pub(crate) fn user_name(uid: u32) -> String {
     match nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid)) {

@@ -187,8 +187,18 @@ impl SocketClient {
                 event: None,
                 tool: None,
                 deadline_ms: None,
+                // What the server compares with its own (it loads only
+                // its own): the global config, as its canonical path, and
+                // the decision log it was started with.
                 context: serve::Context {
-                    global: Some(workspace.to_owned()),
+                    global: Some(
+                        workspace
+                            .canonicalize()
+                            .unwrap_or_else(|_| workspace.to_owned()),
+                    ),
+                    decision_log: std::env::var_os("TOOLGATE_DECISION_LOG")
+                        .filter(|v| !v.is_empty())
+                        .map(PathBuf::from),
                     ..serve::Context::default()
                 },
             }),

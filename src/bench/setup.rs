@@ -31,6 +31,9 @@ pub(crate) struct Setup<'a> {
     pub(crate) pre: Request,
     pub(crate) scenarios: Vec<Scenario>,
     agent: Vec<AgentRow>,
+    /// The servers of the served agent rows, one per row: a server answers
+    /// only with its own global config, and each row has its own.
+    servers: Vec<scenario::Server>,
 }
 
 impl<'a> Setup<'a> {
@@ -47,6 +50,7 @@ impl<'a> Setup<'a> {
             pre: pre.clone(),
             scenarios: Vec::new(),
             agent: Vec::new(),
+            servers: Vec::new(),
         };
         setup.push(
             "in-process interceptor".into(),
@@ -164,7 +168,6 @@ impl<'a> Setup<'a> {
         server: &scenario::Server,
         reference: &str,
     ) -> Result<(), BenchError> {
-        let socket = &server.socket;
         // The children are one-shot processes: their cache entries are
         // keyed by that engine, so the cache is warmed with the same one.
         let one_shot = WasmOptions::new()
@@ -201,12 +204,29 @@ impl<'a> Setup<'a> {
             );
             served.push((what, dir, request));
         }
-        for (what, dir, request) in served {
-            let kind = self.agent_process(&dir, &request, Some(socket.to_owned()));
+        for (i, (what, dir, request)) in served.into_iter().enumerate() {
+            // A server whose own global config is this row's (a server
+            // refuses a caller whose global config differs from its own).
+            let own = scenario::Server::spawn(
+                {
+                    let mut cmd = std::process::Command::new(&self.options.exe);
+                    cmd.arg("serve")
+                        .arg("--socket")
+                        .arg(self.root.join(format!("serve-{i}/serve.sock")))
+                        .env("TOOLGATE_CONFIG_DIR", &dir)
+                        .env("TOOLGATE_CACHE_DIR", &self.cache);
+                    cmd
+                },
+                self.root.join(format!("serve-{i}/serve.sock")),
+                None,
+            )?;
+            let row_socket = own.socket.clone();
+            self.servers.push(own);
+            let kind = self.agent_process(&dir, &request, Some(row_socket.clone()));
             self.push(format!("agent path via `toolgate serve` + {what}"), kind, 5);
             if what.contains(reference) {
-                self.lean_row(socket, &dir, &request, &what);
-                let client = scenario::SocketClient::connect(socket, &dir, &request)?;
+                self.lean_row(&row_socket, &dir, &request, &what);
+                let client = scenario::SocketClient::connect(&row_socket, &dir, &request)?;
                 self.push(
                     format!("one request over the socket to `toolgate serve` ({what})"),
                     Kind::Socket(client),

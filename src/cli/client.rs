@@ -16,13 +16,16 @@
 //! socket in a shared directory answered by someone else is ignored.
 //!
 //! The decision is the same either way: the server runs the same parsing,
-//! the same loader (with this process's global config, trust store and
-//! `PATH`, sent with each request) and the same answer functions
-//! (`check::answer`, `agent::answer`).
+//! the same loader and the same answer functions (`check::answer`,
+//! `agent::answer`). It loads with its own global config, trust store and
+//! `PATH`; this process sends its own only so that a server started with
+//! others refuses the call (which is then evaluated here).
 //!
 //! Once the server has acknowledged a request it owns it: if it then does
-//! not answer within the deadline, the call fails closed, as an in-process
-//! chain past its deadline would.
+//! not answer within the deadline, or answers with anything this process
+//! cannot read exactly (a cut-off line, another request's `id`, a missing
+//! or mistyped field), the call fails closed, as an in-process chain past
+//! its deadline would ([`read_taken`]).
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
@@ -110,16 +113,35 @@ impl<'a> Ask<'a> {
 
 /// The server's answer.
 pub(crate) struct Reply {
-    /// What to print and the exit code, or why it could not evaluate.
-    result: Result<(Option<serde_json::Value>, u8), String>,
+    /// What to print and the exit code, or why there is no answer.
+    result: Result<(Option<serde_json::Value>, u8), Failure>,
     warning: Option<String>,
 }
 
+/// Why a call the server took has no answer.
+enum Failure {
+    /// The server could not evaluate it (and said why): as when this
+    /// process cannot.
+    Server(String),
+    /// What came back cannot be read, or nothing came in time: the call
+    /// is blocked as a failed hook blocks it.
+    Unreadable(String),
+}
+
 impl Reply {
-    /// For `check`: what to print, and the exit code.
+    /// For `check`: what to print, and the exit code. An answer that
+    /// cannot be read is a deny with exit 3 (blocked by a failure), as a
+    /// hook that fails is.
     pub(crate) fn into_check_answer(self) -> anyhow::Result<(Option<serde_json::Value>, u8)> {
         self.warn();
-        self.result.map_err(anyhow::Error::msg)
+        match self.result {
+            Ok(answer) => Ok(answer),
+            Err(Failure::Server(e)) => Err(anyhow::Error::msg(e)),
+            Err(Failure::Unreadable(why)) => Ok((
+                Some(serde_json::json!({"decision": "deny", "reason": why})),
+                super::hook_process::EXIT_HOOK_FAILED,
+            )),
+        }
     }
 
     /// For the agent commands: the answer to print, or an error (blocked).
@@ -127,7 +149,7 @@ impl Reply {
         self.warn();
         match self.result {
             Ok((stdout, _)) => Ok(stdout),
-            Err(e) => Err(anyhow::Error::msg(e)),
+            Err(Failure::Server(e) | Failure::Unreadable(e)) => Err(anyhow::Error::msg(e)),
         }
     }
 
@@ -201,36 +223,86 @@ pub(crate) fn ask(ask: &Ask<'_>) -> Option<Reply> {
         .unwrap_or(Duration::from_millis(toolgate::config::MAX_TIMEOUT_MS))
         .saturating_add(SERVER_GRACE);
     stream.set_read_timeout(Some(wait)).ok()?;
-    let answer = match read_answer(&mut reader) {
-        Ok(Some(answer)) => answer,
-        // The server died before answering: evaluate here.
-        Ok(None) => return None,
-        Err(_) => {
-            return Some(Reply {
-                result: Err(format!(
-                    "the toolgate server at {} took the call and did not answer within {} ms",
-                    path.display(),
-                    wait.as_millis()
-                )),
-                warning: None,
-            });
-        }
+    let failed = |why: String| {
+        Some(Reply {
+            result: Err(Failure::Unreadable(format!(
+                "the toolgate server at {} took the call and {why}",
+                path.display()
+            ))),
+            warning: None,
+        })
     };
-    match answer.body {
-        Body::Evaluated {
+    let mut line = Vec::new();
+    match reader.read_until(b'\n', &mut line) {
+        // The server died before answering anything: evaluate here.
+        Ok(0) => return None,
+        Ok(_) => {}
+        Err(_) => return failed(format!("did not answer within {} ms", wait.as_millis())),
+    }
+    match read_taken(&line, &request.id, ask.mode) {
+        Ok(Body::Evaluated {
             exit,
             stdout,
             warning,
-        } => Some(Reply {
+        }) => Some(Reply {
             result: Ok((stdout, exit)),
             warning,
         }),
-        Body::Error { error, warning } => Some(Reply {
-            result: Err(error),
+        Ok(Body::Error { error, warning }) => Some(Reply {
+            result: Err(Failure::Server(error)),
             warning,
         }),
-        // Not an answer to this call: evaluate here.
-        Body::Ack { .. } | Body::Status { .. } | Body::Metrics { .. } => None,
+        Ok(Body::Ack { .. } | Body::Status { .. } | Body::Metrics { .. }) => {
+            failed("answered with something that is not an answer to it".to_owned())
+        }
+        Err(why) => failed(why),
+    }
+}
+
+/// Reads the answer to a call the server took, strictly: anything this
+/// process cannot read exactly (a truncated line, another `id`, a missing
+/// or mistyped field, an answer that is not an object) is a failure that
+/// blocks the call, never an answer. Before, a missing `stdout` read as
+/// "nothing to print", which every agent reads as an allow.
+pub(crate) fn read_taken(line: &[u8], id: &serde_json::Value, mode: Mode) -> Result<Body, String> {
+    let Some(line) = line.strip_suffix(b"\n") else {
+        return Err("its answer was cut off (no end of line)".to_owned());
+    };
+    let value: serde_json::Value =
+        serde_json::from_slice(line).map_err(|_| "its answer is not JSON".to_owned())?;
+    let Some(fields) = value.as_object() else {
+        return Err("its answer is not a JSON object".to_owned());
+    };
+    if fields.get("id") != Some(id) {
+        return Err("its answer carries another request's id".to_owned());
+    }
+    let evaluated = fields.contains_key("exit") || fields.contains_key("stdout");
+    if evaluated {
+        // Both present, `exit` a code this mode can give, `stdout` an
+        // object (or null: nothing printed, which only an agent gives).
+        let exit = fields.get("exit").and_then(serde_json::Value::as_u64);
+        let codes: &[u64] = match mode {
+            Mode::Check => &[0, 2, 3],
+            Mode::Agent(_) => &[0],
+        };
+        if !exit.is_some_and(|code| codes.contains(&code)) {
+            return Err("its answer has no exit code this command gives".to_owned());
+        }
+        match (fields.get("stdout"), mode) {
+            (Some(serde_json::Value::Object(_)), _)
+            | (Some(serde_json::Value::Null), Mode::Agent(_)) => {}
+            (None, _) => return Err("its answer has no `stdout`".to_owned()),
+            (Some(_), _) => return Err("its answer's `stdout` is not an object".to_owned()),
+        }
+    }
+    let answer: Answer =
+        serde_json::from_value(value).map_err(|_| "its answer does not read".to_owned())?;
+    match answer.body {
+        Body::Evaluated { .. } if !evaluated => Err("its answer does not read".to_owned()),
+        Body::Error { ref error, .. } if error.is_empty() => {
+            Err("its answer is an error without a reason".to_owned())
+        }
+        body => Ok(body),
     }
 }
 

@@ -22,6 +22,10 @@ use toolgate::agent::{AgentCall, Outward as Dialect, read_agent_input};
 /// Exit code: the call is denied (`check`), or blocked (agent mode).
 pub(crate) const EXIT_DENIED: u8 = 2;
 
+/// Exit code of `check`: the call is blocked because a hook failed (here
+/// because `client.rs`, which the lean client compiles too, gives it).
+pub(crate) const EXIT_HOOK_FAILED: u8 = 3;
+
 /// The longest default deadline: 50 s, inside the 60 s hook timeout that
 /// Claude Code long used by default and that users commonly configure, even
 /// where the agent's own default is longer (Claude Code and Codex: 600 s).

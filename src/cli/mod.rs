@@ -100,7 +100,7 @@ pub(crate) const EXIT_ERROR: u8 = 1;
 /// Exit code: the call is denied (the agent commands' block too).
 pub(crate) use hook_process::EXIT_DENIED;
 /// Exit code of `check`: the call is blocked because a hook failed.
-pub(crate) const EXIT_HOOK_FAILED: u8 = 3;
+pub(crate) use hook_process::EXIT_HOOK_FAILED;
 /// Exit code of `test`: one or more fixtures failed.
 pub(crate) const EXIT_TESTS_FAILED: u8 = 100;
 /// Exit code: the command line is wrong (sysexits `EX_USAGE`).

@@ -44,9 +44,19 @@
 //!
 //! # One loaded config per workspace, reloaded when its files change
 //!
-//! A config is loaded per (workspace root, global config dir, trust store,
-//! `PATH`): the client sends its own, so the server loads exactly what the
-//! client would have. Before each evaluation the server compares the
+//! The server's configuration is its own: the global config dir, trust
+//! store, `PATH` and decision log come from the environment it was started
+//! in, never from a request. A request names only the workspace and the
+//! call. Before, each request carried the caller's locations and the server
+//! loaded them: a confined workspace hook reached the socket, named a
+//! folder in its scratch space as the global config, and the server ran
+//! that config's command hook unconfined. The client still sends its own
+//! locations, but only so that the server can refuse a caller started with
+//! another configuration (before acknowledging: that caller evaluates its
+//! call itself, in its own process, exactly as when no server runs).
+//!
+//! A config is loaded per workspace root (with the server's own global
+//! config dir, trust store and `PATH`). Before each evaluation the server compares the
 //! files that config came from (both hooks.json files, the trust record,
 //! each component) with what it loaded, by device, inode, size, mtime and
 //! ctime (ctime cannot be set by a user, so a rewrite that restores the
@@ -118,7 +128,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 use toolgate::config::FileIdentity;
 use toolgate::serve::{
-    Answer, Body, Evaluate, Mode, Op, ParticipantStatus, Status, WorkspaceStatus,
+    Answer, Body, Context, Evaluate, Mode, Op, ParticipantStatus, Status, WorkspaceStatus,
 };
 use toolgate::trust::TrustStore;
 use toolgate::{Config, HookRunner, Source};
@@ -268,6 +278,10 @@ pub(crate) struct Server {
     started: SystemTime,
     /// The Prometheus series, with `--metrics` ([`metrics`]).
     metrics: Option<Metrics>,
+    /// What decides what runs and where the server writes: its global
+    /// config, trust store, `PATH` and decision log, read from its own
+    /// start-up environment. Nothing a request says changes them.
+    own: Context,
 }
 
 impl Server {
@@ -279,7 +293,46 @@ impl Server {
             stats: Stats::default(),
             started: SystemTime::now(),
             metrics,
+            own: super::client::context(),
         }
+    }
+
+    /// The server's own configuration (see [`Server::refusal`]).
+    pub(crate) fn own_context(&self) -> &Context {
+        &self.own
+    }
+
+    /// Why a request carrying `context` is refused before it is taken:
+    /// the caller was started with another global config or decision log
+    /// than this server. A request never chooses what the server loads (a confined
+    /// hook that reached the socket named its own scratch folder as the
+    /// global config, and the server ran that config's hooks unconfined);
+    /// a caller whose configuration differs evaluates its call itself, in
+    /// its own process, or runs a server of its own.
+    pub(crate) fn refusal(&self, context: &Context) -> Option<String> {
+        let own = &self.own;
+        // The global config and the decision log are the operator's
+        // deliberate choices (which policy answers, where the evidence
+        // goes): a caller that named others is not answered with the
+        // server's. The trust store and `PATH` are the server's own too,
+        // but a caller's may differ for no reason of policy (an agent adds
+        // to `PATH`; a workspace trusted in another store is, in the
+        // server's, untrusted and blocked): the server answers with its
+        // own.
+        let differs = [
+            ("global config directory", context.global != own.global),
+            ("decision log", context.decision_log != own.decision_log),
+        ];
+        let names: Vec<&str> = differs
+            .iter()
+            .filter_map(|(name, differs)| differs.then_some(*name))
+            .collect();
+        (!names.is_empty()).then(|| {
+            format!(
+                "this server answers only with its own configuration, and this caller's {}                  differs from the server's (a caller with another configuration needs a                  server of its own: TOOLGATE_SOCKET)",
+                names.join(", ")
+            )
+        })
     }
 
     /// Its series, when it counts them.
@@ -448,6 +501,10 @@ async fn connection(server: Arc<Server>, stream: UnixStream) {
         send(Value::Null, Body::error(refused)).await;
         return;
     }
+    // Judged once, said per request (after its line is read, so the
+    // caller, which writes its request before it reads, always gets the
+    // refusal under its own id and evaluates the call itself).
+    let confined = unconfined_peer(&read.as_ref()).err();
     let mut reader = BufReader::new(read);
     loop {
         let line = match read_line(&mut reader).await {
@@ -470,7 +527,23 @@ async fn connection(server: Arc<Server>, stream: UnixStream) {
             }
         };
         let id = request.id;
+        if let Some(why) = &confined {
+            Stats::bump(&server.stats.refused);
+            count(server.metrics(), Metrics::refused);
+            send(
+                id,
+                Body::error(format!("refused: the connecting process {why}")),
+            )
+            .await;
+            continue;
+        }
         match request.op {
+            Op::Evaluate(evaluation) if server.refusal(&evaluation.context).is_some() => {
+                Stats::bump(&server.stats.refused);
+                count(server.metrics(), Metrics::refused);
+                let why = server.refusal(&evaluation.context).unwrap_or_default();
+                send(id, Body::error(why)).await;
+            }
             Op::Evaluate(evaluation) => {
                 // Polled once here: a warm chain of in-process or wasm hooks
                 // answers within that poll, and the ack and the answer then
@@ -529,6 +602,81 @@ async fn connection(server: Arc<Server>, stream: UnixStream) {
     }
 }
 
+/// What restricts a process, as its `/proc/<pid>/status` says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Restrictions {
+    no_new_privs: u64,
+    seccomp_filters: u64,
+}
+
+impl Restrictions {
+    /// Reads `NoNewPrivs` and `Seccomp_filters` from a status file; either
+    /// missing is an error (a kernel that does not say cannot be judged).
+    fn read(status: &Path) -> Result<Restrictions, String> {
+        let text = std::fs::read_to_string(status)
+            .map_err(|e| format!("its status cannot be read ({e})"))?;
+        let field = |name: &str| {
+            text.lines()
+                .find_map(|line| line.strip_prefix(name)?.strip_prefix(':'))
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .ok_or_else(|| format!("its status does not say `{name}`"))
+        };
+        Ok(Restrictions {
+            no_new_privs: field("NoNewPrivs")?,
+            seccomp_filters: field("Seccomp_filters")?,
+        })
+    }
+}
+
+/// The process at the other end of `stream` is not confined more than this
+/// server: a confined hook is refused even if it got a socket (defence in
+/// depth behind its seccomp filter, which refuses it `socket()`).
+///
+/// Every confined hook runs with `no_new_privs` and a seccomp filter of its
+/// own (`binding::command::confine`), which it cannot drop, and they are
+/// inherited by whatever it starts; so a peer with `no_new_privs` set where
+/// the server has not, or with more seccomp filters than the server, is
+/// refused. An agent run in a sandbox of its own is refused too, and its
+/// calls are evaluated in its own process, as when no server runs: never
+/// let through. The process is the one that connected, held by a pidfd
+/// (`SO_PEERPIDFD`, Linux 6.5; `SO_PEERCRED`'s pid before), and checked to
+/// be alive after its status was read, so a recycled pid is not judged in
+/// its place.
+fn unconfined_peer(stream: &impl std::os::fd::AsFd) -> Result<(), String> {
+    use nix::sys::socket::{getsockopt, sockopt};
+    let pidfd = getsockopt(stream, sockopt::PeerPidfd).ok();
+    let pid_of = |fd: &std::os::fd::OwnedFd| -> Option<i64> {
+        use std::os::fd::AsRawFd;
+        let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{}", fd.as_raw_fd())).ok()?;
+        info.lines()
+            .find_map(|line| line.strip_prefix("Pid:"))
+            .and_then(|v| v.trim().parse().ok())
+    };
+    let pid = match &pidfd {
+        Some(fd) => pid_of(fd),
+        None => getsockopt(stream, sockopt::PeerCredentials)
+            .ok()
+            .map(|c| i64::from(c.pid())),
+    }
+    .filter(|pid| *pid > 0)
+    .ok_or("cannot be identified (it may have exited)")?;
+    let peer = Restrictions::read(Path::new(&format!("/proc/{pid}/status")))?;
+    if let Some(fd) = &pidfd
+        && pid_of(fd) != Some(pid)
+    {
+        return Err("exited while it was being checked".to_owned());
+    }
+    let own = Restrictions::read(Path::new("/proc/self/status"))?;
+    if peer.no_new_privs > own.no_new_privs || peer.seccomp_filters > own.seccomp_filters {
+        return Err(format!(
+            "is confined (no_new_privs {}, {} seccomp filters; this server: {}, {}): a confined \
+             hook never reaches the server",
+            peer.no_new_privs, peer.seccomp_filters, own.no_new_privs, own.seccomp_filters
+        ));
+    }
+    Ok(())
+}
+
 /// One line, without its newline; an error past [`MAX_LINE`] bytes.
 async fn read_line<R: tokio::io::AsyncBufRead + Unpin>(
     reader: &mut R,
@@ -584,8 +732,12 @@ async fn evaluate_timed(server: &Arc<Server>, evaluation: Evaluate, started: Ins
         event,
         tool,
         deadline_ms,
-        context,
+        // Never what the server loads with: a caller whose context differs
+        // was refused before this (`Server::refusal`), and the server's
+        // own is used whatever the request says.
+        context: _,
     } = evaluation;
+    let context = server.own.clone();
     // The server logs the calls it answers; the caller does not.
     let log = context
         .decision_log

@@ -93,13 +93,18 @@ pub struct Evaluate {
     /// The caller's budget for the whole chain; absent, the chain's own.
     #[serde(default)]
     pub deadline_ms: Option<u64>,
-    /// What the caller would have loaded with.
+    /// What the caller was started with. Never what the server loads: a
+    /// server whose own differs refuses the request before taking it (the
+    /// caller then evaluates the call itself).
     #[serde(default)]
     pub context: Context,
 }
 
-/// What the server needs to load exactly what the caller would: its global
-/// config, trust store and `PATH`.
+/// The locations that decide what runs and where toolgate writes, as the
+/// caller was started with them. The server compares them with its own and
+/// refuses a caller whose differ; it never loads from them (a request that
+/// chose the global config let a confined hook make the server run code
+/// unconfined: SECURITY.md, "What a request to the server decides").
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Context {
     /// The global config directory, absolute.

@@ -289,7 +289,13 @@ impl<'a> Admission<'a> {
         let required = self.confinement.required;
         let run = Run {
             launch: launch.command(&base),
-            sandbox: sandbox(self.ctx, self.root, !unconfined, required),
+            sandbox: sandbox(
+                self.ctx,
+                self.root,
+                !unconfined,
+                required,
+                vec![base.clone(), self.root.to_owned()],
+            ),
         };
         let armed = match (self.ctx.confinement(), unconfined, required) {
             // It would run unconfined and the operator said it must not:
@@ -316,7 +322,14 @@ enum Armed {
 pub(crate) fn confine_global(binding: &mut BindingSpec, ctx: &TrustCtx, required: bool) {
     match binding {
         BindingSpec::Subprocess(spec) if spec.confine => {
-            spec.sandbox = Some(sandbox(ctx, Path::new("/nonexistent"), true, required));
+            let reads = vec![spec.cwd.clone()];
+            spec.sandbox = Some(sandbox(
+                ctx,
+                Path::new("/nonexistent"),
+                true,
+                required,
+                reads,
+            ));
         }
         BindingSpec::Subprocess(_) | BindingSpec::Wasm(_) => {}
     }
@@ -342,6 +355,7 @@ fn sandbox(
     root: &Path,
     landlock: bool,
     required: bool,
+    reads: Vec<PathBuf>,
 ) -> crate::binding::command::confine::Sandbox {
     crate::binding::command::confine::Sandbox {
         path: super::pin::sanitized_path(ctx.search_path.as_deref(), root)
@@ -354,6 +368,7 @@ fn sandbox(
         landlock,
         required,
         unavailable: ctx.no_landlock.clone(),
+        reads,
     }
 }
 

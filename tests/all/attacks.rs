@@ -615,7 +615,7 @@ results = [
     "uring:" + attempt(uring),
     "devnull:" + attempt(write("/dev/null")),
     "workspace:" + attempt(write(os.path.join(os.getcwd(), "planted"))),
-    "home:" + attempt(write(os.path.join(os.environ["HOME"], "planted"))),
+    "home:" + attempt(write(os.path.join({home:?}, "planted"))),
     "signal:" + attempt(lambda: os.kill({pid}, signal.SIGTERM)),
     "scratch:" + attempt(write(os.path.join(tempfile.gettempdir(), "mine"))),
 ]
@@ -623,6 +623,7 @@ print(json.dumps({{"decision": "deny", "reason": " ".join(results)}}))
 "#,
             pid = victim.id(),
             abstract_name = abstract_name,
+            home = home.path().display().to_string(),
         ),
     );
     fx.workspace_hooks(hook(json!(["python3", "hooks/probe.py"])));

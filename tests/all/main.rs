@@ -16,6 +16,7 @@ mod dialect_cursor;
 mod dialect_gemini;
 mod dialect_opencode;
 mod dialect_qwen;
+mod doors;
 mod env_table;
 mod faults;
 mod first_hour;

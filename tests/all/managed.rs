@@ -655,3 +655,41 @@ fn a_managed_ref_that_follows_a_tag_runs_for_a_user_only_when_signed() {
     assert_eq!(code, Some(2), "{answer} {stderr}");
     assert_eq!(answer["decided_by"], "corp", "{answer}");
 }
+
+/// A component the managed layer names binds the user as its hooks.json
+/// does: one that another user owns, or that others can write, would let
+/// them choose the guard. Such a component is refused (the call fails
+/// closed, saying why); root's, 0644, it runs.
+#[test]
+fn a_managed_component_only_root_can_change_is_required() {
+    let m = Machine::new();
+    let path = m.managed_dir().join("deny.wasm");
+    std::fs::copy(crate::guests::path("deny"), &path).unwrap();
+    chmod(&path, 0o644);
+    m.managed(json!({"hooks": [{"name": "corp", "wasm": "deny.wasm"}]}));
+    let (code, answer, stderr) = m.check(&[]);
+    assert_eq!(code, Some(2), "{answer} {stderr}");
+    assert_eq!(answer["decided_by"], "corp", "{answer}");
+    for (case, change) in [
+        (
+            "writable by others",
+            (|p: &Path| chmod(p, 0o666)) as fn(&Path),
+        ),
+        ("another user's", |p: &Path| {
+            chmod(p, 0o644);
+            chown_nobody(p);
+        }),
+    ] {
+        change(&path);
+        let (code, answer, stderr) = m.check(&[]);
+        assert!(
+            code != Some(0) && code != Some(2),
+            "{case}: ran anyway: {answer} {stderr}"
+        );
+        let said = format!("{answer} {stderr}");
+        assert!(
+            said.contains("the managed layer runs only what root alone can change"),
+            "{case}: {said}"
+        );
+    }
+}

@@ -264,7 +264,10 @@ pub(crate) fn failure_kind(outcome: &Outcome, name: &str) -> toolgate::FailureKi
 pub(crate) enum Given {
     /// An empty directory of this command's own (created for it).
     Fresh(&'static str),
-    /// A directory that does not exist, inside this command's own.
+    /// A directory that does not exist, the same for every command of the
+    /// run: a server and its callers are then started with the same
+    /// configuration, as `toolgate serve` requires (it refuses a caller
+    /// whose global config differs from its own).
     Absent(&'static str),
     /// The run's trust state ([`state_home`]): `toolgate trust` in one
     /// process, `toolgate check` in the next, and the tests' own
@@ -371,7 +374,7 @@ pub(crate) fn hermetic(cmd: &mut std::process::Command) -> &mut std::process::Co
     for (key, given) in BINARY_ENV {
         match given {
             Given::Fresh(name) => cmd.env(key, fresh(name)),
-            Given::Absent(name) => cmd.env(key, own.join(name)),
+            Given::Absent(name) => cmd.env(key, run_root().join("absent").join(name)),
             Given::RunState => cmd.env(key, state_home()),
             Given::SuiteCache => cmd.env(key, compile_cache()),
             Given::Fixed(value) => cmd.env(key, value),

@@ -11,10 +11,13 @@
 //!
 //! | limit | threat | how |
 //! |---|---|---|
-//! | no network: no TCP connect or bind, no socket but a UNIX one | a hook sends what it sees (every tool input) away | Landlock network rules (ABI 4), none allowed; a seccomp filter refusing `socket()` for any family but `AF_UNIX` (UDP and raw sockets, which Landlock does not cover) and `io_uring_setup` |
-//! | writes only to a per-call scratch folder (and `/dev/null`) | a hook edits the workspace, `$HOME`, the trust store | Landlock filesystem rules: read and execute everywhere, write beneath the scratch folder |
+//! | no network: no TCP connect or bind, no socket | a hook sends what it sees (every tool input) away | Landlock network rules (ABI 4), none allowed; a seccomp filter refusing `socket()` for every family (UDP, raw and UNIX sockets, which Landlock does not cover) and `io_uring_setup` |
+//! | writes only to a per-call scratch folder (and `/dev/null`) | a hook edits the workspace, `$HOME`, the trust store | Landlock filesystem rules: write beneath the scratch folder only |
+//! | reads only what a hook needs | a hook reads SSH keys, the HTTP token, the trust store or another workspace and returns it in a reason the model reads | Landlock filesystem rules: read and execute only the system's installation ([`system_reads`]), the hook's snapshot, its workspace, its interpreter's installation and its `PATH` ([`hook_reads`]) |
 //! | no signals to processes outside the hook, no abstract UNIX sockets outside it | a hook kills or steers the agent | Landlock scopes (ABI 6) |
-//! | no code from the environment | `PYTHONPATH`, `NODE_OPTIONS`, `BASH_ENV`, `PERL5OPT`, `LD_PRELOAD`… set by a repository's `.envrc` | those variables removed; `PATH` without empty, relative or workspace entries; bytecode neither written nor read beside the pinned code (the snapshot holds none and is read-only) |
+//! | no code from the environment | `PYTHONPATH`, `NODE_OPTIONS`, `BASH_ENV`, `OPENSSL_CONF`, `BASH_FUNC_*%%`, `LD_PRELOAD`… set by a repository's `.envrc` | an empty environment plus an allowlist ([`environment`]): `PATH` without empty, relative or workspace entries, `HOME` and `TMPDIR` the scratch folder, the locale; bytecode neither written nor read beside the pinned code (the snapshot holds none and is read-only) |
+//! | no socket at all, no change to file metadata, no keyring | a hook talks to `toolgate serve` or another local service over a pathname UNIX socket; chmods a file outside its scratch folder; reads the user's kernel keyring | a seccomp filter ([`network_filter`]) |
+//! | no descriptor but its three pipes | a hook writes through a descriptor the agent left open | every descriptor above 2 close-on-exec ([`no_inherited_descriptors`]) |
 //!
 //! Landlock and the seccomp filter are applied in the child between fork
 //! and exec, with the ruleset and the filter built beforehand in the
@@ -23,8 +26,7 @@
 //! async-signal-safe, and allocates nothing. Where the kernel has no
 //! Landlock (or an ABI older than 6), the hook runs unconfined and every run
 //! record says so — unless the global config sets `require_confinement`,
-//! and then the hook fails closed. Not covered: connecting to a pathname
-//! UNIX socket the hook can reach (SECURITY.md says so).
+//! and then the hook fails closed.
 
 use std::ffi::OsString;
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -52,45 +54,55 @@ pub(crate) enum ConfineError {
     Seccomp(Arc<seccompiler::BackendError>),
 }
 
-/// Variables that make an interpreter, the shell or the dynamic loader
-/// load code from somewhere other than the pinned tree. Removed from a
-/// confined hook's environment.
-pub(crate) const REMOVED_ENV: &[&str] = &[
-    "PYTHONPATH",
-    "PYTHONHOME",
-    "PYTHONSTARTUP",
-    "PYTHONUSERBASE",
-    "PYTHONINSPECT",
-    "PYTHONPLATLIBDIR",
-    "PYTHONWARNINGS",
-    "PYTHONBREAKPOINT",
-    "PYTHONEXECUTABLE",
-    "PYTHONSAFEPATH",
-    "NODE_OPTIONS",
-    "NODE_PATH",
-    "NODE_REPL_EXTERNAL_MODULE",
-    "BASH_ENV",
-    "ENV",
-    "SHELLOPTS",
-    "BASHOPTS",
-    "PS4",
-    "PROMPT_COMMAND",
-    "CDPATH",
-    "GLOBIGNORE",
-    "IFS",
-    "PERL5OPT",
-    "PERL5LIB",
-    "PERLLIB",
-    "PERL5DB",
-    "PERL_USE_UNSAFE_INC",
-    "RUBYOPT",
-    "RUBYLIB",
-    "LD_PRELOAD",
-    "LD_LIBRARY_PATH",
-    "LD_AUDIT",
-    "GCONV_PATH",
-    "PYENV_VERSION",
-];
+/// Variables a confined hook gets from toolgate's own environment, when set
+/// and when their value is a plain locale or zone name (letters, digits
+/// and `_.-@+/`, no `..`, not a path): the language and time zone its
+/// messages are in. Nothing else is inherited.
+///
+/// The environment starts empty, because a list of names to remove was the
+/// wrong shape: every interpreter, the shell and the dynamic loader read
+/// variables that load code (`OPENSSL_CONF` and `OPENSSL_MODULES` made a
+/// trusted node hook load a shared object from the workspace, an exported
+/// bash function (`BASH_FUNC_echo%%`) replaced a reviewed guard's `echo`,
+/// `PYTHONPYCACHEPREFIX` ran planted bytecode), and a new one appears with
+/// every release.
+pub(crate) const INHERITED_ENV: &[&str] = &["LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "TZ"];
+
+/// The environment of a confined hook, before the protocol's own variables
+/// (such as `CLAUDE_PROJECT_DIR`): `PATH` as toolgate set it, `HOME` and
+/// `TMPDIR` its scratch folder, no bytecode written, and the locale and
+/// zone ([`INHERITED_ENV`]).
+pub(crate) fn environment(path: &OsString, scratch: &Path) -> Vec<(OsString, OsString)> {
+    let mut env: Vec<(OsString, OsString)> = vec![
+        ("PATH".into(), path.clone()),
+        ("HOME".into(), scratch.as_os_str().to_owned()),
+        ("TMPDIR".into(), scratch.as_os_str().to_owned()),
+        // Bytecode is never read from or written to the pinned tree: the
+        // snapshot holds no `__pycache__` and is read-only.
+        ("PYTHONDONTWRITEBYTECODE".into(), "1".into()),
+    ];
+    for name in INHERITED_ENV {
+        if let Some(value) = std::env::var_os(name).filter(|v| plain_name(v)) {
+            env.push(((*name).into(), value));
+        }
+    }
+    env
+}
+
+/// A locale or zone name, not a path or anything a parser could read more
+/// into.
+fn plain_name(value: &std::ffi::OsStr) -> bool {
+    let Some(value) = value.to_str() else {
+        return false;
+    };
+    !value.is_empty()
+        && value.len() <= 64
+        && !value.starts_with(['/', ':', '.'])
+        && !value.contains("..")
+        && value
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_.-@+/".contains(c))
+}
 
 /// How one command hook is sandboxed (set for workspace hooks by the
 /// trust gate; for a global hook when its config asks).
@@ -106,6 +118,10 @@ pub(crate) struct Sandbox {
     pub(crate) required: bool,
     /// Set by the host: Landlock is treated as unavailable, for this reason.
     pub(crate) unavailable: Option<String>,
+    /// What it may read besides the system's installation (see
+    /// [`hook_reads`]): its snapshot and workspace, or a global hook's
+    /// config folder.
+    pub(crate) reads: Vec<PathBuf>,
 }
 
 /// Whether this kernel can confine a hook (Landlock ABI 6 or newer), or why
@@ -114,92 +130,227 @@ pub(crate) fn available() -> Result<(), ConfineError> {
     // What the kernel supports does not change while the process runs.
     static PROBE: std::sync::OnceLock<Result<(), ConfineError>> = std::sync::OnceLock::new();
     PROBE
-        .get_or_init(|| ruleset(Path::new("/")).and(network_filter()).map(drop))
+        .get_or_init(|| ruleset(Path::new("/"), &[]).and(network_filter()).map(drop))
         .clone()
 }
 
 /// Builds the ruleset for a hook whose scratch folder is `scratch`: read
-/// and execute everywhere; write beneath `scratch` and to `/dev/null`; no
-/// TCP; scoped signals and abstract sockets. Every part is a hard
-/// requirement: a kernel that cannot enforce one of them gets no ruleset.
-pub(crate) fn ruleset(scratch: &Path) -> Result<OwnedFd, ConfineError> {
+/// and execute only the system's installation ([`system_reads`]) and
+/// `reads` (the hook's snapshot, its workspace, its interpreter's
+/// installation, its `PATH`: see [`hook_reads`]); write beneath `scratch`
+/// and to `/dev/null`; no TCP; scoped signals and abstract sockets. Every
+/// part is a hard requirement: a kernel that cannot enforce one of them
+/// gets no ruleset. A path in `reads` that does not exist is skipped.
+pub(crate) fn ruleset(scratch: &Path, reads: &[PathBuf]) -> Result<OwnedFd, ConfineError> {
     use landlock::{
         ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset,
         RulesetAttr, RulesetCreatedAttr, Scope,
     };
     let abi = ABI::V6;
     let why = |e: landlock::RulesetError| ConfineError::Landlock(Arc::new(e));
-    let created = Ruleset::default()
+    let mut created = Ruleset::default()
         .set_compatibility(CompatLevel::HardRequirement)
         .handle_access(AccessFs::from_all(abi))
         .and_then(|r| r.handle_access(AccessNet::from_all(abi)))
         .and_then(|r| r.scope(Scope::from_all(abi)))
         .and_then(|r| r.create())
         .map_err(why)?;
-    let fd = |p: &Path| {
-        PathFd::new(p).map_err(|e| ConfineError::OpenPath {
-            path: p.to_owned(),
-            error: Arc::new(e),
-        })
-    };
-    let everywhere = fd(Path::new("/"))?;
-    let scratch = fd(scratch)?;
-    let created = created
-        .add_rule(PathBeneath::new(everywhere, AccessFs::from_read(abi)))
-        .and_then(|r| r.add_rule(PathBeneath::new(scratch, AccessFs::from_all(abi))))
+    for path in system_reads().iter().chain(reads) {
+        // Gone since it was listed, or never there: nothing to allow.
+        let Ok(fd) = PathFd::new(path) else {
+            continue;
+        };
+        // A file takes only the rights a file has (listing is a folder's).
+        let access = match std::fs::metadata(path) {
+            Ok(meta) if meta.is_dir() => AccessFs::from_read(abi),
+            Ok(_) => AccessFs::from_read(abi) & AccessFs::from_file(abi),
+            Err(_) => continue,
+        };
+        created = created
+            .add_rule(PathBeneath::new(fd, access))
+            .map_err(why)?;
+    }
+    let scratch = PathFd::new(scratch).map_err(|e| ConfineError::OpenPath {
+        path: scratch.to_owned(),
+        error: Arc::new(e),
+    })?;
+    created = created
+        .add_rule(PathBeneath::new(scratch, AccessFs::from_all(abi)))
         .map_err(why)?;
-    let created = match PathFd::new("/dev/null") {
-        Ok(null) => created
+    if let Ok(null) = PathFd::new("/dev/null") {
+        created = created
             .add_rule(PathBeneath::new(
                 null,
                 AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::Truncate,
             ))
-            .map_err(why)?,
-        Err(_) => created,
-    };
+            .map_err(why)?;
+    }
     let fd: Option<OwnedFd> = created.into();
     fd.ok_or(ConfineError::NoLandlock)
 }
 
-/// The seccomp filter of a confined hook: `socket()` for any family but
-/// `AF_UNIX`, and `io_uring_setup` (whose operations include opening
-/// sockets), fail with `EACCES`; everything else is allowed. Built once.
+/// What every confined hook may read (and execute): the system's
+/// installation, without the user's files or the machine's secrets.
+///
+/// `/usr`, `/bin`, `/sbin`, `/lib*`, `/opt`; the entries of `/etc` that
+/// others may read, except those that hold secrets even so (`ssh`, whose
+/// host keys root can read; `ssl`, of which only `ssl/certs`; the shadow
+/// and sudoers files; `security`; `credstore`); `/proc` and `/sys` (a
+/// confined process cannot reach another process's `environ`, `mem` or
+/// `fd` there: Landlock refuses it the ptrace access those need); and the
+/// random, zero and full devices. Not `$HOME`, `/tmp`, `/run`, `/var` or
+/// `/home`: a hook that needs more is given it by the operator.
+pub(crate) fn system_reads() -> &'static [PathBuf] {
+    static READS: std::sync::OnceLock<Vec<PathBuf>> = std::sync::OnceLock::new();
+    READS.get_or_init(|| {
+        use std::os::unix::fs::PermissionsExt;
+        const SECRET: &[&str] = &[
+            "ssh",
+            "ssl",
+            "shadow",
+            "shadow-",
+            "gshadow",
+            "gshadow-",
+            "sudoers",
+            "sudoers.d",
+            "security",
+            "credstore",
+            "credstore.encrypted",
+            "toolgate",
+        ];
+        let mut reads: Vec<PathBuf> = [
+            "/usr",
+            "/bin",
+            "/sbin",
+            "/lib",
+            "/lib32",
+            "/lib64",
+            "/libx32",
+            "/opt",
+            "/proc",
+            "/sys",
+            "/dev/urandom",
+            "/dev/random",
+            "/dev/zero",
+            "/dev/full",
+            "/etc/ssl/certs",
+        ]
+        .iter()
+        .map(PathBuf::from)
+        .collect();
+        if let Ok(entries) = std::fs::read_dir("/etc") {
+            for entry in entries.flatten() {
+                let name = entry.file_name();
+                let Some(name) = name.to_str() else { continue };
+                let public = std::fs::metadata(entry.path())
+                    .is_ok_and(|m| m.permissions().mode() & 0o004 != 0);
+                if public && !SECRET.contains(&name) {
+                    reads.push(entry.path());
+                }
+            }
+        }
+        reads
+    })
+}
+
+/// What one confined hook may read besides [`system_reads`]: `given` (its
+/// pinned snapshot and its workspace, set by the trust gate), the
+/// installation its program belongs to, and the folders on its `PATH`
+/// with theirs ([`installation`]), except a folder that holds `$HOME`
+/// (that would be all of it).
+pub(crate) fn hook_reads(given: &[PathBuf], program: &Path, path: &OsString) -> Vec<PathBuf> {
+    let mut reads = given.to_vec();
+    let mut programs = vec![program.to_owned()];
+    programs.extend(program.canonicalize().ok());
+    for program in programs {
+        if let Some(dir) = program.parent() {
+            reads.extend(installation(dir));
+        }
+    }
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    for dir in std::env::split_paths(path) {
+        if dir.is_absolute() {
+            reads.extend(installation(&dir));
+        }
+    }
+    reads.retain(|p| p != Path::new("/") && !home.as_ref().is_some_and(|h| h.starts_with(p)));
+    reads
+}
+
+/// What a folder of programs needs read: for `X/bin`, the parts of `X` an
+/// interpreter loads its library from (`bin`, `lib`, `lib64`, `libexec`,
+/// `share`; not all of `X`, which may be `~/.cargo` with its
+/// `credentials.toml`); for a version manager's `X/shims` (pyenv, rbenv),
+/// all of `X`, where its versions are; any other folder, itself.
+fn installation(dir: &Path) -> Vec<PathBuf> {
+    match (dir.file_name().and_then(|n| n.to_str()), dir.parent()) {
+        (Some("bin" | "sbin"), Some(prefix)) => ["bin", "sbin", "lib", "lib64", "libexec", "share"]
+            .iter()
+            .map(|part| prefix.join(part))
+            .collect(),
+        (Some("shims"), Some(prefix)) => vec![prefix.to_owned()],
+        _ => vec![dir.to_owned()],
+    }
+}
+
+/// The seccomp filter of a confined hook, for what Landlock does not cover:
+///
+/// - `socket()` for every family, and `io_uring_setup` (whose operations
+///   include opening sockets), fail with `EACCES`. Landlock covers TCP
+///   only; a pathname UNIX socket (the user's own `toolgate serve`, an
+///   agent's, a desktop's) was reachable, and a confined hook talked to the
+///   server that way. `socketpair` stays: it reaches nothing outside the
+///   hook, and runtimes use it for their own child processes.
+/// - chmod, chown and utime in every form (`f*`, `*at`, `fchmodat2`), and
+///   the kernel keyring (`add_key`, `request_key`, `keyctl`): Landlock does
+///   not cover file metadata, and a confined hook changed the mode of files
+///   outside its scratch folder. Seccomp cannot see paths, so they fail
+///   everywhere, the scratch folder included (EPERM).
+///
+/// Everything else is allowed. Built once.
 pub(crate) fn network_filter() -> Result<Arc<seccompiler::BpfProgram>, ConfineError> {
-    use seccompiler::{
-        SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
-        SeccompRule, TargetArch,
-    };
+    use nix::libc;
+    use seccompiler::{SeccompAction, SeccompFilter, TargetArch};
     static FILTER: std::sync::OnceLock<Result<Arc<seccompiler::BpfProgram>, ConfineError>> =
         std::sync::OnceLock::new();
     FILTER
         .get_or_init(|| {
             let why = |e: seccompiler::BackendError| ConfineError::Seccomp(Arc::new(e));
             let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(why)?;
-            let not_unix = SeccompRule::new(vec![
-                SeccompCondition::new(
-                    0,
-                    SeccompCmpArgLen::Dword,
-                    SeccompCmpOp::Ne,
-                    nix::libc::AF_UNIX as u64,
-                )
-                .map_err(why)?,
-            ])
-            .map_err(why)?;
-            let mut rules = std::collections::BTreeMap::new();
-            rules.insert(nix::libc::SYS_socket, vec![not_unix.clone()]);
-            rules.insert(nix::libc::SYS_io_uring_setup, vec![]);
-            // x32 system calls reach the same filter as x86-64 ones, with
-            // bit 30 set in the number.
+            let mut refused: Vec<libc::c_long> = vec![
+                libc::SYS_socket,
+                libc::SYS_io_uring_setup,
+                libc::SYS_fchmod,
+                libc::SYS_fchmodat,
+                FCHMODAT2,
+                libc::SYS_fchown,
+                libc::SYS_fchownat,
+                libc::SYS_utimensat,
+                libc::SYS_add_key,
+                libc::SYS_request_key,
+                libc::SYS_keyctl,
+            ];
             #[cfg(target_arch = "x86_64")]
-            {
-                const X32: i64 = 0x4000_0000;
-                rules.insert(X32 | nix::libc::SYS_socket, vec![not_unix]);
-                rules.insert(X32 | nix::libc::SYS_io_uring_setup, vec![]);
+            refused.extend([
+                libc::SYS_chmod,
+                libc::SYS_chown,
+                libc::SYS_lchown,
+                libc::SYS_utime,
+                libc::SYS_utimes,
+                libc::SYS_futimesat,
+            ]);
+            let mut rules = std::collections::BTreeMap::new();
+            for call in &refused {
+                rules.insert(*call, vec![]);
+                // x32 system calls reach the same filter as x86-64 ones,
+                // with bit 30 set in the number.
+                #[cfg(target_arch = "x86_64")]
+                rules.insert(0x4000_0000 | *call, vec![]);
             }
             let filter = SeccompFilter::new(
                 rules,
                 SeccompAction::Allow,
-                SeccompAction::Errno(nix::libc::EACCES as u32),
+                SeccompAction::Errno(libc::EACCES as u32),
                 arch,
             )
             .map_err(why)?;
@@ -208,6 +359,33 @@ pub(crate) fn network_filter() -> Result<Arc<seccompiler::BpfProgram>, ConfineEr
                 .map_err(why)
         })
         .clone()
+}
+
+/// `fchmodat2` (Linux 6.6), the same number on every architecture.
+const FCHMODAT2: nix::libc::c_long = 452;
+
+/// Marks every descriptor above 2 close-on-exec: a hook gets its three
+/// pipes and nothing else toolgate's own parent (the agent) left open.
+/// Close-on-exec rather than closed, so the spawn's own error pipe still
+/// reports a failed `exec`. One system call (Linux 5.11); an older kernel
+/// is an error, and the hook does not run.
+#[allow(unsafe_code)]
+pub(crate) fn no_inherited_descriptors() -> std::io::Result<()> {
+    // SAFETY: close_range takes plain integers and only sets flags on this
+    // process's own descriptors.
+    let done = unsafe {
+        nix::libc::syscall(
+            nix::libc::SYS_close_range,
+            3u32,
+            u32::MAX,
+            nix::libc::CLOSE_RANGE_CLOEXEC,
+        )
+    };
+    if done == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
 }
 
 /// Restricts the calling process with `ruleset` and `filter`: for the
@@ -232,5 +410,6 @@ pub(crate) fn restrict_self(
             return Err(std::io::Error::last_os_error());
         }
     }
+    no_inherited_descriptors()?;
     seccompiler::apply_filter(filter).map_err(std::io::Error::other)
 }

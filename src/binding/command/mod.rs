@@ -95,9 +95,12 @@ impl CommandHook {
         let (ruleset, warning) = if sandbox.landlock {
             let made = match &sandbox.unavailable {
                 Some(why) => Err(why.clone()),
-                None => confine::ruleset(scratch.path())
-                    .and_then(|fd| Ok((std::sync::Arc::new(fd), confine::network_filter()?)))
-                    .map_err(|e| e.to_string()),
+                None => confine::ruleset(
+                    scratch.path(),
+                    &confine::hook_reads(&sandbox.reads, &self.program, &sandbox.path),
+                )
+                .and_then(|fd| Ok((std::sync::Arc::new(fd), confine::network_filter()?)))
+                .map_err(|e| e.to_string()),
             };
             match made {
                 Ok(both) => (Some(both), None),
@@ -111,20 +114,8 @@ impl CommandHook {
         } else {
             (None, None)
         };
-        let set = vec![
-            ("PATH", sandbox.path.clone()),
-            ("TMPDIR", scratch.path().as_os_str().to_owned()),
-            // Bytecode is never read from or written to the pinned tree:
-            // the snapshot holds no `__pycache__` and is read-only. (A
-            // per-call PYTHONPYCACHEPREFIX would also hide the standard
-            // library's own bytecode, compiling it on every call.)
-            ("PYTHONDONTWRITEBYTECODE", "1".into()),
-        ];
-        let confined = supervise::Confined {
-            remove: confine::REMOVED_ENV,
-            set,
-            ruleset,
-        };
+        let set = confine::environment(&sandbox.path, scratch.path());
+        let confined = supervise::Confined { set, ruleset };
         Ok(Some((scratch, confined, warning)))
     }
 }

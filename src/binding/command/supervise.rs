@@ -104,11 +104,11 @@ enum End {
 /// What a confined hook's process gets instead of the inherited
 /// environment and rights (see `confine`).
 pub(crate) struct Confined {
-    /// Variables removed.
-    pub(crate) remove: &'static [&'static str],
-    /// Variables set (`PATH`, `TMPDIR`, …); the protocol's own (such as
-    /// `CLAUDE_PROJECT_DIR`) are set after them and name none of these.
-    pub(crate) set: Vec<(&'static str, std::ffi::OsString)>,
+    /// The whole environment (`PATH`, `HOME`, `TMPDIR`, …: see
+    /// `confine::environment`); nothing is inherited. The protocol's own
+    /// variables (such as `CLAUDE_PROJECT_DIR`) are set after them and name
+    /// none of these.
+    pub(crate) set: Vec<(std::ffi::OsString, std::ffi::OsString)>,
     /// The Landlock ruleset and seccomp filter the child restricts itself
     /// with before exec.
     pub(crate) ruleset: Option<(
@@ -202,18 +202,26 @@ fn command(
     let mut command = Command::new(program);
     command.args(args).current_dir(cwd);
     if let Some(confined) = confined {
-        for name in confined.remove {
-            command.env_remove(name);
-        }
+        command.env_clear();
         command.envs(confined.set.iter().map(|(k, v)| (k, v)));
-        if let Some((ruleset, filter)) = confined.ruleset.clone() {
-            #[allow(unsafe_code)]
-            // SAFETY: the closure runs in the child between fork and exec;
-            // it only makes three system calls, on a descriptor the parent
-            // keeps open until the spawn returns and a filter it built
-            // before (see `confine`), and allocates nothing.
-            unsafe {
-                command.pre_exec(move || super::confine::restrict_self(&ruleset, &filter));
+        match confined.ruleset.clone() {
+            Some((ruleset, filter)) => {
+                #[allow(unsafe_code)]
+                // SAFETY: the closure runs in the child between fork and
+                // exec; it only makes four system calls, on a descriptor the
+                // parent keeps open until the spawn returns and a filter it
+                // built before (see `confine`), and allocates nothing.
+                unsafe {
+                    command.pre_exec(move || super::confine::restrict_self(&ruleset, &filter));
+                }
+            }
+            None => {
+                #[allow(unsafe_code)]
+                // SAFETY: one system call on this process's descriptors,
+                // no allocation.
+                unsafe {
+                    command.pre_exec(super::confine::no_inherited_descriptors);
+                }
             }
         }
     }

@@ -274,6 +274,21 @@ fn parse(
         }
         return None;
     }
+    // What the managed layer names binds the user: a component the user
+    // (or anyone but root) could replace would let them choose the guard.
+    if common.source == Source::Managed
+        && let Err(e) = crate::safe_fs::root_owned_file(&path)
+    {
+        ctx.problem(
+            "wasm",
+            format!(
+                "component {written:?}: the managed layer runs only what root alone can \
+                 change: {}",
+                crate::text::error_chain(&e)
+            ),
+        );
+        return None;
+    }
     match super::load(
         &path,
         &compile_options(common.source, options),

@@ -70,7 +70,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 use toolgate::agent::Outward;
-use toolgate::serve::{Body, Context, Evaluate, Mode};
+use toolgate::serve::{Body, Evaluate, Mode};
 
 /// The longest hook input: what `toolgate claude-code` accepts on stdin.
 pub(crate) const MAX_BODY: u64 = crate::cli::MAX_STDIN;
@@ -264,8 +264,6 @@ pub(crate) struct Http {
     token: Token,
     /// The exact `Host` a request must carry.
     host: String,
-    /// The server's own config dir, trust store and `PATH`.
-    context: Context,
 }
 
 /// Binds `addr`, says where on stderr, and answers until the runtime stops.
@@ -285,7 +283,6 @@ pub(super) async fn listen(
         server,
         token,
         host,
-        context: crate::cli::client::context(),
     });
     accept_each(listener, MAX_CONNECTIONS, move |stream| {
         connection(http.clone(), stream)
@@ -514,7 +511,7 @@ async fn evaluated(http: &Http, bytes: &[u8]) -> Answer {
         event: None,
         tool: None,
         deadline_ms: Some(u64::try_from(deadline.as_millis()).unwrap_or(u64::MAX)),
-        context: http.context.clone(),
+        context: http.server.own_context().clone(),
     };
     match super::evaluate(&http.server, evaluation).await {
         Body::Evaluated { stdout, .. } => json_answer(&stdout.unwrap_or_else(|| json!({}))),
