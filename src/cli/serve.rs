@@ -329,7 +329,9 @@ impl Server {
             .collect();
         (!names.is_empty()).then(|| {
             format!(
-                "this server answers only with its own configuration, and this caller's {}                  differs from the server's (a caller with another configuration needs a                  server of its own: TOOLGATE_SOCKET)",
+                "this server answers only with its own configuration, and this caller's {} \
+                 differs from the server's (a caller with another configuration needs a \
+                 server of its own: TOOLGATE_SOCKET)",
                 names.join(", ")
             )
         })

@@ -150,9 +150,12 @@ fn a_failing_hooks_stderr_reaches_the_log_through_claude_code() {
 fn the_server_logs_a_call_it_answers_and_the_caller_does_not_log_it_again() {
     let fx = fixture(CRASHING);
     let log = log_path(&fx);
-    // The server's own environment names no log: the caller's path travels
-    // with the call.
-    let server = Server::start_with(|_| {});
+    // The log is the server's own (a request never names where the server
+    // writes), the same as its callers'.
+    let server = Server::start_with(|cmd| {
+        cmd.env("TOOLGATE_CONFIG_DIR", fx.global())
+            .env("TOOLGATE_DECISION_LOG", &log);
+    });
     for client in [server.client(), {
         let mut lean = crate::support::toolgate_hook();
         lean.env_remove("TOOLGATE_SERVER")

@@ -309,10 +309,17 @@ impl Guarded {
     /// `base` (a `toolgate`) with this workspace's state, cache and global
     /// config.
     fn env(&self, mut base: Command) -> Command {
-        base.env("XDG_STATE_HOME", self.state())
+        self.configure(&mut base);
+        base
+    }
+
+    /// Gives `cmd` this workspace's state, cache and global config: a
+    /// `toolgate serve` answers only with its own configuration, so its
+    /// server is started with the same as its callers.
+    fn configure(&self, cmd: &mut Command) {
+        cmd.env("XDG_STATE_HOME", self.state())
             .env("TOOLGATE_CACHE_DIR", self.cache())
             .env("TOOLGATE_CONFIG_DIR", self.fx.global());
-        base
     }
 
     /// The digest `toolgate trust` would record now.
@@ -742,7 +749,9 @@ fn a_server_killed_under_load_leaves_every_call_answered_and_none_allowed() {
             .to_string(),
     )
     .unwrap();
-    let server = Server::start_http(|_| {});
+    let server = Server::start_http(|cmd| {
+        cmd.env("TOOLGATE_CONFIG_DIR", fx.global());
+    });
     let served = || server.status()["requests"].as_u64().unwrap_or(0);
     let clients = kill_under_load(&server, &fx, 16, 3, "20000", || served() >= 48);
     let (mut in_flight, mut total) = (0, 0);
@@ -787,7 +796,9 @@ fn a_server_killed_holding_acknowledged_calls_leaves_each_to_its_client_and_none
         json!({"schema": 1, "hooks": [{"name": "slow", "command": [slow]}]}).to_string(),
     )
     .unwrap();
-    let server = Server::start_http(|_| {});
+    let server = Server::start_http(|cmd| {
+        cmd.env("TOOLGATE_CONFIG_DIR", fx.global());
+    });
     let runs = || names(&started).len();
     let clients = kill_under_load(&server, &fx, 16, 0, "20000", || runs() >= 16);
     let mut in_flight = 0;
@@ -846,7 +857,7 @@ fn out_of_descriptors_a_client_answers_every_call_and_allows_no_denial() {
 fn out_of_descriptors_the_server_blocks_or_hands_back_every_call_and_serves_again_after() {
     let ws = Guarded::new(None);
     ws.trust();
-    let server = Server::start_http(|_| {});
+    let server = Server::start_http(|cmd| ws.configure(cmd));
     let pid = server.status()["pid"].as_u64().unwrap();
     let via_server = || server.client();
     assert_eq!(ws.ask(via_server(), LS, "warm"), Claude::Allowed);
@@ -1037,6 +1048,7 @@ fn a_clock_jumping_back_never_keeps_a_stale_chain_in_the_server() {
     std::fs::write(&clock, "+0").unwrap();
     let server = Server::start_http(|cmd| {
         faked_clock(cmd, "", Some(&clock));
+        cmd.env("TOOLGATE_CONFIG_DIR", fx.global());
     });
     let ask = |what: &str| {
         let mut cmd = server.client();
@@ -1101,11 +1113,13 @@ struct ServerIn<'a> {
 }
 
 impl<'a> ServerIn<'a> {
-    fn start(ns: &'a MountNs, dir: &Path) -> ServerIn<'a> {
+    /// `configure` gives it the configuration its callers have.
+    fn start(ns: &'a MountNs, dir: &Path, configure: impl FnOnce(&mut Command)) -> ServerIn<'a> {
         std::fs::create_dir_all(dir).unwrap();
         let socket = dir.join("serve.sock");
-        let child = ns
-            .wrap(&toolgate())
+        let mut serve = ns.wrap(&toolgate());
+        configure(&mut serve);
+        let child = serve
             .args(["serve", "--socket"])
             .arg(&socket)
             .stdin(std::process::Stdio::null())
@@ -1164,7 +1178,7 @@ fn a_server_that_loaded_on_a_full_disk_runs_the_trusted_hook_once_there_is_room(
     let in_ns = || ns.wrap(&toolgate());
     ws.trust_as(in_ns);
     let filler = fill(&ns.path(&ws.state()), 0);
-    let server = ServerIn::start(&ns, &ws.fx.dir.path().join("run"));
+    let server = ServerIn::start(&ns, &ws.fx.dir.path().join("run"), |cmd| ws.configure(cmd));
     let why = ws
         .ask(server.client(), LS, "a full disk")
         .refused("a full disk");

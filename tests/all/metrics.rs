@@ -15,9 +15,12 @@ use serde_json::{Value, json};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-/// A server with `--metrics` on an ephemeral loopback port, and that port.
-fn start() -> (Server, String) {
-    let server = Server::start_as(toolgate(), &["--metrics", "127.0.0.1:0"]);
+/// A server with `--metrics` on an ephemeral loopback port, started with
+/// `fx`'s global config (as its callers are), and that port.
+fn start(fx: &Fixture) -> (Server, String) {
+    let mut serve = toolgate();
+    serve.env("TOOLGATE_CONFIG_DIR", fx.global());
+    let server = Server::start_as(serve, &["--metrics", "127.0.0.1:0"]);
     let addr = server
         .said_after("toolgate serve: metrics on http://")
         .trim_end_matches("/metrics")
@@ -209,7 +212,7 @@ fn prometheus_reads_back_decisions_failures_latency_reloads_and_trust_refusals_b
     )
     .unwrap();
 
-    let (server, addr) = start();
+    let (server, addr) = start(&fx);
     let prometheus = Prometheus::start(&addr);
     let ws = fx.workspace();
     for _ in 0..3 {
@@ -287,8 +290,8 @@ fn prometheus_reads_back_decisions_failures_latency_reloads_and_trust_refusals_b
 
 #[test]
 fn the_endpoint_answers_only_get_metrics_with_text_promtool_accepts_and_the_socket_says_the_same() {
-    let (server, addr) = start();
     let fx = Fixture::new();
+    let (server, addr) = start(&fx);
     fx.global_hooks(json!([{"name": "wasm-allow", "wasm": crate::guests::path("allow")}]));
     assert_eq!(check(&server, &fx, &fx.workspace(), "ls"), Some(0));
 

@@ -30,6 +30,14 @@ impl Server {
         Server::start_as(toolgate(), &[])
     }
 
+    /// A server started with `fx`'s global config, as its callers are (a
+    /// server answers only with its own configuration).
+    pub(crate) fn start_for(fx: &Fixture) -> Server {
+        Server::start_with(|cmd| {
+            cmd.env("TOOLGATE_CONFIG_DIR", fx.global());
+        })
+    }
+
     /// A server whose command `configure` adjusts first (its environment).
     pub(crate) fn start_with(configure: impl FnOnce(&mut std::process::Command)) -> Server {
         let mut cmd = toolgate();
@@ -448,7 +456,7 @@ fn denies(dialect: Outward, answer: &Value) -> bool {
 fn a_server_refuses_an_unknown_mode_or_version_and_never_answers_in_another_format() {
     let fx = rules_fixture();
     fx.trust();
-    let server = Server::start();
+    let server = Server::start_for(&fx);
     let input_for = |dialect: Outward| agent_pre_in(dialect, &fx.workspace(), "global-deny");
     let evaluate_input = |id: &str, version: Value, mode: &str, input: String| {
         json!({"id": id, "version": version, "op": "evaluate", "mode": mode,
@@ -594,7 +602,7 @@ fn a_client_refused_by_its_server_evaluates_the_call_itself_and_says_so() {
 #[test]
 fn the_server_reloads_edits_and_keeps_the_last_good_config_when_one_breaks() {
     let fx = Fixture::new();
-    let server = Server::start();
+    let server = Server::start_for(&fx);
     let config = |decision: &str| {
         json!({"schema": 1, "hooks": [{"name": "g", "wasm": crate::guests::path(decision)}]})
             .to_string()
@@ -676,7 +684,10 @@ fn a_component_swapped_while_the_server_loads_it_is_loaded_anew() {
     let cache = tempfile::tempdir().unwrap();
     let pause = LoadPause::new();
     let server = Server::start_with(|cmd| {
-        pause.arm(cmd).env("TOOLGATE_CACHE_DIR", cache.path());
+        pause
+            .arm(cmd)
+            .env("TOOLGATE_CACHE_DIR", cache.path())
+            .env("TOOLGATE_CONFIG_DIR", fx.global());
     });
     let evaluate = |id: &str| {
         json!({"id": id, "version": VERSION, "op": "evaluate", "mode": "check", "workspace": fx.workspace(),
@@ -753,7 +764,7 @@ fn the_protocol_answers_by_id_concurrently_and_refuses_what_it_cannot_read() {
             .to_string(),
     )
     .unwrap();
-    let server = Server::start();
+    let server = Server::start_for(&fx);
     let evaluate = |id: &str, tool: &str| {
         json!({"id": id, "version": VERSION, "op": "evaluate", "mode": "check", "workspace": fx.workspace(),
                "input": pre(tool, "ls"), "context": {"global": fx.global()}})
@@ -926,7 +937,7 @@ fn a_trust_store_others_can_write_stops_trusting_at_the_servers_next_call() {
     use std::os::unix::fs::PermissionsExt;
     let case = crate::trust::Case::new();
     case.trust();
-    let server = Server::start();
+    let server = Server::start_with(|cmd| case.configure(cmd));
     let served = || {
         let (code, answer) = case.check_from(server.client());
         (code, stable(answer))
@@ -1049,7 +1060,7 @@ fn assert_blocked(dialect: Outward, (code, stdout, said): (Option<i32>, &str, &s
 fn the_lean_client_decides_every_chain_rule_as_toolgate_does_with_and_without_the_server() {
     let fx = rules_fixture();
     fx.trust();
-    let server = Server::start();
+    let server = Server::start_for(&fx);
     let none = fx.workspace().join("no-server.sock");
     let rules = [
         "ls",
@@ -1170,7 +1181,7 @@ fn a_lean_client_without_the_full_binary_beside_it_blocks_when_no_server_answers
         crate::support::hermetic(&mut cmd);
         cmd
     };
-    let server = Server::start();
+    let server = Server::start_for(&fx);
     for dialect in Outward::ALL {
         let (code, stdout, said) = hook_call(
             &mut via(command(), &alone.path().join("none.sock")),
@@ -1323,7 +1334,8 @@ fn a_load_a_timed_out_call_started_finishes_and_answers_the_next_call() {
     .unwrap();
     let cache = tempfile::tempdir().unwrap();
     let server = Server::start_with(|cmd| {
-        cmd.env("TOOLGATE_CACHE_DIR", cache.path());
+        cmd.env("TOOLGATE_CACHE_DIR", cache.path())
+            .env("TOOLGATE_CONFIG_DIR", fx.global());
     });
     let started = Instant::now();
     let (fx, server) = (&fx, &server);
@@ -1382,14 +1394,19 @@ fn past_max_workspaces_the_least_recently_used_is_evicted_and_reloads_when_asked
     for fx in &fixtures {
         deny_guard(fx);
     }
-    let server = Server::start_as(toolgate(), &["--max-workspaces", "2"]);
+    // One global config for the three (a server answers only with its
+    // own): each workspace is a config of its own all the same.
+    let global = fixtures[0].global();
+    let mut serve = toolgate();
+    serve.env("TOOLGATE_CONFIG_DIR", &global);
+    let server = Server::start_as(serve, &["--max-workspaces", "2"]);
     let check = |fx: &Fixture| {
         let out = run_with_stdin(
             server
                 .client()
                 .args(["check", "--workspace"])
                 .arg(fx.workspace())
-                .env("TOOLGATE_CONFIG_DIR", fx.global()),
+                .env("TOOLGATE_CONFIG_DIR", &global),
             &pre("Bash", "ls"),
         );
         assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
@@ -1444,7 +1461,7 @@ fn past_max_workspaces_the_least_recently_used_is_evicted_and_reloads_when_asked
 fn serve_status_counts_requests_errors_refusals_and_latency_per_mode() {
     let fx = Fixture::new();
     deny_guard(&fx);
-    let server = Server::start();
+    let server = Server::start_for(&fx);
     let status = || {
         let out = toolgate()
             .args(["serve", "status", "--json", "--socket"])
@@ -1547,7 +1564,7 @@ fn check_exits_with_the_same_codes_through_a_server() {
     let broken = tempfile::tempdir().unwrap();
     std::fs::create_dir(broken.path().join(".toolgate")).unwrap();
     std::fs::write(broken.path().join(".toolgate/hooks.json"), "{").unwrap();
-    let server = Server::start();
+    let server = Server::start_for(&fx);
     let call = |tool: &str| format!(r#"{{"tool":"{tool}","input":{{}}}}"#);
     let cases = [
         (fx.workspace(), call("ls"), 0),

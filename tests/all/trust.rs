@@ -50,6 +50,13 @@ impl Case {
 
     /// `toolgate` (as `base` runs it: with a server, say) with this case's
     /// state directory and global config.
+    /// Gives `cmd` (a `toolgate serve`) this case's trust state and
+    /// global config: a server answers only with its own configuration.
+    pub(crate) fn configure(&self, cmd: &mut std::process::Command) {
+        cmd.env("XDG_STATE_HOME", self.state.path())
+            .env("TOOLGATE_CONFIG_DIR", self.fx.global());
+    }
+
     fn cmd_from(&self, mut base: std::process::Command) -> std::process::Command {
         base.env("XDG_STATE_HOME", self.state.path())
             .env("TOOLGATE_CONFIG_DIR", self.fx.global());

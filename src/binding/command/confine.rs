@@ -54,10 +54,12 @@ pub(crate) enum ConfineError {
     Seccomp(Arc<seccompiler::BackendError>),
 }
 
-/// Variables a confined hook gets from toolgate's own environment, when set
-/// and when their value is a plain locale or zone name (letters, digits
-/// and `_.-@+/`, no `..`, not a path): the language and time zone its
-/// messages are in. Nothing else is inherited.
+/// The environment of a confined hook, before the protocol's own variables
+/// (such as `CLAUDE_PROJECT_DIR`): `PATH` as toolgate set it, `HOME` and
+/// `TMPDIR` its scratch folder, no bytecode written, and `LANG=C.UTF-8`
+/// (text in and out is UTF-8). Nothing of toolgate's own environment is
+/// inherited, not even the locale or time zone (a hook reads the system's
+/// `/etc/localtime`).
 ///
 /// The environment starts empty, because a list of names to remove was the
 /// wrong shape: every interpreter, the shell and the dynamic loader read
@@ -66,42 +68,16 @@ pub(crate) enum ConfineError {
 /// bash function (`BASH_FUNC_echo%%`) replaced a reviewed guard's `echo`,
 /// `PYTHONPYCACHEPREFIX` ran planted bytecode), and a new one appears with
 /// every release.
-pub(crate) const INHERITED_ENV: &[&str] = &["LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "TZ"];
-
-/// The environment of a confined hook, before the protocol's own variables
-/// (such as `CLAUDE_PROJECT_DIR`): `PATH` as toolgate set it, `HOME` and
-/// `TMPDIR` its scratch folder, no bytecode written, and the locale and
-/// zone ([`INHERITED_ENV`]).
 pub(crate) fn environment(path: &OsString, scratch: &Path) -> Vec<(OsString, OsString)> {
-    let mut env: Vec<(OsString, OsString)> = vec![
+    vec![
         ("PATH".into(), path.clone()),
         ("HOME".into(), scratch.as_os_str().to_owned()),
         ("TMPDIR".into(), scratch.as_os_str().to_owned()),
         // Bytecode is never read from or written to the pinned tree: the
         // snapshot holds no `__pycache__` and is read-only.
         ("PYTHONDONTWRITEBYTECODE".into(), "1".into()),
-    ];
-    for name in INHERITED_ENV {
-        if let Some(value) = std::env::var_os(name).filter(|v| plain_name(v)) {
-            env.push(((*name).into(), value));
-        }
-    }
-    env
-}
-
-/// A locale or zone name, not a path or anything a parser could read more
-/// into.
-fn plain_name(value: &std::ffi::OsStr) -> bool {
-    let Some(value) = value.to_str() else {
-        return false;
-    };
-    !value.is_empty()
-        && value.len() <= 64
-        && !value.starts_with(['/', ':', '.'])
-        && !value.contains("..")
-        && value
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "_.-@+/".contains(c))
+        ("LANG".into(), "C.UTF-8".into()),
+    ]
 }
 
 /// How one command hook is sandboxed (set for workspace hooks by the
@@ -267,7 +243,12 @@ pub(crate) fn hook_reads(given: &[PathBuf], program: &Path, path: &OsString) -> 
             reads.extend(installation(dir));
         }
     }
-    let home = std::env::var_os("HOME").map(PathBuf::from);
+    // The user's home from the password database (the library reads no
+    // variable of its own).
+    let home = nix::unistd::User::from_uid(nix::unistd::getuid())
+        .ok()
+        .flatten()
+        .map(|user| user.dir);
     for dir in std::env::split_paths(path) {
         if dir.is_absolute() {
             reads.extend(installation(&dir));
