@@ -134,6 +134,7 @@ use toolgate::trust::TrustStore;
 use toolgate::{Config, HookRunner, Source};
 
 mod backoff;
+mod peers;
 mod stats;
 use backoff::Backoff;
 use stats::Stats;

@@ -618,3 +618,140 @@ fn the_lean_client_runs_only_a_toolgate_of_its_user_or_root() {
         assert!(said.contains(why), "{case}: {said}");
     }
 }
+
+/// `cmd` as uid 65534 (`nobody`): the other user on the machine. The
+/// suite runs as root (as the permission tests do).
+fn as_nobody(program: &str) -> std::process::Command {
+    let mut cmd = std::process::Command::new("setpriv");
+    cmd.args([
+        "--reuid=65534",
+        "--regid=65534",
+        "--clear-groups",
+        "--",
+        program,
+    ]);
+    cmd
+}
+
+/// Another user opened 300 connections to the user's HTTP listener and
+/// sent nothing: every slot was theirs, and the user's own agent got no
+/// answer (its calls blocked: the guard was down). A connection from
+/// another user is now closed as it is accepted, so the user's own request
+/// is answered at once.
+#[test]
+fn another_users_idle_connections_never_keep_the_users_own_call_waiting() {
+    assert!(
+        nix::unistd::geteuid().is_root(),
+        "this test plays another user (setpriv): run the suite as root, as CI does"
+    );
+    let fx = Fixture::new();
+    let server = Server::start_http(|cmd| {
+        cmd.env("TOOLGATE_CONFIG_DIR", fx.global());
+    });
+    let addr = server.http.clone().unwrap();
+    let (host, port) = addr.rsplit_once(':').unwrap();
+    let mut holder = as_nobody("/usr/bin/python3")
+        .arg("-c")
+        .arg(format!(
+            "import socket, sys, time\n\
+             held = [socket.create_connection(({host:?}, {port}), timeout=5) for _ in range(300)]\n\
+             print('holding', len(held), flush=True)\n\
+             time.sleep(120)\n"
+        ))
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut said = String::new();
+    BufReader::new(holder.stdout.take().unwrap())
+        .read_line(&mut said)
+        .unwrap();
+    assert_eq!(
+        said.trim(),
+        "holding 300",
+        "the other user could not connect"
+    );
+    let started = std::time::Instant::now();
+    let mut stream = std::net::TcpStream::connect(&addr).unwrap();
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .unwrap();
+    stream
+        .write_all(&crate::serve_http::request(
+            &addr,
+            "POST",
+            "/claude-code",
+            &[],
+            &crate::serve_http::claude_pre(&fx.workspace(), "ls"),
+        ))
+        .unwrap();
+    let mut out = Vec::new();
+    let _ = std::io::Read::read_to_end(&mut stream, &mut out);
+    let _ = holder.kill();
+    let _ = holder.wait();
+    let text = String::from_utf8_lossy(&out);
+    assert!(
+        text.starts_with("HTTP/1.1 200"),
+        "the user's own call was not answered within 5 s (after {:?}): {text:?}",
+        started.elapsed()
+    );
+}
+
+/// A server with `--http` recorded its port and stopped; another user
+/// listened on that port. `install --http` (and `doctor`) sent the user's
+/// bearer token there and, answered 200, reported ok. Now the token goes
+/// only to a listener of this user's: the squatter receives nothing, and
+/// the install fails saying why.
+#[test]
+fn the_token_is_never_sent_to_a_port_another_user_squats() {
+    assert!(
+        nix::unistd::geteuid().is_root(),
+        "this test plays another user (setpriv): run the suite as root, as CI does"
+    );
+    let state = tempfile::tempdir().unwrap();
+    let server = Server::start_http(|cmd| {
+        cmd.env("XDG_STATE_HOME", state.path());
+    });
+    let addr = server.http.clone().unwrap();
+    drop(server);
+    let token = std::fs::read_to_string(state.path().join("toolgate/http-token")).unwrap();
+    let seen = tempfile::tempdir().unwrap();
+    crate::support::chown_to_nobody(seen.path());
+    let log = seen.path().join("received");
+    let (host, port) = addr.rsplit_once(':').unwrap();
+    let mut squatter = as_nobody("/usr/bin/python3")
+        .arg("-c")
+        .arg(format!(
+            "import socket\n\
+             s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n\
+             s.bind(({host:?}, {port})); s.listen(8); print('listening', flush=True)\n\
+             while True:\n\
+             \x20   c, _ = s.accept(); c.settimeout(2)\n\
+             \x20   try:\n        data = c.recv(65536)\n    except OSError:\n        data = b''\n\
+             \x20   open({log:?}, 'ab').write(data)\n\
+             \x20   c.sendall(b'HTTP/1.1 200 OK\\r\\nContent-Length: 2\\r\\n\\r\\n{{}}'); c.close()\n",
+            log = log.display().to_string()
+        ))
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut said = String::new();
+    BufReader::new(squatter.stdout.take().unwrap())
+        .read_line(&mut said)
+        .unwrap();
+    assert_eq!(said.trim(), "listening");
+    let home = tempfile::tempdir().unwrap();
+    let out = toolgate()
+        .env("HOME", home.path())
+        .env("XDG_STATE_HOME", state.path())
+        .args(["install", "claude-code", "--http", "--dry-run"])
+        .output()
+        .unwrap();
+    let _ = squatter.kill();
+    let _ = squatter.wait();
+    let received = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(
+        !received.contains(token.trim()),
+        "the squatter received the token: {received}"
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+}

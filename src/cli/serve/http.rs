@@ -36,6 +36,12 @@
 //!   it is read, and a chunked one is cut at the bound; at most
 //!   [`MAX_CONNECTIONS`] connections are served at once (the rest wait in the
 //!   kernel's queue).
+//! - **This user's connections only**: a connection from a process of
+//!   another user (found in the kernel's socket tables, `peers.rs`) is
+//!   closed as it is accepted, before it takes a slot: nobody else has the
+//!   token, and 300 idle connections of another user's held every slot.
+//!   And the other way: `doctor` and `install --http` send the token only
+//!   to a listener of this user's ([`probe`]).
 //!
 //! # The same answer as the command
 //!
@@ -284,7 +290,7 @@ pub(super) async fn listen(
         token,
         host,
     });
-    accept_each(listener, MAX_CONNECTIONS, move |stream| {
+    accept_each(listener, MAX_CONNECTIONS, Peers::ThisUser, move |stream| {
         connection(http.clone(), stream)
     });
     Ok(())
@@ -304,11 +310,31 @@ pub(super) async fn bind(addr: SocketAddr) -> anyhow::Result<(tokio::net::TcpLis
     Ok((listener, host))
 }
 
+/// Whose connections a listener serves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Peers {
+    /// Only processes of the user the server runs as (the hook endpoint:
+    /// nobody else has the token, so another user's connection can only
+    /// take a slot from the user's agent). Judged from the kernel's socket
+    /// tables ([`super::peers`]) as each connection is accepted, and
+    /// closed at once otherwise, so it never holds a slot.
+    ThisUser,
+    /// Anyone on loopback (`--metrics`: Prometheus may run as a user of
+    /// its own).
+    Anyone,
+}
+
 /// Serves each connection `listener` accepts with `serve`, at most `max` at
 /// once (the rest wait in the kernel's queue), until the runtime stops; a
-/// failing `accept` (out of descriptors) backs off instead of spinning.
-pub(super) fn accept_each<F, S>(listener: tokio::net::TcpListener, max: usize, serve: F)
-where
+/// failing `accept` (out of descriptors) backs off instead of spinning. A
+/// connection from a peer `peers` does not admit is closed before it takes
+/// a slot.
+pub(super) fn accept_each<F, S>(
+    listener: tokio::net::TcpListener,
+    max: usize,
+    peers: Peers,
+    serve: F,
+) where
     F: Fn(tokio::net::TcpStream) -> S + Send + 'static,
     S: std::future::Future<Output = ()> + Send + 'static,
 {
@@ -320,8 +346,12 @@ where
                 return;
             };
             match listener.accept().await {
-                Ok((stream, _)) => {
+                Ok((stream, theirs)) => {
                     backoff.succeeded();
+                    if peers == Peers::ThisUser && !this_user(&stream, theirs) {
+                        drop(stream);
+                        continue;
+                    }
                     let _ = stream.set_nodelay(true);
                     let served = serve(stream);
                     tokio::spawn(async move {
@@ -333,6 +363,16 @@ where
             }
         }
     });
+}
+
+/// Whether the process at the other end of `stream` runs as this user.
+fn this_user(stream: &tokio::net::TcpStream, theirs: SocketAddr) -> bool {
+    let me = nix::unistd::geteuid().as_raw();
+    stream
+        .local_addr()
+        .ok()
+        .and_then(|ours| super::peers::peer_uid(ours, theirs))
+        == Some(me)
 }
 
 async fn connection(http: Arc<Http>, stream: tokio::net::TcpStream) {
@@ -568,6 +608,25 @@ pub(crate) fn probe(url: &str) -> Result<(), String> {
     let wait = Duration::from_secs(2);
     let mut stream = std::net::TcpStream::connect_timeout(&addr, wait)
         .map_err(|e| format!("nothing answers on {addr}: {e}"))?;
+    // The token goes only to a listener of this user's: another user may
+    // listen on a port a stopped server recorded.
+    let me = nix::unistd::geteuid().as_raw();
+    let owner = stream
+        .local_addr()
+        .ok()
+        .and_then(|ours| super::peers::peer_uid(ours, addr));
+    if owner != Some(me) {
+        return Err(match owner {
+            Some(uid) => format!(
+                "what listens on {addr} runs as uid {uid}, not as this user (uid {me}): it is \
+                 not this user's toolgate server, and the secret was not sent to it"
+            ),
+            None => format!(
+                "who listens on {addr} cannot be told (the kernel lists no such connection): \
+                 the secret was not sent"
+            ),
+        });
+    }
     let _ = stream.set_read_timeout(Some(wait));
     stream
         .write_all(request.as_bytes())

@@ -85,6 +85,7 @@
 //! literal address (no DNS rebinding), any `Origin` header (a browser) is
 //! refused, only `GET /metrics`, headers within a timeout, few connections.
 
+use super::http::Peers;
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::body::Incoming;
@@ -408,7 +409,7 @@ pub(super) async fn listen(server: Arc<super::Server>, addr: SocketAddr) -> anyh
     let (listener, host) = super::http::bind(addr).await?;
     eprintln!("toolgate serve: metrics on http://{host}/metrics");
     let host: Arc<str> = host.into();
-    super::http::accept_each(listener, MAX_CONNECTIONS, move |stream| {
+    super::http::accept_each(listener, MAX_CONNECTIONS, Peers::Anyone, move |stream| {
         let (server, host) = (server.clone(), host.clone());
         async move {
             let service = hyper::service::service_fn(move |request| {
