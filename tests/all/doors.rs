@@ -654,7 +654,10 @@ fn another_users_idle_connections_never_keep_the_users_own_call_waiting() {
         .arg("-c")
         .arg(format!(
             "import socket, sys, time\n\
-             held = [socket.create_connection(({host:?}, {port}), timeout=5) for _ in range(300)]\n\
+             held = []\n\
+             for _ in range(300):\n\
+             \x20   try:\n        held.append(socket.create_connection(({host:?}, {port}), timeout=1))\n\
+             \x20   except OSError:\n        pass\n\
              print('holding', len(held), flush=True)\n\
              time.sleep(120)\n"
         ))
@@ -665,11 +668,10 @@ fn another_users_idle_connections_never_keep_the_users_own_call_waiting() {
     BufReader::new(holder.stdout.take().unwrap())
         .read_line(&mut said)
         .unwrap();
-    assert_eq!(
-        said.trim(),
-        "holding 300",
-        "the other user could not connect"
-    );
+    // Every slot (32) and more: the rest wait in the kernel's queue, or
+    // are refused when it is full.
+    let held: usize = said.trim().trim_start_matches("holding ").parse().unwrap();
+    assert!(held >= 64, "the other user held only {held} connections");
     let started = std::time::Instant::now();
     let mut stream = std::net::TcpStream::connect(&addr).unwrap();
     stream
