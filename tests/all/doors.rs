@@ -757,3 +757,104 @@ fn the_token_is_never_sent_to_a_port_another_user_squats() {
     );
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
 }
+
+/// Trust checked who owns the interpreter, not where it loads code from:
+/// an interpreter whose `site-packages` another user owns ran that user's
+/// `.pth` before the reviewed hook. The review now refuses it (and one
+/// whose `site-packages` others can write), and accepts the same
+/// installation once only its user or root can change it.
+#[test]
+fn an_interpreter_whose_import_roots_another_user_owns_is_not_trusted() {
+    use std::os::unix::fs::PermissionsExt;
+    assert!(
+        nix::unistd::geteuid().is_root(),
+        "this test plays another user (chown): run the suite as root, as CI does"
+    );
+    let base = tempfile::tempdir().unwrap();
+    let venv = base.path().join("venv");
+    let site = venv.join("lib/python3.11/site-packages");
+    std::fs::create_dir_all(&site).unwrap();
+    std::fs::create_dir_all(venv.join("bin")).unwrap();
+    std::fs::write(
+        venv.join("pyvenv.cfg"),
+        "home = /usr/bin\ninclude-system-site-packages = false\n",
+    )
+    .unwrap();
+    std::os::unix::fs::symlink("/usr/bin/python3.11", venv.join("bin/python3")).unwrap();
+    let mark = base.path().join("pth-ran");
+    let pth = site.join("evil.pth");
+    std::fs::write(
+        &pth,
+        format!(
+            "import os; open({:?}, 'w').close()\n",
+            mark.display().to_string()
+        ),
+    )
+    .unwrap();
+    let fx = Fixture::new();
+    fx.script(
+        "g.py",
+        "import json, sys\nsys.stdin.read()\nprint(json.dumps({'decision': 'deny', 'reason': 'reviewed'}))\n",
+    );
+    let python = venv.join("bin/python3").display().to_string();
+    fx.workspace_hooks(hook(json!([python, "hooks/g.py"])));
+    let review = || {
+        toolgate()
+            .args(["trust", "--workspace"])
+            .arg(fx.workspace())
+            .env("TOOLGATE_CONFIG_DIR", fx.global())
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap()
+    };
+    for (case, change) in [
+        (
+            "another user's site-packages",
+            (|site: &Path, pth: &Path| {
+                crate::support::chown_to_nobody(site);
+                crate::support::chown_to_nobody(pth);
+            }) as fn(&Path, &Path),
+        ),
+        ("another user's .pth", |site: &Path, pth: &Path| {
+            nix::unistd::chown(site, Some(nix::unistd::Uid::from_raw(0)), None).unwrap();
+            crate::support::chown_to_nobody(pth);
+        }),
+        (
+            "a site-packages others can write",
+            |site: &Path, pth: &Path| {
+                nix::unistd::chown(pth, Some(nix::unistd::Uid::from_raw(0)), None).unwrap();
+                std::fs::set_permissions(site, std::fs::Permissions::from_mode(0o777)).unwrap();
+            },
+        ),
+    ] {
+        change(&site, &pth);
+        let out = review();
+        let said = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{case}: {said}");
+        assert!(
+            said.contains("cannot be trusted") && said.contains("site-packages"),
+            "{case}: {said}"
+        );
+        let out = run_with_stdin(
+            toolgate()
+                .args(["check", "--workspace"])
+                .arg(fx.workspace())
+                .env("TOOLGATE_CONFIG_DIR", fx.global()),
+            PUSH,
+        );
+        assert_eq!(out.status.code(), Some(3), "{case}: {}", stderr(&out));
+        assert!(!mark.exists(), "{case}: the .pth ran");
+    }
+    // Only root can change it now: trusted, and it runs.
+    std::fs::set_permissions(&site, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::remove_file(&pth).unwrap();
+    fx.trust();
+    let out = run_with_stdin(
+        toolgate()
+            .args(["check", "--workspace"])
+            .arg(fx.workspace())
+            .env("TOOLGATE_CONFIG_DIR", fx.global()),
+        PUSH,
+    );
+    assert_eq!(stdout_json(&out)["reason"], "reviewed", "{}", stderr(&out));
+}

@@ -260,15 +260,25 @@ pub(crate) fn hook_reads(given: &[PathBuf], program: &Path, path: &OsString) -> 
 
 /// What a folder of programs needs read: for `X/bin`, the parts of `X` an
 /// interpreter loads its library from (`bin`, `lib`, `lib64`, `libexec`,
-/// `share`; not all of `X`, which may be `~/.cargo` with its
+/// `share`, a virtual environment's `pyvenv.cfg`; not all of `X`, which may be `~/.cargo` with its
 /// `credentials.toml`); for a version manager's `X/shims` (pyenv, rbenv),
 /// all of `X`, where its versions are; any other folder, itself.
 fn installation(dir: &Path) -> Vec<PathBuf> {
     match (dir.file_name().and_then(|n| n.to_str()), dir.parent()) {
-        (Some("bin" | "sbin"), Some(prefix)) => ["bin", "sbin", "lib", "lib64", "libexec", "share"]
-            .iter()
-            .map(|part| prefix.join(part))
-            .collect(),
+        (Some("bin" | "sbin"), Some(prefix)) => [
+            "bin",
+            "sbin",
+            "lib",
+            "lib64",
+            "libexec",
+            "share",
+            // A virtual environment's marker, which says where its
+            // interpreter's own installation is.
+            "pyvenv.cfg",
+        ]
+        .iter()
+        .map(|part| prefix.join(part))
+        .collect(),
         (Some("shims"), Some(prefix)) => vec![prefix.to_owned()],
         _ => vec![dir.to_owned()],
     }

@@ -278,6 +278,8 @@ pub(crate) fn read(
             })
         })?;
     let interpreter = std::path::absolute(&found).unwrap_or(found);
+    import_roots_owned(family, &interpreter, &canonical)
+        .map_err(|why| refuse(ProgramRefusal::Replaceable(why)))?;
     let Scan(at) = scan(family.table(), rest).map_err(|why| ReadCommandError::Options {
         written: written.to_owned(),
         why,
@@ -473,6 +475,8 @@ fn read_shebang(
     }
     crate::safe_fs::writable_only_by_owner(&canonical).map_err(ShebangRefusal::Replaceable)?;
     let family = Family::of(&name).ok_or(ShebangRefusal::Unknown)?;
+    let absolute = std::path::absolute(&found).unwrap_or_else(|_| found.clone());
+    import_roots_owned(family, &absolute, &canonical).map_err(ShebangRefusal::Replaceable)?;
     // The #! argument is an option (the script follows it): it must be one
     // the table knows. `scan` sees it followed by a stand-in script.
     if !options.is_empty() {
@@ -484,6 +488,92 @@ fn read_shebang(
         }
     }
     Ok((found, options))
+}
+
+/// The folders an interpreter loads code from before (and besides) the
+/// script, found from where it is installed, as written and resolved:
+/// for `<prefix>/bin/python3`, `<prefix>/lib/python3*/{site,dist}-packages`,
+/// `<prefix>/lib/python3/dist-packages`, `<prefix>/local/lib/python3*/…`;
+/// for a version manager's `<root>/shims/python3` (pyenv), every installed
+/// version's; for node, `<prefix>/lib/node_modules` and `<prefix>/lib/node`.
+/// Bash, sh and perl: none toolgate reads (their start-up files are the
+/// environment's, which a confined hook does not inherit).
+fn import_roots(family: Family, written: &Path, canonical: &Path) -> Vec<PathBuf> {
+    let mut prefixes = Vec::new();
+    for program in [written, canonical] {
+        let Some(dir) = program.parent() else {
+            continue;
+        };
+        match (dir.file_name().and_then(|n| n.to_str()), dir.parent()) {
+            (Some("bin" | "sbin"), Some(prefix)) => prefixes.push(prefix.to_owned()),
+            (Some("shims"), Some(root)) => {
+                for version in std::fs::read_dir(root.join("versions"))
+                    .into_iter()
+                    .flatten()
+                {
+                    prefixes.extend(version.ok().map(|v| v.path()));
+                }
+            }
+            _ => {}
+        }
+    }
+    prefixes.sort();
+    prefixes.dedup();
+    let children = |dir: PathBuf| -> Vec<PathBuf> {
+        std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .collect()
+    };
+    let mut roots = Vec::new();
+    for prefix in prefixes {
+        match family {
+            Family::Python => {
+                for lib in [
+                    prefix.join("lib"),
+                    prefix.join("lib64"),
+                    prefix.join("local/lib"),
+                ] {
+                    for version in children(lib) {
+                        let name = file_name(&version);
+                        if name.starts_with("python3") {
+                            roots.push(version.join("site-packages"));
+                            roots.push(version.join("dist-packages"));
+                        }
+                    }
+                }
+            }
+            Family::Node => {
+                roots.push(prefix.join("lib/node_modules"));
+                roots.push(prefix.join("lib/node"));
+            }
+            Family::Bash | Family::Sh | Family::Perl => {}
+        }
+    }
+    roots.retain(|r| r.is_dir());
+    roots
+}
+
+/// Every import root of the interpreter ([`import_roots`]), each `.pth`
+/// file and each entry directly in it, is the user's or root's and
+/// writable by nobody else, as the interpreter itself must be: another
+/// user's `.pth` in `site-packages` ran before a reviewed hook and decided
+/// the call.
+fn import_roots_owned(
+    family: Family,
+    written: &Path,
+    canonical: &Path,
+) -> Result<(), OwnershipError> {
+    for root in import_roots(family, written, canonical) {
+        crate::safe_fs::owner_only(&root, false)?;
+        for entry in std::fs::read_dir(&root).into_iter().flatten().flatten() {
+            // A folder in it too: no sticky bit lets others in.
+            crate::safe_fs::owner_only(&entry.path(), false)?;
+        }
+    }
+    Ok(())
 }
 
 fn file_name(path: &Path) -> String {
