@@ -56,6 +56,14 @@ impl BindingOptions {
     }
 }
 
+/// Set in [`BindingOptions`] by `Config::from_file` for the managed
+/// layer: its caller vouches for the file and what it names, so what the
+/// loader checks of a managed component's owner (`root_owned_file`) is the
+/// caller's to have checked. Absent (every load through the `Loader`),
+/// the check is made.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CallerVouches;
+
 impl fmt::Debug for BindingOptions {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("BindingOptions")

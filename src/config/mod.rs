@@ -594,21 +594,24 @@ impl Config {
 
     /// Loads one file as the given source, resolving relative programs
     /// against `root`. A missing file is an error here. As
-    /// [`Source::Managed`], the caller vouches for the file (the
-    /// root-ownership checks are [`Loader::managed_dir`]'s): its fields are
-    /// read as the managed layer's.
+    /// [`Source::Managed`], the caller vouches for the file and the
+    /// components it names (the root-ownership checks are
+    /// [`Loader::managed_dir`]'s): its fields are read as the managed
+    /// layer's.
     pub fn from_file(source: Source, path: &Path, root: &Path) -> Result<Config, ConfigError> {
         let mut config = Config::default();
         let mut problems = Vec::new();
         if !path.exists() && !path.is_symlink() {
             problems.push(Problem::file(path, "not read: no such file".into()));
         } else if source == Source::Managed {
+            let mut vouched = BindingOptions::default();
+            vouched.set(crate::binding::parse::CallerVouches);
             match crate::safe_fs::read_identified(path, crate::safe_fs::MAX_CONFIG_BYTES) {
                 Ok((text, _)) => config.parse_text(
                     &text,
                     source,
                     path,
-                    (&absolute(root), &BindingOptions::default(), None),
+                    (&absolute(root), &vouched, None),
                     &mut problems,
                 ),
                 Err(e) => problems.push(Problem::file(

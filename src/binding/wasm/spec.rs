@@ -277,6 +277,10 @@ fn parse(
     // What the managed layer names binds the user: a component the user
     // (or anyone but root) could replace would let them choose the guard.
     if common.source == Source::Managed
+        && common
+            .options
+            .get::<crate::binding::parse::CallerVouches>()
+            .is_none()
         && let Err(e) = crate::safe_fs::root_owned_file(&path)
     {
         ctx.problem(
