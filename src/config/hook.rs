@@ -131,6 +131,30 @@ pub(crate) const TOP_FIELDS: &[Field] = &[
             }})
         },
     },
+    Field {
+        name: "confined_reads",
+        about: "Global or managed config only: absolute paths every confined hook may also read \
+                (and execute) beneath, besides what it reads by default (the system, its \
+                snapshot and workspace, its interpreter, its PATH). When the managed config \
+                requires confinement, only its own entries count.",
+        schema: || {
+            json!({"type": "array", "uniqueItems": true,
+                   "items": {"type": "string", "pattern": "^/"}})
+        },
+    },
+    Field {
+        name: "confined_env",
+        about: "Global or managed config only: variables (name to value) set in every confined \
+                hook's environment, which otherwise starts empty but for PATH, HOME, TMPDIR, \
+                PYTHONDONTWRITEBYTECODE and LANG (which cannot be named here). When the \
+                managed config requires confinement, only its own entries count.",
+        schema: || {
+            json!({"type": "object",
+                   "propertyNames": {"pattern": "^[A-Za-z_][A-Za-z0-9_]*$",
+                                     "not": {"enum": super::RESERVED_ENV}},
+                   "additionalProperties": {"type": "string"}})
+        },
+    },
     // Signed components (src/signing.rs).
     Field {
         name: "signing",
@@ -187,6 +211,10 @@ pub(crate) struct Top {
     /// `unconfined_workspace_hooks`: (workspace root, hook name) pairs the
     /// operator lets run without confinement.
     pub(crate) unconfined: Vec<(std::path::PathBuf, String)>,
+    /// `confined_reads`: what confined hooks may also read.
+    pub(crate) confined_reads: Vec<std::path::PathBuf>,
+    /// `confined_env`: variables set in confined hooks' environments.
+    pub(crate) confined_env: Vec<(String, String)>,
     /// `signing`: the keys that sign components, and whether they must.
     pub(crate) signing: Option<crate::signing::Signing>,
     /// The managed layer's own settings (`None` in any other file, which
@@ -297,6 +325,8 @@ impl<'a> TopFields<'a> {
             untrusted: self.untrusted(),
             require_confinement: self.require_confinement(),
             unconfined: self.unconfined(),
+            confined_reads: self.confined_reads(),
+            confined_env: self.confined_env(),
             signing: self.signing(),
             managed: self.managed(),
         }
@@ -432,6 +462,65 @@ impl<'a> TopFields<'a> {
             self.problem("require_confinement", message);
         }
         parsed
+    }
+
+    fn confined_reads(&mut self) -> Vec<std::path::PathBuf> {
+        let Some(value) = self.operator_only("confined_reads", CONFINEMENT_IS_THE_OPERATORS) else {
+            return Vec::new();
+        };
+        let paths = value.as_array().and_then(|items| {
+            items
+                .iter()
+                .map(|item| {
+                    let path = Path::new(item.as_str()?);
+                    path.is_absolute().then(|| path.to_owned())
+                })
+                .collect::<Option<Vec<_>>>()
+        });
+        paths.unwrap_or_else(|| {
+            self.problem(
+                "confined_reads",
+                "expected an array of absolute paths".into(),
+            );
+            Vec::new()
+        })
+    }
+
+    fn confined_env(&mut self) -> Vec<(String, String)> {
+        let Some(value) = self.operator_only("confined_env", CONFINEMENT_IS_THE_OPERATORS) else {
+            return Vec::new();
+        };
+        let Some(pairs) = value.as_object() else {
+            self.problem(
+                "confined_env",
+                "expected an object of variable names to string values".into(),
+            );
+            return Vec::new();
+        };
+        let mut env = Vec::new();
+        for (name, value) in pairs {
+            let plain = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            match value.as_str() {
+                _ if !plain => self.problem(
+                    "confined_env",
+                    format!(
+                        "{:?} is not a variable name (letters, digits and _)",
+                        crate::text::excerpt(name, 64)
+                    ),
+                ),
+                _ if super::RESERVED_ENV.contains(&name.as_str()) => self.problem(
+                    "confined_env",
+                    format!("{name} is toolgate's to set for a confined hook"),
+                ),
+                Some(value) => env.push((name.clone(), value.to_owned())),
+                None => self.problem(
+                    "confined_env",
+                    format!("{name}: expected a string, got {}", type_name(value)),
+                ),
+            }
+        }
+        env
     }
 
     fn unconfined(&mut self) -> Vec<(std::path::PathBuf, String)> {

@@ -186,6 +186,12 @@ impl HookSpec {
     }
 }
 
+/// What toolgate sets in a confined hook's environment itself
+/// (`binding::command::confine::environment`): `confined_env` cannot name
+/// them.
+pub(crate) const RESERVED_ENV: &[&str] =
+    &["PATH", "HOME", "TMPDIR", "PYTHONDONTWRITEBYTECODE", "LANG"];
+
 /// The hooks loaded from the global and workspace configs, global first.
 #[derive(Clone, Debug, Default)]
 pub struct Config {
@@ -197,6 +203,10 @@ pub struct Config {
     require_confinement: bool,
     /// `unconfined_workspace_hooks` from the global config.
     unconfined: Vec<(PathBuf, String)>,
+    /// `confined_reads` from the managed and global configs.
+    confined_reads: Vec<PathBuf>,
+    /// `confined_env` from the managed and global configs.
+    confined_env: Vec<(String, String)>,
     /// The workspace's canonical root and its hooks.json digest (absent
     /// when there is no file).
     workspace: Option<(PathBuf, Option<String>)>,
@@ -458,12 +468,9 @@ impl Loader {
                 (dir, &self.options, self.only()),
                 &mut problems,
             );
+            let confinement = config.confinement();
             for hook in &mut config.hooks {
-                crate::trust::confine_global(
-                    &mut hook.binding,
-                    &self.trust,
-                    config.require_confinement,
-                );
+                crate::trust::confine_global(&mut hook.binding, &self.trust, &confinement);
             }
         }
         if config.managed.as_ref().is_some_and(|m| m.hooks_only) {
@@ -508,12 +515,9 @@ impl Loader {
                 (&root, &options, self.only()),
                 &mut problems,
             );
+            let confinement = config.confinement();
             for hook in &mut config.hooks[first..] {
-                crate::trust::confine_global(
-                    &mut hook.binding,
-                    &self.trust,
-                    config.require_confinement,
-                );
+                crate::trust::confine_global(&mut hook.binding, &self.trust, &confinement);
             }
         }
         let first = config.hooks.len();
@@ -524,12 +528,9 @@ impl Loader {
                 (dir, &options, self.only()),
                 &mut problems,
             );
+            let confinement = config.confinement();
             for hook in &mut config.hooks[first..] {
-                crate::trust::confine_global(
-                    &mut hook.binding,
-                    &self.trust,
-                    config.require_confinement,
-                );
+                crate::trust::confine_global(&mut hook.binding, &self.trust, &confinement);
             }
         }
         if let Some(ws) = &self.workspace {
@@ -548,10 +549,7 @@ impl Loader {
                     &root,
                     &self.trust,
                     config.untrusted,
-                    crate::trust::Confinement {
-                        required: config.require_confinement,
-                        unconfined: &config.unconfined,
-                    },
+                    config.confinement(),
                 );
                 for hook in &mut config.hooks[first..] {
                     let judged = admission.judge(&hook.name, hook.binding.as_binding());
@@ -776,6 +774,16 @@ impl Config {
         self.hooks.into_iter().map(HookSpec::into_participant)
     }
 
+    /// How hooks are confined, as the operator's files read so far say.
+    fn confinement(&self) -> crate::trust::Confinement {
+        crate::trust::Confinement {
+            required: self.require_confinement,
+            unconfined: self.unconfined.clone(),
+            reads: self.confined_reads.clone(),
+            env: self.confined_env.clone(),
+        }
+    }
+
     /// Reads one file's hooks into the config. Returns the digest of the
     /// bytes it parsed, when it read the file.
     fn read(
@@ -921,6 +929,8 @@ impl Config {
         }
         if bound.require_confinement != Some(true) {
             self.unconfined.extend(top.unconfined);
+            self.confined_reads.extend(top.confined_reads);
+            self.confined_env.extend(top.confined_env);
         }
     }
 }

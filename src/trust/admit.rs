@@ -113,7 +113,7 @@ pub(crate) struct Admission<'a> {
     pub(crate) root: &'a Path,
     pub(crate) ctx: &'a TrustCtx,
     pub(crate) policy: UntrustedPolicy,
-    pub(crate) confinement: Confinement<'a>,
+    pub(crate) confinement: Confinement,
     record: std::cell::OnceCell<Result<Record, NoRecord>>,
     consulted: std::cell::Cell<Option<Consulted>>,
     /// A hook was refused for the store's state, not for any file's bytes
@@ -150,7 +150,7 @@ impl<'a> Admission<'a> {
         root: &'a Path,
         ctx: &'a TrustCtx,
         policy: UntrustedPolicy,
-        confinement: Confinement<'a>,
+        confinement: Confinement,
     ) -> Self {
         Admission {
             config_digest,
@@ -292,9 +292,9 @@ impl<'a> Admission<'a> {
             sandbox: sandbox(
                 self.ctx,
                 self.root,
-                !unconfined,
-                required,
+                (!unconfined, required),
                 vec![base.clone(), self.root.to_owned()],
+                &self.confinement,
             ),
         };
         let armed = match (self.ctx.confinement(), unconfined, required) {
@@ -319,17 +319,12 @@ enum Armed {
 
 /// Confines the global command hooks whose config asks (`"confine": true`):
 /// the operator's own hooks run unconfined unless they say so.
-pub(crate) fn confine_global(binding: &mut BindingSpec, ctx: &TrustCtx, required: bool) {
+pub(crate) fn confine_global(binding: &mut BindingSpec, ctx: &TrustCtx, how: &Confinement) {
     match binding {
         BindingSpec::Subprocess(spec) if spec.confine => {
             let reads = vec![spec.cwd.clone()];
-            spec.sandbox = Some(sandbox(
-                ctx,
-                Path::new("/nonexistent"),
-                true,
-                required,
-                reads,
-            ));
+            let path = Path::new("/nonexistent");
+            spec.sandbox = Some(sandbox(ctx, path, (true, how.required), reads, how));
         }
         BindingSpec::Subprocess(_) | BindingSpec::Wasm(_) => {}
     }
@@ -353,10 +348,11 @@ pub(crate) fn run_from_snapshot(binding: &mut BindingSpec, run: Option<Run>) {
 fn sandbox(
     ctx: &TrustCtx,
     root: &Path,
-    landlock: bool,
-    required: bool,
-    reads: Vec<PathBuf>,
+    (landlock, required): (bool, bool),
+    mut reads: Vec<PathBuf>,
+    operator: &Confinement,
 ) -> crate::binding::command::confine::Sandbox {
+    reads.extend(operator.reads.iter().cloned());
     crate::binding::command::confine::Sandbox {
         path: super::pin::sanitized_path(ctx.search_path.as_deref(), root)
             .unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into()),
@@ -369,6 +365,11 @@ fn sandbox(
         required,
         unavailable: ctx.no_landlock.clone(),
         reads,
+        env: operator
+            .env
+            .iter()
+            .map(|(k, v)| (k.into(), v.into()))
+            .collect(),
     }
 }
 

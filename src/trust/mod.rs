@@ -104,12 +104,16 @@ pub fn confinement_available() -> Result<(), ConfinementUnavailable> {
 pub struct ConfinementUnavailable(Unconfinable);
 
 /// How the operator's global config confines workspace hooks.
-#[derive(Debug)]
-pub(crate) struct Confinement<'a> {
+#[derive(Clone, Debug)]
+pub(crate) struct Confinement {
     /// `require_confinement`.
     pub(crate) required: bool,
     /// `unconfined_workspace_hooks`: (canonical root, hook name).
-    pub(crate) unconfined: &'a [(PathBuf, String)],
+    pub(crate) unconfined: Vec<(PathBuf, String)>,
+    /// `confined_reads`: what a confined hook may also read.
+    pub(crate) reads: Vec<PathBuf>,
+    /// `confined_env`: what is set in a confined hook's environment.
+    pub(crate) env: Vec<(String, String)>,
 }
 
 use serde::{Deserialize, Serialize};

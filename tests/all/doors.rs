@@ -858,3 +858,66 @@ fn an_interpreter_whose_import_roots_another_user_owns_is_not_trusted() {
     );
     assert_eq!(stdout_json(&out)["reason"], "reviewed", "{}", stderr(&out));
 }
+
+/// What a confined hook reads and is given by default is the least a hook
+/// needs; the operator (global or managed config, never a workspace) may
+/// allow more: paths to read (`confined_reads`) and variables to set
+/// (`confined_env`), never one toolgate sets itself.
+#[test]
+fn only_the_operator_allows_a_confined_hook_more_reads_and_variables() {
+    let data = tempfile::tempdir().unwrap();
+    std::fs::write(data.path().join("table.txt"), "TABLE").unwrap();
+    let fx = Fixture::new();
+    let body = format!(
+        "attempt('table', lambda: open({:?}).read())\n\
+         said.append('env:' + os.environ.get('GUARD_MODE', '-'))",
+        data.path().join("table.txt").display().to_string()
+    );
+    assert_eq!(probe(&fx, &body, |_| {}), "table:PermissionError env:-");
+    std::fs::write(
+        fx.global().join("hooks.json"),
+        json!({"schema": 1, "hooks": [], "confined_reads": [data.path()],
+               "confined_env": {"GUARD_MODE": "strict"}})
+        .to_string(),
+    )
+    .unwrap();
+    assert_eq!(probe(&fx, &body, |_| {}), "table:DONE env:strict");
+    // Never from a workspace; never a variable toolgate sets itself.
+    for (field, value, says) in [
+        ("confined_reads", json!(["/"]), "only the operator"),
+        ("confined_env", json!({"X": "y"}), "only the operator"),
+    ] {
+        let ws = Fixture::new();
+        let mut config = json!({"schema": 1, "hooks": []});
+        config[field] = value;
+        ws.workspace_raw(&config.to_string());
+        let out = toolgate()
+            .args(["hooks", "--check", "--workspace"])
+            .arg(ws.workspace())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{field}");
+        assert!(
+            stderr(&out).contains(field) && stderr(&out).contains(says),
+            "{field}: {}",
+            stderr(&out)
+        );
+    }
+    std::fs::write(
+        fx.global().join("hooks.json"),
+        json!({"schema": 1, "hooks": [], "confined_env": {"PATH": "/tmp"}}).to_string(),
+    )
+    .unwrap();
+    let out = toolgate()
+        .args(["hooks", "--check", "--workspace"])
+        .arg(fx.workspace())
+        .env("TOOLGATE_CONFIG_DIR", fx.global())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("PATH is toolgate's to set"),
+        "{}",
+        stderr(&out)
+    );
+}

@@ -56,8 +56,9 @@ pub(crate) enum ConfineError {
 
 /// The environment of a confined hook, before the protocol's own variables
 /// (such as `CLAUDE_PROJECT_DIR`): `PATH` as toolgate set it, `HOME` and
-/// `TMPDIR` its scratch folder, no bytecode written, and `LANG=C.UTF-8`
-/// (text in and out is UTF-8). Nothing of toolgate's own environment is
+/// `TMPDIR` its scratch folder, no bytecode written, `LANG=C.UTF-8` (text
+/// in and out is UTF-8), and what the operator set (`confined_env`, which
+/// cannot name these). Nothing of toolgate's own environment is
 /// inherited, not even the locale or time zone (a hook reads the system's
 /// `/etc/localtime`).
 ///
@@ -68,8 +69,12 @@ pub(crate) enum ConfineError {
 /// bash function (`BASH_FUNC_echo%%`) replaced a reviewed guard's `echo`,
 /// `PYTHONPYCACHEPREFIX` ran planted bytecode), and a new one appears with
 /// every release.
-pub(crate) fn environment(path: &OsString, scratch: &Path) -> Vec<(OsString, OsString)> {
-    vec![
+pub(crate) fn environment(
+    path: &OsString,
+    scratch: &Path,
+    operator: &[(OsString, OsString)],
+) -> Vec<(OsString, OsString)> {
+    let own = [
         ("PATH".into(), path.clone()),
         ("HOME".into(), scratch.as_os_str().to_owned()),
         ("TMPDIR".into(), scratch.as_os_str().to_owned()),
@@ -77,7 +82,10 @@ pub(crate) fn environment(path: &OsString, scratch: &Path) -> Vec<(OsString, OsS
         // snapshot holds no `__pycache__` and is read-only.
         ("PYTHONDONTWRITEBYTECODE".into(), "1".into()),
         ("LANG".into(), "C.UTF-8".into()),
-    ]
+    ];
+    // The operator's (`confined_env`, which cannot name these), then
+    // toolgate's own.
+    operator.iter().cloned().chain(own).collect()
 }
 
 /// How one command hook is sandboxed (set for workspace hooks by the
@@ -96,8 +104,10 @@ pub(crate) struct Sandbox {
     pub(crate) unavailable: Option<String>,
     /// What it may read besides the system's installation (see
     /// [`hook_reads`]): its snapshot and workspace, or a global hook's
-    /// config folder.
+    /// config folder; and what the operator allowed (`confined_reads`).
     pub(crate) reads: Vec<PathBuf>,
+    /// Variables the operator set for confined hooks (`confined_env`).
+    pub(crate) env: Vec<(OsString, OsString)>,
 }
 
 /// Whether this kernel can confine a hook (Landlock ABI 6 or newer), or why

@@ -114,7 +114,7 @@ impl CommandHook {
         } else {
             (None, None)
         };
-        let set = confine::environment(&sandbox.path, scratch.path());
+        let set = confine::environment(&sandbox.path, scratch.path(), &sandbox.env);
         let confined = supervise::Confined { set, ruleset };
         Ok(Some((scratch, confined, warning)))
     }
