@@ -921,3 +921,54 @@ fn only_the_operator_allows_a_confined_hook_more_reads_and_variables() {
         stderr(&out)
     );
 }
+
+/// Confinement reads only what a hook needs, and a hook still runs: a
+/// python, node, bash and sh hook each answer confined (node reads its
+/// OpenSSL configuration and /proc at start-up; python its standard
+/// library from wherever it is installed).
+#[test]
+fn hooks_in_each_interpreter_still_run_confined() {
+    for (interpreter, file, code) in [
+        (
+            "python3",
+            "g.py",
+            "import json, sys\nsys.stdin.read()\nprint(json.dumps({'decision': 'deny', 'reason': 'python3 ran'}))\n",
+        ),
+        (
+            "node",
+            "g.js",
+            "let s='';process.stdin.on('data',d=>s+=d).on('end',()=>{\
+             console.log(JSON.stringify({decision:'deny',reason:'node ran'}))});\n",
+        ),
+        (
+            "bash",
+            "g.sh",
+            "cat >/dev/null\necho '{\"decision\":\"deny\",\"reason\":\"bash ran\"}'\n",
+        ),
+        (
+            "sh",
+            "g.sh",
+            "cat >/dev/null\necho '{\"decision\":\"deny\",\"reason\":\"sh ran\"}'\n",
+        ),
+    ] {
+        let fx = Fixture::new();
+        fx.script(file, code);
+        fx.workspace_hooks(hook(json!([interpreter, format!("hooks/{file}")])));
+        fx.trust();
+        let out = run_with_stdin(
+            toolgate()
+                .args(["check", "--workspace"])
+                .arg(fx.workspace())
+                .env("TOOLGATE_CONFIG_DIR", fx.global()),
+            PUSH,
+        );
+        let answer = stdout_json(&out);
+        assert_eq!(
+            answer["reason"],
+            format!("{interpreter} ran"),
+            "{answer} {}",
+            stderr(&out)
+        );
+        assert!(answer["runs"][0].get("warning").is_none(), "{answer}");
+    }
+}

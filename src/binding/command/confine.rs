@@ -180,7 +180,7 @@ pub(crate) fn ruleset(scratch: &Path, reads: &[PathBuf]) -> Result<OwnedFd, Conf
 ///
 /// `/usr`, `/bin`, `/sbin`, `/lib*`, `/opt`; the entries of `/etc` that
 /// others may read, except those that hold secrets even so (`ssh`, whose
-/// host keys root can read; `ssl`, of which only `ssl/certs`; the shadow
+/// host keys root can read; `ssl/private`; the shadow
 /// and sudoers files; `security`; `credstore`); `/proc` and `/sys` (a
 /// confined process cannot reach another process's `environ`, `mem` or
 /// `fd` there: Landlock refuses it the ptrace access those need); and the
@@ -224,17 +224,22 @@ pub(crate) fn system_reads() -> &'static [PathBuf] {
         .iter()
         .map(PathBuf::from)
         .collect();
-        if let Ok(entries) = std::fs::read_dir("/etc") {
-            for entry in entries.flatten() {
-                let name = entry.file_name();
-                let Some(name) = name.to_str() else { continue };
-                let public = std::fs::metadata(entry.path())
-                    .is_ok_and(|m| m.permissions().mode() & 0o004 != 0);
-                if public && !SECRET.contains(&name) {
-                    reads.push(entry.path());
-                }
-            }
-        }
+        // The public entries of a folder, but for `secret` ones.
+        let public = |dir: &str, secret: &[&str]| -> Vec<PathBuf> {
+            let entries = std::fs::read_dir(dir).into_iter().flatten().flatten();
+            entries
+                .filter(|entry| {
+                    let name = entry.file_name();
+                    let others_read = std::fs::metadata(entry.path())
+                        .is_ok_and(|m| m.permissions().mode() & 0o004 != 0);
+                    others_read && name.to_str().is_some_and(|n| !secret.contains(&n))
+                })
+                .map(|entry| entry.path())
+                .collect()
+        };
+        reads.extend(public("/etc", SECRET));
+        // `ssl` without its private keys (node reads `openssl.cnf` at start).
+        reads.extend(public("/etc/ssl", &["private"]));
         reads
     })
 }
