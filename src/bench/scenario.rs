@@ -86,7 +86,10 @@ impl Server {
             cmd.args(["--http", "127.0.0.1:0"])
                 .env("XDG_STATE_HOME", state);
         }
+        // A bench writes no decision log (and its callers name none, as a
+        // server requires of them).
         let mut child = cmd
+            .env_remove("TOOLGATE_DECISION_LOG")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -188,17 +191,15 @@ impl SocketClient {
                 tool: None,
                 deadline_ms: None,
                 // What the server compares with its own (it loads only
-                // its own): the global config, as its canonical path, and
-                // the decision log it was started with.
+                // its own): the global config, as its canonical path.
                 context: serve::Context {
                     global: Some(
                         workspace
                             .canonicalize()
                             .unwrap_or_else(|_| workspace.to_owned()),
                     ),
-                    decision_log: std::env::var_os("TOOLGATE_DECISION_LOG")
-                        .filter(|v| !v.is_empty())
-                        .map(PathBuf::from),
+                    // None: the bench's servers and processes are started
+                    // without one (a bench writes no decision log).
                     ..serve::Context::default()
                 },
             }),
@@ -369,7 +370,8 @@ pub(crate) async fn call(kind: &Kind) -> Result<(), BenchError> {
                 .arg("--workspace")
                 .arg(workspace)
                 .env("TOOLGATE_CONFIG_DIR", workspace)
-                .env("TOOLGATE_CACHE_DIR", cache);
+                .env("TOOLGATE_CACHE_DIR", cache)
+                .env_remove("TOOLGATE_DECISION_LOG");
             match socket {
                 Some(socket) => child
                     .env("TOOLGATE_SOCKET", socket)
