@@ -49,6 +49,18 @@ fn probe(fx: &Fixture, body: &str, configure: impl FnOnce(&mut std::process::Com
         .to_owned()
 }
 
+/// `toolgate check` on [`PUSH`] in `fx`'s workspace, with its global
+/// config: all it did.
+fn check(fx: &Fixture) -> std::process::Output {
+    run_with_stdin(
+        toolgate()
+            .args(["check", "--workspace"])
+            .arg(fx.workspace())
+            .env("TOOLGATE_CONFIG_DIR", fx.global()),
+        PUSH,
+    )
+}
+
 /// One request line to the server at `socket`, and every line it answers
 /// until it closes the connection or 2 s pass.
 fn exchange(socket: &Path, request: &Value) -> Vec<Value> {
@@ -835,13 +847,7 @@ fn an_interpreter_whose_import_roots_another_user_owns_is_not_trusted() {
             said.contains("cannot be trusted") && said.contains("site-packages"),
             "{case}: {said}"
         );
-        let out = run_with_stdin(
-            toolgate()
-                .args(["check", "--workspace"])
-                .arg(fx.workspace())
-                .env("TOOLGATE_CONFIG_DIR", fx.global()),
-            PUSH,
-        );
+        let out = check(&fx);
         assert_eq!(out.status.code(), Some(3), "{case}: {}", stderr(&out));
         assert!(!mark.exists(), "{case}: the .pth ran");
     }
@@ -849,13 +855,7 @@ fn an_interpreter_whose_import_roots_another_user_owns_is_not_trusted() {
     std::fs::set_permissions(&site, std::fs::Permissions::from_mode(0o755)).unwrap();
     std::fs::remove_file(&pth).unwrap();
     fx.trust();
-    let out = run_with_stdin(
-        toolgate()
-            .args(["check", "--workspace"])
-            .arg(fx.workspace())
-            .env("TOOLGATE_CONFIG_DIR", fx.global()),
-        PUSH,
-    );
+    let out = check(&fx);
     assert_eq!(stdout_json(&out)["reason"], "reviewed", "{}", stderr(&out));
 }
 
@@ -955,13 +955,7 @@ fn hooks_in_each_interpreter_still_run_confined() {
         fx.script(file, code);
         fx.workspace_hooks(hook(json!([interpreter, format!("hooks/{file}")])));
         fx.trust();
-        let out = run_with_stdin(
-            toolgate()
-                .args(["check", "--workspace"])
-                .arg(fx.workspace())
-                .env("TOOLGATE_CONFIG_DIR", fx.global()),
-            PUSH,
-        );
+        let out = check(&fx);
         let answer = stdout_json(&out);
         assert_eq!(
             answer["reason"],
