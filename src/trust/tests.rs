@@ -102,7 +102,9 @@ impl Case {
             UntrustedPolicy::Deny,
             Confinement {
                 required: false,
-                unconfined: &[],
+                unconfined: Vec::new(),
+                reads: Vec::new(),
+                env: Vec::new(),
             },
         )
     }
@@ -210,7 +212,9 @@ async fn under_skip_an_untrusted_hook_is_not_run_and_the_reply_says_why() {
         UntrustedPolicy::Skip,
         Confinement {
             required: false,
-            unconfined: &[],
+            unconfined: Vec::new(),
+            reads: Vec::new(),
+            env: Vec::new(),
         },
     );
     let judged = admission.judge("webhook", &case.hook);
