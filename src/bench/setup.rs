@@ -214,7 +214,11 @@ impl<'a> Setup<'a> {
                         .arg("--socket")
                         .arg(self.root.join(format!("serve-{i}/serve.sock")))
                         .env("TOOLGATE_CONFIG_DIR", &dir)
-                        .env("TOOLGATE_CACHE_DIR", &self.cache);
+                        // The main server's cache, warm from the in-process
+                        // rows (the same pooling engine): not the one-shot
+                        // processes' (another engine, so every guest would
+                        // compile again in each row's server).
+                        .env("TOOLGATE_CACHE_DIR", self.root.join("cache-chains"));
                     cmd
                 },
                 self.root.join(format!("serve-{i}/serve.sock")),
