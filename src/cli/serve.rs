@@ -541,13 +541,15 @@ async fn connection(server: Arc<Server>, stream: UnixStream) {
             continue;
         }
         match request.op {
-            Op::Evaluate(evaluation) if server.refusal(&evaluation.context).is_some() => {
-                Stats::bump(&server.stats.refused);
-                count(server.metrics(), Metrics::refused);
-                let why = server.refusal(&evaluation.context).unwrap_or_default();
-                send(id, Body::error(why)).await;
-            }
             Op::Evaluate(evaluation) => {
+                // A caller started with another configuration: refused
+                // before it is taken (it evaluates the call itself).
+                if let Some(why) = server.refusal(&evaluation.context) {
+                    Stats::bump(&server.stats.refused);
+                    count(server.metrics(), Metrics::refused);
+                    send(id, Body::error(why)).await;
+                    continue;
+                }
                 // Polled once here: a warm chain of in-process or wasm hooks
                 // answers within that poll, and the ack and the answer then
                 // go out in one write (the ack still first, so every client

@@ -265,7 +265,12 @@ fn a_confined_hook_cannot_change_file_metadata() {
              fd = os.open(v, os.O_RDONLY)\n\
              attempt('fchmod', lambda: os.fchmod(fd, 0o777))\n\
              attempt('fchown', lambda: os.fchown(fd, os.getuid(), os.getgid()))\n\
-             attempt('futimes', lambda: os.utime(fd, (0, 0)))"
+             attempt('futimes', lambda: os.utime(fd, (0, 0)))\n\
+             import ctypes\n\
+             libc = ctypes.CDLL(None, use_errno=True)\n\
+             def keyring():\n    if libc.syscall(250, 0, -3, 0) < 0:\n        \
+             raise OSError(ctypes.get_errno(), 'keyctl')\n\
+             attempt('keyctl', keyring)"
         ),
         |_| {},
     );
@@ -273,7 +278,7 @@ fn a_confined_hook_cannot_change_file_metadata() {
         said,
         "chmod:PermissionError chown:PermissionError lchown:PermissionError \
          utime:PermissionError fchmod:PermissionError fchown:PermissionError \
-         futimes:PermissionError"
+         futimes:PermissionError keyctl:PermissionError"
     );
     let after = std::fs::metadata(&victim).unwrap();
     assert_eq!(after.permissions().mode(), before.permissions().mode());
@@ -328,6 +333,8 @@ fn a_confined_hook_reads_only_what_it_needs() {
         ("other", other.workspace().join("secret.txt")),
         ("mine", fx.workspace().join("mine.txt")),
         ("passwd", "/etc/passwd".into()),
+        // Root (the suite's user) may read it; a confined hook may not.
+        ("shadow", "/etc/shadow".into()),
     ];
     let mut body = String::from(
         "def read(p):\n    return lambda: os.listdir(p) if os.path.isdir(p) else open(p).read()\n",
@@ -345,7 +352,7 @@ fn a_confined_hook_reads_only_what_it_needs() {
     assert_eq!(
         said,
         "ssh:PermissionError state:PermissionError trust:PermissionError \
-         other:PermissionError mine:DONE passwd:DONE"
+         other:PermissionError mine:DONE passwd:DONE shadow:PermissionError"
     );
 }
 
@@ -784,7 +791,11 @@ fn an_interpreter_whose_import_roots_another_user_owns_is_not_trusted() {
     );
     let base = tempfile::tempdir().unwrap();
     let venv = base.path().join("venv");
-    let site = venv.join("lib/python3.11/site-packages");
+    // Debian's own interpreter (`python3.11` on bookworm), by the name its
+    // library folder is named after.
+    let system = std::fs::canonicalize("/usr/bin/python3").unwrap();
+    let version = system.file_name().unwrap().to_str().unwrap().to_owned();
+    let site = venv.join("lib").join(&version).join("site-packages");
     std::fs::create_dir_all(&site).unwrap();
     std::fs::create_dir_all(venv.join("bin")).unwrap();
     std::fs::write(
@@ -792,7 +803,7 @@ fn an_interpreter_whose_import_roots_another_user_owns_is_not_trusted() {
         "home = /usr/bin\ninclude-system-site-packages = false\n",
     )
     .unwrap();
-    std::os::unix::fs::symlink("/usr/bin/python3.11", venv.join("bin/python3")).unwrap();
+    std::os::unix::fs::symlink(&system, venv.join("bin/python3")).unwrap();
     let mark = base.path().join("pth-ran");
     let pth = site.join("evil.pth");
     std::fs::write(

@@ -311,7 +311,7 @@ pub(super) async fn bind(addr: SocketAddr) -> anyhow::Result<(tokio::net::TcpLis
 }
 
 /// Whose connections a listener serves.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug)]
 pub(super) enum Peers {
     /// Only processes of the user the server runs as (the hook endpoint:
     /// nobody else has the token, so another user's connection can only
@@ -348,7 +348,11 @@ pub(super) fn accept_each<F, S>(
             match listener.accept().await {
                 Ok((stream, theirs)) => {
                     backoff.succeeded();
-                    if peers == Peers::ThisUser && !this_user(&stream, theirs) {
+                    let admitted = match peers {
+                        Peers::ThisUser => this_user(&stream, theirs),
+                        Peers::Anyone => true,
+                    };
+                    if !admitted {
                         drop(stream);
                         continue;
                     }
