@@ -189,6 +189,30 @@ impl HookFailure {
         self.into()
     }
 
+    /// The reason the model reads when this failure denies, where the
+    /// failure words it itself (an untrusted hook's says what to run);
+    /// `None`: toolgate's own words, naming the hook and the kind.
+    pub(crate) fn own_reason(&self) -> Option<&str> {
+        match self {
+            HookFailure::NotTrusted { reason } => Some(reason),
+            HookFailure::ChainDeadline { .. }
+            | HookFailure::SpawnFailed { .. }
+            | HookFailure::TimedOut { .. }
+            | HookFailure::ExitedNonZero { .. }
+            | HookFailure::EmptyOutput
+            | HookFailure::NotADecision { .. }
+            | HookFailure::OversizedOutput { .. }
+            | HookFailure::UnusableRewrite { .. }
+            | HookFailure::InterceptorError { .. }
+            | HookFailure::InterceptorPanic { .. }
+            | HookFailure::OutOfFuel
+            | HookFailure::MemoryLimit { .. }
+            | HookFailure::StackOverflow
+            | HookFailure::Trap { .. }
+            | HookFailure::GuestError { .. } => None,
+        }
+    }
+
     /// Whether this failure blocks the call whatever the hook's
     /// `on_failure` says: the chain's deadline passed (the hooks after it
     /// were never asked), or toolgate would not run the hook at all.

@@ -128,13 +128,19 @@ fn request_for<'a>(p: &'a Participant, request: &'a Request, asked: &Asked<'a>) 
 /// `Err` with the reason when the participant was not run at all.
 fn usable(answer: Answer, event: Event) -> Result<Result<Verdict, HookFailure>, String> {
     match answer {
+        // Every (answer, event) pair is written out: a new answer, or a new
+        // event, must be placed here before the chain can act on it.
         Answer::Decided(answer) => Ok(match (&answer.decision, event) {
             (Decision::Modify { .. }, Event::PostToolUse) => Err(HookFailure::UnusableRewrite {
                 detail: "`modify` after the call: the tool already ran with its input; \
                      use `replace` to change what the model is shown"
                     .into(),
             }),
-            _ => Ok(answer),
+            (Decision::Modify { .. }, Event::PreToolUse)
+            | (
+                Decision::Allow | Decision::Deny { .. } | Decision::Replace { .. },
+                Event::PreToolUse | Event::PostToolUse,
+            ) => Ok(answer),
         }),
         Answer::Failed(failure) => Ok(Err(failure)),
         Answer::NotRun { reason } => Err(reason),
@@ -218,10 +224,9 @@ fn failed(
     });
     match policy {
         OnFailure::Deny => {
-            let reason = match failure {
-                // Its own words say what to run.
-                HookFailure::NotTrusted { reason } => reason.clone(),
-                _ => format!(
+            let reason = match failure.own_reason() {
+                Some(reason) => reason.to_owned(),
+                None => format!(
                     "toolgate: hook `{}` could not decide ({}), so this call is blocked",
                     p.name,
                     failure.kind()

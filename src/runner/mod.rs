@@ -374,9 +374,13 @@ impl HookRunner {
                 // A post-chain denial of the replacement is still a denial.
                 let verdict = match post_verdict {
                     Decision::Deny { reason } => Decision::Deny { reason },
-                    _ => Decision::Replace {
-                        result: shown.clone(),
-                    },
+                    // The post chain never ends on a `modify` (`consult`
+                    // makes one a failure); listed so a new answer is placed.
+                    Decision::Allow | Decision::Modify { .. } | Decision::Replace { .. } => {
+                        Decision::Replace {
+                            result: shown.clone(),
+                        }
+                    }
                 };
                 let by = post_by.unwrap_or(by);
                 self.finish(

@@ -478,3 +478,100 @@ fn the_layer_check_names_an_upward_import_a_sibling_binding_and_a_cycle() {
         "{cycles:?}"
     );
 }
+
+/// Every `_ =>` arm on the paths that turn an answer into a decision: the
+/// runner's whole source, and the functions through which a dialect reads
+/// an agent's event (`read…`, `classify`, `role`), where a catch-all is
+/// allowed only when it refuses (its body returns an `Err`). `file: fn`
+/// for each one found.
+fn wildcard_arms(files: &[PathBuf], reading: bool) -> Vec<String> {
+    struct Arms<'a> {
+        file: &'a Path,
+        reading: bool,
+        func: Vec<String>,
+        found: Vec<String>,
+    }
+    impl VisitMut for Arms<'_> {
+        fn visit_item_fn_mut(&mut self, f: &mut syn::ItemFn) {
+            self.func.push(f.sig.ident.to_string());
+            syn::visit_mut::visit_item_fn_mut(self, f);
+            self.func.pop();
+        }
+        fn visit_impl_item_fn_mut(&mut self, f: &mut syn::ImplItemFn) {
+            self.func.push(f.sig.ident.to_string());
+            syn::visit_mut::visit_impl_item_fn_mut(self, f);
+            self.func.pop();
+        }
+        fn visit_arm_mut(&mut self, arm: &mut syn::Arm) {
+            let wild = matches!(arm.pat, syn::Pat::Wild(_));
+            let func = self.func.last().cloned().unwrap_or_default();
+            let checked =
+                !self.reading || func.starts_with("read") || func == "classify" || func == "role";
+            // The body's syntax tree, printed: an `Err` in it refuses.
+            let refuses = format!("{:?}", arm.body).contains("Err");
+            if wild && checked && !(self.reading && refuses) {
+                self.found
+                    .push(format!("{}: fn {func}", self.file.display()));
+            }
+            syn::visit_mut::visit_arm_mut(self, arm);
+        }
+    }
+    let mut found = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(file).expect("source is readable");
+        let mut ast = syn::parse_file(&text).expect("source parses");
+        let mut arms = Arms {
+            file,
+            reading,
+            func: Vec::new(),
+            found: Vec::new(),
+        };
+        arms.visit_file_mut(&mut ast);
+        found.extend(arms.found);
+    }
+    found
+}
+
+#[test]
+fn no_catch_all_arm_turns_an_answer_or_an_agent_event_into_a_decision() {
+    let mut runner = Vec::new();
+    rust_files(&src().join("runner"), &mut runner);
+    let mut dialects = Vec::new();
+    rust_files(&src().join("protocol/agent"), &mut dialects);
+    assert!(
+        runner.len() > 3 && dialects.len() >= 7,
+        "{runner:?} {dialects:?}"
+    );
+    let found = [
+        wildcard_arms(&runner, false),
+        wildcard_arms(&dialects, true),
+    ]
+    .concat();
+    assert!(
+        found.is_empty(),
+        "a catch-all arm decides what an answer or an event becomes; write every case out:\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_catch_all_check_finds_a_wildcard_that_accepts() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("consult.rs");
+    std::fs::write(
+        &file,
+        "fn usable(a: A) -> R { match a { A::Modify => Err(x), _ => Ok(a) } }\n\
+         fn read(n: &str) -> R { match n { \"Pre\" => Ok(1), _ => Ok(0) } }\n\
+         fn read_refusing(n: &str) -> R { match n { \"Pre\" => Ok(1), _ => Err(e) } }\n",
+    )
+    .unwrap();
+    let files = [file];
+    assert_eq!(
+        wildcard_arms(&files, false).len(),
+        3,
+        "the runner allows none"
+    );
+    let reading = wildcard_arms(&files, true);
+    assert_eq!(reading.len(), 1, "{reading:?}");
+    assert!(reading[0].ends_with("fn read"), "{reading:?}");
+}

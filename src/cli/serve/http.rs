@@ -75,7 +75,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
-use toolgate::agent::Outward;
+use toolgate::agent::{Outward, ReadAgentInputError};
 use toolgate::serve::{Body, Evaluate, Mode};
 
 /// The longest hook input: what `toolgate claude-code` accepts on stdin.
@@ -528,6 +528,12 @@ async fn evaluated(http: &Http, bytes: &[u8]) -> Answer {
     };
     let call = match toolgate::agent::read_agent_input(bytes, AGENT) {
         Ok(call) => call,
+        // An event toolgate does not know or judge is refused in the answer
+        // that blocks (a non-2xx status lets the call through in releases
+        // before 2.1.295), never read as nothing to say.
+        Err(
+            e @ (ReadAgentInputError::UnknownEvent(_) | ReadAgentInputError::UnjudgedToolEvent(_)),
+        ) => return blocked("", &toolgate::text::error_chain(&e)),
         Err(e) => return unreadable(toolgate::text::error_chain(&e)),
     };
     if call.request.is_none() {

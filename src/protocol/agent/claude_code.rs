@@ -13,8 +13,9 @@
 //! what each answer becomes.
 
 use super::{
-    AgentCall, Blocked, Dialect, Help, HttpHook, Import, Install, Layout, ReadAgentInputError,
-    answered_for_the_tool, output_text, string_field, withheld,
+    AgentCall, AgentEvent, Blocked, Call, Dialect, Help, HttpHook, Import, Install, Layout,
+    ReadAgentInputError, Role, Unjudged, answered_for_the_tool, classify, output_text,
+    string_field, withheld,
 };
 use crate::contract::{Decision, Event, Request, ToolResult};
 use crate::outcome::Outcome;
@@ -27,10 +28,13 @@ pub(super) struct ClaudeCode;
 
 impl Dialect for ClaudeCode {
     fn read(&self, input: &Map<String, Value>) -> Result<AgentCall, ReadAgentInputError> {
-        read_envelope(input)
+        read_envelope::<ClaudeEvent>(input)
     }
 
     fn render(&self, outcome: &Outcome, hook_event_name: &str) -> Option<Value> {
+        if hook_event_name.parse() == Ok(ClaudeEvent::PermissionRequest) {
+            return permission(&outcome.decision);
+        }
         render(outcome, hook_event_name, Rules::CLAUDE_CODE)
     }
 
@@ -157,18 +161,108 @@ impl Rules {
     };
 }
 
-/// Reads Claude Code's hook stdin (Codex's is the same).
-pub(super) fn read_envelope(obj: &Map<String, Value>) -> Result<AgentCall, ReadAgentInputError> {
+/// Claude Code's hook events: every one its releases 2.1.197 and 2.1.332
+/// list in their settings schema (read from the binaries), and what each is
+/// to toolgate ([`AgentEvent::role`]). A name outside this set is refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, strum::EnumString, strum::IntoStaticStr)]
+pub(super) enum ClaudeEvent {
+    PreToolUse,
+    PostToolUse,
+    PostToolUseFailure,
+    PermissionRequest,
+    PermissionDenied,
+    PostToolBatch,
+    PreSkillShellCommand,
+    Notification,
+    UserPromptSubmit,
+    UserPromptExpansion,
+    SessionStart,
+    SessionEnd,
+    Stop,
+    StopFailure,
+    SubagentStart,
+    SubagentStop,
+    PreCompact,
+    PostCompact,
+    PreModelSwitch,
+    PostModelSwitch,
+    Setup,
+    TeammateIdle,
+    TaskCreated,
+    TaskCompleted,
+    Elicitation,
+    ElicitationResult,
+    ConfigChange,
+    WorktreeCreate,
+    WorktreeRemove,
+    InstructionsLoaded,
+    CwdChanged,
+    FileChanged,
+    DirectoryAdded,
+    MessageDisplay,
+}
+
+impl AgentEvent for ClaudeEvent {
+    fn role(self) -> Role {
+        use ClaudeEvent as E;
+        match self {
+            E::PreToolUse => Role::Judged(Call::Before),
+            // A call whose tool failed (a command that exited non-zero) goes
+            // through the post chain too, with `is_error: true`: otherwise a
+            // redactor never sees `echo SECRET; exit 3`.
+            E::PostToolUse => Role::Judged(Call::After),
+            E::PostToolUseFailure => Role::Judged(Call::AfterFailure),
+            // Judged as the call it asks permission for; answered in its own
+            // form ([`permission`]), pinned live.
+            E::PermissionRequest => Role::Judged(Call::Before),
+            // Each carries one or more tool calls (a denied one, a batch's
+            // results, a skill's shell command) that toolgate does not judge
+            // there: refused rather than waved through.
+            E::PermissionDenied | E::PostToolBatch | E::PreSkillShellCommand => {
+                Role::ToolCallNotJudged
+            }
+            E::Notification
+            | E::UserPromptSubmit
+            | E::UserPromptExpansion
+            | E::SessionStart
+            | E::SessionEnd
+            | E::Stop
+            | E::StopFailure
+            | E::SubagentStart
+            | E::SubagentStop
+            | E::PreCompact
+            | E::PostCompact
+            | E::PreModelSwitch
+            | E::PostModelSwitch
+            | E::Setup
+            | E::TeammateIdle
+            | E::TaskCreated
+            | E::TaskCompleted
+            | E::Elicitation
+            | E::ElicitationResult
+            | E::ConfigChange
+            | E::WorktreeCreate
+            | E::WorktreeRemove
+            | E::InstructionsLoaded
+            | E::CwdChanged
+            | E::FileChanged
+            | E::DirectoryAdded
+            | E::MessageDisplay => Role::NoToolCall,
+        }
+    }
+}
+
+/// Reads Claude Code's hook stdin (Codex's and Qwen Code's are the same,
+/// with their own events `E`).
+pub(super) fn read_envelope<E: AgentEvent>(
+    obj: &Map<String, Value>,
+) -> Result<AgentCall, ReadAgentInputError> {
     let s = |k: &str| string_field(obj, k);
     let name = s("hook_event_name").ok_or(ReadAgentInputError::Missing("hook_event_name"))?;
     let cwd = s("cwd");
-    let event = match name.as_str() {
-        "PreToolUse" => Event::PreToolUse,
-        // A call whose tool failed (a command that exited non-zero) goes
-        // through the post chain too, with `is_error: true`: otherwise a
-        // redactor never sees `echo SECRET; exit 3`.
-        "PostToolUse" | "PostToolUseFailure" => Event::PostToolUse,
-        _ => {
+    let call = match classify::<E>(&name) {
+        Ok((_, call)) => call,
+        Err(Unjudged::NothingToSay) => {
             return Ok(AgentCall {
                 hook_event_name: name,
                 request: None,
@@ -176,26 +270,27 @@ pub(super) fn read_envelope(obj: &Map<String, Value>) -> Result<AgentCall, ReadA
                 timeout: None,
             });
         }
+        Err(Unjudged::Refused(refused)) => return Err(refused),
     };
     let tool = s("tool_name").ok_or(ReadAgentInputError::Missing("tool_name"))?;
     let input = obj
         .get("tool_input")
         .cloned()
         .ok_or(ReadAgentInputError::Missing("tool_input"))?;
-    let result = match name.as_str() {
-        "PostToolUse" => Some(ToolResult::ok(
+    let result = match call {
+        Call::Before => None,
+        Call::After => Some(ToolResult::ok(
             obj.get("tool_response").cloned().unwrap_or(Value::Null),
         )),
         // What the model is shown for a failed call is the error text.
-        "PostToolUseFailure" => Some(ToolResult::error(
+        Call::AfterFailure => Some(ToolResult::error(
             obj.get("error").cloned().unwrap_or(Value::Null),
         )),
-        _ => None,
     };
     Ok(AgentCall {
         hook_event_name: name,
         request: Some(Request {
-            event,
+            event: call.event(),
             tool,
             input,
             result,
@@ -270,6 +365,29 @@ pub(super) fn render(outcome: &Outcome, hook_event_name: &str, rules: Rules) -> 
         top.insert("hookSpecificOutput".into(), Value::Object(specific));
     }
     (!top.is_empty()).then_some(Value::Object(top))
+}
+
+/// The answer to a `PermissionRequest` (Claude Code asks its hooks before
+/// it would show the user a permission dialog), judged as the call it asks
+/// for. toolgate never grants a permission (its allow means "no
+/// objection"), so only a refusal is said: `behavior: deny` with the reason,
+/// which the model reads. A rewrite cannot be said without granting (Claude
+/// Code takes `updatedInput` only beside `allow`), and a replacement is not
+/// the tool's to give here: both refuse, with the reason.
+fn permission(decision: &Decision) -> Option<Value> {
+    let message = match decision {
+        Decision::Allow => return None,
+        Decision::Deny { reason } => reason.clone(),
+        Decision::Modify { .. } => "toolgate would rewrite this call's input, which a \
+                                    permission request cannot carry without granting it, \
+                                    so it is refused"
+            .to_owned(),
+        Decision::Replace { result } => answered_for_the_tool(&result.output),
+    };
+    Some(
+        json!({"hookSpecificOutput": {"hookEventName": "PermissionRequest",
+        "decision": {"behavior": "deny", "message": message}}}),
+    )
 }
 
 /// An answer being written: its top-level fields and its

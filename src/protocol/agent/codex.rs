@@ -7,7 +7,8 @@
 
 use super::claude_code::{Rules, read_envelope, render};
 use super::{
-    AgentCall, Blocked, Dialect, Help, Import, Install, Layout, ReadAgentInputError, TrustStep,
+    AgentCall, AgentEvent, Blocked, Call, Dialect, Help, Import, Install, Layout,
+    ReadAgentInputError, Role, TrustStep,
 };
 use crate::outcome::Outcome;
 use serde_json::{Map, Value, json};
@@ -21,9 +22,50 @@ const RULES: Rules = Rules {
     post_rewrites_output: false,
 };
 
+/// Codex's hook events (0.171.0, read from its binary), and what each is to
+/// toolgate. A name outside this set is refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, strum::EnumString, strum::IntoStaticStr)]
+pub(super) enum CodexEvent {
+    PreToolUse,
+    PostToolUse,
+    PermissionRequest,
+    SessionStart,
+    SessionEnd,
+    UserPromptSubmit,
+    Stop,
+    PreCompact,
+    PostCompact,
+    SubagentStart,
+    SubagentStop,
+    Notification,
+}
+
+impl AgentEvent for CodexEvent {
+    fn role(self) -> Role {
+        use CodexEvent as E;
+        match self {
+            E::PreToolUse => Role::Judged(Call::Before),
+            E::PostToolUse => Role::Judged(Call::After),
+            // Carries the call it asks permission for; what Codex does with
+            // each answer to it is not pinned live, so it is refused, not
+            // judged.
+            E::PermissionRequest => Role::ToolCallNotJudged,
+            E::SessionStart
+            | E::SessionEnd
+            | E::UserPromptSubmit
+            | E::Stop
+            | E::PreCompact
+            | E::PostCompact
+            | E::SubagentStart
+            | E::SubagentStop
+            | E::Notification => Role::NoToolCall,
+        }
+    }
+}
+
 impl Dialect for Codex {
     fn read(&self, input: &Map<String, Value>) -> Result<AgentCall, ReadAgentInputError> {
-        read_envelope(input)
+        read_envelope::<CodexEvent>(input)
     }
 
     fn render(&self, outcome: &Outcome, hook_event_name: &str) -> Option<Value> {

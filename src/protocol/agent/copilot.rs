@@ -43,7 +43,7 @@ use super::{
     AgentCall, Blocked, Dialect, Help, Import, Install, Layout, ReadAgentInputError,
     answered_for_the_tool, output_text, string_field, withheld,
 };
-use super::{TrustCheck, TrustStep};
+use super::{Call, TrustCheck, TrustStep};
 use crate::contract::{Decision, Event, Request, ToolResult};
 use crate::outcome::Outcome;
 use crate::protocol::import::Imported;
@@ -92,13 +92,22 @@ impl Dialect for Copilot {
             });
         }
         let cwd = string_field(input, "cwd");
-        // Copilot names no event: the fields say which one it is.
-        let event = if input.contains_key("toolResult") {
-            POST
+        // Copilot names no event: the fields say which one it is. Its
+        // events without a tool call (`sessionStart`, `userPromptSubmitted`,
+        // `agentStop`, …) carry no field named `tool…`; an input that does
+        // but is none of the three shapes below is an event toolgate does
+        // not know, refused (it could be a tool call in a new shape).
+        let call = if input.contains_key("toolResult") {
+            Call::After
         } else if input.contains_key("error") {
-            FAILURE
+            Call::AfterFailure
         } else if input.contains_key("toolArgs") {
-            PRE
+            Call::Before
+        } else if let Some(field) = input.keys().find(|k| k.starts_with("tool")) {
+            return Err(ReadAgentInputError::UnknownEvent(format!(
+                "(unnamed, with `{}` but no `toolArgs` or `toolResult`)",
+                super::shown_event(field)
+            )));
         } else {
             return Ok(AgentCall {
                 hook_event_name: "other".into(),
@@ -106,6 +115,11 @@ impl Dialect for Copilot {
                 cwd,
                 timeout: None,
             });
+        };
+        let event = match call {
+            Call::Before => PRE,
+            Call::After => POST,
+            Call::AfterFailure => FAILURE,
         };
         let tool =
             string_field(input, "toolName").ok_or(ReadAgentInputError::Missing("toolName"))?;
@@ -129,22 +143,18 @@ impl Dialect for Copilot {
                 });
             }
         };
-        let result = match event {
-            POST => Some(read_result(input)?),
+        let result = match call {
+            Call::After => Some(read_result(input)?),
             // What the model is shown for a failed call is the error text.
-            FAILURE => Some(ToolResult::error(
+            Call::AfterFailure => Some(ToolResult::error(
                 input.get("error").cloned().unwrap_or(Value::Null),
             )),
-            _ => None,
+            Call::Before => None,
         };
         Ok(AgentCall {
             hook_event_name: event.into(),
             request: Some(Request {
-                event: if event == PRE {
-                    Event::PreToolUse
-                } else {
-                    Event::PostToolUse
-                },
+                event: call.event(),
                 tool: tool_name(&tool),
                 input: args,
                 result,

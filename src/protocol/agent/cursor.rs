@@ -32,8 +32,9 @@
 //! true`; toolgate's own failure is a denial printed with exit 0.
 
 use super::{
-    AgentCall, Blocked, Dialect, Help, Import, Install, Layout, ReadAgentInputError,
-    answered_for_the_tool, output_text, string_field, withheld,
+    AgentCall, AgentEvent, Blocked, Call, Dialect, Help, Import, Install, Layout,
+    ReadAgentInputError, Role, Unjudged, answered_for_the_tool, classify, output_text,
+    string_field, withheld,
 };
 use crate::contract::{Decision, Event, Request, ToolResult};
 use crate::outcome::Outcome;
@@ -52,6 +53,66 @@ const FAILURE: &str = "postToolUseFailure";
 /// default", not a number, so toolgate says one and answers inside it.
 const TIMEOUT_SECS: u64 = 30;
 
+/// Cursor's hook events (its hooks reference), and what each is to
+/// toolgate. A name outside this set is refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, strum::EnumString, strum::IntoStaticStr)]
+#[strum(serialize_all = "camelCase")]
+enum CursorEvent {
+    PreToolUse,
+    PostToolUse,
+    PostToolUseFailure,
+    BeforeShellExecution,
+    AfterShellExecution,
+    #[strum(serialize = "beforeMCPExecution")]
+    BeforeMcpExecution,
+    #[strum(serialize = "afterMCPExecution")]
+    AfterMcpExecution,
+    BeforeReadFile,
+    AfterFileEdit,
+    BeforeTabFileRead,
+    AfterTabFileEdit,
+    SessionStart,
+    SessionEnd,
+    SubagentStart,
+    SubagentStop,
+    BeforeSubmitPrompt,
+    PreCompact,
+    Stop,
+    AfterAgentResponse,
+    AfterAgentThought,
+}
+
+impl AgentEvent for CursorEvent {
+    fn role(self) -> Role {
+        use CursorEvent as E;
+        match self {
+            E::PreToolUse => Role::Judged(Call::Before),
+            E::PostToolUse => Role::Judged(Call::After),
+            E::PostToolUseFailure => Role::Judged(Call::AfterFailure),
+            // Cursor's older per-kind events each carry a call (a command, an
+            // MCP call, a file read or edit) in a shape of its own, which
+            // toolgate does not judge: `preToolUse` covers them.
+            E::BeforeShellExecution
+            | E::AfterShellExecution
+            | E::BeforeMcpExecution
+            | E::AfterMcpExecution
+            | E::BeforeReadFile
+            | E::AfterFileEdit
+            | E::BeforeTabFileRead
+            | E::AfterTabFileEdit => Role::ToolCallNotJudged,
+            E::SessionStart
+            | E::SessionEnd
+            | E::SubagentStart
+            | E::SubagentStop
+            | E::BeforeSubmitPrompt
+            | E::PreCompact
+            | E::Stop
+            | E::AfterAgentResponse
+            | E::AfterAgentThought => Role::NoToolCall,
+        }
+    }
+}
+
 impl Dialect for Cursor {
     fn read(&self, input: &Map<String, Value>) -> Result<AgentCall, ReadAgentInputError> {
         let name = string_field(input, "hook_event_name")
@@ -67,10 +128,9 @@ impl Dialect for Cursor {
                     .and_then(Value::as_str)
                     .map(str::to_owned)
             });
-        let event = match name.as_str() {
-            PRE => Event::PreToolUse,
-            POST | FAILURE => Event::PostToolUse,
-            _ => {
+        let call = match classify::<CursorEvent>(&name) {
+            Ok((_, call)) => call,
+            Err(Unjudged::NothingToSay) => {
                 return Ok(AgentCall {
                     hook_event_name: name,
                     request: None,
@@ -78,7 +138,9 @@ impl Dialect for Cursor {
                     timeout: None,
                 });
             }
+            Err(Unjudged::Refused(refused)) => return Err(refused),
         };
+        let event = call.event();
         let tool =
             string_field(input, "tool_name").ok_or(ReadAgentInputError::Missing("tool_name"))?;
         let tool_input = match input.get("tool_input") {
@@ -98,19 +160,19 @@ impl Dialect for Cursor {
                 });
             }
         };
-        let result = match name.as_str() {
+        let result = match call {
+            Call::Before => None,
             // `tool_output` is the tool's result as a JSON string.
-            POST => Some(ToolResult::ok(match input.get("tool_output") {
+            Call::After => Some(ToolResult::ok(match input.get("tool_output") {
                 Some(Value::String(text)) => {
                     serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.clone()))
                 }
                 Some(other) => other.clone(),
                 None => Value::Null,
             })),
-            FAILURE => Some(ToolResult::error(
+            Call::AfterFailure => Some(ToolResult::error(
                 input.get("error_message").cloned().unwrap_or(Value::Null),
             )),
-            _ => None,
         };
         Ok(AgentCall {
             hook_event_name: name,

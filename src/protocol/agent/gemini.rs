@@ -42,8 +42,9 @@
 //! is why the deadline answers well inside Gemini CLI's timeout.
 
 use super::{
-    AgentCall, Blocked, Dialect, Help, Import, Install, Layout, ReadAgentInputError, TrustCheck,
-    TrustStep, answered_for_the_tool, output_text, string_field, withheld,
+    AgentCall, AgentEvent, Blocked, Call, Dialect, Help, Import, Install, Layout,
+    ReadAgentInputError, Role, TrustCheck, TrustStep, Unjudged, answered_for_the_tool, classify,
+    output_text, string_field, withheld,
 };
 use crate::contract::{Decision, Event, Request, ToolResult};
 use crate::outcome::Outcome;
@@ -128,6 +129,43 @@ fn handler(argv: &[String]) -> Value {
     json!({"type": "command", "name": "toolgate", "command": super::shell_words(argv)})
 }
 
+/// Gemini CLI's hook events (0.61.0, read from its settings schema), and
+/// what each is to toolgate. A name outside this set is refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, strum::EnumString, strum::IntoStaticStr)]
+enum GeminiEvent {
+    BeforeTool,
+    AfterTool,
+    BeforeAgent,
+    AfterAgent,
+    BeforeModel,
+    AfterModel,
+    BeforeToolSelection,
+    Notification,
+    PreCompress,
+    SessionStart,
+    SessionEnd,
+}
+
+impl AgentEvent for GeminiEvent {
+    fn role(self) -> Role {
+        use GeminiEvent as E;
+        match self {
+            E::BeforeTool => Role::Judged(Call::Before),
+            E::AfterTool => Role::Judged(Call::After),
+            // The model's request and answer may name tools (a call it
+            // wants, the tools it may pick from), but no call runs there:
+            // each call it makes reaches `BeforeTool`, where it is judged.
+            E::BeforeModel | E::AfterModel | E::BeforeToolSelection => Role::NoToolCall,
+            E::BeforeAgent
+            | E::AfterAgent
+            | E::Notification
+            | E::PreCompress
+            | E::SessionStart
+            | E::SessionEnd => Role::NoToolCall,
+        }
+    }
+}
+
 /// Reads Gemini CLI's hook stdin.
 ///
 /// `BeforeTool` and `AfterTool` are tool calls; any other event is one
@@ -141,10 +179,9 @@ fn read(obj: &Map<String, Value>) -> Result<AgentCall, ReadAgentInputError> {
     let s = |k: &str| string_field(obj, k);
     let name = s("hook_event_name").ok_or(ReadAgentInputError::Missing("hook_event_name"))?;
     let cwd = s("cwd");
-    let event = match name.as_str() {
-        "BeforeTool" => Event::PreToolUse,
-        "AfterTool" => Event::PostToolUse,
-        _ => {
+    let event = match classify::<GeminiEvent>(&name) {
+        Ok((_, call)) => call.event(),
+        Err(Unjudged::NothingToSay) => {
             return Ok(AgentCall {
                 hook_event_name: name,
                 request: None,
@@ -152,6 +189,7 @@ fn read(obj: &Map<String, Value>) -> Result<AgentCall, ReadAgentInputError> {
                 timeout: None,
             });
         }
+        Err(Unjudged::Refused(refused)) => return Err(refused),
     };
     let tool = s("tool_name").ok_or(ReadAgentInputError::Missing("tool_name"))?;
     let input = match obj.get("tool_input") {

@@ -27,7 +27,7 @@ mod opencode;
 mod qwen_code;
 pub(crate) mod settings;
 
-use crate::contract::Request;
+use crate::contract::{Event, Request};
 use crate::outcome::Outcome;
 use serde_json::{Map, Value};
 use std::time::Duration;
@@ -323,6 +323,88 @@ pub struct AgentCall {
     pub timeout: Option<Duration>,
 }
 
+/// What an agent event is to toolgate.
+///
+/// Each dialect lists its agent's events as a typed set (an enum parsed
+/// from the event's name, [`AgentEvent`]) and says which each one is in an
+/// exhaustive `match`, so a new event added to the set must be placed, and a
+/// name outside the set is refused ([`ReadAgentInputError::UnknownEvent`]).
+/// The alternative, recognising the tool events and reading every other
+/// name as "nothing to judge", let a tool call through whenever an agent
+/// added an event (closed world: what toolgate cannot name, it refuses).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Role {
+    /// A tool call the chain judges.
+    Judged(Call),
+    /// An event that carries no tool call (a session starts, a prompt is
+    /// sent, the agent stops): toolgate has nothing to say.
+    NoToolCall,
+    /// An event that carries a tool call toolgate does not judge at that
+    /// point: refused ([`ReadAgentInputError::UnjudgedToolEvent`]), never
+    /// read as nothing to judge.
+    ToolCallNotJudged,
+}
+
+/// Where a judged event stands to its tool call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Call {
+    /// Before the tool runs.
+    Before,
+    /// After it ran.
+    After,
+    /// After it failed: the result is the error the model is shown.
+    AfterFailure,
+}
+
+impl Call {
+    /// The chain's event for it.
+    pub(crate) fn event(self) -> Event {
+        match self {
+            Call::Before => Event::PreToolUse,
+            Call::After | Call::AfterFailure => Event::PostToolUse,
+        }
+    }
+}
+
+/// One agent's events, named as its hook input names them.
+pub(crate) trait AgentEvent: Copy + std::str::FromStr + Into<&'static str> {
+    /// What this event is to toolgate.
+    fn role(self) -> Role;
+}
+
+/// The event named `name` in `E`'s set and what it is to toolgate; an event
+/// outside the set, or one carrying a tool call toolgate does not judge, is
+/// an error naming it.
+pub(crate) fn classify<E: AgentEvent>(name: &str) -> Result<(E, Call), Unjudged> {
+    let Ok(event) = name.parse::<E>() else {
+        return Err(Unjudged::Refused(ReadAgentInputError::UnknownEvent(
+            shown_event(name),
+        )));
+    };
+    match event.role() {
+        Role::Judged(judged) => Ok((event, judged)),
+        Role::NoToolCall => Err(Unjudged::NothingToSay),
+        Role::ToolCallNotJudged => Err(Unjudged::Refused(ReadAgentInputError::UnjudgedToolEvent(
+            shown_event(name),
+        ))),
+    }
+}
+
+/// Why [`classify`] found no call to judge.
+#[derive(Debug)]
+pub(crate) enum Unjudged {
+    /// A known event with no tool call.
+    NothingToSay,
+    /// An unknown event, or one whose tool call toolgate does not judge.
+    Refused(ReadAgentInputError),
+}
+
+/// An agent's event name as a reason quotes it: one line, bounded (the agent
+/// wrote it, and the model reads the reason).
+fn shown_event(name: &str) -> String {
+    crate::text::excerpt(name, 80)
+}
+
 /// Why an agent's hook input could not be read.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -336,6 +418,20 @@ pub enum ReadAgentInputError {
     /// A field the event needs is missing.
     #[error("the hook input has no `{0}`")]
     Missing(&'static str),
+    /// An event outside the agent's known set: whatever it carries, the
+    /// call is blocked.
+    #[error(
+        "toolgate does not know the agent event `{0}`, so it cannot judge what the event \
+         carries and blocks it; route to toolgate only the events its help lists, or update \
+         toolgate"
+    )]
+    UnknownEvent(String),
+    /// A known event that carries a tool call toolgate does not judge.
+    #[error(
+        "toolgate does not judge the agent event `{0}`, which carries a tool call, so it \
+         blocks it; route to toolgate only the events its help lists"
+    )]
+    UnjudgedToolEvent(String),
     /// A field has the wrong type or an unreadable value.
     #[error("the hook input's `{field}` is not {expected}")]
     Invalid {

@@ -61,8 +61,9 @@
 //!   shown it).
 
 use super::{
-    AgentCall, Blocked, Dialect, Help, Import, Install, Layout, ReadAgentInputError,
-    answered_for_the_tool, output_text, string_field, withheld,
+    AgentCall, AgentEvent, Blocked, Call, Dialect, Help, Import, Install, Layout,
+    ReadAgentInputError, Role, Unjudged, answered_for_the_tool, classify, output_text,
+    string_field, withheld,
 };
 use crate::contract::{Decision, Event, Request, ToolResult};
 use crate::outcome::Outcome;
@@ -85,6 +86,25 @@ pub(super) const PLUGIN: &str = include_str!("../../../integrations/opencode/too
 /// The line of [`PLUGIN`] that names the binary.
 const BINARY_LINE: &str = "const TOOLGATE = \"toolgate\"; // toolgate-binary";
 
+/// The events toolgate's OpenCode plugin sends: the two tool hooks, nothing
+/// else.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, strum::EnumString, strum::IntoStaticStr)]
+enum OpenCodeEvent {
+    #[strum(serialize = "tool.execute.before")]
+    Before,
+    #[strum(serialize = "tool.execute.after")]
+    After,
+}
+
+impl AgentEvent for OpenCodeEvent {
+    fn role(self) -> Role {
+        match self {
+            OpenCodeEvent::Before => Role::Judged(Call::Before),
+            OpenCodeEvent::After => Role::Judged(Call::After),
+        }
+    }
+}
+
 impl Dialect for OpenCode {
     fn read(&self, input: &Map<String, Value>) -> Result<AgentCall, ReadAgentInputError> {
         let s = |k: &str| string_field(input, k);
@@ -102,14 +122,13 @@ impl Dialect for OpenCode {
         // Closed world: the plugin is ours and sends only these two. Any
         // other event means a plugin and a binary that disagree; "nothing to
         // say" would let whatever it guards through, so it is refused.
-        let event = match name.as_str() {
-            BEFORE => Event::PreToolUse,
-            AFTER => Event::PostToolUse,
-            _ => {
-                return Err(ReadAgentInputError::Invalid {
-                    field: "event",
-                    expected: "\"tool.execute.before\" or \"tool.execute.after\"",
-                });
+        let event = match classify::<OpenCodeEvent>(&name) {
+            Ok((_, call)) => call.event(),
+            Err(Unjudged::Refused(refused)) => return Err(refused),
+            // No event of the plugin's is silent; were one, it would still
+            // not pass unjudged.
+            Err(Unjudged::NothingToSay) => {
+                return Err(ReadAgentInputError::UnjudgedToolEvent(name));
             }
         };
         let tool = s("tool").ok_or(ReadAgentInputError::Missing("tool"))?;

@@ -42,8 +42,9 @@
 
 use super::claude_code::read_envelope;
 use super::{
-    AgentCall, Blocked, Dialect, Help, Import, Install, Layout, ReadAgentInputError, TrustStep,
-    answered_for_the_tool, output_text, string_field, withheld,
+    AgentCall, AgentEvent, Blocked, Call, Dialect, Help, Import, Install, Layout,
+    ReadAgentInputError, Role, TrustStep, answered_for_the_tool, output_text, string_field,
+    withheld,
 };
 use crate::contract::{Decision, Event, Request, ToolResult};
 use crate::outcome::Outcome;
@@ -61,12 +62,72 @@ const POST_TOOL_BATCH: &str = "PostToolBatch";
 /// `timeout` (`POST_TOOL_BATCH_HOOK_TIMEOUT_MS`).
 const POST_TOOL_BATCH_TIMEOUT: Duration = Duration::from_secs(15);
 
+/// Qwen Code's hook events (0.24.4, read from its settings schema), and
+/// what each is to toolgate. A name outside this set is refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, strum::EnumString, strum::IntoStaticStr)]
+enum QwenEvent {
+    PreToolUse,
+    PostToolUse,
+    PostToolUseFailure,
+    PostToolBatch,
+    PermissionRequest,
+    PermissionDenied,
+    Notification,
+    UserPromptSubmit,
+    UserPromptExpansion,
+    SessionStart,
+    SessionEnd,
+    SessionDelete,
+    Stop,
+    StopFailure,
+    SubagentStart,
+    SubagentStop,
+    PreCompact,
+    PostCompact,
+    InstructionsLoaded,
+    MessageDisplay,
+    TodoCreated,
+    TodoCompleted,
+}
+
+impl AgentEvent for QwenEvent {
+    fn role(self) -> Role {
+        use QwenEvent as E;
+        match self {
+            E::PreToolUse => Role::Judged(Call::Before),
+            E::PostToolUse => Role::Judged(Call::After),
+            E::PostToolUseFailure => Role::Judged(Call::AfterFailure),
+            // Read by `read_batch`: the batch's last call, judged again.
+            E::PostToolBatch => Role::Judged(Call::After),
+            // Each carries a call; what Qwen Code does with an answer to
+            // them is not pinned live, so they are refused, not judged.
+            E::PermissionRequest | E::PermissionDenied => Role::ToolCallNotJudged,
+            E::Notification
+            | E::UserPromptSubmit
+            | E::UserPromptExpansion
+            | E::SessionStart
+            | E::SessionEnd
+            | E::SessionDelete
+            | E::Stop
+            | E::StopFailure
+            | E::SubagentStart
+            | E::SubagentStop
+            | E::PreCompact
+            | E::PostCompact
+            | E::InstructionsLoaded
+            | E::MessageDisplay
+            | E::TodoCreated
+            | E::TodoCompleted => Role::NoToolCall,
+        }
+    }
+}
+
 impl Dialect for QwenCode {
     fn read(&self, input: &Map<String, Value>) -> Result<AgentCall, ReadAgentInputError> {
         if string_field(input, "hook_event_name").as_deref() == Some(POST_TOOL_BATCH) {
             return read_batch(input);
         }
-        let mut call = read_envelope(input)?;
+        let mut call = read_envelope::<QwenEvent>(input)?;
         // Qwen Code's `tool_response` is `{llmContent, returnDisplay}`; the
         // model is shown `llmContent`, so that is what the post chain judges.
         if let Some(Request {
