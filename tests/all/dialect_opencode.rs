@@ -196,7 +196,10 @@ fn an_event_the_plugin_never_sends_is_refused_not_let_through() {
     let answer = stdout_json(&out);
     assert_eq!(answer["action"], "deny", "{answer}");
     assert!(
-        answer["message"].as_str().unwrap().contains("`event`"),
+        answer["message"]
+            .as_str()
+            .unwrap()
+            .contains("does not know the agent event `tool.execute.during`"),
         "{answer}"
     );
 }

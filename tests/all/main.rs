@@ -45,4 +45,5 @@ mod soak;
 mod subprocess;
 mod support;
 mod trust;
+mod unknown_events;
 mod wasm;

@@ -1071,11 +1071,15 @@ proptest! {
     #[test]
     fn agent_input_errors_never_quote_the_input(
         dialect in outwards(),
-        (text, _) in planted(AGENT_KEYS, agent_values()),
+        (text, planted) in planted(AGENT_KEYS, agent_values()),
     ) {
         if let Err(e) = read_agent_input(text.as_bytes(), dialect) {
             let said = chain(&e);
-            prop_assert!(!quotes(&said), "{dialect}: {said}\nfrom {text}");
+            // An event outside the agent's set is named (a closed set of
+            // words); Copilot CLI names none, so its refusal names the tool
+            // field that no shape of its has, as where the problem is.
+            let may = may_name(&planted, &["hook_event_name", "event"], dialect == Outward::Copilot);
+            prop_assert!(!quotes(&said) || may, "{dialect}: {said}\nfrom {text}");
         }
     }
 
@@ -1442,5 +1446,165 @@ fn a_schema_or_version_that_is_not_a_number_is_named_by_its_kind_only() {
         let (_, err) = toolgate::serve::read_request(line.as_bytes()).expect_err("refused");
         let said = chain(&err);
         assert!(!quotes(&said) && said.contains("given as an"), "{said}");
+    }
+}
+
+// ---------------------------------------------------------------------------
+// (e) An agent event toolgate does not know, carrying a tool call, is never
+//     let through: reading it is a refusal naming it (which every path answers
+//     in the agent's blocking form), never a call to judge nor silence.
+// ---------------------------------------------------------------------------
+
+/// An event name no agent uses: a digit-bearing variant of a real one (no
+/// agent's event has a digit), or a real one in the wrong case for
+/// `dialect` (`preToolUse` is Copilot's and Cursor's, not Claude Code's).
+fn unknown_name(dialect: Outward) -> BoxedStrategy<String> {
+    let own: &'static [&'static str] = match dialect {
+        Outward::ClaudeCode | Outward::Codex | Outward::QwenCode => &["PreToolUse", "PostToolUse"],
+        Outward::Gemini => &["BeforeTool", "AfterTool"],
+        Outward::Cursor | Outward::Copilot => &["preToolUse", "postToolUse"],
+        Outward::OpenCode => &["tool.execute.before", "tool.execute.after"],
+    };
+    let real = prop::sample::select(vec![
+        "PreToolUse",
+        "PermissionRequest",
+        "BeforeTool",
+        "preToolUse",
+        "tool.execute.before",
+        "Stop",
+        "SessionStart",
+        "",
+    ]);
+    prop_oneof![
+        (real, "[0-9][A-Za-z0-9._]{0,8}").prop_map(|(real, tail)| format!("{real}{tail}")),
+        prop::sample::select(own).prop_map(|name| {
+            let mut chars = name.chars();
+            match chars.next() {
+                Some(c) if c.is_uppercase() => c.to_lowercase().chain(chars).collect(),
+                Some(c) => c.to_uppercase().chain(chars).collect(),
+                None => String::new(),
+            }
+        }),
+    ]
+    .boxed()
+}
+
+/// `dialect`'s envelope for event `name` carrying a call of `tool` with
+/// `input`, plus `extra` fields an agent may send.
+fn carrying_a_call(
+    dialect: Outward,
+    name: &str,
+    tool: &str,
+    input: Value,
+    extra: &[(String, Value)],
+) -> Value {
+    let mut envelope = match dialect {
+        Outward::ClaudeCode
+        | Outward::Codex
+        | Outward::QwenCode
+        | Outward::Gemini
+        | Outward::Cursor => json!({"hook_event_name": name, "tool_name": tool,
+            "tool_input": input, "cwd": "/tmp"}),
+        // Copilot names no event: a tool field in none of its shapes.
+        Outward::Copilot => json!({"toolName": tool, format!("tool{name}"): input, "cwd": "/tmp"}),
+        Outward::OpenCode => json!({"event": name, "tool": tool, "args": input,
+            "directory": "/tmp"}),
+    };
+    let known = [
+        "toolArgs",
+        "toolResult",
+        "error",
+        "hook_event_name",
+        "event",
+    ];
+    if let Some(obj) = envelope.as_object_mut() {
+        for (k, v) in extra {
+            if !known.contains(&k.as_str()) && !obj.contains_key(k) {
+                obj.insert(k.clone(), v.clone());
+            }
+        }
+    }
+    envelope
+}
+
+fn refuses_unknown_events(dialect: Outward) -> impl Strategy<Value = (String, Value)> {
+    (
+        unknown_name(dialect),
+        "\\PC{1,12}",
+        prop_oneof![
+            Just(json!({"command": "rm -rf ~"})),
+            scalar().prop_map(|v| json!({"x": v}))
+        ],
+        prop::collection::vec(("[a-z_]{1,10}", scalar()), 0..3),
+    )
+        .prop_map(move |(name, tool, input, extra)| {
+            let envelope = carrying_a_call(dialect, &name, &tool, input, &extra);
+            (name, envelope)
+        })
+}
+
+/// Reading `envelope` in `dialect` is a refusal that says so (and, where
+/// the agent names its events, names this one).
+fn never_judged_nor_silent(
+    dialect: Outward,
+    name: &str,
+    envelope: &Value,
+) -> Result<(), TestCaseError> {
+    let read = read_agent_input(envelope.to_string().as_bytes(), dialect);
+    let Err(e) = read else {
+        return Err(TestCaseError::fail(format!(
+            "{dialect}: `{name}` was read as {read:?}"
+        )));
+    };
+    let said = e.to_string();
+    prop_assert!(
+        said.contains("does not know the agent event"),
+        "{dialect}: {said}"
+    );
+    if dialect != Outward::Copilot {
+        prop_assert!(
+            said.contains(&toolgate::text::excerpt(name, 80)),
+            "{dialect}: {said}"
+        );
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    #[test]
+    fn claude_code_never_lets_an_unknown_event_with_a_call_through((name, envelope) in refuses_unknown_events(Outward::ClaudeCode)) {
+        never_judged_nor_silent(Outward::ClaudeCode, &name, &envelope)?;
+    }
+
+    #[test]
+    fn codex_never_lets_an_unknown_event_with_a_call_through((name, envelope) in refuses_unknown_events(Outward::Codex)) {
+        never_judged_nor_silent(Outward::Codex, &name, &envelope)?;
+    }
+
+    #[test]
+    fn qwen_code_never_lets_an_unknown_event_with_a_call_through((name, envelope) in refuses_unknown_events(Outward::QwenCode)) {
+        never_judged_nor_silent(Outward::QwenCode, &name, &envelope)?;
+    }
+
+    #[test]
+    fn gemini_never_lets_an_unknown_event_with_a_call_through((name, envelope) in refuses_unknown_events(Outward::Gemini)) {
+        never_judged_nor_silent(Outward::Gemini, &name, &envelope)?;
+    }
+
+    #[test]
+    fn copilot_never_lets_an_unknown_event_with_a_call_through((name, envelope) in refuses_unknown_events(Outward::Copilot)) {
+        never_judged_nor_silent(Outward::Copilot, &name, &envelope)?;
+    }
+
+    #[test]
+    fn cursor_never_lets_an_unknown_event_with_a_call_through((name, envelope) in refuses_unknown_events(Outward::Cursor)) {
+        never_judged_nor_silent(Outward::Cursor, &name, &envelope)?;
+    }
+
+    #[test]
+    fn opencode_never_lets_an_unknown_event_with_a_call_through((name, envelope) in refuses_unknown_events(Outward::OpenCode)) {
+        never_judged_nor_silent(Outward::OpenCode, &name, &envelope)?;
     }
 }
