@@ -16,8 +16,9 @@
 //! Anything toolgate itself cannot do — unreadable input, a broken config —
 //! blocks the call the way the agent honours (`Outward::blocked`: exit 2
 //! with the reason on stderr for Claude Code and Codex). Never a silent
-//! pass. Events toolgate has no part in (`UserPromptSubmit`, `Stop`, …)
-//! exit 0 with nothing printed.
+//! pass. Known events with no tool call (`UserPromptSubmit`, `Stop`, …)
+//! exit 0 with nothing printed; an event the dialect does not know is
+//! refused like any other input toolgate cannot evaluate.
 //!
 //! # Answering in time, and never with a crash code
 //!

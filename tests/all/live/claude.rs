@@ -1031,3 +1031,95 @@ fn live_claude_the_http_hook_install_writes_decides_and_a_server_that_is_down_bl
         }
     }
 }
+
+/// The decision log's records of Bash calls in `log` (none when the hook
+/// never ran).
+fn logged_bash(log: &std::path::Path) -> Vec<Value> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|l| l["tool"] == "Bash")
+        .collect()
+}
+
+#[test]
+fn live_claude_a_permission_request_is_judged_as_its_call_and_never_granted() {
+    for release in RELEASES {
+        // A guard that denies `touch`: judged at the permission request, the
+        // denial's reason is what the model reads, and nothing runs.
+        let fx = Fixture::new();
+        let guard = py_hook(
+            &fx,
+            "guard.py",
+            "if 'touch' in req['input']['command']:\n    answer = {'decision': 'deny', 'reason': 'no new files at a permission request'}",
+        );
+        fx.workspace_hooks(json!([{"name": "no-touch", "command": [&guard]}]));
+        let log = fx.dir.path().join("decisions.jsonl");
+        let log_env = log.to_str().unwrap().to_owned();
+        write_permission_request_hook(&fx);
+        let run = claude_in(
+            release,
+            &fx,
+            vec![bash("touch made.txt")],
+            false,
+            &[("TOOLGATE_DECISION_LOG", &log_env)],
+        );
+        let result = run.only_result();
+        assert!(
+            !fx.workspace().join("made.txt").exists(),
+            "{release:?}: the command ran"
+        );
+        let logged = logged_bash(&log);
+        if release.var == "CLAUDE_CODE_VERSION" {
+            // 2.1.197 asks no PermissionRequest hook in print mode: its own
+            // rules refuse the call first.
+            assert!(logged.is_empty(), "{release:?}: {logged:#?}");
+            continue;
+        }
+        assert_eq!(logged.len(), 1, "{release:?}: {logged:#?}");
+        assert_eq!(logged[0]["decision"], "deny");
+        let text = result_text(&result);
+        assert_eq!(
+            text, "no new files at a permission request",
+            "{release:?}: {result}"
+        );
+        release.saw(
+            Row::PermissionRequest,
+            "judged as its call: a deny refuses the permission and the model reads the reason",
+            Some(&text),
+        );
+
+        // A guard that allows: toolgate grants nothing, so Claude Code's own
+        // rules still decide (in print mode, a refusal).
+        let fx = Fixture::new();
+        let allow = py_hook(&fx, "allow.py", "answer = {'decision': 'allow'}");
+        fx.workspace_hooks(json!([{"name": "allow", "command": [&allow]}]));
+        write_permission_request_hook(&fx);
+        let run = claude_in(release, &fx, vec![bash("touch made.txt")], false, &[]);
+        assert!(
+            !fx.workspace().join("made.txt").exists(),
+            "{release:?}: an allow granted the permission"
+        );
+        assert_eq!(
+            run.permission_denials().len(),
+            1,
+            "{release:?}: {:#}",
+            run.result
+        );
+    }
+}
+
+/// Writes the workspace's Claude Code settings with toolgate as the only
+/// hook, on `PermissionRequest` (Bash is then not allowed by the agent's
+/// rules, so each call asks for permission).
+fn write_permission_request_hook(fx: &Fixture) {
+    let settings =
+        json!({"hooks": {"PermissionRequest": [{"matcher": "*", "hooks": [toolgate_handler()]}]}});
+    std::fs::create_dir_all(fx.workspace().join(".claude")).unwrap();
+    std::fs::write(
+        fx.workspace().join(".claude/settings.json"),
+        settings.to_string(),
+    )
+    .unwrap();
+}

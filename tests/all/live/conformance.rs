@@ -34,6 +34,8 @@ pub(crate) enum Row {
     FailedCall,
     #[strum(serialize = "a wasm guard denies")]
     WasmGuard,
+    #[strum(serialize = "deny at a permission request")]
+    PermissionRequest,
     #[strum(serialize = "toolgate cannot evaluate")]
     OwnFailure,
     #[strum(serialize = "toolgate missing, crashing or hanging")]

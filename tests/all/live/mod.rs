@@ -102,3 +102,79 @@ fn each_agents_tested_versions_are_the_releases_pinned_for_its_live_tests() {
         .collect();
     assert_eq!(claimed, pinned);
 }
+
+/// The hook events a pinned release of `agent` lists, read from its own
+/// program: Claude Code's binary holds its event list as a JSON array;
+/// Gemini CLI's and Qwen Code's settings schemas name one `… Hooks` array
+/// per event.
+fn listed_events(var: &str) -> Vec<String> {
+    let root = agents_cache().join(format!("{var}-{}", pinned(var)));
+    let files = |dir: &str| -> Vec<PathBuf> {
+        let dir = root.join(dir);
+        std::fs::read_dir(&dir)
+            .unwrap_or_else(|e| panic!("{}: {e} (run tests/agents/install.sh)", dir.display()))
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|e| e == "js"))
+            .collect()
+    };
+    let (texts, pattern): (Vec<PathBuf>, &str) = match var {
+        "CLAUDE_CODE_VERSION" | "CLAUDE_CODE_NEWEST_VERSION" => (
+            vec![root.join("node_modules/@anthropic-ai/claude-code-linux-x64/claude")],
+            r#"\["PreToolUse"(?:,"[A-Za-z]+")+\]"#,
+        ),
+        "GEMINI_CLI_VERSION" => (
+            files("node_modules/@google/gemini-cli/bundle"),
+            r#"([A-Z][A-Za-z]+): \{\s*type: "array",\s*label: "[^"]* Hooks""#,
+        ),
+        "QWEN_CODE_VERSION" => (
+            files("node_modules/@qwen-code/qwen-code/chunks"),
+            r#"([A-Z][A-Za-z]+): \{\s*type: "array",\s*label: "[^"]* Hooks""#,
+        ),
+        other => panic!("no event list is read for {other}"),
+    };
+    let re = regex::bytes::Regex::new(pattern).unwrap();
+    let mut names = std::collections::BTreeSet::new();
+    for file in texts {
+        let bytes = std::fs::read(&file).unwrap();
+        for found in re.captures_iter(&bytes) {
+            match found.get(1) {
+                Some(name) => {
+                    names.insert(String::from_utf8_lossy(name.as_bytes()).into_owned());
+                }
+                None => {
+                    let array: Vec<String> = serde_json::from_slice(&found[0]).unwrap();
+                    names.extend(array);
+                }
+            }
+        }
+    }
+    names.into_iter().collect()
+}
+
+#[test]
+fn every_event_a_pinned_release_lists_is_one_its_dialect_knows() {
+    use toolgate::agent::{Outward, read_agent_input};
+    let agents = [
+        ("CLAUDE_CODE_VERSION", Outward::ClaudeCode),
+        ("CLAUDE_CODE_NEWEST_VERSION", Outward::ClaudeCode),
+        ("GEMINI_CLI_VERSION", Outward::Gemini),
+        ("QWEN_CODE_VERSION", Outward::QwenCode),
+    ];
+    for (var, dialect) in agents {
+        let events = listed_events(var);
+        assert!(events.len() >= 10, "{var}: read only {events:?}");
+        for event in &events {
+            let input = serde_json::json!({"hook_event_name": event, "cwd": "/tmp"});
+            let read = read_agent_input(input.to_string().as_bytes(), dialect);
+            if let Err(e) = read {
+                assert!(
+                    !e.to_string().contains("does not know"),
+                    "{var} {} lists `{event}`, which `toolgate {dialect}` does not know: \
+                     place it in the dialect's event set",
+                    pinned(var)
+                );
+            }
+        }
+    }
+}
