@@ -784,8 +784,11 @@ fn parse_hook(
 /// that exists but cannot be pinned (outside the workspace, say) is the
 /// trust review's to refuse, with its reason.
 ///
-/// The message names the element, not the path written: a value from the
-/// file is never quoted (tests/all/props.rs).
+/// The message names the element and the path looked for (resolved
+/// against the root, one line, bounded): a typo (`gaurd.py`) is seen at a
+/// glance, as a missing program's name is. It is the one value from the
+/// file a problem quotes besides a program's (tests/all/props.rs allows
+/// exactly these).
 fn missing_script(spec: &BindingSpec, key: &str, root: &Path, ctx: &mut HookCtx<'_>) {
     let WorkspaceTrust::Program { argv, .. } = spec.as_binding().workspace_trust() else {
         return;
@@ -793,15 +796,15 @@ fn missing_script(spec: &BindingSpec, key: &str, root: &Path, ctx: &mut HookCtx<
     let Some(at) = crate::trust::interpreter_script(argv) else {
         return;
     };
-    let missing = std::fs::metadata(root.join(&argv[at]))
-        .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound);
+    let looked_for = root.join(&argv[at]);
+    let missing =
+        std::fs::metadata(&looked_for).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound);
     if missing {
         ctx.problem(
             key,
             format!(
-                "element {at}, the script the interpreter runs, does not exist (relative paths \
-                 resolve against {})",
-                root.display()
+                "element {at}, the script the interpreter runs, does not exist: looked for {}",
+                crate::text::excerpt(&looked_for.to_string_lossy(), 300)
             ),
         );
     }

@@ -206,8 +206,10 @@ fn a_global_interpreter_script_resolves_against_the_global_config_dir() {
     let err = Config::load(Some(&fx.global()), None).unwrap_err();
     assert_eq!(err.problems.len(), 1, "{err}");
     assert!(
-        err.to_string()
-            .contains(&format!("resolve against {}", fx.global().display())),
+        err.to_string().contains(&format!(
+            "looked for {}",
+            fx.global().join("gg.py").display()
+        )),
         "{err}"
     );
 }
@@ -229,8 +231,14 @@ fn hooks_check_reports_a_missing_script_with_the_other_problems() {
         .unwrap();
     let text = stderr(&out);
     assert_eq!(out.status.code(), Some(1), "{text}");
+    let looked_for = fx.workspace().join("hooks/gaurd.py");
+    let typo = format!(
+        "hooks[0] (\"typo\"): field `command`: element 1, the script the interpreter runs, \
+         does not exist: looked for {}",
+        looked_for.display()
+    );
     for line in [
-        "hooks[0] (\"typo\"): field `command`: element 1, the script the interpreter runs, does not exist",
+        typo.as_str(),
         "hooks[1] (\"gone\"): field `timeout_ms`",
         "hooks[1] (\"gone\"): field `command`: program \"./hooks/x.sh\" not found",
     ] {
