@@ -240,3 +240,25 @@ fn known_events_without_a_tool_call_keep_their_silence() {
         );
     }
 }
+
+#[test]
+fn a_permission_request_toolgate_cannot_evaluate_is_refused_in_its_own_form_over_http() {
+    let fx = Fixture::new();
+    fx.workspace_raw("{\"schema\": 1, \"hooks\": [oops]}");
+    let server = Server::start_http(|cmd| {
+        cmd.env("TOOLGATE_CONFIG_DIR", fx.global());
+    });
+    let addr = server.http.clone().unwrap();
+    let input = unknown_event(Outward::ClaudeCode, &fx.workspace(), "PermissionRequest");
+    let answer = crate::serve_http::post(&addr, &input.to_string()).json();
+    let specific = &answer["hookSpecificOutput"];
+    assert_eq!(specific["hookEventName"], "PermissionRequest", "{answer}");
+    assert_eq!(specific["decision"]["behavior"], "deny", "{answer}");
+    assert!(
+        specific["decision"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("toolgate could not evaluate this call"),
+        "{answer}"
+    );
+}

@@ -579,11 +579,15 @@ fn blocked(event: &str, why: &str) -> Answer {
         "toolgate could not evaluate this call, so it is blocked: {}",
         toolgate::text::sanitize(why)
     );
-    json_answer(&if event == "PreToolUse" {
-        json!({"hookSpecificOutput": {"hookEventName": event,
-            "permissionDecision": "deny", "permissionDecisionReason": reason}})
-    } else {
-        json!({"decision": "block", "reason": reason})
+    json_answer(&match event {
+        "PreToolUse" => json!({"hookSpecificOutput": {"hookEventName": event,
+            "permissionDecision": "deny", "permissionDecisionReason": reason}}),
+        // Judged as its call, refused in its own form.
+        "PermissionRequest" => json!({"hookSpecificOutput": {"hookEventName": event,
+            "decision": {"behavior": "deny", "message": reason}}}),
+        // Every other event (after the call, or one toolgate refuses
+        // unread): the top-level block.
+        _ => json!({"decision": "block", "reason": reason}),
     })
 }
 
