@@ -197,7 +197,15 @@ impl<'a> Answer<'a> {
     fn new(top: &'a Map<String, Value>, dups: &'a [(String, Value)]) -> Answer<'a> {
         let specific = match top.get("hookSpecificOutput") {
             Some(Value::Object(o)) => o,
-            _ => &EMPTY,
+            // Read as absent, as Claude Code reads no field of it.
+            Some(
+                Value::Null
+                | Value::Bool(_)
+                | Value::Number(_)
+                | Value::String(_)
+                | Value::Array(_),
+            )
+            | None => &EMPTY,
         };
         Answer {
             top,

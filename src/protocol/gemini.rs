@@ -170,11 +170,8 @@ fn as_json(text: &str) -> Option<(Value, Vec<(String, Value)>)> {
 
 /// Whether `key: value`, repeated somewhere in an answer, is a deny signal.
 fn denies(key: &str, value: &Value) -> bool {
-    match key {
-        "decision" => matches!(value.as_str(), Some("deny" | "block" | "ask")),
-        "continue" => value == &Value::Bool(false),
-        _ => false,
-    }
+    (key == "decision" && matches!(value.as_str(), Some("deny" | "block" | "ask")))
+        || (key == "continue" && value == &Value::Bool(false))
 }
 
 fn not(detail: impl Into<String>) -> HookFailure {

@@ -239,11 +239,12 @@ fn repeated_key_answer(
 fn deny_answer(mut obj: serde_json::Map<String, Value>) -> Verdict {
     let reason = match obj.remove("reason") {
         Some(Value::String(r)) if !r.trim().is_empty() => r,
-        _ => "denied by a hook that gave no reason".to_owned(),
+        // Still a denial, with toolgate's words.
+        Some(_) | None => "denied by a hook that gave no reason".to_owned(),
     };
     let context = match obj.remove("context") {
         Some(Value::String(c)) => Some(c),
-        _ => None,
+        Some(_) | None => None,
     };
     Verdict {
         decision: Decision::Deny { reason },
@@ -415,7 +416,7 @@ pub fn read_request(
                 "a pre_tool_use request has no `result` (the tool has not run yet)",
             ));
         }
-        _ => {}
+        (Event::PreToolUse, None) | (Event::PostToolUse, Some(_)) => {}
     }
     Ok(Request {
         event,

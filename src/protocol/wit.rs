@@ -68,7 +68,10 @@ pub(crate) fn from_wit(verdict: bindings::Verdict) -> Result<Verdict, HookFailur
         WitDecision::Replace(result) if result.output.len() > MAX_ANSWER_BYTES => {
             return Err(oversized("the `replace` output", result.output.len()));
         }
-        _ => {}
+        WitDecision::Allow
+        | WitDecision::Deny(_)
+        | WitDecision::Modify(_)
+        | WitDecision::Replace(_) => {}
     }
     let decision = match verdict.decision {
         WitDecision::Allow => Decision::Allow,

@@ -479,15 +479,48 @@ fn the_layer_check_names_an_upward_import_a_sibling_binding_and_a_cycle() {
     );
 }
 
-/// Every `_ =>` arm on the paths that turn an answer into a decision: the
-/// runner's whole source, and the functions through which a dialect reads
-/// an agent's event (`read…`, `classify`, `role`), where a catch-all is
-/// allowed only when it refuses (its body returns an `Err`). `file: fn`
-/// for each one found.
-fn wildcard_arms(files: &[PathBuf], reading: bool) -> Vec<String> {
+/// Where a catch-all arm is looked for, and which are allowed.
+#[derive(Clone, Copy, PartialEq)]
+enum Scope {
+    /// The runner: none at all.
+    Runner,
+    /// A dialect's reading of an agent's event (`read…`, `classify`,
+    /// `role`): only one that refuses.
+    Reading,
+    /// An inward protocol's reading of a hook's answer (every function):
+    /// only one that refuses.
+    Answers,
+}
+
+/// Whether `body` refuses: calls `Err(…)`, `failed(…)` (a read that
+/// fails) or `…::deny(…)` (a denial).
+fn refuses(body: &syn::Expr) -> bool {
+    struct Calls(bool);
+    impl VisitMut for Calls {
+        fn visit_expr_call_mut(&mut self, call: &mut syn::ExprCall) {
+            if let syn::Expr::Path(path) = &*call.func
+                && path
+                    .path
+                    .segments
+                    .last()
+                    .is_some_and(|s| s.ident == "Err" || s.ident == "failed" || s.ident == "deny")
+            {
+                self.0 = true;
+            }
+            syn::visit_mut::visit_expr_call_mut(self, call);
+        }
+    }
+    let mut calls = Calls(false);
+    calls.visit_expr_mut(&mut body.clone());
+    calls.0
+}
+
+/// Every `_ =>` arm in `files` that `scope` does not allow (see
+/// [`refuses`]). `file: fn` for each one found.
+fn wildcard_arms(files: &[PathBuf], scope: Scope) -> Vec<String> {
     struct Arms<'a> {
         file: &'a Path,
-        reading: bool,
+        scope: Scope,
         func: Vec<String>,
         found: Vec<String>,
     }
@@ -505,11 +538,16 @@ fn wildcard_arms(files: &[PathBuf], reading: bool) -> Vec<String> {
         fn visit_arm_mut(&mut self, arm: &mut syn::Arm) {
             let wild = matches!(arm.pat, syn::Pat::Wild(_));
             let func = self.func.last().cloned().unwrap_or_default();
-            let checked =
-                !self.reading || func.starts_with("read") || func == "classify" || func == "role";
-            // The body's syntax tree, printed: an `Err` in it refuses.
-            let refuses = format!("{:?}", arm.body).contains("Err");
-            if wild && checked && !(self.reading && refuses) {
+            let checked = match self.scope {
+                Scope::Runner | Scope::Answers => true,
+                Scope::Reading => func.starts_with("read") || func == "classify" || func == "role",
+            };
+            let refuses = refuses(&arm.body);
+            let allowed = match self.scope {
+                Scope::Runner => false,
+                Scope::Reading | Scope::Answers => refuses,
+            };
+            if wild && checked && !allowed {
                 self.found
                     .push(format!("{}: fn {func}", self.file.display()));
             }
@@ -522,7 +560,7 @@ fn wildcard_arms(files: &[PathBuf], reading: bool) -> Vec<String> {
         let mut ast = syn::parse_file(&text).expect("source parses");
         let mut arms = Arms {
             file,
-            reading,
+            scope,
             func: Vec::new(),
             found: Vec::new(),
         };
@@ -538,13 +576,19 @@ fn no_catch_all_arm_turns_an_answer_or_an_agent_event_into_a_decision() {
     rust_files(&src().join("runner"), &mut runner);
     let mut dialects = Vec::new();
     rust_files(&src().join("protocol/agent"), &mut dialects);
+    // The inward protocols: how a hook's exit and output become an answer.
+    let answers: Vec<PathBuf> = ["mod.rs", "wire.rs", "wit.rs", "claude.rs", "gemini.rs"]
+        .iter()
+        .map(|f| src().join("protocol").join(f))
+        .collect();
     assert!(
         runner.len() > 3 && dialects.len() >= 7,
         "{runner:?} {dialects:?}"
     );
     let found = [
-        wildcard_arms(&runner, false),
-        wildcard_arms(&dialects, true),
+        wildcard_arms(&runner, Scope::Runner),
+        wildcard_arms(&dialects, Scope::Reading),
+        wildcard_arms(&answers, Scope::Answers),
     ]
     .concat();
     assert!(
@@ -562,16 +606,23 @@ fn the_catch_all_check_finds_a_wildcard_that_accepts() {
         &file,
         "fn usable(a: A) -> R { match a { A::Modify => Err(x), _ => Ok(a) } }\n\
          fn read(n: &str) -> R { match n { \"Pre\" => Ok(1), _ => Ok(0) } }\n\
-         fn read_refusing(n: &str) -> R { match n { \"Pre\" => Ok(1), _ => Err(e) } }\n",
+         fn read_refusing(n: &str) -> R { match n { \"Pre\" => Ok(1), _ => Err(e) } }\n\
+         fn decode(c: i32) -> R { match c { 0 => ok(), _ => failed(why) } }\n",
     )
     .unwrap();
     let files = [file];
     assert_eq!(
-        wildcard_arms(&files, false).len(),
-        3,
+        wildcard_arms(&files, Scope::Runner).len(),
+        4,
         "the runner allows none"
     );
-    let reading = wildcard_arms(&files, true);
+    let reading = wildcard_arms(&files, Scope::Reading);
     assert_eq!(reading.len(), 1, "{reading:?}");
     assert!(reading[0].ends_with("fn read"), "{reading:?}");
+    let answers = wildcard_arms(&files, Scope::Answers);
+    assert_eq!(answers.len(), 2, "{answers:?}");
+    assert!(
+        answers[0].ends_with("fn usable") && answers[1].ends_with("fn read"),
+        "{answers:?}"
+    );
 }

@@ -81,6 +81,15 @@ fn assert_refused(
     );
 }
 
+/// `toolgate`, answering by itself (no server) with `fx`'s configuration.
+fn alone(fx: &Fixture) -> std::process::Command {
+    let mut cmd = toolgate();
+    cmd.env("TOOLGATE_CONFIG_DIR", fx.global())
+        .env_remove("TOOLGATE_SOCKET")
+        .current_dir(fx.workspace());
+    cmd
+}
+
 fn ran(
     cmd: &mut std::process::Command,
     dialect: Outward,
@@ -100,14 +109,7 @@ fn an_unknown_event_carrying_a_tool_call_is_refused_in_every_dialect() {
     for &dialect in Outward::ALL {
         for name in ["PreToolUseBatch", "ToolCall"] {
             let input = unknown_event(dialect, &fx.workspace(), name);
-            let answer = ran(
-                toolgate()
-                    .env("TOOLGATE_CONFIG_DIR", fx.global())
-                    .env_remove("TOOLGATE_SOCKET")
-                    .current_dir(fx.workspace()),
-                dialect,
-                &input,
-            );
+            let answer = ran(&mut alone(&fx), dialect, &input);
             assert_refused(dialect, name, answer);
         }
     }
@@ -169,14 +171,7 @@ fn a_known_event_carrying_a_call_toolgate_does_not_judge_is_refused() {
     ];
     for (dialect, name) in cases {
         let input = unknown_event(dialect, &fx.workspace(), name);
-        let (code, stdout, stderr) = ran(
-            toolgate()
-                .env("TOOLGATE_CONFIG_DIR", fx.global())
-                .env_remove("TOOLGATE_SOCKET")
-                .current_dir(fx.workspace()),
-            dialect,
-            &input,
-        );
+        let (code, stdout, stderr) = ran(&mut alone(&fx), dialect, &input);
         let block = dialect.blocked("x");
         assert_eq!(
             code,
@@ -225,14 +220,7 @@ fn known_events_without_a_tool_call_keep_their_silence() {
         ),
     ];
     for (dialect, input) in cases {
-        let (code, stdout, stderr) = ran(
-            toolgate()
-                .env("TOOLGATE_CONFIG_DIR", fx.global())
-                .env_remove("TOOLGATE_SOCKET")
-                .current_dir(fx.workspace()),
-            dialect,
-            &input,
-        );
+        let (code, stdout, stderr) = ran(&mut alone(&fx), dialect, &input);
         assert_eq!(
             (code, stdout.as_str()),
             (Some(0), ""),

@@ -164,7 +164,7 @@ impl Rules {
 /// Claude Code's hook events: every one its releases 2.1.197 and 2.1.332
 /// list in their settings schema (read from the binaries), and what each is
 /// to toolgate ([`AgentEvent::role`]). A name outside this set is refused.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, strum::EnumString, strum::IntoStaticStr)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, strum::EnumString)]
 pub(super) enum ClaudeEvent {
     PreToolUse,
     PostToolUse,
@@ -261,7 +261,7 @@ pub(super) fn read_envelope<E: AgentEvent>(
     let name = s("hook_event_name").ok_or(ReadAgentInputError::Missing("hook_event_name"))?;
     let cwd = s("cwd");
     let call = match classify::<E>(&name) {
-        Ok((_, call)) => call,
+        Ok(call) => call,
         Err(Unjudged::NothingToSay) => {
             return Ok(AgentCall {
                 hook_event_name: name,

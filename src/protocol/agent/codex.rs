@@ -24,7 +24,7 @@ const RULES: Rules = Rules {
 
 /// Codex's hook events (0.171.0, read from its binary), and what each is to
 /// toolgate. A name outside this set is refused.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, strum::EnumString, strum::IntoStaticStr)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, strum::EnumString)]
 pub(super) enum CodexEvent {
     PreToolUse,
     PostToolUse,

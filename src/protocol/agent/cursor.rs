@@ -55,7 +55,7 @@ const TIMEOUT_SECS: u64 = 30;
 
 /// Cursor's hook events (its hooks reference), and what each is to
 /// toolgate. A name outside this set is refused.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, strum::EnumString, strum::IntoStaticStr)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, strum::EnumString)]
 #[strum(serialize_all = "camelCase")]
 enum CursorEvent {
     PreToolUse,
@@ -129,7 +129,7 @@ impl Dialect for Cursor {
                     .map(str::to_owned)
             });
         let call = match classify::<CursorEvent>(&name) {
-            Ok((_, call)) => call,
+            Ok(call) => call,
             Err(Unjudged::NothingToSay) => {
                 return Ok(AgentCall {
                     hook_event_name: name,

@@ -131,7 +131,7 @@ fn handler(argv: &[String]) -> Value {
 
 /// Gemini CLI's hook events (0.61.0, read from its settings schema), and
 /// what each is to toolgate. A name outside this set is refused.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, strum::EnumString, strum::IntoStaticStr)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, strum::EnumString)]
 enum GeminiEvent {
     BeforeTool,
     AfterTool,
@@ -180,7 +180,7 @@ fn read(obj: &Map<String, Value>) -> Result<AgentCall, ReadAgentInputError> {
     let name = s("hook_event_name").ok_or(ReadAgentInputError::Missing("hook_event_name"))?;
     let cwd = s("cwd");
     let event = match classify::<GeminiEvent>(&name) {
-        Ok((_, call)) => call.event(),
+        Ok(call) => call.event(),
         Err(Unjudged::NothingToSay) => {
             return Ok(AgentCall {
                 hook_event_name: name,

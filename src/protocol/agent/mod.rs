@@ -367,22 +367,22 @@ impl Call {
 }
 
 /// One agent's events, named as its hook input names them.
-pub(crate) trait AgentEvent: Copy + std::str::FromStr + Into<&'static str> {
+pub(crate) trait AgentEvent: Copy + std::str::FromStr {
     /// What this event is to toolgate.
     fn role(self) -> Role;
 }
 
-/// The event named `name` in `E`'s set and what it is to toolgate; an event
-/// outside the set, or one carrying a tool call toolgate does not judge, is
-/// an error naming it.
-pub(crate) fn classify<E: AgentEvent>(name: &str) -> Result<(E, Call), Unjudged> {
+/// The call the event named `name` in `E`'s set carries; an event outside
+/// the set, or one carrying a tool call toolgate does not judge, is an
+/// error naming it.
+pub(crate) fn classify<E: AgentEvent>(name: &str) -> Result<Call, Unjudged> {
     let Ok(event) = name.parse::<E>() else {
         return Err(Unjudged::Refused(ReadAgentInputError::UnknownEvent(
             shown_event(name),
         )));
     };
     match event.role() {
-        Role::Judged(judged) => Ok((event, judged)),
+        Role::Judged(call) => Ok(call),
         Role::NoToolCall => Err(Unjudged::NothingToSay),
         Role::ToolCallNotJudged => Err(Unjudged::Refused(ReadAgentInputError::UnjudgedToolEvent(
             shown_event(name),

@@ -88,7 +88,7 @@ const BINARY_LINE: &str = "const TOOLGATE = \"toolgate\"; // toolgate-binary";
 
 /// The events toolgate's OpenCode plugin sends: the two tool hooks, nothing
 /// else.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, strum::EnumString, strum::IntoStaticStr)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, strum::EnumString)]
 enum OpenCodeEvent {
     #[strum(serialize = "tool.execute.before")]
     Before,
@@ -123,7 +123,7 @@ impl Dialect for OpenCode {
         // other event means a plugin and a binary that disagree; "nothing to
         // say" would let whatever it guards through, so it is refused.
         let event = match classify::<OpenCodeEvent>(&name) {
-            Ok((_, call)) => call.event(),
+            Ok(call) => call.event(),
             Err(Unjudged::Refused(refused)) => return Err(refused),
             // No event of the plugin's is silent; were one, it would still
             // not pass unjudged.

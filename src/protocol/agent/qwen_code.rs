@@ -64,7 +64,7 @@ const POST_TOOL_BATCH_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// Qwen Code's hook events (0.24.4, read from its settings schema), and
 /// what each is to toolgate. A name outside this set is refused.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, strum::EnumString, strum::IntoStaticStr)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, strum::EnumString)]
 enum QwenEvent {
     PreToolUse,
     PostToolUse,
