@@ -141,16 +141,33 @@ fn claude_with_env(
     allow_bash: bool,
     env: &[(&str, &str)],
 ) -> Run {
-    let hook = |handler: Value| json!([{"matcher": "*", "hooks": [handler]}]);
-    let settings = json!({"hooks": {"PreToolUse": hook(pre), "PostToolUse": hook(post),
-                                    "PostToolUseFailure": hook(failure)}});
+    write_hooks(
+        fx,
+        [
+            ("PreToolUse", pre),
+            ("PostToolUse", post),
+            ("PostToolUseFailure", failure),
+        ],
+    );
+    claude_in(release, fx, calls, allow_bash, env)
+}
+
+/// Writes the workspace's Claude Code settings with each `(event,
+/// handler)`, matching every tool.
+fn write_hooks<const N: usize>(fx: &Fixture, hooks: [(&str, Value); N]) {
+    let hooks: serde_json::Map<String, Value> = hooks
+        .into_iter()
+        .map(|(event, handler)| {
+            let entry = json!([{"matcher": "*", "hooks": [handler]}]);
+            (event.to_owned(), entry)
+        })
+        .collect();
     std::fs::create_dir_all(fx.workspace().join(".claude")).unwrap();
     std::fs::write(
         fx.workspace().join(".claude/settings.json"),
-        settings.to_string(),
+        json!({"hooks": hooks}).to_string(),
     )
     .unwrap();
-    claude_in(release, fx, calls, allow_bash, env)
 }
 
 /// Claude Code's `HOME` in a run of `fx` (the user's settings are there).
@@ -1057,7 +1074,9 @@ fn live_claude_a_permission_request_is_judged_as_its_call_and_never_granted() {
         fx.workspace_hooks(json!([{"name": "no-touch", "command": [&guard]}]));
         let log = fx.dir.path().join("decisions.jsonl");
         let log_env = log.to_str().unwrap().to_owned();
-        write_permission_request_hook(&fx);
+        // toolgate as the only hook, on PermissionRequest: Bash is then not
+        // allowed by the agent's rules, so the call asks for permission.
+        write_hooks(&fx, [("PermissionRequest", toolgate_handler())]);
         let run = claude_in(
             release,
             &fx,
@@ -1095,7 +1114,9 @@ fn live_claude_a_permission_request_is_judged_as_its_call_and_never_granted() {
         let fx = Fixture::new();
         let allow = py_hook(&fx, "allow.py", "answer = {'decision': 'allow'}");
         fx.workspace_hooks(json!([{"name": "allow", "command": [&allow]}]));
-        write_permission_request_hook(&fx);
+        // toolgate as the only hook, on PermissionRequest: Bash is then not
+        // allowed by the agent's rules, so the call asks for permission.
+        write_hooks(&fx, [("PermissionRequest", toolgate_handler())]);
         let run = claude_in(release, &fx, vec![bash("touch made.txt")], false, &[]);
         assert!(
             !fx.workspace().join("made.txt").exists(),
@@ -1108,18 +1129,4 @@ fn live_claude_a_permission_request_is_judged_as_its_call_and_never_granted() {
             run.result
         );
     }
-}
-
-/// Writes the workspace's Claude Code settings with toolgate as the only
-/// hook, on `PermissionRequest` (Bash is then not allowed by the agent's
-/// rules, so each call asks for permission).
-fn write_permission_request_hook(fx: &Fixture) {
-    let settings =
-        json!({"hooks": {"PermissionRequest": [{"matcher": "*", "hooks": [toolgate_handler()]}]}});
-    std::fs::create_dir_all(fx.workspace().join(".claude")).unwrap();
-    std::fs::write(
-        fx.workspace().join(".claude/settings.json"),
-        settings.to_string(),
-    )
-    .unwrap();
 }
