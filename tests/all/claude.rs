@@ -713,3 +713,44 @@ async fn imported_matchers_select_the_same_tools_claude_code_does() {
         Matcher::Unsupported(_)
     ));
 }
+
+#[test]
+fn a_permission_request_is_never_granted_and_a_rewrite_or_replacement_refuses_it() {
+    let cases = [
+        (json!({"decision": "allow"}), None),
+        (
+            json!({"decision": "deny", "reason": "not here"}),
+            Some("not here"),
+        ),
+        (
+            json!({"decision": "modify", "input": {"command": "ls"}}),
+            Some("toolgate would rewrite this call's input"),
+        ),
+        (
+            json!({"decision": "replace", "result": {"output": "cached", "is_error": false}}),
+            Some("toolgate answered for the tool instead of running it: cached"),
+        ),
+    ];
+    for (answer, refused) in cases {
+        let fx = Fixture::new();
+        let hook = fx.script("answer.sh", &answer_script(&answer));
+        fx.workspace_hooks(json!([{"name": "a", "command": [hook]}]));
+        let mut input = pre_input(&fx, "rm -rf build");
+        input["hook_event_name"] = json!("PermissionRequest");
+        let out = agent(&fx, "claude-code", input, true);
+        assert_eq!(out.status.code(), Some(0), "{answer}: {}", stderr(&out));
+        let Some(reason) = refused else {
+            assert!(
+                out.stdout.is_empty(),
+                "{answer}: an allow granted something"
+            );
+            continue;
+        };
+        let said = stdout_json(&out);
+        let specific = &said["hookSpecificOutput"];
+        assert_eq!(specific["hookEventName"], "PermissionRequest", "{said}");
+        assert_eq!(specific["decision"]["behavior"], "deny", "{answer}: {said}");
+        let message = specific["decision"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains(reason), "{answer}: {message}");
+    }
+}
