@@ -1,4 +1,4 @@
-//! `toolgate bench`: flags and printing; the measuring is `toolgate::bench`.
+//! `toolgate bench`: flags and printing; the measuring is `toolgate_bench`.
 
 use std::path::PathBuf;
 
@@ -87,20 +87,20 @@ pub(crate) fn run(args: Args) -> anyhow::Result<std::process::ExitCode> {
     if let Some(calls) = args.soak {
         return run_soak(args, calls);
     }
-    let mut options = toolgate::bench::Options::new(std::env::current_exe()?);
+    let mut options = toolgate_bench::Options::new(std::env::current_exe()?);
     options.rounds = args.rounds;
     options.quick = args.quick;
     options.guests = args.guests;
     if !args.json {
         options.progress = |line| eprintln!("{line}");
     }
-    let report = toolgate::bench::run(&options)?;
+    let report = toolgate_bench::run(&options)?;
     print(args.json, &report, || report.render(super::width()))
 }
 
 /// `--agent`: the agent section, on its own.
 fn run_agent(args: Args) -> anyhow::Result<std::process::ExitCode> {
-    let mut options = toolgate::bench::AgentOptions::new(std::env::current_exe()?);
+    let mut options = toolgate_bench::AgentOptions::new(std::env::current_exe()?);
     if args.quick {
         options = options.quick();
     }
@@ -116,12 +116,12 @@ fn run_agent(args: Args) -> anyhow::Result<std::process::ExitCode> {
     if !args.json {
         options.progress = |line| eprintln!("{line}");
     }
-    let report = toolgate::bench::run_agent(&options)?;
+    let report = toolgate_bench::run_agent(&options)?;
     print(args.json, &report, || report.render(super::width()))
 }
 
 /// `--soak`: run again in a scratch environment (the agent commands'
-/// client finds the server through it: see `toolgate::bench::SoakScratch`),
+/// client finds the server through it: see `toolgate_bench::SoakScratch`),
 /// which then soaks.
 fn run_soak(args: Args, calls: usize) -> anyhow::Result<std::process::ExitCode> {
     let exe = std::env::current_exe()?;
@@ -134,8 +134,8 @@ fn run_soak(args: Args, calls: usize) -> anyhow::Result<std::process::ExitCode> 
                 .ok_or_else(|| anyhow::anyhow!("no XDG_STATE_HOME or HOME: give --out DIR"))?
                 .join("bench"),
         };
-        let scratch = toolgate::bench::SoakScratch::new()?;
-        let mut cmd = toolgate::bench::SoakScratch::command(scratch.path(), &exe, &pass_env());
+        let scratch = toolgate_bench::SoakScratch::new()?;
+        let mut cmd = toolgate_bench::SoakScratch::command(scratch.path(), &exe, &pass_env());
         cmd.args(["bench", "--soak", &calls.to_string()])
             .args(["--clients", &args.clients.to_string()])
             .args(["--sample-every", &args.sample_every.to_string()])
@@ -165,11 +165,11 @@ fn run_soak(args: Args, calls: usize) -> anyhow::Result<std::process::ExitCode> 
             scratch.display()
         );
     }
-    let client: toolgate::bench::Client = std::sync::Arc::new(|workspace, input| {
+    let client: toolgate_bench::Client = std::sync::Arc::new(|workspace, input| {
         let ask = super::client::Ask::check(workspace, input, None, None);
         match super::client::ask(&ask) {
-            None => toolgate::bench::Answered::NotTaken,
-            Some(reply) => toolgate::bench::Answered::Taken(
+            None => toolgate_bench::Answered::NotTaken,
+            Some(reply) => toolgate_bench::Answered::Taken(
                 reply.into_check_answer().map_err(|e| format!("{e:#}")),
             ),
         }
@@ -177,14 +177,14 @@ fn run_soak(args: Args, calls: usize) -> anyhow::Result<std::process::ExitCode> 
     let out = args
         .out
         .ok_or_else(|| anyhow::anyhow!("--soak-root without --out"))?;
-    let mut options = toolgate::bench::SoakOptions::new(calls, exe, root, out, client);
+    let mut options = toolgate_bench::SoakOptions::new(calls, exe, root, out, client);
     options.clients = args.clients.max(1);
     options.sample_every = args.sample_every.max(1);
     options.guests = args.guests;
     if !args.json {
         options.progress = |line| eprintln!("{line}");
     }
-    let report = toolgate::bench::run_soak(&options)?;
+    let report = toolgate_bench::run_soak(&options)?;
     print(args.json, &report, || report.render(super::width()))?;
     Ok(if report.passed {
         std::process::ExitCode::SUCCESS

@@ -37,7 +37,7 @@ const LAYERS: &[(&str, bool, &[&str])] = &[
     (
         "application",
         false,
-        &["replay", "review", "bench", "cli", "fuzzing", "fixture"],
+        &["replay", "review", "fuzzing", "fixture"],
     ),
 ];
 
@@ -418,7 +418,7 @@ fn cycles(imports: &[Import]) -> Vec<String> {
 }
 
 fn src() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/toolgate/src")
 }
 
 #[test]

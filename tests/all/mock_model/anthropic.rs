@@ -3,11 +3,11 @@
 //! the next scripted `tool_use` and, once the script is done, with a closing
 //! text. Other requests get an empty success. The event stream and the
 //! request's blocks are read and written by the library's mock
-//! (`toolgate::bench::mock`), which `toolgate bench --agent` uses too.
+//! (`toolgate_bench::mock`), which `toolgate bench --agent` uses too.
 
 use super::{Api, MockModel};
 use serde_json::{Value, json};
-use toolgate::bench::mock::{self, message_blocks};
+use toolgate_bench::mock::{self, message_blocks};
 
 pub(crate) struct Anthropic;
 

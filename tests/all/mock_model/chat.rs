@@ -7,7 +7,7 @@
 
 use super::{Api, MockModel, once_each};
 use serde_json::{Value, json};
-use toolgate::bench::mock::content_text;
+use toolgate_bench::mock::content_text;
 
 pub(crate) struct Chat;
 

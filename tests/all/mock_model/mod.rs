@@ -10,7 +10,7 @@
 //! the tool results already in the conversation) and, once the script is
 //! done, with a closing text.
 //!
-//! The HTTP server is the library's (`toolgate::bench::mock`, which
+//! The HTTP server is the library's (`toolgate_bench::mock`, which
 //! `toolgate bench --agent` runs Claude Code against too): one copy of it.
 
 mod anthropic;
@@ -22,12 +22,12 @@ pub(crate) use anthropic::Anthropic;
 #[allow(unused_imports)]
 pub(crate) use chat::Chat;
 pub(crate) use responses::Responses;
-pub(crate) use toolgate::bench::mock::result_text;
+pub(crate) use toolgate_bench::mock::result_text;
 
 use serde_json::Value;
 use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
-use toolgate::bench::mock::{self, Reply};
+use toolgate_bench::mock::{self, Reply};
 
 /// One model API: which requests are model calls, and the answers.
 pub(crate) trait Api: Send + Sync + 'static {

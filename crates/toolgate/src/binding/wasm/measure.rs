@@ -1,6 +1,6 @@
 //! What a live component instance costs in resident memory, for `toolgate
-//! bench`: measured here because it needs the hook's engine and store
-//! setup, which are not public API.
+//! bench` (the toolgate-bench crate): measured here because it needs the
+//! hook's engine and store setup, which are not public API.
 
 use super::host::HostState;
 use super::{CallBudget, LoadComponentError, WasmOptions, load};
@@ -11,15 +11,20 @@ use wasmtime::Store;
 
 /// Why the memory of live instances could not be measured.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum MeasureMemoryError {
+pub enum MeasureMemoryError {
+    /// The component did not load.
     #[error("loading the component")]
     Load(#[source] LoadComponentError),
+    /// The process's resident set could not be read.
     #[error("cannot read /proc/self/statm")]
     ResidentSet,
+    /// An instance could not be given its fuel.
     #[error("giving an instance its fuel")]
     Fuel(#[source] wasmtime::Error),
+    /// An instance could not be made.
     #[error("instantiating the component")]
     Instantiate(#[source] wasmtime::Error),
+    /// An instance's `decide` failed.
     #[error("calling `decide`")]
     Call(#[source] wasmtime::Error),
 }
@@ -28,7 +33,7 @@ pub(crate) enum MeasureMemoryError {
 /// instantiates `count` at once (each having answered one call, so its
 /// memory is touched as a real call touches it) and divides the growth of
 /// this process's resident set by `count`.
-pub(crate) async fn resident_bytes_per_instance(
+pub async fn resident_bytes_per_instance(
     path: &Path,
     options: &WasmOptions,
     count: usize,

@@ -1,9 +1,12 @@
 //! `toolgate bench`: what a decision costs, per binding, side by side.
 //!
-//! The measurement lives in the library (behind the `cli` feature) so that
-//! its helpers (loading a component through a chosen cache, resident memory
-//! per instance) need not be public API; the binary parses flags and prints
-//! the typed [`Report`]. How one call of each scenario is made is in
+//! The measurement is a crate of its own, above the library and below the
+//! command-line tool: an embedder of the chain never builds it (nor its
+//! table and chart crates), and a change here does not recompile the
+//! library. It uses the library's public API only, plus the two wasm
+//! helpers that exist for it (loading a component through a chosen cache,
+//! resident memory per instance); the binary parses flags and prints the
+//! typed [`Report`]. How one call of each scenario is made is in
 //! `scenario`, their setup in `setup`, the report in `report` and the
 //! performance budget in `budget`.
 //!
@@ -54,9 +57,9 @@ pub use soak::{
     WARMUP, run_soak,
 };
 
-use crate::binding::wasm::{self, CacheOutcome, LoadComponentError, StartEngineError, WasmOptions};
-use crate::config::HookDef;
-use crate::{ConfigError, Request};
+use toolgate::wasm::{self, CacheOutcome, LoadComponentError, StartEngineError, WasmOptions};
+use toolgate::config::HookDef;
+use toolgate::{ConfigError, Request};
 use scenario::{Scenario, call, percentile};
 use setup::{Setup, chain};
 use std::path::{Path, PathBuf};

@@ -80,7 +80,7 @@
 
 use super::scenario::{self, Allow, percentile};
 use super::{BenchError, report::Machine};
-use crate::{HookRunner, Request};
+use toolgate::{HookRunner, Request};
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -635,7 +635,7 @@ fn call(lane: &Lane, workspace: &Path, client: &Client, rt: &tokio::runtime::Run
         },
         How::InProcess(runner, request) => {
             let outcome = rt.block_on(runner.evaluate(request));
-            classify(&crate::wire::outcome_json(&outcome))
+            classify(&toolgate::wire::outcome_json(&outcome))
         }
     }
 }
@@ -878,7 +878,7 @@ fn mix(work: &Path, guests_dir: &Path) -> Result<Mix, BenchError> {
 /// `request` as `toolgate check` reads it (wire v1).
 fn wire_line(request: &Request) -> Vec<u8> {
     let result = request.result.as_ref();
-    let hook = crate::contract::HookRequest {
+    let hook = toolgate::contract::HookRequest {
         event: request.event,
         hook: "soak",
         tool: &request.tool,
@@ -890,7 +890,7 @@ fn wire_line(request: &Request) -> Vec<u8> {
         cwd: request.cwd.as_deref(),
         config: None,
     };
-    crate::wire::request_json(&hook).to_string().into_bytes()
+    toolgate::wire::request_json(&hook).to_string().into_bytes()
 }
 
 /// Waits (at most `limit`) until the server at `pid` has no descendant

@@ -41,7 +41,7 @@
 //! | trust | [`trust`] | the store, what is pinned, admission at load, the gate that wraps a workspace hook's decider |
 //! | config | [`config`] | hooks.json: parse, validate, discover, load; hooks built in code |
 //! | runner | [`runner`] | the chain: order, short-circuit, threading, re-judgement, policy, context |
-//! | application | [`replay`], [`fixture`], `review`, `bench`, `fuzzing`, the binary's `cli` | recorded sessions through the chain; fixtures for `toolgate test`; the trust review; benchmarks; the one door the property tests and fuzz targets use |
+//! | application | [`replay`], [`fixture`], `review`, `fuzzing` | recorded sessions through the chain; fixtures for `toolgate test`; the trust review; the one door the property tests and fuzz targets use |
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
@@ -60,8 +60,6 @@
 //! # Ok(()) }
 //! ```
 
-#[cfg(feature = "cli")]
-pub mod bench;
 mod binding;
 pub mod config;
 pub mod contract;

@@ -52,11 +52,11 @@ pub(crate) fn component_from_wat_bytes(bytes: &[u8]) -> Result<Vec<u8>, BuildCom
 
 /// Builds a hook component from a core module in WebAssembly text,
 /// embedding toolgate's WIT.
-pub(crate) fn component_from_wat(wat: &str) -> Result<Vec<u8>, BuildComponentError> {
+pub fn component_from_wat(wat: &str) -> Result<Vec<u8>, BuildComponentError> {
     let mut module = wat_to_module(wat)?;
     let mut resolve = wit_parser::Resolve::default();
     let pkg = resolve
-        .push_str("hook.wit", include_str!("../../../wit/hook.wit"))
+        .push_str("hook.wit", include_str!("../../../../../wit/hook.wit"))
         .map_err(embed)?;
     let world = resolve.select_world(&[pkg], Some("hook")).map_err(embed)?;
     wit_component::embed_component_metadata(

@@ -62,7 +62,7 @@
 use super::report::{Machine, Target};
 use super::scenario::{self, percentile};
 use super::{BenchError, mock};
-use crate::binding::wasm::{self, WasmOptions};
+use toolgate::wasm::{self, WasmOptions};
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -565,7 +565,7 @@ impl Bench {
 
     /// How many evaluations the server has answered (its status).
     fn server_requests(&self) -> Result<u64, BenchError> {
-        use crate::protocol::serve::{Answer, Body, Op, Request, VERSION};
+        use toolgate::serve::{Answer, Body, Op, Request, VERSION};
         use std::io::{BufRead, Write};
         let mut stream = std::os::unix::net::UnixStream::connect(&self.server.socket)?;
         stream.set_read_timeout(Some(Duration::from_secs(10)))?;
@@ -705,7 +705,7 @@ impl Bench {
                 "claude {} exited with {status} with {}: {}",
                 claude.display(),
                 hook.name(),
-                crate::text::excerpt(&std::fs::read_to_string(&err).unwrap_or_default(), 600)
+                toolgate::text::excerpt(&std::fs::read_to_string(&err).unwrap_or_default(), 600)
             )));
         }
         Ok(session)
@@ -798,7 +798,7 @@ impl Sessions {
         }
         if let Some(text) = session.probe_result {
             self.denied += usize::from(text.contains(DENIED));
-            self.probe_answer = Some(crate::text::excerpt(&text, 300));
+            self.probe_answer = Some(toolgate::text::excerpt(&text, 300));
         }
     }
 

@@ -5,9 +5,9 @@
 
 use super::scenario::{self, Allow, Kind, Scenario};
 use super::{BenchError, Guest, Options};
-use crate::binding::wasm::{self, WasmOptions};
-use crate::config::HookDef;
-use crate::{Config, HookRunner, Request};
+use toolgate::wasm::{self, WasmOptions};
+use toolgate::config::HookDef;
+use toolgate::{Config, HookRunner, Request};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -261,7 +261,7 @@ impl<'a> Setup<'a> {
         let lean = self
             .options
             .exe
-            .with_file_name(crate::protocol::agent::LEAN_CLIENT);
+            .with_file_name(toolgate::agent::LEAN_CLIENT);
         if !lean.is_file() {
             (self.options.progress)(&format!(
                 "no lean client at {}: its row is skipped",
@@ -367,7 +367,7 @@ pub(super) fn guest_files(
     };
     let unusable = |file, source| BenchError::GuestFile { file, source };
     let request = match beside("bench-request.json") {
-        Some((bytes, file)) => crate::wire::read_request(&bytes, None, None)
+        Some((bytes, file)) => toolgate::wire::read_request(&bytes, None, None)
             .map_err(|e| unusable(file, Box::new(e)))?,
         None => pre.clone(),
     };

@@ -70,7 +70,7 @@ async fn shell(input: Value, scratch: &Path, secret: &str) -> ToolResult {
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let secret = "sk-demo-4f9a1c77e2".to_owned();
-    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/demo");
+    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/demo");
     let scratch = tempfile::tempdir()?;
     std::fs::create_dir_all(scratch.path().join("build"))?;
 

@@ -76,7 +76,7 @@ fn wasm_reference_guest(bencher: divan::Bencher<'_, '_>) {
 
 fn rust_guest() -> Option<PathBuf> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("guest-examples/rust-deny-force-push/out/rust-deny-force-push.wasm");
+        .join("../../guest-examples/rust-deny-force-push/out/rust-deny-force-push.wasm");
     if path.exists() {
         Some(path)
     } else {

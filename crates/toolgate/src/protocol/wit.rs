@@ -21,7 +21,7 @@ use crate::failure::HookFailure;
 /// wasmtime's host bindings for `wit/hook.wit`.
 pub(crate) mod bindings {
     wasmtime::component::bindgen!({
-        path: "wit",
+        path: "../../wit",
         world: "hook",
         exports: { default: async },
     });

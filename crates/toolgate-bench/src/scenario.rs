@@ -2,7 +2,7 @@
 //! measurements that are not per-call latency (throughput, the machine).
 
 use super::BenchError;
-use crate::{BoxError, HookRequest, HookRunner, Interceptor, Request, Verdict};
+use toolgate::{BoxError, HookRequest, HookRunner, Interceptor, Request, Verdict};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -164,7 +164,7 @@ impl SocketClient {
         request: &Request,
     ) -> Result<SocketClient, BenchError> {
         let stream = std::os::unix::net::UnixStream::connect(socket)?;
-        let hook = crate::contract::HookRequest {
+        let hook = toolgate::contract::HookRequest {
             event: request.event,
             hook: "g",
             tool: &request.tool,
@@ -176,7 +176,7 @@ impl SocketClient {
             cwd: None,
             config: None,
         };
-        use crate::protocol::serve;
+        use toolgate::serve;
         // The typed request the CLI's client sends (a hand-written line
         // once went stale when the protocol gained its version, and the
         // bench waited forever for an answer the server had refused).
@@ -186,7 +186,7 @@ impl SocketClient {
             op: serve::Op::Evaluate(serve::Evaluate {
                 mode: serve::Mode::Check,
                 workspace: workspace.to_owned(),
-                input: crate::wire::request_json(&hook).to_string(),
+                input: toolgate::wire::request_json(&hook).to_string(),
                 event: None,
                 tool: None,
                 deadline_ms: None,
@@ -219,7 +219,7 @@ impl SocketClient {
             .stream
             .lock()
             .map_err(|_| BenchError::Missing("the socket client is poisoned"))?;
-        use crate::protocol::serve::{Answer, Body};
+        use toolgate::serve::{Answer, Body};
         stream.get_mut().write_all(&self.line)?;
         // An acknowledgement, then the answer; anything else ends the row
         // (a refusal is one line: waiting for a second would hang).
@@ -235,7 +235,7 @@ impl SocketClient {
                 _ => {
                     return Err(BenchError::Denied(format!(
                         "the server answered {}",
-                        crate::text::excerpt(&line, 300)
+                        toolgate::text::excerpt(&line, 300)
                     )));
                 }
             }
@@ -301,7 +301,7 @@ impl HttpClient {
         if !status.starts_with("HTTP/1.1 200") || body.contains("\"deny\"") {
             return Err(BenchError::Denied(format!(
                 "the server answered {status}: {}",
-                crate::text::excerpt(&body, 300)
+                toolgate::text::excerpt(&body, 300)
             )));
         }
         Ok(())
@@ -396,8 +396,8 @@ pub(crate) async fn call(kind: &Kind) -> Result<(), BenchError> {
                     "toolgate {command} exited with {}{}: {}{}",
                     out.status,
                     if denied { " and denied" } else { "" },
-                    crate::text::excerpt(&String::from_utf8_lossy(&out.stdout), 300),
-                    crate::text::excerpt(&String::from_utf8_lossy(&out.stderr), 300),
+                    toolgate::text::excerpt(&String::from_utf8_lossy(&out.stdout), 300),
+                    toolgate::text::excerpt(&String::from_utf8_lossy(&out.stderr), 300),
                 )));
             }
         }
@@ -409,7 +409,7 @@ pub(crate) async fn call(kind: &Kind) -> Result<(), BenchError> {
 pub(crate) fn agent_input(request: &Request) -> Vec<u8> {
     let mut input = serde_json::json!({
         "hook_event_name": match request.event {
-            crate::Event::PreToolUse => "PreToolUse",
+            toolgate::Event::PreToolUse => "PreToolUse",
             _ => "PostToolUse",
         },
         "session_id": "bench",

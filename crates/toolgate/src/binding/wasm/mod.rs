@@ -43,8 +43,7 @@
 mod cache;
 mod engine;
 mod host;
-/// Only `bench` (behind `cli`) measures.
-#[cfg(feature = "cli")]
+/// Only the bench (the toolgate-bench crate) measures.
 mod measure;
 pub mod oci;
 mod spec;
@@ -54,14 +53,11 @@ pub use cache::{CacheOutcome, wasmtime_version};
 pub use engine::{
     Allocator, AllocatorInfo, EPOCH_TICK, MAX_MEMORY_MB, MAX_WASM_STACK, StartEngineError,
 };
-#[cfg(feature = "cli")]
-pub(crate) use measure::resident_bytes_per_instance;
+pub use measure::{MeasureMemoryError, resident_bytes_per_instance};
 pub(crate) use spec::CONFIG;
 pub use spec::WasmSpec;
 // The bench's agent section builds its guard from WAT.
-#[cfg(feature = "cli")]
-pub(crate) use wat::component_from_wat;
-pub use wat::{BuildComponentError, reference_guest};
+pub use wat::{BuildComponentError, component_from_wat, reference_guest};
 
 use crate::binding::{Decider, Metrics, Reply};
 use crate::contract::HookRequest;
@@ -502,9 +498,8 @@ fn finish(
 }
 
 /// Loads a component as `options` say and reports how: for measuring cold
-/// compiles against cache hits. Only `bench` (behind `cli`) measures.
-#[cfg(feature = "cli")]
-pub(crate) fn load_component(
+/// compiles against cache hits. Only the bench (toolgate-bench) measures.
+pub fn load_component(
     path: &Path,
     options: &WasmOptions,
 ) -> Result<ComponentInfo, LoadComponentError> {
