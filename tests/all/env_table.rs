@@ -233,9 +233,12 @@ fn readme_table() -> BTreeSet<String> {
 
 /// What the code reads, by name; fails on a read whose variable it cannot
 /// tell.
-fn read_by(dir: &str) -> BTreeMap<String, Vec<String>> {
-    let files = sources(&Path::new(env!("CARGO_MANIFEST_DIR")).join(dir));
-    assert!(!files.is_empty(), "no sources under {dir}");
+fn read_by(dirs: &[&str]) -> BTreeMap<String, Vec<String>> {
+    let files: Vec<(PathBuf, String)> = dirs
+        .iter()
+        .flat_map(|dir| sources(&Path::new(env!("CARGO_MANIFEST_DIR")).join(dir)))
+        .collect();
+    assert!(!files.is_empty(), "no sources under {dirs:?}");
     let mut by_name: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for read in reads(&files) {
         let name = read.name.unwrap_or_else(|| {
@@ -252,13 +255,9 @@ fn read_by(dir: &str) -> BTreeMap<String, Vec<String>> {
 
 #[test]
 fn every_variable_the_binary_reads_is_in_the_readme_table_and_no_other() {
-    // The binary is the command-line tool and every crate it is built on.
-    let mut code = read_by("src");
-    for dir in ["crates/toolgate/src", "crates/toolgate-bench/src"] {
-        for (name, at) in read_by(dir) {
-            code.entry(name).or_default().extend(at);
-        }
-    }
+    // The binary is the command-line tool and every crate it is built on
+    // (read together: a name a library declares, the tool may read).
+    let code = read_by(&["src", "crates/toolgate/src", "crates/toolgate-bench/src"]);
     let table = readme_table();
     // The reads this test must find, or it is not reading the code.
     for known in ["TOOLGATE_CONFIG_DIR", "HOME", "TOOLGATE_LOG", "NO_COLOR"] {
@@ -294,7 +293,7 @@ fn the_suites_toolgate_is_given_every_variable_in_the_table() {
 fn the_library_an_embedder_builds_reads_no_variable_of_its_own() {
     // The integrations read none; the core library only the system's
     // temporary directory (where the standard library's temp_dir looks).
-    let integrations = read_by("integrations/mentra/src");
+    let integrations = read_by(&["integrations/mentra/src"]);
     assert!(integrations.is_empty(), "{integrations:#?}");
     let library = sources(&Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/toolgate/src"));
     let names: BTreeSet<String> = reads(&library).into_iter().filter_map(|r| r.name).collect();
