@@ -458,7 +458,7 @@ fn a_hook_built_by_field_loads_as_the_typed_helpers_build_it() {
 }
 
 // ---------------------------------------------------------------------------
-// The JSON Schema editors use (src/config/schema.rs)
+// The JSON Schema editors use (crates/toolgate/src/config/schema.rs)
 // ---------------------------------------------------------------------------
 
 fn repo() -> &'static std::path::Path {

@@ -137,7 +137,7 @@ fn reads(files: &[(PathBuf, String)]) -> Vec<Read> {
     };
     // An agent's project variable is named by its dialect
     // (`fn project_var(&self) … { Some("CLAUDE_PROJECT_DIR") }` in
-    // src/protocol/agent/) and read by the CLI as `var_os(project_var)`:
+    // crates/toolgate/src/protocol/agent/) and read by the CLI as `var_os(project_var)`:
     // that read reads every name a dialect gives.
     let dialect_var =
         Regex::new(r#"fn project_var\(&self\)[^{]*\{(?:[^}]|\n)*?Some\("([A-Z][A-Z0-9_]*)"\)"#)

@@ -1,4 +1,7 @@
-//! The library's layers, read from the source: a module imports only from a
+//! The architecture, read from what cargo and the source say. Between
+//! crates: the workspace's crate graph is the one docs/crates.md draws (read
+//! from `cargo metadata`; an upward or undrawn edge fails). Inside the
+//! library crate, where cargo cannot see: a module imports only from a
 //! layer below its own (or from inside its own unit), and units form no
 //! cycle.
 //!
@@ -415,6 +418,119 @@ fn cycles(imports: &[Import]) -> Vec<String> {
         }
     }
     found
+}
+
+/// The workspace's crates, bottom to top, and the workspace crates each
+/// may depend on (normal, build or dev): the graph docs/crates.md draws.
+const CRATES: &[(&str, &[&str])] = &[
+    ("toolgate", &[]),
+    ("toolgate-bench", &["toolgate"]),
+    ("toolgate-mentra", &["toolgate"]),
+    ("toolgate-cli", &["toolgate", "toolgate-bench"]),
+];
+
+/// What in `metadata` (`cargo metadata --no-deps` as JSON) the graph does
+/// not draw: a member it does not place, a place no member fills, and an
+/// edge between members it does not allow (named as upward when it is).
+fn crate_graph_problems(metadata: &serde_json::Value) -> Vec<String> {
+    let place = |name: &str| CRATES.iter().position(|(c, _)| *c == name);
+    let members: BTreeMap<&str, &serde_json::Value> = metadata["packages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|p| Some((p["name"].as_str()?, p)))
+        .collect();
+    let mut problems = Vec::new();
+    for (name, _) in CRATES {
+        if !members.contains_key(name) {
+            problems.push(format!(
+                "CRATES names `{name}`, which is not a workspace member"
+            ));
+        }
+    }
+    for (name, package) in &members {
+        let Some(at) = place(name) else {
+            problems.push(format!(
+                "crate `{name}` has no place in the graph; add it to CRATES and docs/crates.md"
+            ));
+            continue;
+        };
+        for dep in package["dependencies"].as_array().into_iter().flatten() {
+            let Some(dep_name) = dep["name"].as_str() else {
+                continue;
+            };
+            if !members.contains_key(dep_name) || CRATES[at].1.contains(&dep_name) {
+                continue;
+            }
+            let kind = dep["kind"].as_str().unwrap_or("normal");
+            let how = match place(dep_name) {
+                Some(dep_at) if dep_at >= at => "a crate above its own",
+                _ => "an edge the graph does not draw",
+            };
+            problems.push(format!("`{name}` depends on `{dep_name}` ({kind}): {how}"));
+        }
+    }
+    problems
+}
+
+#[test]
+fn no_crate_depends_on_a_crate_above_it_or_off_the_graph() {
+    let out = std::process::Command::new(env!("CARGO"))
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--offline",
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("cargo metadata runs");
+    assert!(
+        out.status.success(),
+        "cargo metadata failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let metadata: serde_json::Value =
+        serde_json::from_slice(&out.stdout).expect("cargo metadata prints JSON");
+    let members = metadata["packages"].as_array().map_or(0, Vec::len);
+    assert!(
+        members >= CRATES.len(),
+        "the metadata was not read: {members} packages"
+    );
+    let problems = crate_graph_problems(&metadata);
+    assert!(
+        problems.is_empty(),
+        "the crate graph is not the one docs/crates.md draws:\n{}",
+        problems.join("\n")
+    );
+}
+
+/// The graph check itself: an upward edge, an edge between siblings and a
+/// crate with no place are each named, so a passing run means something.
+#[test]
+fn the_crate_graph_check_names_an_upward_edge_a_sibling_edge_and_an_unplaced_crate() {
+    let dep = |name: &str, kind: Option<&str>| serde_json::json!({"name": name, "kind": kind});
+    let metadata = serde_json::json!({"packages": [
+        {"name": "toolgate", "dependencies": [dep("toolgate-cli", Some("dev")), dep("serde", None)]},
+        {"name": "toolgate-bench", "dependencies": [dep("toolgate", None)]},
+        {"name": "toolgate-mentra", "dependencies": [dep("toolgate", None), dep("toolgate-bench", None)]},
+        {"name": "toolgate-cli", "dependencies": [dep("toolgate", None), dep("toolgate-bench", None)]},
+        {"name": "toolgate-extra", "dependencies": []},
+    ]});
+    let problems = crate_graph_problems(&metadata);
+    let expected = [
+        "`toolgate` depends on `toolgate-cli` (dev): a crate above its own",
+        "`toolgate-mentra` depends on `toolgate-bench` (normal): an edge the graph does not draw",
+        "crate `toolgate-extra` has no place in the graph; add it to CRATES and docs/crates.md",
+    ];
+    for line in expected {
+        assert!(
+            problems.iter().any(|p| p == line),
+            "{line} not in {problems:?}"
+        );
+    }
+    assert_eq!(problems.len(), expected.len(), "{problems:?}");
 }
 
 fn src() -> PathBuf {

@@ -1022,7 +1022,7 @@ fn planted(
 /// named when it is refused, so the writer sees which word was wrong; the
 /// codebase pins those messages (`unknown event "PreToolUse"` in
 /// tests/all/config.rs, `unknown mode "gemini-cli"` in
-/// src/protocol/serve.rs). Everything else — a tool's input or output, any
+/// crates/toolgate/src/protocol/serve.rs). Everything else — a tool's input or output, any
 /// free text, a value of the wrong type, an unknown key — is content, never
 /// quoted. `keys_are_positions`: an error names an unknown key as where the
 /// problem is (hooks.json problems, `toolgate check`'s "unknown field

@@ -62,13 +62,13 @@
 use super::report::{Machine, Target};
 use super::scenario::{self, percentile};
 use super::{BenchError, mock};
-use toolgate::wasm::{self, WasmOptions};
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use toolgate::wasm::{self, WasmOptions};
 
 /// What the agent section runs.
 #[derive(Clone, Debug)]
@@ -565,8 +565,8 @@ impl Bench {
 
     /// How many evaluations the server has answered (its status).
     fn server_requests(&self) -> Result<u64, BenchError> {
-        use toolgate::serve::{Answer, Body, Op, Request, VERSION};
         use std::io::{BufRead, Write};
+        use toolgate::serve::{Answer, Body, Op, Request, VERSION};
         let mut stream = std::os::unix::net::UnixStream::connect(&self.server.socket)?;
         stream.set_read_timeout(Some(Duration::from_secs(10)))?;
         let request = Request {

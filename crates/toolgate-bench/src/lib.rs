@@ -57,13 +57,13 @@ pub use soak::{
     WARMUP, run_soak,
 };
 
-use toolgate::wasm::{self, CacheOutcome, LoadComponentError, StartEngineError, WasmOptions};
-use toolgate::config::HookDef;
-use toolgate::{ConfigError, Request};
 use scenario::{Scenario, call, percentile};
 use setup::{Setup, chain};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+use toolgate::config::HookDef;
+use toolgate::wasm::{self, CacheOutcome, LoadComponentError, StartEngineError, WasmOptions};
+use toolgate::{ConfigError, Request};
 
 /// What to run.
 #[derive(Clone, Debug)]

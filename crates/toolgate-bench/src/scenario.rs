@@ -2,13 +2,13 @@
 //! measurements that are not per-call latency (throughput, the machine).
 
 use super::BenchError;
-use toolgate::{BoxError, HookRequest, HookRunner, Interceptor, Request, Verdict};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
+use toolgate::{BoxError, HookRequest, HookRunner, Interceptor, Request, Verdict};
 
 /// How one call of a scenario is made.
 pub(crate) enum Kind {

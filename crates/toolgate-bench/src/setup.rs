@@ -5,12 +5,12 @@
 
 use super::scenario::{self, Allow, Kind, Scenario};
 use super::{BenchError, Guest, Options};
-use toolgate::wasm::{self, WasmOptions};
-use toolgate::config::HookDef;
-use toolgate::{Config, HookRunner, Request};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use toolgate::config::HookDef;
+use toolgate::wasm::{self, WasmOptions};
+use toolgate::{Config, HookRunner, Request};
 
 /// A row of the agent path to add once the server runs: the hook as
 /// hooks.json gives it, the call, and the guest whose cache entry to warm.

@@ -80,7 +80,6 @@
 
 use super::scenario::{self, Allow, percentile};
 use super::{BenchError, report::Machine};
-use toolgate::{HookRunner, Request};
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -89,6 +88,7 @@ use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
+use toolgate::{HookRunner, Request};
 
 /// The fraction of the calls that is warm-up, before the baseline sample.
 pub const WARMUP: f64 = 0.10;

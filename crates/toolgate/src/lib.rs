@@ -24,7 +24,11 @@
 //!
 //! # Where the pieces are: layers, bottom to top
 //!
-//! A module imports only from a layer below its own (or from inside its own
+//! This crate holds every layer from support to the runner. Above it, each
+//! a crate of its own: `toolgate-bench` (the measurements) and the
+//! command-line tool (the repository root); the crate graph is drawn in
+//! `docs/crates.md` and checked from `cargo metadata`. Inside this crate,
+//! a module imports only from a layer below its own (or from inside its own
 //! unit); units within a layer form no cycle; no binding imports another.
 //! `tests/all/layers.rs` reads the source and names any `use` that breaks
 //! this. The point is what the compiler can then enforce: a binding cannot

@@ -55,7 +55,7 @@
 //! | signature layer | [`MAX_SIGNATURE_BYTES`] | same |
 //! | layers read | never more than their declared size | a registry sending more than it declared |
 //!
-//! Pulling needs the `oci` feature (on with `cli`). Without it, a component
+//! Pulling needs the `oci` feature (the command-line tool turns it on). Without it, a component
 //! already in the cache still runs and anything else is refused with an
 //! error saying this build cannot pull.
 
