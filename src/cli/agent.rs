@@ -53,6 +53,7 @@
 
 use super::decision_log::{self, Logging};
 use super::hook_process::{self, Forwarded};
+use toolgate::agent::AgentHook as _;
 // The HTTP server (`serve/http.rs`) finds a call's workspace and deadline
 // as an agent command does.
 pub(crate) use super::hook_process::{deadline_within, workspace_from_cwd};

@@ -19,6 +19,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
+use toolgate::agent::AgentHook as _;
 use toolgate::agent::{Entry, Outward, Wiring, trust_done};
 
 /// Check every agent's toolgate wiring

@@ -17,6 +17,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
+use toolgate::agent::AgentHook as _;
 use toolgate::agent::{AgentCall, Outward as Dialect, read_agent_input};
 
 /// Exit code: the call is denied (`check`), or blocked (agent mode).

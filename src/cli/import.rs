@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use toolgate::agent::AgentHook as _;
 use toolgate::agent::{Import, Outward as Dialect};
 
 /// Import an agent's hook settings into hooks.json

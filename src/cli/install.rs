@@ -18,6 +18,7 @@
 use anyhow::{Context, anyhow, bail};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use toolgate::agent::AgentHook as _;
 use toolgate::agent::{Edit, Layout, Outward, Wiring, read_settings};
 
 /// Which agent, and which of its settings files.

@@ -4,6 +4,7 @@
 //! releases (tests/all/live/claude.rs): the exec form, fail-closed.
 
 use serde_json::{Value, json};
+use toolgate::agent::AgentHook as _;
 use toolgate::agent::{Layout, Outward};
 
 /// The handler the install spec writes for `argv`.

@@ -6,6 +6,7 @@
 use crate::support::*;
 use serde_json::{Value, json};
 use std::process::Output;
+use toolgate::agent::AgentHook as _;
 
 fn gemini(fx: &Fixture, input: Value) -> Output {
     fx.trust();

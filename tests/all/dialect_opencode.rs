@@ -6,6 +6,7 @@
 use crate::support::*;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
+use toolgate::agent::AgentHook as _;
 use toolgate::agent::{Layout, Outward};
 
 /// `toolgate opencode` in the fixture's workspace, with `input` on stdin.

@@ -257,7 +257,12 @@ fn read_by(dirs: &[&str]) -> BTreeMap<String, Vec<String>> {
 fn every_variable_the_binary_reads_is_in_the_readme_table_and_no_other() {
     // The binary is the command-line tool and every crate it is built on
     // (read together: a name a library declares, the tool may read).
-    let code = read_by(&["src", "crates/toolgate/src", "crates/toolgate-bench/src"]);
+    let code = read_by(&[
+        "src",
+        "crates/toolgate-contract/src",
+        "crates/toolgate/src",
+        "crates/toolgate-bench/src",
+    ]);
     let table = readme_table();
     // The reads this test must find, or it is not reading the code.
     for known in ["TOOLGATE_CONFIG_DIR", "HOME", "TOOLGATE_LOG", "NO_COLOR"] {
@@ -295,7 +300,10 @@ fn the_library_an_embedder_builds_reads_no_variable_of_its_own() {
     // temporary directory (where the standard library's temp_dir looks).
     let integrations = read_by(&["integrations/mentra/src"]);
     assert!(integrations.is_empty(), "{integrations:#?}");
-    let library = sources(&Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/toolgate/src"));
+    let library: Vec<(PathBuf, String)> = ["crates/toolgate-contract/src", "crates/toolgate/src"]
+        .iter()
+        .flat_map(|dir| sources(&Path::new(env!("CARGO_MANIFEST_DIR")).join(dir)))
+        .collect();
     let names: BTreeSet<String> = reads(&library).into_iter().filter_map(|r| r.name).collect();
     assert_eq!(names, BTreeSet::from(["TMPDIR".to_owned()]));
 }

@@ -7,6 +7,7 @@ use crate::support::*;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use toolgate::agent::AgentHook as _;
 use toolgate::agent::{Layout, Outward};
 
 /// A temporary home and project.

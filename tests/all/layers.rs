@@ -24,6 +24,9 @@ use syn::visit_mut::VisitMut;
 
 /// Bottom to top. A unit is a module path; a module belongs to the longest
 /// unit that prefixes it. `isolated` layers forbid imports between their units.
+/// Support and contract (but `safe_fs`) are the toolgate-contract crate now,
+/// where cargo keeps them below everything; their names stay so that a path
+/// through the library's re-export of them is placed.
 const LAYERS: &[(&str, bool, &[&str])] = &[
     ("support", false, &["text", "safe_fs", "strict_json"]),
     ("contract", false, &["contract", "failure", "outcome"]),
@@ -423,7 +426,8 @@ fn cycles(imports: &[Import]) -> Vec<String> {
 /// The workspace's crates, bottom to top, and the workspace crates each
 /// may depend on (normal, build or dev): the graph docs/crates.md draws.
 const CRATES: &[(&str, &[&str])] = &[
-    ("toolgate", &[]),
+    ("toolgate-contract", &[]),
+    ("toolgate", &["toolgate-contract"]),
     ("toolgate-bench", &["toolgate"]),
     ("toolgate-mentra", &["toolgate"]),
     ("toolgate-cli", &["toolgate", "toolgate-bench"]),
@@ -506,13 +510,55 @@ fn no_crate_depends_on_a_crate_above_it_or_off_the_graph() {
     );
 }
 
+/// What a client of the contract links: none of the runtime crates. The
+/// lean client and any program that speaks wire v1 or the serve protocol
+/// build on toolgate-contract alone.
+#[test]
+fn the_contract_crate_builds_no_wasmtime_tokio_or_hyper() {
+    let out = std::process::Command::new(env!("CARGO"))
+        .args([
+            "tree",
+            "-p",
+            "toolgate-contract",
+            "-e",
+            "normal",
+            "--prefix",
+            "none",
+        ])
+        .args(["-f", "{p}", "--offline"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("cargo tree runs");
+    assert!(
+        out.status.success(),
+        "cargo tree failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let tree = String::from_utf8_lossy(&out.stdout);
+    let names: BTreeSet<&str> = tree
+        .lines()
+        .filter_map(|line| line.split_whitespace().next())
+        .collect();
+    assert!(
+        names.contains("serde_json"),
+        "the tree was not read: {names:?}"
+    );
+    for runtime in ["wasmtime", "tokio", "hyper", "nix", "landlock", "toolgate"] {
+        assert!(
+            !names.contains(runtime),
+            "toolgate-contract builds {runtime}: {names:?}"
+        );
+    }
+}
+
 /// The graph check itself: an upward edge, an edge between siblings and a
 /// crate with no place are each named, so a passing run means something.
 #[test]
 fn the_crate_graph_check_names_an_upward_edge_a_sibling_edge_and_an_unplaced_crate() {
     let dep = |name: &str, kind: Option<&str>| serde_json::json!({"name": name, "kind": kind});
     let metadata = serde_json::json!({"packages": [
-        {"name": "toolgate", "dependencies": [dep("toolgate-cli", Some("dev")), dep("serde", None)]},
+        {"name": "toolgate-contract", "dependencies": [dep("serde", None)]},
+        {"name": "toolgate", "dependencies": [dep("toolgate-contract", None), dep("toolgate-cli", Some("dev"))]},
         {"name": "toolgate-bench", "dependencies": [dep("toolgate", None)]},
         {"name": "toolgate-mentra", "dependencies": [dep("toolgate", None), dep("toolgate-bench", None)]},
         {"name": "toolgate-cli", "dependencies": [dep("toolgate", None), dep("toolgate-bench", None)]},
@@ -693,10 +739,13 @@ fn no_catch_all_arm_turns_an_answer_or_an_agent_event_into_a_decision() {
     let mut dialects = Vec::new();
     rust_files(&src().join("protocol/agent"), &mut dialects);
     // The inward protocols: how a hook's exit and output become an answer.
-    let answers: Vec<PathBuf> = ["mod.rs", "wire.rs", "wit.rs", "claude.rs", "gemini.rs"]
+    let mut answers: Vec<PathBuf> = ["mod.rs", "wit.rs", "claude.rs", "gemini.rs"]
         .iter()
         .map(|f| src().join("protocol").join(f))
         .collect();
+    // Wire v1 is the contract's (crates/toolgate-contract).
+    answers
+        .push(Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/toolgate-contract/src/wire.rs"));
     assert!(
         runner.len() > 3 && dialects.len() >= 7,
         "{runner:?} {dialects:?}"

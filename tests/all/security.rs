@@ -10,6 +10,7 @@ use std::os::unix::fs::{PermissionsExt, symlink};
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
+use toolgate::agent::AgentHook as _;
 use toolgate::agent::Outward;
 use toolgate::{Decision, FailureKind, HookRunner, Request, Step, ToolResult, Verdict};
 

@@ -11,6 +11,7 @@ use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use toolgate::agent::AgentHook as _;
 use toolgate::agent::Outward;
 use toolgate::serve::VERSION;
 

@@ -8,6 +8,7 @@ use crate::serve::Server;
 use crate::support::*;
 use serde_json::{Value, json};
 use std::path::Path;
+use toolgate::agent::AgentHook as _;
 use toolgate::agent::Outward;
 
 /// A global hook that allows every call.

@@ -66,21 +66,23 @@
 
 mod binding;
 pub mod config;
-pub mod contract;
-mod failure;
 pub mod fixture;
 #[doc(hidden)]
 pub mod fuzzing;
-mod outcome;
 mod protocol;
 pub mod replay;
 mod review;
 pub mod runner;
 mod safe_fs;
 pub mod signing;
-mod strict_json;
-pub mod text;
 pub mod trust;
+
+// The contract is a crate of its own (toolgate-contract: no wasmtime, tokio
+// or hyper); its modules keep their paths here, so `crate::text::excerpt`
+// inside the library and `toolgate::contract::Verdict` outside mean what
+// they meant.
+pub use toolgate_contract::{contract, text};
+use toolgate_contract::{failure, outcome, strict_json};
 
 pub use binding::in_process::Interceptor;
 pub use binding::wasm;
@@ -100,8 +102,8 @@ pub mod agent {
         Edit, EditSettingsError, Entry, MAX_SETTINGS_BYTES, Wiring, read_settings, trust_done,
     };
     pub use crate::protocol::agent::{
-        Blocked, HELP_BINARY, Help, HttpHook, Import, Install, LEAN_CLIENT, Layout, TrustCheck,
-        TrustStep,
+        AgentHook, Blocked, HELP_BINARY, Help, HttpHook, Import, Install, LEAN_CLIENT, Layout,
+        TrustCheck, TrustStep,
     };
     pub use crate::protocol::{
         AgentCall, Imported, Matcher, Outward, ReadAgentInputError, event_name, import_settings,

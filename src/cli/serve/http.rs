@@ -75,6 +75,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
+use toolgate::agent::AgentHook as _;
 use toolgate::agent::{Outward, ReadAgentInputError};
 use toolgate::serve::{Body, Evaluate, Mode};
 

@@ -15,6 +15,7 @@ mod qwen;
 use crate::support::*;
 use serde_json::{Value, json};
 use std::path::PathBuf;
+use toolgate::agent::AgentHook as _;
 
 /// The version of an agent pinned in tests/agents/versions.env under `var`.
 pub(crate) fn pinned(var: &str) -> String {

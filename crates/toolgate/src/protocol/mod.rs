@@ -32,9 +32,8 @@ pub(crate) mod agent;
 pub(crate) mod claude;
 pub(crate) mod gemini;
 pub(crate) mod import;
-pub mod serve;
 pub(crate) mod transcript;
-pub mod wire;
+pub use toolgate_contract::{serve, wire};
 pub(crate) mod wit;
 
 pub use agent::{AgentCall, Outward, ReadAgentInputError, read_agent_input, render_outcome};

@@ -1,7 +1,7 @@
 //! Outward: toolgate as the agent's hook. `toolgate <agent>` reads the
 //! agent's hook stdin ([`read_agent_input`]), runs the chain, and answers in
 //! the agent's dialect ([`render_outcome`]), or, when toolgate itself cannot
-//! answer, with the strongest block the agent honours ([`Outward::blocked`]).
+//! answer, with the strongest block the agent honours ([`AgentHook::blocked`]).
 //!
 //! # Why one file per agent behind one trait
 //!
@@ -11,7 +11,7 @@
 //! Everything one agent needs — reading its input, each answer, its own
 //! failure, its help, its project variable, its hook timeout, its settings —
 //! is a required method of [`Dialect`], implemented in that agent's file. The
-//! only place all agents meet is [`Outward::dialect`]'s `match`, with no
+//! only place all agents meet is [`dialect`]'s `match`, with no
 //! catch-all arm: a new agent is its own file plus one variant, and the
 //! compiler refuses the variant until the file says what every answer
 //! becomes. The alternative, a `match` on the agent inside each answer (as
@@ -38,105 +38,75 @@ use std::time::Duration;
 /// still be toolgate's.
 pub const LEAN_CLIENT: &str = "toolgate-hook";
 
-/// The dialect `toolgate` answers in when it is the agent's hook: one
-/// variant per agent. Its name (`claude-code`, `codex`) is the subcommand,
-/// the `mode` a client asks `toolgate serve` for, and the name in the help
-/// snapshots: serde and strum derive them from the variant, so they cannot
-/// drift apart.
-#[derive(
-    Clone,
-    Copy,
-    Debug,
-    PartialEq,
-    Eq,
-    Hash,
-    serde::Serialize,
-    serde::Deserialize,
-    strum::Display,
-    strum::EnumString,
-    strum::IntoStaticStr,
-    strum::VariantArray,
-)]
-#[serde(rename_all = "kebab-case")]
-#[strum(serialize_all = "kebab-case")]
-pub enum Outward {
-    /// Claude Code.
-    ClaudeCode,
-    /// Codex: Claude Code's envelope with a strict output schema.
-    Codex,
-    /// Gemini CLI: `BeforeTool` / `AfterTool`, its own answers.
-    Gemini,
-    /// Qwen Code: Claude Code's envelope, with far fewer answers honoured.
-    QwenCode,
-    /// GitHub Copilot CLI: camelCase events, flat answers.
-    Copilot,
-    /// Cursor: `.cursor/hooks.json`, flat snake_case answers (from its
-    /// documentation; its CLI cannot be installed here).
-    Cursor,
-    /// OpenCode, through toolgate's plugin (`integrations/opencode/`).
-    #[serde(rename = "opencode")]
-    #[strum(serialize = "opencode")]
-    OpenCode,
+pub use toolgate_contract::agent::Outward;
+
+/// The one place every agent is named.
+fn dialect(outward: Outward) -> &'static dyn Dialect {
+    match outward {
+        Outward::ClaudeCode => &claude_code::ClaudeCode,
+        Outward::Codex => &codex::Codex,
+        Outward::Gemini => &gemini::Gemini,
+        Outward::QwenCode => &qwen_code::QwenCode,
+        Outward::Copilot => &copilot::Copilot,
+        Outward::Cursor => &cursor::Cursor,
+        Outward::OpenCode => &opencode::OpenCode,
+    }
 }
 
-impl Outward {
-    /// Every dialect, in the order the CLI lists them.
-    pub const ALL: &'static [Outward] = <Outward as strum::VariantArray>::VARIANTS;
-
-    /// Its name: the subcommand (`toolgate claude-code`) and the server's
-    /// `mode`.
-    pub fn name(self) -> &'static str {
-        self.into()
-    }
-
-    /// The one place every agent is named.
-    fn dialect(self) -> &'static dyn Dialect {
-        match self {
-            Outward::ClaudeCode => &claude_code::ClaudeCode,
-            Outward::Codex => &codex::Codex,
-            Outward::Gemini => &gemini::Gemini,
-            Outward::QwenCode => &qwen_code::QwenCode,
-            Outward::Copilot => &copilot::Copilot,
-            Outward::Cursor => &cursor::Cursor,
-            Outward::OpenCode => &opencode::OpenCode,
-        }
-    }
-
+/// What toolgate is as the hook of the agent an [`Outward`] names. The
+/// name is the contract's (`toolgate_contract::agent`: every client and
+/// the server speak it, and the lean client parses it); what the agent
+/// reads and honours is here, one file per agent behind [`dialect`].
+pub trait AgentHook: Copy {
     /// What toolgate answers when it cannot evaluate a call (unreadable
     /// input, a broken config, its own deadline, a panic): the strongest
     /// block this agent honours. `reason` is one line.
-    pub fn blocked(self, reason: &str) -> Blocked {
-        self.dialect().blocked(reason)
-    }
+    fn blocked(self, reason: &str) -> Blocked;
 
     /// The subcommand's `about` and `after_help`.
-    pub fn help(self) -> Help {
-        self.dialect().help()
-    }
+    fn help(self) -> Help;
 
     /// The environment variable the agent names its project root in
     /// (`CLAUDE_PROJECT_DIR`), if it sets one for its hooks. The CLI reads
     /// it (the library reads no environment).
-    pub fn project_var(self) -> Option<&'static str> {
-        self.dialect().project_var()
-    }
+    fn project_var(self) -> Option<&'static str>;
 
     /// The agent's own hook timeout when its settings give none: toolgate
     /// must answer before it, since most agents let the call through when
     /// their hook times out.
-    pub fn default_hook_timeout(self) -> Duration {
-        self.dialect().default_hook_timeout()
-    }
+    fn default_hook_timeout(self) -> Duration;
 
     /// How toolgate is wired into this agent's settings.
-    pub fn install(self) -> Install {
-        self.dialect().install()
-    }
+    fn install(self) -> Install;
 
     /// How this agent's own hook settings become hooks.json
     /// (`toolgate import <agent>`).
-    pub fn import(self) -> Import {
-        self.dialect().import()
+    fn import(self) -> Import;
+}
+
+impl AgentHook for Outward {
+    fn blocked(self, reason: &str) -> Blocked {
+        dialect(self).blocked(reason)
+    }
+
+    fn help(self) -> Help {
+        dialect(self).help()
+    }
+
+    fn project_var(self) -> Option<&'static str> {
+        dialect(self).project_var()
+    }
+
+    fn default_hook_timeout(self) -> Duration {
+        dialect(self).default_hook_timeout()
+    }
+
+    fn install(self) -> Install {
+        dialect(self).install()
+    }
+
+    fn import(self) -> Import {
+        dialect(self).import()
     }
 }
 
@@ -448,14 +418,14 @@ pub fn read_agent_input(bytes: &[u8], dialect: Outward) -> Result<AgentCall, Rea
     let Value::Object(obj) = value else {
         return Err(ReadAgentInputError::NotAnObject);
     };
-    dialect.dialect().read(&obj)
+    self::dialect(dialect).read(&obj)
 }
 
 /// What toolgate prints for an outcome when it is the agent's hook: the JSON
 /// for stdout (none when there is nothing to say), always with exit 0.
 /// `hook_event_name` is the agent's event, as [`AgentCall`] read it.
 pub fn render_outcome(outcome: &Outcome, dialect: Outward, hook_event_name: &str) -> Option<Value> {
-    dialect.dialect().render(outcome, hook_event_name)
+    self::dialect(dialect).render(outcome, hook_event_name)
 }
 
 /// A string field of a hook input.

@@ -28,7 +28,7 @@
 //! user's hook that only mentions toolgate (`audit.sh --about toolgate`) is
 //! not toolgate's, and is never touched.
 
-use super::{Install, Layout, Outward, TrustCheck};
+use super::{AgentHook, Install, Layout, Outward, TrustCheck};
 use crate::safe_fs::ReadFileError;
 use crate::strict_json::JsonError;
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};

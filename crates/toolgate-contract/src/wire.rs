@@ -150,7 +150,7 @@ impl<'a> From<&HookRequest<'a>> for RequestV1<'a> {
 }
 
 /// Encodes a request for a subprocess hook.
-pub(crate) fn encode_request(request: &HookRequest<'_>) -> Vec<u8> {
+pub fn encode_request(request: &HookRequest<'_>) -> Vec<u8> {
     let wire = RequestV1::from(request);
 
     // Serializing borrowed `Value`s and strings cannot fail.
@@ -160,7 +160,7 @@ pub(crate) fn encode_request(request: &HookRequest<'_>) -> Vec<u8> {
 }
 
 /// Encodes an answer as a wire-v1 hook would print it.
-pub(crate) fn encode_answer(answer: &Verdict) -> Value {
+pub fn encode_answer(answer: &Verdict) -> Value {
     let mut value = serde_json::to_value(DecisionV1::from(&answer.decision)).unwrap_or_default();
     if let (Some(context), Value::Object(obj)) = (&answer.context, &mut value) {
         obj.insert("context".into(), json!(context));
@@ -169,7 +169,7 @@ pub(crate) fn encode_answer(answer: &Verdict) -> Value {
 }
 
 /// Decodes what a hook printed into an answer.
-pub(crate) fn decode_answer(stdout: &[u8]) -> Result<Verdict, HookFailure> {
+pub fn decode_answer(stdout: &[u8]) -> Result<Verdict, HookFailure> {
     if stdout.iter().all(u8::is_ascii_whitespace) {
         return Err(HookFailure::EmptyOutput);
     }

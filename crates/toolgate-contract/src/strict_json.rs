@@ -29,7 +29,7 @@ use std::fmt;
 /// Where and how a JSON text is invalid, without any of its content.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("not valid JSON at line {line}, column {column}: {what}")]
-pub(crate) struct JsonError {
+pub struct JsonError {
     /// 1-based line.
     pub line: usize,
     /// 1-based column.
@@ -39,7 +39,7 @@ pub(crate) struct JsonError {
 }
 
 impl JsonError {
-    pub(crate) fn from_serde(e: &serde_json::Error) -> Self {
+    pub fn from_serde(e: &serde_json::Error) -> Self {
         let what = match e.classify() {
             serde_json::error::Category::Eof => "the text ends in the middle of a value".to_owned(),
             serde_json::error::Category::Syntax => {
@@ -71,7 +71,7 @@ impl JsonError {
 /// position) and a word refused from a closed set (an unknown variant) are
 /// named, bounded. A custom message
 /// (one of toolgate's own types refusing a value) is kept as it is.
-pub(crate) fn shape_error(e: &serde_json::Error) -> String {
+pub fn shape_error(e: &serde_json::Error) -> String {
     if e.classify() != serde_json::error::Category::Data {
         return JsonError::from_serde(e).to_string();
     }
@@ -119,13 +119,13 @@ pub(crate) fn shape_error(e: &serde_json::Error) -> String {
 }
 
 /// Parses one JSON value; a duplicate key anywhere is an error.
-pub(crate) fn parse(bytes: &[u8]) -> Result<Value, JsonError> {
+pub fn parse(bytes: &[u8]) -> Result<Value, JsonError> {
     run(bytes, None)
 }
 
 /// Parses one JSON value, keeping the first of duplicate keys and returning
 /// every later duplicate as (key, value).
-pub(crate) fn parse_recording(bytes: &[u8]) -> Result<(Value, Vec<(String, Value)>), JsonError> {
+pub fn parse_recording(bytes: &[u8]) -> Result<(Value, Vec<(String, Value)>), JsonError> {
     let dups = RefCell::new(Vec::new());
     let value = run(bytes, Some(&dups))?;
     Ok((value, dups.into_inner()))

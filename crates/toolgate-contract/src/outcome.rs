@@ -30,7 +30,7 @@ pub struct RunRecord {
     pub round: u32,
     /// What it did, in one word. Serialised as `verdict`, the key run
     /// records have always had (kept stable for what reads them); in code it
-    /// is a step of the chain, not a [`Verdict`](crate::Verdict), which is a
+    /// is a step of the chain, not a [`Verdict`](crate::contract::Verdict), which is a
     /// decision plus context.
     #[serde(rename = "verdict")]
     pub step: Step,
@@ -54,7 +54,8 @@ pub struct RunRecord {
     pub diagnostics: Option<String>,
 }
 
-pub(crate) fn micros<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+/// Serialises a duration as whole microseconds (`elapsed_us` in run records).
+pub fn micros<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_u64(u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
 }
 
@@ -142,7 +143,7 @@ impl Outcome {
     }
 }
 
-/// A whole call taken through the chain by [`HookRunner::call`](crate::HookRunner::call).
+/// A whole call taken through the chain by the library's `HookRunner::call`.
 #[derive(Clone, Debug)]
 pub struct CallOutcome {
     /// What the model is shown as the tool's result.

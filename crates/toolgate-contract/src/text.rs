@@ -94,7 +94,7 @@ pub fn bound(text: String, limit: usize, what: &str) -> String {
 }
 
 /// The largest char boundary of `s` at or below `at`.
-pub(crate) fn floor_char_boundary(s: &str, mut at: usize) -> usize {
+pub fn floor_char_boundary(s: &str, mut at: usize) -> usize {
     if at >= s.len() {
         return s.len();
     }

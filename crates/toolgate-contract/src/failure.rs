@@ -56,7 +56,7 @@ impl OnFailure {
 }
 
 /// Why a hook could not decide. Never used for a denial: a denial is an
-/// [`Verdict`](crate::Verdict).
+/// [`Verdict`](crate::contract::Verdict).
 #[derive(Debug, thiserror::Error, strum::EnumDiscriminants)]
 #[strum_discriminants(
     name(FailureKind),
@@ -74,7 +74,10 @@ impl OnFailure {
     strum(serialize_all = "snake_case"),
     allow(missing_docs)
 )]
-#[non_exhaustive]
+// Not `#[non_exhaustive]`: the library and the command-line tool match it
+// exhaustively in another crate (a new variant must be answered everywhere
+// it is judged, never fall into a wildcard arm), and cargo allows no
+// wildcard-free match across crates on a non-exhaustive enum.
 pub enum HookFailure {
     /// The program could not be started (missing, not executable, …).
     #[error("could not start `{program}`")]
@@ -192,7 +195,7 @@ impl HookFailure {
     /// The reason the model reads when this failure denies, where the
     /// failure words it itself (an untrusted hook's says what to run);
     /// `None`: toolgate's own words, naming the hook and the kind.
-    pub(crate) fn own_reason(&self) -> Option<&str> {
+    pub fn own_reason(&self) -> Option<&str> {
         match self {
             HookFailure::NotTrusted { reason } => Some(reason),
             HookFailure::ChainDeadline { .. }

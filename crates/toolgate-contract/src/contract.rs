@@ -15,7 +15,7 @@
 //! composes them never needs to know which binding spoke. The alternative —
 //! each binding with its own verdict type, translated at the chain — is how
 //! semantics drift between bindings; here a binding's only job is to produce
-//! a [`Verdict`] or a [`HookFailure`](crate::HookFailure).
+//! a [`Verdict`] or a [`HookFailure`](crate::failure::HookFailure).
 //!
 //! # Deny is a value
 //!
@@ -57,7 +57,10 @@ use serde_json::Value;
 )]
 #[serde(rename_all = "snake_case")]
 #[strum(serialize_all = "snake_case")]
-#[non_exhaustive]
+// Not `#[non_exhaustive]`: the library and the command-line tool match it
+// exhaustively in another crate (a new variant must be answered everywhere
+// it is judged, never fall into a wildcard arm), and cargo allows no
+// wildcard-free match across crates on a non-exhaustive enum.
 pub enum Event {
     /// Before the tool runs: allow, deny, modify the input, or replace the
     /// result (the tool is then not run).
@@ -338,9 +341,12 @@ impl Source {
 )]
 #[serde(rename_all = "snake_case")]
 #[strum(serialize_all = "snake_case")]
-#[non_exhaustive]
+// Not `#[non_exhaustive]`: the library and the command-line tool match it
+// exhaustively in another crate (a new variant must be answered everywhere
+// it is judged, never fall into a wildcard arm), and cargo allows no
+// wildcard-free match across crates on a non-exhaustive enum.
 pub enum BindingKind {
-    /// A Rust [`Interceptor`](crate::Interceptor) in the host's process.
+    /// A Rust `Interceptor` (the library's in-process binding) in the host's process.
     InProcess,
     /// An argv command, wire v1 on stdin/stdout.
     Subprocess,
@@ -363,13 +369,16 @@ impl BindingKind {
 /// The matcher must match the whole tool name (`Edit|Write` does not match
 /// `NotebookEdit`), as Claude Code's matchers do.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct ToolFilter {
-    pub(crate) tools: Option<Vec<String>>,
-    pub(crate) matcher: Option<Regex>,
+pub struct ToolFilter {
+    /// Tools named exactly.
+    pub tools: Option<Vec<String>>,
+    /// Tools whose whole name matches ([`whole_name_matcher`]).
+    pub matcher: Option<Regex>,
 }
 
 impl ToolFilter {
-    pub(crate) fn matches(&self, tool: &str) -> bool {
+    /// Whether a hook with this filter runs for `tool`.
+    pub fn matches(&self, tool: &str) -> bool {
         match (&self.tools, &self.matcher) {
             (None, None) => true,
             (tools, matcher) => {
@@ -384,7 +393,7 @@ impl ToolFilter {
 /// to the parsed syntax tree, not to the pattern's text, so nothing in the
 /// pattern (an unbalanced `)|(`, a flag, a comment in `(?x)` mode) can move
 /// them: the pattern is one node between a start and an end assertion.
-pub(crate) fn whole_name_matcher(pattern: &str) -> Result<Regex, MatcherError> {
+pub fn whole_name_matcher(pattern: &str) -> Result<Regex, MatcherError> {
     use regex_syntax::hir::{Hir, Look};
     let hir = regex_syntax::Parser::new()
         .parse(pattern)
@@ -398,7 +407,7 @@ pub(crate) fn whole_name_matcher(pattern: &str) -> Result<Regex, MatcherError> {
 /// Why a tool matcher did not compile. Displays as the regex crate's own
 /// message (hooks.json errors quote it after the field's name).
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum MatcherError {
+pub enum MatcherError {
     /// Not a regular expression.
     #[error("{0}")]
     Parse(Box<regex_syntax::Error>),
