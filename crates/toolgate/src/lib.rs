@@ -24,9 +24,11 @@
 //!
 //! # Where the pieces are: layers, bottom to top
 //!
-//! This crate holds every layer from support to the runner. Above it, each
-//! a crate of its own: `toolgate-bench` (the measurements) and the
-//! command-line tool (the repository root); the crate graph is drawn in
+//! This crate holds the layers from the protocols to the runner. Below it,
+//! `toolgate-contract` (the request, the answers, wire v1, the serve
+//! protocol: re-exported here under their old paths); above it, each a
+//! crate of its own, `toolgate-bench` (the measurements) and the
+//! command-line tool (the repository root). The crate graph is drawn in
 //! `docs/crates.md` and checked from `cargo metadata`. Inside this crate,
 //! a module imports only from a layer below its own (or from inside its own
 //! unit); units within a layer form no cycle; no binding imports another.
@@ -37,8 +39,8 @@
 //!
 //! | layer | modules | what they hold |
 //! |---|---|---|
-//! | support | [`text`], `safe_fs`, `strict_json` | bounding and sanitising what hooks say; reading files a config names (regular, bounded, inside the workspace, one file-identity stamp); JSON without duplicate keys |
-//! | contract | [`contract`], `failure`, `outcome` | events, the request, the four answers (deny is a value), [`Source`], [`BindingKind`], the tool filter; "could not decide" as a type; run records and outcomes |
+//! | support | [`text`] and `strict_json` (toolgate-contract's), `safe_fs` | bounding and sanitising what hooks say; reading files a config names (regular, bounded, inside the workspace, one file-identity stamp); JSON without duplicate keys |
+//! | contract | toolgate-contract's [`contract`], `failure`, `outcome` | events, the request, the four answers (deny is a value), [`Source`], [`BindingKind`], the tool filter; "could not decide" as a type; run records and outcomes |
 //! | protocol | `protocol` | inward ([`wire`] v1, Claude Code hooks), the WIT encoding, outward (being [`agent`]s' hook, one `Outward` enum), [`serve`]'s typed messages, import |
 //! | seam | `binding` | `Decider`, `Reply`, `Participant`, the `Binding` trait every configured binding implements, the parse kit |
 //! | bindings | `binding::{in_process, command, wasm}` | one per binding; none imports another |
