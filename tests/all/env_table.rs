@@ -231,13 +231,17 @@ fn readme_table() -> BTreeSet<String> {
     unique
 }
 
+/// The sources under each of `dirs` (relative to the repository root).
+fn sources_in(dirs: &[&str]) -> Vec<(PathBuf, String)> {
+    dirs.iter()
+        .flat_map(|dir| sources(&Path::new(env!("CARGO_MANIFEST_DIR")).join(dir)))
+        .collect()
+}
+
 /// What the code reads, by name; fails on a read whose variable it cannot
 /// tell.
 fn read_by(dirs: &[&str]) -> BTreeMap<String, Vec<String>> {
-    let files: Vec<(PathBuf, String)> = dirs
-        .iter()
-        .flat_map(|dir| sources(&Path::new(env!("CARGO_MANIFEST_DIR")).join(dir)))
-        .collect();
+    let files = sources_in(dirs);
     assert!(!files.is_empty(), "no sources under {dirs:?}");
     let mut by_name: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for read in reads(&files) {
@@ -300,10 +304,7 @@ fn the_library_an_embedder_builds_reads_no_variable_of_its_own() {
     // temporary directory (where the standard library's temp_dir looks).
     let integrations = read_by(&["integrations/mentra/src"]);
     assert!(integrations.is_empty(), "{integrations:#?}");
-    let library: Vec<(PathBuf, String)> = ["crates/toolgate-contract/src", "crates/toolgate/src"]
-        .iter()
-        .flat_map(|dir| sources(&Path::new(env!("CARGO_MANIFEST_DIR")).join(dir)))
-        .collect();
+    let library = sources_in(&["crates/toolgate-contract/src", "crates/toolgate/src"]);
     let names: BTreeSet<String> = reads(&library).into_iter().filter_map(|r| r.name).collect();
     assert_eq!(names, BTreeSet::from(["TMPDIR".to_owned()]));
 }

@@ -895,9 +895,9 @@ const LONG_BEFORE_THE_RULE: &[(&str, &str)] = &[
     ("src/cli/serve.rs", "evaluate_timed"),
 ];
 
-#[test]
-fn no_function_over_80_lines_without_a_comment_saying_why() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+/// Every Rust file of the tool (`src/`) and of each crate under `crates/`
+/// (their sources, benches and examples).
+fn workspace_sources(root: &Path) -> Vec<PathBuf> {
     let mut files = Vec::new();
     rust_files(&root.join("src"), &mut files);
     for dir in std::fs::read_dir(root.join("crates"))
@@ -907,6 +907,13 @@ fn no_function_over_80_lines_without_a_comment_saying_why() {
         rust_files(&dir.path(), &mut files);
     }
     assert!(files.len() > 100, "the sources were not read: {files:?}");
+    files
+}
+
+#[test]
+fn no_function_over_80_lines_without_a_comment_saying_why() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let files = workspace_sources(root);
     let mut listed: BTreeSet<(&str, &str)> = LONG_BEFORE_THE_RULE.iter().copied().collect();
     let mut found = Vec::new();
     for file in &files {
@@ -984,14 +991,7 @@ const LONG_MODULES_BEFORE_THE_RULE: &[&str] = &[
 #[test]
 fn no_module_over_600_lines_without_a_reason_in_its_doc() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut files = Vec::new();
-    rust_files(&root.join("src"), &mut files);
-    for dir in std::fs::read_dir(root.join("crates"))
-        .expect("crates/ is readable")
-        .flatten()
-    {
-        rust_files(&dir.path(), &mut files);
-    }
+    let files = workspace_sources(root);
     let mut listed: BTreeSet<&str> = LONG_MODULES_BEFORE_THE_RULE.iter().copied().collect();
     let mut found = Vec::new();
     for file in &files {
