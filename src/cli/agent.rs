@@ -3,7 +3,7 @@
 //! There is one subcommand per [`Dialect`], named by it: [`Command`] builds
 //! them from `Dialect::ALL`, and what differs between agents (the help, the
 //! project variable, the hook timeout, how a call is blocked) is asked of
-//! the dialect, whose file in `protocol/agent/` must say it: nothing here
+//! the dialect, whose file in crates/toolgate-agents must say it: nothing here
 //! names an agent.
 //!
 //! One settings entry hands every tool call to toolgate, which runs the whole

@@ -1,27 +1,17 @@
 //! What the environment says, read in one place: the library reads no
-//! environment variable, so each is turned into an option here. Shared by
-//! both binaries (`toolgate` and `toolgate-hook`), with what else a process
-//! is given: its working directory (the workspace) and its stdin.
+//! environment variable, so each is turned into an option here. What the
+//! lean client reads too (the directories it names to a server, the
+//! socket, the workspace, stdin) is `toolgate_hook::env`, re-exported
+//! here; what only the full binary reads (the compile cache, the managed
+//! layer, the loader) is below.
 
 use std::path::{Path, PathBuf};
 use toolgate::wasm::{Allocator, WasmOptions};
 use toolgate::{Config, ConfigError};
-
-/// A directory named by an environment variable; unset and empty are
-/// both "not given", as XDG specifies.
-pub(crate) fn dir(key: &str) -> Option<PathBuf> {
-    std::env::var_os(key)
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-}
-
-/// The global config directory: `$TOOLGATE_CONFIG_DIR`, else
-/// `$XDG_CONFIG_HOME/toolgate`, else `$HOME/.config/toolgate`.
-pub(crate) fn global_dir() -> Option<PathBuf> {
-    dir("TOOLGATE_CONFIG_DIR")
-        .or_else(|| dir("XDG_CONFIG_HOME").map(|d| d.join("toolgate")))
-        .or_else(|| dir("HOME").map(|h| h.join(".config").join("toolgate")))
-}
+pub(crate) use toolgate_hook::env::{
+    MAX_STDIN, decision_log, dir, global_dir, read_stdin, search_path, socket_path, trust_dir,
+    workspace,
+};
 
 /// The managed policy layer's directory as this build has it:
 /// `/etc/toolgate`, unless the build set `TOOLGATE_MANAGED_DIR`.
@@ -114,41 +104,9 @@ pub(crate) fn registry_credentials() -> Option<(String, String)> {
     Some((user, password))
 }
 
-/// Where trust in workspaces is recorded: `$XDG_STATE_HOME/toolgate/trust`,
-/// else `$HOME/.local/state/toolgate/trust`. Deliberately no
-/// `TOOLGATE_*` override: nothing but the user's own state directory
-/// holds trust (see `toolgate::trust`).
+/// The trust store at [`trust_dir`].
 pub(crate) fn trust_store() -> Option<toolgate::trust::TrustStore> {
-    dir("XDG_STATE_HOME")
-        .map(|d| d.join("toolgate").join("trust"))
-        .or_else(|| dir("HOME").map(|h| h.join(".local/state/toolgate/trust")))
-        .map(toolgate::trust::TrustStore::new)
-}
-
-/// Where `toolgate serve` listens and the other commands look for it:
-/// `$TOOLGATE_SOCKET`, else `$XDG_RUNTIME_DIR/toolgate/serve.sock`, else
-/// `/tmp/toolgate-<uid>/serve.sock`. `None` when `TOOLGATE_SERVER=off`
-/// (the commands then always evaluate themselves).
-pub(crate) fn socket_path() -> Option<PathBuf> {
-    if std::env::var("TOOLGATE_SERVER").is_ok_and(|v| v == "off") {
-        return None;
-    }
-    dir("TOOLGATE_SOCKET").or_else(|| {
-        Some(
-            dir("XDG_RUNTIME_DIR")
-                .map(|d| d.join("toolgate"))
-                .unwrap_or_else(|| {
-                    PathBuf::from(format!("/tmp/toolgate-{}", nix::unistd::geteuid()))
-                })
-                .join("serve.sock"),
-        )
-    })
-}
-
-/// The decision log the operator named: `$TOOLGATE_DECISION_LOG` (see
-/// `decision_log.rs`); unset or empty, no log.
-pub(crate) fn decision_log() -> Option<PathBuf> {
-    dir("TOOLGATE_DECISION_LOG")
+    trust_dir().map(toolgate::trust::TrustStore::new)
 }
 
 /// Debug builds only (the rotation tests): the decision log's rotation
@@ -158,12 +116,6 @@ pub(crate) fn decision_log_max_bytes() -> Option<u64> {
     std::env::var("TOOLGATE_DEBUG_DECISION_LOG_MAX_BYTES")
         .ok()
         .and_then(|v| v.parse().ok())
-}
-
-/// `PATH`, which a bare program name in a workspace command hook is
-/// pinned from.
-pub(crate) fn search_path() -> Option<std::ffi::OsString> {
-    std::env::var_os("PATH")
 }
 
 /// A loader for `workspace` (and the global config), as the
@@ -231,54 +183,4 @@ pub(crate) fn load_for(
         .wasm(wasm(true).oci(oci))
         .only_for(request.event, request.tool.clone())
         .load()
-}
-
-/// The workspace a command works in: the one given (which must be a
-/// directory), else the nearest ancestor of the working directory with a
-/// `.toolgate/` (see `toolgate::config::find_workspace`).
-pub(crate) fn workspace(
-    given: Option<std::path::PathBuf>,
-) -> anyhow::Result<toolgate::config::FoundWorkspace> {
-    match given {
-        Some(dir) => {
-            if !dir.is_dir() {
-                anyhow::bail!("workspace {} is not a directory", dir.display());
-            }
-            Ok(toolgate::config::FoundWorkspace {
-                found: dir.join(".toolgate").is_dir(),
-                root: dir,
-                how: "given by --workspace".into(),
-            })
-        }
-        None => Ok(toolgate::config::find_workspace(
-            &std::env::current_dir()?,
-            dir("HOME").as_deref(),
-        )),
-    }
-}
-
-/// The most read from stdin: a request, or an agent's hook input (which
-/// carries a tool's whole output after the call).
-pub(crate) const MAX_STDIN: u64 = 64 * 1024 * 1024;
-
-/// Reads `what` from stdin, refusing more than [`MAX_STDIN`] bytes rather
-/// than cutting it short. On a terminal with nothing piped, says what it is
-/// waiting for (`example` shows how to pipe it) instead of waiting silently.
-pub(crate) fn read_stdin(what: &str, example: &str) -> anyhow::Result<Vec<u8>> {
-    use anyhow::Context;
-    use std::io::{IsTerminal, Read};
-    if std::io::stdin().is_terminal() {
-        eprintln!(
-            "toolgate: reading {what} from stdin (type it and end with Ctrl-D), or pipe it: {example}"
-        );
-    }
-    let mut bytes = Vec::new();
-    std::io::stdin()
-        .take(MAX_STDIN + 1)
-        .read_to_end(&mut bytes)
-        .with_context(|| format!("reading {what} from stdin"))?;
-    if bytes.len() as u64 > MAX_STDIN {
-        anyhow::bail!("{what} on stdin is larger than {MAX_STDIN} bytes");
-    }
-    Ok(bytes)
 }

@@ -73,12 +73,10 @@ pub(crate) fn write_file(
 mod agent;
 mod bench;
 mod check;
-mod client;
 mod decision_log;
 mod dev;
 mod doctor;
 pub(crate) mod env;
-mod hook_process;
 mod hooks;
 mod import;
 mod install;
@@ -89,6 +87,8 @@ mod replay;
 mod serve;
 mod test;
 mod trust;
+
+use toolgate_hook::{client, hook_process};
 
 pub(crate) use env::{MAX_STDIN, read_stdin, workspace};
 

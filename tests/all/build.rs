@@ -100,7 +100,7 @@ fn the_library_reads_no_environment_variable() {
         }
     }
     let mut found = Vec::new();
-    for dir in ["crates/toolgate-contract/src", "crates/toolgate/src"] {
+    for dir in crate::support::LIBRARY_SOURCES {
         walk(
             &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(dir),
             &mut found,

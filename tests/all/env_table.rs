@@ -7,7 +7,7 @@
 //! [`support::BINARY_ENV`](crate::support::BINARY_ENV) gives each test's
 //! `toolgate`.
 
-use crate::support::BINARY_ENV;
+use crate::support::{BINARY_ENV, BINARY_SOURCES, LIBRARY_SOURCES};
 use regex::Regex;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -137,7 +137,7 @@ fn reads(files: &[(PathBuf, String)]) -> Vec<Read> {
     };
     // An agent's project variable is named by its dialect
     // (`fn project_var(&self) … { Some("CLAUDE_PROJECT_DIR") }` in
-    // crates/toolgate/src/protocol/agent/) and read by the CLI as `var_os(project_var)`:
+    // crates/toolgate-agents/src/) and read by the lean client as `var_os(project_var)`:
     // that read reads every name a dialect gives.
     let dialect_var =
         Regex::new(r#"fn project_var\(&self\)[^{]*\{(?:[^}]|\n)*?Some\("([A-Z][A-Z0-9_]*)"\)"#)
@@ -261,12 +261,7 @@ fn read_by(dirs: &[&str]) -> BTreeMap<String, Vec<String>> {
 fn every_variable_the_binary_reads_is_in_the_readme_table_and_no_other() {
     // The binary is the command-line tool and every crate it is built on
     // (read together: a name a library declares, the tool may read).
-    let code = read_by(&[
-        "src",
-        "crates/toolgate-contract/src",
-        "crates/toolgate/src",
-        "crates/toolgate-bench/src",
-    ]);
+    let code = read_by(BINARY_SOURCES);
     let table = readme_table();
     // The reads this test must find, or it is not reading the code.
     for known in ["TOOLGATE_CONFIG_DIR", "HOME", "TOOLGATE_LOG", "NO_COLOR"] {
@@ -304,7 +299,7 @@ fn the_library_an_embedder_builds_reads_no_variable_of_its_own() {
     // temporary directory (where the standard library's temp_dir looks).
     let integrations = read_by(&["integrations/mentra/src"]);
     assert!(integrations.is_empty(), "{integrations:#?}");
-    let library = sources_in(&["crates/toolgate-contract/src", "crates/toolgate/src"]);
+    let library = sources_in(LIBRARY_SOURCES);
     let names: BTreeSet<String> = reads(&library).into_iter().filter_map(|r| r.name).collect();
     assert_eq!(names, BTreeSet::from(["TMPDIR".to_owned()]));
 }

@@ -24,9 +24,10 @@ use syn::visit_mut::VisitMut;
 
 /// Bottom to top. A unit is a module path; a module belongs to the longest
 /// unit that prefixes it. `isolated` layers forbid imports between their units.
-/// Support and contract (but `safe_fs`) are the toolgate-contract crate now,
+/// Support and contract are the toolgate-fs and toolgate-contract crates now,
 /// where cargo keeps them below everything; their names stay so that a path
-/// through the library's re-export of them is placed.
+/// through the library's re-export of them is placed. The agent dialects
+/// (`toolgate::agent`) are toolgate-agents, below the library too.
 const LAYERS: &[(&str, bool, &[&str])] = &[
     ("support", false, &["text", "safe_fs", "strict_json"]),
     ("contract", false, &["contract", "failure", "outcome"]),
@@ -427,10 +428,22 @@ fn cycles(imports: &[Import]) -> Vec<String> {
 /// may depend on (normal, build or dev): the graph docs/crates.md draws.
 const CRATES: &[(&str, &[&str])] = &[
     ("toolgate-contract", &[]),
-    ("toolgate", &["toolgate-contract"]),
+    ("toolgate-fs", &[]),
+    ("toolgate-agents", &["toolgate-contract", "toolgate-fs"]),
+    (
+        "toolgate-hook",
+        &["toolgate-contract", "toolgate-agents", "toolgate-fs"],
+    ),
+    (
+        "toolgate",
+        &["toolgate-contract", "toolgate-fs", "toolgate-agents"],
+    ),
     ("toolgate-bench", &["toolgate"]),
     ("toolgate-mentra", &["toolgate"]),
-    ("toolgate-cli", &["toolgate", "toolgate-bench"]),
+    (
+        "toolgate-cli",
+        &["toolgate", "toolgate-bench", "toolgate-hook"],
+    ),
 ];
 
 /// What in `metadata` (`cargo metadata --no-deps` as JSON) the graph does
@@ -510,21 +523,33 @@ fn no_crate_depends_on_a_crate_above_it_or_off_the_graph() {
     );
 }
 
-/// What a client of the contract links: none of the runtime crates. The
-/// lean client and any program that speaks wire v1 or the serve protocol
-/// build on toolgate-contract alone.
-#[test]
-fn the_contract_crate_builds_no_wasmtime_tokio_or_hyper() {
+/// The crates below the library and what none of them may build: the
+/// contract (what any program speaking wire v1 or the serve protocol links),
+/// the support layer, the agent dialects, and the lean client, whose start
+/// time is the point of it. Each lists the runtimes it must not build.
+const LEAN_CRATES: &[(&str, &[&str])] = &[
+    (
+        "toolgate-contract",
+        &["wasmtime", "tokio", "hyper", "nix", "landlock", "toolgate"],
+    ),
+    (
+        "toolgate-fs",
+        &["wasmtime", "tokio", "hyper", "landlock", "toolgate"],
+    ),
+    (
+        "toolgate-agents",
+        &["wasmtime", "tokio", "hyper", "landlock", "toolgate"],
+    ),
+    (
+        "toolgate-hook",
+        &["wasmtime", "tokio", "hyper", "landlock", "toolgate", "clap"],
+    ),
+];
+
+/// The packages `cargo tree` says `krate` builds (normal edges).
+fn builds(krate: &str) -> BTreeSet<String> {
     let out = std::process::Command::new(env!("CARGO"))
-        .args([
-            "tree",
-            "-p",
-            "toolgate-contract",
-            "-e",
-            "normal",
-            "--prefix",
-            "none",
-        ])
+        .args(["tree", "-p", krate, "-e", "normal", "--prefix", "none"])
         .args(["-f", "{p}", "--offline"])
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
@@ -534,30 +559,40 @@ fn the_contract_crate_builds_no_wasmtime_tokio_or_hyper() {
         "cargo tree failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let tree = String::from_utf8_lossy(&out.stdout);
-    let names: BTreeSet<&str> = tree
+    String::from_utf8_lossy(&out.stdout)
         .lines()
-        .filter_map(|line| line.split_whitespace().next())
-        .collect();
-    assert!(
-        names.contains("serde_json"),
-        "the tree was not read: {names:?}"
-    );
-    for runtime in ["wasmtime", "tokio", "hyper", "nix", "landlock", "toolgate"] {
+        .filter_map(|line| Some(line.split_whitespace().next()?.to_owned()))
+        .collect()
+}
+
+#[test]
+fn the_contract_the_dialects_and_the_lean_client_build_no_wasmtime_tokio_or_hyper() {
+    for (krate, forbidden) in LEAN_CRATES {
+        let names = builds(krate);
         assert!(
-            !names.contains(runtime),
-            "toolgate-contract builds {runtime}: {names:?}"
+            names.contains(*krate) && names.len() > 1,
+            "the tree of {krate} was not read: {names:?}"
         );
+        for runtime in *forbidden {
+            assert!(
+                !names.contains(*runtime),
+                "{krate} builds {runtime}: {names:?}"
+            );
+        }
     }
 }
 
-/// The graph check itself: an upward edge, an edge between siblings and a
-/// crate with no place are each named, so a passing run means something.
+/// The graph check itself: an upward edge (the lean client reaching the
+/// library among them), an edge between siblings and a crate with no place
+/// are each named, so a passing run means something.
 #[test]
 fn the_crate_graph_check_names_an_upward_edge_a_sibling_edge_and_an_unplaced_crate() {
     let dep = |name: &str, kind: Option<&str>| serde_json::json!({"name": name, "kind": kind});
     let metadata = serde_json::json!({"packages": [
         {"name": "toolgate-contract", "dependencies": [dep("serde", None)]},
+        {"name": "toolgate-fs", "dependencies": []},
+        {"name": "toolgate-agents", "dependencies": [dep("toolgate-contract", None)]},
+        {"name": "toolgate-hook", "dependencies": [dep("toolgate-agents", None), dep("toolgate", None)]},
         {"name": "toolgate", "dependencies": [dep("toolgate-contract", None), dep("toolgate-cli", Some("dev"))]},
         {"name": "toolgate-bench", "dependencies": [dep("toolgate", None)]},
         {"name": "toolgate-mentra", "dependencies": [dep("toolgate", None), dep("toolgate-bench", None)]},
@@ -567,6 +602,7 @@ fn the_crate_graph_check_names_an_upward_edge_a_sibling_edge_and_an_unplaced_cra
     let problems = crate_graph_problems(&metadata);
     let expected = [
         "`toolgate` depends on `toolgate-cli` (dev): a crate above its own",
+        "`toolgate-hook` depends on `toolgate` (normal): a crate above its own",
         "`toolgate-mentra` depends on `toolgate-bench` (normal): an edge the graph does not draw",
         "crate `toolgate-extra` has no place in the graph; add it to CRATES and docs/crates.md",
     ];
@@ -737,7 +773,10 @@ fn no_catch_all_arm_turns_an_answer_or_an_agent_event_into_a_decision() {
     let mut runner = Vec::new();
     rust_files(&src().join("runner"), &mut runner);
     let mut dialects = Vec::new();
-    rust_files(&src().join("protocol/agent"), &mut dialects);
+    rust_files(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/toolgate-agents/src"),
+        &mut dialects,
+    );
     // The inward protocols: how a hook's exit and output become an answer.
     let mut answers: Vec<PathBuf> = ["mod.rs", "wit.rs", "claude.rs", "gemini.rs"]
         .iter()
@@ -878,19 +917,13 @@ const LONG_BEFORE_THE_RULE: &[(&str, &str)] = &[
     ("crates/toolgate/src/binding/wasm/spec.rs", "parse_oci"),
     ("crates/toolgate/src/config/mod.rs", "load"),
     ("crates/toolgate/src/fixture.rs", "judge"),
-    ("crates/toolgate/src/protocol/agent/copilot.rs", "read"),
-    (
-        "crates/toolgate/src/protocol/agent/gemini.rs",
-        "import_handler",
-    ),
-    (
-        "crates/toolgate/src/protocol/agent/gemini.rs",
-        "import_settings",
-    ),
+    ("crates/toolgate-agents/src/copilot.rs", "read"),
+    ("crates/toolgate-agents/src/gemini.rs", "import_handler"),
+    ("crates/toolgate-agents/src/gemini.rs", "import_settings"),
     ("src/cli/dev.rs", "place"),
     ("src/cli/doctor.rs", "check_agent"),
     ("src/cli/doctor.rs", "check_scope"),
-    ("src/cli/hook_process.rs", "run"),
+    ("crates/toolgate-hook/src/hook_process.rs", "run"),
     ("src/cli/serve.rs", "connection"),
     ("src/cli/serve.rs", "evaluate_timed"),
 ];
@@ -981,8 +1014,8 @@ const LONG_MODULES_BEFORE_THE_RULE: &[&str] = &[
     "crates/toolgate/src/binding/wasm/oci/pull.rs",
     "crates/toolgate/src/config/hook.rs",
     "crates/toolgate/src/config/mod.rs",
-    "crates/toolgate/src/protocol/agent/gemini.rs",
-    "crates/toolgate/src/protocol/agent/settings.rs",
+    "crates/toolgate-agents/src/gemini.rs",
+    "crates/toolgate-agents/src/settings.rs",
     "src/cli/doctor.rs",
     "src/cli/serve.rs",
     "src/cli/serve/http.rs",

@@ -1294,7 +1294,7 @@ proptest! {
 
     #[test]
     fn a_serve_request_line_reads_back_as_the_request_it_encodes(request in serve_request()) {
-        // As the client writes it (src/cli/client.rs): one serde line.
+        // As the client writes it (crates/toolgate-hook/src/client.rs): one serde line.
         let line = serde_json::to_string(&request).expect("a request serialises");
         let read = toolgate::serve::read_request(line.as_bytes()).map_err(|(_, e)| chain(&e));
         prop_assert_eq!(read, Ok(request));

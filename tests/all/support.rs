@@ -153,6 +153,27 @@ pub(crate) fn write_executable(path: &Path, body: &str) {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
+/// The sources of the library an embedder builds (`toolgate` and the crates
+/// below it), relative to the repository root.
+pub(crate) const LIBRARY_SOURCES: &[&str] = &[
+    "crates/toolgate-contract/src",
+    "crates/toolgate-fs/src",
+    "crates/toolgate-agents/src",
+    "crates/toolgate/src",
+];
+
+/// The sources the `toolgate` and `toolgate-hook` binaries are built from:
+/// the library's, and the crates only the binaries build.
+pub(crate) const BINARY_SOURCES: &[&str] = &[
+    "src",
+    "crates/toolgate-contract/src",
+    "crates/toolgate-fs/src",
+    "crates/toolgate-agents/src",
+    "crates/toolgate/src",
+    "crates/toolgate-hook/src",
+    "crates/toolgate-bench/src",
+];
+
 /// A python3 hook that appends its own name to `input.trace` (once) and
 /// answers `modify`: proves order and threading at once. Idempotent, so it
 /// agrees with its own earlier rewrite when re-judging a later one.

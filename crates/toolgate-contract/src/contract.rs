@@ -284,6 +284,14 @@ impl From<Decision> for Verdict {
 /// replacement tool result; a bound on what a hook can make toolgate hold.
 pub const MAX_ANSWER_BYTES: usize = 4 * 1024 * 1024;
 
+/// Smallest accepted `timeout_ms`.
+pub const MIN_TIMEOUT_MS: u64 = 1;
+/// Largest accepted `timeout_ms` (10 minutes): a guard on a single tool call
+/// that needs longer is a bug, not a policy. A contract, not only config:
+/// it is also the longest a client waits for a server that took a call and
+/// was given no deadline of the caller's own.
+pub const MAX_TIMEOUT_MS: u64 = 600_000;
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,7 +12,7 @@
 //! request carries [`VERSION`]. A server refuses, before acknowledging, a
 //! request of another version or in a mode it does not know, with an
 //! [`Body::Error`] that says which; the client then evaluates the call
-//! itself, exactly as when no server runs (`src/cli/client.rs`). A refusal
+//! itself, exactly as when no server runs (`crates/toolgate-hook/src/client.rs`). A refusal
 //! never turns into an answer in some other agent's format.
 //!
 //! # The exchange

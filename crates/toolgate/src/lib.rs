@@ -75,7 +75,7 @@ mod protocol;
 pub mod replay;
 mod review;
 pub mod runner;
-mod safe_fs;
+use toolgate_fs as safe_fs;
 pub mod signing;
 pub mod trust;
 
@@ -100,16 +100,16 @@ pub use runner::{HookRunner, HookRunnerBuilder};
 /// Being an agent's hook: reading an agent's hook input and answering in its
 /// dialect; how toolgate is installed into it; importing its settings.
 pub mod agent {
-    pub use crate::protocol::agent::settings::{
-        Edit, EditSettingsError, Entry, MAX_SETTINGS_BYTES, Wiring, read_settings, trust_done,
-    };
-    pub use crate::protocol::agent::{
-        AgentHook, Blocked, HELP_BINARY, Help, HttpHook, Import, Install, LEAN_CLIENT, Layout,
-        TrustCheck, TrustStep,
-    };
     pub use crate::protocol::{
         AgentCall, Imported, Matcher, Outward, ReadAgentInputError, event_name, import_settings,
         read_agent_input, render_outcome, translate_matcher,
+    };
+    pub use toolgate_agents::settings::{
+        Edit, EditSettingsError, Entry, MAX_SETTINGS_BYTES, Wiring, read_settings, trust_done,
+    };
+    pub use toolgate_agents::{
+        AgentHook, Blocked, HELP_BINARY, Help, HttpHook, Import, Install, LEAN_CLIENT, Layout,
+        TrustCheck, TrustStep,
     };
 }
 

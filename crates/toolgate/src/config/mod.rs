@@ -84,13 +84,12 @@
 mod def;
 pub(crate) mod hook;
 mod schema;
-mod workspace;
 
 pub use crate::safe_fs::FileIdentity;
 pub use def::HookDef;
 pub use hook::CONFIG_SCHEMA;
 pub use schema::json_schema;
-pub use workspace::{FoundWorkspace, find_workspace};
+pub use toolgate_fs::workspace::{FoundWorkspace, find_workspace};
 
 use crate::binding::parse::BindingOptions;
 pub use crate::binding::parse::Problem;
@@ -105,13 +104,9 @@ use serde_json::{Value, json};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use workspace::absolute;
+use toolgate_fs::workspace::absolute;
 
-/// Smallest accepted `timeout_ms`.
-pub const MIN_TIMEOUT_MS: u64 = 1;
-/// Largest accepted `timeout_ms` (10 minutes): a guard on a single tool call
-/// that needs longer is a bug, not a policy.
-pub const MAX_TIMEOUT_MS: u64 = 600_000;
+pub use toolgate_contract::contract::{MAX_TIMEOUT_MS, MIN_TIMEOUT_MS};
 
 /// The workspace config's path relative to the workspace.
 pub const WORKSPACE_FILE: &str = ".toolgate/hooks.json";

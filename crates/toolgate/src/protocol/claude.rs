@@ -42,13 +42,7 @@ use crate::contract::{Decision, Event, HookRequest, ToolResult, Verdict};
 use crate::failure::HookFailure;
 use serde_json::{Map, Value, json};
 
-/// Claude Code's name for an event.
-pub fn event_name(event: Event) -> &'static str {
-    match event {
-        Event::PreToolUse => "PreToolUse",
-        Event::PostToolUse => "PostToolUse",
-    }
-}
+pub(crate) use toolgate_agents::event_name;
 
 /// Encodes a request as Claude Code's hook stdin.
 pub(crate) fn encode_request(request: &HookRequest<'_>, default_cwd: &str) -> Vec<u8> {

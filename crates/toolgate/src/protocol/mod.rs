@@ -28,17 +28,16 @@
 //! wire v1 reads stdout only after exit 0; Claude Code reads exit 2 as a
 //! denial with stderr as the reason.
 
-pub(crate) mod agent;
 pub(crate) mod claude;
 pub(crate) mod gemini;
-pub(crate) mod import;
 pub(crate) mod transcript;
 pub use toolgate_contract::{serve, wire};
 pub(crate) mod wit;
 
-pub use agent::{AgentCall, Outward, ReadAgentInputError, read_agent_input, render_outcome};
-pub use claude::event_name;
-pub use import::{Imported, Matcher, import_settings, translate_matcher};
+pub use toolgate_agents::{
+    AgentCall, Imported, Matcher, Outward, ReadAgentInputError, event_name, import_settings,
+    read_agent_input, render_outcome, translate_matcher,
+};
 
 use crate::contract::{HookRequest, Verdict};
 use crate::failure::HookFailure;

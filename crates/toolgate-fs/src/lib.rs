@@ -1,3 +1,10 @@
+//! toolgate's support layer: the file system as an attacker who wrote a
+//! repository would test it. Its own crate (below the library, beside the
+//! contract) because three programs read the same files the same way: the
+//! library loading a config, the lean client `toolgate-hook` finding the
+//! workspace of a call, and the agent dialects reading an agent's settings.
+//! The lean client must not link the library to do it.
+//!
 //! Reading the files a config names, as an attacker who wrote the config
 //! would test it.
 //!
@@ -41,18 +48,25 @@
 //! of the path; a file that changed in between is read again, at most
 //! [`READ_ATTEMPTS`] times, then refused ([`ReadFileError::Unstable`]).
 
+mod owner;
+pub mod workspace;
+
+pub use owner::{
+    OwnershipError, PrivateDirError, owned_by_me, owner_only, private_dir, writable_only_by_owner,
+};
+
 use std::fs::File;
 use std::io::Read;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 /// Largest hooks.json read: 1 MiB, hundreds of times any real config.
-pub(crate) const MAX_CONFIG_BYTES: u64 = 1 << 20;
+pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
 /// Largest `.wat` read: 8 MiB of WebAssembly text.
-pub(crate) const MAX_WAT_BYTES: u64 = 8 << 20;
+pub const MAX_WAT_BYTES: u64 = 8 << 20;
 /// Largest component read: 128 MiB (the largest guest examples, Python and
 /// JavaScript runtimes, are 12–19 MB).
-pub(crate) const MAX_COMPONENT_BYTES: u64 = 128 << 20;
+pub const MAX_COMPONENT_BYTES: u64 = 128 << 20;
 
 /// Why a file a config names was not read.
 #[derive(Debug, thiserror::Error)]
@@ -107,7 +121,7 @@ pub enum ReadFileError {
 
 /// How many times a file that changes while it is read is read again
 /// before it is refused.
-pub(crate) const READ_ATTEMPTS: usize = 3;
+pub const READ_ATTEMPTS: usize = 3;
 
 /// Which bytes a file held, as `stat` tells: device, inode, size, mtime and
 /// ctime. Equal identities are taken to mean the same bytes, which is sound
@@ -144,12 +158,12 @@ impl FileIdentity {
     }
 
     /// The file's size.
-    pub(crate) fn size(&self) -> u64 {
+    pub fn size(&self) -> u64 {
         self.size
     }
 
     /// When its inode last changed (the ctime).
-    pub(crate) fn changed_at(&self) -> std::time::SystemTime {
+    pub fn changed_at(&self) -> std::time::SystemTime {
         let (secs, nanos) = self.ctime;
         std::time::UNIX_EPOCH
             + std::time::Duration::new(
@@ -159,7 +173,7 @@ impl FileIdentity {
     }
 
     /// Its fields as words, for the compile cache's stat index.
-    pub(crate) fn words(&self) -> [i64; 7] {
+    pub fn words(&self) -> [i64; 7] {
         [
             self.dev as i64,
             self.ino as i64,
@@ -175,7 +189,7 @@ impl FileIdentity {
     /// still what it and `path` hold: the descriptor and a fresh `stat` of
     /// the path (`lstat` when the file was opened without following a
     /// symlink) both still show `before`.
-    pub(crate) fn still(&self, file: &File, path: &Path, follow: bool) -> bool {
+    pub fn still(&self, file: &File, path: &Path, follow: bool) -> bool {
         let now = file.metadata().map(|m| FileIdentity::of(&m));
         let at_path = if follow {
             std::fs::metadata(path)
@@ -199,7 +213,7 @@ fn io(e: std::io::Error) -> ReadFileError {
 /// itself owned by the user or root and writable by nobody else
 /// ([`owned_chain`]). Returns the resolved path, to be opened instead of the
 /// one given.
-pub(crate) fn beneath(path: &Path, root: &Path) -> Result<PathBuf, ReadFileError> {
+pub fn beneath(path: &Path, root: &Path) -> Result<PathBuf, ReadFileError> {
     let root = root.canonicalize().map_err(io)?;
     let resolved = path.canonicalize().map_err(io)?;
     if !resolved.starts_with(&root) {
@@ -215,7 +229,7 @@ pub(crate) fn beneath(path: &Path, root: &Path) -> Result<PathBuf, ReadFileError
 /// writable by group or others. A sticky bit does not excuse a folder here:
 /// in a sticky `/tmp` another user can still *create* the `.toolgate/` or
 /// hooks.json that is missing.
-pub(crate) fn owned_chain(root: &Path, resolved: &Path) -> Result<(), ReadFileError> {
+pub fn owned_chain(root: &Path, resolved: &Path) -> Result<(), ReadFileError> {
     checked_chain(root, resolved, foreign_writer)
 }
 
@@ -246,7 +260,7 @@ fn checked_chain(
 
 /// Who other than the user (or root) could change a file or folder with
 /// this metadata, in words; `None` when nobody could.
-pub(crate) fn foreign_writer(meta: &std::fs::Metadata) -> Option<String> {
+pub fn foreign_writer(meta: &std::fs::Metadata) -> Option<String> {
     use std::os::unix::fs::MetadataExt;
     let me = nix::unistd::geteuid().as_raw();
     if meta.uid() != me && meta.uid() != 0 {
@@ -272,7 +286,7 @@ pub(crate) fn foreign_writer(meta: &std::fs::Metadata) -> Option<String> {
 /// Who other than root could change a file or folder with this metadata,
 /// in words; `None` when only root could. For the managed layer, which
 /// binds every user of the machine, the current user included.
-pub(crate) fn non_root_writer(meta: &std::fs::Metadata) -> Option<String> {
+pub fn non_root_writer(meta: &std::fs::Metadata) -> Option<String> {
     use std::os::unix::fs::MetadataExt;
     if meta.uid() != 0 {
         return Some(format!("is owned by {}, not root", user_name(meta.uid())));
@@ -290,7 +304,7 @@ pub(crate) fn non_root_writer(meta: &std::fs::Metadata) -> Option<String> {
 /// nobody else ([`non_root_writer`]), the file opened without following a
 /// symlink (a symlink is refused, wherever it points). `NotFound` when
 /// `dir` or the file is not there.
-pub(crate) fn read_root_owned(
+pub fn read_root_owned(
     dir: &Path,
     name: &str,
     limit: u64,
@@ -304,13 +318,13 @@ pub(crate) fn read_root_owned(
 /// `path` (resolved), each folder above it and the file it resolves to are
 /// root's and writable by nobody else ([`non_root_writer`]): what the
 /// managed layer names must be as safe from the user as its `hooks.json`.
-pub(crate) fn root_owned_file(path: &Path) -> Result<(), ReadFileError> {
+pub fn root_owned_file(path: &Path) -> Result<(), ReadFileError> {
     let resolved = path.canonicalize().map_err(io)?;
     checked_chain(Path::new("/"), &resolved, non_root_writer)
 }
 
 /// `uid N (name)`, or `uid N` when the name is unknown.
-pub(crate) fn user_name(uid: u32) -> String {
+pub fn user_name(uid: u32) -> String {
     match nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid)) {
         Ok(Some(user)) => format!("uid {uid} ({})", user.name),
         _ => format!("uid {uid}"),
@@ -337,7 +351,7 @@ fn kind_of(file_type: std::fs::FileType) -> Option<&'static str> {
 
 /// Checks, without opening it, that `path` (symlinks followed) is a regular
 /// file: for programs, which are executed rather than read.
-pub(crate) fn regular_file(path: &Path) -> Result<(), ReadFileError> {
+pub fn regular_file(path: &Path) -> Result<(), ReadFileError> {
     let meta = std::fs::metadata(path).map_err(io)?;
     match kind_of(meta.file_type()) {
         Some(kind) => Err(ReadFileError::NotRegular(kind)),
@@ -349,10 +363,7 @@ pub(crate) fn regular_file(path: &Path) -> Result<(), ReadFileError> {
 /// `limit` bytes, with the identity of the bytes read (see the module
 /// docs). Never blocks on a FIFO, never reads past `limit + 1`; a file that
 /// keeps changing while it is read is refused after [`READ_ATTEMPTS`].
-pub(crate) fn read_identified(
-    path: &Path,
-    limit: u64,
-) -> Result<(Vec<u8>, FileIdentity), ReadFileError> {
+pub fn read_identified(path: &Path, limit: u64) -> Result<(Vec<u8>, FileIdentity), ReadFileError> {
     read_checked(path, limit, true, |_| None)
 }
 
@@ -392,7 +403,7 @@ fn read_checked(
 
 /// The content digest (`blake3:<hex>`) of `path`, read as [`read_identified`] reads:
 /// a regular file of at most `limit` bytes, streamed rather than held.
-pub(crate) fn digest(path: &Path, limit: u64) -> Result<String, ReadFileError> {
+pub fn digest(path: &Path, limit: u64) -> Result<String, ReadFileError> {
     let (file, _) = open_regular(path, limit, true)?;
     let mut hasher = blake3::Hasher::new();
     let copied =
@@ -443,147 +454,6 @@ fn open_regular(
         return Err(ReadFileError::TooLarge { limit });
     }
     Ok((file, meta))
-}
-
-/// Why a file or directory is not safe from other users (see
-/// [`owned_by_me`] and [`owner_only`]). Each says what is wrong and, where
-/// there is one, the fix.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum OwnershipError {
-    /// Another user owns it (the path is the caller's to name).
-    #[error("is owned by uid {owner}, not by the current user (uid {me})")]
-    NotMine { owner: u32, me: u32 },
-    /// Group or others may write it, or (for a private one) read it.
-    #[error(
-        "is {} by group or others (mode {mode:o}); chmod {} it",
-        if *readable { "accessible" } else { "writable" },
-        if *readable { "go-rwx" } else { "go-w" }
-    )]
-    OpenToOthers { mode: u32, readable: bool },
-    /// It could not be `stat`ed.
-    #[error("{}: {error}", path.display())]
-    Stat {
-        path: PathBuf,
-        error: std::io::Error,
-    },
-    /// Neither the user nor root owns it.
-    #[error("{} is owned by uid {owner}, neither the current user nor root", path.display())]
-    NeitherMineNorRoot { path: PathBuf, owner: u32 },
-    /// Group or others may replace it (a directory without the sticky bit).
-    #[error(
-        "{} is writable by group or others{} (mode {mode:o})",
-        path.display(),
-        if *dir { " without the sticky bit" } else { "" }
-    )]
-    Replaceable { path: PathBuf, mode: u32, dir: bool },
-}
-
-/// ssh's StrictModes rule for a file or directory only the user may
-/// change: owned by the current user, with none of the `forbidden` mode
-/// bits (`0o022`: nobody else may write; `0o077`: nobody else may even
-/// read).
-pub(crate) fn owned_by_me(meta: &std::fs::Metadata, forbidden: u32) -> Result<(), OwnershipError> {
-    use std::os::unix::fs::MetadataExt;
-    let me = nix::unistd::geteuid().as_raw();
-    if meta.uid() != me {
-        return Err(OwnershipError::NotMine {
-            owner: meta.uid(),
-            me,
-        });
-    }
-    if meta.mode() & forbidden != 0 {
-        return Err(OwnershipError::OpenToOthers {
-            mode: meta.mode() & 0o7777,
-            readable: forbidden & 0o044 != 0,
-        });
-    }
-    Ok(())
-}
-
-/// Whether someone other than the user (or root) could replace `path` or
-/// what is in it: it and its directory must be owned by the user or root
-/// and not writable by group or others (the directory may be if it is
-/// sticky, as `/tmp` is). For programs outside a workspace, which trust
-/// pins by path rather than by content.
-pub(crate) fn writable_only_by_owner(path: &Path) -> Result<(), OwnershipError> {
-    owner_only(path, false)?;
-    match path.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => owner_only(parent, true),
-        _ => Ok(()),
-    }
-}
-
-/// `path` is owned by the user or root and writable by nobody else; a
-/// directory may be group/other-writable only with the sticky bit (`/tmp`),
-/// which keeps others from replacing what is in it.
-pub(crate) fn owner_only(path: &Path, dir: bool) -> Result<(), OwnershipError> {
-    use std::os::unix::fs::MetadataExt;
-    let me = nix::unistd::geteuid().as_raw();
-    let meta = std::fs::metadata(path).map_err(|error| OwnershipError::Stat {
-        path: path.to_owned(),
-        error,
-    })?;
-    if meta.uid() != me && meta.uid() != 0 {
-        return Err(OwnershipError::NeitherMineNorRoot {
-            path: path.to_owned(),
-            owner: meta.uid(),
-        });
-    }
-    let sticky = dir && meta.mode() & 0o1000 != 0;
-    if meta.mode() & 0o022 != 0 && !sticky {
-        return Err(OwnershipError::Replaceable {
-            path: path.to_owned(),
-            mode: meta.mode() & 0o7777,
-            dir,
-        });
-    }
-    Ok(())
-}
-
-/// Why a private directory could not be had (see [`private_dir`]).
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum PrivateDirError {
-    /// It was missing and could not be created.
-    #[error("{} cannot be created: {error}", dir.display())]
-    Create { dir: PathBuf, error: std::io::Error },
-    /// It could not be `stat`ed.
-    #[error("{}: {error}", dir.display())]
-    Stat { dir: PathBuf, error: std::io::Error },
-    /// Something other than a directory is there.
-    #[error("{} is not a directory", dir.display())]
-    NotADirectory { dir: PathBuf },
-    /// Another user owns it, or may read or write it.
-    #[error("{} {why}", dir.display())]
-    NotPrivate { dir: PathBuf, why: OwnershipError },
-}
-
-/// `dir` exists, is the user's own and private (created 0700 if missing):
-/// the trust store's snapshots, a confined hook's scratch folders.
-pub(crate) fn private_dir(dir: &Path) -> Result<(), PrivateDirError> {
-    use std::os::unix::fs::DirBuilderExt;
-    if std::fs::symlink_metadata(dir).is_err() {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)
-            .map_err(|error| PrivateDirError::Create {
-                dir: dir.to_owned(),
-                error,
-            })?;
-    }
-    let meta = std::fs::symlink_metadata(dir).map_err(|error| PrivateDirError::Stat {
-        dir: dir.to_owned(),
-        error,
-    })?;
-    if !meta.is_dir() {
-        return Err(PrivateDirError::NotADirectory {
-            dir: dir.to_owned(),
-        });
-    }
-    owned_by_me(&meta, 0o077).map_err(|why| PrivateDirError::NotPrivate {
-        dir: dir.to_owned(),
-        why,
-    })
 }
 
 fn is_pseudo(file: &File) -> bool {

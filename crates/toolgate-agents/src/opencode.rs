@@ -81,7 +81,7 @@ const AFTER: &str = "tool.execute.after";
 
 /// The plugin, as shipped; `toolgate install opencode` writes it with the
 /// binary's path ([`plugin_source`]).
-pub(super) const PLUGIN: &str = include_str!("../../../../../integrations/opencode/toolgate.js");
+pub(super) const PLUGIN: &str = include_str!("../../../integrations/opencode/toolgate.js");
 
 /// The line of [`PLUGIN`] that names the binary.
 const BINARY_LINE: &str = "const TOOLGATE = \"toolgate\"; // toolgate-binary";

@@ -37,8 +37,8 @@ use super::{
     string_field, withheld,
 };
 use crate::contract::{Decision, Event, Request, ToolResult};
+use crate::import::Imported;
 use crate::outcome::Outcome;
-use crate::protocol::import::Imported;
 use serde_json::{Map, Value, json};
 use std::time::Duration;
 

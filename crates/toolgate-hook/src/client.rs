@@ -31,20 +31,23 @@ use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::time::Duration;
-use toolgate::agent::Outward as Dialect;
-use toolgate::serve::{Answer, Body, Context, Evaluate, Mode, Op, Request, Status, VERSION};
+use toolgate_contract::agent::Outward as Dialect;
+use toolgate_contract::serve::{
+    Answer, Body, Context, Evaluate, Mode, Op, Request, Status, VERSION,
+};
 
 /// How long a server has to acknowledge a request before this process
 /// evaluates it itself.
-pub(crate) const ACK_TIMEOUT: Duration = Duration::from_millis(250);
+pub const ACK_TIMEOUT: Duration = Duration::from_millis(250);
 
 /// How long past the chain's deadline a server that took the call has to
 /// answer it. Less than the agent process's chain margin
 /// (`hook_process::CHAIN_MARGIN`), so the watchdog never races this wait.
-pub(crate) const SERVER_GRACE: Duration = Duration::from_millis(500);
+pub const SERVER_GRACE: Duration = Duration::from_millis(500);
 
 /// One evaluation to hand to the server.
-pub(crate) struct Ask<'a> {
+#[derive(Debug)]
+pub struct Ask<'a> {
     mode: Mode,
     /// `check --event` / `--tool`.
     overrides: (Option<String>, Option<String>),
@@ -57,7 +60,7 @@ pub(crate) struct Ask<'a> {
 
 impl<'a> Ask<'a> {
     /// `toolgate check`, with its overrides.
-    pub(crate) fn check(
+    pub fn check(
         workspace: &'a Path,
         input: &'a [u8],
         event: Option<String>,
@@ -73,7 +76,7 @@ impl<'a> Ask<'a> {
     }
 
     /// `toolgate <agent>`, within `deadline`.
-    pub(crate) fn agent(
+    pub fn agent(
         dialect: Dialect,
         workspace: &'a Path,
         input: &'a [u8],
@@ -112,13 +115,15 @@ impl<'a> Ask<'a> {
 }
 
 /// The server's answer.
-pub(crate) struct Reply {
+#[derive(Debug)]
+pub struct Reply {
     /// What to print and the exit code, or why there is no answer.
     result: Result<(Option<serde_json::Value>, u8), Failure>,
     warning: Option<String>,
 }
 
 /// Why a call the server took has no answer.
+#[derive(Debug)]
 enum Failure {
     /// The server could not evaluate it (and said why): as when this
     /// process cannot.
@@ -132,20 +137,20 @@ impl Reply {
     /// For `check`: what to print, and the exit code. An answer that
     /// cannot be read is a deny with exit 3 (blocked by a failure), as a
     /// hook that fails is.
-    pub(crate) fn into_check_answer(self) -> anyhow::Result<(Option<serde_json::Value>, u8)> {
+    pub fn into_check_answer(self) -> anyhow::Result<(Option<serde_json::Value>, u8)> {
         self.warn();
         match self.result {
             Ok(answer) => Ok(answer),
             Err(Failure::Server(e)) => Err(anyhow::Error::msg(e)),
             Err(Failure::Unreadable(why)) => Ok((
                 Some(serde_json::json!({"decision": "deny", "reason": why})),
-                super::hook_process::EXIT_HOOK_FAILED,
+                crate::hook_process::EXIT_HOOK_FAILED,
             )),
         }
     }
 
     /// For the agent commands: the answer to print, or an error (blocked).
-    pub(crate) fn into_agent_answer(self) -> anyhow::Result<Option<serde_json::Value>> {
+    pub fn into_agent_answer(self) -> anyhow::Result<Option<serde_json::Value>> {
         self.warn();
         match self.result {
             Ok((stdout, _)) => Ok(stdout),
@@ -165,19 +170,19 @@ fn warn(what: &str) {
     let _ = writeln!(
         std::io::stderr(),
         "toolgate: warning: {}",
-        toolgate::text::one_line(what)
+        toolgate_contract::text::one_line(what)
     );
 }
 
 /// What the server needs to load exactly what this process would.
-pub(crate) fn context() -> Context {
+pub fn context() -> Context {
     Context {
-        global: super::env::global_dir().map(|d| absolute(&d)),
-        trust: super::env::trust_store().map(|s| absolute(s.dir())),
-        path: super::env::search_path().map(|p| p.to_string_lossy().into_owned()),
+        global: crate::env::global_dir().map(|d| absolute(&d)),
+        trust: crate::env::trust_dir().map(|d| absolute(&d)),
+        path: crate::env::search_path().map(|p| p.to_string_lossy().into_owned()),
         // As given: a relative path is refused where it is used, not
         // resolved against this process's cwd.
-        decision_log: super::env::decision_log(),
+        decision_log: crate::env::decision_log(),
     }
 }
 
@@ -190,8 +195,8 @@ fn absolute(path: &Path) -> std::path::PathBuf {
 
 /// Asks the server; `None` when there is none to ask, or it did not take
 /// the call (evaluate here).
-pub(crate) fn ask(ask: &Ask<'_>) -> Option<Reply> {
-    let path = super::env::socket_path()?;
+pub fn ask(ask: &Ask<'_>) -> Option<Reply> {
+    let path = crate::env::socket_path()?;
     let request = ask.request()?;
     let stream = connect(&path)?;
     send(&stream, &request)?;
@@ -205,7 +210,7 @@ pub(crate) fn ask(ask: &Ask<'_>) -> Option<Reply> {
             warn(&format!(
                 "the toolgate server at {} refused the call, so it is evaluated here: {}",
                 path.display(),
-                toolgate::text::excerpt(&error, toolgate::text::MAX_MESSAGE)
+                toolgate_contract::text::excerpt(&error, toolgate_contract::text::MAX_MESSAGE)
             ));
             return None;
         }
@@ -220,7 +225,9 @@ pub(crate) fn ask(ask: &Ask<'_>) -> Option<Reply> {
     // (and says the server missed it) before that process's watchdog fires.
     let wait = ask
         .deadline
-        .unwrap_or(Duration::from_millis(toolgate::config::MAX_TIMEOUT_MS))
+        .unwrap_or(Duration::from_millis(
+            toolgate_contract::contract::MAX_TIMEOUT_MS,
+        ))
         .saturating_add(SERVER_GRACE);
     stream.set_read_timeout(Some(wait)).ok()?;
     let failed = |why: String| {
@@ -264,7 +271,7 @@ pub(crate) fn ask(ask: &Ask<'_>) -> Option<Reply> {
 /// or mistyped field, an answer that is not an object) is a failure that
 /// blocks the call, never an answer. Before, a missing `stdout` read as
 /// "nothing to print", which every agent reads as an allow.
-pub(crate) fn read_taken(line: &[u8], id: &serde_json::Value, mode: Mode) -> Result<Body, String> {
+pub fn read_taken(line: &[u8], id: &serde_json::Value, mode: Mode) -> Result<Body, String> {
     let Some(line) = line.strip_suffix(b"\n") else {
         return Err("its answer was cut off (no end of line)".to_owned());
     };
@@ -308,12 +315,12 @@ pub(crate) fn read_taken(line: &[u8], id: &serde_json::Value, mode: Mode) -> Res
 
 /// Asks a running server for its status (for `toolgate hooks`); `None`
 /// when none answers.
-pub(crate) fn query_status() -> Option<Status> {
-    query_status_at(&super::env::socket_path()?)
+pub fn query_status() -> Option<Status> {
+    query_status_at(&crate::env::socket_path()?)
 }
 
 /// Asks the server at `path` for its status; `None` when none answers.
-pub(crate) fn query_status_at(path: &Path) -> Option<Status> {
+pub fn query_status_at(path: &Path) -> Option<Status> {
     let stream = connect(path)?;
     stream.set_read_timeout(Some(ACK_TIMEOUT)).ok()?;
     let request = Request {
@@ -332,7 +339,7 @@ pub(crate) fn query_status_at(path: &Path) -> Option<Status> {
 
 /// Asks the server at `path` for its Prometheus metrics (`toolgate serve
 /// metrics`): the text, or why there is none.
-pub(crate) fn query_metrics_at(path: &Path) -> Result<String, String> {
+pub fn query_metrics_at(path: &Path) -> Result<String, String> {
     let nobody = || format!("no toolgate server answers at {}", path.display());
     let stream = connect(path).ok_or_else(nobody)?;
     stream
@@ -367,7 +374,7 @@ fn send(mut stream: &UnixStream, request: &Request) -> Option<()> {
 
 /// A connection to the server at `path`, if one listens there and runs as
 /// this user.
-pub(crate) fn connect(path: &Path) -> Option<UnixStream> {
+pub fn connect(path: &Path) -> Option<UnixStream> {
     let stream = UnixStream::connect(path).ok()?;
     match same_user(&stream) {
         Ok(()) => Some(stream),
@@ -390,15 +397,22 @@ fn read_answer(reader: &mut impl BufRead) -> std::io::Result<Option<Answer>> {
 
 /// Why the process at the other end of a socket is not trusted.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum NotThisUser {
+pub enum NotThisUser {
+    /// `SO_PEERCRED` failed.
     #[error("its credentials cannot be read: {0}")]
     Unreadable(#[source] nix::errno::Errno),
+    /// Another user runs it.
     #[error("it runs as uid {peer}, not as uid {me}")]
-    Other { peer: u32, me: u32 },
+    Other {
+        /// The peer's uid.
+        peer: u32,
+        /// This process's uid.
+        me: u32,
+    },
 }
 
 /// The process at the other end of `stream` is this user.
-pub(crate) fn same_user(stream: &impl std::os::fd::AsFd) -> Result<(), NotThisUser> {
+pub fn same_user(stream: &impl std::os::fd::AsFd) -> Result<(), NotThisUser> {
     let creds = nix::sys::socket::getsockopt(stream, nix::sys::socket::sockopt::PeerCredentials)
         .map_err(NotThisUser::Unreadable)?;
     let me = nix::unistd::geteuid().as_raw();

@@ -1,5 +1,5 @@
 //! What every process that is an agent's hook does, in both binaries:
-//! `toolgate <agent>` and the lean `toolgate-hook <agent>` (src/hook.rs).
+//! `toolgate <agent>` and the lean `toolgate-hook <agent>` (`lean.rs`).
 //!
 //! # Why one frame for two binaries
 //!
@@ -17,15 +17,15 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
-use toolgate::agent::AgentHook as _;
-use toolgate::agent::{AgentCall, Outward as Dialect, read_agent_input};
+use toolgate_agents::AgentHook as _;
+use toolgate_agents::{AgentCall, Outward as Dialect, read_agent_input};
 
 /// Exit code: the call is denied (`check`), or blocked (agent mode).
-pub(crate) const EXIT_DENIED: u8 = 2;
+pub const EXIT_DENIED: u8 = 2;
 
 /// Exit code of `check`: the call is blocked because a hook failed (here
 /// because `client.rs`, which the lean client compiles too, gives it).
-pub(crate) const EXIT_HOOK_FAILED: u8 = 3;
+pub const EXIT_HOOK_FAILED: u8 = 3;
 
 /// The longest default deadline: 50 s, inside the 60 s hook timeout that
 /// Claude Code long used by default and that users commonly configure, even
@@ -37,7 +37,7 @@ const LONGEST_DEFAULT_DEADLINE: Duration = Duration::from_secs(50);
 /// the agent to start the process and read the answer, and no default is
 /// longer than [`LONGEST_DEFAULT_DEADLINE`]. Claude Code and Codex (600 s):
 /// 50 s; Gemini CLI (60 s): 50 s; Copilot CLI (30 s): 24 s.
-pub(crate) fn deadline_within(agent_timeout: Duration) -> Duration {
+pub fn deadline_within(agent_timeout: Duration) -> Duration {
     let margin = (agent_timeout / 5).clamp(Duration::from_millis(200), Duration::from_secs(10));
     agent_timeout
         .saturating_sub(margin)
@@ -50,7 +50,7 @@ const CHAIN_MARGIN: Duration = Duration::from_millis(1_000);
 
 // A server that took the call is waited for past the chain's deadline; that
 // wait must end before the watchdog, so the agent reads why.
-const _: () = assert!(super::client::SERVER_GRACE.as_millis() < CHAIN_MARGIN.as_millis());
+const _: () = assert!(crate::client::SERVER_GRACE.as_millis() < CHAIN_MARGIN.as_millis());
 
 /// Set by the first thread to answer the agent (the evaluation, the
 /// watchdog or the panic hook); any other parks instead of writing a second
@@ -82,14 +82,14 @@ fn deadline_ms(deadline: Duration) -> u64 {
 
 /// What is left of the deadline (cut by the agent's input once it is
 /// read).
-pub(crate) fn remaining(started: Instant) -> Duration {
+pub fn remaining(started: Instant) -> Duration {
     Duration::from_millis(DEADLINE_MS.load(Ordering::SeqCst)).saturating_sub(started.elapsed())
 }
 
 /// Runs `evaluate` as the agent's hook: within the deadline (`--deadline-ms`,
 /// else inside the agent's hook timeout), a panic or the watchdog blocking
 /// the call, and its answer written where the agent reads it.
-pub(crate) fn run(
+pub fn run(
     dialect: Dialect,
     deadline_ms_given: Option<u64>,
     evaluate: impl FnOnce(Instant) -> anyhow::Result<Option<serde_json::Value>>,
@@ -114,7 +114,7 @@ pub(crate) fn run(
             dialect,
             &format!(
                 "toolgate failed (a bug: {}), so this call is blocked",
-                toolgate::text::one_line(&what)
+                toolgate_contract::text::one_line(&what)
             ),
         );
         std::process::exit(i32::from(code));
@@ -163,7 +163,7 @@ pub(crate) fn run(
                 dialect,
                 &format!(
                     "toolgate cannot deliver its answer ({}), so this call is blocked",
-                    toolgate::text::sanitize(&format!("{e:#}"))
+                    toolgate_contract::text::sanitize(&format!("{e:#}"))
                 ),
             )),
         },
@@ -172,7 +172,7 @@ pub(crate) fn run(
             dialect,
             &format!(
                 "toolgate could not evaluate this call, so it is blocked: {}",
-                toolgate::text::sanitize(&format!("{e:#}"))
+                toolgate_contract::text::sanitize(&format!("{e:#}"))
             ),
         )),
     }
@@ -237,12 +237,13 @@ fn write_answer(json: &serde_json::Value) -> anyhow::Result<()> {
 }
 
 /// The chain's share of what is left of the deadline.
-pub(crate) fn chain_budget(started: Instant) -> Duration {
+pub fn chain_budget(started: Instant) -> Duration {
     remaining(started).saturating_sub(CHAIN_MARGIN)
 }
 
 /// Where [`forward`] left a call.
-pub(crate) enum Forwarded {
+#[derive(Debug)]
+pub enum Forwarded {
     /// A server answered (or toolgate itself answered: an event it has no
     /// part in): print this.
     Answered(Option<serde_json::Value>),
@@ -253,7 +254,6 @@ pub(crate) enum Forwarded {
         call: Box<AgentCall>,
         /// Its bytes, as read on stdin (the lean client hands them to the
         /// full binary; `toolgate <agent>` has them parsed in `call`).
-        #[allow(dead_code)]
         bytes: Vec<u8>,
         /// The call's workspace.
         workspace: PathBuf,
@@ -263,12 +263,12 @@ pub(crate) enum Forwarded {
 /// Reads the agent's input and asks a running server: everything a hook
 /// process does before it must evaluate a call itself. `workspace` is
 /// `--workspace`.
-pub(crate) fn forward(
+pub fn forward(
     workspace: Option<PathBuf>,
     dialect: Dialect,
     started: Instant,
 ) -> anyhow::Result<Forwarded> {
-    let bytes = super::read_stdin(
+    let bytes = crate::env::read_stdin(
         "the hook input",
         &format!("toolgate {dialect} < examples/demo/claude-pre-force-push.json"),
     )?;
@@ -294,8 +294,8 @@ pub(crate) fn forward(
     // walking up from the call's cwd.
     let workspace = workspace_of(workspace, dialect, call.cwd.as_deref())?;
     // A running server answers the same way, with its hooks already loaded.
-    let ask = super::client::Ask::agent(dialect, &workspace, &bytes, chain_budget(started));
-    if let Some(reply) = super::client::ask(&ask) {
+    let ask = crate::client::Ask::agent(dialect, &workspace, &bytes, chain_budget(started));
+    if let Some(reply) = crate::client::ask(&ask) {
         return reply.into_agent_answer().map(Forwarded::Answered);
     }
     Ok(Forwarded::NotTaken {
@@ -316,26 +316,26 @@ fn project_dir(dialect: Dialect) -> Option<PathBuf> {
 /// The workspace a call belongs to: `--workspace`, else the agent's project
 /// variable (`$CLAUDE_PROJECT_DIR`), else found by walking up from the
 /// call's `cwd`.
-pub(crate) fn workspace_of(
+pub fn workspace_of(
     given: Option<PathBuf>,
     dialect: Dialect,
     cwd: Option<&str>,
 ) -> anyhow::Result<PathBuf> {
     let given = given.or_else(|| project_dir(dialect));
     match given {
-        Some(dir) => Ok(super::workspace(Some(dir))?.root),
+        Some(dir) => Ok(crate::env::workspace(Some(dir))?.root),
         None => workspace_from_cwd(cwd),
     }
 }
 
 /// The workspace found by walking up from the call's `cwd` (this process's
 /// own when the call names none) to the nearest `.toolgate/`.
-pub(crate) fn workspace_from_cwd(cwd: Option<&str>) -> anyhow::Result<PathBuf> {
+pub fn workspace_from_cwd(cwd: Option<&str>) -> anyhow::Result<PathBuf> {
     let start = cwd.map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."));
     if !start.is_dir() {
         anyhow::bail!("the call's cwd {} is not a directory", start.display());
     }
-    Ok(toolgate::config::find_workspace(&start, super::env::dir("HOME").as_deref()).root)
+    Ok(toolgate_fs::workspace::find_workspace(&start, crate::env::dir("HOME").as_deref()).root)
 }
 
 #[cfg(test)]

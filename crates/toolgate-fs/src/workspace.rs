@@ -60,7 +60,7 @@ pub fn find_workspace(start: &Path, home: Option<&Path>) -> FoundWorkspace {
         };
         let parent = dir.parent();
         let foreign = parent.and_then(|p| {
-            let why = crate::safe_fs::foreign_writer(&std::fs::metadata(p).ok()?)?;
+            let why = crate::foreign_writer(&std::fs::metadata(p).ok()?)?;
             Some(format!(
                 "stopped below {}, which {why}: another user could plant a .toolgate/ there",
                 p.display()
@@ -82,6 +82,8 @@ fn not_found(start: PathBuf, how: String) -> FoundWorkspace {
     }
 }
 
-pub(crate) fn absolute(path: &Path) -> PathBuf {
+/// `path` made absolute against the working directory (lexically: no
+/// symlink is resolved), or as given when there is none.
+pub fn absolute(path: &Path) -> PathBuf {
     std::path::absolute(path).unwrap_or_else(|_| path.to_owned())
 }

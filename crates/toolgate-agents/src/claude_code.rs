@@ -18,8 +18,8 @@ use super::{
     string_field, withheld,
 };
 use crate::contract::{Decision, Event, Request, ToolResult};
+use crate::event_name;
 use crate::outcome::Outcome;
-use crate::protocol::claude::event_name;
 use serde_json::{Map, Value, json};
 use std::time::Duration;
 
@@ -76,7 +76,7 @@ impl Dialect for ClaudeCode {
     }
 
     fn import(&self) -> Import {
-        Import::Settings(crate::protocol::import::import_settings)
+        Import::Settings(crate::import::import_settings)
     }
 }
 

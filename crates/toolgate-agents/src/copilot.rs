@@ -45,8 +45,8 @@ use super::{
 };
 use super::{Call, TrustCheck, TrustStep};
 use crate::contract::{Decision, Event, Request, ToolResult};
+use crate::import::Imported;
 use crate::outcome::Outcome;
-use crate::protocol::import::Imported;
 use serde_json::{Map, Value, json};
 use std::time::Duration;
 
@@ -379,7 +379,7 @@ answer becomes."#;
 /// toolgate does not speak to a hook: they are listed as not carried.
 pub(crate) fn import_settings(settings: &Value) -> Imported {
     let Some(events) = settings.get("hooks").and_then(Value::as_object) else {
-        return crate::protocol::import::import_settings(settings);
+        return crate::import::import_settings(settings);
     };
     let mut claude_style = Map::new();
     let mut not_carried = Vec::new();
@@ -407,8 +407,7 @@ pub(crate) fn import_settings(settings: &Value) -> Imported {
             }
         }
     }
-    let mut out =
-        crate::protocol::import::import_settings(&json!({"hooks": Value::Object(claude_style)}));
+    let mut out = crate::import::import_settings(&json!({"hooks": Value::Object(claude_style)}));
     out.not_carried.extend(not_carried);
     out.warnings.push(
         "Copilot loads a project's .github/hooks only in a trusted folder; toolgate runs the \

@@ -389,7 +389,7 @@ Example:
 ///
 /// - `BeforeTool` / `AfterTool` command handlers become subprocess hooks with
 ///   `"protocol": "gemini"`, so the scripts run unmodified (Gemini CLI's
-///   stdin, environment and answers; `crate::protocol::gemini`);
+///   stdin, environment and answers; `toolgate::protocol::gemini`, in the library);
 /// - a matcher keeps the tools Gemini CLI gives it (seen live): none, `""`
 ///   or `*` is every tool; anything else is a JavaScript regex *searched
 ///   for* in the name (`run_shell` matches `run_shell_command`), so it
@@ -403,8 +403,8 @@ Example:
 /// - `timeout` is already in milliseconds (Gemini CLI's default 60000);
 /// - hooks in `hooksConfig.disabled`, other events, other handler types and
 ///   a handler's `env` are listed in `not_carried`.
-fn import_settings(settings: &Value) -> crate::protocol::import::Imported {
-    use crate::protocol::import::Imported;
+fn import_settings(settings: &Value) -> crate::import::Imported {
+    use crate::import::Imported;
     let mut out = Imported {
         hooks_json: json!({"schema": 1, "hooks": []}),
         ..Imported::default()
@@ -497,7 +497,7 @@ fn import_handler(
     matcher: &str,
     handler: &Value,
     disabled: &[&str],
-    out: &mut crate::protocol::import::Imported,
+    out: &mut crate::import::Imported,
 ) -> Option<Value> {
     let kind = handler.get("type").and_then(Value::as_str).unwrap_or("");
     if kind != "command" {
@@ -616,5 +616,5 @@ fn is_js_only(m: &str) -> bool {
 /// `$CLAUDE_PROJECT_DIR`, which Gemini CLI sets too) as the argv that does
 /// the same. `None` for anything else.
 fn project_script(command: &str) -> Option<Vec<String>> {
-    crate::protocol::import::project_script(command, &["GEMINI_PROJECT_DIR", "CLAUDE_PROJECT_DIR"])
+    crate::import::project_script(command, &["GEMINI_PROJECT_DIR", "CLAUDE_PROJECT_DIR"])
 }

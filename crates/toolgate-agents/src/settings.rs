@@ -1121,7 +1121,7 @@ mod tests {
     #[test]
     fn a_flat_layout_writes_handlers_beside_a_version() {
         fn handler(argv: &[String]) -> Value {
-            json!({"type": "command", "bash": crate::protocol::agent::shell_words(argv)})
+            json!({"type": "command", "bash": crate::shell_words(argv)})
         }
         let flat = HookLists {
             handler,

@@ -1,3 +1,16 @@
+//! toolgate's agent dialects: toolgate as an agent's hook, one module per
+//! agent, and importing an agent's settings.
+//!
+//! # Why a crate of their own
+//!
+//! Three programs need an agent's dialect and none of the chain: the lean
+//! client `toolgate-hook` (it reads the agent's input to find the call's
+//! workspace and timeout, and blocks in the agent's form when it cannot
+//! answer), the command-line tool (install, doctor, import) and the
+//! library (which runs the chain and renders its outcome here). Below the
+//! library, on the contract and the support layer only, the lean client
+//! links no wasmtime, tokio or hyper, and cargo (not a review) keeps it so.
+//!
 //! Outward: toolgate as the agent's hook. `toolgate <agent>` reads the
 //! agent's hook stdin ([`read_agent_input`]), runs the chain, and answers in
 //! the agent's dialect ([`render_outcome`]), or, when toolgate itself cannot
@@ -23,22 +36,36 @@ mod codex;
 mod copilot;
 mod cursor;
 mod gemini;
+pub mod import;
 mod opencode;
 mod qwen_code;
-pub(crate) mod settings;
+pub mod settings;
+
+use toolgate_contract::{contract, outcome, strict_json, text};
+use toolgate_fs as safe_fs;
+
+pub use import::{Imported, Matcher, import_settings, translate_matcher};
 
 use crate::contract::{Event, Request};
 use crate::outcome::Outcome;
 use serde_json::{Map, Value};
 use std::time::Duration;
 
-/// The lean client's name (`src/hook.rs`), installed beside `toolgate`:
+/// The lean client's name (crates/toolgate-hook), installed beside `toolgate`:
 /// what `toolgate install` writes for an agent that spawns a command per
 /// call while `toolgate serve` runs, and a program an entry may run and
 /// still be toolgate's.
 pub const LEAN_CLIENT: &str = "toolgate-hook";
 
 pub use toolgate_contract::agent::Outward;
+
+/// Claude Code's name for an event.
+pub fn event_name(event: Event) -> &'static str {
+    match event {
+        Event::PreToolUse => "PreToolUse",
+        Event::PostToolUse => "PostToolUse",
+    }
+}
 
 /// The one place every agent is named.
 fn dialect(outward: Outward) -> &'static dyn Dialect {
@@ -145,7 +172,7 @@ pub(crate) trait Dialect: Sync {
 #[derive(Debug, Clone, Copy)]
 pub enum Import {
     /// Read by this function: what was carried over, and what was not.
-    Settings(fn(&Value) -> crate::protocol::import::Imported),
+    Settings(fn(&Value) -> crate::import::Imported),
     /// Not importable, and why (shown to the user).
     Unsupported(&'static str),
 }
