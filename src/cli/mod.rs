@@ -80,7 +80,6 @@ pub(crate) mod env;
 mod hooks;
 mod import;
 mod install;
-mod log;
 mod new;
 mod push;
 mod replay;
@@ -154,7 +153,7 @@ enum Command {
     New(new::Args),
     Dev(dev::Args),
     Replay(replay::Args),
-    Log(log::Args),
+    Log(decision_log::show::Args),
     Trust(trust::Args),
     Serve(serve::Args),
     Push(push::Args),
@@ -178,7 +177,7 @@ pub(crate) fn main() -> ExitCode {
         Command::New(args) => new::run(args),
         Command::Dev(args) => dev::run(args),
         Command::Replay(args) => replay::run(args),
-        Command::Log(args) => log::run(args),
+        Command::Log(args) => decision_log::show::run(args),
         Command::Trust(args) => trust::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Push(args) => push::run(args),

@@ -13,6 +13,7 @@ pub(crate) fn budget(
 ) -> Vec<Target> {
     let mut budget = wasm_targets(rows, reference, reference_name);
     budget.extend(rows.iter().filter_map(agent_path_target));
+    budget.extend(lean_client_target(rows));
     budget.push(Target::new(
         "calls/s with 2 threads ≥ 1.7× one thread".into(),
         threads_ratio,
@@ -92,6 +93,22 @@ fn wasm_targets(rows: &[Row], reference: &Row, reference_name: &str) -> Vec<Targ
         }
     }
     budget
+}
+
+/// The lean client through the server against a C program that does
+/// nothing, spawned the same way in the same rounds: the ratio of their
+/// medians (what a hook process costs beyond the floor of being one).
+fn lean_client_target(rows: &[Row]) -> Option<Target> {
+    let find = |prefix: &str| rows.iter().find(|r| r.scenario.starts_with(prefix));
+    let lean = find("agent path via the lean client `toolgate-hook`")?;
+    let floor = find(super::setup::DO_NOTHING_ROW)?;
+    Some(Target::new(
+        "lean client through the server ≤ 1.3× a do-nothing C program spawned the same way".into(),
+        lean.median_us / floor.median_us,
+        1.3,
+        "×",
+        true,
+    ))
 }
 
 /// The agent path (fast where agents call it): a fresh process per call

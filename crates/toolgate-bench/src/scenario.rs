@@ -339,6 +339,17 @@ int main(void) {
 }
 "#;
 
+/// The floor of any hook process: it reads its input to the end (an agent
+/// writes it whole before it reads the answer) and exits 0. The lean client
+/// is measured against it, spawned the same way.
+pub(crate) const DO_NOTHING_C: &str = r#"#include <unistd.h>
+int main(void) {
+    char buf[65536];
+    while (read(0, buf, sizeof buf) > 0) {}
+    return 0;
+}
+"#;
+
 pub(crate) const BASH_HOOK: &str =
     "#!/usr/bin/env bash\nIFS= read -r -d '' _ || true\necho '{\"decision\":\"allow\"}'\n";
 

@@ -12,6 +12,11 @@ use toolgate::config::HookDef;
 use toolgate::wasm::{self, WasmOptions};
 use toolgate::{Config, HookRunner, Request};
 
+/// The row of a C program that does nothing, spawned as an agent spawns
+/// its hook (the budget's floor for the lean client).
+pub(crate) const DO_NOTHING_ROW: &str =
+    "a C program that reads its input and exits, spawned as the agent spawns a hook";
+
 /// A row of the agent path to add once the server runs: the hook as
 /// hooks.json gives it, the call, and the guest whose cache entry to warm.
 pub(crate) struct AgentRow {
@@ -278,6 +283,34 @@ impl<'a> Setup<'a> {
             kind,
             5,
         );
+        self.do_nothing_row(dir, request);
+    }
+
+    /// A C program that reads its input and exits, spawned exactly as the
+    /// lean client is (same arguments, environment, stdin and pipes), in
+    /// the same rounds: the floor the lean client is measured against
+    /// ([`DO_NOTHING_ROW`]). Skipped, saying so, without a C compiler.
+    fn do_nothing_row(&mut self, dir: &Path, request: &Request) {
+        let source = self.root.join("do-nothing.c");
+        let program = self.root.join("do-nothing");
+        let compiled = std::fs::write(&source, scenario::DO_NOTHING_C).is_ok()
+            && Command::new("cc")
+                .args(["-O2", "-o"])
+                .arg(&program)
+                .arg(&source)
+                .status()
+                .is_ok_and(|s| s.success());
+        if !compiled {
+            (self.options.progress)(
+                "no C compiler (cc): the do-nothing row the lean client is measured against is left out",
+            );
+            return;
+        }
+        let mut kind = self.agent_process(dir, request, None);
+        if let Kind::Process { exe, .. } = &mut kind {
+            *exe = program;
+        }
+        self.push(DO_NOTHING_ROW.into(), kind, 5);
     }
 
     /// The global config of the server's HTTP requests: the reference

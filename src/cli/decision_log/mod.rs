@@ -58,6 +58,9 @@
 //! warning. The lock is waited for at most [`LOCK_WAIT`], then the line is
 //! dropped with a warning rather than delaying the agent.
 
+/// `toolgate log`: reading the file this module writes.
+pub(crate) mod show;
+
 use serde::Serialize;
 use serde_json::Value;
 use std::fs::File;

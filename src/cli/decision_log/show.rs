@@ -6,7 +6,7 @@
 //! reaches the terminal unescaped either. A line that is not JSON (a file
 //! cut by a full disk) is skipped and counted on stderr.
 
-use super::decision_log;
+use super as decision_log;
 use serde_json::Value;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -41,7 +41,7 @@ pub(crate) struct Args {
 const MAX_READ: u64 = 32 * 1024 * 1024;
 
 pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let Some(path) = args.file.or_else(super::env::decision_log) else {
+    let Some(path) = args.file.or_else(crate::cli::env::decision_log) else {
         anyhow::bail!(
             "no decision log: set TOOLGATE_DECISION_LOG to an absolute path (the agent \
              commands and the server then append each call to it), or give --file"
@@ -65,7 +65,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         outln!("{}", serde_json::to_string_pretty(&entries)?);
         return Ok(ExitCode::SUCCESS);
     }
-    let mut table = super::table(&[
+    let mut table = crate::cli::table(&[
         "time (UTC)",
         "agent",
         "tool",
@@ -91,7 +91,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
             time,
             via,
             text("tool"),
-            super::colour::decision(&decision, &decision),
+            crate::cli::colour::decision(&decision, &decision),
             text("decided_by"),
             why(e),
         ]);
