@@ -67,16 +67,46 @@ pub fn event_name(event: Event) -> &'static str {
     }
 }
 
+/// One question put to an agent's dialect ([`dialect`] answers it).
+///
+/// Dispatch is static, not through a `&dyn Dialect`: a vtable links every
+/// method of every agent into any program that asks one of them, so the
+/// lean client, which only reads an input and blocks, carried every
+/// agent's settings editing, import and help (and their regex) and paid
+/// for them in relocations and page faults at every start. Asked this way,
+/// a program links only the methods it asks for.
+trait Question {
+    /// What the question returns.
+    type Answer;
+    /// Asks it of one dialect.
+    fn ask<D: Dialect>(self, dialect: &D) -> Self::Answer;
+}
+
+/// Declares a [`Question`] inside the function that asks it: its fields,
+/// its answer's type, and the method it calls.
+macro_rules! question {
+    ($name:ident $(<$lt:lifetime>)? { $($field:ident: $ty:ty),* } -> $answer:ty = |$d:ident| $body:expr) => {
+        struct $name $(<$lt>)? { $($field: $ty),* }
+        impl $(<$lt>)? Question for $name $(<$lt>)? {
+            type Answer = $answer;
+            fn ask<D: Dialect>(self, $d: &D) -> $answer {
+                let Self { $($field),* } = self;
+                $body
+            }
+        }
+    };
+}
+
 /// The one place every agent is named.
-fn dialect(outward: Outward) -> &'static dyn Dialect {
+fn dialect<Q: Question>(outward: Outward, question: Q) -> Q::Answer {
     match outward {
-        Outward::ClaudeCode => &claude_code::ClaudeCode,
-        Outward::Codex => &codex::Codex,
-        Outward::Gemini => &gemini::Gemini,
-        Outward::QwenCode => &qwen_code::QwenCode,
-        Outward::Copilot => &copilot::Copilot,
-        Outward::Cursor => &cursor::Cursor,
-        Outward::OpenCode => &opencode::OpenCode,
+        Outward::ClaudeCode => question.ask(&claude_code::ClaudeCode),
+        Outward::Codex => question.ask(&codex::Codex),
+        Outward::Gemini => question.ask(&gemini::Gemini),
+        Outward::QwenCode => question.ask(&qwen_code::QwenCode),
+        Outward::Copilot => question.ask(&copilot::Copilot),
+        Outward::Cursor => question.ask(&cursor::Cursor),
+        Outward::OpenCode => question.ask(&opencode::OpenCode),
     }
 }
 
@@ -113,27 +143,33 @@ pub trait AgentHook: Copy {
 
 impl AgentHook for Outward {
     fn blocked(self, reason: &str) -> Blocked {
-        dialect(self).blocked(reason)
+        question!(Q<'a> { reason: &'a str } -> Blocked = |d| d.blocked(reason));
+        dialect(self, Q { reason })
     }
 
     fn help(self) -> Help {
-        dialect(self).help()
+        question!(Q {} -> Help = |d| d.help());
+        dialect(self, Q {})
     }
 
     fn project_var(self) -> Option<&'static str> {
-        dialect(self).project_var()
+        question!(Q {} -> Option<&'static str> = |d| d.project_var());
+        dialect(self, Q {})
     }
 
     fn default_hook_timeout(self) -> Duration {
-        dialect(self).default_hook_timeout()
+        question!(Q {} -> Duration = |d| d.default_hook_timeout());
+        dialect(self, Q {})
     }
 
     fn install(self) -> Install {
-        dialect(self).install()
+        question!(Q {} -> Install = |d| d.install());
+        dialect(self, Q {})
     }
 
     fn import(self) -> Import {
-        dialect(self).import()
+        question!(Q {} -> Import = |d| d.import());
+        dialect(self, Q {})
     }
 }
 
@@ -445,14 +481,22 @@ pub fn read_agent_input(bytes: &[u8], dialect: Outward) -> Result<AgentCall, Rea
     let Value::Object(obj) = value else {
         return Err(ReadAgentInputError::NotAnObject);
     };
-    self::dialect(dialect).read(&obj)
+    question!(Q<'a> { input: &'a Map<String, Value> } -> Result<AgentCall, ReadAgentInputError> = |d| d.read(input));
+    self::dialect(dialect, Q { input: &obj })
 }
 
 /// What toolgate prints for an outcome when it is the agent's hook: the JSON
 /// for stdout (none when there is nothing to say), always with exit 0.
 /// `hook_event_name` is the agent's event, as [`AgentCall`] read it.
 pub fn render_outcome(outcome: &Outcome, dialect: Outward, hook_event_name: &str) -> Option<Value> {
-    self::dialect(dialect).render(outcome, hook_event_name)
+    question!(Q<'a> { outcome: &'a Outcome, event: &'a str } -> Option<Value> = |d| d.render(outcome, event));
+    self::dialect(
+        dialect,
+        Q {
+            outcome,
+            event: hook_event_name,
+        },
+    )
 }
 
 /// A string field of a hook input.
