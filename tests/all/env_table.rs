@@ -7,7 +7,7 @@
 //! [`support::BINARY_ENV`](crate::support::BINARY_ENV) gives each test's
 //! `toolgate`.
 
-use crate::support::{BINARY_ENV, BINARY_SOURCES, LIBRARY_SOURCES};
+use crate::support::{BINARY_ENV, LIBRARY_SOURCES, binary_sources};
 use regex::Regex;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -261,7 +261,7 @@ fn read_by(dirs: &[&str]) -> BTreeMap<String, Vec<String>> {
 fn every_variable_the_binary_reads_is_in_the_readme_table_and_no_other() {
     // The binary is the command-line tool and every crate it is built on
     // (read together: a name a library declares, the tool may read).
-    let code = read_by(BINARY_SOURCES);
+    let code = read_by(&binary_sources());
     let table = readme_table();
     // The reads this test must find, or it is not reading the code.
     for known in ["TOOLGATE_CONFIG_DIR", "HOME", "TOOLGATE_LOG", "NO_COLOR"] {

@@ -542,7 +542,15 @@ const LEAN_CRATES: &[(&str, &[&str])] = &[
     ),
     (
         "toolgate-hook",
-        &["wasmtime", "tokio", "hyper", "landlock", "toolgate", "clap"],
+        &[
+            "wasmtime",
+            "cranelift-codegen",
+            "tokio",
+            "hyper",
+            "landlock",
+            "toolgate",
+            "clap",
+        ],
     ),
 ];
 
@@ -579,6 +587,32 @@ fn the_contract_the_dialects_and_the_lean_client_build_no_wasmtime_tokio_or_hype
                 "{krate} builds {runtime}: {names:?}"
             );
         }
+    }
+}
+
+/// What the lean client's binary carries, read from the binaries the suite
+/// runs: the dialects answer through static dispatch, so a program that only
+/// reads an agent's input and blocks links none of their settings editing
+/// or import (a `&dyn Dialect` linked every method of every agent). Each
+/// marker is a message only that code says; the full binary, which installs
+/// and imports, must carry it, or the marker proves nothing.
+#[test]
+fn the_lean_client_links_no_agent_settings_editing_or_import() {
+    let read = |exe: &str| std::fs::read(exe).expect("the binary is readable");
+    let has =
+        |bytes: &[u8], marker: &str| bytes.windows(marker.len()).any(|w| w == marker.as_bytes());
+    let lean = read(env!("CARGO_BIN_EXE_toolgate-hook"));
+    let full = read(env!("CARGO_BIN_EXE_toolgate"));
+    // Its own block is in it: the search reads the binary.
+    assert!(has(&lean, "so this call is blocked"));
+    for marker in [
+        // Editing an agent's settings (settings.rs).
+        "toolgate edits plain JSON only",
+        // Importing Copilot CLI's hooks (copilot.rs).
+        "as Copilot's hook instead",
+    ] {
+        assert!(has(&full, marker), "the full binary lacks {marker:?}");
+        assert!(!has(&lean, marker), "the lean client links {marker:?}");
     }
 }
 

@@ -163,16 +163,17 @@ pub(crate) const LIBRARY_SOURCES: &[&str] = &[
 ];
 
 /// The sources the `toolgate` and `toolgate-hook` binaries are built from:
-/// the library's, and the crates only the binaries build.
-pub(crate) const BINARY_SOURCES: &[&str] = &[
-    "src",
-    "crates/toolgate-contract/src",
-    "crates/toolgate-fs/src",
-    "crates/toolgate-agents/src",
-    "crates/toolgate/src",
-    "crates/toolgate-hook/src",
-    "crates/toolgate-bench/src",
-];
+/// the library's ([`LIBRARY_SOURCES`]) and the crates only the binaries
+/// build.
+pub(crate) fn binary_sources() -> Vec<&'static str> {
+    let mut dirs = vec![
+        "src",
+        "crates/toolgate-hook/src",
+        "crates/toolgate-bench/src",
+    ];
+    dirs.extend_from_slice(LIBRARY_SOURCES);
+    dirs
+}
 
 /// A python3 hook that appends its own name to `input.trace` (once) and
 /// answers `modify`: proves order and threading at once. Idempotent, so it

@@ -116,15 +116,8 @@ impl<'a> Setup<'a> {
         use std::os::unix::fs::PermissionsExt;
         let hooks_dir = self.root.join("hooks");
         std::fs::create_dir_all(&hooks_dir)?;
-        let native = hooks_dir.join("allow-native");
-        std::fs::write(hooks_dir.join("allow.c"), scenario::NATIVE_HOOK_C)?;
-        let compiled = Command::new("cc")
-            .args(["-O2", "-o"])
-            .arg(&native)
-            .arg(hooks_dir.join("allow.c"))
-            .status();
         let mut rows = Vec::new();
-        if compiled.is_ok_and(|s| s.success()) {
+        if let Some(native) = compile_c(&hooks_dir, "allow-native", scenario::NATIVE_HOOK_C) {
             rows.push(("subprocess: native binary (C)", native, 20));
         } else {
             (self.options.progress)("no C compiler (cc): the native subprocess row is left out");
@@ -291,21 +284,12 @@ impl<'a> Setup<'a> {
     /// the same rounds: the floor the lean client is measured against
     /// ([`DO_NOTHING_ROW`]). Skipped, saying so, without a C compiler.
     fn do_nothing_row(&mut self, dir: &Path, request: &Request) {
-        let source = self.root.join("do-nothing.c");
-        let program = self.root.join("do-nothing");
-        let compiled = std::fs::write(&source, scenario::DO_NOTHING_C).is_ok()
-            && Command::new("cc")
-                .args(["-O2", "-o"])
-                .arg(&program)
-                .arg(&source)
-                .status()
-                .is_ok_and(|s| s.success());
-        if !compiled {
+        let Some(program) = compile_c(self.root, "do-nothing", scenario::DO_NOTHING_C) else {
             (self.options.progress)(
                 "no C compiler (cc): the do-nothing row the lean client is measured against is left out",
             );
             return;
-        }
+        };
         let mut kind = self.agent_process(dir, request, None);
         if let Kind::Process { exe, .. } = &mut kind {
             *exe = program;
@@ -411,6 +395,22 @@ pub(super) fn guest_files(
         None => None,
     };
     Ok((request, config))
+}
+
+/// `source` compiled with `cc -O2` to `dir/name`; `None` when it cannot be
+/// (no C compiler), for the caller to say which row is left out.
+fn compile_c(dir: &Path, name: &str, source: &str) -> Option<PathBuf> {
+    let file = dir.join(format!("{name}.c"));
+    let program = dir.join(name);
+    std::fs::write(&file, source).ok()?;
+    Command::new("cc")
+        .args(["-O2", "-o"])
+        .arg(&program)
+        .arg(&file)
+        .status()
+        .ok()?
+        .success()
+        .then_some(program)
 }
 
 /// A chain of hooks built in code, as the host's own (so they may name
