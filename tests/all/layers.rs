@@ -434,9 +434,20 @@ const CRATES: &[(&str, &[&str])] = &[
         "toolgate-hook",
         &["toolgate-contract", "toolgate-agents", "toolgate-fs"],
     ),
+    ("toolgate-seam", &["toolgate-contract", "toolgate-fs"]),
+    (
+        "toolgate-wasm",
+        &["toolgate-contract", "toolgate-fs", "toolgate-seam"],
+    ),
     (
         "toolgate",
-        &["toolgate-contract", "toolgate-fs", "toolgate-agents"],
+        &[
+            "toolgate-contract",
+            "toolgate-fs",
+            "toolgate-agents",
+            "toolgate-seam",
+            "toolgate-wasm",
+        ],
     ),
     ("toolgate-bench", &["toolgate"]),
     ("toolgate-mentra", &["toolgate"]),
@@ -538,6 +549,10 @@ const LEAN_CRATES: &[(&str, &[&str])] = &[
     ),
     (
         "toolgate-agents",
+        &["wasmtime", "tokio", "hyper", "landlock", "toolgate"],
+    ),
+    (
+        "toolgate-seam",
         &["wasmtime", "tokio", "hyper", "landlock", "toolgate"],
     ),
     (
@@ -941,14 +956,11 @@ const LONG_BEFORE_THE_RULE: &[(&str, &str)] = &[
     ("crates/toolgate-bench/src/soak.rs", "render"),
     ("crates/toolgate-bench/src/soak.rs", "run_soak"),
     ("crates/toolgate/examples/embed.rs", "main"),
-    ("crates/toolgate/src/binding/wasm/mod.rs", "load"),
-    (
-        "crates/toolgate/src/binding/wasm/oci/pull.rs",
-        "check_manifest",
-    ),
-    ("crates/toolgate/src/binding/wasm/oci/pull.rs", "push"),
-    ("crates/toolgate/src/binding/wasm/spec.rs", "parse"),
-    ("crates/toolgate/src/binding/wasm/spec.rs", "parse_oci"),
+    ("crates/toolgate-wasm/src/lib.rs", "load"),
+    ("crates/toolgate-wasm/src/oci/pull.rs", "check_manifest"),
+    ("crates/toolgate-wasm/src/oci/pull.rs", "push"),
+    ("crates/toolgate-wasm/src/spec.rs", "parse"),
+    ("crates/toolgate-wasm/src/spec.rs", "parse_oci"),
     ("crates/toolgate/src/config/mod.rs", "load"),
     ("crates/toolgate/src/fixture.rs", "judge"),
     ("crates/toolgate-agents/src/copilot.rs", "read"),
@@ -1043,9 +1055,9 @@ const LONG_MODULE: usize = 600;
 const LONG_MODULES_BEFORE_THE_RULE: &[&str] = &[
     "crates/toolgate-bench/src/agent.rs",
     "crates/toolgate-bench/src/soak.rs",
-    "crates/toolgate/src/binding/wasm/mod.rs",
-    "crates/toolgate/src/binding/wasm/oci.rs",
-    "crates/toolgate/src/binding/wasm/oci/pull.rs",
+    "crates/toolgate-wasm/src/lib.rs",
+    "crates/toolgate-wasm/src/oci.rs",
+    "crates/toolgate-wasm/src/oci/pull.rs",
     "crates/toolgate/src/config/hook.rs",
     "crates/toolgate/src/config/mod.rs",
     "crates/toolgate-agents/src/gemini.rs",
@@ -1090,4 +1102,26 @@ fn no_module_over_600_lines_without_a_reason_in_its_doc() {
          are one (`//! # Why one module` or a line saying so); split them or say why:\n{}",
         found.join("\n")
     );
+}
+
+#[test]
+fn the_library_without_its_wasm_feature_builds_no_wasmtime() {
+    // `cargo tree -p toolgate` resolves toolgate's own features: none, as an
+    // embedder who asks for nothing gets it.
+    let names = builds("toolgate");
+    assert!(
+        names.contains("toolgate-seam") && names.contains("tokio"),
+        "the tree of toolgate was not read: {names:?}"
+    );
+    for wasm_only in [
+        "toolgate-wasm",
+        "wasmtime",
+        "cranelift-codegen",
+        "wit-component",
+    ] {
+        assert!(
+            !names.contains(wasm_only),
+            "toolgate without features builds {wasm_only}: {names:?}"
+        );
+    }
 }

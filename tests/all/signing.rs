@@ -1,4 +1,4 @@
-//! Signed components (README "Signed components", crates/toolgate/src/signing.rs): real
+//! Signed components (README "Signed components", crates/toolgate-seam/src/signing.rs): real
 //! minisign keys and signatures made by Debian's `minisign` (test.sh installs
 //! it), over the suite's WAT-built guests. Each refusal says what failed, and
 //! happens before anything is compiled.

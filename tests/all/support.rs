@@ -159,6 +159,8 @@ pub(crate) const LIBRARY_SOURCES: &[&str] = &[
     "crates/toolgate-contract/src",
     "crates/toolgate-fs/src",
     "crates/toolgate-agents/src",
+    "crates/toolgate-seam/src",
+    "crates/toolgate-wasm/src",
     "crates/toolgate/src",
 ];
 

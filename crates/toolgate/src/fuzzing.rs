@@ -105,6 +105,7 @@ pub fn trust_record(text: &[u8], root: &Path) -> Result<Record, TrustError> {
 }
 
 /// A component's `decision`, as `wit/hook.wit` declares it.
+#[cfg(feature = "wasm")]
 #[derive(Clone, Debug, PartialEq)]
 pub enum GuestDecision {
     /// `allow`.
@@ -123,6 +124,7 @@ pub enum GuestDecision {
 }
 
 /// What the chain takes from a component's lifted `verdict`.
+#[cfg(feature = "wasm")]
 pub fn guest_verdict(
     decision: GuestDecision,
     context: Option<String>,

@@ -76,7 +76,8 @@ pub mod replay;
 mod review;
 pub mod runner;
 use toolgate_fs as safe_fs;
-pub mod signing;
+/// Component signing rules: the seam crate's (`toolgate-seam`).
+pub use toolgate_seam::signing;
 pub mod trust;
 
 // The contract is a crate of its own (toolgate-contract: no wasmtime, tokio
@@ -86,9 +87,12 @@ pub mod trust;
 pub use toolgate_contract::{contract, text};
 use toolgate_contract::{failure, outcome, strict_json};
 
+#[cfg(feature = "wasm")]
+pub use binding::WasmSpec;
 pub use binding::in_process::Interceptor;
+#[cfg(feature = "wasm")]
 pub use binding::wasm;
-pub use binding::{BindingSpec, CommandSpec, WasmSpec};
+pub use binding::{BindingSpec, CommandSpec};
 pub use config::{Config, ConfigError};
 pub use contract::BindingKind;
 pub use contract::{Decision, Event, HookRequest, Request, Source, ToolResult, Verdict};

@@ -7,7 +7,7 @@
 //! only pretends to run commands, so the example touches nothing.
 //!
 //! ```sh
-//! cargo run -p toolgate-mentra --example agent
+//! cargo run --example agent
 //! ```
 
 use async_trait::async_trait;

@@ -38,22 +38,28 @@
 
 pub(crate) mod command;
 pub(crate) mod in_process;
-pub(crate) mod parse;
-pub mod wasm;
+/// The WebAssembly component binding: the toolgate-wasm crate, with the
+/// `wasm` feature.
+#[cfg(feature = "wasm")]
+pub use toolgate_wasm as wasm;
 
 pub(crate) use crate::contract::BindingKind;
 use crate::contract::Source;
-use crate::contract::{Event, HookRequest, ToolFilter, Verdict};
-use crate::failure::{HookFailure, OnFailure};
+use crate::contract::{Event, ToolFilter};
+use crate::failure::OnFailure;
 use crate::safe_fs::FileIdentity;
-use parse::{Common, HookCtx};
 use serde::Serialize;
-use serde_json::{Map, Value};
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use serde_json::Value;
+use std::path::PathBuf;
 use std::sync::Arc;
+// The seam is a crate below the library and the wasm binding (see its docs).
+pub(crate) use toolgate_seam::parse;
+pub(crate) use toolgate_seam::{
+    Answer, Binding, Configurable, Decider, Metrics, Reply, WorkspaceTrust,
+};
 
 pub use command::CommandSpec;
+#[cfg(feature = "wasm")]
 pub use wasm::WasmSpec;
 
 /// How a configured hook runs: the part of a hook that belongs to its binding.
@@ -64,6 +70,7 @@ pub enum BindingSpec {
     /// An argv command.
     Subprocess(CommandSpec),
     /// A WebAssembly component.
+    #[cfg(feature = "wasm")]
     Wasm(WasmSpec),
 }
 
@@ -72,6 +79,7 @@ impl BindingSpec {
     pub(crate) fn as_binding(&self) -> &dyn Binding {
         match self {
             BindingSpec::Subprocess(spec) => spec,
+            #[cfg(feature = "wasm")]
             BindingSpec::Wasm(spec) => spec,
         }
     }
@@ -108,144 +116,43 @@ impl BindingSpec {
     }
 }
 
-/// What every configured binding's spec answers. Every method is required:
-/// a new binding cannot be added without saying whether a repository's hook
-/// of its kind needs the user's trust, what it pins and which files a
-/// server must watch (a default here is how a webhook binding would have
-/// run from an untrusted repository as if it were sandboxed).
-pub(crate) trait Binding {
-    fn kind(&self) -> BindingKind;
-    fn runs(&self) -> String;
-    /// Its own limits in one line, if it has any beyond `timeout_ms`.
-    fn limits(&self) -> Option<String>;
-    /// Something loading it found that the operator should fix.
-    fn warning(&self) -> Option<&str>;
-    fn decider(&self, timeout_ms: u64) -> Arc<dyn Decider>;
-    /// Whether a workspace hook of this kind may run without the user's
-    /// trust, and what trusting it pins.
-    fn workspace_trust(&self) -> WorkspaceTrust<'_>;
-    /// The files whose change must make a long-lived process (`toolgate
-    /// serve`) load the config again, each with the identity of the bytes
-    /// loaded. Files the trust gate checks before each call need not be
-    /// here.
-    fn watched(&self) -> Vec<(PathBuf, Option<FileIdentity>)>;
-}
-
-/// What a workspace hook of one binding needs before it may run: the
-/// binding's answer to the trust layer (`crate::trust`), which decides and
-/// gates. Each variant is a way of pinning; a new binding picks one, or adds
-/// one and the trust layer's exhaustive match points at what to write.
-#[derive(Debug)]
-pub(crate) enum WorkspaceTrust<'a> {
-    /// It can only decide, in a sandbox toolgate controls (a component): it
-    /// runs without trust. `reviewed` is shown and pinned by digest in a
-    /// review, for the record, and is not checked before a call.
-    Sandboxed { reviewed: Vec<PathBuf> },
-    /// It runs a program the repository chose: trusted only as the
-    /// closed-world reading of this argv pins it (`trust::closed`), and run
-    /// from a snapshot of the pinned bytes.
-    Program {
-        argv: &'a [String],
-        /// `argv[0]` as the loader resolved it.
-        program: &'a Path,
-        /// `trust_files`: (as written, resolved).
-        trust_files: &'a [(String, PathBuf)],
-    },
-    /// It acts outside toolgate's sandbox in some other way (sends the tool
-    /// input to a URL, say): trusted only while `target` is exactly what was
-    /// reviewed and `files` hold the bytes reviewed.
-    #[cfg_attr(
-        not(test),
-        expect(
-            dead_code,
-            reason = "no shipped binding pins this way yet; trust's tests add a webhook binding \
-                      that does"
-        )
-    )]
-    Exact { target: String, files: Vec<PathBuf> },
-}
-
-/// A binding hooks.json can select.
-pub(crate) struct Configurable {
-    /// The field that selects it (`command`, `wasm`).
-    pub(crate) key: parse::Field,
-    /// The fields only it reads, besides `key`.
-    pub(crate) fields: &'static [parse::Field],
-    /// What `key` takes, in words, for the error when a hook names no
-    /// binding (`an argv such as ["./hooks/guard.py"]`).
-    pub(crate) example: &'static str,
-    /// `timeout_ms` when the hook gives none.
-    pub(crate) default_timeout_ms: u64,
-    /// Validates its fields and builds its spec; reports problems on `ctx`.
-    pub(crate) parse: fn(&Map<String, Value>, &Common<'_>, &mut HookCtx<'_>) -> Option<BindingSpec>,
-}
-
 /// Every binding hooks.json can configure. The first is the default when a
-/// hook names none (its `missing` message lists them all).
-pub(crate) const CONFIGURABLE: [&Configurable; 2] = [&command::CONFIG, &wasm::CONFIG];
+/// hook names none (its `missing` message lists them all). The wasm binding
+/// is here with or without the `wasm` feature: without it, a hook that
+/// selects it is refused by name rather than met as an unknown field.
+pub(crate) const CONFIGURABLE: [&Configurable<BindingSpec>; 2] = [&command::CONFIG, &WASM];
 
-/// Measurements a binding makes of one call, by name (`fuel_used`). They
-/// appear in the run record under that name.
-pub(crate) type Metrics = BTreeMap<&'static str, u64>;
+#[cfg(feature = "wasm")]
+const WASM: Configurable<BindingSpec> = Configurable {
+    key: wasm::CONFIG.key,
+    fields: wasm::CONFIG.fields,
+    example: wasm::CONFIG.example,
+    default_timeout_ms: wasm::CONFIG.default_timeout_ms,
+    parse: |hook, common, ctx| (wasm::CONFIG.parse)(hook, common, ctx).map(BindingSpec::Wasm),
+};
 
-/// What a binding hands back for one consultation.
-pub(crate) struct Reply {
-    pub(crate) answer: Answer,
-    /// Operator-facing output the hook produced (stderr), already bounded.
-    pub(crate) diagnostics: Option<String>,
-    /// Something the binding noticed that the operator should know.
-    pub(crate) warning: Option<String>,
-    /// What the binding measured.
-    pub(crate) metrics: Metrics,
-}
-
-/// What became of one consultation. The chain matches on it exhaustively.
-#[derive(Debug)]
-pub(crate) enum Answer {
-    /// The hook decided.
-    Decided(Verdict),
-    /// It could not decide: its `on_failure` applies.
-    Failed(HookFailure),
-    /// It was not asked, and the chain goes on without it: a workspace hook
-    /// the user has not trusted, under the operator's `untrusted_hooks:
-    /// skip`. Its run record says so and why (never a silent skip).
-    NotRun {
-        /// Why, for the run record.
-        reason: String,
+/// Without the wasm binding built in: the same key, and a refusal that says
+/// how to get it.
+#[cfg(not(feature = "wasm"))]
+const WASM: Configurable<BindingSpec> = Configurable {
+    key: parse::Field {
+        name: "wasm",
+        about: "A WebAssembly component: not built into this program (toolgate's `wasm` \
+                feature).",
+        schema: || serde_json::json!({"type": "string"}),
     },
-}
-
-impl From<Result<Verdict, HookFailure>> for Answer {
-    fn from(answer: Result<Verdict, HookFailure>) -> Self {
-        match answer {
-            Ok(verdict) => Answer::Decided(verdict),
-            Err(failure) => Answer::Failed(failure),
-        }
-    }
-}
-
-impl From<Result<Verdict, HookFailure>> for Reply {
-    fn from(answer: Result<Verdict, HookFailure>) -> Self {
-        Answer::from(answer).into()
-    }
-}
-
-impl From<Answer> for Reply {
-    fn from(answer: Answer) -> Self {
-        Reply {
-            answer,
-            diagnostics: None,
-            warning: None,
-            metrics: Metrics::new(),
-        }
-    }
-}
-
-/// The seam every binding implements.
-#[async_trait::async_trait]
-pub(crate) trait Decider: Send + Sync {
-    async fn decide(&self, request: &HookRequest<'_>) -> Reply;
-}
+    fields: &[],
+    example: "a component such as \"hooks/guard.wasm\", with toolgate's `wasm` feature",
+    default_timeout_ms: crate::contract::MAX_TIMEOUT_MS,
+    parse: |_, _, ctx| {
+        ctx.problem(
+            "wasm",
+            "the WebAssembly binding is not built into this program: build toolgate with its \
+             `wasm` feature",
+        );
+        None
+    },
+};
 
 /// One link of the chain: a decider plus everything the chain needs to know
 /// about it.
@@ -265,5 +172,48 @@ pub(crate) struct Participant {
 impl Participant {
     pub(crate) fn applies(&self, event: Event, tool: &str) -> bool {
         self.events.contains(&event) && self.filter.matches(tool)
+    }
+}
+
+/// What an embedder who leaves out the wasm binding gets from a config that
+/// names a component. These run only in that build (`cargo test -p toolgate
+/// --lib`, which .ci/run runs); the workspace's own build has the binding.
+#[cfg(all(test, not(feature = "wasm")))]
+mod without_the_wasm_feature {
+    use crate::config::{BindingOptions, Config, HookDef};
+    use std::path::Path;
+
+    #[test]
+    fn a_wasm_hook_is_refused_at_load_naming_the_hook_the_field_and_the_feature() {
+        let err = Config::from_hooks(
+            [
+                HookDef::command("guard", ["true"]),
+                HookDef::wasm("redact", "hooks/redact.wasm"),
+            ],
+            Path::new("/"),
+            BindingOptions::new(),
+        )
+        .expect_err("a component hook cannot load without the wasm binding");
+        let [problem] = err.problems.as_slice() else {
+            panic!("one problem, for the wasm hook: {err}");
+        };
+        assert_eq!(problem.index, Some(1), "{err}");
+        assert_eq!(problem.name.as_deref(), Some("redact"), "{err}");
+        assert_eq!(problem.field.as_deref(), Some("wasm"), "{err}");
+        assert!(
+            problem.message.contains("toolgate with its `wasm` feature"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn command_hooks_load_without_the_wasm_feature() {
+        let config = Config::from_hooks(
+            [HookDef::command("guard", ["true"])],
+            Path::new("/"),
+            BindingOptions::new(),
+        )
+        .expect("a command hook loads");
+        assert_eq!(config.hooks().len(), 1);
     }
 }

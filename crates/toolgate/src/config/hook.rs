@@ -155,7 +155,7 @@ pub(crate) const TOP_FIELDS: &[Field] = &[
                    "additionalProperties": {"type": "string"}})
         },
     },
-    // Signed components (src/signing.rs).
+    // Signed components (crates/toolgate-seam/src/signing.rs).
     Field {
         name: "signing",
         about: "Global or managed config only: the minisign public keys (the base64 line, \
@@ -816,8 +816,8 @@ fn missing_script(spec: &BindingSpec, key: &str, root: &Path, ctx: &mut HookCtx<
 fn select_binding(
     obj: &Map<String, Value>,
     ctx: &mut HookCtx<'_>,
-) -> Option<&'static Configurable> {
-    let chosen: Vec<&'static Configurable> = CONFIGURABLE
+) -> Option<&'static Configurable<BindingSpec>> {
+    let chosen: Vec<&'static Configurable<BindingSpec>> = CONFIGURABLE
         .iter()
         .copied()
         .filter(|b| obj.contains_key(b.key.name))

@@ -91,8 +91,9 @@ pub use hook::CONFIG_SCHEMA;
 pub use schema::json_schema;
 pub use toolgate_fs::workspace::{FoundWorkspace, find_workspace};
 
-use crate::binding::parse::BindingOptions;
+pub use crate::binding::parse::BindingOptions;
 pub use crate::binding::parse::Problem;
+#[cfg(feature = "wasm")]
 use crate::binding::wasm::WasmOptions;
 use crate::binding::{BindingKind, BindingSpec, Participant};
 use crate::contract::{Event, Source, ToolFilter};
@@ -317,6 +318,7 @@ impl ManagedSettings {
 
     /// The registries an `oci://` component may come from (`None`: any);
     /// for the OCI loader to refuse the others at load.
+    #[cfg(feature = "wasm")]
     pub(crate) fn allowed_registries(&self) -> Option<&[String]> {
         self.allowed_registries.as_deref()
     }
@@ -397,6 +399,7 @@ impl Loader {
     }
 
     /// How components are cached and run.
+    #[cfg(feature = "wasm")]
     pub fn wasm(self, options: WasmOptions) -> Self {
         self.binding_options(options)
     }
@@ -626,18 +629,19 @@ impl Config {
     /// Hooks built in code, validated and loaded as a file's would be, as
     /// the host's own ([`Source::Host`]): relative paths resolve against
     /// `root`. Problems name the file as `(hooks built in code)`.
+    /// `options` are the bindings' own: `&WasmOptions` for components, or
+    /// `BindingOptions::new()` for each binding's defaults.
     pub fn from_hooks(
         hooks: impl IntoIterator<Item = HookDef>,
         root: &Path,
-        wasm: &WasmOptions,
+        options: impl Into<BindingOptions>,
     ) -> Result<Config, ConfigError> {
+        let options = options.into();
         let value = json!({
             "schema": CONFIG_SCHEMA,
             "hooks": hooks.into_iter().map(|h| Value::Object(h.fields)).collect::<Vec<_>>(),
         });
         let mut problems = Vec::new();
-        let mut options = BindingOptions::default();
-        options.set(wasm.clone());
         let (hooks, _) = hook::parse_file(
             value,
             Source::Host,
@@ -739,6 +743,7 @@ impl Config {
 
     /// The registries an `oci://` component may come from, as the managed
     /// layer says (`None`: it says nothing, any registry).
+    #[cfg(feature = "wasm")]
     pub(crate) fn allowed_registries(&self) -> Option<&[String]> {
         self.managed.as_ref()?.allowed_registries()
     }
@@ -748,7 +753,12 @@ impl Config {
     /// component options (the managed file's own hooks are its author's
     /// choice and load with the embedder's options).
     fn options_below(&self, options: &BindingOptions) -> BindingOptions {
+        #[cfg_attr(
+            not(feature = "wasm"),
+            expect(unused_mut, reason = "only components come from registries")
+        )]
         let mut options = options.clone();
+        #[cfg(feature = "wasm")]
         if let Some(allowed) = self.allowed_registries() {
             let mut wasm = options.get::<WasmOptions>().cloned().unwrap_or_default();
             wasm.oci.allowed_registries = Some(allowed.to_vec());

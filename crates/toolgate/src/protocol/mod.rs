@@ -32,7 +32,9 @@ pub(crate) mod claude;
 pub(crate) mod gemini;
 pub(crate) mod transcript;
 pub use toolgate_contract::{serve, wire};
-pub(crate) mod wit;
+/// The WIT encoding is the wasm binding's (toolgate-wasm).
+#[cfg(feature = "wasm")]
+pub(crate) use toolgate_wasm::wit;
 
 pub use toolgate_agents::{
     AgentCall, Imported, Matcher, Outward, ReadAgentInputError, event_name, import_settings,
@@ -137,7 +139,8 @@ impl Inward {
     }
 }
 
-#[cfg(test)]
+// Every encoding includes the WIT one, which is the wasm binding's.
+#[cfg(all(test, feature = "wasm"))]
 mod tests {
     use crate::contract::{Event, HookRequest, ToolResult, Verdict};
     use crate::protocol::wit::{bindings as wit, from_wit, to_wit};

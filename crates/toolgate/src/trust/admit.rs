@@ -326,7 +326,9 @@ pub(crate) fn confine_global(binding: &mut BindingSpec, ctx: &TrustCtx, how: &Co
             let path = Path::new("/nonexistent");
             spec.sandbox = Some(sandbox(ctx, path, (true, how.required), reads, how));
         }
-        BindingSpec::Subprocess(_) | BindingSpec::Wasm(_) => {}
+        BindingSpec::Subprocess(_) => {}
+        #[cfg(feature = "wasm")]
+        BindingSpec::Wasm(_) => {}
     }
 }
 
@@ -338,7 +340,9 @@ pub(crate) fn run_from_snapshot(binding: &mut BindingSpec, run: Option<Run>) {
             spec.run = Some(run.launch);
             spec.sandbox = Some(run.sandbox);
         }
-        (BindingSpec::Subprocess(_) | BindingSpec::Wasm(_), _) => {}
+        (BindingSpec::Subprocess(_), _) => {}
+        #[cfg(feature = "wasm")]
+        (BindingSpec::Wasm(_), _) => {}
     }
 }
 

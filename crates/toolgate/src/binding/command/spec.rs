@@ -18,7 +18,7 @@ use std::time::Duration;
 /// Default `timeout_ms` for command hooks.
 pub const DEFAULT_TIMEOUT_MS: u64 = 10_000;
 
-pub(crate) const CONFIG: Configurable = Configurable {
+pub(crate) const CONFIG: Configurable<BindingSpec> = Configurable {
     key: Field {
         name: "command",
         about: "The program to run and its arguments, as an argv array (never a shell \

@@ -43,7 +43,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 /// The largest `.minisig` read: a minisign signature is four short lines.
-pub(crate) const MAX_SIGNATURE_BYTES: u64 = 4 << 10;
+pub const MAX_SIGNATURE_BYTES: u64 = 4 << 10;
 
 /// The signature file of component `component`: `<component>.minisig`.
 pub fn signature_path(component: &Path) -> PathBuf {
@@ -106,7 +106,7 @@ pub struct Signing {
 
 /// Parses `"signing": {"keys": [...], "required": bool}`; each problem is
 /// (field, message), the field spelt as `signing.keys[1]`.
-pub(crate) fn parse(value: &Value) -> Result<Signing, Vec<(String, String)>> {
+pub fn parse(value: &Value) -> Result<Signing, Vec<(String, String)>> {
     let mut problems = Vec::new();
     let Value::Object(obj) = value else {
         return Err(vec![(
@@ -251,14 +251,16 @@ pub fn combine(managed: Option<&Signing>, global: Option<&Signing>) -> Rules {
 
 /// The `signing` settings of each layer read so far, as the loader goes.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct Layers {
-    pub(crate) managed: Option<Signing>,
-    pub(crate) global: Option<Signing>,
+pub struct Layers {
+    /// The managed config's `signing`.
+    pub managed: Option<Signing>,
+    /// The global config's `signing`.
+    pub global: Option<Signing>,
 }
 
 impl Layers {
     /// The rules now in force.
-    pub(crate) fn rules(&self) -> Rules {
+    pub fn rules(&self) -> Rules {
         combine(self.managed.as_ref(), self.global.as_ref())
     }
 }
@@ -267,16 +269,16 @@ impl Layers {
 /// it in the binding options of each file it parses (not the embedder: the
 /// type is the crate's own), and the wasm binding reads it.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct InForce(pub(crate) Rule);
+pub struct InForce(pub Rule);
 
 /// `options` with the rule `source`'s components load under: the layers
 /// read before, with the file's own `signing` (`own`) in its layer.
-pub(crate) fn with_rule(
-    options: &crate::binding::parse::BindingOptions,
+pub fn with_rule(
+    options: &crate::parse::BindingOptions,
     source: crate::contract::Source,
     layers: &Layers,
     own: Option<&Signing>,
-) -> crate::binding::parse::BindingOptions {
+) -> crate::parse::BindingOptions {
     use crate::contract::Source;
     let mut layers = layers.clone();
     match (source, own) {
@@ -298,7 +300,7 @@ pub(crate) fn with_rule(
 /// Reads `<component>.minisig` (regular, bounded; beneath `root` after
 /// symlinks when given, as a workspace's files are): its text, its resolved
 /// path and the identity of the bytes read.
-pub(crate) fn read_signature(
+pub fn read_signature(
     component: &Path,
     root: Option<&Path>,
 ) -> Result<(Vec<u8>, PathBuf, crate::safe_fs::FileIdentity), VerifySignatureError> {
@@ -447,7 +449,7 @@ fn list(ids: &[KeyId]) -> String {
 
 /// Verifies that `signature` (the text of `path`) is a pinned key's
 /// signature over exactly `bytes`, with the claims `expect` asks for.
-pub(crate) fn verify(
+pub fn verify(
     bytes: &[u8],
     (signature, path): (&[u8], &Path),
     keys: &[PinnedKey],

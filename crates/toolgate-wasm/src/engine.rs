@@ -241,7 +241,7 @@ impl Runtime {
 
 /// The hook world's own import, `about-to-fail` (see `host.rs`).
 fn add_world_imports(linker: &mut Linker<HostState>) -> Result<(), StartEngineError> {
-    crate::protocol::wit::bindings::Hook::add_to_linker::<_, wasmtime::component::HasSelf<_>>(
+    crate::wit::bindings::Hook::add_to_linker::<_, wasmtime::component::HasSelf<_>>(
         linker,
         |state| state,
     )

@@ -22,36 +22,49 @@ use std::sync::Arc;
 
 /// What a binding's parser gets besides its own fields: where the hook came
 /// from and the common fields it may need.
-pub(crate) struct Common<'a> {
-    pub(crate) source: Source,
+#[derive(Debug)]
+pub struct Common<'a> {
+    /// Which layer the hook came from.
+    pub source: Source,
     /// The config's root: relative paths resolve against it.
-    pub(crate) root: &'a Path,
+    pub root: &'a Path,
     /// `timeout_ms`, when valid.
-    pub(crate) timeout_ms: Option<u64>,
+    pub timeout_ms: Option<u64>,
     /// The hook's `config`.
-    pub(crate) config: Option<&'a Value>,
+    pub config: Option<&'a Value>,
     /// The embedder's options for each binding (how components are cached,
     /// say), by type: see [`BindingOptions`].
-    pub(crate) options: &'a BindingOptions,
+    pub options: &'a BindingOptions,
     /// Whether to load what the hook runs: false when the process evaluates
     /// one call the hook does not apply to (its fields are still checked).
-    pub(crate) load: bool,
+    pub load: bool,
 }
 
 /// The embedding program's options for each binding, by type (a component
 /// cache for the wasm binding): the loader carries them without naming any
 /// binding's type, the way `http::Extensions` carries a request's.
 #[derive(Clone, Default)]
-pub(crate) struct BindingOptions(HashMap<TypeId, Arc<dyn Any + Send + Sync>>);
+pub struct BindingOptions(HashMap<TypeId, Arc<dyn Any + Send + Sync>>);
 
 impl BindingOptions {
+    /// No options: each binding uses its defaults.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// With the options of type `T` (a `WasmOptions`, say).
+    pub fn with<T: Any + Send + Sync>(mut self, value: T) -> Self {
+        self.set(value);
+        self
+    }
+
     /// Sets the options of type `T`, replacing any before.
-    pub(crate) fn set<T: Any + Send + Sync>(&mut self, value: T) {
+    pub fn set<T: Any + Send + Sync>(&mut self, value: T) {
         self.0.insert(TypeId::of::<T>(), Arc::new(value));
     }
 
     /// The options of type `T`, when the embedder gave some.
-    pub(crate) fn get<T: Any + Send + Sync>(&self) -> Option<&T> {
+    pub fn get<T: Any + Send + Sync>(&self) -> Option<&T> {
         self.0.get(&TypeId::of::<T>())?.downcast_ref()
     }
 }
@@ -62,7 +75,7 @@ impl BindingOptions {
 /// caller's to have checked. Absent (every load through the `Loader`),
 /// the check is made.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct CallerVouches;
+pub struct CallerVouches;
 
 impl fmt::Debug for BindingOptions {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -74,17 +87,21 @@ impl fmt::Debug for BindingOptions {
 
 /// Where problems in one hook are collected, each naming the file, the
 /// hook's index and name, and the field.
-pub(crate) struct HookCtx<'a> {
-    pub(crate) path: &'a Path,
-    pub(crate) index: usize,
+#[derive(Debug)]
+pub struct HookCtx<'a> {
+    /// The config file.
+    pub path: &'a Path,
+    /// The hook's index in `hooks`.
+    pub index: usize,
     /// The hook's name, once it has a usable one.
-    pub(crate) name: Option<String>,
-    pub(crate) problems: Vec<Problem>,
+    pub name: Option<String>,
+    /// What is wrong, so far.
+    pub problems: Vec<Problem>,
 }
 
 impl<'a> HookCtx<'a> {
     /// Problems in hook `index` of the file at `path`.
-    pub(crate) fn new(path: &'a Path, index: usize) -> Self {
+    pub fn new(path: &'a Path, index: usize) -> Self {
         HookCtx {
             path,
             index,
@@ -94,7 +111,7 @@ impl<'a> HookCtx<'a> {
     }
 
     /// Records a problem in `field` (`""` for the hook as a whole).
-    pub(crate) fn problem(&mut self, field: &str, message: impl Into<String>) {
+    pub fn problem(&mut self, field: &str, message: impl Into<String>) {
         self.problems.push(Problem {
             file: self.path.to_owned(),
             index: Some(self.index),
@@ -105,7 +122,7 @@ impl<'a> HookCtx<'a> {
     }
 
     /// Whether no problem was found in this hook so far.
-    pub(crate) fn is_clean(&self) -> bool {
+    pub fn is_clean(&self) -> bool {
         self.problems.is_empty()
     }
 
@@ -113,7 +130,7 @@ impl<'a> HookCtx<'a> {
     /// `confined` and the config is a workspace's, it must stay beneath the
     /// workspace root after symlinks, whatever it looks like (absolute, `..`,
     /// a symlink out). A refusal is reported on `field`.
-    pub(crate) fn resolve(
+    pub fn resolve(
         &mut self,
         (field, what): (&str, &str),
         written: &str,
@@ -135,7 +152,7 @@ impl<'a> HookCtx<'a> {
     }
 
     /// Reports why a path a hook names was refused.
-    pub(crate) fn refused_path(
+    pub fn refused_path(
         &mut self,
         field: &str,
         what: &str,
@@ -156,7 +173,7 @@ impl<'a> HookCtx<'a> {
     }
 
     /// A whole number in `min..=max` (or `default` when absent).
-    pub(crate) fn bounded(
+    pub fn bounded(
         &mut self,
         value: Option<&Value>,
         field: &str,
@@ -198,29 +215,31 @@ impl<'a> HookCtx<'a> {
 /// fields is a list of these, and the published schema is built from the
 /// same lists (`config::schema`), so a field cannot be known to one and
 /// not the other.
-pub(crate) struct Field {
+#[derive(Debug)]
+pub struct Field {
     /// The key.
-    pub(crate) name: &'static str,
+    pub name: &'static str,
     /// What it means, in a sentence (the schema's `description`: what an
     /// editor shows on hover).
-    pub(crate) about: &'static str,
+    pub about: &'static str,
     /// The schema of its value, built from the same bounds and variant
     /// lists its parser checks against.
-    pub(crate) schema: fn() -> Value,
+    pub schema: fn() -> Value,
 }
 
 /// The schema of a whole number in `min..=max` (what [`HookCtx::bounded`]
 /// accepts).
-pub(crate) fn whole_number(min: u64, max: u64) -> Value {
+pub fn whole_number(min: u64, max: u64) -> Value {
     serde_json::json!({"type": "integer", "minimum": min, "maximum": max})
 }
 
 /// The schema of one of `names` (an enum's wire spellings).
-pub(crate) fn one_of_names(names: &[&str]) -> Value {
+pub fn one_of_names(names: &[&str]) -> Value {
     serde_json::json!({"type": "string", "enum": names})
 }
 
-pub(crate) fn type_name(value: &Value) -> &'static str {
+/// A JSON value's type, in words (for "expected …, got …").
+pub fn type_name(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",
@@ -247,7 +266,8 @@ pub struct Problem {
 }
 
 impl Problem {
-    pub(crate) fn file(path: &Path, message: String) -> Self {
+    /// A problem with the whole file, not one hook.
+    pub fn file(path: &Path, message: String) -> Self {
         Problem {
             file: path.to_owned(),
             index: None,

@@ -19,7 +19,8 @@ use crate::contract::{Decision, Event, HookRequest, MAX_ANSWER_BYTES, ToolResult
 use crate::failure::HookFailure;
 
 /// wasmtime's host bindings for `wit/hook.wit`.
-pub(crate) mod bindings {
+#[allow(missing_docs, missing_debug_implementations, unreachable_pub)]
+pub mod bindings {
     wasmtime::component::bindgen!({
         path: "../../wit",
         world: "hook",
@@ -30,7 +31,7 @@ pub(crate) mod bindings {
 use bindings::{Decision as WitDecision, Event as WitEvent, Request as WitRequest};
 
 /// The request a component's `decide` is called with.
-pub(crate) fn to_wit(request: &HookRequest<'_>, config: Option<&str>) -> WitRequest {
+pub fn to_wit(request: &HookRequest<'_>, config: Option<&str>) -> WitRequest {
     WitRequest {
         event: match request.event {
             Event::PreToolUse => WitEvent::PreToolUse,
@@ -52,7 +53,7 @@ pub(crate) fn to_wit(request: &HookRequest<'_>, config: Option<&str>) -> WitRequ
 }
 
 /// The contract's verdict for a component's answer.
-pub(crate) fn from_wit(verdict: bindings::Verdict) -> Result<Verdict, HookFailure> {
+pub fn from_wit(verdict: bindings::Verdict) -> Result<Verdict, HookFailure> {
     let unusable = |what: &str, e: serde_json::Error| HookFailure::UnusableRewrite {
         detail: format!("{what} is not JSON: {e}"),
     };

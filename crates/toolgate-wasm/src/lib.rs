@@ -1,6 +1,14 @@
 //! The WebAssembly component binding: portable guards that run in
 //! microseconds, in a fresh sandbox per call, with no ambient authority.
 //!
+//! # Why a crate of its own
+//!
+//! wasmtime, Cranelift, the compile cache and the OCI client are most of
+//! what toolgate compiles. An embedder who runs only in-process and
+//! subprocess hooks builds none of it: the library (`toolgate`) takes this
+//! crate only with its `wasm` feature. This crate knows the seam
+//! (`toolgate-seam`) and the contract, never the chain.
+//!
 //! # Why components, and why a fresh instance per call
 //!
 //! A hook compiled to a component (`wit/hook.wit`, world `toolgate:hook/hook`)
@@ -33,8 +41,8 @@
 //! answer; `err(message)` is a `guest_error` failure (the hook could not
 //! decide) and goes through `on_failure`. A `modify` whose input is not JSON,
 //! or a `replace` whose output is not JSON, is an `unusable_rewrite`. That
-//! translation is the protocol layer's (`protocol::wit`), as wire v1's is:
-//! this binding runs components and imports it.
+//! translation is [`wit`]'s, a pure mapping like wire v1's, which the
+//! library's round-trip test checks against every other encoding.
 //!
 //! A failed call is named from what wasmtime hands back (a typed
 //! [`wasmtime::Trap`], the limiter's record, the phase it failed in), never
@@ -48,18 +56,23 @@ mod measure;
 pub mod oci;
 mod spec;
 mod wat;
+pub mod wit;
+
+// The layers below, under the names the modules were written against.
+use toolgate_contract::{contract, failure, outcome, text};
+use toolgate_fs as safe_fs;
+use toolgate_seam::signing;
 
 pub use cache::{CacheOutcome, wasmtime_version};
 pub use engine::{
     Allocator, AllocatorInfo, EPOCH_TICK, MAX_MEMORY_MB, MAX_WASM_STACK, StartEngineError,
 };
 pub use measure::{MeasureMemoryError, resident_bytes_per_instance};
-pub(crate) use spec::CONFIG;
+pub use spec::CONFIG;
 pub use spec::WasmSpec;
 // The bench's agent section builds its guard from WAT.
 pub use wat::{BuildComponentError, component_from_wat, reference_guest};
 
-use crate::binding::{Decider, Metrics, Reply};
 use crate::contract::HookRequest;
 use crate::failure::HookFailure;
 use engine::Runtime;
@@ -67,6 +80,7 @@ use host::HostState;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use toolgate_seam::{Decider, Metrics, Reply};
 use wasmtime::Store;
 
 /// The hook world's own import, which every linker defines and which grants
@@ -84,8 +98,8 @@ pub const DEFAULT_MEMORY_MB: u64 = 128;
 /// Default wall-clock backstop for wasm hooks, in ms.
 pub const DEFAULT_TIMEOUT_MS: u64 = 1_000;
 
-use crate::protocol::wit::bindings::{Hook, HookPre};
-use crate::protocol::wit::{from_wit, to_wit};
+use crate::wit::bindings::{Hook, HookPre};
+use crate::wit::{from_wit, to_wit};
 
 /// Why a component could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -243,6 +257,14 @@ pub struct WasmOptions {
     #[cfg(debug_assertions)]
     #[doc(hidden)]
     pub after_read: Option<fn(&Path)>,
+}
+
+/// The options a loader carries for the wasm binding, given alone
+/// (`Config::from_hooks(hooks, root, &WasmOptions::new())`).
+impl From<&WasmOptions> for toolgate_seam::parse::BindingOptions {
+    fn from(options: &WasmOptions) -> Self {
+        Self::new().with(options.clone())
+    }
 }
 
 impl WasmOptions {

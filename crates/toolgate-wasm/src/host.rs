@@ -72,7 +72,7 @@ impl HostState {
     }
 }
 
-impl crate::protocol::wit::bindings::HookImports for HostState {
+impl crate::wit::bindings::HookImports for HostState {
     fn about_to_fail(&mut self, message: String) {
         // The first reason is the one that explains the trap; a guest that
         // fails again while reporting (a panic inside its panic hook) does

@@ -324,9 +324,10 @@ pub struct OciOptions {
     /// process per tool call, which must not wait on the network; only a tag
     /// never resolved on this machine is asked, once).
     pub follow_tags: bool,
-    /// Registries a ref may name (`host[:port]`); `None` allows any. Set
-    /// from the managed layer's `allowed_registries`.
-    pub(crate) allowed_registries: Option<Vec<String>>,
+    /// Registries a ref may name (`host[:port]`); `None` allows any. The
+    /// library's loader sets it from the managed layer's
+    /// `allowed_registries` when that layer names some, over the embedder's.
+    pub allowed_registries: Option<Vec<String>>,
 }
 
 impl Default for OciOptions {

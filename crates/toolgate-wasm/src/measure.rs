@@ -4,7 +4,7 @@
 
 use super::host::HostState;
 use super::{CallBudget, LoadComponentError, WasmOptions, load};
-use crate::protocol::wit::bindings::{Event as WitEvent, Request as WitRequest};
+use crate::wit::bindings::{Event as WitEvent, Request as WitRequest};
 use std::path::Path;
 use std::time::Instant;
 use wasmtime::Store;

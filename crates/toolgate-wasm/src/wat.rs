@@ -56,7 +56,7 @@ pub fn component_from_wat(wat: &str) -> Result<Vec<u8>, BuildComponentError> {
     let mut module = wat_to_module(wat)?;
     let mut resolve = wit_parser::Resolve::default();
     let pkg = resolve
-        .push_str("hook.wit", include_str!("../../../../../wit/hook.wit"))
+        .push_str("hook.wit", include_str!("../../../wit/hook.wit"))
         .map_err(embed)?;
     let world = resolve.select_world(&[pkg], Some("hook")).map_err(embed)?;
     wit_component::embed_component_metadata(

@@ -7,8 +7,7 @@
 //! any other binding's field is.
 
 use super::{ComponentInfo, DEFAULT_FUEL, DEFAULT_MEMORY_MB, MAX_FUEL, MAX_MEMORY_MB, WasmHook};
-use crate::binding::parse::{Common, Field, HookCtx, whole_number};
-use crate::binding::{Binding, BindingKind, BindingSpec, Configurable, Decider, WorkspaceTrust};
+use crate::contract::BindingKind;
 use crate::contract::Source;
 use crate::safe_fs::FileIdentity;
 use crate::signing::{Expect, InForce};
@@ -16,6 +15,8 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 use std::path::PathBuf;
 use std::sync::Arc;
+use toolgate_seam::parse::{Common, Field, HookCtx, whole_number};
+use toolgate_seam::{Binding, Configurable, Decider, WorkspaceTrust};
 
 /// `signed`: absent is `Some(None)`; `None` is a problem reported.
 #[allow(clippy::option_option)]
@@ -63,7 +64,9 @@ fn parse_signed(
     Some(Some((name, min_version)))
 }
 
-pub(crate) const CONFIG: Configurable = Configurable {
+/// The binding's hooks.json fields (`wasm`, `fuel`, `memory_mb`, `signed`) and
+/// their parser: the library lists it among the bindings a hook may select.
+pub const CONFIG: Configurable<WasmSpec> = Configurable {
     key: Field {
         name: "wasm",
         about: "The WebAssembly component (a .wasm component or a .wat file), resolved \
@@ -193,11 +196,7 @@ impl Binding for WasmSpec {
     }
 }
 
-fn parse(
-    obj: &Map<String, Value>,
-    common: &Common<'_>,
-    ctx: &mut HookCtx<'_>,
-) -> Option<BindingSpec> {
+fn parse(obj: &Map<String, Value>, common: &Common<'_>, ctx: &mut HookCtx<'_>) -> Option<WasmSpec> {
     let fuel = ctx.bounded(obj.get("fuel"), "fuel", 1, MAX_FUEL, DEFAULT_FUEL, "");
     let memory_mb = ctx.bounded(
         obj.get("memory_mb"),
@@ -279,7 +278,7 @@ fn parse(
     if common.source == Source::Managed
         && common
             .options
-            .get::<crate::binding::parse::CallerVouches>()
+            .get::<toolgate_seam::parse::CallerVouches>()
             .is_none()
         && let Err(e) = crate::safe_fs::root_owned_file(&path)
     {
@@ -305,14 +304,14 @@ fn parse(
         check,
         None,
     ) {
-        Ok((loaded, component)) => Some(BindingSpec::Wasm(WasmSpec {
+        Ok((loaded, component)) => Some(WasmSpec {
             wasm: path,
             fuel,
             memory_mb,
             component,
             oci: None,
             loaded: Arc::new(loaded),
-        })),
+        }),
         Err(e) => {
             ctx.problem(
                 "wasm",
@@ -364,7 +363,7 @@ fn parse_oci(
     common: &Common<'_>,
     ctx: &mut HookCtx<'_>,
     (options, check): (&super::WasmOptions, Option<super::SignatureCheck<'_>>),
-) -> Option<BindingSpec> {
+) -> Option<WasmSpec> {
     use super::oci;
     let refused = |ctx: &mut HookCtx<'_>, why: String| {
         ctx.problem("wasm", format!("component {written:?}: {why}"));
@@ -432,14 +431,14 @@ fn parse_oci(
                 component.cache_warning = Some(joined.clone());
                 loaded.load_warning = Some(joined);
             }
-            Some(BindingSpec::Wasm(WasmSpec {
+            Some(WasmSpec {
                 wasm: resolved.path.clone(),
                 fuel,
                 memory_mb,
                 component,
                 oci: Some(Box::new(resolved)),
                 loaded: Arc::new(loaded),
-            }))
+            })
         }
         Err(e) => refused(
             ctx,
