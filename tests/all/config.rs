@@ -593,20 +593,22 @@ fn every_hooks_json_in_the_repository_passes_the_schema() {
             )
         })
         .collect();
-    // The README's ```json blocks that are whole hooks.json files.
-    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
-    for (i, block) in readme.split("```json\n").skip(1).enumerate() {
-        let block = block.split("```").next().unwrap();
-        if let Ok(doc @ serde_json::Value::Object(_)) = serde_json::from_str(block)
-            && doc.get("schema").is_some()
-            && doc.get("hooks").is_some()
-        {
-            docs.push((format!("README.md json block {i}"), doc));
+    // The ```json blocks of the README and the book that are whole
+    // hooks.json files.
+    for (page, text) in crate::support::documentation() {
+        for (i, block) in text.split("```json\n").skip(1).enumerate() {
+            let block = block.split("```").next().unwrap();
+            if let Ok(doc @ serde_json::Value::Object(_)) = serde_json::from_str(block)
+                && doc.get("schema").is_some()
+                && doc.get("hooks").is_some()
+            {
+                docs.push((format!("{page} json block {i}"), doc));
+            }
         }
     }
     assert!(
         docs.len() > shipped.len(),
-        "the README's examples were found"
+        "the documentation's examples were found"
     );
     for (name, doc) in &docs {
         let errors = validator.errors(doc);

@@ -1,4 +1,4 @@
-//! The README's table of environment variables is the whole list: a
+//! The book's table of environment variables (docs/environment.md) is the whole list: a
 //! variable the code reads that the table lacks is a switch no user can find
 //! (and that the suite's hermetic `toolgate` would let through from the
 //! developer's shell), and a row the code no longer reads is a promise of a
@@ -209,14 +209,13 @@ fn reads(files: &[(PathBuf, String)]) -> Vec<Read> {
     found
 }
 
-/// The README's "Environment" table: the variable of each row.
-fn readme_table() -> BTreeSet<String> {
-    let readme =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
-    let section = readme
-        .split("\n## ")
-        .find(|s| s.starts_with("Environment\n"))
-        .expect("the README has an \"Environment\" section");
+/// The book's "Environment" table (docs/environment.md): the variable of
+/// each row.
+fn environment_table() -> BTreeSet<String> {
+    let section =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/environment.md"))
+            .expect("the book has an Environment page");
+    let section = section.as_str();
     let row = Regex::new(r"(?m)^\| `([A-Z][A-Z0-9_]*)` \|").unwrap();
     let names: Vec<String> = row
         .captures_iter(section)
@@ -258,11 +257,11 @@ fn read_by(dirs: &[&str]) -> BTreeMap<String, Vec<String>> {
 }
 
 #[test]
-fn every_variable_the_binary_reads_is_in_the_readme_table_and_no_other() {
+fn every_variable_the_binary_reads_is_in_the_environment_table_and_no_other() {
     // The binary is the command-line tool and every crate it is built on
     // (read together: a name a library declares, the tool may read).
     let code = read_by(&binary_sources());
-    let table = readme_table();
+    let table = environment_table();
     // The reads this test must find, or it is not reading the code.
     for known in ["TOOLGATE_CONFIG_DIR", "HOME", "TOOLGATE_LOG", "NO_COLOR"] {
         assert!(code.contains_key(known), "{known} was not found: {code:#?}");
@@ -274,22 +273,22 @@ fn every_variable_the_binary_reads_is_in_the_readme_table_and_no_other() {
         .collect();
     assert!(
         missing.is_empty(),
-        "read by the code but not in the README's Environment table: {missing:#?}"
+        "read by the code but not in the Environment table (docs/environment.md): {missing:#?}"
     );
     let stale: Vec<&String> = table.iter().filter(|n| !code.contains_key(*n)).collect();
     assert!(
         stale.is_empty(),
-        "in the README's Environment table but read nowhere in the sources: {stale:?}"
+        "in the Environment table (docs/environment.md) but read nowhere in the sources: {stale:?}"
     );
 }
 
 #[test]
 fn the_suites_toolgate_is_given_every_variable_in_the_table() {
-    let table = readme_table();
+    let table = environment_table();
     let given: BTreeSet<String> = BINARY_ENV.iter().map(|(k, _)| (*k).to_owned()).collect();
     assert_eq!(
         given, table,
-        "support::BINARY_ENV and the README's Environment table list different variables"
+        "support::BINARY_ENV and the Environment table (docs/environment.md) list different variables"
     );
 }
 

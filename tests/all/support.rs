@@ -153,6 +153,33 @@ pub(crate) fn write_executable(path: &Path, body: &str) {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
+/// The README and every page of the book (docs/, recursively), as
+/// `(path from the repository root, text)`, sorted by path.
+pub(crate) fn documentation() -> Vec<(String, String)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut pages = vec!["README.md".to_owned()];
+    let mut dirs = vec![root.join("docs")];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).expect("docs/ is readable") {
+            let path = entry.expect("a docs/ entry").path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "md") {
+                let rel = path.strip_prefix(root).expect("under the root");
+                pages.push(rel.to_string_lossy().into_owned());
+            }
+        }
+    }
+    pages.sort();
+    pages
+        .into_iter()
+        .map(|page| {
+            let text = std::fs::read_to_string(root.join(&page)).expect("a page is readable");
+            (page, text)
+        })
+        .collect()
+}
+
 /// The sources of the library an embedder builds (`toolgate` and the crates
 /// below it), relative to the repository root.
 pub(crate) const LIBRARY_SOURCES: &[&str] = &[
@@ -311,7 +338,7 @@ pub(crate) enum Given {
     Inherited,
 }
 
-/// Every environment variable the binary reads (README: "Environment"), and
+/// Every environment variable the binary reads (docs/environment.md), and
 /// what a test's `toolgate` gets for it.
 pub(crate) const BINARY_ENV: &[(&str, Given)] = &[
     ("HOME", Given::Fresh("home")),

@@ -133,7 +133,7 @@ and the same entry under "PostToolUse" and "PostToolUseFailure". "args"
 runs toolgate without a shell. "onFailure": "block" (Claude Code 2.1.295
 and later; older releases ignore it) blocks the call when toolgate is
 missing, crashes or outlives the hook's timeout: without it, or on an
-older release, such a call goes through unguarded. The README's "Coming
+older release, such a call goes through unguarded. The book's "Coming
 from Claude Code / Codex" lists what each answer becomes.
 
 The path above is this toolgate's own. `toolgate install claude-code`

@@ -149,7 +149,7 @@ nobody reviewed, without a word in `codex exec`.
   }
 }
 
-and the same entry under "PostToolUse". The README's "Coming from Claude
+and the same entry under "PostToolUse". The book's "Coming from Claude
 Code / Codex" lists what each answer becomes.
 
 Example:

@@ -363,7 +363,7 @@ and the same entry under "postToolUse" and "postToolUseFailure". Give no
 "matcher": "*" is not a regex to Copilot, which then skips the hook. A
 missing or crashing toolgate blocks the call; one that outlives timeoutSec
 lets it through, so toolgate answers within 24 s (--deadline-ms for another
-timeoutSec). The README's "GitHub Copilot CLI" section lists what each
+timeoutSec). The book's "GitHub Copilot CLI" section lists what each
 answer becomes."#;
 
 /// Imports Copilot CLI hook settings (a `.github/hooks/*.json` file, or

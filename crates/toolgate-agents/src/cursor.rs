@@ -340,7 +340,7 @@ and the same entry under "postToolUse". Without "failClosed": true a
 missing, crashing or hanging toolgate lets the call through. Only documented
 event names: Cursor was reported to ignore the whole file over one unknown
 name. Written from Cursor's hooks reference, not verified against a live
-Cursor; the README's "Cursor" section lists what each answer becomes."#;
+Cursor; the book's "Cursor" section lists what each answer becomes."#;
 
 /// Imports Cursor's hooks.json.
 ///

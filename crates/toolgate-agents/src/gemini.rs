@@ -379,7 +379,7 @@ and the same entry under "AfterTool". Gemini CLI runs hooks only in a
 folder it trusts (~/.gemini/trustedFolders.json, or
 GEMINI_CLI_TRUST_WORKSPACE=true for headless runs), the user's hooks
 included. Its `timeout` is in milliseconds (default 60000); toolgate
-answers within 50 s. The README's "Gemini CLI" section lists what each
+answers within 50 s. The book's "Gemini CLI" section lists what each
 answer becomes.
 
 Example:

@@ -322,7 +322,7 @@ then, add to the permissions in opencode.json, last:
   }
 
 The plugin lifts exactly this rule once it has loaded and toolgate answers.
-The README's "OpenCode" section lists what each answer becomes.
+The book's "OpenCode" section lists what each answer becomes.
 
 Example:
   echo '{"event":"tool.execute.before","tool":"bash","args":{"command":"ls"}}' \

@@ -400,7 +400,7 @@ PostToolUseFailure and PostToolBatch:
 and the same entry under "PostToolUse", "PostToolUseFailure" and
 "PostToolBatch" (the only event that can withhold a failed call's output).
 Qwen Code names its tools run_shell_command, read_file, edit, write_file...
-The README's "Qwen Code" section lists what each answer becomes.
+The book's "Qwen Code" section lists what each answer becomes.
 
 Example:
   toolgate qwen-code < examples/demo/claude-pre-force-push.json"#;

@@ -1,14 +1,14 @@
 //! The conformance table: for each agent and version (a column) and each of
 //! toolgate's answers (a row), what the live run showed. The live tests
 //! record their cells ([`record`]); the cells are kept in
-//! `tests/agents/conformance.json`, and the README's table is generated from
-//! that file ([`the_readme_table_is_the_recorded_conformance`]).
+//! `tests/agents/conformance.json`, and the book's table (docs/agents.md) is
+//! generated from that file ([`the_book_table_is_the_recorded_conformance`]).
 //!
 //! A live test fails when what it saw differs from the recorded cell, so the
-//! file (and the README) can only say what a real run showed. After a
+//! file (and the book) can only say what a real run showed. After a
 //! deliberate change — a new agent, a new release — run the live tests with
 //! `TOOLGATE_BLESS=1` to rewrite the cells they record, then
-//! `TOOLGATE_BLESS=1 cargo test conformance::` to regenerate the README's
+//! `TOOLGATE_BLESS=1 cargo test conformance::` to regenerate the book's
 //! table, and review both diffs.
 
 use serde_json::{Map, Value, json};
@@ -44,7 +44,7 @@ pub(crate) enum Row {
 
 /// One cell: what a run showed.
 pub(crate) struct Cell<'a> {
-    /// What happened, in a few words (the README shows this).
+    /// What happened, in a few words (the book shows this).
     pub(crate) summary: &'a str,
     /// What the model was shown, as the test asserted it (verbatim, or the
     /// part the test checked); `None` where the model was shown nothing.
@@ -112,7 +112,7 @@ pub(crate) fn saw_live(agent: &str, var: &str, row: Row, summary: &str, model_sa
     record(&column, row, cell);
 }
 
-/// The README's table, from the recorded cells: rows in [`Row`]'s order,
+/// The book's table (docs/agents.md), from the recorded cells: rows in [`Row`]'s order,
 /// columns in the file's order.
 fn render(table: &Map<String, Value>) -> String {
     use strum::VariantArray;
@@ -143,12 +143,12 @@ const BEGIN: &str = "<!-- conformance table: generated from tests/agents/conform
 const END: &str = "<!-- end of conformance table -->\n";
 
 #[test]
-fn the_readme_table_is_the_recorded_conformance() {
-    let readme_path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("README.md");
-    let readme = std::fs::read_to_string(&readme_path).unwrap();
+fn the_book_table_is_the_recorded_conformance() {
+    let page_path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("docs/agents.md");
+    let readme = std::fs::read_to_string(&page_path).unwrap();
     let table = render(&load());
     let (Some(start), Some(end)) = (readme.find(BEGIN), readme.find(END)) else {
-        panic!("README.md has no conformance table between {BEGIN:?} and {END:?}");
+        panic!("docs/agents.md has no conformance table between {BEGIN:?} and {END:?}");
     };
     let current = &readme[start + BEGIN.len()..end];
     if current == table {
@@ -156,9 +156,9 @@ fn the_readme_table_is_the_recorded_conformance() {
     }
     assert!(
         blessing(),
-        "README.md's conformance table is not the one tests/agents/conformance.json gives; \
+        "docs/agents.md's conformance table is not the one tests/agents/conformance.json gives; \
          rerun with TOOLGATE_BLESS=1 to regenerate it:\n{table}"
     );
     let updated = format!("{}{BEGIN}{table}{}", &readme[..start], &readme[end..]);
-    std::fs::write(&readme_path, updated).unwrap();
+    std::fs::write(&page_path, updated).unwrap();
 }

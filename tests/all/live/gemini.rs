@@ -259,7 +259,7 @@ fn live_gemini_each_answer_before_and_after_the_call() {
             .requests()
             .iter()
             .any(|b| b.to_string().contains("toolgate-pre-context-marker")),
-        "Gemini CLI now shows context given before the call: say so in the README"
+        "Gemini CLI now shows context given before the call: say so in docs/agents/gemini.md"
     );
     saw(
         Row::Context,

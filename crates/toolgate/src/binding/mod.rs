@@ -131,28 +131,54 @@ const WASM: Configurable<BindingSpec> = Configurable {
     parse: |hook, common, ctx| (wasm::CONFIG.parse)(hook, common, ctx).map(BindingSpec::Wasm),
 };
 
-/// Without the wasm binding built in: the same key, and a refusal that says
-/// how to get it.
+/// The wasm binding's own fields, by name: without the binding built in
+/// they are still its fields (not unknown ones), so a hook that uses them
+/// gets the one refusal that says what to build. A test with the feature
+/// pins them to the binding's own list.
+#[cfg_attr(
+    feature = "wasm",
+    allow(dead_code, reason = "read by the test that pins it")
+)]
+const WASM_FIELDS: [&str; 3] = ["fuel", "memory_mb", "signed"];
+
+/// Without the wasm binding built in: the same key and fields, and a
+/// refusal that says how to get it.
 #[cfg(not(feature = "wasm"))]
-const WASM: Configurable<BindingSpec> = Configurable {
-    key: parse::Field {
-        name: "wasm",
-        about: "A WebAssembly component: not built into this program (toolgate's `wasm` \
-                feature).",
-        schema: || serde_json::json!({"type": "string"}),
-    },
-    fields: &[],
-    example: "a component such as \"hooks/guard.wasm\", with toolgate's `wasm` feature",
-    default_timeout_ms: crate::contract::MAX_TIMEOUT_MS,
-    parse: |_, _, ctx| {
-        ctx.problem(
-            "wasm",
-            "the WebAssembly binding is not built into this program: build toolgate with its \
-             `wasm` feature",
-        );
-        None
-    },
+const WASM: Configurable<BindingSpec> = {
+    const fn field(name: &'static str) -> parse::Field {
+        parse::Field {
+            name,
+            about: "Only with toolgate's `wasm` feature, which this program was built without.",
+            schema: || serde_json::json!({}),
+        }
+    }
+    const FIELDS: [parse::Field; 3] = [
+        field(WASM_FIELDS[0]),
+        field(WASM_FIELDS[1]),
+        field(WASM_FIELDS[2]),
+    ];
+    Configurable {
+        key: field("wasm"),
+        fields: &FIELDS,
+        example: "a component such as \"hooks/guard.wasm\", with toolgate's `wasm` feature",
+        default_timeout_ms: crate::contract::MAX_TIMEOUT_MS,
+        parse: |_, _, ctx| {
+            ctx.problem(
+                "wasm",
+                "the WebAssembly binding is not built into this program: build toolgate with its \
+                 `wasm` feature",
+            );
+            None
+        },
+    }
 };
+
+#[cfg(all(test, feature = "wasm"))]
+#[test]
+fn the_wasm_fields_known_without_the_feature_are_the_bindings_own() {
+    let own: Vec<&str> = wasm::CONFIG.fields.iter().map(|f| f.name).collect();
+    assert_eq!(own, WASM_FIELDS);
+}
 
 /// One link of the chain: a decider plus everything the chain needs to know
 /// about it.
@@ -188,7 +214,7 @@ mod without_the_wasm_feature {
         let err = Config::from_hooks(
             [
                 HookDef::command("guard", ["true"]),
-                HookDef::wasm("redact", "hooks/redact.wasm"),
+                HookDef::wasm("redact", "hooks/redact.wasm").fuel(1_000_000),
             ],
             Path::new("/"),
             BindingOptions::new(),
