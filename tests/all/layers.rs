@@ -621,7 +621,7 @@ fn the_lean_client_links_no_agent_settings_editing_or_import() {
     // Its own block is in it: the search reads the binary.
     assert!(has(&lean, "so this call is blocked"));
     for marker in [
-        // Editing an agent's settings (settings.rs).
+        // Editing an agent's settings (settings/).
         "toolgate edits plain JSON only",
         // Importing Copilot CLI's hooks (copilot.rs).
         "as Copilot's hook instead",
@@ -1061,7 +1061,6 @@ const LONG_MODULES_BEFORE_THE_RULE: &[&str] = &[
     "crates/toolgate/src/config/hook.rs",
     "crates/toolgate/src/config/mod.rs",
     "crates/toolgate-agents/src/gemini.rs",
-    "crates/toolgate-agents/src/settings.rs",
     "src/cli/doctor.rs",
     "src/cli/serve.rs",
     "src/cli/serve/http.rs",
