@@ -51,18 +51,15 @@
 //! lean client `toolgate-hook`; what is here is the command line and the
 //! evaluation this process does itself when no server takes the call.
 
-use super::decision_log::{self, Logging};
 use super::hook_process::{self, Forwarded};
-use toolgate::agent::AgentHook as _;
-// The HTTP server (`serve/http.rs`) finds a call's workspace and deadline
-// as an agent command does.
-pub(crate) use super::hook_process::{deadline_within, workspace_from_cwd};
 use super::runtime;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use toolgate::HookRunner;
-use toolgate::agent::{AgentCall, Outward as Dialect, render_outcome};
+use toolgate::agent::AgentHook as _;
+use toolgate::agent::Outward as Dialect;
+use toolgate_server::decision_log::{self, Logging};
 
 /// Run as the agent's hook: read its stdin, run the chain, answer in its
 /// format.
@@ -193,7 +190,7 @@ fn evaluate(
     let runner = HookRunner::builder().config(config).build();
     // The chain must answer before the watchdog; loading took some of it.
     let budget = hook_process::chain_budget(started);
-    Ok(runtime()?.block_on(answer_call(
+    Ok(runtime()?.block_on(toolgate_server::answer::agent(
         &runner,
         call,
         dialect,
@@ -201,28 +198,4 @@ fn evaluate(
         log.as_ref(),
         None,
     )))
-}
-
-/// The agent's answer to `call` (`None`: nothing to print, as for an event
-/// toolgate has no part in): the same whether evaluated here or by a
-/// running server. The chain's deadline is cut to `budget`. With `log`, the
-/// decision is appended to the decision log (a failure to is a warning on
-/// stderr, never a change of the answer).
-pub(crate) async fn answer_call(
-    runner: &HookRunner,
-    call: AgentCall,
-    dialect: Dialect,
-    budget: Duration,
-    log: Option<&Logging>,
-    metrics: Option<&super::serve::metrics::Metrics>,
-) -> Option<serde_json::Value> {
-    let request = call.request?;
-    let runner = runner.with_chain_timeout(runner.chain_timeout().min(budget));
-    let started = Instant::now();
-    let outcome = runner.evaluate(&request).await;
-    if let Some(log) = log {
-        decision_log::warn(log.outcome(&request, &outcome, started.elapsed()));
-    }
-    super::serve::metrics::count(metrics, |m| m.outcome(&outcome));
-    render_outcome(&outcome, dialect, &call.hook_event_name)
 }

@@ -8,15 +8,15 @@
 //!
 //! A call blocked because a hook failed exits 3, not 2: a crashing guard
 //! must never look like one that decided to deny (fail closed still blocks
-//! it). The server computes the same code in [`answer`], so a running
-//! `toolgate serve` answers alike.
+//! it). The server computes the same code in `toolgate_server::answer`,
+//! so a running `toolgate serve` answers alike.
 //!
 //! A pre-call `replace` has already been through the post chain when it is
 //! printed: the tool will not run, so its replacement must be what output
 //! guards see and what the model is shown. A harness must not make a separate
 //! post call for it.
 
-use super::{EXIT_DENIED, EXIT_HOOK_FAILED, runtime};
+use super::runtime;
 use anyhow::Context;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -77,42 +77,27 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(code));
     }
     // Not asked of a server, so logged here (a server that answers logs).
-    let log = super::env::decision_log()
-        .map(|path| super::decision_log::Logging::new(path, "check", false, &workspace.root));
+    let log = super::env::decision_log().map(|path| {
+        toolgate_server::decision_log::Logging::new(path, "check", false, &workspace.root)
+    });
     let started = std::time::Instant::now();
     let config = super::env::load_for(&workspace.root, &request).inspect_err(|e| {
         if let Some(log) = &log {
             let error = toolgate::text::error_chain(e);
-            super::decision_log::warn(log.error(Some(&request), &error, started.elapsed()));
+            toolgate_server::decision_log::warn(log.error(
+                Some(&request),
+                &error,
+                started.elapsed(),
+            ));
         }
     })?;
     let runner = HookRunner::builder().config(config).build();
-    let (json, code) = runtime()?.block_on(answer(&runner, &request, log.as_ref(), None));
+    let (json, code) = runtime()?.block_on(toolgate_server::answer::check(
+        &runner,
+        &request,
+        log.as_ref(),
+        None,
+    ));
     outln!("{json}");
     Ok(ExitCode::from(code))
-}
-
-/// What `check` prints for `request`, and its exit code: the same whether
-/// evaluated here or by a running server.
-pub(crate) async fn answer(
-    runner: &HookRunner,
-    request: &toolgate::Request,
-    log: Option<&super::decision_log::Logging>,
-    metrics: Option<&super::serve::metrics::Metrics>,
-) -> (serde_json::Value, u8) {
-    let started = std::time::Instant::now();
-    let outcome = runner.evaluate(request).await;
-    if let Some(log) = log {
-        super::decision_log::warn(log.outcome(request, &outcome, started.elapsed()));
-    }
-    super::serve::metrics::count(metrics, |m| m.outcome(&outcome));
-    // A failed hook's block is never reported as a decided deny.
-    let code = if outcome.may_proceed() {
-        0
-    } else if outcome.blocked_by_failure().is_some() {
-        EXIT_HOOK_FAILED
-    } else {
-        EXIT_DENIED
-    };
-    (wire::outcome_json(&outcome), code)
 }

@@ -389,7 +389,7 @@ fn check_scope(
         }
         let over_http = argv[0].starts_with("http://");
         let binary = if over_http {
-            let answered = super::serve::http::probe(&argv[0]);
+            let answered = toolgate_server::http::probe(&argv[0]);
             if let Err(why) = &answered {
                 problems.add(
                     format!(

@@ -109,15 +109,6 @@ pub(crate) fn trust_store() -> Option<toolgate::trust::TrustStore> {
     trust_dir().map(toolgate::trust::TrustStore::new)
 }
 
-/// Debug builds only (the rotation tests): the decision log's rotation
-/// size, `$TOOLGATE_DEBUG_DECISION_LOG_MAX_BYTES`.
-#[cfg(debug_assertions)]
-pub(crate) fn decision_log_max_bytes() -> Option<u64> {
-    std::env::var("TOOLGATE_DEBUG_DECISION_LOG_MAX_BYTES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-}
-
 /// A loader for `workspace` (and the global config), as the
 /// environment says.
 pub(crate) fn loader(workspace: &Path, one_shot: bool) -> toolgate::config::Loader {

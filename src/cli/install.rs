@@ -301,7 +301,7 @@ pub(crate) fn install(args: InstallArgs) -> anyhow::Result<ExitCode> {
         eprintln!("next: {}", trust.fix);
     }
     if let (true, Some(http)) = (over_http, spec.http) {
-        let path = super::serve::http::token_path()
+        let path = toolgate_server::http::token_path()
             .map_or("$XDG_STATE_HOME/toolgate/http-token".into(), |p| {
                 p.display().to_string()
             });
@@ -347,7 +347,7 @@ fn http_url(target: &Target, given: Option<String>) -> anyhow::Result<String> {
     }
     let url = match given {
         Some(url) => url,
-        None => super::serve::http::running_url().ok_or_else(|| {
+        None => toolgate_server::http::running_url().ok_or_else(|| {
             anyhow!(
                 "no toolgate server answers HTTP: start `toolgate serve --http 127.0.0.1:PORT` \
                  first, or give --http-url"
@@ -362,7 +362,7 @@ fn http_url(target: &Target, given: Option<String>) -> anyhow::Result<String> {
     let addr = base
         .strip_prefix("http://")
         .ok_or_else(|| anyhow!("--http-url {url}: not an http:// URL"))?;
-    super::serve::http::parse_addr(addr)?;
+    toolgate_server::http::parse_addr(addr)?;
     Ok(format!("{base}/{agent}"))
 }
 

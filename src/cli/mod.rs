@@ -73,13 +73,13 @@ pub(crate) fn write_file(
 mod agent;
 mod bench;
 mod check;
-mod decision_log;
 mod dev;
 mod doctor;
 pub(crate) mod env;
 mod hooks;
 mod import;
 mod install;
+mod log;
 mod new;
 mod push;
 mod replay;
@@ -98,8 +98,6 @@ use std::process::ExitCode;
 pub(crate) const EXIT_ERROR: u8 = 1;
 /// Exit code: the call is denied (the agent commands' block too).
 pub(crate) use hook_process::EXIT_DENIED;
-/// Exit code of `check`: the call is blocked because a hook failed.
-pub(crate) use hook_process::EXIT_HOOK_FAILED;
 /// Exit code of `test`: one or more fixtures failed.
 pub(crate) const EXIT_TESTS_FAILED: u8 = 100;
 /// Exit code: the command line is wrong (sysexits `EX_USAGE`).
@@ -153,7 +151,7 @@ enum Command {
     New(new::Args),
     Dev(dev::Args),
     Replay(replay::Args),
-    Log(decision_log::show::Args),
+    Log(log::Args),
     Trust(trust::Args),
     Serve(serve::Args),
     Push(push::Args),
@@ -177,7 +175,7 @@ pub(crate) fn main() -> ExitCode {
         Command::New(args) => new::run(args),
         Command::Dev(args) => dev::run(args),
         Command::Replay(args) => replay::run(args),
-        Command::Log(args) => decision_log::show::run(args),
+        Command::Log(args) => log::run(args),
         Command::Trust(args) => trust::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Push(args) => push::run(args),

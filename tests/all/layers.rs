@@ -450,10 +450,16 @@ const CRATES: &[(&str, &[&str])] = &[
         ],
     ),
     ("toolgate-bench", &["toolgate"]),
+    ("toolgate-server", &["toolgate", "toolgate-hook"]),
     ("toolgate-mentra", &["toolgate"]),
     (
         "toolgate-cli",
-        &["toolgate", "toolgate-bench", "toolgate-hook"],
+        &[
+            "toolgate",
+            "toolgate-bench",
+            "toolgate-hook",
+            "toolgate-server",
+        ],
     ),
 ];
 
@@ -970,8 +976,8 @@ const LONG_BEFORE_THE_RULE: &[(&str, &str)] = &[
     ("src/cli/doctor.rs", "check_agent"),
     ("src/cli/doctor.rs", "check_scope"),
     ("crates/toolgate-hook/src/hook_process.rs", "run"),
-    ("src/cli/serve.rs", "connection"),
-    ("src/cli/serve.rs", "evaluate_timed"),
+    ("crates/toolgate-server/src/socket.rs", "connection"),
+    ("crates/toolgate-server/src/server.rs", "evaluate_timed"),
 ];
 
 /// Every Rust file of the tool (`src/`) and of each crate under `crates/`
@@ -1062,8 +1068,7 @@ const LONG_MODULES_BEFORE_THE_RULE: &[&str] = &[
     "crates/toolgate/src/config/mod.rs",
     "crates/toolgate-agents/src/gemini.rs",
     "src/cli/doctor.rs",
-    "src/cli/serve.rs",
-    "src/cli/serve/http.rs",
+    "crates/toolgate-server/src/http.rs",
 ];
 
 #[test]

@@ -198,6 +198,7 @@ pub(crate) fn binary_sources() -> Vec<&'static str> {
     let mut dirs = vec![
         "src",
         "crates/toolgate-hook/src",
+        "crates/toolgate-server/src",
         "crates/toolgate-bench/src",
     ];
     dirs.extend_from_slice(LIBRARY_SOURCES);

@@ -53,7 +53,7 @@ pub fn socket_path() -> Option<PathBuf> {
 }
 
 /// The decision log the operator named: `$TOOLGATE_DECISION_LOG` (see
-/// `src/cli/decision_log/`); unset or empty, no log.
+/// `toolgate-server`'s `decision_log.rs`); unset or empty, no log.
 pub fn decision_log() -> Option<PathBuf> {
     dir("TOOLGATE_DECISION_LOG")
 }

@@ -58,9 +58,6 @@
 //! warning. The lock is waited for at most [`LOCK_WAIT`], then the line is
 //! dropped with a warning rather than delaying the agent.
 
-/// `toolgate log`: reading the file this module writes.
-pub(crate) mod show;
-
 use serde::Serialize;
 use serde_json::Value;
 use std::fs::File;
@@ -71,9 +68,9 @@ use std::time::{Duration, Instant, SystemTime};
 use toolgate::{Outcome, Request, RunRecord};
 
 /// The size past which the file is rotated.
-pub(crate) const MAX_BYTES: u64 = 8 * 1024 * 1024;
+pub const MAX_BYTES: u64 = 8 * 1024 * 1024;
 /// How many rotated files are kept (`.1` … `.3`).
-pub(crate) const KEEP: u32 = 3;
+pub const KEEP: u32 = 3;
 /// The longest line written.
 const MAX_LINE: usize = 64 * 1024;
 /// What is kept of each run's diagnostics: the end, where a traceback says
@@ -86,7 +83,7 @@ const LOCK_WAIT: Duration = Duration::from_millis(500);
 
 /// Where and as what a call is logged.
 #[derive(Clone, Debug)]
-pub(crate) struct Logging {
+pub struct Logging {
     /// The file.
     path: PathBuf,
     /// The command that was asked: `check`, or the agent's name.
@@ -137,7 +134,7 @@ fn is_zero(n: &usize) -> bool {
 impl Logging {
     /// Logging to `path` for a call made through `via` in `workspace`
     /// (recorded absolute: the caller's cwd is not the reader's).
-    pub(crate) fn new(path: PathBuf, via: &'static str, served: bool, workspace: &Path) -> Self {
+    pub fn new(path: PathBuf, via: &'static str, served: bool, workspace: &Path) -> Self {
         Logging {
             path,
             via,
@@ -148,12 +145,7 @@ impl Logging {
 
     /// Logs what the chain decided for `request`; `None`, or a warning for
     /// the operator when the line could not be written.
-    pub(crate) fn outcome(
-        &self,
-        request: &Request,
-        outcome: &Outcome,
-        took: Duration,
-    ) -> Option<String> {
+    pub fn outcome(&self, request: &Request, outcome: &Outcome, took: Duration) -> Option<String> {
         let reason = match &outcome.decision {
             toolgate::Decision::Deny { reason } => Some(toolgate::text::excerpt(reason, EXCERPT)),
             _ => None,
@@ -169,12 +161,7 @@ impl Logging {
 
     /// Logs that toolgate could not evaluate the call (it was blocked):
     /// `request` when it was read.
-    pub(crate) fn error(
-        &self,
-        request: Option<&Request>,
-        error: &str,
-        took: Duration,
-    ) -> Option<String> {
+    pub fn error(&self, request: Option<&Request>, error: &str, took: Duration) -> Option<String> {
         let line = Line {
             decision: "error",
             error: Some(toolgate::text::bound(
@@ -234,7 +221,7 @@ impl Logging {
 /// Says `warning` on stderr once per process (a server with a refused log
 /// would otherwise say it at every call), never panicking: in agent mode
 /// stderr may be gone.
-pub(crate) fn warn(warning: Option<String>) {
+pub fn warn(warning: Option<String>) {
     static SAID: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
     let Some(warning) = warning else { return };
     if let Ok(mut said) = SAID.lock() {
@@ -301,10 +288,13 @@ fn run_json(run: &RunRecord, tail: usize) -> Value {
 }
 
 /// The rotation size: [`MAX_BYTES`], or in debug builds what the tests
-/// set (`env::decision_log_max_bytes`).
+/// set (`TOOLGATE_DEBUG_DECISION_LOG_MAX_BYTES`).
 fn max_bytes() -> u64 {
     #[cfg(debug_assertions)]
-    if let Some(n) = super::env::decision_log_max_bytes() {
+    if let Some(n) = std::env::var("TOOLGATE_DEBUG_DECISION_LOG_MAX_BYTES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
         return n;
     }
     MAX_BYTES
@@ -505,7 +495,7 @@ fn rotate(path: &Path) -> Result<(), Refused> {
 }
 
 /// The log and its rotations, oldest first, as far as they exist.
-pub(crate) fn files(path: &Path) -> Vec<PathBuf> {
+pub fn files(path: &Path) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = (1..=KEEP)
         .rev()
         .map(|n| {

@@ -63,7 +63,7 @@
 //! handler says `"onFailure": "block"`. Refusals before evaluation (a
 //! missing secret, a wrong `Host`) are 4xx: they are not Claude Code's calls.
 
-use super::Server;
+use crate::server::Server;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
@@ -80,7 +80,7 @@ use toolgate::agent::{Outward, ReadAgentInputError};
 use toolgate::serve::{Body, Evaluate, Mode};
 
 /// The longest hook input: what `toolgate claude-code` accepts on stdin.
-pub(crate) const MAX_BODY: u64 = crate::cli::MAX_STDIN;
+pub(crate) const MAX_BODY: u64 = toolgate_hook::env::MAX_STDIN;
 
 /// How long a client has to send its request's headers (on a new or an
 /// idle kept-alive connection).
@@ -96,13 +96,13 @@ pub(crate) const MAX_CONNECTIONS: usize = 32;
 const AGENT: Outward = Outward::ClaudeCode;
 
 /// What `--http` was given: a loopback IP literal with a port.
-pub(crate) fn parse_addr(given: &str) -> anyhow::Result<SocketAddr> {
+pub fn parse_addr(given: &str) -> anyhow::Result<SocketAddr> {
     parse_loopback("--http", given)
 }
 
 /// What `flag` was given: a loopback IP literal with a port (`--http`,
 /// `--metrics`).
-pub(crate) fn parse_loopback(flag: &str, given: &str) -> anyhow::Result<SocketAddr> {
+pub fn parse_loopback(flag: &str, given: &str) -> anyhow::Result<SocketAddr> {
     let addr: SocketAddr = given.parse().map_err(|_| {
         anyhow::anyhow!(
             "{flag} {given:?} is not an IP address with a port (e.g. 127.0.0.1:8787 or \
@@ -121,20 +121,27 @@ pub(crate) fn parse_loopback(flag: &str, given: &str) -> anyhow::Result<SocketAd
 
 /// Where the secret is kept: `$XDG_STATE_HOME/toolgate/http-token`, else
 /// `~/.local/state/toolgate/http-token` (beside the trust store).
-pub(crate) fn token_path() -> Option<PathBuf> {
-    crate::cli::env::dir("XDG_STATE_HOME")
+pub fn token_path() -> Option<PathBuf> {
+    toolgate_hook::env::dir("XDG_STATE_HOME")
         .map(|d| d.join("toolgate"))
-        .or_else(|| crate::cli::env::dir("HOME").map(|h| h.join(".local/state/toolgate")))
+        .or_else(|| toolgate_hook::env::dir("HOME").map(|h| h.join(".local/state/toolgate")))
         .map(|d| d.join("http-token"))
 }
 
 /// The per-user secret, created when there is none yet.
-pub(crate) struct Token(String);
+pub struct Token(String);
+
+/// Never prints the secret.
+impl std::fmt::Debug for Token {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Token(..)")
+    }
+}
 
 impl Token {
     /// Reads the secret at `path`, or creates it (0600, atomically: written
     /// beside it, then linked into place only if nothing is there).
-    pub(crate) fn load_or_create(path: &Path) -> anyhow::Result<Token> {
+    pub fn load_or_create(path: &Path) -> anyhow::Result<Token> {
         use std::os::unix::fs::DirBuilderExt;
         let refuse = |why: String| anyhow::anyhow!("the HTTP secret {}: {why}", path.display());
         let dir = path
@@ -317,7 +324,7 @@ pub(super) enum Peers {
     /// Only processes of the user the server runs as (the hook endpoint:
     /// nobody else has the token, so another user's connection can only
     /// take a slot from the user's agent). Judged from the kernel's socket
-    /// tables ([`super::peers`]) as each connection is accepted, and
+    /// tables (`peers`) as each connection is accepted, and
     /// closed at once otherwise, so it never holds a slot.
     ThisUser,
     /// Anyone on loopback (`--metrics`: Prometheus may run as a user of
@@ -341,7 +348,7 @@ pub(super) fn accept_each<F, S>(
 {
     let slots = Arc::new(tokio::sync::Semaphore::new(max));
     tokio::spawn(async move {
-        let mut backoff = super::Backoff::default();
+        let mut backoff = crate::backoff::Backoff::default();
         loop {
             let Ok(slot) = slots.clone().acquire_owned().await else {
                 return;
@@ -376,7 +383,7 @@ fn this_user(stream: &tokio::net::TcpStream, theirs: SocketAddr) -> bool {
     stream
         .local_addr()
         .ok()
-        .and_then(|ours| super::peers::peer_uid(ours, theirs))
+        .and_then(|ours| crate::peers::peer_uid(ours, theirs))
         == Some(me)
 }
 
@@ -548,11 +555,11 @@ async fn evaluated(http: &Http, bytes: &[u8]) -> Answer {
             "the hook input names no cwd, so no workspace can be found",
         );
     };
-    let workspace = match crate::cli::agent::workspace_from_cwd(Some(cwd)) {
+    let workspace = match toolgate_hook::hook_process::workspace_from_cwd(Some(cwd)) {
         Ok(workspace) => workspace,
         Err(e) => return blocked(&event, &format!("{e:#}")),
     };
-    let deadline = crate::cli::agent::deadline_within(
+    let deadline = toolgate_hook::hook_process::deadline_within(
         call.timeout.unwrap_or_else(|| AGENT.default_hook_timeout()),
     );
     let evaluation = Evaluate {
@@ -564,7 +571,7 @@ async fn evaluated(http: &Http, bytes: &[u8]) -> Answer {
         deadline_ms: Some(u64::try_from(deadline.as_millis()).unwrap_or(u64::MAX)),
         context: http.server.own_context().clone(),
     };
-    match super::evaluate(&http.server, evaluation).await {
+    match crate::server::evaluate(&http.server, evaluation).await {
         Body::Evaluated { stdout, .. } => json_answer(&stdout.unwrap_or_else(|| json!({}))),
         Body::Error { error, .. } => blocked(&event, &error),
         Body::Ack { .. } | Body::Status { .. } | Body::Metrics { .. } => {
@@ -593,7 +600,7 @@ fn blocked(event: &str, why: &str) -> Answer {
 }
 
 /// The URL a running server answers Claude Code's hooks on, if one does.
-pub(crate) fn running_url() -> Option<String> {
+pub fn running_url() -> Option<String> {
     let path = token_path()?.with_file_name("http-url");
     let url = std::fs::read_to_string(path).ok()?.trim().to_owned();
     probe(&url).ok().map(|()| url)
@@ -601,7 +608,7 @@ pub(crate) fn running_url() -> Option<String> {
 
 /// Whether the server at `url` answers a hook with this user's secret
 /// (an event toolgate has no part in, so nothing is evaluated).
-pub(crate) fn probe(url: &str) -> Result<(), String> {
+pub fn probe(url: &str) -> Result<(), String> {
     use std::io::{Read, Write};
     let rest = url
         .strip_prefix("http://")
@@ -629,7 +636,7 @@ pub(crate) fn probe(url: &str) -> Result<(), String> {
     let owner = stream
         .local_addr()
         .ok()
-        .and_then(|ours| super::peers::peer_uid(ours, addr));
+        .and_then(|ours| crate::peers::peer_uid(ours, addr));
     if owner != Some(me) {
         return Err(match owner {
             Some(uid) => format!(

@@ -85,7 +85,7 @@
 //! literal address (no DNS rebinding), any `Origin` header (a browser) is
 //! refused, only `GET /metrics`, headers within a timeout, few connections.
 
-use super::http::Peers;
+use crate::http::Peers;
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::body::Incoming;
@@ -169,7 +169,7 @@ fn seconds() -> Histogram {
 }
 
 /// The server's series; counted only when `--metrics` is given.
-pub(crate) struct Metrics {
+pub struct Metrics {
     registry: Registry,
     decisions: Family<DecisionLabels, Counter>,
     failures: Family<FailureLabels, Counter>,
@@ -182,6 +182,12 @@ pub(crate) struct Metrics {
     load_timeouts: Counter,
     /// The hook names that are label values.
     names: Mutex<HashSet<String>>,
+}
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Metrics").finish_non_exhaustive()
+    }
 }
 
 impl Metrics {
@@ -405,11 +411,14 @@ pub(crate) fn count(metrics: Option<&Metrics>, f: impl FnOnce(&Metrics)) {
 
 /// Binds `addr`, says where on stderr, and answers `GET /metrics` until the
 /// runtime stops.
-pub(super) async fn listen(server: Arc<super::Server>, addr: SocketAddr) -> anyhow::Result<()> {
-    let (listener, host) = super::http::bind(addr).await?;
+pub(super) async fn listen(
+    server: Arc<crate::server::Server>,
+    addr: SocketAddr,
+) -> anyhow::Result<()> {
+    let (listener, host) = crate::http::bind(addr).await?;
     eprintln!("toolgate serve: metrics on http://{host}/metrics");
     let host: Arc<str> = host.into();
-    super::http::accept_each(listener, MAX_CONNECTIONS, Peers::Anyone, move |stream| {
+    crate::http::accept_each(listener, MAX_CONNECTIONS, Peers::Anyone, move |stream| {
         let (server, host) = (server.clone(), host.clone());
         async move {
             let service = hyper::service::service_fn(move |request| {

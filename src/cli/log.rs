@@ -6,11 +6,11 @@
 //! reaches the terminal unescaped either. A line that is not JSON (a file
 //! cut by a full disk) is skipped and counted on stderr.
 
-use super as decision_log;
 use serde_json::Value;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use toolgate_server::decision_log;
 
 /// Show the last calls in the decision log ($TOOLGATE_DECISION_LOG): when,
 /// which agent, which tool, what was decided, by which hook, and why a hook
