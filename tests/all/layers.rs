@@ -973,8 +973,8 @@ const LONG_BEFORE_THE_RULE: &[(&str, &str)] = &[
     ("crates/toolgate-agents/src/gemini.rs", "import_handler"),
     ("crates/toolgate-agents/src/gemini.rs", "import_settings"),
     ("src/cli/dev.rs", "place"),
-    ("src/cli/doctor.rs", "check_agent"),
-    ("src/cli/doctor.rs", "check_scope"),
+    ("src/cli/doctor/wiring.rs", "check_agent"),
+    ("src/cli/doctor/wiring.rs", "check_scope"),
     ("crates/toolgate-hook/src/hook_process.rs", "run"),
     ("crates/toolgate-server/src/socket.rs", "connection"),
     ("crates/toolgate-server/src/server.rs", "evaluate_timed"),
@@ -1067,7 +1067,6 @@ const LONG_MODULES_BEFORE_THE_RULE: &[&str] = &[
     "crates/toolgate/src/config/hook.rs",
     "crates/toolgate/src/config/mod.rs",
     "crates/toolgate-agents/src/gemini.rs",
-    "src/cli/doctor.rs",
     "crates/toolgate-server/src/http.rs",
 ];
 

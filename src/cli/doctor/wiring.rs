@@ -1,0 +1,319 @@
+//! Whether each agent's settings run this toolgate, for every event, as
+//! `install` writes them now: the entries read from the user's and the
+//! project's settings, each problem with its fix.
+
+use super::versions::{check_binary, check_cli};
+use super::*;
+
+pub(super) fn check_agent(
+    agent: Outward,
+    exe: &str,
+    root: &Path,
+    home: Option<&Path>,
+) -> anyhow::Result<AgentReport> {
+    let spec = agent.install();
+    let wiring = Wiring::new(agent, exe);
+    let mut problems = Problems::default();
+    let mut notes = Vec::new();
+    let user = Place::user(agent)?;
+    let project = Place::project(agent, root)?;
+    let mut scopes = vec![check_scope("user", &user, agent, &wiring, &mut problems)];
+    if project.file != user.file {
+        scopes.push(check_scope(
+            "project",
+            &project,
+            agent,
+            &wiring,
+            &mut problems,
+        ));
+    }
+    let installed = scopes.iter().any(|s| !s.entries.is_empty());
+    let in_project = project.file != user.file
+        && scopes
+            .iter()
+            .any(|s| s.scope == "project" && !s.entries.is_empty());
+    let cli = check_cli(agent);
+    // A step that gates only a project's hooks matters only where toolgate
+    // is installed in the project.
+    let gated = |step: &toolgate::agent::TrustStep| {
+        if step.project_only {
+            in_project
+        } else {
+            installed
+        }
+    };
+    let trust = spec.trust.filter(|step| gated(step)).map(|step| {
+        let (done, error) = match (step.check, home) {
+            (None, _) => (None, None),
+            (Some(_), None) => (None, Some("HOME is not set".to_owned())),
+            (Some(check), Some(home)) => match trust_done(&check, home, root) {
+                Ok(done) => (Some(done), None),
+                Err(e) => (
+                    None,
+                    Some(format!("{}: {e}", home.join(check.file).display())),
+                ),
+            },
+        };
+        TrustReport {
+            step: step.fix,
+            checked: step.check.is_some(),
+            done,
+            error,
+        }
+    });
+    if installed {
+        match (&cli.version, cli.tested) {
+            (Some(version), Some(false)) => problems.add(
+                format!(
+                    "{} {version} is not a release toolgate was tested with",
+                    cli.command
+                ),
+                String::new(),
+                format!(
+                    "use a tested release ({}), or check what its hooks honour against the \
+                     README before relying on it",
+                    spec.tested_versions.join(", ")
+                ),
+            ),
+            (None, _) if cli.path.is_none() => notes.push(format!(
+                "{} is not on PATH: its version was not checked",
+                cli.command
+            )),
+            (None, _) => notes.push(format!(
+                "{} --version said no version: it was not checked",
+                cli.command
+            )),
+            _ => {}
+        }
+        if let Some(trust) = &trust {
+            match (trust.done, &trust.error) {
+                (_, Some(error)) => problems.add(
+                    format!("cannot tell whether the agent's trust step is done: {error}"),
+                    String::new(),
+                    trust.step.to_owned(),
+                ),
+                (Some(false), None) => problems.add(
+                    format!(
+                        "the agent's own trust step is not done for {}",
+                        root.display()
+                    ),
+                    String::new(),
+                    trust.step.to_owned(),
+                ),
+                (None, None) => notes.push(format!("reminder: {}", trust.step)),
+                (Some(true), None) => {}
+            }
+        }
+    } else {
+        notes.push(format!(
+            "not installed: `toolgate install {agent}` installs it"
+        ));
+    }
+    Ok(AgentReport {
+        agent: agent.name(),
+        installed,
+        scopes,
+        cli,
+        trust,
+        problems: problems.into_list(),
+        notes,
+    })
+}
+
+/// Problems, with those that differ only in their event said once.
+#[derive(Default)]
+struct Problems(
+    BTreeMap<(String, String), Vec<String>>,
+    Vec<(String, String)>,
+);
+
+impl Problems {
+    /// `what` (said of `event`, when not empty) and its `fix`.
+    fn add(&mut self, what: String, event: String, fix: String) {
+        let key = (what, fix);
+        if !self.0.contains_key(&key) {
+            self.1.push(key.clone());
+        }
+        let events = self.0.entry(key).or_default();
+        if !event.is_empty() && !events.contains(&event) {
+            events.push(event);
+        }
+    }
+
+    fn into_list(mut self) -> Vec<Problem> {
+        self.1
+            .iter()
+            .map(|key| {
+                let events = self.0.remove(key).unwrap_or_default();
+                let (what, fix) = key.clone();
+                let problem = match events.as_slice() {
+                    [] => what,
+                    [one] => format!("{what} (the {one} entry)"),
+                    many => format!("{what} (the {} entries)", many.join(", ")),
+                };
+                Problem { problem, fix }
+            })
+            .collect()
+    }
+}
+
+fn check_scope(
+    scope: &'static str,
+    place: &Place,
+    agent: Outward,
+    wiring: &Wiring,
+    problems: &mut Problems,
+) -> ScopeReport {
+    let spec = agent.install();
+    let file = place.file.display().to_string();
+    let fix = place.install_command(agent);
+    let mut report = ScopeReport {
+        scope,
+        file: file.clone(),
+        status: "no-file",
+        events: Vec::new(),
+        missing_events: Vec::new(),
+        entries: Vec::new(),
+        error: None,
+    };
+    let entries = match read(&place.file).and_then(|text| match text {
+        None => Ok(None),
+        Some(text) => wiring
+            .entries(&text)
+            .map(Some)
+            .map_err(|e| anyhow::anyhow!("{file}: {e}")),
+    }) {
+        Ok(None) => return report,
+        Ok(Some(entries)) => entries,
+        Err(e) => {
+            let error = toolgate::text::sanitize(&format!("{e:#}"));
+            problems.add(
+                error.clone(),
+                String::new(),
+                format!("fix the file (the agent cannot read it either), then: {fix}"),
+            );
+            report.status = "unreadable";
+            report.error = Some(error);
+            return report;
+        }
+    };
+    report.status = "not-installed";
+    if entries.is_empty() {
+        return report;
+    }
+    let exe = wiring.argv().remove(0);
+    for Entry {
+        event,
+        argv,
+        differs,
+    } in entries
+    {
+        if !spec.events.contains(&event.as_str()) {
+            problems.add(
+                format!("{file}: toolgate has an entry for {event}, which it does not handle"),
+                String::new(),
+                fix.clone(),
+            );
+        }
+        let over_http = argv[0].starts_with("http://");
+        let binary = if over_http {
+            let answered = toolgate_server::http::probe(&argv[0]);
+            if let Err(why) = &answered {
+                problems.add(
+                    format!(
+                        "{file}: the http hook's server does not answer ({}): Claude Code \
+                         blocks every call (or, before 2.1.295, lets it through)",
+                        toolgate::text::sanitize(why)
+                    ),
+                    event.clone(),
+                    "toolgate serve --http <the URL's address> (with TOOLGATE_HTTP_TOKEN set \
+                     for Claude Code)"
+                        .into(),
+                );
+            }
+            BinaryReport {
+                path: argv[0].clone(),
+                exists: answered.is_ok(),
+                this_toolgate: answered.is_ok(),
+                version: None,
+            }
+        } else {
+            check_binary(&argv[0], &exe, place.project.as_deref())
+        };
+        let program = toolgate::text::sanitize(&argv[0]);
+        // An http entry's server was asked above.
+        if over_http {
+            // Nothing runs: no program to check.
+        } else if !Path::new(&argv[0]).is_absolute() {
+            problems.add(
+                format!(
+                    "{file}: runs {program}, not an absolute path (where the agent does not \
+                     find it, it lets calls through)"
+                ),
+                event.clone(),
+                fix.clone(),
+            );
+        } else if !binary.exists {
+            problems.add(
+                format!("{file}: runs {program}, which does not exist"),
+                event.clone(),
+                fix.clone(),
+            );
+        } else if !binary.this_toolgate {
+            let version = binary.version.as_deref().unwrap_or("version not asked");
+            problems.add(
+                format!("{file}: runs {program} ({version}), not this toolgate ({exe})"),
+                event.clone(),
+                fix.clone(),
+            );
+        }
+        if !differs.is_empty() {
+            problems.add(
+                format!(
+                    "{file}: not the entry install writes now: {}",
+                    toolgate::text::sanitize(&differs.join("; "))
+                ),
+                event.clone(),
+                fix.clone(),
+            );
+        }
+        if !report.events.contains(&event) {
+            report.events.push(event.clone());
+        } else {
+            problems.add(
+                format!(
+                    "{file}: more than one toolgate entry (toolgate runs more than once per call)"
+                ),
+                event.clone(),
+                fix.clone(),
+            );
+        }
+        report.entries.push(EntryReport {
+            event,
+            command: argv,
+            binary,
+            current: differs.is_empty(),
+            differs,
+        });
+    }
+    report.missing_events = spec
+        .events
+        .iter()
+        .filter(|e| !report.events.iter().any(|have| have == *e))
+        .map(|e| (*e).to_owned())
+        .collect();
+    if report.missing_events.is_empty() {
+        report.status = "installed";
+    } else {
+        report.status = "partial";
+        problems.add(
+            format!(
+                "{file}: toolgate is not installed for {} (those calls are not guarded)",
+                report.missing_events.join(", ")
+            ),
+            String::new(),
+            fix,
+        );
+    }
+    report
+}
