@@ -8,7 +8,7 @@
 //!
 //! The server was the command-line tool's biggest room, mixed with the
 //! doctor, the installer and the decision log. Here it is one crate with a
-//! module per transport ([`socket`](crate::serve) for the Unix socket,
+//! module per transport (`socket` for the Unix socket, see [`serve`];
 //! [`http`], [`metrics`]), the state they share (`server`), and the two
 //! things every way of answering a call shares: [`answer`] (what `check`
 //! and an agent are told) and the [`decision_log`] (with what `toolgate log`
