@@ -648,8 +648,11 @@ fn the_crate_graph_check_names_an_upward_edge_a_sibling_edge_and_an_unplaced_cra
         {"name": "toolgate-fs", "dependencies": []},
         {"name": "toolgate-agents", "dependencies": [dep("toolgate-contract", None)]},
         {"name": "toolgate-hook", "dependencies": [dep("toolgate-agents", None), dep("toolgate", None)]},
+        {"name": "toolgate-seam", "dependencies": [dep("toolgate-contract", None)]},
+        {"name": "toolgate-wasm", "dependencies": [dep("toolgate-seam", None)]},
         {"name": "toolgate", "dependencies": [dep("toolgate-contract", None), dep("toolgate-cli", Some("dev"))]},
         {"name": "toolgate-bench", "dependencies": [dep("toolgate", None)]},
+        {"name": "toolgate-server", "dependencies": [dep("toolgate", None)]},
         {"name": "toolgate-mentra", "dependencies": [dep("toolgate", None), dep("toolgate-bench", None)]},
         {"name": "toolgate-cli", "dependencies": [dep("toolgate", None), dep("toolgate-bench", None)]},
         {"name": "toolgate-extra", "dependencies": []},
@@ -833,13 +836,15 @@ fn no_catch_all_arm_turns_an_answer_or_an_agent_event_into_a_decision() {
         &mut dialects,
     );
     // The inward protocols: how a hook's exit and output become an answer.
-    let mut answers: Vec<PathBuf> = ["mod.rs", "wit.rs", "claude.rs", "gemini.rs"]
+    let mut answers: Vec<PathBuf> = ["mod.rs", "claude.rs", "gemini.rs"]
         .iter()
         .map(|f| src().join("protocol").join(f))
         .collect();
-    // Wire v1 is the contract's (crates/toolgate-contract).
-    answers
-        .push(Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/toolgate-contract/src/wire.rs"));
+    // Wire v1 is the contract's (crates/toolgate-contract); the WIT
+    // encoding is the wasm binding's (crates/toolgate-wasm).
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    answers.push(root.join("crates/toolgate-contract/src/wire.rs"));
+    answers.push(root.join("crates/toolgate-wasm/src/wit.rs"));
     assert!(
         runner.len() > 3 && dialects.len() >= 7,
         "{runner:?} {dialects:?}"
@@ -977,7 +982,6 @@ const LONG_BEFORE_THE_RULE: &[(&str, &str)] = &[
     ("src/cli/doctor/wiring.rs", "check_scope"),
     ("crates/toolgate-hook/src/hook_process.rs", "run"),
     ("crates/toolgate-server/src/socket.rs", "connection"),
-    ("crates/toolgate-server/src/server.rs", "evaluate_timed"),
 ];
 
 /// Every Rust file of the tool (`src/`) and of each crate under `crates/`

@@ -968,3 +968,46 @@ impl fmt::Display for ConfigError {
         Ok(())
     }
 }
+
+/// What an embedder who leaves out the wasm binding gets from a config that
+/// names a component. These run only in that build (`cargo test -p toolgate
+/// --lib`, which .ci/run runs); the workspace's own build has the binding.
+#[cfg(all(test, not(feature = "wasm")))]
+mod without_the_wasm_feature {
+    use super::{BindingOptions, Config, HookDef};
+    use std::path::Path;
+
+    #[test]
+    fn a_wasm_hook_is_refused_at_load_naming_the_hook_the_field_and_the_feature() {
+        let err = Config::from_hooks(
+            [
+                HookDef::command("guard", ["true"]),
+                HookDef::wasm("redact", "hooks/redact.wasm").fuel(1_000_000),
+            ],
+            Path::new("/"),
+            BindingOptions::new(),
+        )
+        .expect_err("a component hook cannot load without the wasm binding");
+        let [problem] = err.problems.as_slice() else {
+            panic!("one problem, for the wasm hook: {err}");
+        };
+        assert_eq!(problem.index, Some(1), "{err}");
+        assert_eq!(problem.name.as_deref(), Some("redact"), "{err}");
+        assert_eq!(problem.field.as_deref(), Some("wasm"), "{err}");
+        assert!(
+            problem.message.contains("toolgate with its `wasm` feature"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn command_hooks_load_without_the_wasm_feature() {
+        let config = Config::from_hooks(
+            [HookDef::command("guard", ["true"])],
+            Path::new("/"),
+            BindingOptions::new(),
+        )
+        .expect("a command hook loads");
+        assert_eq!(config.hooks().len(), 1);
+    }
+}
