@@ -142,5 +142,5 @@ mod server;
 mod socket;
 mod stats;
 
-pub use server::{DEFAULT_MAX_WORKSPACES, Options};
+pub use server::{Base, DEFAULT_MAX_WORKSPACES, Options};
 pub use socket::{MAX_LINE, serve};

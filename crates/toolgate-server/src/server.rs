@@ -33,11 +33,11 @@ pub struct Options {
     /// program's component options set, made afresh for each load: the
     /// server adds the workspace, its global config, trust store and
     /// `PATH`.
-    pub base: Arc<dyn Fn() -> (PathBuf, toolgate::config::Loader) + Send + Sync>,
+    pub base: Arc<Base>,
 }
 
-/// See [`Options::base`].
-pub(crate) type Base = dyn Fn() -> (PathBuf, toolgate::config::Loader) + Send + Sync;
+/// What a load starts from: see [`Options::base`].
+pub type Base = dyn Fn() -> (PathBuf, toolgate::config::Loader) + Send + Sync;
 
 impl std::fmt::Debug for Options {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
