@@ -13,6 +13,7 @@ use std::path::PathBuf;
     toolgate bench              # a full run, a few minutes\n  \
     toolgate bench --quick      # a smoke run\n  \
     toolgate bench --json > bench.json\n  \
+    toolgate bench --lean-client target/x86_64-unknown-linux-gnu/release/toolgate-hook\n  \
     toolgate bench --agent      # inside the real Claude Code, a few minutes\n  \
     toolgate bench --soak 1000000   # a long run of `toolgate serve`, for leaks\n\n\
     Guests are taken from guest-examples/*/out/*.wasm\n\
@@ -31,6 +32,11 @@ pub(crate) struct Args {
     /// Print JSON instead of tables.
     #[arg(long)]
     json: bool,
+    /// Also measure this build of the lean client (a static one, say) in
+    /// the same rounds as the `toolgate-hook` beside this binary, each
+    /// against the same do-nothing C program (repeatable).
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["agent", "soak"])]
+    lean_client: Vec<PathBuf>,
     /// Measure instead what a hook costs per tool call inside the real
     /// Claude Code (no hook, the HTTP hook, the command hook fresh and
     /// through the server, a Python hook), against a mock model API. Its
@@ -91,6 +97,14 @@ pub(crate) fn run(args: Args) -> anyhow::Result<std::process::ExitCode> {
     options.rounds = args.rounds;
     options.quick = args.quick;
     options.guests = args.guests;
+    for lean in &args.lean_client {
+        anyhow::ensure!(
+            lean.is_file(),
+            "--lean-client {}: no such file",
+            lean.display()
+        );
+    }
+    options.lean_clients = args.lean_client;
     if !args.json {
         options.progress = |line| eprintln!("{line}");
     }

@@ -605,7 +605,7 @@ fn the_lean_client_runs_only_a_toolgate_of_its_user_or_root() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
         let lean = dir.path().join("toolgate-hook");
-        std::fs::copy(env!("CARGO_BIN_EXE_toolgate-hook"), &lean).unwrap();
+        std::fs::copy(crate::support::lean_client_exe(), &lean).unwrap();
         let mark = dir.path().join("ran");
         let full = dir.path().join("toolgate");
         crate::support::write_executable(

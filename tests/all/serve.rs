@@ -1176,7 +1176,7 @@ fn a_lean_client_without_the_full_binary_beside_it_blocks_when_no_server_answers
     fx.trust();
     let alone = tempfile::tempdir().unwrap();
     let lean = alone.path().join("toolgate-hook");
-    std::fs::copy(env!("CARGO_BIN_EXE_toolgate-hook"), &lean).unwrap();
+    std::fs::copy(crate::support::lean_client_exe(), &lean).unwrap();
     let command = || {
         let mut cmd = std::process::Command::new(&lean);
         crate::support::hermetic(&mut cmd);

@@ -393,9 +393,23 @@ pub(crate) fn toolgate() -> std::process::Command {
     cmd
 }
 
-/// The lean client `toolgate-hook` (beside `toolgate`), run [`hermetic`]ally.
+/// The lean client the suite runs: the root's `toolgate-hook` (beside
+/// `toolgate`), or `$TOOLGATE_TEST_LEAN_CLIENT`, another build of it (CI
+/// runs the lean client's tests again against the static build that
+/// docs/server.md describes; it must sit beside a `toolgate`, which it
+/// falls back to).
+pub(crate) fn lean_client_exe() -> PathBuf {
+    std::env::var_os("TOOLGATE_TEST_LEAN_CLIENT")
+        .filter(|v| !v.is_empty())
+        .map_or_else(
+            || PathBuf::from(env!("CARGO_BIN_EXE_toolgate-hook")),
+            PathBuf::from,
+        )
+}
+
+/// The lean client ([`lean_client_exe`]), run [`hermetic`]ally.
 pub(crate) fn toolgate_hook() -> std::process::Command {
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate-hook"));
+    let mut cmd = std::process::Command::new(lean_client_exe());
     hermetic(&mut cmd);
     cmd
 }

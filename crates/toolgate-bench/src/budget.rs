@@ -13,7 +13,7 @@ pub(crate) fn budget(
 ) -> Vec<Target> {
     let mut budget = wasm_targets(rows, reference, reference_name);
     budget.extend(rows.iter().filter_map(agent_path_target));
-    budget.extend(lean_client_target(rows));
+    budget.extend(lean_client_targets(rows));
     budget.push(Target::new(
         "calls/s with 2 threads ≥ 1.7× one thread".into(),
         threads_ratio,
@@ -95,20 +95,33 @@ fn wasm_targets(rows: &[Row], reference: &Row, reference_name: &str) -> Vec<Targ
     budget
 }
 
-/// The lean client through the server against a C program that does
-/// nothing, spawned the same way in the same rounds: the ratio of their
-/// medians (what a hook process costs beyond the floor of being one).
-fn lean_client_target(rows: &[Row]) -> Option<Target> {
-    let find = |prefix: &str| rows.iter().find(|r| r.scenario.starts_with(prefix));
-    let lean = find("agent path via the lean client `toolgate-hook`")?;
-    let floor = find(super::setup::DO_NOTHING_ROW)?;
-    Some(Target::new(
-        "lean client through the server ≤ 1.3× a do-nothing C program spawned the same way".into(),
-        lean.median_us / floor.median_us,
-        1.3,
-        "×",
-        true,
-    ))
+/// Each lean client through the server (the one beside `toolgate`, then
+/// any other build measured) against a C program that does nothing,
+/// spawned the same way in the same rounds: the ratio of their medians
+/// (what a hook process costs beyond the floor of being one).
+fn lean_client_targets(rows: &[Row]) -> Vec<Target> {
+    let Some(floor) = rows
+        .iter()
+        .find(|r| r.scenario == super::setup::DO_NOTHING_ROW)
+    else {
+        return Vec::new();
+    };
+    rows.iter()
+        .filter_map(|r| {
+            let named = r.scenario.strip_prefix(super::setup::LEAN_ROW)?;
+            let named = named.split(" and `toolgate serve`").next().unwrap_or(named);
+            Some(Target::new(
+                format!(
+                    "lean client{named} through the server ≤ 1.3× a do-nothing C program spawned \
+                     the same way"
+                ),
+                r.median_us / floor.median_us,
+                1.3,
+                "×",
+                true,
+            ))
+        })
+        .collect()
 }
 
 /// The agent path (fast where agents call it): a fresh process per call
@@ -140,12 +153,10 @@ fn agent_path_target(r: &Row) -> Option<Target> {
             "ms",
             true,
         ))
-    } else if r
-        .scenario
-        .starts_with("agent path via the lean client `toolgate-hook`")
-    {
+    } else if let Some(named) = r.scenario.strip_prefix(super::setup::LEAN_ROW) {
+        let named = named.split(" and `toolgate serve`").next().unwrap_or(named);
         Some(Target::new(
-            "lean client through the server ≤ 1.5 ms".into(),
+            format!("lean client{named} through the server ≤ 1.5 ms"),
             ms,
             1.5,
             "ms",

@@ -77,6 +77,10 @@ pub struct Options {
     pub guests: PathBuf,
     /// The `toolgate` binary, for the fresh-process row.
     pub exe: PathBuf,
+    /// Other builds of the lean client measured in the same rounds as the
+    /// one beside [`Options::exe`] (a static build, say), each against the
+    /// same do-nothing floor.
+    pub lean_clients: Vec<PathBuf>,
     /// Called with a line of progress for a person watching.
     pub progress: fn(&str),
 }
@@ -89,6 +93,7 @@ impl Options {
             quick: false,
             guests: PathBuf::from("guest-examples"),
             exe,
+            lean_clients: Vec::new(),
             progress: |_| {},
         }
     }

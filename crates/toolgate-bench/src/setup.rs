@@ -12,6 +12,10 @@ use toolgate::config::HookDef;
 use toolgate::wasm::{self, WasmOptions};
 use toolgate::{Config, HookRunner, Request};
 
+/// How every row of the lean client through the server begins (the
+/// budget finds them by it).
+pub(crate) const LEAN_ROW: &str = "agent path via the lean client";
+
 /// The row of a C program that does nothing, spawned as an agent spawns
 /// its hook (the budget's floor for the lean client).
 pub(crate) const DO_NOTHING_ROW: &str =
@@ -253,29 +257,40 @@ impl<'a> Setup<'a> {
     }
 
     /// The same call through the lean client (`toolgate-hook claude-code`,
-    /// beside the bench's `toolgate`) and the server at `socket`; skipped,
-    /// saying so, when the lean client is not built.
+    /// beside the bench's `toolgate`) and the server at `socket`, then
+    /// through each further build of it the options name; the one beside
+    /// is skipped, saying so, when it is not built.
     fn lean_row(&mut self, socket: &Path, dir: &Path, request: &Request, what: &str) {
-        let lean = self
+        let beside = self
             .options
             .exe
             .with_file_name(toolgate::agent::LEAN_CLIENT);
-        if !lean.is_file() {
+        let mut clients = Vec::new();
+        if beside.is_file() {
+            clients.push((beside, "`toolgate-hook`".to_owned()));
+        } else {
             (self.options.progress)(&format!(
                 "no lean client at {}: its row is skipped",
-                lean.display()
+                beside.display()
             ));
+        }
+        for other in &self.options.lean_clients {
+            clients.push((other.clone(), format!("at {}", other.display())));
+        }
+        if clients.is_empty() {
             return;
         }
-        let mut kind = self.agent_process(dir, request, Some(socket.to_owned()));
-        if let Kind::Process { exe, .. } = &mut kind {
-            *exe = lean;
+        for (lean, named) in clients {
+            let mut kind = self.agent_process(dir, request, Some(socket.to_owned()));
+            if let Kind::Process { exe, .. } = &mut kind {
+                *exe = lean;
+            }
+            self.push(
+                format!("{LEAN_ROW} {named} and `toolgate serve` + {what}"),
+                kind,
+                5,
+            );
         }
-        self.push(
-            format!("agent path via the lean client `toolgate-hook` and `toolgate serve` + {what}"),
-            kind,
-            5,
-        );
         self.do_nothing_row(dir, request);
     }
 
