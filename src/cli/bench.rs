@@ -13,7 +13,7 @@ use std::path::PathBuf;
     toolgate bench              # a full run, a few minutes\n  \
     toolgate bench --quick      # a smoke run\n  \
     toolgate bench --json > bench.json\n  \
-    toolgate bench --lean-client target/x86_64-unknown-linux-gnu/release/toolgate-hook\n  \
+    toolgate bench --lean-client ./toolgate-hook   # another build, same rounds\n  \
     toolgate bench --agent      # inside the real Claude Code, a few minutes\n  \
     toolgate bench --soak 1000000   # a long run of `toolgate serve`, for leaks\n\n\
     Guests are taken from guest-examples/*/out/*.wasm\n\
