@@ -454,8 +454,20 @@ impl Liar {
 
 /// What `toolgate check`, `toolgate claude-code` and `toolgate-hook
 /// claude-code` do with the liar's answer: whether each blocked the call.
+///
+/// The clients' own chain denies the call too. A server that acknowledged
+/// and then closed without answering (a cut at byte 0) is, by the serve
+/// protocol, a call the client evaluates itself; with an empty chain that
+/// is an allow, which would read here as a lie believed. With a chain that
+/// denies, every path a client may take blocks, and an allow can only be a
+/// lie believed.
 fn each_client_blocks(liar: &Liar) -> Vec<(&'static str, bool, String)> {
     let fx = Fixture::new();
+    let deny = fx.global_script(
+        "deny.sh",
+        "#!/bin/sh\ncat >/dev/null\necho '{\"decision\": \"deny\", \"reason\": \"the chain\"}'\n",
+    );
+    fx.global_hooks(json!([{"name": "local", "command": [deny]}]));
     let claude = json!({"session_id": "s", "hook_event_name": "PreToolUse", "tool_name": "Bash",
         "tool_input": {"command": "git push"}, "cwd": fx.workspace()})
     .to_string();
@@ -463,6 +475,7 @@ fn each_client_blocks(liar: &Liar) -> Vec<(&'static str, bool, String)> {
     let through = |mut cmd: std::process::Command| {
         cmd.env_remove("TOOLGATE_SERVER")
             .env("TOOLGATE_SOCKET", &liar.socket)
+            .env("TOOLGATE_CONFIG_DIR", fx.global())
             .arg("--workspace")
             .arg(fx.workspace());
         cmd
@@ -470,7 +483,9 @@ fn each_client_blocks(liar: &Liar) -> Vec<(&'static str, bool, String)> {
     let mut check = toolgate();
     check.arg("check");
     let out = run_with_stdin(&mut through(check), PUSH);
-    let blocked = out.status.code() == Some(3) && stdout_json(&out)["decision"] == "deny";
+    // 3: the lie is a failure that blocks; 2: the client's own chain denied.
+    let blocked =
+        matches!(out.status.code(), Some(2 | 3)) && stdout_json(&out)["decision"] == "deny";
     results.push(("check", blocked, format!("{out:?}")));
     for (name, mut cmd) in [("toolgate", toolgate()), ("toolgate-hook", toolgate_hook())] {
         cmd.arg("claude-code");
@@ -490,7 +505,7 @@ fn each_client_blocks(liar: &Liar) -> Vec<(&'static str, bool, String)> {
 #[test]
 fn a_malformed_answer_after_the_acknowledgement_blocks_the_call_in_both_clients() {
     type Lie = fn(&Value) -> Vec<u8>;
-    let lies: [(&str, Lie); 6] = [
+    let lies: [(&str, Lie); 7] = [
         ("no stdout", |id| {
             format!("{}\n", json!({"id": id, "exit": 0})).into_bytes()
         }),
@@ -515,6 +530,9 @@ fn a_malformed_answer_after_the_acknowledgement_blocks_the_call_in_both_clients(
         ("ack again", |id| {
             format!("{}\n", json!({"id": id, "ack": true})).into_bytes()
         }),
+        // Nothing after the acknowledgement: the client evaluates the call
+        // itself (the serve protocol), and its chain denies it.
+        ("closed after the acknowledgement", |_| Vec::new()),
     ];
     for (lie, answer) in lies {
         let liar = Liar::start(answer);
