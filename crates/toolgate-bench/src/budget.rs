@@ -108,8 +108,7 @@ fn lean_client_targets(rows: &[Row]) -> Vec<Target> {
     };
     rows.iter()
         .filter_map(|r| {
-            let named = r.scenario.strip_prefix(super::setup::LEAN_ROW)?;
-            let named = named.split(" and `toolgate serve`").next().unwrap_or(named);
+            let named = super::setup::lean_client_of(&r.scenario)?;
             Some(Target::new(
                 format!(
                     "lean client{named} through the server ≤ 1.3× a do-nothing C program spawned \
@@ -153,8 +152,7 @@ fn agent_path_target(r: &Row) -> Option<Target> {
             "ms",
             true,
         ))
-    } else if let Some(named) = r.scenario.strip_prefix(super::setup::LEAN_ROW) {
-        let named = named.split(" and `toolgate serve`").next().unwrap_or(named);
+    } else if let Some(named) = super::setup::lean_client_of(&r.scenario) {
         Some(Target::new(
             format!("lean client{named} through the server ≤ 1.5 ms"),
             ms,

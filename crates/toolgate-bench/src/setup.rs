@@ -13,8 +13,24 @@ use toolgate::wasm::{self, WasmOptions};
 use toolgate::{Config, HookRunner, Request};
 
 /// How every row of the lean client through the server begins (the
-/// budget finds them by it).
-pub(crate) const LEAN_ROW: &str = "agent path via the lean client";
+/// budget finds them by it, with [`lean_client_of`]).
+const LEAN_ROW: &str = "agent path via the lean client";
+
+/// What follows the client's name in its row.
+const THROUGH_SERVER: &str = " and `toolgate serve` + ";
+
+/// The row of a lean client through the server, named by `named`.
+fn lean_row_name(named: &str, what: &str) -> String {
+    format!("{LEAN_ROW} {named}{THROUGH_SERVER}{what}")
+}
+
+/// Which lean client a row measures (`` `toolgate-hook` `` or `at PATH`,
+/// after a space), or `None` when the row is not a lean client's: the
+/// inverse of [`lean_row_name`], so the budget cannot drift from it.
+pub(crate) fn lean_client_of(scenario: &str) -> Option<&str> {
+    let rest = scenario.strip_prefix(LEAN_ROW)?;
+    Some(rest.split(THROUGH_SERVER).next().unwrap_or(rest))
+}
 
 /// The row of a C program that does nothing, spawned as an agent spawns
 /// its hook (the budget's floor for the lean client).
@@ -285,11 +301,7 @@ impl<'a> Setup<'a> {
             if let Kind::Process { exe, .. } = &mut kind {
                 *exe = lean;
             }
-            self.push(
-                format!("{LEAN_ROW} {named} and `toolgate serve` + {what}"),
-                kind,
-                5,
-            );
+            self.push(lean_row_name(&named, what), kind, 5);
         }
         self.do_nothing_row(dir, request);
     }
@@ -440,4 +452,24 @@ pub(crate) fn chain(
     let options = WasmOptions::new().cache_dir(root.join("cache-chains"));
     let config = Config::from_hooks(hooks, root, &options)?;
     Ok(HookRunner::builder().config(config).build())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{lean_client_of, lean_row_name};
+
+    #[test]
+    fn the_budget_reads_back_the_lean_client_each_row_names() {
+        let row = lean_row_name("at /tmp/static/toolgate-hook", "wasm: rust-deny-force-push");
+        assert_eq!(
+            row,
+            "agent path via the lean client at /tmp/static/toolgate-hook and `toolgate serve` + \
+             wasm: rust-deny-force-push"
+        );
+        assert_eq!(lean_client_of(&row), Some(" at /tmp/static/toolgate-hook"));
+        assert_eq!(
+            lean_client_of("agent path via `toolgate serve` + wasm: x"),
+            None
+        );
+    }
 }
