@@ -48,6 +48,7 @@
 //! [`wasmtime::Trap`], the limiter's record, the phase it failed in), never
 //! from the text of its message: see `classify`.
 
+mod builtin;
 mod cache;
 mod engine;
 mod host;
@@ -69,6 +70,7 @@ pub use engine::{
 };
 pub use measure::{MeasureMemoryError, resident_bytes_per_instance};
 pub use spec::CONFIG;
+pub use spec::USE_CONFIG;
 pub use spec::WasmSpec;
 // The bench's agent section builds its guard from WAT.
 pub use wat::{BuildComponentError, component_from_wat, reference_guest};
@@ -373,7 +375,7 @@ pub(crate) fn load(
         return finish(
             runtime,
             loaded,
-            (size, identity),
+            (size, Some(identity)),
             started,
             (limits, config),
             None,
@@ -436,10 +438,41 @@ pub(crate) fn load(
     finish(
         runtime,
         loaded,
-        (size, identity),
+        (size, Some(identity)),
         started,
         (limits, config),
         signature,
+    )
+}
+
+/// Loads a guard built into toolgate (`use: "toolgate:NAME"`): its bytes
+/// are the binary's own, so there is no file to read, verify or watch;
+/// they are compiled (or found in the compile cache by their hash) like
+/// any component's.
+pub(crate) fn load_builtin(
+    guard: &builtin::Guard,
+    options: &WasmOptions,
+    limits: CallBudget,
+    config: Option<&serde_json::Value>,
+) -> Result<(WasmHook, ComponentInfo), LoadComponentError> {
+    let runtime = engine::runtime(options.allocator).map_err(LoadComponentError::Engine)?;
+    let started = Instant::now();
+    check_component_header(guard.bytes).map_err(LoadComponentError::Format)?;
+    let label = format!("{}{}", builtin::SCHEME, guard.name);
+    let loaded = cache::load(
+        &runtime.engine,
+        options.cache_dir.as_deref(),
+        guard.bytes,
+        options.progress.map(|say| (say, label.as_str())),
+    )
+    .map_err(LoadComponentError::Compile)?;
+    finish(
+        runtime,
+        loaded,
+        (guard.bytes.len() as u64, None),
+        started,
+        (limits, config),
+        None,
     )
 }
 
@@ -466,7 +499,7 @@ fn verify_signature(
 fn finish(
     runtime: Arc<Runtime>,
     loaded: cache::ObtainedComponent,
-    (size, identity): (u64, crate::safe_fs::FileIdentity),
+    (size, identity): (u64, Option<crate::safe_fs::FileIdentity>),
     started: Instant,
     (limits, config): (CallBudget, Option<&serde_json::Value>),
     signature: Option<Signature>,
@@ -502,7 +535,7 @@ fn finish(
         cache_warning: cache_warning.clone(),
         load_time: started.elapsed(),
         imports,
-        identity: Some(identity),
+        identity,
         signature: signature.as_ref().map(|(verified, _)| verified.clone()),
         signature_file: signature.map(|(_, file)| file),
     };

@@ -128,6 +128,9 @@ pub struct WasmSpec {
     /// For an `oci://` component: the ref, the digest run, where it came from.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub oci: Option<Box<super::oci::OciComponent>>,
+    /// For a guard toolgate ships (`use`): its name, `toolgate:shell`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub builtin: Option<String>,
     /// The compiled, pre-instantiated component.
     #[serde(skip)]
     pub(crate) loaded: Arc<WasmHook>,
@@ -139,6 +142,12 @@ impl Binding for WasmSpec {
     }
 
     fn runs(&self) -> String {
+        if let Some(name) = &self.builtin {
+            return format!(
+                "{name} (built into toolgate, {} KiB)",
+                self.component.bytes / 1024
+            );
+        }
         let what = match &self.oci {
             Some(oci) if oci.reference == oci.pinned => oci.reference.clone(),
             Some(oci) => format!("{} → {}", oci.reference, oci.digest),
@@ -177,7 +186,12 @@ impl Binding for WasmSpec {
     /// authority: it runs without trust (its digest is in the review).
     fn workspace_trust(&self) -> WorkspaceTrust<'_> {
         WorkspaceTrust::Sandboxed {
-            reviewed: vec![self.wasm.clone()],
+            // A built-in guard's bytes are toolgate's: nothing of the
+            // workspace's to review.
+            reviewed: match self.builtin {
+                Some(_) => Vec::new(),
+                None => vec![self.wasm.clone()],
+            },
         }
     }
 
@@ -185,6 +199,9 @@ impl Binding for WasmSpec {
     /// a replaced file must make it load again.
     /// And its signature, when one was checked.
     fn watched(&self) -> Vec<(PathBuf, Option<FileIdentity>)> {
+        if self.builtin.is_some() {
+            return Vec::new();
+        }
         let signature = self
             .component
             .signature_file
@@ -310,12 +327,95 @@ fn parse(obj: &Map<String, Value>, common: &Common<'_>, ctx: &mut HookCtx<'_>) -
             memory_mb,
             component,
             oci: None,
+            builtin: None,
             loaded: Arc::new(loaded),
         }),
         Err(e) => {
             ctx.problem(
                 "wasm",
                 format!("component {written:?}: {}", crate::text::error_chain(&e)),
+            );
+            None
+        }
+    }
+}
+
+/// `use`: a guard toolgate ships, by name (`toolgate:shell`); its options
+/// go under `config` as any hook's do. The guards and their options:
+/// docs/guards.md.
+pub const USE_CONFIG: Configurable<WasmSpec> = Configurable {
+    key: Field {
+        name: "use",
+        about: "A guard toolgate ships, by name: \"toolgate:shell\" (destructive and \
+                dangerous shell commands). It runs as a sandboxed component built into \
+                toolgate; its options go under `config` (docs/guards.md).",
+        schema: || json!({"enum": super::builtin::names()}),
+    },
+    fields: &[],
+    example: "a guard toolgate ships, such as \"toolgate:shell\"",
+    default_timeout_ms: super::DEFAULT_TIMEOUT_MS,
+    parse: parse_use,
+};
+
+fn parse_use(
+    obj: &Map<String, Value>,
+    common: &Common<'_>,
+    ctx: &mut HookCtx<'_>,
+) -> Option<WasmSpec> {
+    let written = match obj.get("use") {
+        Some(Value::String(s)) => s,
+        Some(other) => {
+            ctx.problem(
+                "use",
+                format!("expected the name of a guard toolgate ships, got {other}"),
+            );
+            return None;
+        }
+        None => return None,
+    };
+    let Some(guard) = super::builtin::find(written) else {
+        ctx.problem(
+            "use",
+            format!(
+                "{:?} is not a guard toolgate ships; it ships {}",
+                crate::text::excerpt(written, 80),
+                super::builtin::names().join(", ")
+            ),
+        );
+        return None;
+    };
+    let (Some(timeout_ms), true, true) = (common.timeout_ms, ctx.is_clean(), common.load) else {
+        return None;
+    };
+    let default = super::WasmOptions::default();
+    let options = common
+        .options
+        .get::<super::WasmOptions>()
+        .unwrap_or(&default);
+    let budget = super::CallBudget {
+        fuel: DEFAULT_FUEL,
+        memory_mb: DEFAULT_MEMORY_MB,
+        timeout_ms,
+    };
+    match super::load_builtin(
+        guard,
+        &compile_options(common.source, options),
+        budget,
+        common.config,
+    ) {
+        Ok((loaded, component)) => Some(WasmSpec {
+            wasm: PathBuf::from(written),
+            fuel: DEFAULT_FUEL,
+            memory_mb: DEFAULT_MEMORY_MB,
+            component,
+            oci: None,
+            builtin: Some(written.clone()),
+            loaded: Arc::new(loaded),
+        }),
+        Err(e) => {
+            ctx.problem(
+                "use",
+                format!("{written}: {}", crate::text::error_chain(&e)),
             );
             None
         }
@@ -437,6 +537,7 @@ fn parse_oci(
                 memory_mb,
                 component,
                 oci: Some(Box::new(resolved)),
+                builtin: None,
                 loaded: Arc::new(loaded),
             })
         }

@@ -28,7 +28,11 @@ pub fn cases(corpus: &str) -> Vec<Case<'_>> {
         if let Some(l) = line.strip_prefix("## ") {
             label = l.trim();
         } else if !line.trim().is_empty() && !line.starts_with('#') && !label.is_empty() {
-            out.push(Case { label, text: line, line: i + 1 });
+            out.push(Case {
+                label,
+                text: line,
+                line: i + 1,
+            });
         }
     }
     out
@@ -50,20 +54,35 @@ mod tests {
             if case.label == "benign" {
                 benign += 1;
                 if let Some(f) = found {
-                    false_pos.push(format!("line {}: {} -> {} ({})", case.line, case.text, f.class, f.why));
+                    false_pos.push(format!(
+                        "line {}: {} -> {} ({})",
+                        case.line, case.text, f.class, f.why
+                    ));
                 }
             } else {
                 dangerous += 1;
                 if found.is_none() {
-                    missed.push(format!("line {} [{}]: {}", case.line, case.label, case.text));
+                    missed.push(format!(
+                        "line {} [{}]: {}",
+                        case.line, case.label, case.text
+                    ));
                 }
             }
         }
         let recall = 1.0 - missed.len() as f64 / dangerous as f64;
         let fp = false_pos.len() as f64 / benign as f64;
-        eprintln!("missed:\n{}\nfalse positives:\n{}", missed.join("\n"), false_pos.join("\n"));
-        eprintln!("recall {recall:.4} ({dangerous} dangerous), false positives {fp:.4} ({benign} benign)");
-        assert!(dangerous + benign >= 800, "the corpus must hold at least 800 lines");
+        eprintln!(
+            "missed:\n{}\nfalse positives:\n{}",
+            missed.join("\n"),
+            false_pos.join("\n")
+        );
+        eprintln!(
+            "recall {recall:.4} ({dangerous} dangerous), false positives {fp:.4} ({benign} benign)"
+        );
+        assert!(
+            dangerous + benign >= 800,
+            "the corpus must hold at least 800 lines"
+        );
         assert!(recall >= 0.98, "recall {recall:.4} is below 0.98");
         assert!(fp <= 0.005, "false-positive rate {fp:.4} is above 0.005");
     }
@@ -77,9 +96,27 @@ mod debug {
         let line = std::env::var("LINE").unwrap_or_default();
         let s = crate::shell::parse(&line);
         for (i, c) in s.commands.iter().enumerate() {
-            eprintln!("{i}: {:?} assigns={:?} redirects={:?} stdin={:?} wrappers={:?} origin={:?}", c.words.iter().map(|w| &w.text).collect::<Vec<_>>(), c.assigns, c.redirects.iter().map(|r| (r.op, &r.target.text)).collect::<Vec<_>>(), c.stdin, c.wrappers, c.origin);
+            eprintln!(
+                "{i}: {:?} assigns={:?} redirects={:?} stdin={:?} wrappers={:?} origin={:?}",
+                c.words.iter().map(|w| &w.text).collect::<Vec<_>>(),
+                c.assigns,
+                c.redirects
+                    .iter()
+                    .map(|r| (r.op, &r.target.text))
+                    .collect::<Vec<_>>(),
+                c.stdin,
+                c.wrappers,
+                c.origin
+            );
         }
         eprintln!("functions {:?}", s.functions);
-        eprintln!("{:?}", crate::check_shell(&line, Some(super::CORPUS_CWD), &crate::ShellOptions::default()));
+        eprintln!(
+            "{:?}",
+            crate::check_shell(
+                &line,
+                Some(super::CORPUS_CWD),
+                &crate::ShellOptions::default()
+            )
+        );
     }
 }

@@ -18,4 +18,4 @@ pub mod shell;
 pub mod shell_rules;
 pub(crate) mod wrappers;
 
-pub use shell_rules::{check as check_shell, Finding, ShellOptions, CLASSES as SHELL_CLASSES};
+pub use shell_rules::{CLASSES as SHELL_CLASSES, Finding, ShellOptions, check as check_shell};

@@ -38,7 +38,9 @@ pub fn resolve(path: &str, cwd: Option<&str>) -> String {
     }
     // `~/..` is the folder holding the home: not the home any more.
     if prefix == "~" && parts.first() == Some(&"..") {
-        return format!("/home/{}", parts[1..].join("/")).trim_end_matches('/').to_owned();
+        return format!("/home/{}", parts[1..].join("/"))
+            .trim_end_matches('/')
+            .to_owned();
     }
     match prefix {
         "/" => format!("/{}", parts.join("/")),
@@ -54,7 +56,10 @@ pub fn beneath(path: &str, root: &str) -> bool {
     if root.is_empty() {
         return path.starts_with('/');
     }
-    path == root || path.strip_prefix(root).is_some_and(|rest| rest.starts_with('/'))
+    path == root
+        || path
+            .strip_prefix(root)
+            .is_some_and(|rest| rest.starts_with('/'))
 }
 
 /// A user's home folder as an absolute path: `/home/NAME`, `/Users/NAME`, `/root`.
@@ -66,9 +71,32 @@ pub fn is_a_home(path: &str) -> bool {
 /// The system's own folders: deleting, rewriting or re-permissioning them
 /// breaks the machine.
 pub const SYSTEM_DIRS: &[&str] = &[
-    "/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/opt", "/proc",
-    "/root", "/sbin", "/srv", "/sys", "/usr", "/var", "/home", "/Users", "/System", "/Library",
-    "/Applications", "/private", "/snap", "/mnt", "/media", "/run",
+    "/bin",
+    "/boot",
+    "/dev",
+    "/etc",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/opt",
+    "/proc",
+    "/root",
+    "/sbin",
+    "/srv",
+    "/sys",
+    "/usr",
+    "/var",
+    "/home",
+    "/Users",
+    "/System",
+    "/Library",
+    "/Applications",
+    "/private",
+    "/snap",
+    "/mnt",
+    "/media",
+    "/run",
 ];
 
 /// Whether `path` is `/`, a system folder or beneath one (`/var/tmp` aside).
@@ -86,7 +114,17 @@ pub fn harmless_device(path: &str) -> bool {
     };
     matches!(
         dev,
-        "null" | "zero" | "stdout" | "stderr" | "stdin" | "tty" | "random" | "urandom" | "full" | "ptmx" | "console"
+        "null"
+            | "zero"
+            | "stdout"
+            | "stderr"
+            | "stdin"
+            | "tty"
+            | "random"
+            | "urandom"
+            | "full"
+            | "ptmx"
+            | "console"
     ) || dev.starts_with("fd/")
         || dev.starts_with("pts/")
         || dev.starts_with("shm/")
@@ -102,19 +140,40 @@ pub fn secret_kind(path: &str) -> Option<&'static str> {
     let name = lower.rsplit('/').next().unwrap_or(&lower);
     let has = |part: &str| lower.contains(part);
     if has("/.ssh/") || lower.ends_with("/.ssh") || lower == "~/.ssh" {
-        let public = name.ends_with(".pub") || name == "known_hosts" || name == "config" || name == "authorized_keys";
+        let public = name.ends_with(".pub")
+            || name == "known_hosts"
+            || name == "config"
+            || name == "authorized_keys";
         return (!public).then_some("SSH keys");
     }
-    if name.starts_with("id_rsa") || name.starts_with("id_ed25519") || name.starts_with("id_ecdsa") || name.starts_with("id_dsa") {
+    if name.starts_with("id_rsa")
+        || name.starts_with("id_ed25519")
+        || name.starts_with("id_ecdsa")
+        || name.starts_with("id_dsa")
+    {
         return (!name.ends_with(".pub")).then_some("an SSH private key");
     }
-    if name.ends_with(".pem") && !name.contains("cert") && !name.contains("chain") && !name.contains("ca-") || name.ends_with(".key") || name.ends_with(".p12") || name.ends_with(".pfx") || name.ends_with(".jks") || name.ends_with(".keystore") {
+    if name.ends_with(".pem")
+        && !name.contains("cert")
+        && !name.contains("chain")
+        && !name.contains("ca-")
+        || name.ends_with(".key")
+        || name.ends_with(".p12")
+        || name.ends_with(".pfx")
+        || name.ends_with(".jks")
+        || name.ends_with(".keystore")
+    {
         return Some("a private key");
     }
     if has("/.aws/") || lower.ends_with("/.aws") {
         return Some("AWS credentials");
     }
-    if has("/.config/gcloud") || has("application_default_credentials") || name.ends_with("-sa.json") || name == "service-account.json" || name == "credentials.json" {
+    if has("/.config/gcloud")
+        || has("application_default_credentials")
+        || name.ends_with("-sa.json")
+        || name == "service-account.json"
+        || name == "credentials.json"
+    {
         return Some("Google Cloud credentials");
     }
     if has("/.azure/") || lower.ends_with("/.azure") {
@@ -126,20 +185,59 @@ pub fn secret_kind(path: &str) -> Option<&'static str> {
     if has("/.docker/config.json") {
         return Some("Docker registry credentials");
     }
-    if matches!(name, ".netrc" | "_netrc" | ".git-credentials" | ".npmrc" | ".pypirc" | ".pgpass" | ".my.cnf" | "hosts.yml" | ".vault-token" | "credentials" | ".htpasswd" | "secrets.yml" | "secrets.yaml" | "secrets.json" | "master.key" | "terraform.tfvars" | ".boto" | ".s3cfg")
-        && !(name == "hosts.yml" && !has("/gh/"))
+    if matches!(
+        name,
+        ".netrc"
+            | "_netrc"
+            | ".git-credentials"
+            | ".npmrc"
+            | ".pypirc"
+            | ".pgpass"
+            | ".my.cnf"
+            | "hosts.yml"
+            | ".vault-token"
+            | "credentials"
+            | ".htpasswd"
+            | "secrets.yml"
+            | "secrets.yaml"
+            | "secrets.json"
+            | "master.key"
+            | "terraform.tfvars"
+            | ".boto"
+            | ".s3cfg"
+    ) && !(name == "hosts.yml" && !has("/gh/"))
     {
         return Some("a credentials file");
     }
-    let example = ["example", "sample", "template", "dist", "defaults"].iter().any(|e| name.contains(e));
-    if !example && name == ".env" || !example && (name.starts_with(".env.") || name.ends_with(".env")) {
+    let example = ["example", "sample", "template", "dist", "defaults"]
+        .iter()
+        .any(|e| name.contains(e));
+    if !example && name == ".env"
+        || !example && (name.starts_with(".env.") || name.ends_with(".env"))
+    {
         return Some("an .env file");
     }
-    if has("/.gnupg") || has("/.password-store") || has("/keyrings/") || has("/library/keychains") || name.ends_with(".keychain") || name.ends_with(".keychain-db") || name == "kwallet" {
+    if has("/.gnupg")
+        || has("/.password-store")
+        || has("/keyrings/")
+        || has("/library/keychains")
+        || name.ends_with(".keychain")
+        || name.ends_with(".keychain-db")
+        || name == "kwallet"
+    {
         return Some("a keychain");
     }
-    if matches!(name, "login data" | "cookies" | "cookies.sqlite" | "key4.db" | "key3.db" | "logins.json" | "web data" | "local state")
-        || has("/.mozilla/firefox/")
+    if matches!(
+        name,
+        "login data"
+            | "cookies"
+            | "cookies.sqlite"
+            | "key4.db"
+            | "key3.db"
+            | "logins.json"
+            | "web data"
+            | "local state"
+    ) || has("/.mozilla/firefox/")
         || has("/google-chrome/")
         || has("/chromium/")
         || has("/bravesoftware/")
@@ -147,13 +245,30 @@ pub fn secret_kind(path: &str) -> Option<&'static str> {
     {
         return Some("a browser profile");
     }
-    if has("/.claude/.credentials.json") || has("/.codex/auth.json") || has("/.gemini/oauth_creds.json") || has("/.qwen/oauth_creds.json") || has("/.config/gh/hosts.yml") || has("/.copilot/") && name.contains("token") || has("/.local/share/opencode/auth.json") || has("/.config/github-copilot/") {
+    if has("/.claude/.credentials.json")
+        || has("/.codex/auth.json")
+        || has("/.gemini/oauth_creds.json")
+        || has("/.qwen/oauth_creds.json")
+        || has("/.config/gh/hosts.yml")
+        || has("/.copilot/") && name.contains("token")
+        || has("/.local/share/opencode/auth.json")
+        || has("/.config/github-copilot/")
+    {
         return Some("an agent's own credentials");
     }
-    if has("/.config/toolgate") || has("/.toolgate/trust") || has("/.local/state/toolgate") || has("/.cache/toolgate") || beneath(&lower, "/etc/toolgate") {
+    if has("/.config/toolgate")
+        || has("/.toolgate/trust")
+        || has("/.local/state/toolgate")
+        || has("/.cache/toolgate")
+        || beneath(&lower, "/etc/toolgate")
+    {
         return Some("toolgate's own state");
     }
-    if matches!(lower.as_str(), "/etc/shadow" | "/etc/gshadow" | "/etc/sudoers" | "/etc/master.passwd") || lower.starts_with("/etc/ssh/ssh_host_") && !name.ends_with(".pub") {
+    if matches!(
+        lower.as_str(),
+        "/etc/shadow" | "/etc/gshadow" | "/etc/sudoers" | "/etc/master.passwd"
+    ) || lower.starts_with("/etc/ssh/ssh_host_") && !name.ends_with(".pub")
+    {
         return Some("the system's password or host-key files");
     }
     if lower.starts_with("/proc/") && (name == "environ" || name == "mem" || name == "maps") {
@@ -168,13 +283,29 @@ pub fn guard_config(path: &str) -> Option<&'static str> {
     let lower = path.to_ascii_lowercase();
     let has = |part: &str| lower.contains(part);
     let at_or_in = |dir: &str| lower.ends_with(dir) || has(&format!("{dir}/"));
-    if at_or_in(".claude") && !has(".claude/commands") && !has(".claude/agents") && !has("claude.md") {
+    if at_or_in(".claude")
+        && !has(".claude/commands")
+        && !has(".claude/agents")
+        && !has("claude.md")
+    {
         return Some("Claude Code's settings");
     }
-    if at_or_in(".codex") || at_or_in(".gemini") || at_or_in(".qwen") || at_or_in(".cursor") || has(".github/hooks") || has(".copilot/hooks") || has("opencode/plugin") || at_or_in(".config/opencode") {
+    if at_or_in(".codex")
+        || at_or_in(".gemini")
+        || at_or_in(".qwen")
+        || at_or_in(".cursor")
+        || has(".github/hooks")
+        || has(".copilot/hooks")
+        || has("opencode/plugin")
+        || at_or_in(".config/opencode")
+    {
         return Some("an agent's hook settings");
     }
-    if at_or_in(".toolgate") || at_or_in(".config/toolgate") || beneath(&lower, "/etc/toolgate") || has("/toolgate/hooks.json") {
+    if at_or_in(".toolgate")
+        || at_or_in(".config/toolgate")
+        || beneath(&lower, "/etc/toolgate")
+        || has("/toolgate/hooks.json")
+    {
         return Some("toolgate's own configuration");
     }
     None

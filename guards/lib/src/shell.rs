@@ -65,7 +65,12 @@ impl Redirect {
     /// Whether it writes to its target as a file.
     pub fn writes(&self) -> bool {
         matches!(self.op, ">" | ">>" | ">|" | "&>" | "&>>" | "<>")
-            || (self.op == ">&" && !self.target.text.chars().all(|c| c.is_ascii_digit() || c == '-'))
+            || (self.op == ">&"
+                && !self
+                    .target
+                    .text
+                    .chars()
+                    .all(|c| c.is_ascii_digit() || c == '-'))
     }
 }
 
@@ -496,13 +501,20 @@ impl Parser<'_> {
         let ops: [&'static str; 13] = [
             "&>>", "<<<", "<<-", "&>", ">>", ">|", ">&", "<&", "<>", "<<", ">", "<", "&",
         ];
-        let rest: String = self.s[self.i..(self.i + 3).min(self.s.len())].iter().collect();
-        let op = ops.iter().find(|op| rest.starts_with(**op)).copied().unwrap_or(">");
+        let rest: String = self.s[self.i..(self.i + 3).min(self.s.len())]
+            .iter()
+            .collect();
+        let op = ops
+            .iter()
+            .find(|op| rest.starts_with(**op))
+            .copied()
+            .unwrap_or(">");
         self.i += op.len();
         self.skip_spaces();
         if op == "<<" || op == "<<-" {
             let (delim, _) = self.read_word();
-            self.heredocs.push((HeredocFor::Current, delim.text, op == "<<-"));
+            self.heredocs
+                .push((HeredocFor::Current, delim.text, op == "<<-"));
             return;
         }
         let (target, _) = self.read_word();
@@ -526,7 +538,11 @@ impl Parser<'_> {
                 if self.peek() == Some('\n') {
                     self.i += 1;
                 }
-                let line = if strip_tabs { line.trim_start_matches('\t').to_owned() } else { line };
+                let line = if strip_tabs {
+                    line.trim_start_matches('\t').to_owned()
+                } else {
+                    line
+                };
                 if line == delim {
                     break;
                 }
@@ -570,7 +586,13 @@ impl Parser<'_> {
             }
             return;
         }
-        if cmd.words.first().is_some_and(|w| w.text == "export" || w.text == "declare" || w.text == "local" || w.text == "readonly" || w.text == "typeset") {
+        if cmd.words.first().is_some_and(|w| {
+            w.text == "export"
+                || w.text == "declare"
+                || w.text == "local"
+                || w.text == "readonly"
+                || w.text == "typeset"
+        }) {
             for w in cmd.words.iter().skip(1) {
                 if let Some((name, value)) = w.text.split_once('=')
                     && is_name(name)
@@ -679,7 +701,10 @@ impl Parser<'_> {
                     self.backtick(&mut w);
                     literal_prefix = false;
                 }
-                '=' if literal_prefix && assign_at.is_none() && is_name(w.text.trim_end_matches('+')) => {
+                '=' if literal_prefix
+                    && assign_at.is_none()
+                    && is_name(w.text.trim_end_matches('+')) =>
+                {
                     self.i += 1;
                     w.text.push('=');
                     assign_at = Some(w.text.len());
@@ -856,7 +881,10 @@ impl Parser<'_> {
             }
             Some(c) if c == '_' || c.is_ascii_alphabetic() => {
                 let start = self.i;
-                while self.peek().is_some_and(|c| c == '_' || c.is_ascii_alphanumeric()) {
+                while self
+                    .peek()
+                    .is_some_and(|c| c == '_' || c.is_ascii_alphanumeric())
+                {
                     self.i += 1;
                 }
                 let name: String = self.s[start..self.i].iter().collect();

@@ -4,9 +4,9 @@
 //! matches raw text, so `echo "rm -rf /"` is an echo.
 
 use crate::paths::{
-    beneath, guard_config, harmless_device, is_a_home, is_system, resolve, secret_kind, TEMP_DIRS,
+    TEMP_DIRS, beneath, guard_config, harmless_device, is_a_home, is_system, resolve, secret_kind,
 };
-use crate::shell::{parse, Command, Script, Stdin, Word};
+use crate::shell::{Command, Script, Stdin, Word, parse};
 use crate::wrappers::SHELLS;
 
 /// The classes of danger the `shell` guard knows, by the name its reasons
@@ -45,9 +45,18 @@ impl Default for ShellOptions {
     fn default() -> Self {
         Self {
             workspaces: Vec::new(),
-            protected_branches: vec!["main".into(), "master".into(), "release/*".into(), "production".into()],
+            protected_branches: vec![
+                "main".into(),
+                "master".into(),
+                "release/*".into(),
+                "production".into(),
+            ],
             allow_classes: Vec::new(),
-            deletable: TEMP_DIRS.iter().chain(&["~/.cache", "~/Library/Caches"]).map(|s| (*s).to_owned()).collect(),
+            deletable: TEMP_DIRS
+                .iter()
+                .chain(&["~/.cache", "~/Library/Caches"])
+                .map(|s| (*s).to_owned())
+                .collect(),
             trusted_installers: Vec::new(),
         }
     }
@@ -65,11 +74,16 @@ pub struct Finding {
 /// The first danger in `line`, if any. `cwd` is the agent's working folder.
 pub fn check(line: &str, cwd: Option<&str>, options: &ShellOptions) -> Option<Finding> {
     let script = parse(line);
-    let ctx = Ctx { script: &script, cwd, options };
+    let ctx = Ctx {
+        script: &script,
+        cwd,
+        options,
+    };
     if script.too_deep {
         return Some(Finding {
             class: "download-exec",
-            why: "the command nests shells, evals or decoded payloads deeper than the guard reads".into(),
+            why: "the command nests shells, evals or decoded payloads deeper than the guard reads"
+                .into(),
         });
     }
     let rules: [(&'static str, fn(&Ctx<'_>, usize) -> Option<String>); 12] = [
@@ -117,14 +131,26 @@ impl Ctx<'_> {
     fn in_workspace(&self, resolved: &str) -> bool {
         self.cwd.is_some_and(|c| beneath(resolved, c))
             || self.options.workspaces.iter().any(|w| beneath(resolved, w))
-            || (self.cwd.is_none() && !resolved.starts_with('/') && !resolved.starts_with('~') && !resolved.starts_with(".."))
+            || (self.cwd.is_none()
+                && !resolved.starts_with('/')
+                && !resolved.starts_with('~')
+                && !resolved.starts_with(".."))
     }
 
     fn workspace_root(&self, resolved: &str) -> bool {
         let root = resolved.trim_end_matches("/*").trim_end_matches('*');
-        let root = if root.is_empty() && resolved.starts_with('*') { "." } else { root };
-        self.cwd.is_some_and(|c| c.trim_end_matches('/') == root.trim_end_matches('/'))
-            || self.options.workspaces.iter().any(|w| w.trim_end_matches('/') == root.trim_end_matches('/'))
+        let root = if root.is_empty() && resolved.starts_with('*') {
+            "."
+        } else {
+            root
+        };
+        self.cwd
+            .is_some_and(|c| c.trim_end_matches('/') == root.trim_end_matches('/'))
+            || self
+                .options
+                .workspaces
+                .iter()
+                .any(|w| w.trim_end_matches('/') == root.trim_end_matches('/'))
             || (self.cwd.is_none() && (root.is_empty() || root == "."))
     }
 
@@ -182,7 +208,9 @@ fn operands(cmd: &Command) -> Vec<&Word> {
             out.push(w);
         } else if w.text == "--" {
             after = true;
-        } else if !(w.text.starts_with('-') && w.text.len() > 1) || w.quoted && !w.text.starts_with('-') {
+        } else if !(w.text.starts_with('-') && w.text.len() > 1)
+            || w.quoted && !w.text.starts_with('-')
+        {
             out.push(w);
         }
     }
@@ -198,7 +226,10 @@ fn program(cmd: &Command) -> &str {
 /// beneath it, not the folder itself.
 fn split_beneath(resolved: &str) -> (&str, bool) {
     let inside = resolved.ends_with("/…");
-    let base = resolved.trim_end_matches("/…").trim_end_matches("/*").trim_end_matches("/.*");
+    let base = resolved
+        .trim_end_matches("/…")
+        .trim_end_matches("/*")
+        .trim_end_matches("/.*");
     (if base.is_empty() { "/" } else { base }, inside)
 }
 
@@ -209,9 +240,15 @@ fn delete_danger(ctx: &Ctx<'_>, word: &Word) -> Option<String> {
     if word.dynamic
         && let Some(rest) = text.strip_prefix('$')
     {
-        let after = rest.trim_start_matches('{').trim_start_matches(|c: char| c == '_' || c.is_ascii_alphanumeric()).trim_start_matches('}');
+        let after = rest
+            .trim_start_matches('{')
+            .trim_start_matches(|c: char| c == '_' || c.is_ascii_alphanumeric())
+            .trim_start_matches('}');
         if matches!(after, "/" | "/*" | "/.*") {
-            return Some(format!("`{text}` is `/{}` when the variable is unset", after.trim_start_matches('/')));
+            return Some(format!(
+                "`{text}` is `/{}` when the variable is unset",
+                after.trim_start_matches('/')
+            ));
         }
     }
     if text.starts_with('$') || text.is_empty() {
@@ -226,7 +263,12 @@ fn delete_danger(ctx: &Ctx<'_>, word: &Word) -> Option<String> {
     if base == "~" || is_a_home(base) {
         return Some(format!("`{text}` is the home folder"));
     }
-    if ctx.options.deletable.iter().any(|d| beneath(base, d) && (inside || base != d.trim_end_matches('/'))) {
+    if ctx
+        .options
+        .deletable
+        .iter()
+        .any(|d| beneath(base, d) && (inside || base != d.trim_end_matches('/')))
+    {
         return None;
     }
     if !inside && (ctx.workspace_root(&resolved) || (glob_all && ctx.workspace_root(base))) {
@@ -239,7 +281,9 @@ fn delete_danger(ctx: &Ctx<'_>, word: &Word) -> Option<String> {
         return Some(format!("`{text}` is a system folder"));
     }
     if base.starts_with("~/") {
-        return Some(format!("`{text}` is in the home folder, outside the workspace"));
+        return Some(format!(
+            "`{text}` is in the home folder, outside the workspace"
+        ));
     }
     Some(format!("`{text}` is outside the workspace"))
 }
@@ -247,26 +291,50 @@ fn delete_danger(ctx: &Ctx<'_>, word: &Word) -> Option<String> {
 fn recursive_delete(ctx: &Ctx<'_>, at: usize) -> Option<String> {
     let cmd = ctx.cmd(at);
     let targets: Vec<&Word> = match program(cmd) {
-        "rm" if has_short(cmd, 'r') || has_short(cmd, 'R') || has_long(cmd, "--recursive") => operands(cmd),
+        "rm" if has_short(cmd, 'r') || has_short(cmd, 'R') || has_long(cmd, "--recursive") => {
+            operands(cmd)
+        }
         "find" if cmd.args().iter().any(|w| w.text == "-delete") => {
             // What it deletes is beneath its roots: `ROOT/…`.
             let beneath: Vec<Word> = cmd
                 .args()
                 .iter()
                 .take_while(|w| !w.text.starts_with('-') && w.text != "(" && w.text != "!")
-                .map(|w| Word { text: format!("{}/…", w.text.trim_end_matches('/')), ..w.clone() })
+                .map(|w| Word {
+                    text: format!("{}/…", w.text.trim_end_matches('/')),
+                    ..w.clone()
+                })
                 .collect();
-            let beneath = if beneath.is_empty() { vec![Word { text: "./…".into(), ..Word::default() }] } else { beneath };
-            return beneath.iter().find_map(|w| delete_danger(ctx, w)).map(|why| format!("`find -delete` deletes recursively: {why}"));
+            let beneath = if beneath.is_empty() {
+                vec![Word {
+                    text: "./…".into(),
+                    ..Word::default()
+                }]
+            } else {
+                beneath
+            };
+            return beneath
+                .iter()
+                .find_map(|w| delete_danger(ctx, w))
+                .map(|why| format!("`find -delete` deletes recursively: {why}"));
         }
-        "rsync" if cmd.args().iter().any(|w| w.text.starts_with("--delete")) => operands(cmd).last().copied().into_iter().collect(),
+        "rsync" if cmd.args().iter().any(|w| w.text.starts_with("--delete")) => {
+            operands(cmd).last().copied().into_iter().collect()
+        }
         "shred" if has_short(cmd, 'u') || has_long(cmd, "--remove") => operands(cmd),
         _ => return None,
     };
     for word in targets {
         if let Some(why) = delete_danger(ctx, word) {
-            let what = if cmd.wrappers.is_empty() { String::new() } else { format!(" (through {})", cmd.wrappers.join(", ")) };
-            return Some(format!("`{}` deletes recursively: {why}{what}", program(cmd)));
+            let what = if cmd.wrappers.is_empty() {
+                String::new()
+            } else {
+                format!(" (through {})", cmd.wrappers.join(", "))
+            };
+            return Some(format!(
+                "`{}` deletes recursively: {why}{what}",
+                program(cmd)
+            ));
         }
     }
     None
@@ -290,11 +358,17 @@ fn device_write(ctx: &Ctx<'_>, at: usize) -> Option<String> {
             let of = w.text.strip_prefix("of=")?;
             device_target(of).map(|d| format!("`dd` writes to the device `{d}`"))
         }),
-        "shred" | "wipefs" | "blkdiscard" | "badblocks" | "cp" | "tee" | "cat" | "pv" | "hdparm" | "sg_format" | "nvme" => {
+        "shred" | "wipefs" | "blkdiscard" | "badblocks" | "cp" | "tee" | "cat" | "pv"
+        | "hdparm" | "sg_format" | "nvme" => {
             if program(cmd) == "badblocks" && !has_short(cmd, 'w') {
                 return None;
             }
-            if program(cmd) == "nvme" && !cmd.args().iter().any(|w| matches!(w.text.as_str(), "format" | "sanitize")) {
+            if program(cmd) == "nvme"
+                && !cmd
+                    .args()
+                    .iter()
+                    .any(|w| matches!(w.text.as_str(), "format" | "sanitize"))
+            {
                 return None;
             }
             let words = operands(cmd);
@@ -315,17 +389,44 @@ fn device_write(ctx: &Ctx<'_>, at: usize) -> Option<String> {
 fn filesystem_format(ctx: &Ctx<'_>, at: usize) -> Option<String> {
     let cmd = ctx.cmd(at);
     let p = program(cmd);
-    let listing = cmd.args().iter().any(|w| matches!(w.text.as_str(), "-l" | "--list" | "print" | "-p"));
-    if cmd.args().iter().any(|w| matches!(w.text.as_str(), "--help" | "-h" | "--version" | "-V")) {
+    let listing = cmd
+        .args()
+        .iter()
+        .any(|w| matches!(w.text.as_str(), "-l" | "--list" | "print" | "-p"));
+    if cmd
+        .args()
+        .iter()
+        .any(|w| matches!(w.text.as_str(), "--help" | "-h" | "--version" | "-V"))
+    {
         return None;
     }
     let formats = p.starts_with("mkfs")
-        || matches!(p, "mke2fs" | "mkswap" | "mkntfs" | "mkdosfs" | "mkexfatfs" | "newfs" | "format.com")
-        || matches!(p, "fdisk" | "sfdisk" | "cfdisk" | "gdisk" | "sgdisk" | "parted") && !listing
-        || p == "diskutil" && cmd.args().iter().any(|w| w.text.starts_with("erase") || w.text == "partitionDisk" || w.text == "zeroDisk" || w.text == "randomDisk")
-        || p == "zpool" && cmd.args().first().is_some_and(|w| w.text == "destroy" || w.text == "labelclear")
+        || matches!(
+            p,
+            "mke2fs" | "mkswap" | "mkntfs" | "mkdosfs" | "mkexfatfs" | "newfs" | "format.com"
+        )
+        || matches!(
+            p,
+            "fdisk" | "sfdisk" | "cfdisk" | "gdisk" | "sgdisk" | "parted"
+        ) && !listing
+        || p == "diskutil"
+            && cmd.args().iter().any(|w| {
+                w.text.starts_with("erase")
+                    || w.text == "partitionDisk"
+                    || w.text == "zeroDisk"
+                    || w.text == "randomDisk"
+            })
+        || p == "zpool"
+            && cmd
+                .args()
+                .first()
+                .is_some_and(|w| w.text == "destroy" || w.text == "labelclear")
         || matches!(p, "lvremove" | "vgremove" | "pvremove")
-        || p == "cryptsetup" && cmd.args().iter().any(|w| w.text == "luksFormat" || w.text == "erase")
+        || p == "cryptsetup"
+            && cmd
+                .args()
+                .iter()
+                .any(|w| w.text == "luksFormat" || w.text == "erase")
         || p == "mdadm" && has_long(cmd, "--zero-superblock");
     formats.then(|| format!("`{p}` formats or repartitions a disk"))
 }
@@ -343,16 +444,28 @@ fn system_permissions(ctx: &Ctx<'_>, at: usize) -> Option<String> {
         Some((m, rest)) if p != "setfacl" => (m.text.as_str(), rest.to_vec()),
         _ => ("", ops.clone()),
     };
-    let setuid = p == "chmod" && (mode.contains('s') || mode.len() == 4 && matches!(mode.chars().next(), Some('4' | '2' | '6')));
-    let world = p == "chmod" && (mode.ends_with('7') || mode.ends_with('6') || mode.contains("o+w") || mode.contains("a+w"));
+    let setuid = p == "chmod"
+        && (mode.contains('s')
+            || mode.len() == 4 && matches!(mode.chars().next(), Some('4' | '2' | '6')));
+    let world = p == "chmod"
+        && (mode.ends_with('7')
+            || mode.ends_with('6')
+            || mode.contains("o+w")
+            || mode.contains("a+w"));
     for f in files {
         let resolved = ctx.path(&f.text);
         let (base, inside) = split_beneath(&resolved);
-        if inside && (base == "/" || is_system(base) || base == "~") && (world || setuid || p != "chmod") {
+        if inside
+            && (base == "/" || is_system(base) || base == "~")
+            && (world || setuid || p != "chmod")
+        {
             return Some(format!("`{p}` of everything beneath `{base}`"));
         }
         if world && critical_system_file(base) {
-            return Some(format!("`chmod {mode}` lets every user change `{}`", f.text));
+            return Some(format!(
+                "`chmod {mode}` lets every user change `{}`",
+                f.text
+            ));
         }
         if ctx.in_workspace(base) && !ctx.workspace_root(base) || f.text.starts_with('$') {
             continue;
@@ -360,16 +473,25 @@ fn system_permissions(ctx: &Ctx<'_>, at: usize) -> Option<String> {
         let system = is_system(base);
         let home = base == "~" || is_a_home(base) || base == "~/.ssh";
         if recursive && (system || home) {
-            return Some(format!("recursive `{p}` of `{}`, a system or home folder", f.text));
+            return Some(format!(
+                "recursive `{p}` of `{}`, a system or home folder",
+                f.text
+            ));
         }
         if base == "/" || crate::paths::SYSTEM_DIRS.contains(&base) {
             return Some(format!("`{p}` of `{}`, a system folder", f.text));
         }
         if setuid && !ctx.in_workspace(base) {
-            return Some(format!("`chmod {mode}` makes `{}` run as its owner (setuid)", f.text));
+            return Some(format!(
+                "`chmod {mode}` makes `{}` run as its owner (setuid)",
+                f.text
+            ));
         }
         if world && recursive && !ctx.in_workspace(base) {
-            return Some(format!("`chmod -R {mode}` opens `{}` to every user", f.text));
+            return Some(format!(
+                "`chmod -R {mode}` opens `{}` to every user",
+                f.text
+            ));
         }
     }
     None
@@ -381,16 +503,24 @@ fn fork_bomb(ctx: &Ctx<'_>, at: usize) -> Option<String> {
         && let Some(body) = ctx.script.functions.get(name)
         && !body.contains(&at)
     {
-        let calls = body.iter().filter(|&&i| ctx.cmd(i).program() == Some(name)).count();
-        let piped = body.iter().any(|&i| ctx.cmd(i).program() == Some(name) && matches!(ctx.cmd(i).stdin, Stdin::Pipe(_)));
+        let calls = body
+            .iter()
+            .filter(|&&i| ctx.cmd(i).program() == Some(name))
+            .count();
+        let piped = body.iter().any(|&i| {
+            ctx.cmd(i).program() == Some(name) && matches!(ctx.cmd(i).stdin, Stdin::Pipe(_))
+        });
         if calls >= 2 || piped {
-            return Some(format!("the function `{name}` calls itself {calls} times per call: a fork bomb"));
+            return Some(format!(
+                "the function `{name}` calls itself {calls} times per call: a fork bomb"
+            ));
         }
     }
     let code = inline_code(cmd)?;
     let lower = code.to_ascii_lowercase();
-    (lower.contains("fork") && (lower.contains("while") || lower.contains("for(;;)") || lower.contains("loop")))
-        .then(|| format!("`{}` forks in a loop: a fork bomb", program(cmd)))
+    (lower.contains("fork")
+        && (lower.contains("while") || lower.contains("for(;;)") || lower.contains("loop")))
+    .then(|| format!("`{}` forks in a loop: a fork bomb", program(cmd)))
 }
 
 /// The code an interpreter runs from its command line (`python -c`, `perl -e`…).
@@ -404,21 +534,69 @@ fn inline_code(cmd: &Command) -> Option<String> {
         "lua" => &["-e"],
         "pwsh" | "powershell" | "powershell.exe" => &["-c", "-Command", "-command"],
         "awk" | "gawk" => {
-            return cmd.args().iter().find(|w| !w.text.starts_with('-')).map(|w| w.text.clone());
+            return cmd
+                .args()
+                .iter()
+                .find(|w| !w.text.starts_with('-'))
+                .map(|w| w.text.clone());
         }
         _ => return None,
     };
     let words = cmd.args();
-    let pos = words.iter().position(|w| flag.contains(&w.text.as_str()) || w.text.starts_with("-e") && flag.contains(&"-e") && w.text.len() > 2)?;
+    let pos = words.iter().position(|w| {
+        flag.contains(&w.text.as_str())
+            || w.text.starts_with("-e") && flag.contains(&"-e") && w.text.len() > 2
+    })?;
     if words[pos].text.len() > 2 && words[pos].text.starts_with("-e") {
         return Some(words[pos].text[2..].to_owned());
     }
-    Some(words.get(pos + 1..)?.iter().map(|w| w.text.as_str()).collect::<Vec<_>>().join(" "))
+    Some(
+        words
+            .get(pos + 1..)?
+            .iter()
+            .map(|w| w.text.as_str())
+            .collect::<Vec<_>>()
+            .join(" "),
+    )
 }
 
-const DOWNLOADERS: &[&str] = &["curl", "wget", "fetch", "aria2c", "http", "https", "xh", "lynx", "iwr", "irm", "invoke-webrequest", "invoke-restmethod", "ftp", "tftp"];
-const NETWORK_TOOLS: &[&str] = &["nc", "ncat", "netcat", "telnet", "socat", "openssl", "ssh", "cryptcat"];
-const INTERPRETERS: &[&str] = &["python", "python2", "python3", "perl", "ruby", "node", "nodejs", "php", "pwsh", "powershell", "lua", "deno", "bun", "osascript", "tclsh", "Rscript"];
+const DOWNLOADERS: &[&str] = &[
+    "curl",
+    "wget",
+    "fetch",
+    "aria2c",
+    "http",
+    "https",
+    "xh",
+    "lynx",
+    "iwr",
+    "irm",
+    "invoke-webrequest",
+    "invoke-restmethod",
+    "ftp",
+    "tftp",
+];
+const NETWORK_TOOLS: &[&str] = &[
+    "nc", "ncat", "netcat", "telnet", "socat", "openssl", "ssh", "cryptcat",
+];
+const INTERPRETERS: &[&str] = &[
+    "python",
+    "python2",
+    "python3",
+    "perl",
+    "ruby",
+    "node",
+    "nodejs",
+    "php",
+    "pwsh",
+    "powershell",
+    "lua",
+    "deno",
+    "bun",
+    "osascript",
+    "tclsh",
+    "Rscript",
+];
 
 /// Runs what it reads on stdin: a shell or interpreter with no script.
 fn runs_stdin(cmd: &Command) -> bool {
@@ -426,7 +604,11 @@ fn runs_stdin(cmd: &Command) -> bool {
     let is_shell = SHELLS.contains(&p);
     let is_interp = INTERPRETERS.contains(&p) || p.starts_with("python3.");
     if !(is_shell || is_interp) {
-        return matches!(p, "source" | ".") && cmd.args().first().is_some_and(|w| w.text == "/dev/stdin" || w.text == "-")
+        return matches!(p, "source" | ".")
+            && cmd
+                .args()
+                .first()
+                .is_some_and(|w| w.text == "/dev/stdin" || w.text == "-")
             || matches!(p, "iex" | "invoke-expression" | "Invoke-Expression");
     }
     let mut i = 0;
@@ -436,7 +618,14 @@ fn runs_stdin(cmd: &Command) -> bool {
         if t == "-" || t == "-s" || t == "/dev/stdin" {
             return true;
         }
-        if t == "-c" || t == "-e" || t == "-m" || t == "-r" || t == "-E" || t == "--eval" || (is_shell && t.starts_with('-') && !t.starts_with("--") && t.contains('c')) {
+        if t == "-c"
+            || t == "-e"
+            || t == "-m"
+            || t == "-r"
+            || t == "-E"
+            || t == "--eval"
+            || (is_shell && t.starts_with('-') && !t.starts_with("--") && t.contains('c'))
+        {
             return false;
         }
         if t.starts_with('-') || t.starts_with('+') {
@@ -457,22 +646,52 @@ fn runs_stdin(cmd: &Command) -> bool {
 fn fed_by(ctx: &Ctx<'_>, at: usize) -> Option<String> {
     let mut cur = at;
     for _ in 0..8 {
-        let Stdin::Pipe(from) = ctx.cmd(cur).stdin else { return None };
+        let Stdin::Pipe(from) = ctx.cmd(cur).stdin else {
+            return None;
+        };
         let src = ctx.cmd(from);
         let p = program(src);
-        if DOWNLOADERS.contains(&p) || p == "python3" && inline_code(src).is_some_and(|c| c.contains("urlopen") || c.contains("requests.get")) {
-            let url = src.args().iter().find(|w| w.text.contains("://") || w.text.contains('.') && !w.text.starts_with('-')).map(|w| w.text.clone()).unwrap_or_default();
+        if DOWNLOADERS.contains(&p)
+            || p == "python3"
+                && inline_code(src)
+                    .is_some_and(|c| c.contains("urlopen") || c.contains("requests.get"))
+        {
+            let url = src
+                .args()
+                .iter()
+                .find(|w| {
+                    w.text.contains("://") || w.text.contains('.') && !w.text.starts_with('-')
+                })
+                .map(|w| w.text.clone())
+                .unwrap_or_default();
             if trusted(ctx, &url) {
                 return None;
             }
-            return Some(format!("`{p} … | {}` runs code fetched from the network ({})", program(ctx.cmd(at)), if url.is_empty() { "an unseen address".into() } else { url }));
+            return Some(format!(
+                "`{p} … | {}` runs code fetched from the network ({})",
+                program(ctx.cmd(at)),
+                if url.is_empty() {
+                    "an unseen address".into()
+                } else {
+                    url
+                }
+            ));
         }
         if NETWORK_TOOLS.contains(&p) {
-            return Some(format!("`{p} … | {}` runs what arrives over the network", program(ctx.cmd(at))));
+            return Some(format!(
+                "`{p} … | {}` runs what arrives over the network",
+                program(ctx.cmd(at))
+            ));
         }
-        let decoder = matches!(p, "base64" | "base32" | "xxd" | "openssl" | "uudecode" | "gpg");
+        let decoder = matches!(
+            p,
+            "base64" | "base32" | "xxd" | "openssl" | "uudecode" | "gpg"
+        );
         if decoder && crate::wrappers::stdin_text(ctx.script, at, 0).is_none() {
-            return Some(format!("`{p} … | {}` runs decoded text the line does not show", program(ctx.cmd(at))));
+            return Some(format!(
+                "`{p} … | {}` runs decoded text the line does not show",
+                program(ctx.cmd(at))
+            ));
         }
         cur = from;
     }
@@ -480,7 +699,13 @@ fn fed_by(ctx: &Ctx<'_>, at: usize) -> Option<String> {
 }
 
 fn trusted(ctx: &Ctx<'_>, url: &str) -> bool {
-    let host = url.split("://").nth(1).unwrap_or(url).split(['/', ':', '?']).next().unwrap_or("");
+    let host = url
+        .split("://")
+        .nth(1)
+        .unwrap_or(url)
+        .split(['/', ':', '?'])
+        .next()
+        .unwrap_or("");
     !host.is_empty() && ctx.options.trusted_installers.iter().any(|t| t == host)
 }
 
@@ -493,15 +718,33 @@ fn download_exec(ctx: &Ctx<'_>, at: usize) -> Option<String> {
         return Some(why);
     }
     // `sh -c "$(curl …)"`, `eval "$(wget -O- …)"`, `bash <(curl …)`, `source <(…)`, `$(curl …)`.
-    let executes = SHELLS.contains(&p) || INTERPRETERS.contains(&p) || matches!(p, "eval" | "source" | ".");
-    let words: Vec<&Word> = if executes { cmd.words.iter().collect() } else { cmd.words.first().into_iter().collect() };
+    let executes =
+        SHELLS.contains(&p) || INTERPRETERS.contains(&p) || matches!(p, "eval" | "source" | ".");
+    let words: Vec<&Word> = if executes {
+        cmd.words.iter().collect()
+    } else {
+        cmd.words.first().into_iter().collect()
+    };
     for w in words {
         for i in ctx.substituted_programs(w) {
             let inner = ctx.cmd(i);
             if DOWNLOADERS.contains(&program(inner)) {
-                let url = inner.args().iter().find(|w| w.text.contains("://")).map(|w| w.text.clone()).unwrap_or_default();
+                let url = inner
+                    .args()
+                    .iter()
+                    .find(|w| w.text.contains("://"))
+                    .map(|w| w.text.clone())
+                    .unwrap_or_default();
                 if !trusted(ctx, &url) {
-                    return Some(format!("`{p}` runs code fetched by `{}` from {}", program(inner), if url.is_empty() { "the network".into() } else { url }));
+                    return Some(format!(
+                        "`{p}` runs code fetched by `{}` from {}",
+                        program(inner),
+                        if url.is_empty() {
+                            "the network".into()
+                        } else {
+                            url
+                        }
+                    ));
                 }
             }
         }
@@ -510,14 +753,24 @@ fn download_exec(ctx: &Ctx<'_>, at: usize) -> Option<String> {
     if DOWNLOADERS.contains(&p) {
         let out = output_file(cmd)?;
         let name = out.rsplit('/').next().unwrap_or(&out).to_owned();
-        let url = cmd.args().iter().find(|w| w.text.contains("://")).map(|w| w.text.clone()).unwrap_or_default();
+        let url = cmd
+            .args()
+            .iter()
+            .find(|w| w.text.contains("://"))
+            .map(|w| w.text.clone())
+            .unwrap_or_default();
         if trusted(ctx, &url) {
             return None;
         }
         for later in ctx.script.commands.iter().skip(at + 1) {
             let runs_it = later.program() == Some(name.as_str())
-                || (SHELLS.contains(&program(later)) || INTERPRETERS.contains(&program(later)) || matches!(program(later), "source" | "."))
-                    && later.args().iter().any(|w| w.text.rsplit('/').next() == Some(name.as_str()));
+                || (SHELLS.contains(&program(later))
+                    || INTERPRETERS.contains(&program(later))
+                    || matches!(program(later), "source" | "."))
+                    && later
+                        .args()
+                        .iter()
+                        .any(|w| w.text.rsplit('/').next() == Some(name.as_str()));
             if runs_it {
                 return Some(format!("`{p}` downloads `{out}` and the same line runs it"));
             }
@@ -536,19 +789,39 @@ fn output_file(cmd: &Command) -> Option<String> {
                 return Some(f);
             }
         }
-        if let Some(f) = t.strip_prefix("--output-document=").or_else(|| t.strip_prefix("--output=")) {
+        if let Some(f) = t
+            .strip_prefix("--output-document=")
+            .or_else(|| t.strip_prefix("--output="))
+        {
             return Some(f.to_owned());
         }
     }
-    if program(cmd) == "wget" && !args.iter().any(|w| w.text == "-O" || w.text == "-qO-" || w.text == "-O-") {
+    if program(cmd) == "wget"
+        && !args
+            .iter()
+            .any(|w| w.text == "-O" || w.text == "-qO-" || w.text == "-O-")
+    {
         let url = args.iter().find(|w| w.text.contains("://"))?;
-        return url.text.rsplit('/').next().filter(|s| !s.is_empty()).map(str::to_owned);
+        return url
+            .text
+            .rsplit('/')
+            .next()
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned);
     }
     if program(cmd) == "curl" && (has_short(cmd, 'O') || has_long(cmd, "--remote-name")) {
         let url = args.iter().find(|w| w.text.contains("://"))?;
-        return url.text.rsplit('/').next().filter(|s| !s.is_empty()).map(str::to_owned);
+        return url
+            .text
+            .rsplit('/')
+            .next()
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned);
     }
-    cmd.redirects.iter().find(|r| r.writes()).map(|r| r.target.text.clone())
+    cmd.redirects
+        .iter()
+        .find(|r| r.writes())
+        .map(|r| r.target.text.clone())
 }
 
 fn reverse_shell(ctx: &Ctx<'_>, at: usize) -> Option<String> {
@@ -560,22 +833,43 @@ fn reverse_shell(ctx: &Ctx<'_>, at: usize) -> Option<String> {
             return Some(format!("connects a shell's descriptors to `{t}`"));
         }
     }
-    if matches!(p, "nc" | "ncat" | "netcat" | "nc.traditional" | "nc.openbsd")
-        && cmd.args().iter().any(|w| matches!(w.text.as_str(), "-e" | "-c" | "--exec" | "--sh-exec" | "--lua-exec") || w.text.starts_with("-e") && w.text.len() > 2)
-    {
+    if matches!(
+        p,
+        "nc" | "ncat" | "netcat" | "nc.traditional" | "nc.openbsd"
+    ) && cmd.args().iter().any(|w| {
+        matches!(
+            w.text.as_str(),
+            "-e" | "-c" | "--exec" | "--sh-exec" | "--lua-exec"
+        ) || w.text.starts_with("-e") && w.text.len() > 2
+    }) {
         return Some(format!("`{p}` hands a program to a network connection"));
     }
     if p == "socat" {
-        let lower: Vec<String> = cmd.args().iter().map(|w| w.text.to_ascii_lowercase()).collect();
-        if lower.iter().any(|a| a.starts_with("exec:") || a.starts_with("system:")) && lower.iter().any(|a| a.contains("tcp") || a.contains("udp") || a.contains("ssl")) {
+        let lower: Vec<String> = cmd
+            .args()
+            .iter()
+            .map(|w| w.text.to_ascii_lowercase())
+            .collect();
+        if lower
+            .iter()
+            .any(|a| a.starts_with("exec:") || a.starts_with("system:"))
+            && lower
+                .iter()
+                .any(|a| a.contains("tcp") || a.contains("udp") || a.contains("ssl"))
+        {
             return Some("`socat` connects a program to the network".into());
         }
     }
     if (SHELLS.contains(&p)) && runs_stdin(cmd) {
-        let from_net = matches!(cmd.stdin, Stdin::Pipe(f) if NETWORK_TOOLS.contains(&program(ctx.cmd(f))));
-        let to_net = ctx.readers(at).any(|r| NETWORK_TOOLS.contains(&program(ctx.cmd(r))));
+        let from_net =
+            matches!(cmd.stdin, Stdin::Pipe(f) if NETWORK_TOOLS.contains(&program(ctx.cmd(f))));
+        let to_net = ctx
+            .readers(at)
+            .any(|r| NETWORK_TOOLS.contains(&program(ctx.cmd(r))));
         if from_net || to_net {
-            return Some(format!("`{p}` reads from and writes to a network connection"));
+            return Some(format!(
+                "`{p}` reads from and writes to a network connection"
+            ));
         }
     }
     if p == "ztcp" {
@@ -586,10 +880,37 @@ fn reverse_shell(ctx: &Ctx<'_>, at: usize) -> Option<String> {
         if matches!(p, "awk" | "gawk") && lower.contains("/inet/") {
             return Some(format!("`{p}` opens a network connection (`/inet/`)"));
         }
-        let net = ["socket", "fsockopen", "tcpsocket", "net.connect", "net.socket", "io::socket", "new-object system.net.sockets"].iter().any(|k| lower.contains(k));
-        let shell = ["subprocess", "pty.spawn", "dup2", "/bin/sh", "/bin/bash", "cmd.exe", "exec(", "system(", "spawn(", "popen", "child_process", "iex"].iter().any(|k| lower.contains(k));
+        let net = [
+            "socket",
+            "fsockopen",
+            "tcpsocket",
+            "net.connect",
+            "net.socket",
+            "io::socket",
+            "new-object system.net.sockets",
+        ]
+        .iter()
+        .any(|k| lower.contains(k));
+        let shell = [
+            "subprocess",
+            "pty.spawn",
+            "dup2",
+            "/bin/sh",
+            "/bin/bash",
+            "cmd.exe",
+            "exec(",
+            "system(",
+            "spawn(",
+            "popen",
+            "child_process",
+            "iex",
+        ]
+        .iter()
+        .any(|k| lower.contains(k));
         if net && shell {
-            return Some(format!("`{p}` code opens a socket and runs a shell over it"));
+            return Some(format!(
+                "`{p}` code opens a socket and runs a shell over it"
+            ));
         }
     }
     if p == "xterm" && cmd.args().iter().any(|w| w.text == "-display") {
@@ -603,12 +924,46 @@ fn system_damage(ctx: &Ctx<'_>, at: usize) -> Option<String> {
     let p = program(cmd);
     let args: Vec<&str> = cmd.args().iter().map(|w| w.text.as_str()).collect();
     let found = match p {
-        "shutdown" | "reboot" | "halt" | "poweroff" | "killall5" => Some(format!("`{p}` stops the machine or every process")),
-        "init" | "telinit" if args.first().is_some_and(|a| matches!(*a, "0" | "6" | "1" | "S")) => Some(format!("`{p} {}` changes the machine's run level", args[0])),
-        "systemctl" if args.iter().any(|a| matches!(*a, "poweroff" | "reboot" | "halt" | "kexec" | "rescue" | "emergency" | "suspend" | "hibernate")) => Some("`systemctl` stops or suspends the machine".into()),
-        "kill" | "pkill" if args.iter().any(|a| *a == "-1") && !args.iter().any(|a| *a == "-l") => Some("`kill -1` signals every process the user can reach".into()),
-        "crontab" if args.contains(&"-r") => Some("`crontab -r` deletes every scheduled job".into()),
-        "iptables" | "ip6tables" | "nft" if args.iter().any(|a| matches!(*a, "-F" | "--flush" | "flush")) => Some(format!("`{p}` flushes the firewall")),
+        "shutdown" | "reboot" | "halt" | "poweroff" | "killall5" => {
+            Some(format!("`{p}` stops the machine or every process"))
+        }
+        "init" | "telinit"
+            if args
+                .first()
+                .is_some_and(|a| matches!(*a, "0" | "6" | "1" | "S")) =>
+        {
+            Some(format!("`{p} {}` changes the machine's run level", args[0]))
+        }
+        "systemctl"
+            if args.iter().any(|a| {
+                matches!(
+                    *a,
+                    "poweroff"
+                        | "reboot"
+                        | "halt"
+                        | "kexec"
+                        | "rescue"
+                        | "emergency"
+                        | "suspend"
+                        | "hibernate"
+                )
+            }) =>
+        {
+            Some("`systemctl` stops or suspends the machine".into())
+        }
+        "kill" | "pkill" if args.iter().any(|a| *a == "-1") && !args.iter().any(|a| *a == "-l") => {
+            Some("`kill -1` signals every process the user can reach".into())
+        }
+        "crontab" if args.contains(&"-r") => {
+            Some("`crontab -r` deletes every scheduled job".into())
+        }
+        "iptables" | "ip6tables" | "nft"
+            if args
+                .iter()
+                .any(|a| matches!(*a, "-F" | "--flush" | "flush")) =>
+        {
+            Some(format!("`{p}` flushes the firewall"))
+        }
         _ => None,
     };
     if found.is_some() {
@@ -620,13 +975,18 @@ fn system_damage(ctx: &Ctx<'_>, at: usize) -> Option<String> {
         }
         let resolved = ctx.path(&target);
         if resolved == "/proc/sysrq-trigger" || resolved.starts_with("/proc/sys/") {
-            return Some(format!("writes to `{resolved}`, the running kernel's settings"));
+            return Some(format!(
+                "writes to `{resolved}`, the running kernel's settings"
+            ));
         }
         if resolved.starts_with("/dev/") || resolved.starts_with("/proc/") {
             continue;
         }
         if critical_system_file(&resolved) && !ctx.in_workspace(&resolved) {
-            return Some(format!("`{}` writes to `{resolved}`, a system file", if p.is_empty() { "a redirection" } else { p }));
+            return Some(format!(
+                "`{}` writes to `{resolved}`, a system file",
+                if p.is_empty() { "a redirection" } else { p }
+            ));
         }
     }
     None
@@ -638,14 +998,43 @@ fn system_damage(ctx: &Ctx<'_>, at: usize) -> Option<String> {
 /// routine administration, and is not among them.)
 fn critical_system_file(path: &str) -> bool {
     const FILES: &[&str] = &[
-        "/etc/passwd", "/etc/shadow", "/etc/group", "/etc/gshadow", "/etc/sudoers", "/etc/hosts",
-        "/etc/resolv.conf", "/etc/fstab", "/etc/crontab", "/etc/ld.so.preload", "/etc/profile",
-        "/etc/environment", "/etc/bash.bashrc", "/etc/inittab", "/etc/rc.local",
+        "/etc/passwd",
+        "/etc/shadow",
+        "/etc/group",
+        "/etc/gshadow",
+        "/etc/sudoers",
+        "/etc/hosts",
+        "/etc/resolv.conf",
+        "/etc/fstab",
+        "/etc/crontab",
+        "/etc/ld.so.preload",
+        "/etc/profile",
+        "/etc/environment",
+        "/etc/bash.bashrc",
+        "/etc/inittab",
+        "/etc/rc.local",
     ];
     const TREES: &[&str] = &[
-        "/etc/sudoers.d", "/etc/ssh", "/etc/pam.d", "/etc/systemd", "/etc/cron.d", "/etc/profile.d",
-        "/etc/init.d", "/boot", "/bin", "/sbin", "/usr/bin", "/usr/sbin", "/lib", "/lib64", "/usr/lib",
-        "/usr/lib64", "/root/.ssh", "/lib/systemd", "/usr/libexec", "/System",
+        "/etc/sudoers.d",
+        "/etc/ssh",
+        "/etc/pam.d",
+        "/etc/systemd",
+        "/etc/cron.d",
+        "/etc/profile.d",
+        "/etc/init.d",
+        "/boot",
+        "/bin",
+        "/sbin",
+        "/usr/bin",
+        "/usr/sbin",
+        "/lib",
+        "/lib64",
+        "/usr/lib",
+        "/usr/lib64",
+        "/root/.ssh",
+        "/lib/systemd",
+        "/usr/libexec",
+        "/System",
     ];
     FILES.contains(&path) || TREES.iter().any(|t| beneath(path, t))
 }
@@ -653,12 +1042,21 @@ fn critical_system_file(path: &str) -> bool {
 /// The files a command writes, as far as the line shows: redirections,
 /// `tee`, `cp`/`mv`/`install`/`ln` destinations, `sed -i`, `truncate`, `dd of=`.
 fn written_files(cmd: &Command) -> Vec<String> {
-    let mut out: Vec<String> = cmd.redirects.iter().filter(|r| r.writes()).map(|r| r.target.text.clone()).collect();
+    let mut out: Vec<String> = cmd
+        .redirects
+        .iter()
+        .filter(|r| r.writes())
+        .map(|r| r.target.text.clone())
+        .collect();
     let ops = operands(cmd);
     match program(cmd) {
         "tee" | "truncate" | "touch" => out.extend(ops.iter().map(|w| w.text.clone())),
         "cp" | "mv" | "install" | "ln" | "rsync" | "scp" => {
-            if let Some(pos) = cmd.args().iter().position(|w| w.text == "-t" || w.text == "--target-directory") {
+            if let Some(pos) = cmd
+                .args()
+                .iter()
+                .position(|w| w.text == "-t" || w.text == "--target-directory")
+            {
                 out.extend(cmd.args().get(pos + 1).map(|w| w.text.clone()));
             } else if let Some(last) = ops.last() {
                 out.push(last.text.clone());
@@ -667,7 +1065,11 @@ fn written_files(cmd: &Command) -> Vec<String> {
         "sed" | "perl" if has_short(cmd, 'i') || has_long(cmd, "--in-place") => {
             out.extend(ops.iter().skip(1).map(|w| w.text.clone()));
         }
-        "dd" => out.extend(cmd.args().iter().filter_map(|w| w.text.strip_prefix("of=").map(str::to_owned))),
+        "dd" => out.extend(
+            cmd.args()
+                .iter()
+                .filter_map(|w| w.text.strip_prefix("of=").map(str::to_owned)),
+        ),
         _ => {}
     }
     out
@@ -677,7 +1079,9 @@ fn written_files(cmd: &Command) -> Vec<String> {
 fn changed_files(cmd: &Command) -> Vec<String> {
     let mut out = written_files(cmd);
     match program(cmd) {
-        "rm" | "unlink" | "rmdir" | "shred" | "mv" | "chmod" | "chown" | "chattr" => out.extend(operands(cmd).iter().map(|w| w.text.clone())),
+        "rm" | "unlink" | "rmdir" | "shred" | "mv" | "chmod" | "chown" | "chattr" => {
+            out.extend(operands(cmd).iter().map(|w| w.text.clone()))
+        }
         _ => {}
     }
     out
@@ -689,28 +1093,74 @@ fn disable_guard(ctx: &Ctx<'_>, at: usize) -> Option<String> {
     let args: Vec<&str> = cmd.args().iter().map(|w| w.text.as_str()).collect();
     for file in changed_files(cmd) {
         if let Some(what) = guard_config(&ctx.path(&file)) {
-            return Some(format!("`{}` changes `{file}`, {what}", if p.is_empty() { "a redirection" } else { p }));
+            return Some(format!(
+                "`{}` changes `{file}`, {what}",
+                if p.is_empty() { "a redirection" } else { p }
+            ));
         }
     }
     let bypass = match p {
-        "claude" => args.iter().any(|a| *a == "--dangerously-skip-permissions" || *a == "bypassPermissions" || a.ends_with("=bypassPermissions")),
-        "codex" => args.iter().any(|a| *a == "--dangerously-bypass-approvals-and-sandbox" || *a == "--yolo" || *a == "danger-full-access" || a.ends_with("=danger-full-access")),
-        "gemini" | "qwen" => args.iter().any(|a| matches!(*a, "--yolo" | "-y" | "yolo" | "--approval-mode=yolo")),
-        "copilot" => args.iter().any(|a| matches!(*a, "--allow-all-tools" | "--allow-all" | "--yolo" | "--allow-all-paths")),
+        "claude" => args.iter().any(|a| {
+            *a == "--dangerously-skip-permissions"
+                || *a == "bypassPermissions"
+                || a.ends_with("=bypassPermissions")
+        }),
+        "codex" => args.iter().any(|a| {
+            *a == "--dangerously-bypass-approvals-and-sandbox"
+                || *a == "--yolo"
+                || *a == "danger-full-access"
+                || a.ends_with("=danger-full-access")
+        }),
+        "gemini" | "qwen" => args
+            .iter()
+            .any(|a| matches!(*a, "--yolo" | "-y" | "yolo" | "--approval-mode=yolo")),
+        "copilot" => args.iter().any(|a| {
+            matches!(
+                *a,
+                "--allow-all-tools" | "--allow-all" | "--yolo" | "--allow-all-paths"
+            )
+        }),
         "cursor-agent" => args.iter().any(|a| matches!(*a, "--force" | "-f")),
-        "toolgate" => args.first().is_some_and(|a| matches!(*a, "uninstall" | "trust")) || args.iter().any(|a| *a == "--remove"),
+        "toolgate" => {
+            args.first()
+                .is_some_and(|a| matches!(*a, "uninstall" | "trust"))
+                || args.iter().any(|a| *a == "--remove")
+        }
         "pkill" | "killall" => args.iter().any(|a| a.contains("toolgate")),
-        "kill" => args.iter().any(|a| a.contains("toolgate")) || cmd.args().iter().any(|w| ctx.substituted_programs(w).iter().any(|&i| ctx.cmd(i).args().iter().any(|a| a.text.contains("toolgate")))),
-        "systemctl" => args.iter().any(|a| matches!(*a, "stop" | "disable" | "mask" | "kill")) && args.iter().any(|a| a.contains("toolgate")),
+        "kill" => {
+            args.iter().any(|a| a.contains("toolgate"))
+                || cmd.args().iter().any(|w| {
+                    ctx.substituted_programs(w).iter().any(|&i| {
+                        ctx.cmd(i)
+                            .args()
+                            .iter()
+                            .any(|a| a.text.contains("toolgate"))
+                    })
+                })
+        }
+        "systemctl" => {
+            args.iter()
+                .any(|a| matches!(*a, "stop" | "disable" | "mask" | "kill"))
+                && args.iter().any(|a| a.contains("toolgate"))
+        }
         _ => false,
     };
     if bypass {
-        return Some(format!("`{p} {}` turns off the agent's guard or sandbox", args.join(" ")));
+        return Some(format!(
+            "`{p} {}` turns off the agent's guard or sandbox",
+            args.join(" ")
+        ));
     }
-    let env_override = cmd.assigns.iter().map(|(n, _)| n.as_str()).chain(args.iter().filter(|_| p == "export" || p == "unset").map(|a| a.split('=').next().unwrap_or(a)));
+    let env_override = cmd.assigns.iter().map(|(n, _)| n.as_str()).chain(
+        args.iter()
+            .filter(|_| p == "export" || p == "unset")
+            .map(|a| a.split('=').next().unwrap_or(a)),
+    );
     for name in env_override {
         if name.starts_with("TOOLGATE_") {
-            return Some(format!("sets `{name}`, which points toolgate at another configuration"));
+            return Some(format!(
+                "sets `{name}`, which points toolgate at another configuration"
+            ));
         }
     }
     None
@@ -721,34 +1171,152 @@ fn credential_dump(ctx: &Ctx<'_>, at: usize) -> Option<String> {
     let p = program(cmd);
     let args: Vec<&str> = cmd.args().iter().map(|w| w.text.as_str()).collect();
     let tool = match p {
-        "security" => args.iter().any(|a| matches!(*a, "find-generic-password" | "find-internet-password" | "dump-keychain" | "export")),
-        "secret-tool" => args.first().is_some_and(|a| matches!(*a, "lookup" | "search")),
+        "security" => args.iter().any(|a| {
+            matches!(
+                *a,
+                "find-generic-password" | "find-internet-password" | "dump-keychain" | "export"
+            )
+        }),
+        "secret-tool" => args
+            .first()
+            .is_some_and(|a| matches!(*a, "lookup" | "search")),
         "gpg" | "gpg2" => args.iter().any(|a| a.starts_with("--export-secret")),
-        "gcloud" => args.windows(2).any(|w| w[0] == "auth" && matches!(w[1], "print-access-token" | "print-identity-token" | "application-default")),
-        "aws" => args.windows(2).any(|w| w[0] == "configure" && matches!(w[1], "export-credentials" | "get")) || args.windows(2).any(|w| w[0] == "sts" && w[1] == "get-session-token") || args.windows(2).any(|w| w[0] == "secretsmanager" && w[1] == "get-secret-value"),
+        "gcloud" => args.windows(2).any(|w| {
+            w[0] == "auth"
+                && matches!(
+                    w[1],
+                    "print-access-token" | "print-identity-token" | "application-default"
+                )
+        }),
+        "aws" => {
+            args.windows(2)
+                .any(|w| w[0] == "configure" && matches!(w[1], "export-credentials" | "get"))
+                || args
+                    .windows(2)
+                    .any(|w| w[0] == "sts" && w[1] == "get-session-token")
+                || args
+                    .windows(2)
+                    .any(|w| w[0] == "secretsmanager" && w[1] == "get-secret-value")
+        }
         "gh" => args.windows(2).any(|w| w[0] == "auth" && w[1] == "token"),
-        "az" => args.windows(2).any(|w| w[0] == "account" && w[1] == "get-access-token"),
-        "kubectl" => args.contains(&"--raw") && args.contains(&"view") || args.windows(2).any(|w| w[0] == "get" && w[1].starts_with("secret")) && args.iter().any(|a| a.contains("yaml") || a.contains("json") || a.contains("jsonpath")),
-        "git" => args.windows(2).any(|w| w[0] == "credential" && w[1] == "fill"),
-        "vault" => args.first().is_some_and(|a| *a == "read" || *a == "kv") || args.windows(2).any(|w| w[0] == "token" && w[1] == "lookup"),
-        "op" => args.first().is_some_and(|a| *a == "read") || args.windows(2).any(|w| w[0] == "item" && w[1] == "get"),
+        "az" => args
+            .windows(2)
+            .any(|w| w[0] == "account" && w[1] == "get-access-token"),
+        "kubectl" => {
+            args.contains(&"--raw") && args.contains(&"view")
+                || args
+                    .windows(2)
+                    .any(|w| w[0] == "get" && w[1].starts_with("secret"))
+                    && args
+                        .iter()
+                        .any(|a| a.contains("yaml") || a.contains("json") || a.contains("jsonpath"))
+        }
+        "git" => args
+            .windows(2)
+            .any(|w| w[0] == "credential" && w[1] == "fill"),
+        "vault" => {
+            args.first().is_some_and(|a| *a == "read" || *a == "kv")
+                || args.windows(2).any(|w| w[0] == "token" && w[1] == "lookup")
+        }
+        "op" => {
+            args.first().is_some_and(|a| *a == "read")
+                || args.windows(2).any(|w| w[0] == "item" && w[1] == "get")
+        }
         "mimikatz" | "mimikatz.exe" | "lazagne" | "laZagne" | "secretsdump.py" | "pypykatz" => true,
         _ => false,
     };
     if tool {
-        return Some(format!("`{p} {}` prints stored credentials", args.join(" ")));
+        return Some(format!(
+            "`{p} {}` prints stored credentials",
+            args.join(" ")
+        ));
     }
-    const HARMLESS: &[&str] = &["ls", "stat", "test", "[", "[[", "file", "chmod", "chown", "chgrp", "touch", "mkdir", "ssh", "ssh-add", "ssh-keygen", "du", "wc", "realpath", "readlink", "dirname", "basename", "lsattr", "getfacl", "md5sum", "sha1sum", "sha256sum", "shasum", "rm", "mv", "git", "echo", "printf", "cd", "pushd", "code", "vim", "vi", "nano", "ssh-copy-id", "docker", "gpg", "source", ".", "export", "find", "locate", "stow", "direnv", "dotenv", "env", "npx", "terraform", "kubectl", "helm", "aws", "gcloud", "az"];
+    const HARMLESS: &[&str] = &[
+        "ls",
+        "stat",
+        "test",
+        "[",
+        "[[",
+        "file",
+        "chmod",
+        "chown",
+        "chgrp",
+        "touch",
+        "mkdir",
+        "ssh",
+        "ssh-add",
+        "ssh-keygen",
+        "du",
+        "wc",
+        "realpath",
+        "readlink",
+        "dirname",
+        "basename",
+        "lsattr",
+        "getfacl",
+        "md5sum",
+        "sha1sum",
+        "sha256sum",
+        "shasum",
+        "rm",
+        "mv",
+        "git",
+        "echo",
+        "printf",
+        "cd",
+        "pushd",
+        "code",
+        "vim",
+        "vi",
+        "nano",
+        "ssh-copy-id",
+        "docker",
+        "gpg",
+        "source",
+        ".",
+        "export",
+        "find",
+        "locate",
+        "stow",
+        "direnv",
+        "dotenv",
+        "env",
+        "npx",
+        "terraform",
+        "kubectl",
+        "helm",
+        "aws",
+        "gcloud",
+        "az",
+    ];
     let reads: Vec<String> = {
-        let mut r: Vec<String> = cmd.redirects.iter().filter(|r| r.op == "<").map(|r| r.target.text.clone()).collect();
+        let mut r: Vec<String> = cmd
+            .redirects
+            .iter()
+            .filter(|r| r.op == "<")
+            .map(|r| r.target.text.clone())
+            .collect();
         let copies = matches!(p, "cp" | "scp" | "rsync" | "install");
         if copies {
             let ops = operands(cmd);
-            r.extend(ops.iter().take(ops.len().saturating_sub(1)).map(|w| w.text.clone()));
+            r.extend(
+                ops.iter()
+                    .take(ops.len().saturating_sub(1))
+                    .map(|w| w.text.clone()),
+            );
         } else if !HARMLESS.contains(&p) && !p.is_empty() {
-            r.extend(cmd.args().iter().filter(|w| !w.text.starts_with('-') || w.text.contains('@')).map(|w| w.text.trim_start_matches('@').to_owned()));
+            r.extend(
+                cmd.args()
+                    .iter()
+                    .filter(|w| !w.text.starts_with('-') || w.text.contains('@'))
+                    .map(|w| w.text.trim_start_matches('@').to_owned()),
+            );
             // `curl -d @file`, `--data-binary @file`, `-F x=@file`, `-T file`.
-            r.extend(cmd.args().iter().filter_map(|w| w.text.split_once("=@").map(|(_, f)| f.to_owned())));
+            r.extend(
+                cmd.args()
+                    .iter()
+                    .filter_map(|w| w.text.split_once("=@").map(|(_, f)| f.to_owned())),
+            );
         }
         r
     };
@@ -757,7 +1325,10 @@ fn credential_dump(ctx: &Ctx<'_>, at: usize) -> Option<String> {
             continue;
         }
         if let Some(kind) = secret_kind(&ctx.path(&file)) {
-            return Some(format!("`{}` reads `{file}`, {kind}", if p.is_empty() { "a redirection" } else { p }));
+            return Some(format!(
+                "`{}` reads `{file}`, {kind}",
+                if p.is_empty() { "a redirection" } else { p }
+            ));
         }
     }
     None
@@ -772,7 +1343,10 @@ fn git_sub(cmd: &Command) -> Option<(&str, Vec<&Word>)> {
     let mut i = 0;
     while let Some(w) = args.get(i) {
         let t = w.text.as_str();
-        if matches!(t, "-C" | "-c" | "--git-dir" | "--work-tree" | "--namespace" | "--exec-path") {
+        if matches!(
+            t,
+            "-C" | "-c" | "--git-dir" | "--work-tree" | "--namespace" | "--exec-path"
+        ) {
             i += 2;
         } else if t.starts_with('-') {
             i += 1;
@@ -785,20 +1359,37 @@ fn git_sub(cmd: &Command) -> Option<(&str, Vec<&Word>)> {
 
 fn protected(ctx: &Ctx<'_>, branch: &str) -> bool {
     let branch = branch.trim_start_matches("refs/heads/");
-    ctx.options.protected_branches.iter().any(|p| match p.strip_suffix('*') {
-        Some(prefix) => branch.starts_with(prefix),
-        None => branch == p,
-    })
+    ctx.options
+        .protected_branches
+        .iter()
+        .any(|p| match p.strip_suffix('*') {
+            Some(prefix) => branch.starts_with(prefix),
+            None => branch == p,
+        })
 }
 
 fn history_rewrite(ctx: &Ctx<'_>, at: usize) -> Option<String> {
     let cmd = ctx.cmd(at);
     let (sub, args) = git_sub(cmd)?;
-    let flag_words: Vec<&str> = args.iter().map(|w| w.text.as_str()).filter(|t| t.starts_with('-')).collect();
-    let positional: Vec<&str> = args.iter().map(|w| w.text.as_str()).filter(|t| !t.starts_with('-')).collect();
+    let flag_words: Vec<&str> = args
+        .iter()
+        .map(|w| w.text.as_str())
+        .filter(|t| t.starts_with('-'))
+        .collect();
+    let positional: Vec<&str> = args
+        .iter()
+        .map(|w| w.text.as_str())
+        .filter(|t| !t.starts_with('-'))
+        .collect();
     match sub {
         "push" => {
-            let force = flag_words.iter().any(|f| *f == "--force" || f.starts_with("--force-with-lease") || *f == "--force-if-includes" || *f == "--mirror" || !f.starts_with("--") && f.contains('f'));
+            let force = flag_words.iter().any(|f| {
+                *f == "--force"
+                    || f.starts_with("--force-with-lease")
+                    || *f == "--force-if-includes"
+                    || *f == "--mirror"
+                    || !f.starts_with("--") && f.contains('f')
+            });
             let delete = flag_words.iter().any(|f| *f == "--delete" || *f == "-d");
             let refspecs: Vec<&str> = positional.iter().skip(1).copied().collect();
             for spec in &refspecs {
@@ -809,7 +1400,10 @@ fn history_rewrite(ctx: &Ctx<'_>, at: usize) -> Option<String> {
                 let dst = spec.rsplit(':').next().unwrap_or(spec);
                 let deletes = spec.starts_with(':') || delete;
                 if (force || plus || deletes) && protected(ctx, dst) {
-                    return Some(format!("`git push` {} the protected branch `{dst}`", if deletes { "deletes" } else { "force-rewrites" }));
+                    return Some(format!(
+                        "`git push` {} the protected branch `{dst}`",
+                        if deletes { "deletes" } else { "force-rewrites" }
+                    ));
                 }
             }
             if force && refspecs.is_empty() {
@@ -820,12 +1414,26 @@ fn history_rewrite(ctx: &Ctx<'_>, at: usize) -> Option<String> {
             }
             None
         }
-        "filter-branch" | "filter-repo" => Some(format!("`git {sub}` rewrites the repository's whole history")),
-        "branch" if flag_words.iter().any(|f| matches!(*f, "-D" | "-d" | "--delete" | "-f" | "--force")) && flag_words.iter().any(|f| matches!(*f, "-D" | "-d" | "--delete")) => positional
+        "filter-branch" | "filter-repo" => Some(format!(
+            "`git {sub}` rewrites the repository's whole history"
+        )),
+        "branch"
+            if flag_words
+                .iter()
+                .any(|f| matches!(*f, "-D" | "-d" | "--delete" | "-f" | "--force"))
+                && flag_words
+                    .iter()
+                    .any(|f| matches!(*f, "-D" | "-d" | "--delete")) =>
+        {
+            positional
+                .iter()
+                .find(|b| protected(ctx, b))
+                .map(|b| format!("`git branch -D` deletes the protected branch `{b}`"))
+        }
+        "update-ref" if flag_words.contains(&"-d") => positional
             .iter()
             .find(|b| protected(ctx, b))
-            .map(|b| format!("`git branch -D` deletes the protected branch `{b}`")),
-        "update-ref" if flag_words.contains(&"-d") => positional.iter().find(|b| protected(ctx, b)).map(|b| format!("`git update-ref -d` deletes `{b}`")),
+            .map(|b| format!("`git update-ref -d` deletes `{b}`")),
         _ => None,
     }
 }
@@ -834,14 +1442,42 @@ fn discard_work(ctx: &Ctx<'_>, at: usize) -> Option<String> {
     let cmd = ctx.cmd(at);
     let (sub, args) = git_sub(cmd)?;
     let t: Vec<&str> = args.iter().map(|w| w.text.as_str()).collect();
-    let short = |c: char| t.iter().any(|f| f.starts_with('-') && !f.starts_with("--") && f.contains(c));
+    let short = |c: char| {
+        t.iter()
+            .any(|f| f.starts_with('-') && !f.starts_with("--") && f.contains(c))
+    };
     let found = match sub {
-        "clean" if (short('f') || t.contains(&"--force")) && !short('n') && !t.contains(&"--dry-run") && !short('i') => Some(format!("`git clean {}` deletes untracked files for good", t.join(" "))),
-        "reset" if t.contains(&"--hard") || t.contains(&"--merge") && false => Some("`git reset --hard` throws away uncommitted changes".into()),
-        "checkout" if t.iter().any(|a| matches!(*a, "." | ":/" | "*")) || short('f') || t.contains(&"--force") => Some("`git checkout` over the working tree throws away uncommitted changes".into()),
-        "restore" if !t.contains(&"--staged") || t.contains(&"--worktree") => t.iter().any(|a| matches!(*a, "." | ":/" | "*")).then(|| "`git restore .` throws away uncommitted changes".into()),
-        "switch" if t.contains(&"--discard-changes") || short('f') || t.contains(&"--force") => Some("`git switch --discard-changes` throws away uncommitted changes".into()),
-        "stash" if t.first().is_some_and(|a| matches!(*a, "drop" | "clear")) => Some(format!("`git stash {}` deletes stashed work", t[0])),
+        "clean"
+            if (short('f') || t.contains(&"--force"))
+                && !short('n')
+                && !t.contains(&"--dry-run")
+                && !short('i') =>
+        {
+            Some(format!(
+                "`git clean {}` deletes untracked files for good",
+                t.join(" ")
+            ))
+        }
+        "reset" if t.contains(&"--hard") || t.contains(&"--merge") && false => {
+            Some("`git reset --hard` throws away uncommitted changes".into())
+        }
+        "checkout"
+            if t.iter().any(|a| matches!(*a, "." | ":/" | "*"))
+                || short('f')
+                || t.contains(&"--force") =>
+        {
+            Some("`git checkout` over the working tree throws away uncommitted changes".into())
+        }
+        "restore" if !t.contains(&"--staged") || t.contains(&"--worktree") => t
+            .iter()
+            .any(|a| matches!(*a, "." | ":/" | "*"))
+            .then(|| "`git restore .` throws away uncommitted changes".into()),
+        "switch" if t.contains(&"--discard-changes") || short('f') || t.contains(&"--force") => {
+            Some("`git switch --discard-changes` throws away uncommitted changes".into())
+        }
+        "stash" if t.first().is_some_and(|a| matches!(*a, "drop" | "clear")) => {
+            Some(format!("`git stash {}` deletes stashed work", t[0]))
+        }
         _ => None,
     };
     found.map(|f| format!("{f} (set `allow_classes: [\"discard-work\"]` if this workspace may)"))

@@ -8,12 +8,24 @@ use crate::shell::{Command, Script, Stdin, Word, parse_into};
 use std::collections::BTreeMap;
 
 /// Shells: `-c STRING` is code, and with no script they run their stdin.
-pub(crate) const SHELLS: &[&str] = &["sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish", "busybox-sh"];
+pub(crate) const SHELLS: &[&str] = &[
+    "sh",
+    "bash",
+    "zsh",
+    "dash",
+    "ksh",
+    "mksh",
+    "ash",
+    "fish",
+    "busybox-sh",
+];
 
 /// Options of a wrapper that take a value (so the value is not the program).
 fn valued(wrapper: &str) -> &'static [&'static str] {
     match wrapper {
-        "sudo" => &["-u", "-g", "-C", "-h", "-p", "-r", "-t", "-U", "-D", "-R", "-T"],
+        "sudo" => &[
+            "-u", "-g", "-C", "-h", "-p", "-r", "-t", "-U", "-D", "-R", "-T",
+        ],
         "doas" => &["-u", "-C"],
         "env" => &["-u", "-C", "--unset", "--chdir", "-P"],
         "nice" => &["-n", "--adjustment"],
@@ -23,7 +35,22 @@ fn valued(wrapper: &str) -> &'static [&'static str] {
         "chrt" => &["-p"],
         "taskset" => &["-c", "--cpu-list"],
         "exec" => &["-a"],
-        "xargs" => &["-n", "-I", "-L", "-P", "-d", "-s", "-a", "-E", "-i", "--max-args", "--replace", "--max-procs", "--delimiter", "--arg-file"],
+        "xargs" => &[
+            "-n",
+            "-I",
+            "-L",
+            "-P",
+            "-d",
+            "-s",
+            "-a",
+            "-E",
+            "-i",
+            "--max-args",
+            "--replace",
+            "--max-procs",
+            "--delimiter",
+            "--arg-file",
+        ],
         "strace" => &["-e", "-o", "-p", "-s", "-u"],
         "flock" => &["-w", "-E", "--timeout", "--conflict-exit-code"],
         "watch" => &["-n", "--interval", "-d"],
@@ -33,10 +60,19 @@ fn valued(wrapper: &str) -> &'static [&'static str] {
 }
 
 /// Strips wrappers from the command at `at` and reads any code it carries.
-pub(crate) fn unwrap(at: usize, script: &mut Script, vars: &mut BTreeMap<String, Vec<String>>, depth: u8) {
+pub(crate) fn unwrap(
+    at: usize,
+    script: &mut Script,
+    vars: &mut BTreeMap<String, Vec<String>>,
+    depth: u8,
+) {
     for _ in 0..16 {
-        let Some(cmd) = script.commands.get(at) else { return };
-        let Some(program) = cmd.program().map(str::to_owned) else { return };
+        let Some(cmd) = script.commands.get(at) else {
+            return;
+        };
+        let Some(program) = cmd.program().map(str::to_owned) else {
+            return;
+        };
         let words = cmd.words.clone();
         let mut rest = 1usize;
         let skip_options = |rest: &mut usize, wrapper: &str| {
@@ -60,7 +96,9 @@ pub(crate) fn unwrap(at: usize, script: &mut Script, vars: &mut BTreeMap<String,
             "sudo" | "doas" | "nice" | "nohup" | "stdbuf" | "ionice" | "command" | "builtin"
             | "exec" | "time" | "unbuffer" | "strace" | "ltrace" | "caffeinate" | "chronic" => {
                 if program == "command"
-                    && words.get(1).is_some_and(|w| w.text == "-v" || w.text == "-V")
+                    && words
+                        .get(1)
+                        .is_some_and(|w| w.text == "-v" || w.text == "-V")
                 {
                     return;
                 }
@@ -69,14 +107,20 @@ pub(crate) fn unwrap(at: usize, script: &mut Script, vars: &mut BTreeMap<String,
             "env" => {
                 skip_options(&mut rest, "env");
                 // `env -S 'rm -rf /'` splits its string into a command.
-                if let Some(pos) = words.iter().position(|w| w.text == "-S" || w.text == "--split-string")
+                if let Some(pos) = words
+                    .iter()
+                    .position(|w| w.text == "-S" || w.text == "--split-string")
                     && let Some(s) = words.get(pos + 1)
                 {
                     let text = s.text.clone();
                     parse_into(&text, depth + 1, Some("env -S"), script, vars);
                     return;
                 }
-                while words.get(rest).is_some_and(|w| w.text.split_once('=').is_some_and(|(n, _)| crate::shell::is_name(n))) {
+                while words.get(rest).is_some_and(|w| {
+                    w.text
+                        .split_once('=')
+                        .is_some_and(|(n, _)| crate::shell::is_name(n))
+                }) {
                     rest += 1;
                 }
             }
@@ -92,7 +136,10 @@ pub(crate) fn unwrap(at: usize, script: &mut Script, vars: &mut BTreeMap<String,
                 skip_options(&mut rest, "flock");
                 rest += 1; // the lock file
                 if words.get(rest).is_some_and(|w| w.text == "-c") {
-                    let text = words.get(rest + 1).map(|w| w.text.clone()).unwrap_or_default();
+                    let text = words
+                        .get(rest + 1)
+                        .map(|w| w.text.clone())
+                        .unwrap_or_default();
                     parse_into(&text, depth + 1, Some("flock -c"), script, vars);
                     return;
                 }
@@ -125,7 +172,9 @@ pub(crate) fn unwrap(at: usize, script: &mut Script, vars: &mut BTreeMap<String,
                 continue;
             }
             "su" | "runuser" => {
-                if let Some(pos) = words.iter().position(|w| w.text == "-c" || w.text == "--command")
+                if let Some(pos) = words
+                    .iter()
+                    .position(|w| w.text == "-c" || w.text == "--command")
                     && let Some(s) = words.get(pos + 1)
                 {
                     let text = s.text.clone();
@@ -161,7 +210,12 @@ pub(crate) fn unwrap(at: usize, script: &mut Script, vars: &mut BTreeMap<String,
                 find_exec(at, script, vars, depth);
                 return;
             }
-            p if SHELLS.contains(&p) || p == "busybox" && words.get(1).is_some_and(|w| SHELLS.contains(&w.text.as_str())) => {
+            p if SHELLS.contains(&p)
+                || p == "busybox"
+                    && words
+                        .get(1)
+                        .is_some_and(|w| SHELLS.contains(&w.text.as_str())) =>
+            {
                 shell_code(at, script, vars, depth);
                 return;
             }
@@ -188,13 +242,19 @@ fn replace_words(script: &mut Script, at: usize, inner: Vec<Word>, wrapper: &str
 
 /// Words joined back into a line (`eval a b` evaluates `a b`).
 fn join(words: &[Word]) -> String {
-    words.iter().map(|w| w.text.as_str()).collect::<Vec<_>>().join(" ")
+    words
+        .iter()
+        .map(|w| w.text.as_str())
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// A shell: `-c STRING` is parsed; with no script, its stdin is, when the
 /// line shows what that is.
 fn shell_code(at: usize, script: &mut Script, vars: &mut BTreeMap<String, Vec<String>>, depth: u8) {
-    let Some(cmd) = script.commands.get(at) else { return };
+    let Some(cmd) = script.commands.get(at) else {
+        return;
+    };
     let words = cmd.words.clone();
     let mut i = 1;
     if words.first().is_some_and(|w| w.text.ends_with("busybox")) {
@@ -203,7 +263,9 @@ fn shell_code(at: usize, script: &mut Script, vars: &mut BTreeMap<String, Vec<St
     let mut has_script = false;
     while let Some(w) = words.get(i) {
         let t = w.text.as_str();
-        if t == "-c" || (t.starts_with('-') && !t.starts_with("--") && t.contains('c') && t.len() <= 4) {
+        if t == "-c"
+            || (t.starts_with('-') && !t.starts_with("--") && t.contains('c') && t.len() <= 4)
+        {
             if let Some(code) = words.get(i + 1) {
                 let text = code.text.clone();
                 parse_into(&text, depth + 1, Some("sh -c"), script, vars);
@@ -211,7 +273,13 @@ fn shell_code(at: usize, script: &mut Script, vars: &mut BTreeMap<String, Vec<St
                 if let Some(&last) = code.substituted.iter().max()
                     && let Some(printed) = output_text(script, last, 0)
                 {
-                    parse_into(&printed, depth + 1, Some("sh -c of a decoded payload"), script, vars);
+                    parse_into(
+                        &printed,
+                        depth + 1,
+                        Some("sh -c of a decoded payload"),
+                        script,
+                        vars,
+                    );
                 }
             }
             return;
@@ -232,7 +300,9 @@ fn shell_code(at: usize, script: &mut Script, vars: &mut BTreeMap<String, Vec<St
     if has_script {
         return;
     }
-    let Some(text) = stdin_text(script, at, 0) else { return };
+    let Some(text) = stdin_text(script, at, 0) else {
+        return;
+    };
     parse_into(&text, depth + 1, Some("stdin of a shell"), script, vars);
 }
 
@@ -268,9 +338,17 @@ pub(crate) fn output_text(script: &Script, at: usize, hops: u8) -> Option<String
         "printf" => src.args().first().map(|w| w.text.replace("\\n", "\n")),
         "cat" if src.args().is_empty() => stdin_text(script, at, hops + 1),
         "base64" | "openssl" | "base32"
-            if src.args().iter().any(|w| matches!(w.text.as_str(), "-d" | "--decode" | "-D" | "-di" | "-A")) =>
+            if src
+                .args()
+                .iter()
+                .any(|w| matches!(w.text.as_str(), "-d" | "--decode" | "-D" | "-di" | "-A")) =>
         {
-            let encoded = match src.args().iter().rev().find(|w| !w.text.starts_with('-') && w.text != "enc") {
+            let encoded = match src
+                .args()
+                .iter()
+                .rev()
+                .find(|w| !w.text.starts_with('-') && w.text != "enc")
+            {
                 Some(w) if src.program() == Some("base64") => Some(w.text.clone()),
                 _ => stdin_text(script, at, hops + 1),
             }?;
@@ -310,14 +388,20 @@ pub(crate) fn decode_base64(text: &str) -> Option<String> {
 /// `find ROOTS… -exec CMD {} ;`: CMD runs on things beneath ROOTS, so it is
 /// added as a command whose `{}` reads `ROOT/…`.
 fn find_exec(at: usize, script: &mut Script, vars: &mut BTreeMap<String, Vec<String>>, depth: u8) {
-    let Some(cmd) = script.commands.get(at) else { return };
+    let Some(cmd) = script.commands.get(at) else {
+        return;
+    };
     let words = cmd.words.clone();
     let roots: Vec<String> = words[1..]
         .iter()
         .take_while(|w| !w.text.starts_with('-') && w.text != "(" && w.text != "!")
         .map(|w| w.text.clone())
         .collect();
-    let roots = if roots.is_empty() { vec![".".to_owned()] } else { roots };
+    let roots = if roots.is_empty() {
+        vec![".".to_owned()]
+    } else {
+        roots
+    };
     let mut i = 1;
     while i < words.len() {
         let t = words[i].text.as_str();
@@ -332,7 +416,9 @@ fn find_exec(at: usize, script: &mut Script, vars: &mut BTreeMap<String, Vec<Str
                     .map(|w| {
                         let mut w = w.clone();
                         if w.text.contains("{}") {
-                            w.text = w.text.replace("{}", &format!("{}/…", root.trim_end_matches('/')));
+                            w.text = w
+                                .text
+                                .replace("{}", &format!("{}/…", root.trim_end_matches('/')));
                             w.dynamic = true;
                         }
                         w

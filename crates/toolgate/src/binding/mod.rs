@@ -120,7 +120,40 @@ impl BindingSpec {
 /// hook names none (its `missing` message lists them all). The wasm binding
 /// is here with or without the `wasm` feature: without it, a hook that
 /// selects it is refused by name rather than met as an unknown field.
-pub(crate) const CONFIGURABLE: [&Configurable<BindingSpec>; 2] = [&command::CONFIG, &WASM];
+pub(crate) const CONFIGURABLE: [&Configurable<BindingSpec>; 3] = [&command::CONFIG, &WASM, &USE];
+
+/// A guard toolgate ships (`use: "toolgate:shell"`): a component whose
+/// bytes are built in, so it is the wasm binding's spec.
+#[cfg(feature = "wasm")]
+const USE: Configurable<BindingSpec> = Configurable {
+    key: wasm::USE_CONFIG.key,
+    fields: wasm::USE_CONFIG.fields,
+    example: wasm::USE_CONFIG.example,
+    default_timeout_ms: wasm::USE_CONFIG.default_timeout_ms,
+    parse: |hook, common, ctx| (wasm::USE_CONFIG.parse)(hook, common, ctx).map(BindingSpec::Wasm),
+};
+
+/// Without the wasm binding: the standard guards are components, so `use`
+/// is refused with what to build.
+#[cfg(not(feature = "wasm"))]
+const USE: Configurable<BindingSpec> = Configurable {
+    key: parse::Field {
+        name: "use",
+        about: "Only with toolgate's `wasm` feature, which this program was built without.",
+        schema: || serde_json::json!({}),
+    },
+    fields: &[],
+    example: "a guard toolgate ships, such as \"toolgate:shell\", with toolgate's `wasm` feature",
+    default_timeout_ms: crate::contract::MAX_TIMEOUT_MS,
+    parse: |_, _, ctx| {
+        ctx.problem(
+            "use",
+            "toolgate's guards are WebAssembly components, and the WebAssembly binding is not \
+             built into this program: build toolgate with its `wasm` feature",
+        );
+        None
+    },
+};
 
 #[cfg(feature = "wasm")]
 const WASM: Configurable<BindingSpec> = Configurable {

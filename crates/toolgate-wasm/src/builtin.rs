@@ -1,0 +1,48 @@
+//! The guards toolgate ships: `{"name": "shell", "use": "toolgate:shell"}`.
+//!
+//! # Why components built into the binary
+//!
+//! A standard guard is a policy an operator relies on without writing it,
+//! so it runs the way every third-party guard runs: as a WebAssembly
+//! component, fuel-limited, memory-bounded, with no ambient authority
+//! (a bug in a shell parser fed hostile text stays inside the sandbox).
+//! Its bytes are embedded here, so `use` needs no file on disk, no network
+//! and no trust review (nothing in a workspace changes what runs), and
+//! every machine runs the same artefact. The bytes are `guards/dist/`,
+//! built from `guards/<name>/` by the Rust guest recipe; the test command
+//! rebuilds them and fails unless they match bit for bit
+//! (`guards/build.sh`). An in-process guard would be faster per call, and
+//! was not chosen: the sandbox is the point, and the per-call cost is
+//! measured (`toolgate bench --guards`) against the goal.
+
+/// The prefix a hook's `use` names a built-in guard with.
+pub(crate) const SCHEME: &str = "toolgate:";
+
+/// One built-in guard.
+#[derive(Debug)]
+pub(crate) struct Guard {
+    /// Its name after `toolgate:`.
+    pub(crate) name: &'static str,
+    /// The component.
+    pub(crate) bytes: &'static [u8],
+}
+
+/// Every built-in guard, by name.
+pub(crate) const GUARDS: &[Guard] = &[Guard {
+    name: "shell",
+    bytes: include_bytes!("../../../guards/dist/shell.wasm"),
+}];
+
+/// The guard `use` names (`toolgate:shell`), if there is one.
+pub(crate) fn find(written: &str) -> Option<&'static Guard> {
+    let name = written.strip_prefix(SCHEME)?;
+    GUARDS.iter().find(|g| g.name == name)
+}
+
+/// Every name `use` accepts, as written in hooks.json.
+pub(crate) fn names() -> Vec<String> {
+    GUARDS
+        .iter()
+        .map(|g| format!("{SCHEME}{}", g.name))
+        .collect()
+}
