@@ -1,4 +1,4 @@
 #!/usr/bin/env bash
 # Builds toolgate:shell into out/guard-shell.wasm (see guards/build.sh).
-cd "$(dirname "$0")" && . ../env.sh
-build_rust guard-shell
+cd "$(dirname "$0")" && . ../env.sh && . ../stage.sh
+stage_guard shell

@@ -15,6 +15,7 @@ use std::path::PathBuf;
     toolgate bench --json > bench.json\n  \
     toolgate bench --lean-client ./toolgate-hook   # another build, same rounds\n  \
     toolgate bench --agent      # inside the real Claude Code, a few minutes\n  \
+    toolgate bench --guards     # the standard guards on their corpora\n  \
     toolgate bench --soak 1000000   # a long run of `toolgate serve`, for leaks\n\n\
     Guests are taken from guest-examples/*/out/*.wasm\n\
     (build them with guest-examples/build-all). Run it from a release build\n\
@@ -63,6 +64,12 @@ pub(crate) struct Args {
     /// build's, say); default, this one.
     #[arg(long, value_name = "PATH", requires = "agent")]
     toolgate: Option<PathBuf>,
+    /// Measure instead the standard guards on their labeled corpora
+    /// (guards/corpus/): recall and precision per threat class, false
+    /// positives on benign commands, the mistakes, and the cost per call of
+    /// the built-in component against the same rules run natively.
+    #[arg(long, conflicts_with_all = ["agent", "soak", "lean_client"])]
+    guards: bool,
     /// Instead, soak a real `toolgate serve` with N calls of a fixed mix
     /// (every binding, rewrites, denials, failures, timeouts) from several
     /// clients, sampling its memory, descriptors, threads, children and
@@ -92,6 +99,17 @@ pub(crate) fn run(args: Args) -> anyhow::Result<std::process::ExitCode> {
     }
     if let Some(calls) = args.soak {
         return run_soak(args, calls);
+    }
+    if args.guards {
+        let mut options = toolgate_bench::GuardsOptions::default();
+        if args.quick {
+            options = options.quick();
+        }
+        if !args.json {
+            options.progress = |line| eprintln!("{line}");
+        }
+        let report = toolgate_bench::run_guards(&options)?;
+        return print(args.json, &report, || report.render(super::width()));
     }
     let mut options = toolgate_bench::Options::new(std::env::current_exe()?);
     options.rounds = args.rounds;

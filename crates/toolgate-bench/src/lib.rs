@@ -37,12 +37,17 @@
 //! real Claude Code (`agent`): its own section, run on its own, because it
 //! needs the agent installed and takes minutes of its own.
 //!
+//! `--guards` measures instead the standard guards on their labeled
+//! corpora (`guards`): precision, recall and false positives per class,
+//! and the cost per call against the same rules run natively.
+//!
 //! `--soak N` runs instead a long, concurrent run of a real `toolgate
 //! serve` under a fixed mix of every binding and answer, sampling the
 //! server for leaks (`soak`): it measures endurance, not speed.
 
 mod agent;
 mod budget;
+mod guards;
 #[doc(hidden)]
 pub mod mock;
 mod report;
@@ -51,6 +56,7 @@ mod setup;
 mod soak;
 
 pub use agent::{AgentOptions, AgentRelease, AgentReport, AgentRow, run_agent};
+pub use guards::{ClassRow, CostRow, GuardReport, GuardsOptions, GuardsReport, TYPICAL, run_guards};
 pub use report::{Load, Machine, Report, Row, Target, Throughput};
 pub use soak::{
     Answered, Client, Growth, LaneReport, MAX_GROWTH, Sample, SoakOptions, SoakReport, SoakScratch,

@@ -69,6 +69,11 @@ impl HookDef {
         HookDef::new(name, "wasm", json!(path.as_ref().to_string_lossy()))
     }
 
+    /// A guard toolgate ships, by the name `use` gives it (`"toolgate:shell"`).
+    pub fn guard(name: &str, guard: &str) -> Self {
+        HookDef::new(name, "use", json!(guard))
+    }
+
     /// The events it is consulted for (default: before the call).
     pub fn events(self, events: &[Event]) -> Self {
         let names: Vec<&str> = events.iter().map(|e| e.as_str()).collect();
