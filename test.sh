@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: build every guest example with its real toolchain
-# (installed from the registries by its build script), install the pinned
-# agent CLIs from npm, then run cargo test.
+# (installed from the registries by its build script), rebuild the standard
+# guards and check them against guards/dist/, install the pinned agent CLIs
+# from npm, then run cargo test.
 set -euo pipefail
 cd "$(dirname "$0")"
 # `script` (util-linux; Debian's essential bsdutils) gives the first-hour tests
@@ -29,6 +30,10 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 guest-examples/build-all
+# The standard guards: rebuilt from source and compared bit for bit with the
+# components the binary embeds (guards/dist/), so what ships is what the
+# source says.
+guards/build.sh --check
 # The pinned agent CLIs for the live tests (tests/all/live/).
 tests/agents/install.sh
 cargo test "$@"

@@ -687,13 +687,23 @@ fn the_schema_and_the_loader_agree_on_every_fields_values() {
         doc[key] = value;
         doc
     };
-    let wasm_only = &schema["$defs"]["hook"]["oneOf"][0]["properties"];
+    let guard = json!({"name": "u", "use": "toolgate:shell"});
+    // A binding's own field is tried on a hook of that binding (the first
+    // one whose entry does not forbid it); a binding's key on a bare hook.
+    let bindings = schema["$defs"]["hook"]["oneOf"].as_array().unwrap();
+    let bases = [&command, &wasm, &guard];
+    assert_eq!(bindings.len(), bases.len(), "a base hook per binding");
+    let bare = json!({"name": "k"});
     let mut cases: Vec<(Place, &serde_json::Value)> = Vec::new();
     for (key, field) in schema["$defs"]["hook"]["properties"].as_object().unwrap() {
-        let base = if wasm_only.get(key).is_some() {
-            &wasm
+        let base = if bindings.iter().any(|b| b["required"][0] == key.as_str()) {
+            &bare
         } else {
-            &command
+            let owner = bindings
+                .iter()
+                .position(|b| b["properties"].get(key).is_none())
+                .unwrap();
+            bases[owner]
         };
         let (key, base) = (key.clone(), base.clone());
         cases.push((

@@ -427,6 +427,7 @@ fn cycles(imports: &[Import]) -> Vec<String> {
 /// The workspace's crates, bottom to top, and the workspace crates each
 /// may depend on (normal, build or dev): the graph docs/crates.md draws.
 const CRATES: &[(&str, &[&str])] = &[
+    ("toolgate-guards", &[]),
     ("toolgate-contract", &[]),
     ("toolgate-fs", &[]),
     ("toolgate-agents", &["toolgate-contract", "toolgate-fs"]),
@@ -449,7 +450,7 @@ const CRATES: &[(&str, &[&str])] = &[
             "toolgate-wasm",
         ],
     ),
-    ("toolgate-bench", &["toolgate"]),
+    ("toolgate-bench", &["toolgate", "toolgate-guards"]),
     ("toolgate-server", &["toolgate", "toolgate-hook"]),
     ("toolgate-mentra", &["toolgate"]),
     (

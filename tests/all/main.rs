@@ -21,6 +21,7 @@ mod env_table;
 mod faults;
 mod first_hour;
 mod fuzz_corpus;
+mod guards;
 mod guest_examples;
 mod guests;
 mod hermetic;

@@ -122,6 +122,10 @@ pub struct GuardsReport {
 pub const TYPICAL: &str = "cargo test --workspace";
 
 /// Runs every standard guard over its corpus, then measures its cost.
+///
+/// Why one function: it is one measurement in three phases (judge, tally,
+/// time) over the same runner and cases; split, each phase would take and
+/// return the same half-dozen values.
 pub fn run_guards(options: &GuardsOptions) -> Result<GuardsReport, BenchError> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -173,8 +177,14 @@ pub fn run_guards(options: &GuardsOptions) -> Result<GuardsReport, BenchError> {
     let mut mistakes = Vec::new();
     let (mut dangerous, mut caught, mut benign, mut false_pos) = (0, 0, 0, 0);
     for label in &labels {
-        let mine: Vec<usize> = (0..cases.len()).filter(|&i| cases[i].label == *label).collect();
-        let denied: Vec<usize> = mine.iter().copied().filter(|&i| said[i].1.is_some()).collect();
+        let mine: Vec<usize> = (0..cases.len())
+            .filter(|&i| cases[i].label == *label)
+            .collect();
+        let denied: Vec<usize> = mine
+            .iter()
+            .copied()
+            .filter(|&i| said[i].1.is_some())
+            .collect();
         let same = denied
             .iter()
             .filter(|&&i| said[i].1.as_deref().map(class_of).as_deref() == Some(*label))
@@ -183,7 +193,10 @@ pub fn run_guards(options: &GuardsOptions) -> Result<GuardsReport, BenchError> {
             .filter(|&i| said[i].1.as_deref().map(class_of).as_deref() == Some(*label))
             .collect();
         let precision = (!put_here.is_empty()).then(|| {
-            put_here.iter().filter(|&&i| cases[i].label != "benign").count() as f64
+            put_here
+                .iter()
+                .filter(|&&i| cases[i].label != "benign")
+                .count() as f64
                 / put_here.len() as f64
         });
         if *label == "benign" {
@@ -243,9 +256,12 @@ pub fn run_guards(options: &GuardsOptions) -> Result<GuardsReport, BenchError> {
     }
     let mut cost = Vec::new();
     for (k, command) in commands.iter().enumerate() {
-        for (j, how) in ["component, through the chain", "same rules, native in-process"]
-            .iter()
-            .enumerate()
+        for (j, how) in [
+            "component, through the chain",
+            "same rules, native in-process",
+        ]
+        .iter()
+        .enumerate()
         {
             let s = &mut samples[2 * k + j];
             s.sort_by(f64::total_cmp);
@@ -257,6 +273,22 @@ pub fn run_guards(options: &GuardsOptions) -> Result<GuardsReport, BenchError> {
             });
         }
     }
+    // The floor: a call the guard does not judge (not a shell tool) still
+    // instantiates it and reads its request.
+    let other = Request::pre("Read", serde_json::json!({"file_path": "src/main.rs"}));
+    let mut floor: Vec<f64> = Vec::with_capacity(options.rounds * options.batch);
+    for _ in 0..options.rounds * options.batch {
+        let t = Instant::now();
+        std::hint::black_box(rt.block_on(runner.pre_tool_use(&other)));
+        floor.push(t.elapsed().as_secs_f64() * 1e6);
+    }
+    floor.sort_by(f64::total_cmp);
+    cost.push(CostRow {
+        what: "a tool it does not judge (`Read`): instantiating it and reading the request".into(),
+        median_us: percentile(&floor, 0.5),
+        p99_us: percentile(&floor, 0.99),
+        calls: floor.len(),
+    });
     // Over the whole corpus, once per case, through the chain.
     let mut all: Vec<f64> = Vec::with_capacity(cases.len());
     for case in &cases {
@@ -267,15 +299,27 @@ pub fn run_guards(options: &GuardsOptions) -> Result<GuardsReport, BenchError> {
     }
     all.sort_by(f64::total_cmp);
     cost.push(CostRow {
-        what: format!("every corpus line once ({}): component, through the chain", cases.len()),
+        what: format!(
+            "every corpus line once ({}): component, through the chain",
+            cases.len()
+        ),
         median_us: percentile(&all, 0.5),
         p99_us: percentile(&all, 0.99),
         calls: all.len(),
     });
     let typical = cost[0].median_us;
     let goals = vec![
-        (format!("recall on dangerous lines ≥ 0.98 (is {recall:.4})"), recall >= 0.98),
-        (format!("false positives on benign lines ≤ 0.5 % (is {:.2} %)", fp * 100.0), fp <= 0.005),
+        (
+            format!("recall on dangerous lines ≥ 0.98 (is {recall:.4})"),
+            recall >= 0.98,
+        ),
+        (
+            format!(
+                "false positives on benign lines ≤ 0.5 % (is {:.2} %)",
+                fp * 100.0
+            ),
+            fp <= 0.005,
+        ),
         (
             format!("median per call on `{TYPICAL}` ≤ 20 µs (is {typical:.1} µs)"),
             typical <= 20.0,
@@ -302,7 +346,17 @@ impl GuardsReport {
         let mut out = String::new();
         for g in &self.guards {
             out.push_str(&format!("{} on {}\n", g.guard, g.corpus));
-            let mut t = new_table(width, &["label", "cases", "denied", "rate", "same class", "precision"]);
+            let mut t = new_table(
+                width,
+                &[
+                    "label",
+                    "cases",
+                    "denied",
+                    "rate",
+                    "same class",
+                    "precision",
+                ],
+            );
             for r in &g.classes {
                 let rate = if r.label == "benign" {
                     format!("{:.2} % false positives", r.rate * 100.0)
@@ -314,7 +368,11 @@ impl GuardsReport {
                     r.cases.to_string(),
                     r.denied.to_string(),
                     rate,
-                    if r.label == "benign" { "-".into() } else { r.same_class.to_string() },
+                    if r.label == "benign" {
+                        "-".into()
+                    } else {
+                        r.same_class.to_string()
+                    },
                     r.precision.map_or("-".into(), |p| format!("{p:.3}")),
                 ]);
             }
@@ -322,9 +380,17 @@ impl GuardsReport {
             out.push_str(&format!(
                 "recall {:.4} on {} dangerous lines; false positives {:.2} % on {} benign lines\n",
                 g.recall,
-                g.classes.iter().filter(|r| r.label != "benign").map(|r| r.cases).sum::<usize>(),
+                g.classes
+                    .iter()
+                    .filter(|r| r.label != "benign")
+                    .map(|r| r.cases)
+                    .sum::<usize>(),
                 g.false_positive_rate * 100.0,
-                g.classes.iter().filter(|r| r.label == "benign").map(|r| r.cases).sum::<usize>(),
+                g.classes
+                    .iter()
+                    .filter(|r| r.label == "benign")
+                    .map(|r| r.cases)
+                    .sum::<usize>(),
             ));
             if !g.mistakes.is_empty() {
                 out.push_str("mistakes:\n");
@@ -343,7 +409,10 @@ impl GuardsReport {
             }
             out.push_str(&format!("{c}\n"));
             for (goal, met) in &g.goals {
-                out.push_str(&format!("  [{}] {goal}\n", if *met { "met" } else { "NOT MET" }));
+                out.push_str(&format!(
+                    "  [{}] {goal}\n",
+                    if *met { "met" } else { "NOT MET" }
+                ));
             }
         }
         out

@@ -56,7 +56,9 @@ mod setup;
 mod soak;
 
 pub use agent::{AgentOptions, AgentRelease, AgentReport, AgentRow, run_agent};
-pub use guards::{ClassRow, CostRow, GuardReport, GuardsOptions, GuardsReport, TYPICAL, run_guards};
+pub use guards::{
+    ClassRow, CostRow, GuardReport, GuardsOptions, GuardsReport, TYPICAL, run_guards,
+};
 pub use report::{Load, Machine, Report, Row, Target, Throughput};
 pub use soak::{
     Answered, Client, Growth, LaneReport, MAX_GROWTH, Sample, SoakOptions, SoakReport, SoakScratch,

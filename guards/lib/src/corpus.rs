@@ -87,36 +87,3 @@ mod tests {
         assert!(fp <= 0.005, "false-positive rate {fp:.4} is above 0.005");
     }
 }
-
-#[cfg(test)]
-mod debug {
-    #[test]
-    #[ignore]
-    fn show() {
-        let line = std::env::var("LINE").unwrap_or_default();
-        let s = crate::shell::parse(&line);
-        for (i, c) in s.commands.iter().enumerate() {
-            eprintln!(
-                "{i}: {:?} assigns={:?} redirects={:?} stdin={:?} wrappers={:?} origin={:?}",
-                c.words.iter().map(|w| &w.text).collect::<Vec<_>>(),
-                c.assigns,
-                c.redirects
-                    .iter()
-                    .map(|r| (r.op, &r.target.text))
-                    .collect::<Vec<_>>(),
-                c.stdin,
-                c.wrappers,
-                c.origin
-            );
-        }
-        eprintln!("functions {:?}", s.functions);
-        eprintln!(
-            "{:?}",
-            crate::check_shell(
-                &line,
-                Some(super::CORPUS_CWD),
-                &crate::ShellOptions::default()
-            )
-        );
-    }
-}

@@ -205,16 +205,14 @@ pub fn secret_kind(path: &str) -> Option<&'static str> {
             | "terraform.tfvars"
             | ".boto"
             | ".s3cfg"
-    ) && !(name == "hosts.yml" && !has("/gh/"))
+    ) && (name != "hosts.yml" || has("/gh/"))
     {
         return Some("a credentials file");
     }
     let example = ["example", "sample", "template", "dist", "defaults"]
         .iter()
         .any(|e| name.contains(e));
-    if !example && name == ".env"
-        || !example && (name.starts_with(".env.") || name.ends_with(".env"))
-    {
+    if !example && (name.starts_with(".env") || name.ends_with(".env")) {
         return Some("an .env file");
     }
     if has("/.gnupg")

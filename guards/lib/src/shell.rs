@@ -445,11 +445,10 @@ impl Parser<'_> {
                     self.mode = Mode::Command;
                     return;
                 }
-                if word.text != "in" || word.quoted {
-                    if let Some(var) = self.for_var.clone() {
-                        let values = self.vars.entry(var).or_default();
-                        values.push(word.text);
-                    }
+                if (word.text != "in" || word.quoted)
+                    && let Some(var) = self.for_var.clone()
+                {
+                    self.vars.entry(var).or_default().push(word.text);
                 }
                 return;
             }

@@ -86,7 +86,7 @@ pub fn check(line: &str, cwd: Option<&str>, options: &ShellOptions) -> Option<Fi
                 .into(),
         });
     }
-    let rules: [(&'static str, fn(&Ctx<'_>, usize) -> Option<String>); 12] = [
+    let rules: [(&'static str, Rule); 12] = [
         ("reverse-shell", reverse_shell),
         ("fork-bomb", fork_bomb),
         ("download-exec", download_exec),
@@ -112,6 +112,9 @@ pub fn check(line: &str, cwd: Option<&str>, options: &ShellOptions) -> Option<Fi
     }
     None
 }
+
+/// One class's rule: what it found in the command at an index, if anything.
+type Rule = fn(&Ctx<'_>, usize) -> Option<String>;
 
 struct Ctx<'a> {
     script: &'a Script,
@@ -951,7 +954,7 @@ fn system_damage(ctx: &Ctx<'_>, at: usize) -> Option<String> {
         {
             Some("`systemctl` stops or suspends the machine".into())
         }
-        "kill" | "pkill" if args.iter().any(|a| *a == "-1") && !args.iter().any(|a| *a == "-l") => {
+        "kill" | "pkill" if args.contains(&"-1") && !args.contains(&"-l") => {
             Some("`kill -1` signals every process the user can reach".into())
         }
         "crontab" if args.contains(&"-r") => {
@@ -1124,7 +1127,7 @@ fn disable_guard(ctx: &Ctx<'_>, at: usize) -> Option<String> {
         "toolgate" => {
             args.first()
                 .is_some_and(|a| matches!(*a, "uninstall" | "trust"))
-                || args.iter().any(|a| *a == "--remove")
+                || args.contains(&"--remove")
         }
         "pkill" | "killall" => args.iter().any(|a| a.contains("toolgate")),
         "kill" => {
@@ -1458,7 +1461,7 @@ fn discard_work(ctx: &Ctx<'_>, at: usize) -> Option<String> {
                 t.join(" ")
             ))
         }
-        "reset" if t.contains(&"--hard") || t.contains(&"--merge") && false => {
+        "reset" if t.contains(&"--hard") => {
             Some("`git reset --hard` throws away uncommitted changes".into())
         }
         "checkout"
