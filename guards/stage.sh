@@ -32,7 +32,7 @@ publish = false
 [workspace.lints.rust]
 
 [profile.release]
-opt-level = 3
+opt-level = "s"
 lto = true
 codegen-units = 1
 panic = "abort"

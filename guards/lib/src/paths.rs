@@ -132,6 +132,27 @@ pub fn harmless_device(path: &str) -> bool {
         || dev.starts_with("udp/")
 }
 
+/// Whether `word` could name a secret at all: a cheap test before
+/// [`secret_kind`] (which resolves and lowercases), for the many words a
+/// command line has that are no path (`test` in `cargo test`). Every
+/// secret [`secret_kind`] knows has a `/`, a `.` or `~` in its path, or is
+/// one of the bare names below.
+pub fn may_be_secret(word: &str) -> bool {
+    word.contains(['/', '.', '~'])
+        || word.starts_with("id_")
+        || matches!(
+            word.to_ascii_lowercase().as_str(),
+            "credentials"
+                | "kubeconfig"
+                | "cookies"
+                | "_netrc"
+                | "kwallet"
+                | "login data"
+                | "web data"
+                | "local state"
+        )
+}
+
 /// What kind of secret a path holds, if it looks like one: SSH and cloud
 /// credentials, `.env` files, keychains, browser profiles, the agents' own
 /// auth files, toolgate's own state. `path` is resolved (see [`resolve`]).
@@ -321,6 +342,24 @@ mod tests {
         assert_eq!(resolve("/", Some("/w")), "/");
         assert_eq!(resolve("/..", Some("/w")), "/");
         assert_eq!(resolve("~/..", None), "/home");
+    }
+
+    /// The cheap test never rules out a name [`secret_kind`] would flag.
+    #[test]
+    fn may_be_secret_lets_through_every_secret_name() {
+        for name in [
+            "credentials",
+            "kubeconfig",
+            "id_rsa",
+            "Cookies",
+            ".env",
+            "~/.ssh",
+            "key4.db",
+        ] {
+            assert!(may_be_secret(name), "{name}");
+            assert!(secret_kind(&resolve(name, Some("/w"))).is_some(), "{name}");
+        }
+        assert!(!may_be_secret("test"));
     }
 
     #[test]

@@ -1324,7 +1324,7 @@ fn credential_dump(ctx: &Ctx<'_>, at: usize) -> Option<String> {
         r
     };
     for file in reads {
-        if file.starts_with('$') || file.contains("://") {
+        if file.starts_with('$') || file.contains("://") || !crate::paths::may_be_secret(&file) {
             continue;
         }
         if let Some(kind) = secret_kind(&ctx.path(&file)) {

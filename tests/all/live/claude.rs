@@ -656,6 +656,25 @@ fn live_claude_a_fail_closed_hook_failing_after_the_call_cannot_withhold_the_out
     }
 }
 
+/// The standard shell guard, enabled by its one line, blocks in the real
+/// Claude Code: the command never runs and the model reads the class.
+#[test]
+fn live_claude_the_standard_shell_guard_blocks_a_dangerous_command() {
+    for release in RELEASES {
+        let fx = Fixture::new();
+        fx.workspace_hooks(json!([{"name": "shell", "use": "toolgate:shell"}]));
+        let run = claude(
+            release,
+            &fx,
+            vec![bash("touch ran.txt && git clean -fdx")],
+            true,
+        );
+        assert!(!fx.workspace().join("ran.txt").exists(), "the command ran");
+        let text = result_text(&run.only_result());
+        assert!(text.contains("[discard-work]"), "{release:?}: {text}");
+    }
+}
+
 #[test]
 fn live_claude_a_wasm_guard_decides() {
     for release in RELEASES {
