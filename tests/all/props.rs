@@ -241,6 +241,7 @@ const CONFIG_KEYS: &[&str] = &[
     "config",
     "command",
     "wasm",
+    "use",
     "protocol",
     "fuel",
     "env",
@@ -1047,7 +1048,7 @@ proptest! {
     fn hooks_json_errors_never_quote_the_file(
         (text, planted) in planted(CONFIG_KEYS, config_values()),
     ) {
-        let words = ["name", "event", "protocol", "on_failure", "untrusted_hooks"];
+        let words = ["name", "event", "protocol", "on_failure", "untrusted_hooks", "use"];
         if let Err(e) = fuzzing::hooks_json(text.as_bytes(), root()) {
             for problem in &e.problems {
                 let said = problem.to_string();
