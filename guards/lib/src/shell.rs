@@ -156,21 +156,7 @@ pub(crate) fn parse_into(
         return Vec::new();
     }
     let start = script.commands.len();
-    let mut p = Parser {
-        s: text.chars().collect(),
-        i: 0,
-        depth,
-        origin: origin.map(str::to_owned),
-        script,
-        vars,
-        cur: Command::default(),
-        pending_pipe: None,
-        heredocs: Vec::new(),
-        mode: Mode::Command,
-        function_stack: Vec::new(),
-        next_is_function_name: false,
-        for_var: None,
-    };
+    let mut p = Parser::new(text, depth, origin, script, vars);
     p.run();
     (start..p.script.commands.len()).collect()
 }
@@ -226,7 +212,31 @@ pub(crate) fn is_name(s: &str) -> bool {
         && c.all(|ch| ch == '_' || ch.is_ascii_alphanumeric())
 }
 
-impl Parser<'_> {
+impl<'a> Parser<'a> {
+    fn new(
+        text: &str,
+        depth: u8,
+        origin: Option<&str>,
+        script: &'a mut Script,
+        vars: &'a mut BTreeMap<String, Vec<String>>,
+    ) -> Self {
+        Parser {
+            s: text.chars().collect(),
+            i: 0,
+            depth,
+            origin: origin.map(str::to_owned),
+            script,
+            vars,
+            cur: Command::default(),
+            pending_pipe: None,
+            heredocs: Vec::new(),
+            mode: Mode::Command,
+            function_stack: Vec::new(),
+            next_is_function_name: false,
+            for_var: None,
+        }
+    }
+
     fn peek(&self) -> Option<char> {
         self.s.get(self.i).copied()
     }
@@ -948,20 +958,6 @@ fn parse_word_text(
     script: &mut Script,
     vars: &mut BTreeMap<String, Vec<String>>,
 ) -> Word {
-    let mut p = Parser {
-        s: text.chars().collect(),
-        i: 0,
-        depth,
-        origin: None,
-        script,
-        vars,
-        cur: Command::default(),
-        pending_pipe: None,
-        heredocs: Vec::new(),
-        mode: Mode::Command,
-        function_stack: Vec::new(),
-        next_is_function_name: false,
-        for_var: None,
-    };
+    let mut p = Parser::new(text, depth, None, script, vars);
     p.read_word().0
 }
