@@ -92,6 +92,18 @@ pub struct CostRow {
 pub struct GuardReport {
     /// The guard, as `use` names it.
     pub guard: String,
+    /// The corpus the goals are measured on, then the held-out one.
+    pub corpora: Vec<Judged>,
+    /// Per-call cost.
+    pub cost: Vec<CostRow>,
+    /// The goals and whether each is met.
+    pub goals: Vec<(String, bool)>,
+}
+
+/// One corpus, judged.
+#[derive(Clone, Debug, Serialize)]
+#[non_exhaustive]
+pub struct Judged {
     /// The corpus file.
     pub corpus: String,
     /// Per label.
@@ -102,10 +114,6 @@ pub struct GuardReport {
     pub false_positive_rate: f64,
     /// The cases it got wrong: `line: text -> what it said`.
     pub mistakes: Vec<String>,
-    /// Per-call cost.
-    pub cost: Vec<CostRow>,
-    /// The goals and whether each is met.
-    pub goals: Vec<(String, bool)>,
 }
 
 /// The report of `--guards`.
@@ -143,92 +151,21 @@ pub fn run_guards(options: &GuardsOptions) -> Result<GuardsReport, BenchError> {
         r.cwd = Some(CORPUS_CWD.to_owned());
         r
     };
-    (options.progress)("toolgate:shell: judging the corpus…");
+    (options.progress)("toolgate:shell: judging the corpora…");
+    let main = judge(
+        &rt,
+        &runner,
+        &request,
+        ("guards/corpus/shell.txt", corpus::SHELL),
+    )?;
+    let heldout = judge(
+        &rt,
+        &runner,
+        &request,
+        ("guards/corpus/shell-heldout.txt", corpus::SHELL_HELDOUT),
+    )?;
     let cases = corpus::cases(corpus::SHELL);
-    let mut said: Vec<(usize, Option<String>)> = Vec::with_capacity(cases.len());
-    for (i, case) in cases.iter().enumerate() {
-        let outcome = rt.block_on(runner.pre_tool_use(&request(case.text)));
-        if let Some(failure) = outcome.runs.iter().find_map(|r| r.failure.as_ref()) {
-            return Err(BenchError::Denied(format!(
-                "corpus line {}: the guard failed: {failure:?}",
-                case.line
-            )));
-        }
-        let reason = match &outcome.decision {
-            toolgate::Decision::Deny { reason } => Some(reason.clone()),
-            _ => None,
-        };
-        said.push((i, reason));
-    }
-    let class_of = |reason: &str| -> String {
-        reason
-            .split_once('[')
-            .and_then(|(_, r)| r.split_once(']'))
-            .map(|(c, _)| c.to_owned())
-            .unwrap_or_default()
-    };
-    let mut labels: Vec<&str> = Vec::new();
-    for c in &cases {
-        if !labels.contains(&c.label) {
-            labels.push(c.label);
-        }
-    }
-    let mut rows = Vec::new();
-    let mut mistakes = Vec::new();
-    let (mut dangerous, mut caught, mut benign, mut false_pos) = (0, 0, 0, 0);
-    for label in &labels {
-        let mine: Vec<usize> = (0..cases.len())
-            .filter(|&i| cases[i].label == *label)
-            .collect();
-        let denied: Vec<usize> = mine
-            .iter()
-            .copied()
-            .filter(|&i| said[i].1.is_some())
-            .collect();
-        let same = denied
-            .iter()
-            .filter(|&&i| said[i].1.as_deref().map(class_of).as_deref() == Some(*label))
-            .count();
-        let put_here: Vec<usize> = (0..cases.len())
-            .filter(|&i| said[i].1.as_deref().map(class_of).as_deref() == Some(*label))
-            .collect();
-        let precision = (!put_here.is_empty()).then(|| {
-            put_here
-                .iter()
-                .filter(|&&i| cases[i].label != "benign")
-                .count() as f64
-                / put_here.len() as f64
-        });
-        if *label == "benign" {
-            benign += mine.len();
-            false_pos += denied.len();
-        } else {
-            dangerous += mine.len();
-            caught += denied.len();
-        }
-        for &i in &mine {
-            let wrong = (*label == "benign") == said[i].1.is_some();
-            if wrong {
-                mistakes.push(format!(
-                    "line {} [{}]: {} -> {}",
-                    cases[i].line,
-                    label,
-                    cases[i].text,
-                    said[i].1.as_deref().unwrap_or("allowed")
-                ));
-            }
-        }
-        rows.push(ClassRow {
-            label: (*label).to_owned(),
-            cases: mine.len(),
-            denied: denied.len(),
-            same_class: same,
-            rate: denied.len() as f64 / mine.len().max(1) as f64,
-            precision,
-        });
-    }
-    let recall = caught as f64 / dangerous.max(1) as f64;
-    let fp = false_pos as f64 / benign.max(1) as f64;
+    let (recall, fp) = (main.recall, main.false_positive_rate);
 
     // Cost: interleaved rounds of the component (through the chain) and
     // the same rules natively, for the typical command and a dangerous one.
@@ -328,11 +265,7 @@ pub fn run_guards(options: &GuardsOptions) -> Result<GuardsReport, BenchError> {
     Ok(GuardsReport {
         guards: vec![GuardReport {
             guard: "toolgate:shell".into(),
-            corpus: "guards/corpus/shell.txt".into(),
-            classes: rows,
-            recall,
-            false_positive_rate: fp,
-            mistakes,
+            corpora: vec![main, heldout],
             cost,
             goals,
         }],
@@ -345,58 +278,9 @@ impl GuardsReport {
     pub fn render(&self, width: Option<u16>) -> String {
         let mut out = String::new();
         for g in &self.guards {
-            out.push_str(&format!("{} on {}\n", g.guard, g.corpus));
-            let mut t = new_table(
-                width,
-                &[
-                    "label",
-                    "cases",
-                    "denied",
-                    "rate",
-                    "same class",
-                    "precision",
-                ],
-            );
-            for r in &g.classes {
-                let rate = if r.label == "benign" {
-                    format!("{:.2} % false positives", r.rate * 100.0)
-                } else {
-                    format!("{:.3} recall", r.rate)
-                };
-                t.add_row(vec![
-                    r.label.clone(),
-                    r.cases.to_string(),
-                    r.denied.to_string(),
-                    rate,
-                    if r.label == "benign" {
-                        "-".into()
-                    } else {
-                        r.same_class.to_string()
-                    },
-                    r.precision.map_or("-".into(), |p| format!("{p:.3}")),
-                ]);
-            }
-            out.push_str(&format!("{t}\n"));
-            out.push_str(&format!(
-                "recall {:.4} on {} dangerous lines; false positives {:.2} % on {} benign lines\n",
-                g.recall,
-                g.classes
-                    .iter()
-                    .filter(|r| r.label != "benign")
-                    .map(|r| r.cases)
-                    .sum::<usize>(),
-                g.false_positive_rate * 100.0,
-                g.classes
-                    .iter()
-                    .filter(|r| r.label == "benign")
-                    .map(|r| r.cases)
-                    .sum::<usize>(),
-            ));
-            if !g.mistakes.is_empty() {
-                out.push_str("mistakes:\n");
-                for m in &g.mistakes {
-                    out.push_str(&format!("  {m}\n"));
-                }
+            for j in &g.corpora {
+                out.push_str(&format!("{} on {}\n", g.guard, j.corpus));
+                out.push_str(&j.render(width));
             }
             let mut c = new_table(width, &["cost per call", "median µs", "p99 µs", "calls"]);
             for r in &g.cost {
@@ -413,6 +297,166 @@ impl GuardsReport {
                     "  [{}] {goal}\n",
                     if *met { "met" } else { "NOT MET" }
                 ));
+            }
+        }
+        out
+    }
+}
+
+/// What one corpus gets from the guard: per-label rows, recall, the
+/// false-positive rate and every mistake.
+fn judge(
+    rt: &tokio::runtime::Runtime,
+    runner: &HookRunner,
+    request: &dyn Fn(&str) -> Request,
+    (name, text): (&str, &str),
+) -> Result<Judged, BenchError> {
+    let cases = corpus::cases(text);
+    let mut said: Vec<(usize, Option<String>)> = Vec::with_capacity(cases.len());
+    for (i, case) in cases.iter().enumerate() {
+        let outcome = rt.block_on(runner.pre_tool_use(&request(case.text)));
+        if let Some(failure) = outcome.runs.iter().find_map(|r| r.failure.as_ref()) {
+            return Err(BenchError::Denied(format!(
+                "{name} line {}: the guard failed: {failure:?}",
+                case.line
+            )));
+        }
+        let reason = match &outcome.decision {
+            toolgate::Decision::Deny { reason } => Some(reason.clone()),
+            _ => None,
+        };
+        said.push((i, reason));
+    }
+    let class_of = |reason: &str| -> String {
+        reason
+            .split_once('[')
+            .and_then(|(_, r)| r.split_once(']'))
+            .map(|(c, _)| c.to_owned())
+            .unwrap_or_default()
+    };
+    let mut labels: Vec<&str> = Vec::new();
+    for c in &cases {
+        if !labels.contains(&c.label) {
+            labels.push(c.label);
+        }
+    }
+    let mut rows = Vec::new();
+    let mut mistakes = Vec::new();
+    let (mut dangerous, mut caught, mut benign, mut false_pos) = (0, 0, 0, 0);
+    for label in &labels {
+        let mine: Vec<usize> = (0..cases.len())
+            .filter(|&i| cases[i].label == *label)
+            .collect();
+        let denied: Vec<usize> = mine
+            .iter()
+            .copied()
+            .filter(|&i| said[i].1.is_some())
+            .collect();
+        let same = denied
+            .iter()
+            .filter(|&&i| said[i].1.as_deref().map(class_of).as_deref() == Some(*label))
+            .count();
+        let put_here: Vec<usize> = (0..cases.len())
+            .filter(|&i| said[i].1.as_deref().map(class_of).as_deref() == Some(*label))
+            .collect();
+        let precision = (!put_here.is_empty()).then(|| {
+            put_here
+                .iter()
+                .filter(|&&i| cases[i].label != "benign")
+                .count() as f64
+                / put_here.len() as f64
+        });
+        if *label == "benign" {
+            benign += mine.len();
+            false_pos += denied.len();
+        } else {
+            dangerous += mine.len();
+            caught += denied.len();
+        }
+        for &i in &mine {
+            let wrong = (*label == "benign") == said[i].1.is_some();
+            if wrong {
+                mistakes.push(format!(
+                    "line {} [{}]: {} -> {}",
+                    cases[i].line,
+                    label,
+                    cases[i].text,
+                    said[i].1.as_deref().unwrap_or("allowed")
+                ));
+            }
+        }
+        rows.push(ClassRow {
+            label: (*label).to_owned(),
+            cases: mine.len(),
+            denied: denied.len(),
+            same_class: same,
+            rate: denied.len() as f64 / mine.len().max(1) as f64,
+            precision,
+        });
+    }
+
+    Ok(Judged {
+        corpus: name.to_owned(),
+        classes: rows,
+        recall: caught as f64 / dangerous.max(1) as f64,
+        false_positive_rate: false_pos as f64 / benign.max(1) as f64,
+        mistakes,
+    })
+}
+
+impl Judged {
+    fn render(&self, width: Option<u16>) -> String {
+        let mut out = String::new();
+        let mut t = new_table(
+            width,
+            &[
+                "label",
+                "cases",
+                "denied",
+                "rate",
+                "same class",
+                "precision",
+            ],
+        );
+        for r in &self.classes {
+            let rate = if r.label == "benign" {
+                format!("{:.2} % false positives", r.rate * 100.0)
+            } else {
+                format!("{:.3} recall", r.rate)
+            };
+            t.add_row(vec![
+                r.label.clone(),
+                r.cases.to_string(),
+                r.denied.to_string(),
+                rate,
+                if r.label == "benign" {
+                    "-".into()
+                } else {
+                    r.same_class.to_string()
+                },
+                r.precision.map_or("-".into(), |p| format!("{p:.3}")),
+            ]);
+        }
+        out.push_str(&format!("{t}\n"));
+        out.push_str(&format!(
+            "recall {:.4} on {} dangerous lines; false positives {:.2} % on {} benign lines\n",
+            self.recall,
+            self.classes
+                .iter()
+                .filter(|r| r.label != "benign")
+                .map(|r| r.cases)
+                .sum::<usize>(),
+            self.false_positive_rate * 100.0,
+            self.classes
+                .iter()
+                .filter(|r| r.label == "benign")
+                .map(|r| r.cases)
+                .sum::<usize>(),
+        ));
+        if !self.mistakes.is_empty() {
+            out.push_str("mistakes:\n");
+            for m in &self.mistakes {
+                out.push_str(&format!("  {m}\n"));
             }
         }
         out

@@ -57,7 +57,7 @@ mod soak;
 
 pub use agent::{AgentOptions, AgentRelease, AgentReport, AgentRow, run_agent};
 pub use guards::{
-    ClassRow, CostRow, GuardReport, GuardsOptions, GuardsReport, TYPICAL, run_guards,
+    ClassRow, CostRow, GuardReport, GuardsOptions, GuardsReport, Judged, TYPICAL, run_guards,
 };
 pub use report::{Load, Machine, Report, Row, Target, Throughput};
 pub use soak::{
