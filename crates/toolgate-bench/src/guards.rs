@@ -211,21 +211,39 @@ pub fn run_guards(options: &GuardsOptions) -> Result<GuardsReport, BenchError> {
         }
     }
     // The floor: a call the guard does not judge (not a shell tool) still
-    // instantiates it and reads its request.
+    // instantiates it and reads its request. Beside it, interleaved, the
+    // trivial reference guest (toolgate_wasm's, a few hundred bytes of
+    // WAT) on the same request: what any component costs through the chain.
+    let trivial = scratch.path().join("trivial.wasm");
+    std::fs::write(&trivial, toolgate::wasm::reference_guest())?;
+    let reference = HookRunner::builder()
+        .config(Config::from_hooks(
+            [HookDef::wasm("trivial", &trivial)],
+            scratch.path(),
+            &wasm,
+        )?)
+        .build();
     let other = Request::pre("Read", serde_json::json!({"file_path": "src/main.rs"}));
-    let mut floor: Vec<f64> = Vec::with_capacity(options.rounds * options.batch);
+    let mut floor: [Vec<f64>; 2] = Default::default();
     for _ in 0..options.rounds * options.batch {
-        let t = Instant::now();
-        std::hint::black_box(rt.block_on(runner.pre_tool_use(&other)));
-        floor.push(t.elapsed().as_secs_f64() * 1e6);
+        for (k, r) in [&runner, &reference].into_iter().enumerate() {
+            let t = Instant::now();
+            std::hint::black_box(rt.block_on(r.pre_tool_use(&other)));
+            floor[k].push(t.elapsed().as_secs_f64() * 1e6);
+        }
     }
-    floor.sort_by(f64::total_cmp);
-    cost.push(CostRow {
-        what: "a tool it does not judge (`Read`): instantiating it and reading the request".into(),
-        median_us: percentile(&floor, 0.5),
-        p99_us: percentile(&floor, 0.99),
-        calls: floor.len(),
-    });
+    for (samples, what) in floor.iter_mut().zip([
+        "a tool it does not judge (`Read`): instantiating it and reading the request",
+        "the same `Read` call to the trivial reference guest (WAT): any component's floor",
+    ]) {
+        samples.sort_by(f64::total_cmp);
+        cost.push(CostRow {
+            what: what.into(),
+            median_us: percentile(samples, 0.5),
+            p99_us: percentile(samples, 0.99),
+            calls: samples.len(),
+        });
+    }
     // Over the whole corpus, once per case, through the chain.
     let mut all: Vec<f64> = Vec::with_capacity(cases.len());
     for case in &cases {
