@@ -175,17 +175,43 @@ fn an_unknown_guard_is_refused_naming_the_file_the_hook_and_what_ships() {
 }
 
 /// A misspelt option is not ignored (a guard configured wrongly would guard
-/// less than the operator thinks): the guard cannot decide, the call is
-/// blocked, and the operator is told which option.
+/// less than the operator thinks): the guard reads its options when it is
+/// loaded, so the file is refused, naming the file, the hook, `config` and
+/// the option, and no call gets through on it.
 #[test]
-fn a_misspelt_guard_option_blocks_the_call_and_names_the_option() {
+fn a_misspelt_guard_option_is_refused_at_load_naming_the_option() {
     let fx = Fixture::new();
     fx.global_hooks(shell_guard(json!({"protected_branch": ["trunk"]})));
-    let (code, answer) = check_as_is(&fx.workspace(), &fx.global(), &call(&fx, "ls"));
-    assert_eq!(answer["decision"], "deny", "{answer}");
-    assert_ne!(code, Some(0));
-    let runs = answer["runs"].to_string();
-    assert!(runs.contains("protected_branch"), "{answer}");
+    let out = run_with_stdin(
+        toolgate()
+            .args(["check", "--workspace"])
+            .arg(fx.workspace())
+            .env("TOOLGATE_CONFIG_DIR", fx.global()),
+        &call(&fx, "ls"),
+    );
+    let err = stderr(&out);
+    assert_ne!(out.status.code(), Some(0), "{err}");
+    for part in [
+        "hooks.json",
+        "\"shell\"",
+        "`config`",
+        "protected_branch",
+        "protected_branches",
+    ] {
+        assert!(err.contains(part), "{part} missing from: {err}");
+    }
+    let out = run_with_stdin(
+        toolgate()
+            .arg("claude-code")
+            .env("TOOLGATE_CONFIG_DIR", fx.global())
+            .current_dir(fx.workspace()),
+        &agent_payloads(&fx, "ls")[0].1.to_string(),
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "Claude Code is told to block: {out:?}"
+    );
 }
 
 /// The options do what the book says: a class let through, protected

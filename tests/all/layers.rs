@@ -438,7 +438,12 @@ const CRATES: &[(&str, &[&str])] = &[
     ("toolgate-seam", &["toolgate-contract", "toolgate-fs"]),
     (
         "toolgate-wasm",
-        &["toolgate-contract", "toolgate-fs", "toolgate-seam"],
+        &[
+            "toolgate-contract",
+            "toolgate-fs",
+            "toolgate-seam",
+            "toolgate-guards",
+        ],
     ),
     (
         "toolgate",
@@ -645,6 +650,7 @@ fn the_lean_client_links_no_agent_settings_editing_or_import() {
 fn the_crate_graph_check_names_an_upward_edge_a_sibling_edge_and_an_unplaced_crate() {
     let dep = |name: &str, kind: Option<&str>| serde_json::json!({"name": name, "kind": kind});
     let metadata = serde_json::json!({"packages": [
+        {"name": "toolgate-guards", "dependencies": []},
         {"name": "toolgate-contract", "dependencies": [dep("serde", None)]},
         {"name": "toolgate-fs", "dependencies": []},
         {"name": "toolgate-agents", "dependencies": [dep("toolgate-contract", None)]},

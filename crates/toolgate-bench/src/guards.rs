@@ -345,6 +345,11 @@ fn judge(
         };
         said.push((i, reason));
     }
+    Ok(tally(name, &cases, &said))
+}
+
+/// The cases and what the guard said of each, per label.
+fn tally(name: &str, cases: &[corpus::Case<'_>], said: &[(usize, Option<String>)]) -> Judged {
     let class_of = |reason: &str| -> String {
         reason
             .split_once('[')
@@ -353,7 +358,7 @@ fn judge(
             .unwrap_or_default()
     };
     let mut labels: Vec<&str> = Vec::new();
-    for c in &cases {
+    for c in cases {
         if !labels.contains(&c.label) {
             labels.push(c.label);
         }
@@ -413,13 +418,13 @@ fn judge(
         });
     }
 
-    Ok(Judged {
+    Judged {
         corpus: name.to_owned(),
         classes: rows,
         recall: caught as f64 / dangerous.max(1) as f64,
         false_positive_rate: false_pos as f64 / benign.max(1) as f64,
         mistakes,
-    })
+    }
 }
 
 impl Judged {

@@ -115,6 +115,10 @@ pub struct Configurable<S> {
     pub example: &'static str,
     /// `timeout_ms` when the hook gives none.
     pub default_timeout_ms: u64,
+    /// What the published schema adds to a hook that selects it: JSON
+    /// Schema keywords merged into its `oneOf` entry (`serde_json::json!({})`
+    /// for none).
+    pub entry_schema: fn() -> Value,
     /// Validates its fields and builds its spec; reports problems on `ctx`.
     pub parse: fn(&Map<String, Value>, &Common<'_>, &mut HookCtx<'_>) -> Option<S>,
 }

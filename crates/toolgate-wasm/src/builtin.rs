@@ -33,6 +33,33 @@ pub(crate) const GUARDS: &[Guard] = &[Guard {
     bytes: include_bytes!("../../../guards/dist/shell.wasm"),
 }];
 
+/// What the published schema says of each built-in guard's `config`: for
+/// `use: "toolgate:shell"`, the shell guard's options (each a list of
+/// strings; `allow_classes` from its classes), and no other key. The
+/// guard's own list (toolgate-guards) is the one both it and this read.
+pub(crate) fn config_schemas() -> serde_json::Value {
+    use serde_json::json;
+    let shell: serde_json::Map<String, serde_json::Value> = toolgate_guards::SHELL_OPTIONS
+        .iter()
+        .map(|(name, about)| {
+            let items = match *name {
+                "allow_classes" => json!({"enum": toolgate_guards::SHELL_CLASSES}),
+                _ => json!({"type": "string", "minLength": 1}),
+            };
+            let schema = json!({"type": "array", "items": items, "description": about});
+            ((*name).to_owned(), schema)
+        })
+        .collect();
+    json!({"allOf": [{
+        "if": {"properties": {"use": {"const": format!("{SCHEME}shell")}}, "required": ["use"]},
+        "then": {"properties": {"config": {
+            "type": "object",
+            "additionalProperties": false,
+            "properties": shell,
+        }}},
+    }]})
+}
+
 /// The guard `use` names (`toolgate:shell`), if there is one.
 pub(crate) fn find(written: &str) -> Option<&'static Guard> {
     let name = written.strip_prefix(SCHEME)?;

@@ -110,6 +110,7 @@ pub const CONFIG: Configurable<WasmSpec> = Configurable {
     ],
     example: "a component such as \"hooks/guard.wasm\"",
     default_timeout_ms: super::DEFAULT_TIMEOUT_MS,
+    entry_schema: || json!({}),
     parse,
 };
 
@@ -354,6 +355,7 @@ pub const USE_CONFIG: Configurable<WasmSpec> = Configurable {
     fields: &[],
     example: "a guard toolgate ships, such as \"toolgate:shell\"",
     default_timeout_ms: super::DEFAULT_TIMEOUT_MS,
+    entry_schema: super::builtin::config_schemas,
     parse: parse_use,
 };
 
@@ -403,6 +405,12 @@ fn parse_use(
         budget,
         common.config,
     ) {
+        Ok((loaded, _))
+            if let Some(message) = probe(&loaded, ctx.name.as_deref(), common.config) =>
+        {
+            ctx.problem("config", format!("{written}: {message}"));
+            None
+        }
         Ok((loaded, component)) => Some(WasmSpec {
             wasm: PathBuf::from(written),
             fuel: DEFAULT_FUEL,
@@ -419,6 +427,44 @@ fn parse_use(
             );
             None
         }
+    }
+}
+
+/// Asks a built-in guard once, at load, about a tool it does not judge:
+/// it reads its options first, so a mistake in them (`protected_branch`
+/// for `protected_branches`) is its error, reported here as a problem of
+/// the file that names the hook and `config`, as any other field's is,
+/// rather than as a blocked call later. The guard is the one reader of its
+/// options (the published schema describes them for editors).
+///
+/// The call runs to completion here: a component without imports never
+/// waits, and an epoch yield (this runtime's deadline check) only asks to
+/// be polled again.
+fn probe(loaded: &WasmHook, hook: Option<&str>, config: Option<&Value>) -> Option<String> {
+    use std::future::Future;
+    let input = json!({});
+    let request = crate::contract::HookRequest {
+        event: crate::contract::Event::PreToolUse,
+        hook: hook.unwrap_or("probe"),
+        tool: "toolgate:probe",
+        input: &input,
+        result: None,
+        session_id: None,
+        turn_id: None,
+        tool_call_id: None,
+        cwd: None,
+        config,
+    };
+    let mut call = std::pin::pin!(Decider::decide(loaded, &request));
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    let reply = loop {
+        if let std::task::Poll::Ready(reply) = call.as_mut().poll(&mut cx) {
+            break reply;
+        }
+    };
+    match reply.answer {
+        toolgate_seam::Answer::Failed(failure) => Some(failure.to_string()),
+        _ => None,
     }
 }
 

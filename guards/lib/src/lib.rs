@@ -18,4 +18,6 @@ pub mod shell;
 pub mod shell_rules;
 pub(crate) mod wrappers;
 
-pub use shell_rules::{CLASSES as SHELL_CLASSES, Finding, ShellOptions, check as check_shell};
+pub use shell_rules::{
+    CLASSES as SHELL_CLASSES, Finding, OPTIONS as SHELL_OPTIONS, ShellOptions, check as check_shell,
+};

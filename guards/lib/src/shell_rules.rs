@@ -26,6 +26,36 @@ pub const CLASSES: &[&str] = &[
     "system-damage",
 ];
 
+/// The guard's options as hooks.json's `config` names them, each a list of
+/// strings, with what it means: the guard reads exactly these (any other
+/// key is refused), and the published JSON Schema describes them from here.
+pub const OPTIONS: &[(&str, &str)] = &[
+    (
+        "tools",
+        "The exact tool names judged as shell commands; default, every agent's shell tool.",
+    ),
+    (
+        "workspaces",
+        "More folders (absolute) that count as the workspace, besides the agent's working directory.",
+    ),
+    (
+        "protected_branches",
+        "Branches whose history may not be rewritten (`*` matches the rest of the name); default main, master, release/*, production.",
+    ),
+    (
+        "allow_classes",
+        "Classes of danger this guard lets through.",
+    ),
+    (
+        "deletable",
+        "Folders (absolute or ~/…) beneath which recursive deletes are fine, besides the temp folders and ~/.cache.",
+    ),
+    (
+        "trusted_installers",
+        "Hosts whose installers may be piped into a shell (sh.rustup.rs).",
+    ),
+];
+
 /// The guard's options (its hooks.json `config`).
 #[derive(Clone, Debug)]
 pub struct ShellOptions {

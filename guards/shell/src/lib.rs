@@ -12,9 +12,6 @@ struct Shell;
 /// Every agent's name for its shell tool (and toolgate's own, `shell`).
 const SHELL_TOOLS: &[&str] = &["shell", "Bash", "bash", "run_shell_command", "Shell", "local_shell", "exec_command", "execute_command", "run_command", "run_terminal_cmd"];
 
-/// The options this guard reads from its `config`; any other key is a
-/// mistake the operator should hear about, so the guard refuses to decide.
-const KEYS: &[&str] = &["tools", "workspaces", "protected_branches", "allow_classes", "deletable", "trusted_installers"];
 
 impl Hook for Shell {
     fn decide(request: Request) -> Result<Verdict, String> {
@@ -76,8 +73,15 @@ fn strings(config: &Map<String, Value>, key: &str) -> Result<Option<Vec<String>>
 }
 
 fn options(config: &Map<String, Value>) -> Result<(ShellOptions, Option<Vec<String>>), String> {
-    if let Some(unknown) = config.keys().find(|k| !KEYS.contains(&k.as_str())) {
-        return Err(format!("config `{unknown}`: not an option of toolgate:shell (it has {})", KEYS.join(", ")));
+    // Any other key is a mistake the operator should hear about: the guard
+    // refuses to decide (toolgate asks it once at load, so it is a problem
+    // of the file).
+    let known = || toolgate_guards::SHELL_OPTIONS.iter().map(|(name, _)| *name);
+    if let Some(unknown) = config.keys().find(|k| !known().any(|n| n == k.as_str())) {
+        return Err(format!(
+            "config `{unknown}`: not an option of toolgate:shell (it has {})",
+            known().collect::<Vec<_>>().join(", ")
+        ));
     }
     let mut options = ShellOptions::default();
     if let Some(v) = strings(config, "workspaces")? {

@@ -130,6 +130,7 @@ const USE: Configurable<BindingSpec> = Configurable {
     fields: wasm::USE_CONFIG.fields,
     example: wasm::USE_CONFIG.example,
     default_timeout_ms: wasm::USE_CONFIG.default_timeout_ms,
+    entry_schema: wasm::USE_CONFIG.entry_schema,
     parse: |hook, common, ctx| (wasm::USE_CONFIG.parse)(hook, common, ctx).map(BindingSpec::Wasm),
 };
 
@@ -145,6 +146,7 @@ const USE: Configurable<BindingSpec> = Configurable {
     fields: &[],
     example: "a guard toolgate ships, such as \"toolgate:shell\", with toolgate's `wasm` feature",
     default_timeout_ms: crate::contract::MAX_TIMEOUT_MS,
+    entry_schema: || serde_json::json!({}),
     parse: |_, _, ctx| {
         ctx.problem(
             "use",
@@ -161,6 +163,7 @@ const WASM: Configurable<BindingSpec> = Configurable {
     fields: wasm::CONFIG.fields,
     example: wasm::CONFIG.example,
     default_timeout_ms: wasm::CONFIG.default_timeout_ms,
+    entry_schema: wasm::CONFIG.entry_schema,
     parse: |hook, common, ctx| (wasm::CONFIG.parse)(hook, common, ctx).map(BindingSpec::Wasm),
 };
 
@@ -195,6 +198,7 @@ const WASM: Configurable<BindingSpec> = {
         fields: &FIELDS,
         example: "a component such as \"hooks/guard.wasm\", with toolgate's `wasm` feature",
         default_timeout_ms: crate::contract::MAX_TIMEOUT_MS,
+        entry_schema: || serde_json::json!({}),
         parse: |_, _, ctx| {
             ctx.problem(
                 "wasm",

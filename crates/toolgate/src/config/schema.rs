@@ -73,11 +73,15 @@ fn hook() -> Value {
                 .flat_map(|o| std::iter::once(&o.key).chain(o.fields))
                 .map(|f| (f.name.to_owned(), Value::Bool(false)))
                 .collect();
-            json!({
+            let mut entry = json!({
                 "title": format!("a `{}` hook", b.key.name),
                 "required": [b.key.name],
                 "properties": others,
-            })
+            });
+            if let (Value::Object(entry), Value::Object(more)) = (&mut entry, (b.entry_schema)()) {
+                entry.extend(more);
+            }
+            entry
         })
         .collect();
     let keys: Vec<String> = CONFIGURABLE
