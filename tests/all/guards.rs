@@ -296,3 +296,36 @@ fn the_listing_shows_the_guard_built_into_toolgate() {
         "{text}"
     );
 }
+
+/// `toolgate bench --guards` (a smoke run) judges both corpora through the
+/// real chain and reports the goals: the corpus the rules were written with
+/// meets recall and false positives, the held-out one is reported apart,
+/// and every cost row was measured.
+#[test]
+fn bench_guards_reports_both_corpora_and_the_goals() {
+    let out =
+        crate::support::succeeded(toolgate().args(["bench", "--guards", "--quick", "--json"]));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let guard = &report["guards"][0];
+    assert_eq!(guard["guard"], "toolgate:shell");
+    let corpora = guard["corpora"].as_array().unwrap();
+    assert_eq!(corpora[0]["corpus"], "guards/corpus/shell.txt");
+    assert_eq!(corpora[1]["corpus"], "guards/corpus/shell-heldout.txt");
+    assert!(corpora[0]["recall"].as_f64().unwrap() >= 0.98, "{guard}");
+    assert!(
+        corpora[0]["false_positive_rate"].as_f64().unwrap() <= 0.005,
+        "{guard}"
+    );
+    let lines: u64 = corpora[0]["classes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["cases"].as_u64().unwrap())
+        .sum();
+    assert!(lines >= 800, "{lines} lines");
+    for row in guard["cost"].as_array().unwrap() {
+        assert!(row["median_us"].as_f64().unwrap() > 0.0, "{row}");
+    }
+    let goals = guard["goals"].as_array().unwrap();
+    assert_eq!(goals.len(), 3, "{goals:?}");
+}
