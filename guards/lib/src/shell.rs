@@ -237,6 +237,14 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// The text from `start` to `end`, both clamped to the input: a reader
+    /// that stepped past the end (an unclosed quote, a trailing backslash)
+    /// reads what there is.
+    fn text(&self, start: usize, end: usize) -> String {
+        let end = end.min(self.s.len());
+        self.s[start.min(end)..end].iter().collect()
+    }
+
     fn peek(&self) -> Option<char> {
         self.s.get(self.i).copied()
     }
@@ -391,7 +399,7 @@ impl<'a> Parser<'a> {
                 c if c == close => {
                     level -= 1;
                     if level == 0 {
-                        let inner: String = self.s[start..self.i].iter().collect();
+                        let inner = self.text(start, self.i);
                         self.i += 1;
                         return inner;
                     }
@@ -400,7 +408,7 @@ impl<'a> Parser<'a> {
             }
             self.i += 1;
         }
-        self.s[start.min(self.s.len())..].iter().collect()
+        self.text(start, self.s.len())
     }
 
     fn begin_function(&mut self, name: String) {
@@ -510,9 +518,7 @@ impl<'a> Parser<'a> {
         let ops: [&'static str; 13] = [
             "&>>", "<<<", "<<-", "&>", ">>", ">|", ">&", "<&", "<>", "<<", ">", "<", "&",
         ];
-        let rest: String = self.s[self.i..(self.i + 3).min(self.s.len())]
-            .iter()
-            .collect();
+        let rest = self.text(self.i, self.i + 3);
         let op = ops
             .iter()
             .find(|op| rest.starts_with(**op))
@@ -542,7 +548,7 @@ impl<'a> Parser<'a> {
                 while self.peek().is_some_and(|c| c != '\n') {
                     self.i += 1;
                 }
-                let line: String = self.s[start..self.i].iter().collect();
+                let line = self.text(start, self.i);
                 let at_end = self.peek().is_none();
                 if self.peek() == Some('\n') {
                     self.i += 1;
@@ -837,7 +843,7 @@ impl<'a> Parser<'a> {
             }
             self.i += 1;
         }
-        let inner: String = self.s[start..self.i.min(self.s.len())].iter().collect();
+        let inner = self.text(start, self.i);
         self.i += 1;
         let cmds = self.nested(&inner.replace("\\`", "`"), "`…`");
         w.substituted.extend(cmds);
@@ -896,7 +902,7 @@ impl<'a> Parser<'a> {
                 {
                     self.i += 1;
                 }
-                let name: String = self.s[start..self.i].iter().collect();
+                let name = self.text(start, self.i);
                 match self.lookup(&name) {
                     Some(value) => w.text.push_str(&value),
                     None => {
