@@ -16,6 +16,9 @@ stage_guard() {
   cp -r Cargo.toml Cargo.lock src "$stage/guards/$name/"
   cp -r "$SDK/rust" "$stage/sdk/" && cp -r "$SDK/../wit" "$stage/sdk/wit"
   sed -i '/^\[workspace\]$/d' "$stage/guards/$name/Cargo.toml"
+  # guards/lib's dev-dependencies are its native tests' (they name the
+  # repository's workspace versions); a guest never builds them.
+  sed -i '/^\[dev-dependencies\]$/,$d' "$stage/guards/lib/Cargo.toml"
   cp Cargo.lock "$stage/Cargo.lock"
   cat > "$stage/Cargo.toml" <<TOML
 [workspace]
