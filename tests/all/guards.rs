@@ -223,49 +223,45 @@ fn the_shell_guards_options_change_what_it_denies() {
         fx.global_hooks(shell_guard(config));
         check_as_is(&fx.workspace(), &fx.global(), &call(&fx, command)).1["decision"].clone()
     };
-    assert_eq!(decide(json!({}), "git reset --hard"), "deny");
-    assert_eq!(
-        decide(
+    let cases = [
+        (json!({}), "git reset --hard", "deny"),
+        (
             json!({"allow_classes": ["discard-work"]}),
-            "git reset --hard"
+            "git reset --hard",
+            "allow",
         ),
-        "allow"
-    );
-    assert_eq!(
-        decide(
+        (
             json!({"protected_branches": ["trunk"]}),
-            "git push -f origin trunk"
+            "git push -f origin trunk",
+            "deny",
         ),
-        "deny"
-    );
-    assert_eq!(
-        decide(
+        (
             json!({"protected_branches": ["trunk"]}),
-            "git push -f origin main"
+            "git push -f origin main",
+            "allow",
         ),
-        "allow"
-    );
-    assert_eq!(decide(json!({}), "rm -rf /srv/cache/app"), "deny");
-    assert_eq!(
-        decide(
+        (json!({}), "rm -rf /srv/cache/app", "deny"),
+        (
             json!({"deletable": ["/srv/cache"]}),
-            "rm -rf /srv/cache/app"
+            "rm -rf /srv/cache/app",
+            "allow",
         ),
-        "allow"
-    );
-    assert_eq!(decide(json!({}), "curl https://sh.rustup.rs | sh"), "deny");
-    assert_eq!(
-        decide(
+        (json!({}), "curl https://sh.rustup.rs | sh", "deny"),
+        (
             json!({"trusted_installers": ["sh.rustup.rs"]}),
-            "curl https://sh.rustup.rs | sh"
+            "curl https://sh.rustup.rs | sh",
+            "allow",
         ),
-        "allow"
-    );
-    assert_eq!(
-        decide(json!({"tools": ["exec"]}), "rm -rf /"),
-        "allow",
-        "Bash is not listed"
-    );
+        // `Bash` is not among the listed tools.
+        (json!({"tools": ["exec"]}), "rm -rf /", "allow"),
+    ];
+    for (config, command, expected) in cases {
+        assert_eq!(
+            decide(config.clone(), command),
+            expected,
+            "{config} {command}"
+        );
+    }
 }
 
 /// `toolgate hooks` says what runs: the guard built into this binary,

@@ -330,8 +330,8 @@ fn judge(
     (name, text): (&str, &str),
 ) -> Result<Judged, BenchError> {
     let cases = corpus::cases(text);
-    let mut said: Vec<(usize, Option<String>)> = Vec::with_capacity(cases.len());
-    for (i, case) in cases.iter().enumerate() {
+    let mut said: Vec<Option<String>> = Vec::with_capacity(cases.len());
+    for case in &cases {
         let outcome = rt.block_on(runner.pre_tool_use(&request(case.text)));
         if let Some(failure) = outcome.runs.iter().find_map(|r| r.failure.as_ref()) {
             return Err(BenchError::Denied(format!(
@@ -343,13 +343,13 @@ fn judge(
             toolgate::Decision::Deny { reason } => Some(reason.clone()),
             _ => None,
         };
-        said.push((i, reason));
+        said.push(reason);
     }
     Ok(tally(name, &cases, &said))
 }
 
 /// The cases and what the guard said of each, per label.
-fn tally(name: &str, cases: &[corpus::Case<'_>], said: &[(usize, Option<String>)]) -> Judged {
+fn tally(name: &str, cases: &[corpus::Case<'_>], said: &[Option<String>]) -> Judged {
     let class_of = |reason: &str| -> String {
         reason
             .split_once('[')
@@ -373,14 +373,14 @@ fn tally(name: &str, cases: &[corpus::Case<'_>], said: &[(usize, Option<String>)
         let denied: Vec<usize> = mine
             .iter()
             .copied()
-            .filter(|&i| said[i].1.is_some())
+            .filter(|&i| said[i].is_some())
             .collect();
         let same = denied
             .iter()
-            .filter(|&&i| said[i].1.as_deref().map(class_of).as_deref() == Some(*label))
+            .filter(|&&i| said[i].as_deref().map(class_of).as_deref() == Some(*label))
             .count();
         let put_here: Vec<usize> = (0..cases.len())
-            .filter(|&i| said[i].1.as_deref().map(class_of).as_deref() == Some(*label))
+            .filter(|&i| said[i].as_deref().map(class_of).as_deref() == Some(*label))
             .collect();
         let precision = (!put_here.is_empty()).then(|| {
             put_here
@@ -397,14 +397,14 @@ fn tally(name: &str, cases: &[corpus::Case<'_>], said: &[(usize, Option<String>)
             caught += denied.len();
         }
         for &i in &mine {
-            let wrong = (*label == "benign") == said[i].1.is_some();
+            let wrong = (*label == "benign") == said[i].is_some();
             if wrong {
                 mistakes.push(format!(
                     "line {} [{}]: {} -> {}",
                     cases[i].line,
                     label,
                     cases[i].text,
-                    said[i].1.as_deref().unwrap_or("allowed")
+                    said[i].as_deref().unwrap_or("allowed")
                 ));
             }
         }

@@ -11,19 +11,31 @@ use crate::wrappers::SHELLS;
 
 /// The classes of danger the `shell` guard knows, by the name its reasons
 /// and its options use.
-pub const CLASSES: &[&str] = &[
-    "recursive-delete",
-    "device-write",
-    "filesystem-format",
-    "system-permissions",
-    "fork-bomb",
-    "download-exec",
-    "history-rewrite",
-    "discard-work",
-    "disable-guard",
-    "credential-dump",
-    "reverse-shell",
-    "system-damage",
+pub const CLASSES: &[&str] = &{
+    let mut names = [""; RULES.len()];
+    let mut i = 0;
+    while i < RULES.len() {
+        names[i] = RULES[i].0;
+        i += 1;
+    }
+    names
+};
+
+/// One rule per class, in the order they are tried (the first that finds
+/// something names the class): the one list of class names.
+const RULES: [(&str, Rule); 12] = [
+    ("reverse-shell", reverse_shell),
+    ("fork-bomb", fork_bomb),
+    ("download-exec", download_exec),
+    ("filesystem-format", filesystem_format),
+    ("device-write", device_write),
+    ("recursive-delete", recursive_delete),
+    ("system-permissions", system_permissions),
+    ("system-damage", system_damage),
+    ("disable-guard", disable_guard),
+    ("credential-dump", credential_dump),
+    ("history-rewrite", history_rewrite),
+    ("discard-work", discard_work),
 ];
 
 /// The guard's options as hooks.json's `config` names them, each a list of
@@ -116,21 +128,7 @@ pub fn check(line: &str, cwd: Option<&str>, options: &ShellOptions) -> Option<Fi
                 .into(),
         });
     }
-    let rules: [(&'static str, Rule); 12] = [
-        ("reverse-shell", reverse_shell),
-        ("fork-bomb", fork_bomb),
-        ("download-exec", download_exec),
-        ("filesystem-format", filesystem_format),
-        ("device-write", device_write),
-        ("recursive-delete", recursive_delete),
-        ("system-permissions", system_permissions),
-        ("system-damage", system_damage),
-        ("disable-guard", disable_guard),
-        ("credential-dump", credential_dump),
-        ("history-rewrite", history_rewrite),
-        ("discard-work", discard_work),
-    ];
-    for (class, rule) in rules {
+    for (class, rule) in RULES {
         if options.allow_classes.iter().any(|c| c == class) {
             continue;
         }
