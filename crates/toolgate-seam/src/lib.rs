@@ -115,6 +115,12 @@ pub struct Configurable<S> {
     pub example: &'static str,
     /// `timeout_ms` when the hook gives none.
     pub default_timeout_ms: u64,
+    /// The events (wire names) a hook that selects it is consulted on when
+    /// it gives no `event`: `pre_tool_use` for a hook someone wrote; for a
+    /// standard guard, the events it needs (the secrets guard redacts
+    /// output, so it is consulted after the call too). Given the hook's
+    /// object.
+    pub default_events: fn(&Map<String, Value>) -> &'static [&'static str],
     /// What the published schema adds to a hook that selects it: JSON
     /// Schema keywords merged into its `oneOf` entry (`serde_json::json!({})`
     /// for none).

@@ -1,4 +1,5 @@
-//! The guards toolgate ships: `{"name": "shell", "use": "toolgate:shell"}`.
+//! The guards toolgate ships: `{"name": "shell", "use": "toolgate:shell"}`,
+//! and likewise `toolgate:paths`, `toolgate:secrets`, `toolgate:egress`.
 //!
 //! # Why components built into the binary
 //!
@@ -27,37 +28,59 @@ pub(crate) struct Guard {
     pub(crate) bytes: &'static [u8],
 }
 
-/// Every built-in guard, by name.
-pub(crate) const GUARDS: &[Guard] = &[Guard {
-    name: "shell",
-    bytes: include_bytes!("../../../guards/dist/shell.wasm"),
-}];
+/// Every built-in guard's component, by name: one for each entry of
+/// `toolgate_guards::GUARDS` (pinned by a test), in the same order.
+pub(crate) const GUARDS: &[Guard] = &[
+    Guard {
+        name: "shell",
+        bytes: include_bytes!("../../../guards/dist/shell.wasm"),
+    },
+    Guard {
+        name: "paths",
+        bytes: include_bytes!("../../../guards/dist/paths.wasm"),
+    },
+    Guard {
+        name: "secrets",
+        bytes: include_bytes!("../../../guards/dist/secrets.wasm"),
+    },
+    Guard {
+        name: "egress",
+        bytes: include_bytes!("../../../guards/dist/egress.wasm"),
+    },
+];
 
 /// What the published schema says of each built-in guard's `config`: for
-/// `use: "toolgate:shell"`, the shell guard's options (each a list of
-/// strings; `allow_classes` from its classes), and no other key. The
-/// guard's own list (toolgate-guards) is the one both it and this read.
+/// `use: "toolgate:NAME"`, that guard's options (each a list of strings;
+/// `allow_classes` from its classes), and no other key. The guard's own
+/// list (toolgate-guards) is the one both it and this read.
 pub(crate) fn config_schemas() -> serde_json::Value {
     use serde_json::json;
-    let shell: serde_json::Map<String, serde_json::Value> = toolgate_guards::SHELL_OPTIONS
+    let each: Vec<serde_json::Value> = toolgate_guards::GUARDS
         .iter()
-        .map(|(name, about)| {
-            let items = match *name {
-                "allow_classes" => json!({"enum": toolgate_guards::SHELL_CLASSES}),
-                _ => json!({"type": "string", "minLength": 1}),
-            };
-            let schema = json!({"type": "array", "items": items, "description": about});
-            ((*name).to_owned(), schema)
+        .map(|guard| {
+            let options: serde_json::Map<String, serde_json::Value> = guard
+                .options
+                .iter()
+                .map(|(name, about)| {
+                    let items = match *name {
+                        "allow_classes" => json!({"enum": guard.classes}),
+                        _ => json!({"type": "string", "minLength": 1}),
+                    };
+                    let schema = json!({"type": "array", "items": items, "description": about});
+                    ((*name).to_owned(), schema)
+                })
+                .collect();
+            json!({
+                "if": {"properties": {"use": {"const": format!("{SCHEME}{}", guard.name)}}, "required": ["use"]},
+                "then": {"properties": {"config": {
+                    "type": "object",
+                    "additionalProperties": false,
+                    "properties": options,
+                }}},
+            })
         })
         .collect();
-    json!({"allOf": [{
-        "if": {"properties": {"use": {"const": format!("{SCHEME}shell")}}, "required": ["use"]},
-        "then": {"properties": {"config": {
-            "type": "object",
-            "additionalProperties": false,
-            "properties": shell,
-        }}},
-    }]})
+    json!({ "allOf": each })
 }
 
 /// The guard `use` names (`toolgate:shell`), if there is one.
@@ -72,4 +95,17 @@ pub(crate) fn names() -> Vec<String> {
         .iter()
         .map(|g| format!("{SCHEME}{}", g.name))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    /// The binary embeds a component for exactly the guards the library
+    /// describes: a guard without bytes, or bytes without options and
+    /// classes in the schema, would be half shipped.
+    #[test]
+    fn every_described_guard_has_its_component_and_no_other() {
+        let described: Vec<&str> = toolgate_guards::GUARDS.iter().map(|g| g.name).collect();
+        let embedded: Vec<&str> = super::GUARDS.iter().map(|g| g.name).collect();
+        assert_eq!(described, embedded);
+    }
 }

@@ -111,6 +111,7 @@ pub const CONFIG: Configurable<WasmSpec> = Configurable {
     example: "a component such as \"hooks/guard.wasm\"",
     default_timeout_ms: super::DEFAULT_TIMEOUT_MS,
     entry_schema: || json!({}),
+    default_events: |_| &["pre_tool_use"],
     parse,
 };
 
@@ -348,7 +349,10 @@ pub const USE_CONFIG: Configurable<WasmSpec> = Configurable {
     key: Field {
         name: "use",
         about: "A guard toolgate ships, by name: \"toolgate:shell\" (destructive and \
-                dangerous shell commands). It runs as a sandboxed component built into \
+                dangerous shell commands), \"toolgate:paths\" (secrets read or written, \
+                writes outside the workspace), \"toolgate:secrets\" (credentials redacted \
+                from output, refused in writes), \"toolgate:egress\" (network destinations \
+                against an allowlist). Each runs as a sandboxed component built into \
                 toolgate; its options go under `config` (docs/guards.md).",
         schema: || json!({"enum": super::builtin::names()}),
     },
@@ -356,6 +360,13 @@ pub const USE_CONFIG: Configurable<WasmSpec> = Configurable {
     example: "a guard toolgate ships, such as \"toolgate:shell\"",
     default_timeout_ms: super::DEFAULT_TIMEOUT_MS,
     entry_schema: super::builtin::config_schemas,
+    default_events: |hook| {
+        hook.get("use")
+            .and_then(Value::as_str)
+            .and_then(|written| written.strip_prefix(super::builtin::SCHEME))
+            .and_then(|name| toolgate_guards::GUARDS.iter().find(|g| g.name == name))
+            .map_or(&["pre_tool_use"], |g| g.events)
+    },
     parse: parse_use,
 };
 

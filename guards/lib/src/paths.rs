@@ -233,7 +233,13 @@ pub fn secret_kind(path: &str) -> Option<&'static str> {
     let example = ["example", "sample", "template", "dist", "defaults"]
         .iter()
         .any(|e| name.contains(e));
-    if !example && (name.starts_with(".env") || name.ends_with(".env")) {
+    // `.env.schema.ts`, `.env.d.ts`: code about the variables, not them.
+    const CODE: &[&str] = &[
+        ".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".py", ".rs", ".go", ".rb", ".java", ".kt",
+        ".swift", ".md",
+    ];
+    let code = CODE.iter().any(|e| name.ends_with(e));
+    if !example && !code && (name.starts_with(".env") || name.ends_with(".env")) {
         return Some("an .env file");
     }
     if has("/.gnupg")

@@ -3,11 +3,14 @@
 //! stripped), redirections, pipes and what the line defines; it never
 //! matches raw text, so `echo "rm -rf /"` is an echo.
 
+use crate::guard::{Answer, Call, Options};
 use crate::paths::{
     TEMP_DIRS, beneath, guard_config, harmless_device, is_a_home, is_system, resolve, secret_kind,
 };
 use crate::shell::{Command, Script, Stdin, Word, parse};
+use crate::tools::{SHELL_TOOLS, command_line};
 use crate::wrappers::SHELLS;
+use serde_json::{Map, Value};
 
 /// The classes of danger the `shell` guard knows, by the name its reasons
 /// and its options use.
@@ -141,6 +144,43 @@ pub fn check(line: &str, cwd: Option<&str>, options: &ShellOptions) -> Option<Fi
     None
 }
 
+/// `toolgate:shell` on one call: a shell tool's command line before it
+/// runs (by default every agent's shell tool; `tools` names them exactly).
+pub fn decide(call: &Call<'_>, config: &Map<String, Value>) -> Result<Answer, String> {
+    let read = Options::read("shell", config, OPTIONS)?;
+    let mut options = ShellOptions::default();
+    if let Some(v) = read.list("workspaces")? {
+        options.workspaces = v;
+    }
+    if let Some(v) = read.list("protected_branches")? {
+        options.protected_branches = v;
+    }
+    options.allow_classes = read.classes("allow_classes", CLASSES)?;
+    if let Some(v) = read.list("deletable")? {
+        options.deletable.extend(v);
+    }
+    if let Some(v) = read.list("trusted_installers")? {
+        options.trusted_installers = v;
+    }
+    let is_shell = match read.list("tools")? {
+        Some(list) => list.iter().any(|t| t == call.tool),
+        None => SHELL_TOOLS.contains(&call.tool),
+    };
+    if !call.pre || !is_shell {
+        return Ok(Answer::Allow);
+    }
+    let Some(command) = command_line(call.input) else {
+        return Err(format!(
+            "the `{}` tool's input has no `command` this guard can read",
+            call.tool
+        ));
+    };
+    Ok(match check(&command, call.cwd, &options) {
+        Some(Finding { class, why }) => Answer::Deny { class, why },
+        None => Answer::Allow,
+    })
+}
+
 /// One class's rule: what it found in the command at an index, if anything.
 type Rule = fn(&Ctx<'_>, usize) -> Option<String>;
 
@@ -248,7 +288,7 @@ fn operands(cmd: &Command) -> Vec<&Word> {
     out
 }
 
-fn program(cmd: &Command) -> &str {
+pub(crate) fn program(cmd: &Command) -> &str {
     cmd.program().unwrap_or("")
 }
 
@@ -610,6 +650,11 @@ const DOWNLOADERS: &[&str] = &[
 const NETWORK_TOOLS: &[&str] = &[
     "nc", "ncat", "netcat", "telnet", "socat", "openssl", "ssh", "cryptcat",
 ];
+/// Whether a program runs code given on its command line (`python -c`).
+pub(crate) fn is_interpreter(program: &str) -> bool {
+    INTERPRETERS.contains(&program)
+}
+
 const INTERPRETERS: &[&str] = &[
     "python",
     "python2",
@@ -1072,7 +1117,7 @@ fn critical_system_file(path: &str) -> bool {
 
 /// The files a command writes, as far as the line shows: redirections,
 /// `tee`, `cp`/`mv`/`install`/`ln` destinations, `sed -i`, `truncate`, `dd of=`.
-fn written_files(cmd: &Command) -> Vec<String> {
+pub(crate) fn written_files(cmd: &Command) -> Vec<String> {
     let mut out: Vec<String> = cmd
         .redirects
         .iter()
@@ -1107,7 +1152,7 @@ fn written_files(cmd: &Command) -> Vec<String> {
 }
 
 /// The files a command changes or removes (written ones, and `rm`/`mv` sources, `chmod` targets).
-fn changed_files(cmd: &Command) -> Vec<String> {
+pub(crate) fn changed_files(cmd: &Command) -> Vec<String> {
     let mut out = written_files(cmd);
     match program(cmd) {
         "rm" | "unlink" | "rmdir" | "shred" | "mv" | "chmod" | "chown" | "chattr" => {
@@ -1262,6 +1307,26 @@ fn credential_dump(ctx: &Ctx<'_>, at: usize) -> Option<String> {
             args.join(" ")
         ));
     }
+    let reads = read_files(cmd);
+    for file in reads {
+        if file.starts_with('$') || file.contains("://") || !crate::paths::may_be_secret(&file) {
+            continue;
+        }
+        if let Some(kind) = secret_kind(&ctx.path(&file)) {
+            return Some(format!(
+                "`{}` reads `{file}`, {kind}",
+                if p.is_empty() { "a redirection" } else { p }
+            ));
+        }
+    }
+    None
+}
+
+/// The files a command reads, as far as the line shows: `<` redirections,
+/// `cp`/`scp`/`rsync` sources, and the arguments of any program not known to
+/// leave its arguments' contents alone (`ls`, `chmod`, `ssh`…), `curl -d @file` included.
+pub(crate) fn read_files(cmd: &Command) -> Vec<String> {
+    let p = program(cmd);
     const HARMLESS: &[&str] = &[
         "ls",
         "stat",
@@ -1320,53 +1385,40 @@ fn credential_dump(ctx: &Ctx<'_>, at: usize) -> Option<String> {
         "gcloud",
         "az",
     ];
-    let reads: Vec<String> = {
-        let mut r: Vec<String> = cmd
-            .redirects
-            .iter()
-            .filter(|r| r.op == "<")
-            .map(|r| r.target.text.clone())
-            .collect();
-        let copies = matches!(p, "cp" | "scp" | "rsync" | "install");
-        if copies {
-            let ops = operands(cmd);
-            r.extend(
-                ops.iter()
-                    .take(ops.len().saturating_sub(1))
-                    .map(|w| w.text.clone()),
-            );
-        } else if !HARMLESS.contains(&p) && !p.is_empty() {
-            r.extend(
-                cmd.args()
-                    .iter()
-                    .filter(|w| !w.text.starts_with('-') || w.text.contains('@'))
-                    .map(|w| w.text.trim_start_matches('@').to_owned()),
-            );
-            // `curl -d @file`, `--data-binary @file`, `-F x=@file`, `-T file`.
-            r.extend(
-                cmd.args()
-                    .iter()
-                    .filter_map(|w| w.text.split_once("=@").map(|(_, f)| f.to_owned())),
-            );
-        }
-        r
-    };
-    for file in reads {
-        if file.starts_with('$') || file.contains("://") || !crate::paths::may_be_secret(&file) {
-            continue;
-        }
-        if let Some(kind) = secret_kind(&ctx.path(&file)) {
-            return Some(format!(
-                "`{}` reads `{file}`, {kind}",
-                if p.is_empty() { "a redirection" } else { p }
-            ));
-        }
+
+    let mut r: Vec<String> = cmd
+        .redirects
+        .iter()
+        .filter(|r| r.op == "<")
+        .map(|r| r.target.text.clone())
+        .collect();
+    let copies = matches!(p, "cp" | "scp" | "rsync" | "install");
+    if copies {
+        let ops = operands(cmd);
+        r.extend(
+            ops.iter()
+                .take(ops.len().saturating_sub(1))
+                .map(|w| w.text.clone()),
+        );
+    } else if !HARMLESS.contains(&p) && !p.is_empty() {
+        r.extend(
+            cmd.args()
+                .iter()
+                .filter(|w| !w.text.starts_with('-') || w.text.contains('@'))
+                .map(|w| w.text.trim_start_matches('@').to_owned()),
+        );
+        // `curl -d @file`, `--data-binary @file`, `-F x=@file`, `-T file`.
+        r.extend(
+            cmd.args()
+                .iter()
+                .filter_map(|w| w.text.split_once("=@").map(|(_, f)| f.to_owned())),
+        );
     }
-    None
+    r
 }
 
 /// A git command's subcommand and its arguments, after git's own options.
-fn git_sub(cmd: &Command) -> Option<(&str, Vec<&Word>)> {
+pub(crate) fn git_sub(cmd: &Command) -> Option<(&str, Vec<&Word>)> {
     if program(cmd) != "git" {
         return None;
     }

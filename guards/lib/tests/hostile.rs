@@ -1,10 +1,12 @@
-//! The shell guard reads text an agent (or a prompt injection) wrote: any
-//! input must end, without a panic (a panic in the component is a trap,
+//! The guards read text an agent (or a prompt injection) wrote, and a tool
+//! printed: any input must end, without a panic (a panic in the component is a trap,
 //! which blocks the call: a denial of service, not a bypass, but still a
 //! guard that cannot be relied on), and nesting past the limit is refused
 //! rather than read halfway.
 
 use proptest::prelude::*;
+use serde_json::{Map, Value, json};
+use toolgate_guards::guard::Call;
 use toolgate_guards::{ShellOptions, check_shell};
 
 /// Shell text: the characters the parser treats specially, words the rules
@@ -77,6 +79,121 @@ proptest! {
     fn any_text_is_judged_without_a_panic(text in shell_text()) {
         let _ = check_shell(&text, Some("/home/dev/project"), &ShellOptions::default());
         let _ = check_shell(&text, None, &ShellOptions::default());
+    }
+
+    /// Every guard, before and after the call, on any text in every place
+    /// it reads one (a command, a path, a URL, a written file, an output).
+    #[test]
+    fn every_guard_judges_any_text_without_a_panic(text in secret_text(), other in shell_text()) {
+        let glued = format!("{other}{text}");
+        for (tool, input) in [
+            ("Bash", json!({"command": glued})),
+            ("Write", json!({"file_path": text, "content": glued})),
+            ("WebFetch", json!({"url": glued, "prompt": text})),
+            ("mcp__x__fetch", json!({"url": text, "nested": [{"endpoint": glued}]})),
+            ("apply_patch", json!({"command": ["apply_patch", format!("*** Add File: {text}\n+{glued}")]})),
+        ] {
+            for decide in [
+                toolgate_guards::shell_rules::decide,
+                toolgate_guards::file_rules::decide,
+                toolgate_guards::secrets::decide,
+                toolgate_guards::egress::decide,
+            ] {
+                let output = Value::String(glued.clone());
+                for (pre, output) in [(true, None), (false, Some(&output))] {
+                    let call = Call { pre, tool, input: &input, output, cwd: Some("/home/dev/project") };
+                    let _ = decide(&call, &Map::new());
+                }
+            }
+        }
+    }
+
+    /// What the secrets guard redacts is gone from what the model is shown,
+    /// and an output with nothing to redact comes back as it was.
+    #[test]
+    fn a_redacted_output_holds_no_secret_it_found(text in secret_text()) {
+        let found = toolgate_guards::secrets::find(&text);
+        let (shown, kinds) = toolgate_guards::secrets::redact(&text);
+        prop_assert_eq!(found.len(), kinds.len());
+        if found.is_empty() {
+            prop_assert_eq!(&shown, &text);
+        }
+        prop_assert!(toolgate_guards::secrets::find(&shown).is_empty(), "{shown:?} still has a secret");
+    }
+}
+
+/// Text around secrets: their prefixes and armour, separators, and anything.
+fn secret_text() -> impl Strategy<Value = String> {
+    let pieces = prop::sample::select(vec![
+        "AKIA",
+        "ghp_",
+        "github_pat_",
+        "glpat-",
+        "xoxb-",
+        "sk-",
+        "sk-ant-",
+        "sk_live_",
+        "AIza",
+        "npm_",
+        "pypi-AgE",
+        "hf_",
+        "SG.",
+        "eyJ",
+        ".",
+        "-----BEGIN ",
+        "PRIVATE KEY-----",
+        "-----END ",
+        "-----",
+        "\n",
+        "://",
+        ":",
+        "@",
+        "=",
+        "\"",
+        "'",
+        " ",
+        "password",
+        "TOKEN",
+        "api_key",
+        "é",
+        "日本",
+        "ABCDEFGHIJKLMNOP",
+        "q8Zr4kLm2Xw9",
+        "0123456789",
+        "_",
+        "-",
+        "/",
+        "$",
+        "${",
+        "[REDACTED:",
+    ]);
+    prop::collection::vec(
+        prop_oneof![
+            pieces.prop_map(str::to_owned),
+            any::<char>().prop_map(String::from)
+        ],
+        0..40,
+    )
+    .prop_map(|parts| parts.concat())
+}
+
+/// A guard refuses a request it cannot read rather than guessing at it.
+#[test]
+fn a_shell_tool_without_a_command_is_an_error_not_an_allow() {
+    let input = json!({"script": "rm -rf /"});
+    let call = Call {
+        pre: true,
+        tool: "Bash",
+        input: &input,
+        output: None,
+        cwd: None,
+    };
+    for decide in [
+        toolgate_guards::shell_rules::decide,
+        toolgate_guards::file_rules::decide,
+        toolgate_guards::egress::decide,
+    ] {
+        assert!(decide(&call, &Map::new()).is_err());
     }
 }
 

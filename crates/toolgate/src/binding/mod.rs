@@ -131,6 +131,7 @@ const USE: Configurable<BindingSpec> = Configurable {
     example: wasm::USE_CONFIG.example,
     default_timeout_ms: wasm::USE_CONFIG.default_timeout_ms,
     entry_schema: wasm::USE_CONFIG.entry_schema,
+    default_events: wasm::USE_CONFIG.default_events,
     parse: |hook, common, ctx| (wasm::USE_CONFIG.parse)(hook, common, ctx).map(BindingSpec::Wasm),
 };
 
@@ -147,6 +148,7 @@ const USE: Configurable<BindingSpec> = Configurable {
     example: "a guard toolgate ships, such as \"toolgate:shell\", with toolgate's `wasm` feature",
     default_timeout_ms: crate::contract::MAX_TIMEOUT_MS,
     entry_schema: || serde_json::json!({}),
+    default_events: |_| &["pre_tool_use"],
     parse: |_, _, ctx| {
         ctx.problem(
             "use",
@@ -164,6 +166,7 @@ const WASM: Configurable<BindingSpec> = Configurable {
     example: wasm::CONFIG.example,
     default_timeout_ms: wasm::CONFIG.default_timeout_ms,
     entry_schema: wasm::CONFIG.entry_schema,
+    default_events: wasm::CONFIG.default_events,
     parse: |hook, common, ctx| (wasm::CONFIG.parse)(hook, common, ctx).map(BindingSpec::Wasm),
 };
 
@@ -199,6 +202,7 @@ const WASM: Configurable<BindingSpec> = {
         example: "a component such as \"hooks/guard.wasm\", with toolgate's `wasm` feature",
         default_timeout_ms: crate::contract::MAX_TIMEOUT_MS,
         entry_schema: || serde_json::json!({}),
+        default_events: |_| &["pre_tool_use"],
         parse: |_, _, ctx| {
             ctx.problem(
                 "wasm",

@@ -33,7 +33,8 @@ pub(crate) const COMMON_FIELDS: &[Field] = &[
     Field {
         name: "event",
         about: "When the hook is consulted: before the tool runs (\"pre_tool_use\", the \
-                default), after it (\"post_tool_use\"), or a list of both.",
+                default), after it (\"post_tool_use\"), or a list of both. A standard \
+                guard's default is the events it needs (toolgate:secrets: both).",
         schema: || {
             let names: Vec<&str> = Event::ALL.iter().map(|e| e.as_str()).collect();
             let one = one_of_names(&names);
@@ -724,7 +725,7 @@ fn parse_hook(
     let name = parse_name(obj.get("name"), ctx);
     unknown_fields(&obj, ctx);
     let binding = select_binding(&obj, ctx)?;
-    let events = parse_events(obj.get("event"), ctx);
+    let events = parse_events(obj.get("event"), (binding.default_events)(&obj), ctx);
     let tools = parse_tools(obj.get("tools"), ctx);
     let (matcher, compiled_matcher) = parse_matcher(obj.get("matcher"), ctx);
     let timeout_ms = ctx.bounded(
@@ -865,9 +866,13 @@ fn select_binding(
     Some(binding)
 }
 
-fn parse_events(value: Option<&Value>, ctx: &mut HookCtx<'_>) -> Option<Vec<Event>> {
+fn parse_events(
+    value: Option<&Value>,
+    default: &[&str],
+    ctx: &mut HookCtx<'_>,
+) -> Option<Vec<Event>> {
     let names: Vec<&Value> = match value {
-        None => return Some(vec![Event::PreToolUse]),
+        None => return Some(default.iter().filter_map(|e| Event::from_wire(e)).collect()),
         Some(Value::Array(items)) if items.is_empty() => {
             ctx.problem(
                 "event",

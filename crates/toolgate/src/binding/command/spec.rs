@@ -57,6 +57,7 @@ pub(crate) const CONFIG: Configurable<BindingSpec> = Configurable {
     example: "an argv such as [\"./hooks/guard.py\"]",
     default_timeout_ms: DEFAULT_TIMEOUT_MS,
     entry_schema: || serde_json::json!({}),
+    default_events: |_| &["pre_tool_use"],
     parse,
 };
 
