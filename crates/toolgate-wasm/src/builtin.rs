@@ -16,6 +16,14 @@
 //! was not chosen: the sandbox is the point, and the per-call cost is
 //! measured (`toolgate bench --guards`) against the goal.
 
+use super::spec::{WasmSpec, compile_options};
+use super::{DEFAULT_FUEL, DEFAULT_MEMORY_MB, WasmHook};
+use serde_json::{Map, Value, json};
+use std::path::PathBuf;
+use std::sync::Arc;
+use toolgate_seam::parse::{Common, Field, HookCtx};
+use toolgate_seam::{Configurable, Decider};
+
 /// The prefix a hook's `use` names a built-in guard with.
 pub(crate) const SCHEME: &str = "toolgate:";
 
@@ -54,7 +62,6 @@ pub(crate) const GUARDS: &[Guard] = &[
 /// `allow_classes` from its classes), and no other key. The guard's own
 /// list (toolgate-guards) is the one both it and this read.
 pub(crate) fn config_schemas() -> serde_json::Value {
-    use serde_json::json;
     let each: Vec<serde_json::Value> = toolgate_guards::GUARDS
         .iter()
         .map(|guard| {
@@ -95,6 +102,143 @@ pub(crate) fn names() -> Vec<String> {
         .iter()
         .map(|g| format!("{SCHEME}{}", g.name))
         .collect()
+}
+
+/// `use`: a guard toolgate ships, by name (`toolgate:shell`); its options
+/// go under `config` as any hook's do. The guards and their options:
+/// docs/guards.md.
+pub const USE_CONFIG: Configurable<WasmSpec> = Configurable {
+    key: Field {
+        name: "use",
+        about: "A guard toolgate ships, by name: \"toolgate:shell\" (destructive and \
+                dangerous shell commands), \"toolgate:paths\" (secrets read or written, \
+                writes outside the workspace), \"toolgate:secrets\" (credentials redacted \
+                from output, refused in writes), \"toolgate:egress\" (network destinations \
+                against an allowlist). Each runs as a sandboxed component built into \
+                toolgate; its options go under `config` (docs/guards.md).",
+        schema: || json!({"enum": names()}),
+    },
+    fields: &[],
+    example: "a guard toolgate ships, such as \"toolgate:shell\"",
+    default_timeout_ms: super::DEFAULT_TIMEOUT_MS,
+    entry_schema: config_schemas,
+    default_events: |hook| {
+        hook.get("use")
+            .and_then(Value::as_str)
+            .and_then(|written| written.strip_prefix(SCHEME))
+            .and_then(|name| toolgate_guards::GUARDS.iter().find(|g| g.name == name))
+            .map_or(&["pre_tool_use"], |g| g.events)
+    },
+    parse: parse_use,
+};
+
+fn parse_use(
+    obj: &Map<String, Value>,
+    common: &Common<'_>,
+    ctx: &mut HookCtx<'_>,
+) -> Option<WasmSpec> {
+    let written = match obj.get("use") {
+        Some(Value::String(s)) => s,
+        Some(other) => {
+            ctx.problem(
+                "use",
+                format!("expected the name of a guard toolgate ships, got {other}"),
+            );
+            return None;
+        }
+        None => return None,
+    };
+    let Some(guard) = find(written) else {
+        ctx.problem(
+            "use",
+            format!(
+                "{:?} is not a guard toolgate ships; it ships {}",
+                crate::text::excerpt(written, 80),
+                names().join(", ")
+            ),
+        );
+        return None;
+    };
+    let (Some(timeout_ms), true, true) = (common.timeout_ms, ctx.is_clean(), common.load) else {
+        return None;
+    };
+    let default = super::WasmOptions::default();
+    let options = common
+        .options
+        .get::<super::WasmOptions>()
+        .unwrap_or(&default);
+    let budget = super::CallBudget {
+        fuel: DEFAULT_FUEL,
+        memory_mb: DEFAULT_MEMORY_MB,
+        timeout_ms,
+    };
+    match super::load_builtin(
+        guard,
+        &compile_options(common.source, options),
+        budget,
+        common.config,
+    ) {
+        Ok((loaded, _))
+            if let Some(message) = probe(&loaded, ctx.name.as_deref(), common.config) =>
+        {
+            ctx.problem("config", format!("{written}: {message}"));
+            None
+        }
+        Ok((loaded, component)) => Some(WasmSpec {
+            wasm: PathBuf::from(written),
+            fuel: DEFAULT_FUEL,
+            memory_mb: DEFAULT_MEMORY_MB,
+            component,
+            oci: None,
+            builtin: Some(written.clone()),
+            loaded: Arc::new(loaded),
+        }),
+        Err(e) => {
+            ctx.problem(
+                "use",
+                format!("{written}: {}", crate::text::error_chain(&e)),
+            );
+            None
+        }
+    }
+}
+
+/// Asks a built-in guard once, at load, about a tool it does not judge:
+/// it reads its options first, so a mistake in them (`protected_branch`
+/// for `protected_branches`) is its error, reported here as a problem of
+/// the file that names the hook and `config`, as any other field's is,
+/// rather than as a blocked call later. The guard is the one reader of its
+/// options (the published schema describes them for editors).
+///
+/// The call runs to completion here: a component without imports never
+/// waits, and an epoch yield (this runtime's deadline check) only asks to
+/// be polled again.
+fn probe(loaded: &WasmHook, hook: Option<&str>, config: Option<&Value>) -> Option<String> {
+    use std::future::Future;
+    let input = json!({});
+    let request = crate::contract::HookRequest {
+        event: crate::contract::Event::PreToolUse,
+        hook: hook.unwrap_or("probe"),
+        tool: "toolgate:probe",
+        input: &input,
+        result: None,
+        session_id: None,
+        turn_id: None,
+        tool_call_id: None,
+        cwd: None,
+        config,
+    };
+    let mut call = std::pin::pin!(Decider::decide(loaded, &request));
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    let reply = loop {
+        if let std::task::Poll::Ready(reply) = call.as_mut().poll(&mut cx) {
+            break reply;
+        }
+    };
+    match reply.answer {
+        toolgate_seam::Answer::Failed(failure) => Some(failure.to_string()),
+        _ => None,
+    }
 }
 
 #[cfg(test)]

@@ -64,13 +64,13 @@ use toolgate_contract::{contract, failure, outcome, text};
 use toolgate_fs as safe_fs;
 use toolgate_seam::signing;
 
+pub use builtin::USE_CONFIG;
 pub use cache::{CacheOutcome, wasmtime_version};
 pub use engine::{
     Allocator, AllocatorInfo, EPOCH_TICK, MAX_MEMORY_MB, MAX_WASM_STACK, StartEngineError,
 };
 pub use measure::{MeasureMemoryError, resident_bytes_per_instance};
 pub use spec::CONFIG;
-pub use spec::USE_CONFIG;
 pub use spec::WasmSpec;
 // The bench's agent section builds its guard from WAT.
 pub use wat::{BuildComponentError, component_from_wat, reference_guest};

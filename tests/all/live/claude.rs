@@ -675,6 +675,34 @@ fn live_claude_the_standard_shell_guard_blocks_a_dangerous_command() {
     }
 }
 
+/// The standard secrets guard, enabled by its one line (no `event`: it
+/// is consulted after the call by default), redacts a token from what the
+/// real Claude Code shows the model, and leaves the rest of the output.
+#[test]
+fn live_claude_the_standard_secrets_guard_redacts_a_token_from_the_output() {
+    const TOKEN: &str = "ghp_Q8zR4kLm2Xw9Tb7Vn3Hc5Jd1Pf6Gs0Ay2Ue4";
+    for release in RELEASES {
+        let fx = Fixture::new();
+        fx.workspace_hooks(json!([{"name": "secrets", "use": "toolgate:secrets"}]));
+        // Printed from its parts: the guard refuses a command line that
+        // holds a token whole (that is the other half of its job).
+        let (prefix, body) = TOKEN.split_at(4);
+        let command = format!("printf 'GITHUB_TOKEN={prefix}%s\\ndone\\n' {body}");
+        let run = claude(release, &fx, vec![bash(&command)], true);
+        let result = run.only_result();
+        let text = result_text(&result);
+        assert!(
+            !text.contains(TOKEN),
+            "{release:?}: the model was shown the token: {text}"
+        );
+        assert!(
+            text.contains("GITHUB_TOKEN=[REDACTED:github-token]"),
+            "{release:?}: {text}"
+        );
+        assert!(text.contains("done"), "{release:?}: {text}");
+    }
+}
+
 #[test]
 fn live_claude_a_wasm_guard_decides() {
     for release in RELEASES {
