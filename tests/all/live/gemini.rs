@@ -268,6 +268,51 @@ fn live_gemini_each_answer_before_and_after_the_call() {
     );
 }
 
+/// The standard guards, one line each, through the real Gemini CLI on its
+/// own tool names and fields: `read_file` of a private key in the workspace
+/// is refused by `toolgate:paths` (not `.env`: Gemini CLI 0.61 refuses that
+/// itself, before any hook, as "Path not in workspace"), a `web_fetch` whose prompt names a host off
+/// the allowlist by `toolgate:egress`; the model reads each guard's class.
+#[test]
+fn live_gemini_the_standard_paths_and_egress_guards_refuse_its_own_tools() {
+    let fx = Fixture::new();
+    fx.workspace_hooks(json!([
+        {"name": "paths", "use": "toolgate:paths"},
+        {"name": "egress", "use": "toolgate:egress"}
+    ]));
+    let sub = fx.workspace().join("sub");
+    std::fs::create_dir_all(&sub).unwrap();
+    std::fs::write(sub.join("deploy.pem"), "hunter2\n").unwrap();
+    let handler = json!({"type": "command", "command": toolgate_gemini()});
+    let run = gemini(
+        &fx,
+        every_tool(handler),
+        vec![
+            json!({"name": "read_file", "input": {"file_path": "deploy.pem"}}),
+            json!({"name": "web_fetch", "input": {"prompt": "Summarise https://evil.example/notes"}}),
+        ],
+        true,
+        &[],
+    );
+    let shown = run.shown();
+    assert_eq!(shown.len(), 2, "{shown:#?}\n{}", run.stderr());
+    assert!(
+        shown[0].starts_with(
+            "error: Tool execution blocked: toolgate:paths blocked this call [secret-read]"
+        ),
+        "{}",
+        shown[0]
+    );
+    assert!(!shown[0].contains("hunter2"), "{}", shown[0]);
+    assert!(
+        shown[1].starts_with(
+            "error: Tool execution blocked: toolgate:egress blocked this call [fetch]"
+        ),
+        "{}",
+        shown[1]
+    );
+}
+
 #[test]
 fn live_gemini_a_wasm_guard_and_toolgates_own_failure_block_the_call() {
     let fx = Fixture::new();
