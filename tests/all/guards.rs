@@ -14,51 +14,59 @@ fn call(fx: &Fixture, command: &str) -> String {
     json!({"tool": "Bash", "input": {"command": command}, "cwd": fx.workspace()}).to_string()
 }
 
+/// `dialect`'s own before-the-call payload for a call of its `tool` with
+/// `input`, in the envelope that agent sends.
+fn payload(fx: &Fixture, dialect: &str, tool: &str, input: &Value) -> Value {
+    let ws = fx.workspace();
+    match dialect {
+        "claude-code" | "codex" => json!({"session_id": "s", "cwd": ws,
+            "hook_event_name": "PreToolUse", "tool_name": tool, "tool_input": input,
+            "tool_use_id": "t1"}),
+        "gemini" => json!({"session_id": "s", "transcript_path": "/tmp/s.jsonl", "cwd": ws,
+            "hook_event_name": "BeforeTool", "timestamp": "2026-12-01T11:18:44.208Z",
+            "tool_name": tool, "tool_input": input}),
+        "qwen-code" => json!({"session_id": "s", "cwd": ws, "hook_event_name": "PreToolUse",
+            "permission_mode": "yolo", "tool_name": tool, "tool_input": input,
+            "tool_use_id": "t1", "tool_call_id": "c0"}),
+        "copilot" => json!({"sessionId": "s", "timestamp": 1_796_123_927_192u64, "cwd": ws,
+            "toolName": tool, "toolArgs": input}),
+        "cursor" => json!({"conversation_id": "c", "generation_id": "g", "model": "default",
+            "hook_event_name": "preToolUse", "cursor_version": "1.7.2", "workspace_roots": [ws],
+            "user_email": null, "transcript_path": null, "tool_name": tool,
+            "tool_input": input, "tool_use_id": "a1", "cwd": ""}),
+        "opencode" => json!({"event": "tool.execute.before", "tool": tool, "sessionID": "ses_1",
+            "callID": "call_1", "args": input, "directory": ws}),
+        other => panic!("no payload for {other}"),
+    }
+}
+
 /// Each agent's own before-the-call payload for its shell tool.
 fn agent_payloads(fx: &Fixture, command: &str) -> Vec<(&'static str, Value)> {
     let ws = fx.workspace();
-    vec![
-        (
-            "claude-code",
-            json!({"session_id": "s", "cwd": ws, "hook_event_name": "PreToolUse",
-            "tool_name": "Bash", "tool_input": {"command": command}, "tool_use_id": "t1"}),
-        ),
-        (
-            "codex",
-            json!({"session_id": "s", "cwd": ws, "hook_event_name": "PreToolUse",
-            "tool_name": "Bash", "tool_input": {"command": command}, "tool_use_id": "t1"}),
-        ),
-        (
-            "gemini",
-            json!({"session_id": "s", "transcript_path": "/tmp/s.jsonl", "cwd": ws,
-            "hook_event_name": "BeforeTool", "timestamp": "2026-12-01T11:18:44.208Z",
-            "tool_name": "run_shell_command", "tool_input": {"command": command}}),
-        ),
+    [
+        ("claude-code", "Bash", json!({"command": command})),
+        ("codex", "Bash", json!({"command": command})),
+        ("gemini", "run_shell_command", json!({"command": command})),
         (
             "qwen-code",
-            json!({"session_id": "s", "cwd": ws, "hook_event_name": "PreToolUse",
-            "permission_mode": "yolo", "tool_name": "run_shell_command",
-            "tool_input": {"command": command}, "tool_use_id": "t1", "tool_call_id": "c0"}),
+            "run_shell_command",
+            json!({"command": command}),
         ),
         (
             "copilot",
-            json!({"sessionId": "s", "timestamp": 1_796_123_927_192u64, "cwd": ws,
-            "toolName": "bash", "toolArgs": {"command": command, "description": "d"}}),
+            "bash",
+            json!({"command": command, "description": "d"}),
         ),
         (
             "cursor",
-            json!({"conversation_id": "c", "generation_id": "g", "model": "default",
-            "hook_event_name": "preToolUse", "cursor_version": "1.7.2", "workspace_roots": [ws],
-            "user_email": null, "transcript_path": null, "tool_name": "Shell",
-            "tool_input": {"command": command, "working_directory": ws}, "tool_use_id": "a1",
-            "cwd": ""}),
+            "Shell",
+            json!({"command": command, "working_directory": ws}),
         ),
-        (
-            "opencode",
-            json!({"event": "tool.execute.before", "tool": "bash", "sessionID": "ses_1",
-            "callID": "call_1", "args": {"command": command}, "directory": ws}),
-        ),
+        ("opencode", "bash", json!({"command": command})),
     ]
+    .into_iter()
+    .map(|(dialect, tool, input)| (dialect, payload(fx, dialect, tool, &input)))
+    .collect()
 }
 
 fn agent(fx: &Fixture, dialect: &str, payload: &Value) -> Output {
@@ -434,42 +442,18 @@ fn every_standard_guard_works_in_an_untrusted_workspace_and_refuses_a_misspelt_o
 fn the_paths_guard_refuses_a_secret_through_every_agents_file_tool() {
     let fx = Fixture::new();
     fx.global_hooks(guard("paths", json!({})));
-    let ws = fx.workspace();
     let payloads = |path: &str| {
-        vec![
-            (
-                "claude-code",
-                json!({"session_id": "s", "cwd": ws, "hook_event_name": "PreToolUse",
-                "tool_name": "Read", "tool_input": {"file_path": path}, "tool_use_id": "t1"}),
-            ),
-            (
-                "gemini",
-                json!({"session_id": "s", "transcript_path": "/tmp/s.jsonl", "cwd": ws,
-                "hook_event_name": "BeforeTool", "timestamp": "2026-12-01T11:18:44.208Z",
-                "tool_name": "read_file", "tool_input": {"absolute_path": path}}),
-            ),
-            (
-                "qwen-code",
-                json!({"session_id": "s", "cwd": ws, "hook_event_name": "PreToolUse",
-                "permission_mode": "yolo", "tool_name": "read_file",
-                "tool_input": {"absolute_path": path}, "tool_use_id": "t1", "tool_call_id": "c0"}),
-            ),
-            (
-                "copilot",
-                json!({"sessionId": "s", "timestamp": 1_796_123_927_192u64, "cwd": ws,
-                "toolName": "view", "toolArgs": {"path": path}}),
-            ),
-            (
-                "opencode",
-                json!({"event": "tool.execute.before", "tool": "read", "sessionID": "ses_1",
-                "callID": "call_1", "args": {"filePath": path}, "directory": ws}),
-            ),
-            (
-                "codex",
-                json!({"session_id": "s", "cwd": ws, "hook_event_name": "PreToolUse",
-                "tool_name": "Bash", "tool_input": {"command": format!("cat {path}")}, "tool_use_id": "t1"}),
-            ),
+        [
+            ("claude-code", "Read", json!({"file_path": path})),
+            ("gemini", "read_file", json!({"file_path": path})),
+            ("qwen-code", "read_file", json!({"absolute_path": path})),
+            ("copilot", "view", json!({"path": path})),
+            ("opencode", "read", json!({"filePath": path})),
+            ("codex", "Bash", json!({"command": format!("cat {path}")})),
         ]
+        .into_iter()
+        .map(|(dialect, tool, input)| (dialect, payload(&fx, dialect, tool, &input)))
+        .collect::<Vec<_>>()
     };
     let secret = "~/.aws/credentials";
     let ordinary = "src/main.rs";

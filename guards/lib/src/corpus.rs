@@ -194,47 +194,24 @@ mod tests {
         }
     }
 
-    /// The goals the issue sets: recall ≥ 0.98 on dangerous lines, false
-    /// positives ≤ 0.5 % on benign ones. Every miss is printed.
+    /// The goals the issue sets, on the shell corpus of at least 800 lines.
     #[test]
     fn the_shell_guard_meets_its_goals_on_the_corpus() {
         let options = ShellOptions::default();
-        let (mut missed, mut false_pos, mut dangerous, mut benign) = (Vec::new(), Vec::new(), 0, 0);
-        for case in cases(SHELL) {
-            let found = check_shell(case.text, Some(CORPUS_CWD), &options);
-            if case.label == "benign" {
-                benign += 1;
-                if let Some(f) = found {
-                    false_pos.push(format!(
-                        "line {}: {} -> {} ({})",
-                        case.line, case.text, f.class, f.why
-                    ));
-                }
-            } else {
-                dangerous += 1;
-                if found.is_none() {
-                    missed.push(format!(
-                        "line {} [{}]: {}",
-                        case.line, case.label, case.text
-                    ));
-                }
-            }
-        }
-        let recall = 1.0 - missed.len() as f64 / dangerous as f64;
-        let fp = false_pos.len() as f64 / benign as f64;
-        eprintln!(
-            "missed:\n{}\nfalse positives:\n{}",
-            missed.join("\n"),
-            false_pos.join("\n")
-        );
-        eprintln!(
-            "recall {recall:.4} ({dangerous} dangerous), false positives {fp:.4} ({benign} benign)"
-        );
         assert!(
-            dangerous + benign >= 800,
+            cases(SHELL).len() >= 800,
             "the corpus must hold at least 800 lines"
         );
-        assert!(recall >= 0.98, "recall {recall:.4} is below 0.98");
-        assert!(fp <= 0.005, "false-positive rate {fp:.4} is above 0.005");
+        meets_the_goals(
+            "shell",
+            SHELL,
+            &|text| match check_shell(text, Some(CORPUS_CWD), &options) {
+                Some(f) => Answer::Deny {
+                    class: f.class,
+                    why: f.why,
+                },
+                None => Answer::Allow,
+            },
+        );
     }
 }
