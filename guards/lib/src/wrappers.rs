@@ -153,12 +153,31 @@ pub(crate) fn unwrap(
                     parse_into(&text, depth + 1, Some("env -S"), script, vars);
                     return;
                 }
+                let first = rest;
                 while words.get(rest).is_some_and(|w| {
                     w.text
                         .split_once('=')
                         .is_some_and(|(n, _)| crate::shell::is_name(n))
                 }) {
                     rest += 1;
+                }
+                // `env NAME=value prog`: the program's environment, as if
+                // written `NAME=value prog` (a proxy variable is a destination).
+                let assigns: Vec<(String, Word)> = words[first..rest]
+                    .iter()
+                    .filter_map(|w| {
+                        let (name, value) = w.text.split_once('=')?;
+                        Some((
+                            name.to_owned(),
+                            Word {
+                                text: value.to_owned(),
+                                ..w.clone()
+                            },
+                        ))
+                    })
+                    .collect();
+                if let Some(cmd) = script.commands.get_mut(at) {
+                    cmd.assigns.extend(assigns);
                 }
             }
             "timeout" => {
