@@ -526,6 +526,31 @@ fn the_secrets_guard_redacts_what_the_model_is_shown_and_refuses_writing_a_key()
     assert_eq!(answer["decision"], "allow", "{answer}");
 }
 
+/// A large output is read whole within the guard's budget: a token in the
+/// middle of a megabyte of build log is redacted, and the output is not
+/// withheld for running out of fuel (it was, with a third-party hook's
+/// default budget).
+#[test]
+fn the_secrets_guard_redacts_a_token_in_a_megabyte_of_output() {
+    let fx = Fixture::new();
+    fx.global_hooks(guard("secrets", json!({})));
+    let line = "   Compiling serde v1.0.219 (/home/dev/project) 9fceb02d0ae598e95dc970b74767f19372d61af8\n";
+    let half = line.repeat(1_000_000 / line.len() / 2);
+    let token = "ghp_Q8zR4kLm2Xw9Tb7Vn3Hc5Jd1Pf6Gs0Ay2Ue4";
+    let output = format!("{half}token {token}\n{half}");
+    let request = json!({"event": "post_tool_use", "tool": "Bash", "input": {"command": "cargo build"},
+        "result": {"output": output, "is_error": false}, "cwd": fx.workspace()});
+    let (code, answer) = check_as_is(&fx.workspace(), &fx.global(), &request.to_string());
+    assert_eq!(code, Some(0), "{}", answer["runs"]);
+    assert_eq!(answer["decision"], "replace", "{}", answer["runs"]);
+    let shown = answer["result"]["output"].as_str().unwrap();
+    assert_eq!(
+        shown.len(),
+        output.len() - token.len() + "[REDACTED:github-token]".len()
+    );
+    assert!(!shown.contains(token));
+}
+
 /// The egress guard's allowlist: the default lets the registries and code
 /// hosts through and refuses anything else; `allow_hosts` replaces it; a
 /// destination it cannot read is refused, saying so.

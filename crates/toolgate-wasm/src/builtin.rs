@@ -17,12 +17,21 @@
 //! measured (`toolgate bench --guards`) against the goal.
 
 use super::spec::{WasmSpec, compile_options};
-use super::{DEFAULT_FUEL, DEFAULT_MEMORY_MB, WasmHook};
+use super::{DEFAULT_MEMORY_MB, WasmHook};
 use serde_json::{Map, Value, json};
 use std::path::PathBuf;
 use std::sync::Arc;
 use toolgate_seam::parse::{Common, Field, HookCtx};
 use toolgate_seam::{Configurable, Decider};
+
+/// The fuel a built-in guard gets per call: ten times a third-party
+/// hook's default. A guard's work grows with what it reads (the secrets
+/// guard scans every byte of a tool's output, about 150 fuel a byte with
+/// the JSON around it), and a guard that runs out fails closed: with the
+/// default a 1 MB output was withheld. This budget reads about 6 MB in
+/// well under the 1 s wall-clock backstop, which stays the bound; the
+/// memory limit stays the default (128 MB).
+pub(crate) const BUILTIN_FUEL: u64 = 1_000_000_000;
 
 /// The prefix a hook's `use` names a built-in guard with.
 pub(crate) const SCHEME: &str = "toolgate:";
@@ -168,7 +177,7 @@ fn parse_use(
         .get::<super::WasmOptions>()
         .unwrap_or(&default);
     let budget = super::CallBudget {
-        fuel: DEFAULT_FUEL,
+        fuel: BUILTIN_FUEL,
         memory_mb: DEFAULT_MEMORY_MB,
         timeout_ms,
     };
@@ -186,7 +195,7 @@ fn parse_use(
         }
         Ok((loaded, component)) => Some(WasmSpec {
             wasm: PathBuf::from(written),
-            fuel: DEFAULT_FUEL,
+            fuel: BUILTIN_FUEL,
             memory_mb: DEFAULT_MEMORY_MB,
             component,
             oci: None,

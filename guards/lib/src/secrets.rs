@@ -17,7 +17,7 @@
 //! double the component and its instantiation time.
 
 use crate::guard::{Answer, Call, Options};
-use crate::tools::{SHELL_TOOLS, command_line, strings, written_text};
+use crate::tools::{SHELL_TOOLS, command_line, written_text};
 use serde_json::{Map, Value};
 
 /// The kinds of secret it knows, by the name its answers use.
@@ -100,12 +100,8 @@ pub fn decide(call: &Call<'_>, config: &Map<String, Value>) -> Result<Answer, St
     let Some(output) = call.output else {
         return Ok(Answer::Allow);
     };
-    if !strings(output)
-        .iter()
-        .any(|s| find(s).iter().any(|f| !keep(f, s)))
-    {
-        return Ok(Answer::Allow);
-    }
+    // One pass: each string is scanned once, and rebuilt (a copy, cheaper
+    // than a second scan) whether or not anything was found in it.
     let mut kinds = Vec::new();
     let output = map_strings(output, &mut |s| {
         let (text, found) = redact_with(s, &|f, t| keep(f, t));
@@ -116,6 +112,9 @@ pub fn decide(call: &Call<'_>, config: &Map<String, Value>) -> Result<Answer, St
         }
         text
     });
+    if kinds.is_empty() {
+        return Ok(Answer::Allow);
+    }
     Ok(Answer::Redact { output, kinds })
 }
 
@@ -180,16 +179,27 @@ pub fn find(text: &str) -> Vec<Found> {
     let bytes = text.as_bytes();
     let mut out: Vec<Found> = Vec::new();
     let mut i = 0;
-    while i < bytes.len() {
-        if !text.is_char_boundary(i) || !bytes[i].is_ascii() {
+    // Each detector starts only where its first byte can be, tested here
+    // before it is called: the scan is a few comparisons per byte, so a
+    // large output fits the guard's fuel (docs/guards.md has the figure).
+    while let Some(&b) = bytes.get(i) {
+        // Every secret starts with an ASCII byte, which is a char boundary.
+        if !b.is_ascii() {
             i += 1;
             continue;
         }
-        // Only a token's first byte starts a match: `xAKIA…` is not a key.
-        let boundary = i == 0 || !is_token_byte(bytes[i - 1]);
-        let found = if boundary { shaped(text, i) } else { None }
-            .or_else(|| connection_password(text, i))
-            .or_else(|| assigned(text, i));
+        let prev = if i == 0 { b' ' } else { bytes[i - 1] };
+        // Only a token's first byte starts a shaped match: `xAKIA…` is not a key.
+        let mut found = None;
+        if !is_token_byte(prev) && SHAPE_STARTS.contains(&b) {
+            found = shaped(text, i);
+        }
+        if found.is_none() && b == b':' {
+            found = connection_password(text, i);
+        }
+        if found.is_none() && matches!(prev, b'=' | b':' | b'"' | b'\'' | b' ' | b'\t') {
+            found = assigned(text, i);
+        }
         match found {
             Some(f) if f.end > i => {
                 i = f.end;
@@ -200,6 +210,9 @@ pub fn find(text: &str) -> Vec<Found> {
     }
     out
 }
+
+/// The first bytes of the shaped secrets ([`shaped`] matches nothing else).
+const SHAPE_STARTS: &[u8] = b"-AgxsrwnphSe";
 
 fn is_token_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_' || b == b'-'
