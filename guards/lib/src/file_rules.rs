@@ -114,7 +114,14 @@ fn shell_paths(line: &str) -> Vec<(String, Access, Option<String>)> {
                 out.push((f, Access::Read, Some(name.clone())));
             }
         }
-        for f in changed_files(cmd) {
+        // Permissions are not contents: `chmod 600 ~/.ssh/id_ed25519` is
+        // routine care of a key (and system-wide chmod is the shell guard's).
+        let changes = if matches!(program, "chmod" | "chown" | "chgrp") {
+            Vec::new()
+        } else {
+            changed_files(cmd)
+        };
+        for f in changes {
             if !f.starts_with('$') && !f.is_empty() {
                 out.push((f, Access::Write, Some(name.clone())));
             }
@@ -169,4 +176,44 @@ fn judge(
             format!("writes {shown}, outside the workspace"),
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::guard::Call;
+
+    fn judge(line: &str) -> Answer {
+        let input = serde_json::json!({"command": line});
+        let call = Call {
+            pre: true,
+            tool: "Bash",
+            input: &input,
+            output: None,
+            cwd: Some("/home/dev/project"),
+        };
+        decide(&call, &Map::new()).unwrap()
+    }
+
+    /// Changing a key's permissions is looking after it, not writing it;
+    /// replacing or deleting it is.
+    #[test]
+    fn a_permission_change_is_not_a_write() {
+        assert_eq!(judge("chmod 600 ~/.ssh/id_ed25519"), Answer::Allow);
+        assert_eq!(judge("chown dev ~/.aws/credentials"), Answer::Allow);
+        assert!(matches!(
+            judge("rm ~/.ssh/id_ed25519"),
+            Answer::Deny {
+                class: "secret-write",
+                ..
+            }
+        ));
+        assert!(matches!(
+            judge("cp k ~/.ssh/id_ed25519"),
+            Answer::Deny {
+                class: "secret-write",
+                ..
+            }
+        ));
+    }
 }
