@@ -8,6 +8,12 @@
 __attribute__((__import_module__("$root"), __import_name__("about-to-fail")))
 extern void __wasm_import_hook_about_to_fail(uint8_t *, size_t);
 
+__attribute__((__import_module__("$root"), __import_name__("session-get")))
+extern void __wasm_import_hook_session_get(uint8_t *, size_t, uint8_t *);
+
+__attribute__((__import_module__("$root"), __import_name__("session-put")))
+extern void __wasm_import_hook_session_put(uint8_t *, size_t, int32_t, uint8_t *, size_t, uint8_t *);
+
 // Exported Functions from `hook`
 
 __attribute__((__weak__, __export_name__("cabi_post_decide")))
@@ -125,6 +131,21 @@ void hook_verdict_free(hook_verdict_t *ptr) {
   hook_option_string_free(&ptr->context);
 }
 
+void hook_result_option_string_string_free(hook_result_option_string_string_t *ptr) {
+  if (!ptr->is_err) {
+    hook_option_string_free(&ptr->val.ok);
+  } else {
+    hook_string_free(&ptr->val.err);
+  }
+}
+
+void hook_result_void_string_free(hook_result_void_string_t *ptr) {
+  if (!ptr->is_err) {
+  } else {
+    hook_string_free(&ptr->val.err);
+  }
+}
+
 void hook_result_verdict_string_free(hook_result_verdict_string_t *ptr) {
   if (!ptr->is_err) {
     hook_verdict_free(&ptr->val.ok);
@@ -162,6 +183,88 @@ void hook_string_free(hook_string_t *ret) {
 
 void hook_about_to_fail(hook_string_t *message) {
   __wasm_import_hook_about_to_fail((uint8_t *) (*message).ptr, (*message).len);
+}
+
+bool hook_session_get(hook_string_t *key, hook_option_string_t *ret, hook_string_t *err) {
+  __attribute__((__aligned__(sizeof(void*))))
+  uint8_t ret_area[(4*sizeof(void*))];
+  uint8_t *ptr = (uint8_t *) &ret_area;
+  __wasm_import_hook_session_get((uint8_t *) (*key).ptr, (*key).len, ptr);
+  hook_result_option_string_string_t result;
+  switch ((int32_t) *((uint8_t*) (ptr + 0))) {
+    case 0: {
+      result.is_err = false;
+      hook_option_string_t option;
+      switch ((int32_t) *((uint8_t*) (ptr + sizeof(void*)))) {
+        case 0: {
+          option.is_some = false;
+          break;
+        }
+        case 1: {
+          option.is_some = true;
+          option.val = (hook_string_t) { (uint8_t*)(*((uint8_t **) (ptr + (2*sizeof(void*))))), (*((size_t*) (ptr + (3*sizeof(void*))))) };
+          break;
+        }
+      }
+
+      result.val.ok = option;
+      break;
+    }
+    case 1: {
+      result.is_err = true;
+      result.val.err = (hook_string_t) { (uint8_t*)(*((uint8_t **) (ptr + sizeof(void*)))), (*((size_t*) (ptr + (2*sizeof(void*))))) };
+      break;
+    }
+  }
+  if (!result.is_err) {
+    *ret = result.val.ok;
+    return 1;
+  } else {
+    *err = result.val.err;
+    return 0;
+  }
+}
+
+bool hook_session_put(hook_string_t *key, hook_string_t *maybe_value, hook_string_t *err) {
+  __attribute__((__aligned__(sizeof(void*))))
+  uint8_t ret_area[(3*sizeof(void*))];
+  hook_option_string_t value;
+  value.is_some = maybe_value != NULL;if (maybe_value) {
+    value.val = *maybe_value;
+  }
+  int32_t option;
+  uint8_t * option1;
+  size_t option2;
+  if ((value).is_some) {
+    const hook_string_t *payload0 = &(value).val;
+    option = 1;
+    option1 = (uint8_t *) (*payload0).ptr;
+    option2 = (*payload0).len;
+  } else {
+    option = 0;
+    option1 = 0;
+    option2 = 0;
+  }
+  uint8_t *ptr = (uint8_t *) &ret_area;
+  __wasm_import_hook_session_put((uint8_t *) (*key).ptr, (*key).len, option, option1, option2, ptr);
+  hook_result_void_string_t result;
+  switch ((int32_t) *((uint8_t*) (ptr + 0))) {
+    case 0: {
+      result.is_err = false;
+      break;
+    }
+    case 1: {
+      result.is_err = true;
+      result.val.err = (hook_string_t) { (uint8_t*)(*((uint8_t **) (ptr + sizeof(void*)))), (*((size_t*) (ptr + (2*sizeof(void*))))) };
+      break;
+    }
+  }
+  if (!result.is_err) {
+    return 1;
+  } else {
+    *err = result.val.err;
+    return 0;
+  }
 }
 
 __attribute__((__export_name__("decide")))

@@ -101,6 +101,21 @@ typedef struct hook_verdict_t {
 typedef struct {
   bool is_err;
   union {
+    hook_option_string_t ok;
+    hook_string_t err;
+  } val;
+} hook_result_option_string_string_t;
+
+typedef struct {
+  bool is_err;
+  union {
+    hook_string_t err;
+  } val;
+} hook_result_void_string_t;
+
+typedef struct {
+  bool is_err;
+  union {
     hook_verdict_t ok;
     hook_string_t err;
   } val;
@@ -119,6 +134,28 @@ typedef struct {
 // (bounded, shown to the operator, never to the model). A component
 // built against the world before this import existed loads unchanged.
 extern void hook_about_to_fail(hook_string_t *message);
+// Read what this hook kept in this call's agent session under `key`
+// (`none`: nothing). The host chooses the slot from the hook's identity
+// and the request's `session-id`; a hook cannot name another session or
+// another hook, so it reads only its own memory. `err` when the host's
+// store cannot be read (its directory is not the user's, a file is
+// damaged): a guard that depends on memory should then refuse, not
+// assume it forgot. A call without a session id reads nothing.
+// 
+// This is how a hook knows what happened earlier in the session (a
+// secret read, then a network call): every call is otherwise a fresh
+// instance that remembers nothing.
+extern bool hook_session_get(hook_string_t *key, hook_option_string_t *ret, hook_string_t *err);
+// Keep `value` under `key` in this hook's state for this session
+// (`none` removes the key). A later `session-get` in this call sees it;
+// later calls see it only if this call answers (a trap, or running out
+// of fuel or time, keeps nothing). `err` says why it will not be kept:
+// the call has no session id, the store is unavailable, or the write
+// would pass a bound (64 keys of at most 128 bytes, 16 KiB in all per
+// hook and session). State expires a day after the session's last
+// write. A component built before these imports existed loads
+// unchanged.
+extern bool hook_session_put(hook_string_t *key, hook_string_t *maybe_value, hook_string_t *err);
 
 // Exported Functions from `hook`
 bool exports_hook_decide(hook_request_t *request, hook_verdict_t *ret, hook_string_t *err);
@@ -136,6 +173,10 @@ void hook_request_free(hook_request_t *ptr);
 void hook_decision_free(hook_decision_t *ptr);
 
 void hook_verdict_free(hook_verdict_t *ptr);
+
+void hook_result_option_string_string_free(hook_result_option_string_string_t *ptr);
+
+void hook_result_void_string_free(hook_result_void_string_t *ptr);
 
 void hook_result_verdict_string_free(hook_result_verdict_string_t *ptr);
 

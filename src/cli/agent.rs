@@ -187,7 +187,10 @@ fn evaluate(
             decision_log::warn(log.error(Some(request), &error, loading.elapsed()));
         }
     })?;
-    let runner = HookRunner::builder().config(config).build();
+    let runner = HookRunner::builder()
+        .config(config)
+        .session_store(super::env::session_store())
+        .build();
     // The chain must answer before the watchdog; loading took some of it.
     let budget = hook_process::chain_budget(started);
     Ok(runtime()?.block_on(toolgate_server::answer::agent(

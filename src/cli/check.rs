@@ -91,7 +91,10 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
             ));
         }
     })?;
-    let runner = HookRunner::builder().config(config).build();
+    let runner = HookRunner::builder()
+        .config(config)
+        .session_store(super::env::session_store())
+        .build();
     let (json, code) = runtime()?.block_on(toolgate_server::answer::check(
         &runner,
         &request,

@@ -104,6 +104,17 @@ pub(crate) fn registry_credentials() -> Option<(String, String)> {
     Some((user, password))
 }
 
+/// Where a one-shot run keeps hooks' session state: files in
+/// [`sessions_dir`](toolgate_hook::env::sessions_dir).
+pub(crate) fn session_store() -> std::sync::Arc<dyn toolgate::sessions::SessionStore> {
+    match toolgate_hook::env::sessions_dir() {
+        Some(dir) => std::sync::Arc::new(toolgate::sessions::FileStore::new(dir)),
+        None => std::sync::Arc::new(toolgate::sessions::NoStore(
+            "neither XDG_STATE_HOME nor HOME is set".into(),
+        )),
+    }
+}
+
 /// The trust store at [`trust_dir`].
 pub(crate) fn trust_store() -> Option<toolgate::trust::TrustStore> {
     trust_dir().map(toolgate::trust::TrustStore::new)

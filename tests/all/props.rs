@@ -1286,6 +1286,7 @@ proptest! {
             tool_call_id: request.tool_call_id.as_deref(),
             cwd: request.cwd.as_deref(),
             config: config.as_ref(),
+            state: Default::default(),
         };
         let text = serde_json::to_vec(&toolgate::wire::request_json(&hook_request))
             .expect("a request serialises");

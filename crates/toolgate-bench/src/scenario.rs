@@ -175,6 +175,7 @@ impl SocketClient {
             tool_call_id: None,
             cwd: None,
             config: None,
+            state: Default::default(),
         };
         use toolgate::serve;
         // The typed request the CLI's client sends (a hand-written line

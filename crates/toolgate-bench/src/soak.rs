@@ -889,6 +889,7 @@ fn wire_line(request: &Request) -> Vec<u8> {
         tool_call_id: None,
         cwd: request.cwd.as_deref(),
         config: None,
+        state: Default::default(),
     };
     toolgate::wire::request_json(&hook).to_string().into_bytes()
 }

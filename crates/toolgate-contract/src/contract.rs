@@ -188,6 +188,8 @@ pub struct HookRequest<'a> {
     pub cwd: Option<&'a str>,
     /// This hook's `config` from hooks.json, if it has one.
     pub config: Option<&'a Value>,
+    /// This hook's state in the call's session (`crate::session`).
+    pub state: crate::session::Kept<'a>,
 }
 
 /// What a hook decided (WIT `decision`, wire `"decision"`).

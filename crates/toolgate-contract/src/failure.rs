@@ -184,6 +184,15 @@ pub enum HookFailure {
         /// The chain's deadline.
         timeout_ms: u64,
     },
+    /// It decided, but what it asked to keep in its session state could not
+    /// be kept (no session id, over a bound, the store unwritable). Its
+    /// decision is not used: a guard that decided expecting to remember
+    /// something would be silently wrong on the next call.
+    #[error("decided, but what it asked to keep in its session could not be kept: {detail}")]
+    StateNotKept {
+        /// Why.
+        detail: String,
+    },
 }
 
 impl HookFailure {
@@ -212,7 +221,8 @@ impl HookFailure {
             | HookFailure::MemoryLimit { .. }
             | HookFailure::StackOverflow
             | HookFailure::Trap { .. }
-            | HookFailure::GuestError { .. } => None,
+            | HookFailure::GuestError { .. }
+            | HookFailure::StateNotKept { .. } => None,
         }
     }
 
@@ -238,7 +248,8 @@ impl HookFailure {
             | HookFailure::MemoryLimit { .. }
             | HookFailure::StackOverflow
             | HookFailure::Trap { .. }
-            | HookFailure::GuestError { .. } => false,
+            | HookFailure::GuestError { .. }
+            | HookFailure::StateNotKept { .. } => false,
         }
     }
 }

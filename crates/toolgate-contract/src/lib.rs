@@ -31,6 +31,7 @@ pub mod contract;
 pub mod failure;
 pub mod outcome;
 pub mod serve;
+pub mod session;
 #[doc(hidden)]
 pub mod strict_json;
 pub mod text;

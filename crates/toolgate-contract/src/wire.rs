@@ -46,6 +46,7 @@
 use crate::contract::{Decision, Event, HookRequest, Request, ToolResult, Verdict};
 use crate::failure::HookFailure;
 use crate::outcome::Outcome;
+use crate::session::{Kept, StateChanges};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -72,6 +73,10 @@ struct RequestV1<'a> {
     cwd: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     config: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    state: Option<&'a crate::session::SessionState>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    state_unavailable: Option<&'a str>,
 }
 
 /// A tool result as wire v1 spells it (`is_error` defaults to false).
@@ -145,6 +150,14 @@ impl<'a> From<&HookRequest<'a>> for RequestV1<'a> {
             tool_call_id: request.tool_call_id,
             cwd: request.cwd,
             config: request.config,
+            state: match request.state {
+                Kept::State(state) if !state.is_empty() => Some(state),
+                Kept::State(_) | Kept::NoSession | Kept::Unavailable(_) => None,
+            },
+            state_unavailable: match request.state {
+                Kept::Unavailable(why) => Some(why),
+                Kept::State(_) | Kept::NoSession => None,
+            },
         }
     }
 }
@@ -201,6 +214,40 @@ pub fn decode_answer(stdout: &[u8]) -> Result<Verdict, HookFailure> {
         return Ok(deny_answer(obj));
     }
     other_answer(&decision, obj)
+}
+
+/// What a hook's answer asks to keep in its session (`"state"`: an object
+/// of keys to strings, or to `null` to remove one), read apart from the
+/// decision: a hook that keeps nothing never writes the field. `Err` says
+/// why the field is unusable; the binding then keeps nothing and fails the
+/// hook, since a guard that meant to remember and could not must not be
+/// taken as having decided.
+pub fn decode_state(stdout: &[u8]) -> Result<StateChanges, String> {
+    // Most answers keep nothing: skip the second parse.
+    if !stdout.windows(7).any(|w| w == b"\"state\"") {
+        return Ok(StateChanges::new());
+    }
+    let Ok(Value::Object(mut obj)) = serde_json::from_slice::<Value>(stdout) else {
+        return Ok(StateChanges::new());
+    };
+    match obj.remove("state") {
+        None | Some(Value::Null) => Ok(StateChanges::new()),
+        Some(Value::Object(state)) => state
+            .into_iter()
+            .map(|(key, value)| match value {
+                Value::String(v) => Ok((key, Some(v))),
+                Value::Null => Ok((key, None)),
+                other => Err(format!(
+                    "`state.{key}` must be a string or null, got {}",
+                    crate::text::excerpt(&other.to_string(), 60)
+                )),
+            })
+            .collect(),
+        Some(other) => Err(format!(
+            "`state` must be an object of strings, got {}",
+            crate::text::excerpt(&other.to_string(), 60)
+        )),
+    }
 }
 
 /// The failure for output that is not a usable decision.

@@ -32,6 +32,17 @@ pub fn trust_dir() -> Option<PathBuf> {
         .or_else(|| dir("HOME").map(|h| h.join(".local/state/toolgate/trust")))
 }
 
+/// Where one-shot runs keep hooks' session state
+/// (`toolgate::sessions::FileStore`): `$XDG_STATE_HOME/toolgate/sessions`,
+/// else `$HOME/.local/state/toolgate/sessions`. No `TOOLGATE_*` override,
+/// for the trust store's reason: a guard's memory lives only in the user's
+/// own state directory.
+pub fn sessions_dir() -> Option<PathBuf> {
+    dir("XDG_STATE_HOME")
+        .map(|d| d.join("toolgate").join("sessions"))
+        .or_else(|| dir("HOME").map(|h| h.join(".local/state/toolgate/sessions")))
+}
+
 /// Where `toolgate serve` listens and the other commands look for it:
 /// `$TOOLGATE_SOCKET`, else `$XDG_RUNTIME_DIR/toolgate/serve.sock`, else
 /// `/tmp/toolgate-<uid>/serve.sock`. `None` when `TOOLGATE_SERVER=off`

@@ -142,6 +142,10 @@ pub struct Reply {
     pub diagnostics: Option<String>,
     /// Something the binding noticed that the operator should know.
     pub warning: Option<String>,
+    /// What the hook wrote to its session state while it ran
+    /// (`toolgate_contract::session`); the chain keeps it only if the hook
+    /// decided.
+    pub state: toolgate_contract::session::StateChanges,
     /// What the binding measured.
     pub metrics: Metrics,
 }
@@ -183,6 +187,7 @@ impl From<Answer> for Reply {
             answer,
             diagnostics: None,
             warning: None,
+            state: Default::default(),
             metrics: Metrics::new(),
         }
     }

@@ -124,6 +124,11 @@ pub(crate) struct Server {
     own: Context,
     /// What each load starts from ([`crate::Options::base`]).
     base: Arc<Base>,
+    /// Hooks' session state, in memory, shared by every workspace's chain
+    /// and kept across reloads (a guard's memory of a session must not
+    /// vanish because a config file was edited). Scoped by hook and
+    /// session, so sharing grants nothing.
+    sessions: Arc<toolgate::sessions::MemoryStore>,
 }
 
 impl Server {
@@ -142,6 +147,7 @@ impl Server {
             metrics: metrics.then(Metrics::new),
             own: toolgate_hook::client::context(),
             base,
+            sessions: Arc::new(toolgate::sessions::MemoryStore::new()),
         }
     }
 
@@ -374,7 +380,8 @@ async fn runner_for(
         // Off the async workers: a first compile can take seconds.
         let load_key = task_key.clone();
         let base = server.base.clone();
-        let loaded = tokio::task::spawn_blocking(move || load(&load_key, &*base))
+        let sessions = server.sessions.clone();
+        let loaded = tokio::task::spawn_blocking(move || load(&load_key, &*base, sessions))
             .await
             .map_err(|e| format!("loading panicked: {e}"))?;
         count(server.metrics(), |m| m.load(!fresh, loaded.is_ok()));
@@ -445,7 +452,11 @@ fn store_verdict(key: &Key) -> Option<Result<(), String>> {
 }
 
 /// Loads the chain for `key`, and the stamps of every file it came from.
-fn load(key: &Key, base: &Base) -> Result<Loaded, (String, Vec<Stamp>)> {
+fn load(
+    key: &Key,
+    base: &Base,
+    sessions: Arc<toolgate::sessions::MemoryStore>,
+) -> Result<Loaded, (String, Vec<Stamp>)> {
     // The managed layer is the server's own to resolve (as root only may
     // move it), never the client's to name: the program gives it.
     let (managed, loader) = base();
@@ -491,7 +502,10 @@ fn load(key: &Key, base: &Base) -> Result<Loaded, (String, Vec<Stamp>)> {
     let hooks = config.hooks().len();
     let settled = config.settled();
     Ok(Loaded {
-        runner: HookRunner::builder().config(config).build(),
+        runner: HookRunner::builder()
+            .config(config)
+            .session_store(sessions)
+            .build(),
         stamps,
         hooks,
         loaded_at: SystemTime::now(),

@@ -1,5 +1,6 @@
 //! The guards toolgate ships: `{"name": "shell", "use": "toolgate:shell"}`,
-//! and likewise `toolgate:paths`, `toolgate:secrets`, `toolgate:egress`.
+//! and likewise `toolgate:paths`, `toolgate:secrets`, `toolgate:egress`,
+//! `toolgate:taint`.
 //!
 //! # Why components built into the binary
 //!
@@ -64,6 +65,10 @@ pub(crate) const GUARDS: &[Guard] = &[
         name: "egress",
         bytes: include_bytes!("../../../guards/dist/egress.wasm"),
     },
+    Guard {
+        name: "taint",
+        bytes: include_bytes!("../../../guards/dist/taint.wasm"),
+    },
 ];
 
 /// What the published schema says of each built-in guard's `config`: for
@@ -123,7 +128,8 @@ pub const USE_CONFIG: Configurable<WasmSpec> = Configurable {
                 dangerous shell commands), \"toolgate:paths\" (secrets read or written, \
                 writes outside the workspace), \"toolgate:secrets\" (credentials redacted \
                 from output, refused in writes), \"toolgate:egress\" (network destinations \
-                against an allowlist). Each runs as a sandboxed component built into \
+                against an allowlist), \"toolgate:taint\" (after a secret is read, no \
+                network for the rest of the session). Each runs as a sandboxed component built into \
                 toolgate; its options go under `config` (docs/guards.md).",
         schema: || json!({"enum": names()}),
     },
@@ -236,6 +242,7 @@ fn probe(loaded: &WasmHook, hook: Option<&str>, config: Option<&Value>) -> Optio
         tool_call_id: None,
         cwd: None,
         config,
+        state: Default::default(),
     };
     let mut call = std::pin::pin!(Decider::decide(loaded, &request));
     let mut cx = std::task::Context::from_waker(std::task::Waker::noop());

@@ -33,6 +33,7 @@
 use crate::text::MAX_MESSAGE;
 use bytes::Bytes;
 use std::sync::{Arc, Mutex};
+use toolgate_contract::session::{self, Kept, SessionState, StateChanges};
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 use wasmtime_wasi::p2::{OutputStream, Pollable, StreamError};
@@ -52,10 +53,33 @@ pub(crate) struct HostState {
     /// What the guest said through `about-to-fail`, if it did (the first
     /// message, bounded).
     pub(crate) about_to_fail: Option<String>,
+    /// This hook's session state as the call began (`session-get`).
+    kept: KeptState,
+    /// What the guest wrote through `session-put`, each write within the
+    /// bounds; handed to the chain, which keeps it if the guest decided.
+    pub(crate) state_writes: StateChanges,
+}
+
+/// An owned copy of what the chain found of the hook's session state (a
+/// store's data must own what it holds).
+enum KeptState {
+    NoSession,
+    Unavailable(String),
+    State(SessionState),
+}
+
+impl KeptState {
+    fn view(&self) -> Kept<'_> {
+        match self {
+            KeptState::NoSession => Kept::NoSession,
+            KeptState::Unavailable(why) => Kept::Unavailable(why),
+            KeptState::State(state) => Kept::State(state),
+        }
+    }
 }
 
 impl HostState {
-    pub(crate) fn new(memory_limit: usize, deadline: std::time::Instant) -> Self {
+    pub(crate) fn new(memory_limit: usize, deadline: std::time::Instant, kept: Kept<'_>) -> Self {
         HostState {
             wasi: None,
             table: ResourceTable::new(),
@@ -68,6 +92,12 @@ impl HostState {
             },
             deadline,
             about_to_fail: None,
+            kept: match kept {
+                Kept::NoSession => KeptState::NoSession,
+                Kept::Unavailable(why) => KeptState::Unavailable(why.to_owned()),
+                Kept::State(state) => KeptState::State(state.clone()),
+            },
+            state_writes: StateChanges::new(),
         }
     }
 }
@@ -80,6 +110,20 @@ impl crate::wit::bindings::HookImports for HostState {
         if self.about_to_fail.is_none() {
             self.about_to_fail = Some(crate::text::bound(message, MAX_MESSAGE, "message"));
         }
+    }
+
+    fn session_get(&mut self, key: String) -> Result<Option<String>, String> {
+        session::read(self.kept.view(), &self.state_writes, &key)
+    }
+
+    fn session_put(&mut self, key: String, value: Option<String>) -> Result<(), String> {
+        // Checked as it is written, so the guest hears of a refused write
+        // while it can still decide what that means; a refused write is
+        // not recorded.
+        session::check_write(self.kept.view(), &self.state_writes, &key, value.as_deref())
+            .map_err(|e| e.to_string())?;
+        self.state_writes.insert(key, value);
+        Ok(())
     }
 }
 

@@ -85,9 +85,10 @@ use std::time::{Duration, Instant};
 use toolgate_seam::{Decider, Metrics, Reply};
 use wasmtime::Store;
 
-/// The hook world's own import, which every linker defines and which grants
-/// nothing (see `host.rs`): not counted among a component's imports.
-const WORLD_IMPORT: &str = "about-to-fail";
+/// The hook world's own imports, which every linker defines and which grant
+/// nothing beyond the hook's own session state (see `host.rs`): not counted
+/// among a component's imports.
+const WORLD_IMPORTS: [&str; 3] = ["about-to-fail", "session-get", "session-put"];
 
 /// Default fuel per call: about 0.1 s of compute, far more than any decision
 /// needs, far less than a runaway loop would take.
@@ -518,7 +519,7 @@ fn finish(
         .component_type()
         .imports(&runtime.engine)
         .map(|(name, _)| name.to_owned())
-        .filter(|name| name != WORLD_IMPORT)
+        .filter(|name| !WORLD_IMPORTS.contains(&name.as_str()))
         .collect();
     let linker = if imports.is_empty() {
         &runtime.bare_linker
@@ -594,7 +595,7 @@ impl Decider for WasmHook {
         let deadline = Instant::now() + self.timeout;
         let mut store = Store::new(
             &self.runtime.engine,
-            HostState::new(self.memory_bytes, deadline),
+            HostState::new(self.memory_bytes, deadline, request.state),
         );
         store.limiter(|state| &mut state.limiter);
         if let Err(e) = store.set_fuel(self.fuel) {
@@ -644,6 +645,7 @@ impl Decider for WasmHook {
             answer: answer.into(),
             diagnostics: store.data().log.take(),
             warning: self.load_warning.clone(),
+            state: std::mem::take(&mut store.data_mut().state_writes),
             metrics: store
                 .get_fuel()
                 .ok()

@@ -57,7 +57,11 @@ pub async fn resident_bytes_per_instance(
     for _ in 0..count {
         let mut store = Store::new(
             &hook.runtime.engine,
-            HostState::new(hook.memory_bytes, Instant::now() + hook.timeout),
+            HostState::new(
+                hook.memory_bytes,
+                Instant::now() + hook.timeout,
+                toolgate_contract::session::Kept::NoSession,
+            ),
         );
         store.limiter(|state| &mut state.limiter);
         store

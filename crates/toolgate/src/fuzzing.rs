@@ -52,6 +52,7 @@ pub fn subprocess_answer(
         tool_call_id: None,
         cwd: None,
         config: None,
+        state: Default::default(),
     };
     let status = match code {
         Some(c) => format!("exit code {c}"),

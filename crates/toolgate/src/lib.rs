@@ -75,6 +75,7 @@ mod protocol;
 pub mod replay;
 mod review;
 pub mod runner;
+pub mod sessions;
 use toolgate_fs as safe_fs;
 /// Component signing rules: the seam crate's (`toolgate-seam`).
 pub use toolgate_seam::signing;
@@ -84,7 +85,7 @@ pub mod trust;
 // or hyper); its modules keep their paths here, so `crate::text::excerpt`
 // inside the library and `toolgate::contract::Verdict` outside mean what
 // they meant.
-pub use toolgate_contract::{contract, text};
+pub use toolgate_contract::{contract, session, text};
 use toolgate_contract::{failure, outcome, strict_json};
 
 #[cfg(feature = "wasm")]

@@ -88,6 +88,27 @@ pub fn decide(call: &Call<'_>, config: &Map<String, Value>) -> Result<Answer, St
     if !call.pre {
         return Ok(Answer::Allow);
     }
+    for (class, dest, what) in destinations(call)? {
+        let (class, why) = match dest {
+            Dest::Host(host) if allowed(&host, &hosts) => continue,
+            Dest::Host(host) => (class, format!("{what}: `{host}` is not an allowed host")),
+            Dest::Unseen => (
+                "unseen-destination",
+                format!("{what}: the destination cannot be read, so it cannot be checked"),
+            ),
+        };
+        if !allow_classes.iter().any(|c| c == class) {
+            return Ok(Answer::Deny { class, why });
+        }
+    }
+    Ok(Answer::Allow)
+}
+
+/// Where a call would reach over the network: each destination with the
+/// class that judges it and what names it (`curl fetches https://…`).
+/// Shared with the taint guard, which refuses the same destinations once a
+/// session has read a secret.
+pub fn destinations(call: &Call<'_>) -> Result<Vec<(&'static str, Dest, String)>, String> {
     let mut seen: Vec<(&'static str, Dest, String)> = Vec::new();
     if SHELL_TOOLS.contains(&call.tool) {
         let Some(line) = command_line(call.input) else {
@@ -119,20 +140,7 @@ pub fn decide(call: &Call<'_>, config: &Map<String, Value>) -> Result<Answer, St
     } else if call.tool.starts_with("mcp__") {
         seen.extend(mcp_destinations(call.tool, call.input));
     }
-    for (class, dest, what) in seen {
-        let (class, why) = match dest {
-            Dest::Host(host) if allowed(&host, &hosts) => continue,
-            Dest::Host(host) => (class, format!("{what}: `{host}` is not an allowed host")),
-            Dest::Unseen => (
-                "unseen-destination",
-                format!("{what}: the destination cannot be read, so it cannot be checked"),
-            ),
-        };
-        if !allow_classes.iter().any(|c| c == class) {
-            return Ok(Answer::Deny { class, why });
-        }
-    }
-    Ok(Answer::Allow)
+    Ok(seen)
 }
 
 /// A destination: a host, or one the guard cannot read.

@@ -69,21 +69,7 @@ pub fn decide(call: &Call<'_>, config: &Map<String, Value>) -> Result<Answer, St
     if !call.pre {
         return Ok(Answer::Allow);
     }
-    let touched = if SHELL_TOOLS.contains(&call.tool) {
-        let Some(line) = command_line(call.input) else {
-            return Err(format!(
-                "the `{}` tool's input has no `command` this guard can read",
-                call.tool
-            ));
-        };
-        shell_paths(&line)
-    } else {
-        file_paths(call.tool, call.input)
-            .into_iter()
-            .map(|(p, a)| (p, a, None))
-            .collect()
-    };
-    for (path, access, program) in touched {
+    for (path, access, program) in touched(call)? {
         if let Some((class, why)) = judge(&rules, call.cwd, &path, access) {
             if rules.allow_classes.iter().any(|c| c == class) {
                 continue;
@@ -96,6 +82,39 @@ pub fn decide(call: &Call<'_>, config: &Map<String, Value>) -> Result<Answer, St
         }
     }
     Ok(Answer::Allow)
+}
+
+/// The paths a call reads and writes, with the program that does (for a
+/// shell command).
+fn touched(call: &Call<'_>) -> Result<Vec<(String, Access, Option<String>)>, String> {
+    Ok(if SHELL_TOOLS.contains(&call.tool) {
+        let Some(line) = command_line(call.input) else {
+            return Err(format!(
+                "the `{}` tool's input has no `command` this guard can read",
+                call.tool
+            ));
+        };
+        shell_paths(&line)
+    } else {
+        file_paths(call.tool, call.input)
+            .into_iter()
+            .map(|(p, a)| (p, a, None))
+            .collect()
+    })
+}
+
+/// The secrets a call reads, as this guard's `secret-read` would name
+/// them (`` `~/.aws/credentials`, cloud credentials``): shared with the
+/// taint guard, which remembers such a read for the rest of the session.
+pub fn secrets_read(call: &Call<'_>) -> Result<Vec<String>, String> {
+    Ok(touched(call)?
+        .into_iter()
+        .filter(|(_, access, _)| *access == Access::Read)
+        .filter_map(|(path, _, _)| {
+            let resolved = resolve(&path, call.cwd);
+            secret_kind(&resolved).map(|kind| format!("`{path}`, {kind}"))
+        })
+        .collect())
 }
 
 /// The paths a shell line reads and writes, with the program that does.

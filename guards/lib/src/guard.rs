@@ -33,6 +33,16 @@ pub struct Call<'a> {
 /// cannot read), which toolgate treats as a failed hook (closed).
 pub type Decide = fn(&Call<'_>, &Map<String, Value>) -> Result<Answer, String>;
 
+/// A guard's memory of this session: toolgate's session store as the
+/// guest sees it (`session-get`/`session-put`), or a map in a test. Only
+/// the taint guard uses it; the others are pure functions of one call.
+pub trait Memory {
+    /// What was kept under `key`; `Err` when the store cannot be read.
+    fn get(&mut self, key: &str) -> Result<Option<String>, String>;
+    /// Keeps `value` under `key` (`None` removes it); `Err` says why not.
+    fn put(&mut self, key: &str, value: Option<&str>) -> Result<(), String>;
+}
+
 /// A guard's answer.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Answer {
@@ -123,6 +133,24 @@ impl<'a> Options<'a> {
 #[macro_export]
 macro_rules! guest {
     ($name:literal, $decide:path) => {
+        $crate::guest!(@with $name, |call, config| $decide(call, config));
+    };
+    // A guard with memory: its `decide` also takes the session's state.
+    ($name:literal, $decide:path, session) => {
+        struct Session;
+
+        impl $crate::guard::Memory for Session {
+            fn get(&mut self, key: &str) -> Result<Option<String>, String> {
+                toolgate_hook::session::get(key)
+            }
+            fn put(&mut self, key: &str, value: Option<&str>) -> Result<(), String> {
+                toolgate_hook::session::put(key, value)
+            }
+        }
+
+        $crate::guest!(@with $name, |call, config| $decide(call, config, &mut Session));
+    };
+    (@with $name:literal, $decide:expr) => {
         struct Guard;
 
         impl toolgate_hook::Hook for Guard {
@@ -138,7 +166,11 @@ macro_rules! guest {
                     output: output.as_ref(),
                     cwd: request.cwd.as_deref(),
                 };
-                Ok(match $decide(&call, &config)? {
+                let decide: fn(
+                    &$crate::guard::Call<'_>,
+                    &Map<String, Value>,
+                ) -> Result<$crate::guard::Answer, String> = $decide;
+                Ok(match decide(&call, &config)? {
                     $crate::guard::Answer::Allow => toolgate_hook::Verdict::allow(),
                     $crate::guard::Answer::Deny { class, why } => {
                         toolgate_hook::Verdict::deny($crate::guard::reason($name, class, &why))

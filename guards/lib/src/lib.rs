@@ -25,6 +25,7 @@ pub mod paths;
 pub mod secrets;
 pub mod shell;
 pub mod shell_rules;
+pub mod taint;
 pub mod tools;
 pub(crate) mod wrappers;
 
@@ -78,5 +79,12 @@ pub const GUARDS: &[Guard] = &[
         options: egress::OPTIONS,
         classes: egress::CLASSES,
         events: &["pre_tool_use"],
+    },
+    Guard {
+        name: "taint",
+        about: "after a secret is read, nothing leaves over the network for the rest of the session",
+        options: taint::OPTIONS,
+        classes: taint::CLASSES,
+        events: &["pre_tool_use", "post_tool_use"],
     },
 ];

@@ -69,6 +69,26 @@ pub use bindings::{Decision, Event, Request, ToolResult, Verdict};
 
 pub use serde_json;
 
+/// This hook's state in the call's agent session, kept by toolgate between
+/// calls (`wit/hook.wit`, `session-get`/`session-put`): a few strings per
+/// hook and session, which no other hook or session can read. A write is
+/// kept only if `decide` then answers; a call without a session id keeps
+/// nothing, and [`put`](session::put) says so.
+pub mod session {
+    /// What this hook kept under `key` (`None`: nothing). `Err` when
+    /// toolgate's store cannot be read: a guard that depends on it should
+    /// refuse rather than assume it forgot.
+    pub fn get(key: &str) -> Result<Option<String>, String> {
+        crate::bindings::session_get(key)
+    }
+
+    /// Keeps `value` under `key` (`None` removes it). `Err` says why it will
+    /// not be kept (no session id, the store unavailable, a bound passed).
+    pub fn put(key: &str, value: Option<&str>) -> Result<(), String> {
+        crate::bindings::session_put(key, value)
+    }
+}
+
 /// What a hook implements: one function from a request to a verdict, or
 /// `Err(message)` when it cannot decide. Export it with [`export!`].
 pub trait Hook {

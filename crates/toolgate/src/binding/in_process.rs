@@ -89,13 +89,14 @@ pub(crate) fn participant(
     on_failure: OnFailure,
 ) -> Participant {
     Participant {
-        name,
+        name: name.clone(),
         binding: BindingKind::InProcess,
         source: Source::Host,
         events: Event::ALL.to_vec(),
         filter: ToolFilter::default(),
         on_failure,
         config: None,
+        scope: format!("{}:{name}", Source::Host),
         decider: Arc::new(InProcess(interceptor)),
     }
 }

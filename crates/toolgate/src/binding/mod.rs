@@ -231,6 +231,10 @@ pub(crate) struct Participant {
     pub(crate) filter: ToolFilter,
     pub(crate) on_failure: OnFailure,
     pub(crate) config: Option<Value>,
+    /// Names its session state (`crate::sessions`): its layer, name and
+    /// what runs, so a repository's hook of the same name as a global
+    /// guard has a slot of its own.
+    pub(crate) scope: String,
     /// What answers; for a workspace hook that needs trust, wrapped in the
     /// trust gate (`crate::trust::guard`).
     pub(crate) decider: Arc<dyn Decider>,

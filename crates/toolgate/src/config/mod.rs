@@ -163,7 +163,9 @@ impl HookSpec {
 
     fn into_participant(self) -> Participant {
         let decider = self.binding.decider(self.timeout_ms);
+        let scope = format!("{}:{}:{}", self.source, self.name, self.binding.runs());
         Participant {
+            scope,
             decider: match self.gate {
                 Some(gate) => crate::trust::guard(gate, decider),
                 None => decider,

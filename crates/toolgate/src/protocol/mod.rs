@@ -162,6 +162,7 @@ mod tests {
             tool_call_id: Some("c1"),
             cwd: Some("/work"),
             config: None,
+            state: Default::default(),
         }
     }
 

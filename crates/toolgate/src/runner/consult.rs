@@ -6,6 +6,7 @@ use super::{ChainState, FailureRecord, RunRecord, Step};
 use crate::binding::{Answer, Participant};
 use crate::contract::{Decision, Event, HookRequest, Request, ToolResult, Verdict};
 use crate::failure::{HookFailure, OnFailure};
+use crate::session::{Kept, StateChanges};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -29,7 +30,20 @@ pub(super) async fn consult(
     state: &mut ChainState,
 ) -> Option<Decision> {
     let Asked { event, round, .. } = asked;
-    let hook_request = request_for(p, request, &asked);
+    let loaded = request
+        .session_id
+        .as_deref()
+        .map(|session| state.store.load(&p.scope, session));
+    let unavailable = match &loaded {
+        Some(Err(e)) => crate::text::error_chain(e),
+        Some(Ok(_)) | None => String::new(),
+    };
+    let kept = match &loaded {
+        None => Kept::NoSession,
+        Some(Ok(kept)) => Kept::State(kept),
+        Some(Err(_)) => Kept::Unavailable(&unavailable),
+    };
+    let hook_request = request_for(p, request, &asked, kept);
     tracing::debug!(hook = %p.name, binding = %p.binding, source = %p.source, %event, round, "consulting");
     let started = Instant::now();
     let reply = tokio::time::timeout_at(state.deadline, p.decider.decide(&hook_request)).await;
@@ -55,12 +69,13 @@ pub(super) async fn consult(
         return Some(past_deadline(p, record, state));
     };
     record.metrics = reply.metrics;
+    let answer = keep_state(p, request, reply.answer, &reply.state, state);
     record.diagnostics = reply
         .diagnostics
         .map(|d| crate::text::bound(d, crate::text::MAX_DIAGNOSTICS, "diagnostics"));
 
     let mut warnings: Vec<String> = reply.warning.into_iter().collect();
-    let answer = match usable(reply.answer, event) {
+    let answer = match usable(answer, event) {
         Ok(answer) => answer,
         Err(reason) => {
             // Not asked (an untrusted workspace hook under `untrusted_hooks:
@@ -108,8 +123,46 @@ fn trace_answer(record: &RunRecord) {
     }
 }
 
+/// Commits what a hook that decided wrote to its session state. A write
+/// that cannot be kept turns its answer into a failure (its `on_failure`
+/// applies): a guard that decided expecting to remember would otherwise be
+/// silently wrong on the next call. A hook that did not decide keeps
+/// nothing.
+fn keep_state(
+    p: &Participant,
+    request: &Request,
+    answer: Answer,
+    changes: &StateChanges,
+    state: &ChainState,
+) -> Answer {
+    if changes.is_empty() {
+        return answer;
+    }
+    match answer {
+        Answer::Decided(verdict) => {
+            let kept = match request.session_id.as_deref() {
+                None => Err("the call has no agent session id".to_owned()),
+                Some(session) => state
+                    .store
+                    .commit(&p.scope, session, changes)
+                    .map_err(|e| crate::text::error_chain(&e)),
+            };
+            match kept {
+                Ok(()) => Answer::Decided(verdict),
+                Err(detail) => Answer::Failed(HookFailure::StateNotKept { detail }),
+            }
+        }
+        other @ (Answer::Failed(_) | Answer::NotRun { .. }) => other,
+    }
+}
+
 /// What `p` is asked, borrowed from the call as it stands.
-fn request_for<'a>(p: &'a Participant, request: &'a Request, asked: &Asked<'a>) -> HookRequest<'a> {
+fn request_for<'a>(
+    p: &'a Participant,
+    request: &'a Request,
+    asked: &Asked<'a>,
+    state: Kept<'a>,
+) -> HookRequest<'a> {
     HookRequest {
         event: asked.event,
         hook: &p.name,
@@ -121,6 +174,7 @@ fn request_for<'a>(p: &'a Participant, request: &'a Request, asked: &Asked<'a>) 
         tool_call_id: request.tool_call_id.as_deref(),
         cwd: request.cwd.as_deref(),
         config: p.config.as_ref(),
+        state,
     }
 }
 

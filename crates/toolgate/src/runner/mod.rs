@@ -89,6 +89,7 @@ pub use crate::contract::Source;
 use crate::contract::{Decision, Event, Request, ToolResult};
 use crate::failure::OnFailure;
 pub use crate::outcome::{CallOutcome, FailureRecord, Outcome, RunRecord, Step};
+use crate::sessions::SessionStore;
 use consult::{Asked, consult};
 use context::ContextMerger;
 use rounds::{Ended, Subject, rounds};
@@ -136,6 +137,7 @@ pub struct HookRunnerBuilder {
     participants: Vec<Participant>,
     context_limit: usize,
     chain_timeout: Duration,
+    store: Arc<dyn SessionStore>,
 }
 
 impl HookRunnerBuilder {
@@ -201,6 +203,15 @@ impl HookRunnerBuilder {
         self
     }
 
+    /// Where hooks' session state is kept (default: a
+    /// [`MemoryStore`](crate::sessions::MemoryStore) that lives as long as
+    /// the runner; a one-shot process passes a
+    /// [`FileStore`](crate::sessions::FileStore)).
+    pub fn session_store(mut self, store: Arc<dyn SessionStore>) -> Self {
+        self.store = store;
+        self
+    }
+
     /// Fixes the order (host, then global, then workspace; registration order
     /// within each) and returns the runner.
     pub fn build(mut self) -> HookRunner {
@@ -209,6 +220,7 @@ impl HookRunnerBuilder {
             inner: Arc::new(Inner {
                 participants: self.participants,
                 context_limit: self.context_limit,
+                store: self.store,
             }),
             chain_timeout: self.chain_timeout,
         }
@@ -246,6 +258,7 @@ impl fmt::Debug for HookRunnerBuilder {
 struct Inner {
     participants: Vec<Participant>,
     context_limit: usize,
+    store: Arc<dyn SessionStore>,
 }
 
 /// A summary of one participant, for listings.
@@ -266,6 +279,8 @@ struct ChainState {
     /// When the whole chain must have answered.
     deadline: tokio::time::Instant,
     chain_timeout: Duration,
+    /// Where hooks' session state is kept.
+    store: Arc<dyn SessionStore>,
 }
 
 /// What the pre chain ended on, before any post processing.
@@ -292,6 +307,7 @@ impl HookRunner {
             participants: Vec::new(),
             context_limit: DEFAULT_CONTEXT_LIMIT,
             chain_timeout: DEFAULT_CHAIN_TIMEOUT,
+            store: Arc::new(crate::sessions::MemoryStore::new()),
         }
     }
 
@@ -473,6 +489,7 @@ impl HookRunner {
             runs: Vec::new(),
             deadline: tokio::time::Instant::now() + self.chain_timeout,
             chain_timeout: self.chain_timeout,
+            store: self.inner.store.clone(),
         }
     }
 

@@ -78,6 +78,7 @@ impl Chain {
             filter: ToolFilter::default(),
             on_failure,
             config: None,
+            scope: format!("{source}:{name}"),
             decider: Arc::new(Mock {
                 name,
                 log: self.log.clone(),

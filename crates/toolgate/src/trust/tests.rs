@@ -150,6 +150,7 @@ async fn ask(decider: &dyn Decider) -> Answer {
         tool_call_id: None,
         cwd: None,
         config: None,
+        state: Default::default(),
     };
     decider.decide(&request).await.answer
 }

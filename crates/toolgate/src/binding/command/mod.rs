@@ -41,6 +41,7 @@ pub use spec::{CommandSpec, DEFAULT_TIMEOUT_MS};
 use std::path::PathBuf;
 use std::time::Duration;
 pub(crate) use supervise::ProcessBounds;
+use toolgate_contract::{session::StateChanges, wire};
 
 /// Stdout kept from a hook; an answer may carry a replacement tool result
 /// (the contract's answer bound).
@@ -145,6 +146,7 @@ impl Decider for CommandHook {
                 None => note,
             });
         }
+        let mut state = StateChanges::new();
         let (answer, note) = match ran.exit {
             Err(failure) => (Err(failure), None),
             Ok(exited) => {
@@ -157,7 +159,16 @@ impl Decider for CommandHook {
                         stderr: &ran.stderr,
                     },
                 );
-                (read.answer, read.note.map(|t| sanitize(&t)))
+                let mut answer = read.answer;
+                // Only wire v1 has a place for state; the agents' dialects
+                // do not.
+                if answer.is_ok() && self.protocol == Inward::Toolgate {
+                    match wire::decode_state(&exited.stdout) {
+                        Ok(changes) => state = changes,
+                        Err(detail) => answer = Err(HookFailure::NotADecision { detail }),
+                    }
+                }
+                (answer, read.note.map(|t| sanitize(&t)))
             }
         };
         let mut diagnostics = sanitize(&String::from_utf8_lossy(&ran.stderr));
@@ -177,6 +188,7 @@ impl Decider for CommandHook {
             answer: answer.into(),
             diagnostics: (!diagnostics.trim().is_empty()).then_some(diagnostics),
             warning: ran.warning,
+            state,
             metrics: Metrics::new(),
         }
     }
