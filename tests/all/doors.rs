@@ -314,8 +314,8 @@ fn a_confined_hook_inherits_no_descriptor_but_its_pipes() {
 }
 
 /// Reads are limited to what a hook needs: it read SSH keys, the HTTP
-/// token's folder, the trust store and another workspace and could return
-/// them in a reason. Its own workspace, its snapshot, the interpreter and
+/// token's folder, the trust store, the guards' session state and another
+/// workspace and could return them in a reason. Its own workspace, its snapshot, the interpreter and
 /// the system's public files stay readable.
 #[test]
 fn a_confined_hook_reads_only_what_it_needs() {
@@ -326,10 +326,15 @@ fn a_confined_hook_reads_only_what_it_needs() {
     let home = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(home.path().join(".ssh")).unwrap();
     std::fs::write(home.path().join(".ssh/id_ed25519"), "KEY").unwrap();
+    let sessions = state_home().join("toolgate/sessions");
+    std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700)
+        .create(&sessions)
+        .unwrap();
     let paths = [
         ("ssh", home.path().join(".ssh/id_ed25519")),
         ("state", state_home().join("toolgate")),
         ("trust", state_home().join("toolgate/trust")),
+        ("sessions", sessions),
         ("other", other.workspace().join("secret.txt")),
         ("mine", fx.workspace().join("mine.txt")),
         ("passwd", "/etc/passwd".into()),
@@ -352,7 +357,7 @@ fn a_confined_hook_reads_only_what_it_needs() {
     assert_eq!(
         said,
         "ssh:PermissionError state:PermissionError trust:PermissionError \
-         other:PermissionError mine:DONE passwd:DONE shadow:PermissionError"
+         sessions:PermissionError other:PermissionError mine:DONE passwd:DONE shadow:PermissionError"
     );
 }
 

@@ -17,24 +17,29 @@ fn call(fx: &Fixture, command: &str) -> String {
 /// `dialect`'s own before-the-call payload for a call of its `tool` with
 /// `input`, in the envelope that agent sends.
 fn payload(fx: &Fixture, dialect: &str, tool: &str, input: &Value) -> Value {
+    payload_in(fx, dialect, "s", tool, input)
+}
+
+/// [`payload`], in the agent session `s`.
+pub(crate) fn payload_in(fx: &Fixture, dialect: &str, s: &str, tool: &str, input: &Value) -> Value {
     let ws = fx.workspace();
     match dialect {
-        "claude-code" | "codex" => json!({"session_id": "s", "cwd": ws,
+        "claude-code" | "codex" => json!({"session_id": s, "cwd": ws,
             "hook_event_name": "PreToolUse", "tool_name": tool, "tool_input": input,
             "tool_use_id": "t1"}),
-        "gemini" => json!({"session_id": "s", "transcript_path": "/tmp/s.jsonl", "cwd": ws,
+        "gemini" => json!({"session_id": s, "transcript_path": "/tmp/s.jsonl", "cwd": ws,
             "hook_event_name": "BeforeTool", "timestamp": "2026-12-01T11:18:44.208Z",
             "tool_name": tool, "tool_input": input}),
-        "qwen-code" => json!({"session_id": "s", "cwd": ws, "hook_event_name": "PreToolUse",
+        "qwen-code" => json!({"session_id": s, "cwd": ws, "hook_event_name": "PreToolUse",
             "permission_mode": "yolo", "tool_name": tool, "tool_input": input,
             "tool_use_id": "t1", "tool_call_id": "c0"}),
-        "copilot" => json!({"sessionId": "s", "timestamp": 1_796_123_927_192u64, "cwd": ws,
+        "copilot" => json!({"sessionId": s, "timestamp": 1_796_123_927_192u64, "cwd": ws,
             "toolName": tool, "toolArgs": input}),
-        "cursor" => json!({"conversation_id": "c", "generation_id": "g", "model": "default",
+        "cursor" => json!({"conversation_id": s, "generation_id": "g", "model": "default",
             "hook_event_name": "preToolUse", "cursor_version": "1.7.2", "workspace_roots": [ws],
             "user_email": null, "transcript_path": null, "tool_name": tool,
             "tool_input": input, "tool_use_id": "a1", "cwd": ""}),
-        "opencode" => json!({"event": "tool.execute.before", "tool": tool, "sessionID": "ses_1",
+        "opencode" => json!({"event": "tool.execute.before", "tool": tool, "sessionID": s,
             "callID": "call_1", "args": input, "directory": ws}),
         other => panic!("no payload for {other}"),
     }
@@ -69,7 +74,7 @@ fn agent_payloads(fx: &Fixture, command: &str) -> Vec<(&'static str, Value)> {
     .collect()
 }
 
-fn agent(fx: &Fixture, dialect: &str, payload: &Value) -> Output {
+pub(crate) fn agent(fx: &Fixture, dialect: &str, payload: &Value) -> Output {
     let mut cmd = toolgate();
     cmd.arg(dialect)
         .env("TOOLGATE_CONFIG_DIR", fx.global())
@@ -78,7 +83,7 @@ fn agent(fx: &Fixture, dialect: &str, payload: &Value) -> Output {
     run_with_stdin(&mut cmd, &payload.to_string())
 }
 
-fn said(out: &Output) -> String {
+pub(crate) fn said(out: &Output) -> String {
     format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(out))
 }
 
@@ -367,7 +372,7 @@ fn bench_guards_reports_both_corpora_and_the_goals() {
 }
 
 /// A guard in hooks.json, with its options.
-fn guard(name: &str, config: Value) -> Value {
+pub(crate) fn guard(name: &str, config: Value) -> Value {
     json!([{"name": name, "use": format!("toolgate:{name}"), "config": config}])
 }
 
@@ -407,8 +412,20 @@ fn every_standard_guard_works_in_an_untrusted_workspace_and_refuses_a_misspelt_o
             json!({"url": "https://evil.example/x", "prompt": "p"}),
             "[fetch]",
         ),
+        // A call without a session id: a secret read it could not remember.
+        (
+            "taint",
+            "Read",
+            json!({"file_path": "~/.ssh/id_ed25519"}),
+            "[taint-not-kept]",
+        ),
     ];
     for (name, tool, input, class) in dangerous {
+        let (misspelt, meant) = if name == "taint" {
+            ("alow_hosts", "allow_hosts")
+        } else {
+            ("alow_classes", "allow_classes")
+        };
         let fx = Fixture::new();
         fx.workspace_hooks(guard(name, json!({})));
         let answer = check_pre(&fx, tool, input);
@@ -418,7 +435,7 @@ fn every_standard_guard_works_in_an_untrusted_workspace_and_refuses_a_misspelt_o
             "{name}: {answer}"
         );
         let fx = Fixture::new();
-        fx.global_hooks(guard(name, json!({"alow_classes": []})));
+        fx.global_hooks(guard(name, json!({misspelt: []})));
         let out = run_with_stdin(
             toolgate()
                 .args(["check", "--workspace"])
@@ -429,7 +446,7 @@ fn every_standard_guard_works_in_an_untrusted_workspace_and_refuses_a_misspelt_o
         let err = stderr(&out);
         assert_ne!(out.status.code(), Some(0), "{name}: {err}");
         assert!(
-            err.contains("alow_classes") && err.contains("allow_classes"),
+            err.contains(misspelt) && err.contains(meant),
             "{name}: {err}"
         );
     }

@@ -394,3 +394,85 @@ async fn participants_apply_only_to_their_events_and_tools() {
     assert!(runner.post_tool_use(&post).await.may_proceed());
     assert_eq!(chain.log.lock().unwrap().len(), 1);
 }
+
+/// A participant that counts its calls in its session state, and answers
+/// or fails as told; it reports the count it saw.
+struct Keeper {
+    fails: bool,
+    seen: Arc<Mutex<Vec<Option<String>>>>,
+}
+
+#[async_trait::async_trait]
+impl Decider for Keeper {
+    async fn decide(&self, request: &HookRequest<'_>) -> Reply {
+        let count = match request.state {
+            crate::session::Kept::State(state) => state.get("count").cloned(),
+            crate::session::Kept::NoSession | crate::session::Kept::Unavailable(_) => None,
+        };
+        self.seen.lock().unwrap().push(count.clone());
+        let next = count.map_or(1, |c| c.parse::<u32>().unwrap() + 1);
+        let mut reply = Reply::from(if self.fails {
+            Err(HookFailure::EmptyOutput)
+        } else {
+            Ok(Verdict::allow())
+        });
+        reply.state.insert("count".into(), Some(next.to_string()));
+        reply
+    }
+}
+
+fn keeper(fails: bool) -> (HookRunner, Arc<Mutex<Vec<Option<String>>>>) {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let mut builder = HookRunner::builder();
+    builder.participants.push(Participant {
+        name: "keeper".into(),
+        binding: BindingKind::InProcess,
+        source: Source::Global,
+        events: Event::ALL.to_vec(),
+        filter: ToolFilter::default(),
+        on_failure: OnFailure::Allow,
+        config: None,
+        scope: "global:keeper".into(),
+        decider: Arc::new(Keeper {
+            fails,
+            seen: seen.clone(),
+        }),
+    });
+    (builder.build(), seen)
+}
+
+fn in_session(session: &str) -> Request {
+    let mut request = pre("ls");
+    request.session_id = Some(session.into());
+    request
+}
+
+#[tokio::test]
+async fn a_hooks_writes_are_kept_for_its_next_call_in_that_session_only() {
+    let (runner, seen) = keeper(false);
+    for session in ["s1", "s1", "s2", "s1"] {
+        let outcome = runner.pre_tool_use(&in_session(session)).await;
+        assert_eq!(outcome.decision, Decision::Allow);
+    }
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(
+        seen,
+        [None, Some("1".into()), None, Some("2".into())],
+        "s2 starts from nothing; s1 goes on"
+    );
+}
+
+#[tokio::test]
+async fn a_hook_that_failed_keeps_nothing_and_a_sessionless_write_is_a_failure() {
+    let (runner, seen) = keeper(true);
+    for _ in 0..2 {
+        runner.pre_tool_use(&in_session("s")).await;
+    }
+    assert_eq!(seen.lock().unwrap().clone(), [None, None]);
+
+    let (runner, _) = keeper(false);
+    let outcome = runner.pre_tool_use(&pre("ls")).await;
+    let failure = outcome.runs[0].failure.as_ref().expect("a failure");
+    assert_eq!(failure.kind, FailureKind::StateNotKept);
+    assert!(failure.message.contains("no agent session id"), "{}", failure.message);
+}
