@@ -156,10 +156,10 @@ pub fn decide(
 /// taint cannot be kept.
 fn remember(memory: &mut dyn Memory, what: &str, this: &str) -> Answer {
     let what: String = what.chars().take(MAX_WHAT).collect();
-    match memory.get(KEY) {
-        // Already tainted: the first reason stays.
-        Ok(Some(_)) => return Answer::Allow,
-        Ok(None) | Err(_) => {}
+    // Already tainted: the first reason stays. (A store that cannot be read
+    // is answered by the write below, which says why.)
+    if let Ok(Some(_)) = memory.get(KEY) {
+        return Answer::Allow;
     }
     match memory.put(KEY, Some(&what)) {
         Ok(()) => Answer::Allow,
