@@ -30,7 +30,11 @@ use syn::visit_mut::VisitMut;
 /// (`toolgate::agent`) are toolgate-agents, below the library too.
 const LAYERS: &[(&str, bool, &[&str])] = &[
     ("support", false, &["text", "safe_fs", "strict_json"]),
-    ("contract", false, &["contract", "failure", "outcome"]),
+    (
+        "contract",
+        false,
+        &["contract", "failure", "outcome", "session"],
+    ),
     ("protocol", false, &["protocol"]),
     ("seam", false, &["binding", "signing"]),
     (
@@ -40,7 +44,7 @@ const LAYERS: &[(&str, bool, &[&str])] = &[
     ),
     ("trust", false, &["trust"]),
     ("config", false, &["config"]),
-    ("runner", false, &["runner"]),
+    ("runner", false, &["runner", "sessions"]),
     (
         "application",
         false,

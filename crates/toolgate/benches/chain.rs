@@ -121,3 +121,68 @@ fn subprocess_bash(bencher: divan::Bencher<'_, '_>) {
         runner("bash", json!([{"name": "p", "command": [script]}])),
     );
 }
+
+/// The cost of session state, side by side: the same call to the same
+/// allow-all interceptor without a session id (no store consulted), in a
+/// session kept in memory (the server's and an embedder's store), and in
+/// a session kept in files (a one-shot run's), then the standard taint
+/// guard, which reads its state on every call, in memory and in files.
+fn in_session(
+    bencher: divan::Bencher<'_, '_>,
+    runner: HookRunner,
+    command: &str,
+    session: Option<&str>,
+) {
+    let mut request = Request::pre("Bash", json!({"command": command}));
+    request.session_id = session.map(str::to_owned);
+    request.cwd = Some("/home/dev/project".into());
+    bencher.bench_local(|| rt().block_on(runner.pre_tool_use(&request)));
+}
+
+fn file_store(name: &str) -> std::sync::Arc<dyn toolgate::sessions::SessionStore> {
+    std::sync::Arc::new(toolgate::sessions::FileStore::new(
+        tmp().join("state").join(name),
+    ))
+}
+
+#[divan::bench(args = ["none", "memory", "files"])]
+fn session_state_interceptor(bencher: divan::Bencher<'_, '_>, store: &str) {
+    let builder = HookRunner::builder().interceptor("allow", Allow);
+    let (builder, session) = match store {
+        "none" => (builder, None),
+        "memory" => (builder, Some("bench")),
+        _ => (
+            builder.session_store(file_store("interceptor")),
+            Some("bench"),
+        ),
+    };
+    in_session(bencher, builder.build(), "git status", session);
+}
+
+fn taint_runner(store: &str) -> HookRunner {
+    let dir = tmp().join(format!("taint-{store}"));
+    std::fs::create_dir_all(&dir).expect("config dir");
+    std::fs::write(
+        dir.join("hooks.json"),
+        json!({"schema": 1, "hooks": [{"name": "taint", "use": "toolgate:taint"}]}).to_string(),
+    )
+    .expect("hooks.json");
+    let builder = HookRunner::builder().config(Config::load(Some(&dir), None).expect("config"));
+    match store {
+        "memory" => builder,
+        _ => builder.session_store(file_store("taint")),
+    }
+    .build()
+}
+
+/// The taint guard on a network call in a session that has read nothing
+/// (the common case: it reads its state, finds nothing, allows).
+#[divan::bench(args = ["memory", "files"])]
+fn standard_taint_guard(bencher: divan::Bencher<'_, '_>, store: &str) {
+    in_session(
+        bencher,
+        taint_runner(store),
+        "curl -fsS https://docs.rs/serde",
+        Some("clean"),
+    );
+}

@@ -216,6 +216,13 @@ impl FileStore {
             path: path.to_owned(),
             error,
         };
+        // A read of a store never written finds nothing, and makes nothing.
+        if !create
+            && std::fs::symlink_metadata(&self.dir)
+                .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+        {
+            return Ok(None);
+        }
         private_dir(&self.dir)?;
         let opened = std::fs::OpenOptions::new()
             .read(true)

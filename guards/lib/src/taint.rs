@@ -16,8 +16,9 @@
 //! What taints, by `taint_on` (default: the first two):
 //! - `secret-read`: a read `paths` would call `secret-read` (its rules,
 //!   not a copy of them), allowed or not by `paths`;
-//! - `secret-output`: a credential `secrets` would redact, seen in a tool's
-//!   output after the call (whether or not it was redacted);
+//! - `secret-output`: a credential `secrets` would redact, in a tool's
+//!   output after the call as this guard is shown it (redacted earlier in
+//!   the chain, the model never saw it, and nothing taints);
 //! - `web`: content fetched from a host outside `allow_hosts` (a web page
 //!   may carry instructions; after it, nothing leaves).
 //!
@@ -119,14 +120,14 @@ pub fn decide(
         let earlier = memory.get(KEY)?;
         let now = secrets_read.first().map(|s| format!("this call reads {s}"));
         if let Some(taint) = earlier.or(now) {
-            let to = match dest {
-                Dest::Host(host) => format!("`{host}`"),
-                Dest::Unseen => "a destination it cannot read".to_owned(),
+            let unseen = match dest {
+                Dest::Host(_) => "",
+                Dest::Unseen => " (a destination it cannot read)",
             };
             return Ok(Answer::Deny {
                 class: "tainted-egress",
                 why: format!(
-                    "{what}, to {to}, but this session has handled a secret ({taint}), so \
+                    "{what}{unseen}, but this session has handled a secret ({taint}), so \
                      nothing may leave over the network for the rest of it (allowed: {})",
                     hosts.join(", ")
                 ),

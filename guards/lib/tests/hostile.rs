@@ -9,6 +9,23 @@ use serde_json::{Map, Value, json};
 use toolgate_guards::guard::Call;
 use toolgate_guards::{ShellOptions, check_shell};
 
+/// A session's state for the taint guard.
+#[derive(Default)]
+struct Memory(std::collections::BTreeMap<String, String>);
+
+impl toolgate_guards::guard::Memory for Memory {
+    fn get(&mut self, key: &str) -> Result<Option<String>, String> {
+        Ok(self.0.get(key).cloned())
+    }
+    fn put(&mut self, key: &str, value: Option<&str>) -> Result<(), String> {
+        match value {
+            Some(v) => self.0.insert(key.to_owned(), v.to_owned()),
+            None => self.0.remove(key),
+        };
+        Ok(())
+    }
+}
+
 /// Shell text: the characters the parser treats specially, words the rules
 /// look for, and anything else.
 fn shell_text() -> impl Strategy<Value = String> {
@@ -104,6 +121,21 @@ proptest! {
                     let call = Call { pre, tool, input: &input, output, cwd: Some("/home/dev/project") };
                     let _ = decide(&call, &Map::new());
                 }
+            }
+            // The taint guard, with a memory that is already tainted and
+            // one that is not: it ends either way, and what it keeps is
+            // bounded.
+            for tainted in [false, true] {
+                let mut memory = Memory::default();
+                if tainted {
+                    memory.0.insert("tainted".into(), text.clone());
+                }
+                let output = Value::String(glued.clone());
+                for (pre, output) in [(true, None), (false, Some(&output))] {
+                    let call = Call { pre, tool, input: &input, output, cwd: Some("/home/dev/project") };
+                    let _ = toolgate_guards::taint::decide(&call, &Map::new(), &mut memory);
+                }
+                prop_assert!(memory.0.values().all(|v| tainted || v.chars().count() <= 300));
             }
         }
     }

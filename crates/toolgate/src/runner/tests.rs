@@ -10,7 +10,7 @@ use crate::binding::{Decider, Reply};
 use crate::contract::ToolFilter;
 use crate::contract::{HookRequest, Verdict};
 use crate::failure::FailureKind;
-use crate::failure::HookFailure;
+use crate::failure::{HookFailure, OnFailure};
 use serde_json::json;
 use std::sync::Mutex;
 
@@ -474,5 +474,9 @@ async fn a_hook_that_failed_keeps_nothing_and_a_sessionless_write_is_a_failure()
     let outcome = runner.pre_tool_use(&pre("ls")).await;
     let failure = outcome.runs[0].failure.as_ref().expect("a failure");
     assert_eq!(failure.kind, FailureKind::StateNotKept);
-    assert!(failure.message.contains("no agent session id"), "{}", failure.message);
+    assert!(
+        failure.message.contains("no agent session id"),
+        "{}",
+        failure.message
+    );
 }
