@@ -31,6 +31,12 @@
 //! `{"decision":"deny","reason":"…"}` | `{"decision":"modify","input":…}` |
 //! `{"decision":"replace","result":{"output":…,"is_error":false}}`, each with an
 //! optional `"context":"…"`.
+//!
+//! Session state (`crate::session`) is two optional fields beside these:
+//! the request's `"state"` (what the hook kept in this session, once it
+//! keeps something; `"state_unavailable"` with why, when the store cannot
+//! be read) and the answer's `"state"` (keys to set, `null` to remove),
+//! read by [`decode_state`] apart from the decision.
 
 //!
 //! # The wire owns its shapes
