@@ -353,6 +353,21 @@ impl Guest<'_> {
         path
     }
 
+    /// Like `write`, importing the world's session state as `$session_get`
+    /// (key ptr, len, return area) and `$session_put` (key ptr, len, value
+    /// tag, ptr, len, return area), in the canonical ABI's lowering.
+    pub(crate) fn write_keeping(&self, dir: &Path, name: &str) -> PathBuf {
+        let wat = self.wat().replacen(
+            "(module",
+            "(module\n  (import \"$root\" \"session-get\" (func $session_get (param i32 i32 i32)))\n  \
+             (import \"$root\" \"session-put\" (func $session_put (param i32 i32 i32 i32 i32 i32)))",
+            1,
+        );
+        let path = dir.join(format!("{name}.wasm"));
+        std::fs::write(&path, component(&wat, World::Hook)).unwrap();
+        path
+    }
+
     /// Like `write`, importing the world's `about-to-fail` as
     /// `$about_to_fail`, with [`EXPLANATION`] at `DATA`.
     fn write_explaining(&self, dir: &Path, name: &str) -> PathBuf {

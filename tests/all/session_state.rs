@@ -334,3 +334,99 @@ fn check_without_a_session_id_refuses_a_read_the_taint_guard_cannot_remember() {
         "{answer}"
     );
 }
+
+/// Where the WAT guests below keep their strings and return areas.
+const GUEST_DATA: &str = r#"(data (i32.const 3000) "n1k") (data (i32.const 3100) "remembered")"#;
+
+/// A component guest (WAT, the WIT's own imports in the canonical ABI)
+/// that reads `n`; if it was kept, denies "remembered"; otherwise keeps
+/// `n = 1` and, with `then_trap`, traps after the write.
+fn remembering(then_trap: bool) -> crate::guests::Guest<'static> {
+    let trap = if then_trap { "unreachable" } else { "" };
+    let prelude = format!(
+        r#"(call $session_get (i32.const 3000) (i32.const 1) (i32.const 1024))
+    (if (i32.and (i32.eqz (i32.load8_u (i32.const 1024)))
+                 (i32.eq (i32.load8_u (i32.const 1028)) (i32.const 1)))
+      (then
+        (i32.store8 (i32.const 516) (i32.const 1))
+        (i32.store (i32.const 520) (i32.const 3100))
+        (i32.store (i32.const 524) (i32.const 10))
+        (return (i32.const 512))))
+    (call $session_put (i32.const 3000) (i32.const 1) (i32.const 1) (i32.const 3001) (i32.const 1) (i32.const 1100))
+    {trap}"#
+    );
+    crate::guests::Guest {
+        prelude: Box::leak(prelude.into_boxed_str()),
+        fields: GUEST_DATA,
+        answer: crate::guests::Verdict::Allow,
+        context: None,
+    }
+}
+
+/// A component reaches its state only through the WIT's imports, and only
+/// its own in this session: what it keeps is there at its next call in the
+/// session and not in another; in a call without a session id the write is
+/// refused to it (and it still decides); a guest that traps after writing
+/// keeps nothing (its next call traps again rather than remembering).
+#[test]
+fn a_component_keeps_state_through_the_wit_only_when_it_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let fx = Fixture::new();
+    let path = remembering(false).write_keeping(dir.path(), "remembers");
+    fx.workspace_hooks(json!([{"name": "remembers", "wasm": path}]));
+    let s = session("wasm");
+    assert_eq!(check(&fx, Some(&s))["decision"], "allow");
+    let second = check(&fx, Some(&s));
+    assert_eq!(second["reason"], "remembered", "{second}");
+    assert_eq!(check(&fx, Some(&session("other")))["decision"], "allow");
+    let sessionless = check(&fx, None);
+    assert_eq!(
+        sessionless["decision"], "allow",
+        "the refused write is not a failure: {sessionless}"
+    );
+    assert_eq!(
+        check(&fx, None)["decision"],
+        "allow",
+        "and nothing was kept"
+    );
+
+    let fx = Fixture::new();
+    let path = remembering(true).write_keeping(dir.path(), "traps");
+    fx.workspace_hooks(json!([{"name": "traps", "wasm": path}]));
+    let s = session("trap");
+    for call in 0..2 {
+        let out = check(&fx, Some(&s));
+        assert_eq!(out["decision"], "deny", "{call}: {out}");
+        assert_eq!(
+            out["runs"][0]["failure"]["kind"], "trap",
+            "{call}: nothing kept: {out}"
+        );
+    }
+}
+
+/// A component that writes past the bound hears why at once, from the
+/// import, and decides with it (here: denies with the host's words).
+#[test]
+fn a_components_write_past_the_bound_is_refused_to_it_by_the_import() {
+    let prelude = r#"(call $session_put (i32.const 3002) (i32.const 1) (i32.const 1) (i32.const 8192) (i32.const 17408) (i32.const 1100))
+    (if (i32.eq (i32.load8_u (i32.const 1100)) (i32.const 1))
+      (then
+        (i32.store8 (i32.const 516) (i32.const 1))
+        (i32.store (i32.const 520) (i32.load (i32.const 1104)))
+        (i32.store (i32.const 524) (i32.load (i32.const 1108)))
+        (return (i32.const 512))))"#;
+    let guest = crate::guests::Guest {
+        prelude,
+        fields: GUEST_DATA,
+        answer: crate::guests::Verdict::Allow,
+        context: None,
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let fx = Fixture::new();
+    let path = guest.write_keeping(dir.path(), "hoarder");
+    fx.workspace_hooks(json!([{"name": "hoarder", "wasm": path}]));
+    let out = check(&fx, Some(&session("hoard")));
+    assert_eq!(out["decision"], "deny", "{out}");
+    let reason = out["reason"].as_str().unwrap();
+    assert!(reason.contains("16384"), "{reason}");
+}

@@ -258,7 +258,11 @@ fn live_codex_a_wasm_guard_and_toolgates_own_failure_block_the_call() {
 fn live_codex_the_standard_taint_guard_refuses_egress_after_a_secret_read() {
     let fx = Fixture::new();
     fx.workspace_hooks(json!([{"name": "taint", "use": "toolgate:taint"}]));
-    std::fs::write(fx.workspace().join(".env"), "DATABASE_URL=postgres://db/app\n").unwrap();
+    std::fs::write(
+        fx.workspace().join(".env"),
+        "DATABASE_URL=postgres://db/app\n",
+    )
+    .unwrap();
     let mock = codex(
         &fx,
         &[
@@ -270,7 +274,11 @@ fn live_codex_the_standard_taint_guard_refuses_egress_after_a_secret_read() {
     let mut outputs = mock.function_outputs();
     outputs.dedup();
     assert_eq!(outputs.len(), 2, "{outputs:#?}");
-    assert!(outputs[0].contains("DATABASE_URL"), "the read ran: {}", outputs[0]);
+    assert!(
+        outputs[0].contains("DATABASE_URL"),
+        "the read ran: {}",
+        outputs[0]
+    );
     assert!(outputs[1].contains("[tainted-egress]"), "{}", outputs[1]);
     assert!(outputs[1].contains(".env"), "{}", outputs[1]);
     assert!(!fx.workspace().join("sent.txt").exists());
