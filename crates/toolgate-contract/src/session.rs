@@ -134,14 +134,26 @@ pub fn check_write(
     apply(state, &changes).map(drop)
 }
 
+/// Why a hook's read found nothing it can rely on.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum StateReadError {
+    /// The store could not be read.
+    #[error("the session store is unavailable: {0}")]
+    Unavailable(String),
+}
+
 /// What a read finds: this call's own writes first, then what was kept.
-pub fn read(kept: Kept<'_>, changes: &StateChanges, key: &str) -> Result<Option<String>, String> {
+pub fn read(
+    kept: Kept<'_>,
+    changes: &StateChanges,
+    key: &str,
+) -> Result<Option<String>, StateReadError> {
     if let Some(written) = changes.get(key) {
         return Ok(written.clone());
     }
     match kept {
         Kept::NoSession => Ok(None),
-        Kept::Unavailable(why) => Err(format!("the session store is unavailable: {why}")),
+        Kept::Unavailable(why) => Err(StateReadError::Unavailable(why.to_owned())),
         Kept::State(state) => Ok(state.get(key).cloned()),
     }
 }
@@ -189,6 +201,9 @@ mod tests {
             check_write(Kept::NoSession, &StateChanges::new(), "a", Some("1")),
             Err(StateWriteError::NoSession)
         );
-        assert!(read(Kept::Unavailable("damaged"), &StateChanges::new(), "a").is_err());
+        assert_eq!(
+            read(Kept::Unavailable("damaged"), &StateChanges::new(), "a"),
+            Err(StateReadError::Unavailable("damaged".into()))
+        );
     }
 }

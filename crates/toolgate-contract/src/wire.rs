@@ -228,7 +228,7 @@ pub fn decode_answer(stdout: &[u8]) -> Result<Verdict, HookFailure> {
 /// why the field is unusable; the binding then keeps nothing and fails the
 /// hook, since a guard that meant to remember and could not must not be
 /// taken as having decided.
-pub fn decode_state(stdout: &[u8]) -> Result<StateChanges, String> {
+pub fn decode_state(stdout: &[u8]) -> Result<StateChanges, DecodeStateError> {
     // Most answers keep nothing: skip the second parse.
     if !stdout.windows(7).any(|w| w == b"\"state\"") {
         return Ok(StateChanges::new());
@@ -243,17 +243,33 @@ pub fn decode_state(stdout: &[u8]) -> Result<StateChanges, String> {
             .map(|(key, value)| match value {
                 Value::String(v) => Ok((key, Some(v))),
                 Value::Null => Ok((key, None)),
-                other => Err(format!(
-                    "`state.{key}` must be a string or null, got {}",
-                    crate::text::excerpt(&other.to_string(), 60)
-                )),
+                other => Err(DecodeStateError::NotAString {
+                    got: crate::text::excerpt(&other.to_string(), 60),
+                    key,
+                }),
             })
             .collect(),
-        Some(other) => Err(format!(
-            "`state` must be an object of strings, got {}",
-            crate::text::excerpt(&other.to_string(), 60)
-        )),
+        Some(other) => Err(DecodeStateError::NotAnObject(crate::text::excerpt(
+            &other.to_string(),
+            60,
+        ))),
     }
+}
+
+/// Why an answer's `"state"` cannot be kept as written.
+#[derive(Debug, thiserror::Error)]
+pub enum DecodeStateError {
+    /// `state` is not an object.
+    #[error("`state` must be an object of strings, got {0}")]
+    NotAnObject(String),
+    /// One of its values is neither a string nor null.
+    #[error("`state.{key}` must be a string or null, got {got}")]
+    NotAString {
+        /// The key.
+        key: String,
+        /// An excerpt of what it held.
+        got: String,
+    },
 }
 
 /// The failure for output that is not a usable decision.

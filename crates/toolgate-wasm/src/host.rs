@@ -113,7 +113,7 @@ impl crate::wit::bindings::HookImports for HostState {
     }
 
     fn session_get(&mut self, key: String) -> Result<Option<String>, String> {
-        session::read(self.kept.view(), &self.state_writes, &key)
+        session::read(self.kept.view(), &self.state_writes, &key).map_err(|e| e.to_string())
     }
 
     fn session_put(&mut self, key: String, value: Option<String>) -> Result<(), String> {

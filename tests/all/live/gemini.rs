@@ -273,16 +273,23 @@ fn live_gemini_each_answer_before_and_after_the_call() {
 /// is refused by `toolgate:paths` (not `.env`: Gemini CLI 0.61 refuses that
 /// itself, before any hook, as "Path not in workspace"), a `web_fetch` whose prompt names a host off
 /// the allowlist by `toolgate:egress`; the model reads each guard's class.
-#[test]
-fn live_gemini_the_standard_paths_and_egress_guards_refuse_its_own_tools() {
+/// A workspace with `hooks` and a private key, `deploy.pem`, in `sub/`
+/// (where Gemini CLI runs in these tests), which it returns.
+fn with_a_key(hooks: Value) -> (Fixture, PathBuf) {
     let fx = Fixture::new();
-    fx.workspace_hooks(json!([
-        {"name": "paths", "use": "toolgate:paths"},
-        {"name": "egress", "use": "toolgate:egress"}
-    ]));
+    fx.workspace_hooks(hooks);
     let sub = fx.workspace().join("sub");
     std::fs::create_dir_all(&sub).unwrap();
     std::fs::write(sub.join("deploy.pem"), "hunter2\n").unwrap();
+    (fx, sub)
+}
+
+#[test]
+fn live_gemini_the_standard_paths_and_egress_guards_refuse_its_own_tools() {
+    let (fx, _) = with_a_key(json!([
+        {"name": "paths", "use": "toolgate:paths"},
+        {"name": "egress", "use": "toolgate:egress"}
+    ]));
     let handler = json!({"type": "command", "command": toolgate_gemini()});
     let run = gemini(
         &fx,
@@ -321,11 +328,7 @@ fn live_gemini_the_standard_paths_and_egress_guards_refuse_its_own_tools() {
 /// the `session_id` Gemini CLI sends.
 #[test]
 fn live_gemini_the_standard_taint_guard_refuses_egress_after_a_secret_read() {
-    let fx = Fixture::new();
-    fx.workspace_hooks(json!([{"name": "taint", "use": "toolgate:taint"}]));
-    let sub = fx.workspace().join("sub");
-    std::fs::create_dir_all(&sub).unwrap();
-    std::fs::write(sub.join("deploy.pem"), "hunter2\n").unwrap();
+    let (fx, sub) = with_a_key(json!([{"name": "taint", "use": "toolgate:taint"}]));
     let handler = json!({"type": "command", "command": toolgate_gemini()});
     let run = gemini(
         &fx,

@@ -165,7 +165,11 @@ impl Decider for CommandHook {
                 if answer.is_ok() && self.protocol == Inward::Toolgate {
                     match wire::decode_state(&exited.stdout) {
                         Ok(changes) => state = changes,
-                        Err(detail) => answer = Err(HookFailure::NotADecision { detail }),
+                        Err(e) => {
+                            answer = Err(HookFailure::NotADecision {
+                                detail: e.to_string(),
+                            });
+                        }
                     }
                 }
                 (answer, read.note.map(|t| sanitize(&t)))
