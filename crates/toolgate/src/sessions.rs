@@ -307,7 +307,8 @@ impl FileStore {
             .collect();
         files.sort();
         let now = SystemTime::now();
-        let excess = files.len().saturating_sub(MAX_SESSIONS);
+        // Room for the one about to be made.
+        let excess = (files.len() + 1).saturating_sub(MAX_SESSIONS);
         for (i, (modified, path)) in files.iter().enumerate() {
             let expired = now
                 .duration_since(*modified)
