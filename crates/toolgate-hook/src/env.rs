@@ -27,9 +27,15 @@ pub fn global_dir() -> Option<PathBuf> {
 /// holds trust (see `toolgate::trust`). The lean client names it to a
 /// server (which must hold the same); the full binary opens it.
 pub fn trust_dir() -> Option<PathBuf> {
+    state_dir().map(|d| d.join("trust"))
+}
+
+/// toolgate's own state directory: `$XDG_STATE_HOME/toolgate`, else
+/// `$HOME/.local/state/toolgate`.
+fn state_dir() -> Option<PathBuf> {
     dir("XDG_STATE_HOME")
-        .map(|d| d.join("toolgate").join("trust"))
-        .or_else(|| dir("HOME").map(|h| h.join(".local/state/toolgate/trust")))
+        .or_else(|| dir("HOME").map(|h| h.join(".local/state")))
+        .map(|d| d.join("toolgate"))
 }
 
 /// Where one-shot runs keep hooks' session state
@@ -38,9 +44,7 @@ pub fn trust_dir() -> Option<PathBuf> {
 /// for the trust store's reason: a guard's memory lives only in the user's
 /// own state directory.
 pub fn sessions_dir() -> Option<PathBuf> {
-    dir("XDG_STATE_HOME")
-        .map(|d| d.join("toolgate").join("sessions"))
-        .or_else(|| dir("HOME").map(|h| h.join(".local/state/toolgate/sessions")))
+    state_dir().map(|d| d.join("sessions"))
 }
 
 /// Where `toolgate serve` listens and the other commands look for it:
