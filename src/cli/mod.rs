@@ -80,6 +80,7 @@ mod hooks;
 mod import;
 mod install;
 mod log;
+mod mcp;
 mod new;
 mod push;
 mod replay;
@@ -154,6 +155,7 @@ enum Command {
     Log(log::Args),
     Trust(trust::Args),
     Serve(serve::Args),
+    Mcp(mcp::Args),
     Push(push::Args),
 }
 
@@ -178,6 +180,7 @@ pub(crate) fn main() -> ExitCode {
         Command::Log(args) => log::run(args),
         Command::Trust(args) => trust::run(args),
         Command::Serve(args) => serve::run(args),
+        Command::Mcp(args) => mcp::run(args),
         Command::Push(args) => push::run(args),
         Command::Agent(agent) => return agent::run(agent.args, agent.dialect),
     };

@@ -7,6 +7,8 @@ set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=versions.env
 . "$HERE/versions.env"
+# shellcheck source=mcp-versions.env
+. "$HERE/mcp-versions.env"
 CACHE=${TOOLGATE_AGENT_CACHE:-$HERE/.cache}
 mkdir -p "$CACHE"
 # VAR npm-package bin
@@ -18,6 +20,9 @@ GEMINI_CLI_VERSION @google/gemini-cli gemini
 QWEN_CODE_VERSION @qwen-code/qwen-code qwen
 COPILOT_VERSION @github/copilot copilot
 OPENCODE_VERSION opencode-ai opencode
+MCP_EVERYTHING_VERSION @modelcontextprotocol/server-everything mcp-server-everything
+MCP_FILESYSTEM_VERSION @modelcontextprotocol/server-filesystem mcp-server-filesystem
+MCP_INSPECTOR_VERSION @modelcontextprotocol/inspector mcp-inspector
 "
 if ! command -v npm >/dev/null; then
   # Debian's nodejs/npm, as sdk/guest-build.sh installs them for the JS guest.
@@ -29,8 +34,12 @@ fi
 # unpacks its program (~235 MB) on first run into COPILOT_PKG_CACHE_HOME,
 # here the prefix, where the live tests point it too.
 version_of() {
-  local prefix=$1 bin=$2
-  if [ "$bin" = copilot ]; then
+  local prefix=$1 bin=$2 package=${3:-}
+  if [ "${bin#mcp-}" != "$bin" ]; then
+    # An MCP server has no --version (it would start serving): its
+    # package.json says which release is installed.
+    node -p "require('$prefix/node_modules/$package/package.json').version"
+  elif [ "$bin" = copilot ]; then
     HOME="$prefix/home" COPILOT_PKG_CACHE_HOME="$prefix/pkg-cache" COPILOT_OFFLINE=true \
       COPILOT_AUTO_UPDATE=false "$prefix/node_modules/.bin/$bin" --version
   else
@@ -41,7 +50,7 @@ echo "$AGENTS" | while read -r var package bin; do
   [ -n "$var" ] || continue
   version=${!var}
   prefix="$CACHE/$var-$version"
-  if [ -f "$prefix/installed" ] && version_of "$prefix" "$bin" >/dev/null 2>&1; then
+  if [ -f "$prefix/installed" ] && version_of "$prefix" "$bin" "$package" >/dev/null 2>&1; then
     echo "agents: $package@$version already in $prefix"
     continue
   fi
@@ -55,6 +64,6 @@ echo "$AGENTS" | while read -r var package bin; do
   if [ "$bin" = claude ] && ! "$prefix/node_modules/.bin/claude" --version >/dev/null 2>&1; then
     (cd "$prefix/node_modules/@anthropic-ai/claude-code" && node install.cjs)
   fi
-  version_of "$prefix" "$bin"
+  version_of "$prefix" "$bin" "$package"
   touch "$prefix/installed"
 done

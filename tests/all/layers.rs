@@ -461,6 +461,7 @@ const CRATES: &[(&str, &[&str])] = &[
     ),
     ("toolgate-bench", &["toolgate", "toolgate-guards"]),
     ("toolgate-server", &["toolgate", "toolgate-hook"]),
+    ("toolgate-mcp", &["toolgate"]),
     ("toolgate-mentra", &["toolgate"]),
     (
         "toolgate-cli",
@@ -468,6 +469,7 @@ const CRATES: &[(&str, &[&str])] = &[
             "toolgate",
             "toolgate-bench",
             "toolgate-hook",
+            "toolgate-mcp",
             "toolgate-server",
         ],
     ),
@@ -664,6 +666,7 @@ fn the_crate_graph_check_names_an_upward_edge_a_sibling_edge_and_an_unplaced_cra
         {"name": "toolgate", "dependencies": [dep("toolgate-contract", None), dep("toolgate-cli", Some("dev"))]},
         {"name": "toolgate-bench", "dependencies": [dep("toolgate", None)]},
         {"name": "toolgate-server", "dependencies": [dep("toolgate", None)]},
+        {"name": "toolgate-mcp", "dependencies": [dep("toolgate", None)]},
         {"name": "toolgate-mentra", "dependencies": [dep("toolgate", None), dep("toolgate-bench", None)]},
         {"name": "toolgate-cli", "dependencies": [dep("toolgate", None), dep("toolgate-bench", None)]},
         {"name": "toolgate-extra", "dependencies": []},

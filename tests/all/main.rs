@@ -30,6 +30,7 @@ mod interceptor;
 mod layers;
 mod live;
 mod managed;
+mod mcp;
 mod metrics;
 mod mock_model;
 mod oci;

@@ -17,15 +17,19 @@ use serde_json::{Value, json};
 use std::path::PathBuf;
 use toolgate::agent::AgentHook as _;
 
-/// The version of an agent pinned in tests/agents/versions.env under `var`.
+/// The version pinned under `var` in tests/agents/versions.env (the
+/// agents) or tests/agents/mcp-versions.env (the MCP servers and client).
 pub(crate) fn pinned(var: &str) -> String {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/agents/versions.env");
-    let text = std::fs::read_to_string(&path).unwrap();
-    text.lines()
-        .find_map(|line| line.strip_prefix(var)?.strip_prefix('='))
-        .unwrap_or_else(|| panic!("{} pins no {var}", path.display()))
-        .trim()
-        .to_owned()
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/agents");
+    ["versions.env", "mcp-versions.env"]
+        .iter()
+        .find_map(|file| {
+            let text = std::fs::read_to_string(dir.join(file)).unwrap();
+            text.lines()
+                .find_map(|line| line.strip_prefix(var)?.strip_prefix('='))
+                .map(|v| v.trim().to_owned())
+        })
+        .unwrap_or_else(|| panic!("{} pins no {var}", dir.display()))
 }
 
 /// The agent CLI `bin` pinned under `var`, as tests/agents/install.sh

@@ -1,0 +1,515 @@
+//! What the proxy does to one message, whatever carried it.
+//!
+//! The judge sees each JSON-RPC message once, in the order its side sent
+//! it, and says where it goes. It acts on four things only; everything else
+//! is forwarded as the bytes that arrived:
+//!
+//! - a client's `tools/call` request: the pre chain, as `mcp__<server>__<tool>`
+//!   with the call's `arguments` as its input;
+//! - the server's answer to one: the post chain over its `content` and
+//!   `structuredContent`;
+//! - the server's answer to `initialize`: the `tasks.requests.tools`
+//!   capability is withdrawn (see below);
+//! - a client request whose id is already in flight: refused.
+//!
+//! # Closed world: every request id in flight is known
+//!
+//! A server's answer is matched to its `tools/call` by id alone, so an id
+//! that could mean two requests is a bypass: a client sends `tools/call`
+//! id 5 and then `ping` id 5; the server answers the ping first, that
+//! answer is taken for the call's (and judged), and the call's real answer
+//! arrives second, unjudged. So every client request in flight is kept,
+//! whatever its method, and a request that reuses one of their ids is
+//! answered with an error and never forwarded. An answer from the server
+//! with an id that is not in flight (a duplicate, a guess, one for a call
+//! the proxy answered itself) is dropped: nobody is waiting for it, and a
+//! client that matched it to something would read an unjudged result.
+//! A request the client cancelled keeps its id until the server answers
+//! it (that late answer is dropped too): servers may ignore a
+//! cancellation, and an id freed at once would pair the cancelled call's
+//! late result with the next request that reuses it.
+//!
+//! # Task-augmented calls are refused
+//!
+//! Since MCP 2025-11-25 a client may ask for a `tools/call` to run as a
+//! task: the answer is then a task handle, and the tool's output arrives
+//! later in answer to `tasks/result`, a request the post chain would have
+//! to follow through `tasks/get` and friends. Until it does, a
+//! `tools/call` with `task` is refused (the client is told why), and the
+//! server's `initialize` answer no longer offers task-augmented tool calls,
+//! so a conforming client does not try.
+//!
+//! # Batches are split
+//!
+//! JSON-RPC batches were part of MCP 2025-03-26 only. A batch is taken apart
+//! and each message judged on its own; the answers go back one per line,
+//! which every SDK's reader accepts.
+
+use serde_json::{Map, Value, json};
+use std::collections::HashMap;
+use std::sync::Mutex;
+use toolgate::contract::{Decision, ToolResult};
+use toolgate::{HookRunner, Request};
+
+/// JSON-RPC's codes for what the proxy refuses itself.
+const PARSE_ERROR: i64 = -32700;
+const INVALID_REQUEST: i64 = -32600;
+const INVALID_PARAMS: i64 = -32602;
+/// A server-defined code (JSON-RPC reserves -32000..-32099 for them): the
+/// call could not be judged, so it was not made or its result is withheld.
+const NOT_JUDGED: i64 = -32001;
+
+/// Where one message goes, as bytes ready to write (no newline).
+#[derive(Debug, PartialEq)]
+pub(crate) enum Route {
+    ToServer(Vec<u8>),
+    ToClient(Vec<u8>),
+}
+
+/// What a client request in flight was, so its answer is handled.
+#[derive(Debug)]
+enum InFlight {
+    Initialize,
+    ToolCall {
+        tool: String,
+        input: Value,
+    },
+    Other,
+    /// The client cancelled it: the server's late answer, if any, is
+    /// dropped, and the id stays taken until then (see the module doc).
+    Cancelled,
+}
+
+pub(crate) struct Judge {
+    server: String,
+    runner: HookRunner,
+    session_id: String,
+    cwd: Option<String>,
+    in_flight: Mutex<HashMap<String, InFlight>>,
+}
+
+impl Judge {
+    pub(crate) fn new(
+        server: String,
+        runner: HookRunner,
+        session_id: String,
+        cwd: Option<String>,
+    ) -> Self {
+        Judge {
+            server,
+            runner,
+            session_id,
+            cwd,
+            in_flight: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn in_flight(&self) -> std::sync::MutexGuard<'_, HashMap<String, InFlight>> {
+        // A panic while holding the map cannot leave it half-written (each
+        // use is one insert or remove), so a poisoned lock is still sound.
+        self.in_flight
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The tool name hooks see: Claude Code's, so its matchers work as is.
+    pub(crate) fn tool_name(&self, tool: &str) -> String {
+        format!("mcp__{}__{tool}", self.server)
+    }
+
+    /// One line from the client.
+    pub(crate) async fn on_client(&self, line: &[u8]) -> Vec<Route> {
+        let message: Value = match serde_json::from_slice(line) {
+            Ok(message) => message,
+            Err(e) => {
+                return vec![Route::ToClient(error(
+                    &Value::Null,
+                    PARSE_ERROR,
+                    &format!("toolgate: not JSON-RPC ({e}); not forwarded"),
+                ))];
+            }
+        };
+        match message {
+            Value::Array(batch) => {
+                let mut routes = Vec::new();
+                for message in batch {
+                    let bytes = encode(&message);
+                    routes.extend(self.client_message(message, bytes).await);
+                }
+                routes
+            }
+            message => self.client_message(message, line.to_vec()).await,
+        }
+    }
+
+    async fn client_message(&self, message: Value, bytes: Vec<u8>) -> Vec<Route> {
+        let Value::Object(object) = &message else {
+            return vec![Route::ToClient(error(
+                &Value::Null,
+                INVALID_REQUEST,
+                "toolgate: a JSON-RPC message is an object; not forwarded",
+            ))];
+        };
+        let method = object.get("method").and_then(Value::as_str);
+        let id = object.get("id").filter(|id| !id.is_null());
+        match (method, id) {
+            // A request.
+            (Some(method), Some(id)) => {
+                let key = id_key(id);
+                if self.in_flight().contains_key(&key) {
+                    return vec![Route::ToClient(error(
+                        id,
+                        INVALID_REQUEST,
+                        &format!(
+                            "toolgate: request id {key} is already in flight; \
+                             a reused id could pair a tool's result with the wrong \
+                             request, so this one is not forwarded"
+                        ),
+                    ))];
+                }
+                match method {
+                    "tools/call" => self.tool_call(id, object, bytes).await,
+                    "initialize" => {
+                        self.in_flight().insert(key, InFlight::Initialize);
+                        vec![Route::ToServer(bytes)]
+                    }
+                    _ => {
+                        self.in_flight().insert(key, InFlight::Other);
+                        vec![Route::ToServer(bytes)]
+                    }
+                }
+            }
+            // A cancelled request's late answer is nobody's: it is dropped
+            // when it comes, and its id is not free before.
+            (Some("notifications/cancelled"), None) => {
+                if let Some(request) = object
+                    .get("params")
+                    .and_then(|p| p.get("requestId"))
+                    .filter(|id| !id.is_null())
+                    && let Some(asked) = self.in_flight().get_mut(&id_key(request))
+                {
+                    *asked = InFlight::Cancelled;
+                }
+                vec![Route::ToServer(bytes)]
+            }
+            // Other notifications, and the client's answers to the server's
+            // own requests (sampling, elicitation, roots, ping).
+            _ => vec![Route::ToServer(bytes)],
+        }
+    }
+
+    async fn tool_call(
+        &self,
+        id: &Value,
+        object: &Map<String, Value>,
+        bytes: Vec<u8>,
+    ) -> Vec<Route> {
+        let params = object.get("params");
+        let Some(tool) = params.and_then(|p| p.get("name")).and_then(Value::as_str) else {
+            return vec![Route::ToClient(error(
+                id,
+                INVALID_PARAMS,
+                "toolgate: tools/call without a tool name cannot be judged; not forwarded",
+            ))];
+        };
+        if params.is_some_and(|p| p.get("task").is_some()) {
+            return vec![Route::ToClient(error(
+                id,
+                INVALID_PARAMS,
+                "toolgate: a task-augmented tools/call is not proxied (its result \
+                 would arrive through tasks/result, which the guard does not judge \
+                 yet); call the tool without `task`",
+            ))];
+        }
+        let input = match params.and_then(|p| p.get("arguments")) {
+            None | Some(Value::Null) => Value::Object(Map::new()),
+            Some(arguments @ Value::Object(_)) => arguments.clone(),
+            Some(_) => {
+                return vec![Route::ToClient(error(
+                    id,
+                    INVALID_PARAMS,
+                    "toolgate: tools/call arguments must be an object; not forwarded",
+                ))];
+            }
+        };
+        let name = self.tool_name(tool);
+        let outcome = self
+            .runner
+            .pre_tool_use(&self.request(&name, input.clone()))
+            .await;
+        match outcome.decision {
+            Decision::Allow => {
+                self.in_flight()
+                    .insert(id_key(id), InFlight::ToolCall { tool: name, input });
+                vec![Route::ToServer(bytes)]
+            }
+            Decision::Modify { input } => {
+                let mut rewritten = object.clone();
+                if let Some(Value::Object(params)) = rewritten.get_mut("params") {
+                    params.insert("arguments".into(), input.clone());
+                }
+                self.in_flight()
+                    .insert(id_key(id), InFlight::ToolCall { tool: name, input });
+                vec![Route::ToServer(encode(&Value::Object(rewritten)))]
+            }
+            Decision::Deny { reason } => {
+                let shown = ToolResult::error(format!("toolgate: call blocked: {reason}"));
+                vec![Route::ToClient(result(
+                    id,
+                    call_result(&Map::new(), &shown),
+                ))]
+            }
+            Decision::Replace { result: replaced } => {
+                // `shown` is the replacement after the post chain.
+                let shown = outcome.shown.unwrap_or(replaced);
+                vec![Route::ToClient(result(
+                    id,
+                    call_result(&Map::new(), &shown),
+                ))]
+            }
+        }
+    }
+
+    /// One line from the server.
+    pub(crate) async fn on_server(&self, line: &[u8]) -> Vec<Route> {
+        let message: Value = match serde_json::from_slice(line) {
+            Ok(message) => message,
+            Err(e) => {
+                return self.unreadable(&format!("a message that is not JSON ({e})"));
+            }
+        };
+        match message {
+            Value::Array(batch) => {
+                let mut routes = Vec::new();
+                for message in batch {
+                    let bytes = encode(&message);
+                    routes.extend(self.server_message(message, bytes).await);
+                }
+                routes
+            }
+            message => self.server_message(message, line.to_vec()).await,
+        }
+    }
+
+    async fn server_message(&self, message: Value, bytes: Vec<u8>) -> Vec<Route> {
+        let Value::Object(object) = message else {
+            return self.unreadable("a JSON-RPC message that is not an object");
+        };
+        let is_answer = object.get("method").is_none()
+            && (object.contains_key("result") || object.contains_key("error"));
+        let id = object.get("id").filter(|id| !id.is_null());
+        let (true, Some(id)) = (is_answer, id) else {
+            // The server's requests and notifications.
+            return vec![Route::ToClient(bytes)];
+        };
+        let Some(asked) = self.in_flight().remove(&id_key(id)) else {
+            tracing::warn!(id = %id_key(id), "the server answered a request that is not in flight; dropped");
+            return Vec::new();
+        };
+        match asked {
+            InFlight::Other => vec![Route::ToClient(bytes)],
+            InFlight::Cancelled => Vec::new(),
+            InFlight::Initialize => vec![Route::ToClient(initialized(object, bytes))],
+            InFlight::ToolCall { tool, input } => {
+                vec![Route::ToClient(
+                    self.judge_result(id, &object, tool, input, bytes).await,
+                )]
+            }
+        }
+    }
+
+    async fn judge_result(
+        &self,
+        id: &Value,
+        answer: &Map<String, Value>,
+        tool: String,
+        input: Value,
+        bytes: Vec<u8>,
+    ) -> Vec<u8> {
+        let (real, original) = match (answer.get("result"), answer.get("error")) {
+            (Some(Value::Object(result)), _) => (tool_result(result), result.clone()),
+            // A protocol error's text reaches the model too.
+            (_, Some(err)) => (ToolResult::error(json!({ "error": err })), Map::new()),
+            _ => {
+                return error(
+                    id,
+                    NOT_JUDGED,
+                    "toolgate: the server's answer to tools/call holds no result object; withheld",
+                );
+            }
+        };
+        let mut request = self.request(&tool, input);
+        request.event = toolgate::contract::Event::PostToolUse;
+        request.result = Some(real.clone());
+        let outcome = self.runner.post_tool_use(&request).await;
+        match outcome.shown {
+            Some(shown) if shown == real && matches!(outcome.decision, Decision::Allow) => bytes,
+            Some(shown) => result(id, call_result(&original, &shown)),
+            None => error(
+                id,
+                NOT_JUDGED,
+                "toolgate: the post chain showed nothing; withheld",
+            ),
+        }
+    }
+
+    /// The server sent something the proxy cannot read: whatever it was,
+    /// it may have been a tool's result, so every call in flight is answered
+    /// with an error rather than left to a result nobody judged.
+    fn unreadable(&self, what: &str) -> Vec<Route> {
+        tracing::warn!("the server sent {what}; dropped");
+        let calls: Vec<String> = self
+            .in_flight()
+            .iter()
+            .filter(|(_, asked)| matches!(asked, InFlight::ToolCall { .. }))
+            .map(|(key, _)| key.clone())
+            .collect();
+        let mut routes = Vec::new();
+        for key in calls {
+            self.in_flight().remove(&key);
+            let id: Value = serde_json::from_str(&key).unwrap_or(Value::Null);
+            routes.push(Route::ToClient(error(
+                &id,
+                NOT_JUDGED,
+                &format!(
+                    "toolgate: the server sent {what} while this call was in flight; \
+                     its result cannot be judged, so it is withheld"
+                ),
+            )));
+        }
+        routes
+    }
+
+    /// The client sent a line over the cap: it cannot be answered by id,
+    /// so it gets a parse error with a null id, as JSON-RPC says.
+    pub(crate) fn client_oversized(&self, bytes: usize, max: usize) -> Vec<Route> {
+        vec![Route::ToClient(error(
+            &Value::Null,
+            PARSE_ERROR,
+            &format!(
+                "toolgate: a message of {bytes} bytes is over the {max}-byte cap; not forwarded"
+            ),
+        ))]
+    }
+
+    /// The server sent a line over the cap.
+    pub(crate) fn server_oversized(&self, bytes: usize, max: usize) -> Vec<Route> {
+        self.unreadable(&format!(
+            "a message of {bytes} bytes, over the {max}-byte cap"
+        ))
+    }
+
+    /// The server is gone: every request in flight gets an error now,
+    /// instead of waiting for an answer that will not come.
+    pub(crate) fn server_gone(&self, why: &str) -> Vec<Route> {
+        let mut in_flight = self.in_flight();
+        in_flight
+            .drain()
+            .map(|(key, _)| {
+                let id: Value = serde_json::from_str(&key).unwrap_or(Value::Null);
+                Route::ToClient(error(&id, NOT_JUDGED, &format!("toolgate: {why}")))
+            })
+            .collect()
+    }
+
+    fn request(&self, tool: &str, input: Value) -> Request {
+        let mut request = Request::pre(tool, input);
+        request.session_id = Some(self.session_id.clone());
+        request.cwd.clone_from(&self.cwd);
+        request
+    }
+}
+
+/// An id as a map key: its JSON text, so `1` and `"1"` stay apart.
+fn id_key(id: &Value) -> String {
+    id.to_string()
+}
+
+fn encode(message: &Value) -> Vec<u8> {
+    // Serialising a `Value` cannot fail (its keys are strings).
+    serde_json::to_vec(message).unwrap_or_default()
+}
+
+fn error(id: &Value, code: i64, message: &str) -> Vec<u8> {
+    encode(&json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "error": { "code": code, "message": message },
+    }))
+}
+
+fn result(id: &Value, result: Map<String, Value>) -> Vec<u8> {
+    encode(&json!({ "jsonrpc": "2.0", "id": id, "result": result }))
+}
+
+/// What hooks see of a `CallToolResult`: its `content` and, when the
+/// tool gave one, its `structuredContent`; `isError` is the result's
+/// error flag. `_meta` and unknown fields are kept for the client but not
+/// shown to hooks.
+pub(crate) fn tool_result(result: &Map<String, Value>) -> ToolResult {
+    let mut output = Map::new();
+    output.insert(
+        "content".into(),
+        result
+            .get("content")
+            .cloned()
+            .unwrap_or(Value::Array(Vec::new())),
+    );
+    if let Some(structured) = result.get("structuredContent") {
+        output.insert("structuredContent".into(), structured.clone());
+    }
+    ToolResult {
+        output: Value::Object(output),
+        is_error: result.get("isError").and_then(Value::as_bool) == Some(true),
+    }
+}
+
+/// A `CallToolResult` showing `shown`, keeping the original's other fields.
+/// An output in the shape hooks were shown (`content`, optionally
+/// `structuredContent`) is used as is; any other output is shown as text,
+/// so a hook may answer a plain string.
+pub(crate) fn call_result(original: &Map<String, Value>, shown: &ToolResult) -> Map<String, Value> {
+    let mut result = original.clone();
+    result.remove("structuredContent");
+    match &shown.output {
+        Value::Object(output) if output.get("content").is_some_and(Value::is_array) => {
+            result.insert("content".into(), output["content"].clone());
+            if let Some(structured) = output.get("structuredContent") {
+                result.insert("structuredContent".into(), structured.clone());
+            }
+        }
+        Value::String(text) => {
+            result.insert("content".into(), json!([{ "type": "text", "text": text }]));
+        }
+        other => {
+            result.insert(
+                "content".into(),
+                json!([{ "type": "text", "text": other.to_string() }]),
+            );
+        }
+    }
+    if shown.is_error {
+        result.insert("isError".into(), Value::Bool(true));
+    } else {
+        result.remove("isError");
+    }
+    result
+}
+
+/// The server's `initialize` answer, without task-augmented tool calls
+/// (see the module doc). Unchanged bytes when it offered none.
+fn initialized(mut answer: Map<String, Value>, bytes: Vec<u8>) -> Vec<u8> {
+    let removed = answer
+        .get_mut("result")
+        .and_then(|r| r.get_mut("capabilities"))
+        .and_then(|c| c.get_mut("tasks"))
+        .and_then(|t| t.get_mut("requests"))
+        .and_then(Value::as_object_mut)
+        .and_then(|requests| requests.remove("tools"))
+        .is_some();
+    if removed {
+        encode(&Value::Object(answer))
+    } else {
+        bytes
+    }
+}

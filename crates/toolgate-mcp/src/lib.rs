@@ -1,0 +1,145 @@
+//! `toolgate mcp`: a proxy between an MCP client and one MCP server that
+//! takes every `tools/call` through the chain.
+//!
+//! Many MCP clients have no hooks at all, and the agents that do cover
+//! MCP tools unevenly. A proxy in the MCP path guards them all with the
+//! chain that guards the agents' built-in tools: a call is a `pre_tool_use`
+//! named `mcp__<server>__<tool>` (Claude Code's naming, so existing matchers
+//! and guards apply unchanged), its result a `post_tool_use`.
+//!
+//! # Why a pass-through, not the official SDK
+//!
+//! `rmcp` models MCP's messages as Rust types: a proxy built on it would
+//! re-encode every message through them, and whatever those types do not
+//! know (a field, a method or a capability newer than the SDK, a server's
+//! own extension) would be dropped or refused. A guard must not be the
+//! reason a client and server stop understanding each other. So the proxy
+//! reads each line as plain JSON, acts on the few messages it judges
+//! (`judge` says which), and forwards every other one as the bytes that
+//! arrived: ids, notifications, progress, cancellation, resources,
+//! prompts, sampling and elicitation, unknown methods and protocol version
+//! negotiation reach the other side exactly as sent.
+//!
+//! # Fail closed
+//!
+//! A call is forwarded only after the chain let it through, and its result
+//! reaches the client only after the post chain judged it. What the proxy
+//! cannot judge (a call with no tool name, a reused request id, a result
+//! it cannot read, a server that died with calls in flight) is answered
+//! with an error; it never goes through unjudged.
+
+mod judge;
+mod stdio;
+
+use std::ffi::OsString;
+use toolgate::HookRunner;
+
+/// The largest message either side may send, by default: 16 MiB (a tool's
+/// result can carry an image or a file).
+pub const DEFAULT_MAX_MESSAGE: usize = 16 * 1024 * 1024;
+
+/// One proxied server.
+#[derive(Debug)]
+pub struct Proxy {
+    server: String,
+    runner: HookRunner,
+    session_id: String,
+    cwd: Option<String>,
+    max_message: usize,
+}
+
+impl Proxy {
+    /// A proxy for the server called `server` (the `<server>` in
+    /// `mcp__<server>__<tool>`), judging with `runner`.
+    ///
+    /// # Errors
+    ///
+    /// [`McpError::ServerName`] unless `server` is one or more ASCII
+    /// letters, digits, `_` or `-` (Claude Code's rule for server names),
+    /// so no server name can make a tool name another server's.
+    pub fn new(server: impl Into<String>, runner: HookRunner) -> Result<Self, McpError> {
+        let server = server.into();
+        let valid = !server.is_empty()
+            && server
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+        if !valid {
+            return Err(McpError::ServerName { name: server });
+        }
+        Ok(Proxy {
+            session_id: format!("mcp-{server}-{}", std::process::id()),
+            server,
+            runner,
+            cwd: std::env::current_dir()
+                .ok()
+                .map(|dir| dir.to_string_lossy().into_owned()),
+            max_message: DEFAULT_MAX_MESSAGE,
+        })
+    }
+
+    /// The session id hooks see (session state is kept under it); by
+    /// default one per proxy process.
+    #[must_use]
+    pub fn session_id(mut self, id: impl Into<String>) -> Self {
+        self.session_id = id.into();
+        self
+    }
+
+    /// The largest message either side may send.
+    #[must_use]
+    pub fn max_message(mut self, bytes: usize) -> Self {
+        self.max_message = bytes;
+        self
+    }
+
+    fn judge(&self) -> judge::Judge {
+        judge::Judge::new(
+            self.server.clone(),
+            self.runner.clone(),
+            self.session_id.clone(),
+            self.cwd.clone(),
+        )
+    }
+
+    /// Proxies this process's stdin and stdout to the server `command`
+    /// starts, until either side ends; returns the exit code to end with
+    /// (the server's, when it ended first).
+    ///
+    /// # Errors
+    ///
+    /// [`McpError`] when the server cannot be started.
+    pub async fn run_stdio(self, command: &[OsString]) -> Result<i32, McpError> {
+        stdio::run(self, command).await
+    }
+}
+
+/// Why the proxy could not run.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum McpError {
+    /// The server name is not one a tool name can carry.
+    #[error(
+        "server name {name:?} must be ASCII letters, digits, `_` or `-` \
+         (it becomes part of every tool name: mcp__<server>__<tool>)"
+    )]
+    ServerName {
+        /// The name given.
+        name: String,
+    },
+    /// The proxy could not listen for the signals that end it (and its
+    /// server with it).
+    #[error("cannot handle signals")]
+    Signals(#[source] std::io::Error),
+    /// No command was given to start the server.
+    #[error("no server command: give it after `--`")]
+    NoServerCommand,
+    /// The server's command could not be started.
+    #[error("cannot start the MCP server `{program}`")]
+    StartServer {
+        /// The program.
+        program: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+}

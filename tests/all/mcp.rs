@@ -1,0 +1,833 @@
+//! `toolgate mcp`: the proxy between a real MCP client or a scripted one and
+//! the real reference servers (`@modelcontextprotocol/server-everything`,
+//! `server-filesystem`, pinned in tests/agents/mcp-versions.env), plus
+//! small Python servers for the faults a reference server does not commit.
+
+use crate::live::agent_bin;
+use crate::support::*;
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+fn everything() -> PathBuf {
+    agent_bin("MCP_EVERYTHING_VERSION", "mcp-server-everything")
+}
+
+fn filesystem() -> PathBuf {
+    agent_bin("MCP_FILESYSTEM_VERSION", "mcp-server-filesystem")
+}
+
+/// A scripted MCP client on a server's stdio: it answers the server's
+/// own requests (roots, sampling, elicitation) the way a client would, and
+/// keeps every line it read, raw, in order.
+struct Client {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: mpsc::Receiver<String>,
+    /// Every line read so far that was not the answer asked for.
+    others: Vec<String>,
+}
+
+const WAIT: Duration = Duration::from_secs(30);
+
+impl Client {
+    fn start(mut cmd: Command) -> Self {
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("the server starts");
+        let stdout = child.stdout.take().expect("piped");
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { return };
+                if tx.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        let stdin = child.stdin.take();
+        Client {
+            child,
+            stdin,
+            lines,
+            others: Vec::new(),
+        }
+    }
+
+    fn send_raw(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        stdin.write_all(line.as_bytes()).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    fn send(&mut self, message: &Value) {
+        self.send_raw(&message.to_string());
+    }
+
+    /// The next line, answering the server's requests on the way.
+    fn next_line(&mut self, within: Duration) -> Option<String> {
+        let line = self.lines.recv_timeout(within).ok()?;
+        let message: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+        if let (Some(method), Some(id)) = (message["method"].as_str(), message.get("id")) {
+            let result = match method {
+                "roots/list" => json!({"roots": [{"uri": "file:///tmp", "name": "tmp"}]}),
+                "sampling/createMessage" => json!({
+                    "role": "assistant", "model": "scripted",
+                    "content": {"type": "text", "text": "sampled-by-the-client"}
+                }),
+                "elicitation/create" => {
+                    json!({"action": "accept", "content": {"name": "elicited"}})
+                }
+                _ => json!({}),
+            };
+            self.send(&json!({"jsonrpc": "2.0", "id": id, "result": result}));
+        }
+        Some(line)
+    }
+
+    /// The raw answer to request `id`.
+    fn answer_raw(&mut self, id: &Value) -> String {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let line = self
+                .next_line(left)
+                .unwrap_or_else(|| panic!("no answer to request {id}; read: {:#?}", self.others));
+            let message: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+            if message.get("method").is_none() && message.get("id") == Some(id) {
+                return line;
+            }
+            self.others.push(line);
+        }
+    }
+
+    fn request(&mut self, id: Value, method: &str, params: Value) -> Value {
+        let raw = self.request_raw(id, method, params);
+        serde_json::from_str(&raw).unwrap()
+    }
+
+    fn request_raw(&mut self, id: Value, method: &str, params: Value) -> String {
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        self.answer_raw(&id)
+    }
+
+    fn call(&mut self, id: i64, tool: &str, arguments: Value) -> Value {
+        self.request(
+            json!(id),
+            "tools/call",
+            json!({"name": tool, "arguments": arguments}),
+        )["result"]
+            .clone()
+    }
+
+    /// `initialize` (with every client capability), then `initialized`;
+    /// the raw answer.
+    fn initialize(&mut self, version: &str) -> String {
+        let raw = self.request_raw(
+            json!(0),
+            "initialize",
+            json!({
+                "protocolVersion": version,
+                "capabilities": {"roots": {"listChanged": true}, "sampling": {}, "elicitation": {}},
+                "clientInfo": {"name": "toolgate-tests", "version": "1"}
+            }),
+        );
+        self.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        raw
+    }
+
+    /// Lines read within `within`.
+    fn drain(&mut self, within: Duration) -> Vec<String> {
+        let deadline = Instant::now() + within;
+        let mut lines = Vec::new();
+        while let Some(line) = self.next_line(deadline.saturating_duration_since(Instant::now())) {
+            lines.push(line);
+        }
+        lines
+    }
+
+    /// Closes stdin and waits for the process to end.
+    fn close(mut self) -> (Option<i32>, String) {
+        self.stdin.take();
+        let status = wait_within(&mut self.child, WAIT);
+        let mut err = String::new();
+        if let Some(mut stderr) = self.child.stderr.take() {
+            let _ = std::io::Read::read_to_string(&mut stderr, &mut err);
+        }
+        (status, err)
+    }
+}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn wait_within(child: &mut Child, within: Duration) -> Option<i32> {
+    let deadline = Instant::now() + within;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status.code();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the process did not end within {within:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// `toolgate mcp --name NAME -- server…` with the fixture's global config.
+fn proxy(fx: &Fixture, name: &str, server: &[&str]) -> Command {
+    let mut cmd = toolgate();
+    cmd.env("TOOLGATE_CONFIG_DIR", fx.global())
+        .current_dir(fx.workspace())
+        .args(["mcp", "--name", name, "--"])
+        .args(server);
+    cmd
+}
+
+/// A global wire-v1 hook in Python: `body` sees `r` (the request) and
+/// returns the answer.
+fn policy(fx: &Fixture, name: &str, event: &str, body: &str) -> Value {
+    let script = fx.global_script(
+        &format!("{name}.py"),
+        &format!(
+            "#!/usr/bin/env python3\nimport json, sys\nr = json.load(sys.stdin)\n\
+             def decide(r):\n{}\nprint(json.dumps(decide(r)))\n",
+            body.lines()
+                .map(|l| format!("    {l}\n"))
+                .collect::<String>()
+        ),
+    );
+    json!({"name": name, "command": [script], "event": event, "matcher": "mcp__.*"})
+}
+
+fn text_of(result: &Value) -> String {
+    result["content"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c["text"].as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// A fixture whose global chain judges the everything server's tools:
+/// denies `get-env`, rewrites `echo "rewrite me"`, replaces `get-sum`, and
+/// after the call redacts `SECRET` in what the client is shown.
+fn judged_fixture() -> Fixture {
+    let fx = Fixture::new();
+    fx.global_hooks(json!([
+        policy(&fx, "pre", "pre_tool_use", r#"
+t, i = r["tool"], r["input"]
+if t == "mcp__everything__get-env":
+    return {"decision": "deny", "reason": "the environment holds secrets"}
+if t == "mcp__everything__echo" and i.get("message") == "rewrite me":
+    return {"decision": "modify", "input": {"message": "rewritten by toolgate"}}
+if t == "mcp__everything__get-sum":
+    return {"decision": "replace", "result": {"output": "42, said toolgate", "is_error": False}}
+return {"decision": "allow"}"#),
+        policy(&fx, "post", "post_tool_use", r#"
+out = json.dumps(r["result"]["output"])
+if "SECRET" not in out:
+    return {"decision": "allow"}
+return {"decision": "replace", "result": {"output": json.loads(out.replace("SECRET", "[redacted]")), "is_error": False}}"#),
+    ]));
+    fx
+}
+
+fn everything_through(fx: &Fixture) -> Client {
+    let server = everything();
+    Client::start(proxy(
+        fx,
+        "everything",
+        &[server.to_str().unwrap(), "stdio"],
+    ))
+}
+
+#[test]
+fn a_denied_call_is_answered_as_an_error_result_carrying_the_reason() {
+    let fx = judged_fixture();
+    let mut client = everything_through(&fx);
+    client.initialize("2025-06-18");
+    let result = client.call(1, "get-env", json!({}));
+    assert_eq!(result["isError"], true, "{result}");
+    assert_eq!(
+        text_of(&result),
+        "toolgate: call blocked: the environment holds secrets"
+    );
+}
+
+#[test]
+fn a_modified_call_reaches_the_server_with_the_rewritten_arguments() {
+    let fx = judged_fixture();
+    let mut client = everything_through(&fx);
+    client.initialize("2025-06-18");
+    let result = client.call(1, "echo", json!({"message": "rewrite me"}));
+    assert_eq!(text_of(&result), "Echo: rewritten by toolgate", "{result}");
+    let result = client.call(2, "echo", json!({"message": "left alone"}));
+    assert_eq!(text_of(&result), "Echo: left alone", "{result}");
+}
+
+#[test]
+fn a_replaced_call_is_answered_with_the_replacement() {
+    let fx = judged_fixture();
+    let mut client = everything_through(&fx);
+    client.initialize("2025-06-18");
+    let result = client.call(1, "get-sum", json!({"a": 1, "b": 2}));
+    assert_eq!(text_of(&result), "42, said toolgate", "{result}");
+    assert!(result.get("isError").is_none(), "{result}");
+}
+
+#[test]
+fn a_post_hook_rewrites_what_the_client_is_shown() {
+    let fx = judged_fixture();
+    let mut client = everything_through(&fx);
+    client.initialize("2025-06-18");
+    let result = client.call(1, "echo", json!({"message": "my SECRET"}));
+    assert_eq!(text_of(&result), "Echo: my [redacted]", "{result}");
+}
+
+#[test]
+fn a_post_hook_sees_and_rewrites_structured_content() {
+    let fx = Fixture::new();
+    fx.global_hooks(json!([policy(
+        &fx,
+        "post",
+        "post_tool_use",
+        r#"
+out = r["result"]["output"]
+if "structuredContent" not in out:
+    return {"decision": "deny", "reason": "no structuredContent shown"}
+out["structuredContent"]["humidity"] = 0
+out["content"] = [{"type": "text", "text": json.dumps(out["structuredContent"])}]
+return {"decision": "replace", "result": {"output": out, "is_error": False}}"#
+    )]));
+    let mut client = everything_through(&fx);
+    client.initialize("2025-06-18");
+    let result = client.call(1, "get-structured-content", json!({"location": "New York"}));
+    assert_eq!(result["structuredContent"]["humidity"], 0, "{result}");
+    assert!(
+        result["structuredContent"]["temperature"].is_number(),
+        "{result}"
+    );
+    let shown: Value = serde_json::from_str(&text_of(&result)).unwrap();
+    assert_eq!(shown, result["structuredContent"]);
+}
+
+/// The everything server's files (server-filesystem): a denied or
+/// replaced write leaves no file, so the server never ran it.
+#[test]
+fn a_denied_or_replaced_call_never_reaches_the_server() {
+    let fx = Fixture::new();
+    fx.global_hooks(json!([policy(
+        &fx,
+        "pre",
+        "pre_tool_use",
+        r#"
+if r["tool"] != "mcp__fs__write_file":
+    return {"decision": "allow"}
+if r["input"]["path"].endswith("denied.txt"):
+    return {"decision": "deny", "reason": "no writes here"}
+if r["input"]["path"].endswith("replaced.txt"):
+    return {"decision": "replace", "result": {"output": "pretended to write", "is_error": False}}
+return {"decision": "allow"}"#
+    )]));
+    let root = fx.dir.path().join("files");
+    std::fs::create_dir_all(&root).unwrap();
+    let root = root.canonicalize().unwrap();
+    let server = filesystem();
+    let mut client = Client::start(proxy(
+        &fx,
+        "fs",
+        &[server.to_str().unwrap(), root.to_str().unwrap()],
+    ));
+    client.initialize("2025-06-18");
+    for (id, name) in [(1, "denied.txt"), (2, "replaced.txt"), (3, "allowed.txt")] {
+        let path = root.join(name);
+        let result = client.call(
+            id,
+            "write_file",
+            json!({"path": path, "content": "written"}),
+        );
+        match name {
+            "denied.txt" => assert_eq!(
+                text_of(&result),
+                "toolgate: call blocked: no writes here",
+                "{result}"
+            ),
+            "replaced.txt" => assert_eq!(text_of(&result), "pretended to write", "{result}"),
+            _ => assert!(result.get("isError").is_none(), "{result}"),
+        }
+        assert_eq!(path.exists(), name == "allowed.txt", "{name}: {result}");
+    }
+}
+
+#[test]
+fn a_hook_that_fails_blocks_the_call() {
+    let fx = Fixture::new();
+    let crash = fx.global_script("crash.sh", "#!/bin/sh\nexit 7\n");
+    fx.global_hooks(json!([{"name": "crashes", "command": [crash], "matcher": "mcp__.*"}]));
+    let mut client = everything_through(&fx);
+    client.initialize("2025-06-18");
+    let result = client.call(1, "echo", json!({"message": "hi"}));
+    assert_eq!(result["isError"], true, "{result}");
+    assert!(text_of(&result).contains("crashes"), "{result}");
+}
+
+/// Every kind of message server-everything exercises, sent directly and
+/// through the proxy with no hooks: each answer the proxy does not judge
+/// arrives as the very bytes the server sent, and the server's own
+/// requests (roots, sampling, elicitation) and progress reach the client.
+#[test]
+fn every_message_the_proxy_does_not_judge_passes_through_unchanged() {
+    let fx = Fixture::new();
+    let server = everything();
+    let script = |client: &mut Client| -> Vec<String> {
+        let mut answers = Vec::new();
+        for (id, method, params) in [
+            (1, "ping", json!({})),
+            (2, "prompts/list", json!({})),
+            (
+                3,
+                "prompts/get",
+                json!({"name": "args-prompt", "arguments": {"city": "Oslo"}}),
+            ),
+            (4, "resources/list", json!({})),
+            (5, "resources/templates/list", json!({})),
+            (
+                6,
+                "resources/read",
+                json!({"uri": "demo://resource/static/document/architecture.md"}),
+            ),
+            (7, "logging/setLevel", json!({"level": "error"})),
+            (8, "no/such/method", json!({"x": 1})),
+            (
+                9,
+                "completion/complete",
+                json!({
+                    "ref": {"type": "ref/prompt", "name": "completable-prompt"},
+                    "argument": {"name": "department", "value": "E"}
+                }),
+            ),
+        ] {
+            answers.push(client.request_raw(json!(id), method, params));
+        }
+        answers
+    };
+    let mut direct = Client::start({
+        let mut cmd = Command::new(&server);
+        cmd.arg("stdio");
+        cmd
+    });
+    let direct_init = direct.initialize("2025-03-26");
+    let direct_answers = script(&mut direct);
+
+    let mut through = everything_through(&fx);
+    let through_init = through.initialize("2025-03-26");
+    let through_answers = script(&mut through);
+    assert_eq!(through_answers, direct_answers);
+
+    // Version negotiation and the capabilities reach the client as the
+    // server said them, but for task-augmented tool calls (see
+    // `a_task_augmented_call_is_refused`).
+    let mut direct_init: Value = serde_json::from_str(&direct_init).unwrap();
+    let through_init: Value = serde_json::from_str(&through_init).unwrap();
+    assert_eq!(through_init["result"]["protocolVersion"], "2025-03-26");
+    assert!(
+        direct_init["result"]["capabilities"]["tasks"]["requests"]
+            .as_object_mut()
+            .unwrap()
+            .remove("tools")
+            .is_some()
+    );
+    assert_eq!(through_init, direct_init);
+
+    // Progress notifications carry the client's token.
+    let answer = through.request(
+        json!(20),
+        "tools/call",
+        json!({"name": "trigger-long-running-operation", "arguments": {"duration": 1, "steps": 2},
+               "_meta": {"progressToken": "tok-1"}}),
+    );
+    assert!(text_of(&answer["result"]).contains("completed"), "{answer}");
+    let progress: Vec<Value> = through
+        .others
+        .iter()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|m| m["method"] == "notifications/progress")
+        .collect();
+    assert_eq!(progress.len(), 2, "{:#?}", through.others);
+    assert!(
+        progress
+            .iter()
+            .all(|p| p["params"]["progressToken"] == "tok-1")
+    );
+
+    // The server's sampling and elicitation requests reach the client, and
+    // the client's answers reach the server.
+    let sampled = through.call(
+        21,
+        "trigger-sampling-request",
+        json!({"prompt": "hi", "maxTokens": 5}),
+    );
+    assert!(
+        text_of(&sampled).contains("sampled-by-the-client"),
+        "{sampled}"
+    );
+    let elicited = through.call(22, "trigger-elicitation-request", json!({}));
+    assert!(text_of(&elicited).contains("elicited"), "{elicited}");
+    let roots = through.call(23, "get-roots-list", json!({}));
+    assert!(text_of(&roots).contains("file:///tmp"), "{roots}");
+}
+
+#[test]
+fn a_cancelled_requests_late_answer_is_dropped_and_its_id_stays_taken_until_then() {
+    let fx = Fixture::new();
+    let mut client = everything_through(&fx);
+    client.initialize("2025-06-18");
+    client.send(&json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": {"name": "trigger-long-running-operation", "arguments": {"duration": 2, "steps": 2}}}));
+    client.send(
+        &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 7, "reason": "the user gave up"}}),
+    );
+    // The server may still answer the cancelled call: a new request under
+    // its id would be paired with that answer.
+    let reused = client.request(
+        json!(7),
+        "tools/call",
+        json!({"name": "echo", "arguments": {"message": "x"}}),
+    );
+    assert_eq!(reused["error"]["code"], -32600, "{reused}");
+    let later: Vec<Value> = client
+        .drain(Duration::from_secs(4))
+        .iter()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    assert!(
+        later.iter().all(|m: &Value| m.get("id") != Some(&json!(7))),
+        "{later:#?}"
+    );
+    // The session goes on under other ids. (This server honours the
+    // cancellation and never answers id 7, so it stays taken.)
+    let echo = client.call(8, "echo", json!({"message": "third"}));
+    assert_eq!(text_of(&echo), "Echo: third", "{echo}");
+}
+
+#[test]
+fn a_request_id_in_flight_is_never_reused() {
+    let fx = Fixture::new();
+    let mut client = everything_through(&fx);
+    client.initialize("2025-06-18");
+    // A slow call is in flight under id 9; a ping reusing it would have
+    // its answer taken for the call's, and the call's real result would
+    // pass unjudged.
+    client.send(&json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+        "params": {"name": "trigger-long-running-operation", "arguments": {"duration": 1, "steps": 1}}}));
+    client.send(&json!({"jsonrpc": "2.0", "id": 9, "method": "ping"}));
+    let first = client.answer_raw(&json!(9));
+    let first: Value = serde_json::from_str(&first).unwrap();
+    assert_eq!(first["error"]["code"], -32600, "{first}");
+    assert!(
+        first["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("already in flight")
+    );
+    let second: Value = serde_json::from_str(&client.answer_raw(&json!(9))).unwrap();
+    assert!(text_of(&second["result"]).contains("completed"), "{second}");
+}
+
+#[test]
+fn a_task_augmented_call_is_refused() {
+    let fx = Fixture::new();
+    let mut client = everything_through(&fx);
+    client.initialize("2025-11-25");
+    let answer = client.request(
+        json!(1),
+        "tools/call",
+        json!({"name": "echo", "arguments": {"message": "hi"}, "task": {"ttl": 60000}}),
+    );
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("task")
+    );
+}
+
+#[test]
+fn a_batch_is_judged_message_by_message() {
+    let fx = judged_fixture();
+    let mut client = everything_through(&fx);
+    client.initialize("2025-03-26");
+    client.send(&json!([
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "get-env", "arguments": {}}},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "echo", "arguments": {"message": "b"}}},
+    ]));
+    let denied: Value = serde_json::from_str(&client.answer_raw(&json!(1))).unwrap();
+    assert_eq!(denied["result"]["isError"], true, "{denied}");
+    let echoed: Value = serde_json::from_str(&client.answer_raw(&json!(2))).unwrap();
+    assert_eq!(text_of(&echoed["result"]), "Echo: b");
+}
+
+/// A Python MCP server that misbehaves as `behaviour` says once it is
+/// asked to call a tool, and starts a grandchild that must not outlive
+/// the proxy (its pid is written to `pid_file`).
+fn rogue(fx: &Fixture, behaviour: &str) -> (Vec<String>, PathBuf) {
+    let pid_file = fx.marker("grandchild.pid");
+    let script = fx.global_script(
+        "rogue.py",
+        &format!(
+            r#"#!/usr/bin/env python3
+import json, subprocess, sys, time
+child = subprocess.Popen(["sleep", "300"])
+open({pid:?}, "w").write(str(child.pid))
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("method") == "initialize":
+        print(json.dumps({{"jsonrpc": "2.0", "id": m["id"], "result": {{"protocolVersion": "2025-06-18", "capabilities": {{"tools": {{}}}}, "serverInfo": {{"name": "rogue", "version": "0"}}}}}}), flush=True)
+    elif m.get("method") == "tools/call":
+        behaviour = {behaviour:?}
+        if behaviour == "crash":
+            sys.exit(3)
+        elif behaviour == "garbage":
+            print("this is not json {{", flush=True)
+        elif behaviour == "oversized":
+            print(json.dumps({{"jsonrpc": "2.0", "id": m["id"], "result": {{"content": [{{"type": "text", "text": "x" * 3000}}]}}}}), flush=True)
+        elif behaviour == "wrong-id":
+            print(json.dumps({{"jsonrpc": "2.0", "id": 999, "result": {{"content": [{{"type": "text", "text": "unjudged"}}]}}}}), flush=True)
+        elif behaviour == "hang":
+            time.sleep(300)
+"#,
+            pid = pid_file.to_str().unwrap(),
+        ),
+    );
+    let path = fx.global().join(script.trim_start_matches("./"));
+    (vec![path.to_str().unwrap().to_owned()], pid_file)
+}
+
+fn alive(pid_file: &Path) -> bool {
+    let Ok(text) = std::fs::read_to_string(pid_file) else {
+        return false;
+    };
+    let pid: i32 = text.trim().parse().unwrap();
+    // Signal 0 asks whether the process exists; a zombie does not count
+    // (its parent, the rogue server, is gone too, so init reaps it).
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok()
+        && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .is_ok_and(|s| s.split_whitespace().nth(2) == Some("Z"))
+}
+
+fn eventually_dead(pid_file: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while alive(pid_file) {
+        assert!(
+            Instant::now() < deadline,
+            "the server's child outlived the proxy"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn rogue_client(fx: &Fixture, behaviour: &str) -> (Client, PathBuf) {
+    let (server, pid_file) = rogue(fx, behaviour);
+    let mut cmd = toolgate();
+    cmd.env("TOOLGATE_CONFIG_DIR", fx.global())
+        .current_dir(fx.workspace())
+        .args(["mcp", "--max-message", "2048", "--name", "rogue", "--"])
+        .args(&server);
+    let mut client = Client::start(cmd);
+    client.initialize("2025-06-18");
+    (client, pid_file)
+}
+
+#[test]
+fn a_server_that_crashes_mid_call_answers_the_client_with_an_error_and_leaves_nothing_behind() {
+    let fx = Fixture::new();
+    let (mut client, pid_file) = rogue_client(&fx, "crash");
+    let answer = client.request(
+        json!(5),
+        "tools/call",
+        json!({"name": "t", "arguments": {}}),
+    );
+    assert_eq!(answer["error"]["code"], -32001, "{answer}");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("exited (code 3)"),
+        "{answer}"
+    );
+    let (status, _) = client.close();
+    assert_eq!(status, Some(3));
+    eventually_dead(&pid_file);
+}
+
+#[test]
+fn a_result_the_proxy_cannot_read_is_withheld_not_passed_on() {
+    for behaviour in ["garbage", "oversized"] {
+        let fx = Fixture::new();
+        let (mut client, _) = rogue_client(&fx, behaviour);
+        let answer = client.request(
+            json!(5),
+            "tools/call",
+            json!({"name": "t", "arguments": {}}),
+        );
+        assert_eq!(answer["error"]["code"], -32001, "{behaviour}: {answer}");
+        assert!(
+            answer["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("withheld"),
+            "{behaviour}: {answer}"
+        );
+        assert!(
+            !client.others.iter().any(|l| l.contains("xxxx")),
+            "{behaviour}"
+        );
+    }
+}
+
+#[test]
+fn an_answer_to_no_request_in_flight_is_dropped() {
+    let fx = Fixture::new();
+    let (mut client, _) = rogue_client(&fx, "wrong-id");
+    client.send(&json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+        "params": {"name": "t", "arguments": {}}}));
+    let lines = client.drain(Duration::from_secs(2));
+    assert!(!lines.iter().any(|l| l.contains("unjudged")), "{lines:#?}");
+}
+
+#[test]
+fn a_client_that_goes_away_mid_call_takes_the_server_and_its_children_with_it() {
+    let fx = Fixture::new();
+    let (mut client, pid_file) = rogue_client(&fx, "hang");
+    client.send(&json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+        "params": {"name": "t", "arguments": {}}}));
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(alive(&pid_file));
+    let (status, _) = client.close();
+    assert_eq!(status, Some(0));
+    eventually_dead(&pid_file);
+}
+
+#[test]
+fn a_proxy_stopped_by_signal_takes_the_server_and_its_children_with_it() {
+    let fx = Fixture::new();
+    let (mut client, pid_file) = rogue_client(&fx, "hang");
+    assert!(alive(&pid_file));
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(client.child.id()).unwrap());
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+    let status = wait_within(&mut client.child, WAIT);
+    assert_eq!(status, Some(128 + 15));
+    eventually_dead(&pid_file);
+}
+
+#[test]
+fn malformed_json_from_the_client_is_answered_with_a_parse_error() {
+    let fx = Fixture::new();
+    let mut client = everything_through(&fx);
+    client.initialize("2025-06-18");
+    client.send_raw("{not json");
+    let answer = client.answer_raw(&Value::Null);
+    let answer: Value = serde_json::from_str(&answer).unwrap();
+    assert_eq!(answer["error"]["code"], -32700, "{answer}");
+}
+
+#[test]
+fn a_broken_config_refuses_to_start_and_names_the_file() {
+    let fx = Fixture::new();
+    std::fs::write(
+        fx.global().join("hooks.json"),
+        "{\"schema\": 1, \"hooks\": [{]}",
+    )
+    .unwrap();
+    let out = proxy(&fx, "everything", &["true"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("hooks.json"), "{err}");
+    assert!(err.contains("does not start"), "{err}");
+}
+
+#[test]
+fn a_server_name_that_could_forge_another_tool_name_is_refused() {
+    let fx = Fixture::new();
+    let out = proxy(&fx, "evil server", &["true"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("server name"));
+}
+
+/// The MCP Inspector's CLI mode, a real client: it starts `toolgate mcp`
+/// as its server and prints what it was answered.
+#[test]
+fn the_mcp_inspector_cli_is_answered_through_the_chain() {
+    let fx = judged_fixture();
+    let inspector = agent_bin("MCP_INSPECTOR_VERSION", "mcp-inspector");
+    let server = everything();
+    let ask = |tool: &str, args: &[&str]| -> std::process::Output {
+        let mut cmd = Command::new(&inspector);
+        hermetic(&mut cmd);
+        cmd.current_dir(fx.workspace())
+            .args([
+                "--cli",
+                &toolgate_path(),
+                "mcp",
+                "--name",
+                "everything",
+                "--",
+            ])
+            .arg(&server)
+            .args(["stdio", "--method", "tools/call", "--tool-name", tool])
+            .args(args)
+            // The Inspector hands its server only the variables it is
+            // given (the SDK's default environment otherwise).
+            .args([
+                "-e",
+                &format!("TOOLGATE_CONFIG_DIR={}", fx.global().display()),
+            ]);
+        cmd.output().unwrap()
+    };
+    let shown = |out: std::process::Output| -> Value {
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    // The Inspector prints a result marked `isError` and exits non-zero:
+    // the tool failed, for the reason the guard gave.
+    let denied = ask("get-env", &[]);
+    assert!(!denied.status.success());
+    let said: Value = serde_json::from_slice(&denied.stdout).unwrap();
+    assert_eq!(said["isError"], true, "{said}");
+    assert_eq!(
+        text_of(&said),
+        "toolgate: call blocked: the environment holds secrets"
+    );
+    let modified = shown(ask("echo", &["--tool-arg", "message=rewrite me"]));
+    assert_eq!(text_of(&modified), "Echo: rewritten by toolgate");
+    let replaced = shown(ask("get-sum", &["--tool-arg", "a=1", "b=2"]));
+    assert_eq!(text_of(&replaced), "42, said toolgate");
+    let redacted = shown(ask("echo", &["--tool-arg", "message=a SECRET"]));
+    assert_eq!(text_of(&redacted), "Echo: a [redacted]");
+}
