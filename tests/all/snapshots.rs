@@ -46,6 +46,7 @@ fn every_help_reads_as_pinned() {
         vec!["bench", "--help"],
         vec!["log", "--help"],
         vec!["push", "--help"],
+        vec!["mcp", "--help"],
         vec!["-h"],
     ]
     .into_iter()
