@@ -13,6 +13,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use toolgate::HookRunner;
+use toolgate_mcp::pins::{PinStore, Pins, Review};
 use toolgate_mcp::{DEFAULT_MAX_MESSAGE, Proxy};
 
 /// Proxy one MCP server, taking every tool call through the chain.
@@ -25,18 +26,26 @@ use toolgate_mcp::{DEFAULT_MAX_MESSAGE, Proxy};
 /// never reaches the server. Each result is judged as a `post_tool_use`.
 /// Every other message passes through unchanged.
 #[derive(clap::Args)]
-#[command(after_help = "Examples:\n  \
+#[command(
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true,
+    after_help = "Examples:\n  \
     toolgate mcp --name everything -- npx -y @modelcontextprotocol/server-everything\n  \
     toolgate mcp --name fs -- npx -y @modelcontextprotocol/server-filesystem ~/src\n\n\
     In a client's config, in place of the server's own command:\n  \
     \"command\": \"toolgate\",\n  \
-    \"args\": [\"mcp\", \"--name\", \"fs\", \"--\", \"npx\", \"-y\", \"@modelcontextprotocol/server-filesystem\", \"/home/me/src\"]")]
+    \"args\": [\"mcp\", \"--name\", \"fs\", \"--\", \"npx\", \"-y\", \"@modelcontextprotocol/server-filesystem\", \"/home/me/src\"]\n\n\
+    The client is shown only the tools you approved: review them first with\n  \
+    toolgate mcp trust --name fs -- npx -y @modelcontextprotocol/server-filesystem ~/src"
+)]
 pub(crate) struct Args {
+    #[command(subcommand)]
+    action: Option<Action>,
     /// The server's name, as in `mcp__<NAME>__<tool>` (ASCII letters,
     /// digits, `_`, `-`): use the name the client gives the server, so the
     /// tool names hooks see are the ones the agent shows.
-    #[arg(long, value_name = "NAME")]
-    name: String,
+    #[arg(long, value_name = "NAME", required = true)]
+    name: Option<String>,
     /// The workspace whose .toolgate/hooks.json applies [default: the
     /// nearest ancestor of the working directory with a .toolgate/].
     #[arg(long, value_name = "DIR")]
@@ -57,7 +66,209 @@ pub(crate) struct Args {
     command: Vec<OsString>,
 }
 
+#[derive(clap::Subcommand)]
+enum Action {
+    /// Review a server's tool definitions and approve exactly them.
+    ///
+    /// Starts the server as the proxy would, asks it for its tools, and
+    /// shows each one new, changed or removed since the last approval
+    /// (name, description, schemas, annotations). Once approved, the proxy
+    /// shows the client only tools whose definition is exactly the approved
+    /// one, and refuses a call to any other: a server that changes a
+    /// description after you approved it is caught.
+    #[command(after_help = "Examples:\n  \
+        toolgate mcp trust --name fs -- npx -y @modelcontextprotocol/server-filesystem ~/src\n  \
+        toolgate mcp trust --name fs --yes blake3:<digest shown> -- npx -y ...\n\n\
+        Approvals are kept in $XDG_STATE_HOME/toolgate/mcp (else\n\
+        ~/.local/state/toolgate/mcp), 0700, one file per server name.")]
+    Trust {
+        /// The server's name, as given to `toolgate mcp --name`.
+        #[arg(long, value_name = "NAME")]
+        name: String,
+        /// Approve without asking, only if DIGEST (as printed by a review)
+        /// is the digest of what the server lists now.
+        #[arg(long, value_name = "DIGEST")]
+        yes: Option<String>,
+        /// The server's command and its arguments, as given to `toolgate mcp`.
+        #[arg(
+            trailing_var_arg = true,
+            allow_hyphen_values = true,
+            required = true,
+            value_name = "COMMAND"
+        )]
+        command: Vec<OsString>,
+    },
+    /// Forget a server's approval: none of its tools is shown until it is
+    /// reviewed again.
+    Revoke {
+        /// The server's name.
+        #[arg(long, value_name = "NAME")]
+        name: String,
+    },
+}
+
 pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
+    match args.action {
+        Some(Action::Trust { name, yes, command }) => trust(&name, yes, &command),
+        Some(Action::Revoke { name }) => {
+            let forgot = pin_store()?.forget(&checked(&name)?)?;
+            outln!(
+                "{}",
+                if forgot {
+                    format!("revoked: no tool of `{name}` is shown until it is reviewed again")
+                } else {
+                    format!("`{name}` had no approval; nothing changed")
+                }
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        None => proxy(args),
+    }
+}
+
+fn pin_store() -> anyhow::Result<PinStore> {
+    toolgate_hook::env::mcp_pins_dir()
+        .map(PinStore::new)
+        .context("no state directory to keep MCP approvals in: set XDG_STATE_HOME or HOME")
+}
+
+/// The server name, checked as the proxy checks it (it names a file).
+fn checked(name: &str) -> anyhow::Result<String> {
+    let runner = HookRunner::builder().build();
+    Proxy::new(name, runner)?;
+    Ok(name.to_owned())
+}
+
+/// The command that reviews this server (and approves `digest`), for
+/// messages.
+fn review_command(name: &str, command: &[OsString], digest: Option<&str>) -> String {
+    let words: Vec<String> = command
+        .iter()
+        .map(|w| {
+            let w = w.to_string_lossy();
+            if w.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-_./@=:+,".contains(&b))
+                && !w.is_empty()
+            {
+                w.into_owned()
+            } else {
+                format!("'{}'", w.replace('\'', "'\\''"))
+            }
+        })
+        .collect();
+    let yes = digest.map_or_else(String::new, |d| format!(" --yes {d}"));
+    format!(
+        "toolgate mcp trust --name {name}{yes} -- {}",
+        words.join(" ")
+    )
+}
+
+fn trust(name: &str, yes: Option<String>, command: &[OsString]) -> anyhow::Result<ExitCode> {
+    use std::io::IsTerminal;
+    let name = checked(name)?;
+    let store = pin_store()?;
+    let kept = store.load(&name)?;
+    let runtime = super::runtime()?;
+    let listed = runtime.block_on(toolgate_mcp::list_tools(command, DEFAULT_MAX_MESSAGE));
+    runtime.shutdown_background();
+    let now = Pins::of(&listed?);
+    let review = kept.clone().unwrap_or_default().review(&now);
+    print_review(&name, &review);
+    let digest = now.digest();
+    outln!("digest: {digest}");
+    if kept.is_some() && review.is_empty() {
+        outln!("already approved: nothing changed since");
+        return Ok(ExitCode::SUCCESS);
+    }
+    match yes {
+        Some(given) if given == digest => {}
+        Some(given) => anyhow::bail!(
+            "nothing recorded: {given} is not the digest of what `{name}` lists now ({digest}); \
+             review again"
+        ),
+        None if std::io::stdin().is_terminal() => {
+            eprint!("Approve these tool definitions of `{name}`? [y/N] ");
+            let mut line = String::new();
+            std::io::stdin().read_line(&mut line)?;
+            if !matches!(line.trim(), "y" | "Y" | "yes" | "YES" | "Yes") {
+                outln!("not approved; nothing recorded");
+                return Ok(ExitCode::from(super::EXIT_ERROR));
+            }
+        }
+        None => anyhow::bail!(
+            "nothing recorded: stdin is not a terminal, so toolgate cannot ask. After reviewing \
+             the above, run: {}",
+            review_command(&name, command, Some(&digest))
+        ),
+    }
+    let path = store.save(&name, &now)?;
+    outln!(
+        "approved: {} tool(s) of `{name}` (recorded in {})",
+        review.added.len() + review.changed.len() + review.unchanged.len(),
+        path.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The fields of a definition a review shows (its name heads it).
+const FIELDS: [&str; 5] = [
+    "title",
+    "description",
+    "inputSchema",
+    "outputSchema",
+    "annotations",
+];
+
+/// One line of JSON (a string as its text), sanitised: what a server says reaches the terminal.
+fn shown(value: &serde_json::Value) -> String {
+    match value {
+        serde_json::Value::String(text) => toolgate::text::sanitize(text),
+        other => toolgate::text::sanitize(&other.to_string()),
+    }
+}
+
+fn print_review(name: &str, review: &Review) {
+    if review.is_empty() {
+        outln!("`{name}`: {} tool(s), as approved", review.unchanged.len());
+        return;
+    }
+    outln!(
+        "`{name}`: {} new, {} changed, {} removed, {} unchanged",
+        review.added.len(),
+        review.changed.len(),
+        review.removed.len(),
+        review.unchanged.len()
+    );
+    for (tool, definition) in &review.added {
+        outln!("+ {}", toolgate::text::sanitize(tool));
+        for field in FIELDS {
+            if let Some(value) = definition.get(field) {
+                outln!("    {field}: {}", shown(value));
+            }
+        }
+    }
+    for (tool, old, new) in &review.changed {
+        outln!("~ {}", toolgate::text::sanitize(tool));
+        for field in FIELDS {
+            if old.get(field) != new.get(field) {
+                outln!(
+                    "    {field} was: {}",
+                    old.get(field).map_or("(none)".into(), shown)
+                );
+                outln!(
+                    "    {field} now: {}",
+                    new.get(field).map_or("(none)".into(), shown)
+                );
+            }
+        }
+    }
+    for tool in &review.removed {
+        outln!("- {}", toolgate::text::sanitize(tool));
+    }
+}
+
+fn proxy(args: Args) -> anyhow::Result<ExitCode> {
+    let name = args.name.context("--name is required")?;
     let workspace = super::workspace(args.workspace)?;
     let config = super::env::load(&workspace.root, false)
         .context("the MCP proxy does not start with a broken config")?;
@@ -65,7 +276,11 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         .config(config)
         .session_store(super::env::session_store())
         .build();
-    let proxy = Proxy::new(args.name, runner)?.max_message(args.max_message);
+    let pins = pin_store()?.load(&name)?;
+    let review = review_command(&name, &args.command, None);
+    let proxy = Proxy::new(name, runner)?
+        .max_message(args.max_message)
+        .approved(pins, review);
     let runtime = super::runtime()?;
     let code = runtime.block_on(proxy.run_stdio(&args.command));
     // The read of stdin may still be blocked in a thread of the runtime's

@@ -461,7 +461,7 @@ const CRATES: &[(&str, &[&str])] = &[
     ),
     ("toolgate-bench", &["toolgate", "toolgate-guards"]),
     ("toolgate-server", &["toolgate", "toolgate-hook"]),
-    ("toolgate-mcp", &["toolgate"]),
+    ("toolgate-mcp", &["toolgate", "toolgate-fs"]),
     ("toolgate-mentra", &["toolgate"]),
     (
         "toolgate-cli",

@@ -47,6 +47,14 @@ pub fn sessions_dir() -> Option<PathBuf> {
     state_dir().map(|d| d.join("sessions"))
 }
 
+/// Where `toolgate mcp trust` keeps the tool definitions the user
+/// approved, one file per server: `$XDG_STATE_HOME/toolgate/mcp`, else
+/// `$HOME/.local/state/toolgate/mcp`. No `TOOLGATE_*` override, for the
+/// trust store's reason.
+pub fn mcp_pins_dir() -> Option<PathBuf> {
+    state_dir().map(|d| d.join("mcp"))
+}
+
 /// Where `toolgate serve` listens and the other commands look for it:
 /// `$TOOLGATE_SOCKET`, else `$XDG_RUNTIME_DIR/toolgate/serve.sock`, else
 /// `/tmp/toolgate-<uid>/serve.sock`. `None` when `TOOLGATE_SERVER=off`

@@ -45,19 +45,16 @@
 //! and each message judged on its own; the answers go back one per line,
 //! which every SDK's reader accepts.
 
+use crate::pins::{Pins, Verdict};
+use crate::shape::{
+    INVALID_PARAMS, INVALID_REQUEST, NOT_JUDGED, PARSE_ERROR, call_result, encode, error,
+    initialized, result, tool_result,
+};
 use serde_json::{Map, Value, json};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 use toolgate::contract::{Decision, ToolResult};
 use toolgate::{HookRunner, Request};
-
-/// JSON-RPC's codes for what the proxy refuses itself.
-const PARSE_ERROR: i64 = -32700;
-const INVALID_REQUEST: i64 = -32600;
-const INVALID_PARAMS: i64 = -32602;
-/// A server-defined code (JSON-RPC reserves -32000..-32099 for them): the
-/// call could not be judged, so it was not made or its result is withheld.
-const NOT_JUDGED: i64 = -32001;
 
 /// Where one message goes, as bytes ready to write (no newline).
 #[derive(Debug, PartialEq)]
@@ -74,6 +71,7 @@ enum InFlight {
         tool: String,
         input: Value,
     },
+    ToolsList,
     Other,
     /// The client cancelled it: the server's late answer, if any, is
     /// dropped, and the id stays taken until then (see the module doc).
@@ -86,6 +84,39 @@ pub(crate) struct Judge {
     session_id: String,
     cwd: Option<String>,
     in_flight: Mutex<HashMap<String, InFlight>>,
+    approval: Option<Approval>,
+}
+
+/// The tool definitions the user approved for this server (see `pins`).
+#[derive(Debug)]
+pub(crate) struct Approval {
+    /// `None`: the server was never reviewed, so no tool is approved.
+    pub(crate) pins: Option<Pins>,
+    /// The command that reviews this server, for messages.
+    pub(crate) review: String,
+    /// Tools this session's lists showed with a definition not approved:
+    /// withheld from the list, and refused if called.
+    pub(crate) withheld: Mutex<HashSet<String>>,
+}
+
+impl Approval {
+    fn withheld(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
+        self.withheld
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Why a call to `tool` is refused, if it is.
+    fn refuses(&self, tool: &str) -> Option<&'static str> {
+        match &self.pins {
+            None => Some("this server's tools were never reviewed"),
+            Some(pins) if !pins.knows(tool) => Some("this tool was never approved"),
+            Some(_) if self.withheld().contains(tool) => {
+                Some("this tool's definition changed since it was approved")
+            }
+            Some(_) => None,
+        }
+    }
 }
 
 impl Judge {
@@ -94,6 +125,7 @@ impl Judge {
         runner: HookRunner,
         session_id: String,
         cwd: Option<String>,
+        approval: Option<Approval>,
     ) -> Self {
         Judge {
             server,
@@ -101,6 +133,7 @@ impl Judge {
             session_id,
             cwd,
             in_flight: Mutex::new(HashMap::new()),
+            approval,
         }
     }
 
@@ -173,6 +206,10 @@ impl Judge {
                         self.in_flight().insert(key, InFlight::Initialize);
                         vec![Route::ToServer(bytes)]
                     }
+                    "tools/list" => {
+                        self.in_flight().insert(key, InFlight::ToolsList);
+                        vec![Route::ToServer(bytes)]
+                    }
                     _ => {
                         self.in_flight().insert(key, InFlight::Other);
                         vec![Route::ToServer(bytes)]
@@ -232,6 +269,9 @@ impl Judge {
                 ))];
             }
         };
+        if let Some(refused) = self.unapproved(id, tool) {
+            return refused;
+        }
         let name = self.tool_name(tool);
         let outcome = self
             .runner
@@ -268,6 +308,22 @@ impl Judge {
                 ))]
             }
         }
+    }
+
+    /// The answer to a call of a tool the user did not approve, if it is
+    /// one (see `pins`).
+    fn unapproved(&self, id: &Value, tool: &str) -> Option<Vec<Route>> {
+        let approval = self.approval.as_ref()?;
+        let why = approval.refuses(tool)?;
+        let shown = ToolResult::error(format!(
+            "toolgate: call blocked: {why} (tool `{tool}` of MCP server `{}`); \
+             the user can review it with: {}",
+            self.server, approval.review
+        ));
+        Some(vec![Route::ToClient(result(
+            id,
+            call_result(&Map::new(), &shown),
+        ))])
     }
 
     /// One line from the server.
@@ -310,6 +366,7 @@ impl Judge {
             InFlight::Other => vec![Route::ToClient(bytes)],
             InFlight::Cancelled => Vec::new(),
             InFlight::Initialize => vec![Route::ToClient(initialized(object, bytes))],
+            InFlight::ToolsList => self.listed(object, bytes),
             InFlight::ToolCall { tool, input } => {
                 vec![Route::ToClient(
                     self.judge_result(id, &object, tool, input, bytes).await,
@@ -351,6 +408,55 @@ impl Judge {
                 "toolgate: the post chain showed nothing; withheld",
             ),
         }
+    }
+
+    /// A `tools/list` answer, without the tools whose definition the user
+    /// did not approve; when any is withheld, the client is first sent a
+    /// log message naming them and how to review them.
+    fn listed(&self, mut answer: Map<String, Value>, bytes: Vec<u8>) -> Vec<Route> {
+        let Some(approval) = &self.approval else {
+            return vec![Route::ToClient(bytes)];
+        };
+        let Some(Value::Array(tools)) = answer.get_mut("result").and_then(|r| r.get_mut("tools"))
+        else {
+            return vec![Route::ToClient(bytes)];
+        };
+        let mut withheld = Vec::new();
+        tools.retain(|tool| {
+            let verdict = match &approval.pins {
+                Some(pins) => pins.approves(tool),
+                None => Verdict::New,
+            };
+            if verdict == Verdict::Approved {
+                return true;
+            }
+            let name = tool.get("name").and_then(Value::as_str).unwrap_or("?");
+            withheld.push(format!("`{name}` ({})", verdict.why()));
+            approval.withheld().insert(name.to_owned());
+            false
+        });
+        if withheld.is_empty() {
+            return vec![Route::ToClient(bytes)];
+        }
+        let said = format!(
+            "toolgate withheld {} tool(s) of MCP server `{}` whose definitions are not the \
+             ones approved: {}. Review them with: {}",
+            withheld.len(),
+            self.server,
+            withheld.join(", "),
+            approval.review
+        );
+        tracing::warn!("{said}");
+        eprintln!("{}", toolgate::text::sanitize(&said));
+        let note = json!({
+            "jsonrpc": "2.0",
+            "method": "notifications/message",
+            "params": {"level": "warning", "logger": "toolgate", "data": said},
+        });
+        vec![
+            Route::ToClient(encode(&note)),
+            Route::ToClient(encode(&Value::Object(answer))),
+        ]
     }
 
     /// The server sent something the proxy cannot read: whatever it was,
@@ -423,93 +529,4 @@ impl Judge {
 /// An id as a map key: its JSON text, so `1` and `"1"` stay apart.
 fn id_key(id: &Value) -> String {
     id.to_string()
-}
-
-fn encode(message: &Value) -> Vec<u8> {
-    // Serialising a `Value` cannot fail (its keys are strings).
-    serde_json::to_vec(message).unwrap_or_default()
-}
-
-fn error(id: &Value, code: i64, message: &str) -> Vec<u8> {
-    encode(&json!({
-        "jsonrpc": "2.0",
-        "id": id,
-        "error": { "code": code, "message": message },
-    }))
-}
-
-fn result(id: &Value, result: Map<String, Value>) -> Vec<u8> {
-    encode(&json!({ "jsonrpc": "2.0", "id": id, "result": result }))
-}
-
-/// What hooks see of a `CallToolResult`: its `content` and, when the
-/// tool gave one, its `structuredContent`; `isError` is the result's
-/// error flag. `_meta` and unknown fields are kept for the client but not
-/// shown to hooks.
-pub(crate) fn tool_result(result: &Map<String, Value>) -> ToolResult {
-    let mut output = Map::new();
-    output.insert(
-        "content".into(),
-        result
-            .get("content")
-            .cloned()
-            .unwrap_or(Value::Array(Vec::new())),
-    );
-    if let Some(structured) = result.get("structuredContent") {
-        output.insert("structuredContent".into(), structured.clone());
-    }
-    ToolResult {
-        output: Value::Object(output),
-        is_error: result.get("isError").and_then(Value::as_bool) == Some(true),
-    }
-}
-
-/// A `CallToolResult` showing `shown`, keeping the original's other fields.
-/// An output in the shape hooks were shown (`content`, optionally
-/// `structuredContent`) is used as is; any other output is shown as text,
-/// so a hook may answer a plain string.
-pub(crate) fn call_result(original: &Map<String, Value>, shown: &ToolResult) -> Map<String, Value> {
-    let mut result = original.clone();
-    result.remove("structuredContent");
-    match &shown.output {
-        Value::Object(output) if output.get("content").is_some_and(Value::is_array) => {
-            result.insert("content".into(), output["content"].clone());
-            if let Some(structured) = output.get("structuredContent") {
-                result.insert("structuredContent".into(), structured.clone());
-            }
-        }
-        Value::String(text) => {
-            result.insert("content".into(), json!([{ "type": "text", "text": text }]));
-        }
-        other => {
-            result.insert(
-                "content".into(),
-                json!([{ "type": "text", "text": other.to_string() }]),
-            );
-        }
-    }
-    if shown.is_error {
-        result.insert("isError".into(), Value::Bool(true));
-    } else {
-        result.remove("isError");
-    }
-    result
-}
-
-/// The server's `initialize` answer, without task-augmented tool calls
-/// (see the module doc). Unchanged bytes when it offered none.
-fn initialized(mut answer: Map<String, Value>, bytes: Vec<u8>) -> Vec<u8> {
-    let removed = answer
-        .get_mut("result")
-        .and_then(|r| r.get_mut("capabilities"))
-        .and_then(|c| c.get_mut("tasks"))
-        .and_then(|t| t.get_mut("requests"))
-        .and_then(Value::as_object_mut)
-        .and_then(|requests| requests.remove("tools"))
-        .is_some();
-    if removed {
-        encode(&Value::Object(answer))
-    } else {
-        bytes
-    }
 }

@@ -29,7 +29,12 @@
 //! with an error; it never goes through unjudged.
 
 mod judge;
+mod list;
+pub mod pins;
+mod shape;
 mod stdio;
+
+pub use list::{LIST_TIMEOUT, list_tools};
 
 use std::ffi::OsString;
 use toolgate::HookRunner;
@@ -46,6 +51,7 @@ pub struct Proxy {
     session_id: String,
     cwd: Option<String>,
     max_message: usize,
+    approval: Option<(Option<pins::Pins>, String)>,
 }
 
 impl Proxy {
@@ -74,6 +80,7 @@ impl Proxy {
                 .ok()
                 .map(|dir| dir.to_string_lossy().into_owned()),
             max_message: DEFAULT_MAX_MESSAGE,
+            approval: None,
         })
     }
 
@@ -92,12 +99,30 @@ impl Proxy {
         self
     }
 
+    /// Shows the client only the tools whose definitions are `pins` (the
+    /// user's approval; `None`: never reviewed, so none), and refuses a
+    /// call to any other; `review` is the command that reviews this server,
+    /// named in what the client and the user are told. Without it every
+    /// tool is listed (an embedder's choice; the CLI always pins).
+    #[must_use]
+    pub fn approved(mut self, pins: Option<pins::Pins>, review: impl Into<String>) -> Self {
+        self.approval = Some((pins, review.into()));
+        self
+    }
+
     fn judge(&self) -> judge::Judge {
         judge::Judge::new(
             self.server.clone(),
             self.runner.clone(),
             self.session_id.clone(),
             self.cwd.clone(),
+            self.approval
+                .as_ref()
+                .map(|(pins, review)| judge::Approval {
+                    pins: pins.clone(),
+                    review: review.clone(),
+                    withheld: std::sync::Mutex::default(),
+                }),
         )
     }
 
@@ -130,6 +155,9 @@ pub enum McpError {
     /// server with it).
     #[error("cannot handle signals")]
     Signals(#[source] std::io::Error),
+    /// The server did not list its tools.
+    #[error("cannot list the server's tools: {0}")]
+    List(String),
     /// No command was given to start the server.
     #[error("no server command: give it after `--`")]
     NoServerCommand,

@@ -101,14 +101,24 @@ pub(crate) async fn read_frame<R: AsyncBufRead + Unpin>(
 }
 
 /// The server, started.
-struct Server {
+pub(crate) struct Server {
     child: Child,
-    stdin: ChildStdin,
-    stdout: ChildStdout,
+    pub(crate) stdin: ChildStdin,
+    pub(crate) stdout: Option<ChildStdout>,
     group: Option<Pid>,
 }
 
-fn spawn(command: &[OsString]) -> Result<Server, McpError> {
+impl Server {
+    /// Kills the server's whole process group.
+    pub(crate) fn kill(&mut self) {
+        if let Some(group) = self.group {
+            let _ = killpg(group, Signal::SIGKILL);
+        }
+        let _ = self.child.start_kill();
+    }
+}
+
+pub(crate) fn spawn(command: &[OsString]) -> Result<Server, McpError> {
     let Some((program, args)) = command.split_first() else {
         return Err(McpError::NoServerCommand);
     };
@@ -145,7 +155,7 @@ fn spawn(command: &[OsString]) -> Result<Server, McpError> {
         (Some(stdin), Some(stdout)) => Ok(Server {
             child,
             stdin,
-            stdout,
+            stdout: Some(stdout),
             group,
         }),
         _ => Err(failed(std::io::Error::other(
@@ -230,6 +240,7 @@ pub(crate) async fn run(proxy: Proxy, command: &[OsString]) -> Result<i32, McpEr
         stdout,
         group,
     } = spawn(command)?;
+    let stdout = stdout.ok_or(McpError::NoServerCommand)?;
     let mut terminate = signal(SignalKind::terminate()).map_err(McpError::Signals)?;
     let mut interrupt = signal(SignalKind::interrupt()).map_err(McpError::Signals)?;
     let mut hangup = signal(SignalKind::hangup()).map_err(McpError::Signals)?;
