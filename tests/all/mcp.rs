@@ -360,6 +360,43 @@ return {"decision": "replace", "result": {"output": out, "is_error": False}}"#
     assert_eq!(shown, result["structuredContent"]);
 }
 
+#[test]
+fn a_post_rewrite_that_breaks_the_tools_output_schema_is_a_hook_failure() {
+    let fx = Fixture::new();
+    fx.global_hooks(json!([policy(
+        &fx,
+        "breaks",
+        "post_tool_use",
+        r#"
+out = r["result"]["output"]
+if r["input"].get("location") == "Chicago":
+    out["structuredContent"]["temperature"] = "hot"
+    return {"decision": "replace", "result": {"output": out, "is_error": False}}
+if r["input"].get("location") == "Los Angeles":
+    return {"decision": "replace", "result": {"output": "sunny, no numbers", "is_error": False}}
+return {"decision": "allow"}"#
+    )]));
+    let mut client = everything_through(&fx);
+    client.initialize("2025-06-18");
+    // Not listed first: the approved definition's schema holds.
+    for (id, city, why) in [
+        (1, "Chicago", "/temperature"),
+        (2, "Los Angeles", "no structuredContent"),
+    ] {
+        let result = client.call(id, "get-structured-content", json!({"location": city}));
+        assert_eq!(result["isError"], true, "{result}");
+        let said = text_of(&result);
+        assert!(said.contains("hook `breaks` failed"), "{said}");
+        assert!(
+            said.contains("outputSchema") && said.contains(why),
+            "{said}"
+        );
+        assert!(result.get("structuredContent").is_none(), "{result}");
+    }
+    let fine = client.call(3, "get-structured-content", json!({"location": "New York"}));
+    assert!(fine.get("isError").is_none(), "{fine}");
+}
+
 /// The everything server's files (server-filesystem): a denied or
 /// replaced write leaves no file, so the server never ran it.
 #[test]

@@ -90,6 +90,11 @@ impl Pins {
         }
     }
 
+    /// The approved `outputSchema` of `tool`, if it declares one.
+    pub(crate) fn output_schema(&self, tool: &str) -> Option<Value> {
+        self.tools.get(tool)?.get("outputSchema").cloned()
+    }
+
     /// Whether a tool of this name was approved.
     pub(crate) fn knows(&self, name: &str) -> bool {
         self.tools.contains_key(name)

@@ -45,18 +45,21 @@
 //! and each message judged on its own; the answers go back one per line,
 //! which every SDK's reader accepts.
 
-use crate::pins::{Pins, Verdict};
 use crate::shape::{
     INVALID_PARAMS, INVALID_REQUEST, NOT_JUDGED, PARSE_ERROR, call_result, encode, error,
     initialized, result, tool_result,
 };
 use serde_json::{Map, Value, json};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Mutex;
 use toolgate::contract::{Decision, ToolResult};
 use toolgate::{HookRunner, Request};
 
 /// Where one message goes, as bytes ready to write (no newline).
+mod listing;
+
+pub(crate) use listing::Approval;
+
 #[derive(Debug, PartialEq)]
 pub(crate) enum Route {
     ToServer(Vec<u8>),
@@ -85,38 +88,8 @@ pub(crate) struct Judge {
     cwd: Option<String>,
     in_flight: Mutex<HashMap<String, InFlight>>,
     approval: Option<Approval>,
-}
-
-/// The tool definitions the user approved for this server (see `pins`).
-#[derive(Debug)]
-pub(crate) struct Approval {
-    /// `None`: the server was never reviewed, so no tool is approved.
-    pub(crate) pins: Option<Pins>,
-    /// The command that reviews this server, for messages.
-    pub(crate) review: String,
-    /// Tools this session's lists showed with a definition not approved:
-    /// withheld from the list, and refused if called.
-    pub(crate) withheld: Mutex<HashSet<String>>,
-}
-
-impl Approval {
-    fn withheld(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
-        self.withheld
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    /// Why a call to `tool` is refused, if it is.
-    fn refuses(&self, tool: &str) -> Option<&'static str> {
-        match &self.pins {
-            None => Some("this server's tools were never reviewed"),
-            Some(pins) if !pins.knows(tool) => Some("this tool was never approved"),
-            Some(_) if self.withheld().contains(tool) => {
-                Some("this tool's definition changed since it was approved")
-            }
-            Some(_) => None,
-        }
-    }
+    /// Each listed tool's `outputSchema`, as the client was last shown it.
+    output_schemas: Mutex<HashMap<String, Value>>,
 }
 
 impl Judge {
@@ -134,6 +107,7 @@ impl Judge {
             cwd,
             in_flight: Mutex::new(HashMap::new()),
             approval,
+            output_schemas: Mutex::new(HashMap::new()),
         }
     }
 
@@ -310,22 +284,6 @@ impl Judge {
         }
     }
 
-    /// The answer to a call of a tool the user did not approve, if it is
-    /// one (see `pins`).
-    fn unapproved(&self, id: &Value, tool: &str) -> Option<Vec<Route>> {
-        let approval = self.approval.as_ref()?;
-        let why = approval.refuses(tool)?;
-        let shown = ToolResult::error(format!(
-            "toolgate: call blocked: {why} (tool `{tool}` of MCP server `{}`); \
-             the user can review it with: {}",
-            self.server, approval.review
-        ));
-        Some(vec![Route::ToClient(result(
-            id,
-            call_result(&Map::new(), &shown),
-        ))])
-    }
-
     /// One line from the server.
     pub(crate) async fn on_server(&self, line: &[u8]) -> Vec<Route> {
         let message: Value = match serde_json::from_slice(line) {
@@ -401,62 +359,29 @@ impl Judge {
         let outcome = self.runner.post_tool_use(&request).await;
         match outcome.shown {
             Some(shown) if shown == real && matches!(outcome.decision, Decision::Allow) => bytes,
-            Some(shown) => result(id, call_result(&original, &shown)),
+            Some(shown) => {
+                let rewritten = call_result(&original, &shown);
+                let bare = tool
+                    .strip_prefix(&format!("mcp__{}__", self.server))
+                    .unwrap_or(&tool);
+                match self.keeps_output_schema(bare, &rewritten) {
+                    Ok(()) => result(id, rewritten),
+                    Err(why) => {
+                        let by = outcome.decided_by.as_deref().unwrap_or("a hook");
+                        let failed = ToolResult::error(format!(
+                            "toolgate: output withheld: hook `{by}` failed: its rewrite of the \
+                             result breaks the tool's declared outputSchema ({why})"
+                        ));
+                        result(id, call_result(&original, &failed))
+                    }
+                }
+            }
             None => error(
                 id,
                 NOT_JUDGED,
                 "toolgate: the post chain showed nothing; withheld",
             ),
         }
-    }
-
-    /// A `tools/list` answer, without the tools whose definition the user
-    /// did not approve; when any is withheld, the client is first sent a
-    /// log message naming them and how to review them.
-    fn listed(&self, mut answer: Map<String, Value>, bytes: Vec<u8>) -> Vec<Route> {
-        let Some(approval) = &self.approval else {
-            return vec![Route::ToClient(bytes)];
-        };
-        let Some(Value::Array(tools)) = answer.get_mut("result").and_then(|r| r.get_mut("tools"))
-        else {
-            return vec![Route::ToClient(bytes)];
-        };
-        let mut withheld = Vec::new();
-        tools.retain(|tool| {
-            let verdict = match &approval.pins {
-                Some(pins) => pins.approves(tool),
-                None => Verdict::New,
-            };
-            if verdict == Verdict::Approved {
-                return true;
-            }
-            let name = tool.get("name").and_then(Value::as_str).unwrap_or("?");
-            withheld.push(format!("`{name}` ({})", verdict.why()));
-            approval.withheld().insert(name.to_owned());
-            false
-        });
-        if withheld.is_empty() {
-            return vec![Route::ToClient(bytes)];
-        }
-        let said = format!(
-            "toolgate withheld {} tool(s) of MCP server `{}` whose definitions are not the \
-             ones approved: {}. Review them with: {}",
-            withheld.len(),
-            self.server,
-            withheld.join(", "),
-            approval.review
-        );
-        tracing::warn!("{said}");
-        eprintln!("{}", toolgate::text::sanitize(&said));
-        let note = json!({
-            "jsonrpc": "2.0",
-            "method": "notifications/message",
-            "params": {"level": "warning", "logger": "toolgate", "data": said},
-        });
-        vec![
-            Route::ToClient(encode(&note)),
-            Route::ToClient(encode(&Value::Object(answer))),
-        ]
     }
 
     /// The server sent something the proxy cannot read: whatever it was,
