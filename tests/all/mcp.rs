@@ -12,7 +12,7 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-fn everything() -> PathBuf {
+pub(crate) fn everything() -> PathBuf {
     agent_bin("MCP_EVERYTHING_VERSION", "mcp-server-everything")
 }
 
@@ -196,7 +196,7 @@ fn in_fixture(fx: &Fixture) -> Command {
     cmd
 }
 
-fn state(fx: &Fixture) -> PathBuf {
+pub(crate) fn state(fx: &Fixture) -> PathBuf {
     fx.dir.path().join("state")
 }
 
@@ -209,7 +209,7 @@ fn proxy(fx: &Fixture, name: &str, server: &[&str]) -> Command {
 
 /// `toolgate mcp trust` for `server`: its review (stdout), then, if
 /// `approve`, the approval of the digest it showed.
-fn trust(fx: &Fixture, name: &str, server: &[&str], approve: bool) -> String {
+pub(crate) fn trust(fx: &Fixture, name: &str, server: &[&str], approve: bool) -> String {
     let review = in_fixture(fx)
         .args(["mcp", "trust", "--name", name, "--"])
         .args(server)
@@ -261,7 +261,7 @@ fn text_of(result: &Value) -> String {
 /// A fixture whose global chain judges the everything server's tools:
 /// denies `get-env`, rewrites `echo "rewrite me"`, replaces `get-sum`, and
 /// after the call redacts `SECRET` in what the client is shown.
-fn judged_fixture() -> Fixture {
+pub(crate) fn judged_fixture() -> Fixture {
     let fx = Fixture::new();
     fx.global_hooks(json!([
         policy(&fx, "pre", "pre_tool_use", r#"

@@ -186,6 +186,22 @@ fn claude_in(
     allow_bash: bool,
     env: &[(&str, &str)],
 ) -> Run {
+    let args: &[&str] = if allow_bash {
+        &["--allowedTools", "Bash,Read"]
+    } else {
+        &[]
+    };
+    claude_run(release, fx, calls, args, env)
+}
+
+/// [`claude_in`] with these arguments for Claude Code.
+fn claude_run(
+    release: Release,
+    fx: &Fixture,
+    calls: Vec<Value>,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> Run {
     let home = home_of(fx);
     let mock = MockModel::anthropic(calls);
     // The user trusted this workspace's hooks (the gate has its own tests).
@@ -210,9 +226,7 @@ fn claude_in(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     cmd.envs(env.iter().copied());
-    if allow_bash {
-        cmd.args(["--allowedTools", "Bash,Read"]);
-    }
+    cmd.args(args);
     let child = cmd.spawn().expect("claude starts");
     let out = finish_within(child, Duration::from_secs(180), "claude");
     let result = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
@@ -1217,5 +1231,113 @@ fn live_claude_a_permission_request_is_judged_as_its_call_and_never_granted() {
             "{release:?}: {:#}",
             run.result
         );
+    }
+}
+
+/// `toolgate mcp` between Claude Code and server-everything: each verdict
+/// of the chain reaches the model as Claude Code shows an MCP tool's
+/// result, and a tool the user never approved is not offered at all.
+#[test]
+fn live_claude_mcp_tools_are_guarded_through_toolgate_mcp() {
+    use crate::mcp::{everything, judged_fixture, state, trust};
+    for release in RELEASES {
+        let fx = judged_fixture();
+        let server = everything();
+        let server = [server.to_str().unwrap(), "stdio"];
+        trust(&fx, "everything", &server, true);
+        // The user approved every tool but `get-tiny-image`.
+        let pins_path = state(&fx).join("toolgate/mcp/everything.json");
+        let mut pins: Value =
+            serde_json::from_str(&std::fs::read_to_string(&pins_path).unwrap()).unwrap();
+        pins["tools"]
+            .as_object_mut()
+            .unwrap()
+            .remove("get-tiny-image");
+        std::fs::write(&pins_path, pins.to_string()).unwrap();
+        let config = fx.dir.path().join("mcp.json");
+        let mut args = vec![
+            toolgate_path(),
+            "mcp".into(),
+            "--name".into(),
+            "everything".into(),
+            "--".into(),
+        ];
+        args.extend(server.iter().map(|s| (*s).to_owned()));
+        std::fs::write(
+            &config,
+            json!({"mcpServers": {"everything": {
+                "command": args[0], "args": &args[1..],
+                "env": {"TOOLGATE_CONFIG_DIR": fx.global(), "XDG_STATE_HOME": state(&fx)}
+            }}})
+            .to_string(),
+        )
+        .unwrap();
+        let call = |tool: &str, input: Value| json!({"name": format!("mcp__everything__{tool}"), "input": input});
+        let run = claude_run(
+            release,
+            &fx,
+            vec![
+                call("get-env", json!({})),
+                call("echo", json!({"message": "rewrite me"})),
+                call("get-sum", json!({"a": 1, "b": 2})),
+                call("echo", json!({"message": "my SECRET"})),
+            ],
+            &[
+                "--mcp-config",
+                config.to_str().unwrap(),
+                "--strict-mcp-config",
+                "--allowedTools",
+                "mcp__everything",
+            ],
+            &[],
+        );
+        // One result per call (the conversation is sent again with each
+        // request, once with a cache mark).
+        let results: Vec<Value> = run
+            .tool_results()
+            .into_iter()
+            .map(|r| (r["tool_use_id"].to_string(), r))
+            .collect::<std::collections::BTreeMap<_, _>>()
+            .into_values()
+            .collect();
+        let text = |i: usize| -> String {
+            results
+                .get(i)
+                .map(|r| r["content"].to_string())
+                .unwrap_or_default()
+        };
+        assert_eq!(results.len(), 4, "{release:?}: {results:#?}");
+        assert_eq!(results[0]["is_error"], true, "{release:?}: {results:#?}");
+        assert!(
+            text(0).contains("the environment holds secrets"),
+            "{release:?}: {}",
+            text(0)
+        );
+        assert!(
+            text(1).contains("Echo: rewritten by toolgate"),
+            "{release:?}: {}",
+            text(1)
+        );
+        assert!(
+            text(2).contains("42, said toolgate"),
+            "{release:?}: {}",
+            text(2)
+        );
+        assert!(
+            text(3).contains("Echo: my [redacted]"),
+            "{release:?}: {}",
+            text(3)
+        );
+        assert!(!text(3).contains("SECRET"), "{release:?}: {}", text(3));
+        // The tools the model was told of (offered, or listed as deferred
+        // tools in the newest release): the approved ones, never the other.
+        let told = run
+            .mock
+            .requests()
+            .iter()
+            .map(Value::to_string)
+            .collect::<String>();
+        assert!(told.contains("mcp__everything__echo"), "{release:?}");
+        assert!(!told.contains("get-tiny-image"), "{release:?}");
     }
 }
