@@ -16,6 +16,7 @@ use std::path::PathBuf;
     toolgate bench --lean-client ./toolgate-hook   # another build, same rounds\n  \
     toolgate bench --agent      # inside the real Claude Code, a few minutes\n  \
     toolgate bench --guards     # the standard guards on their corpora\n  \
+    toolgate bench --mcp        # what toolgate mcp adds to a tool call\n  \
     toolgate bench --soak 1000000   # a long run of `toolgate serve`, for leaks\n\n\
     Guests are taken from guest-examples/*/out/*.wasm\n\
     (build them with guest-examples/build-all). Run it from a release build\n\
@@ -70,6 +71,33 @@ pub(crate) struct Args {
     /// the built-in component against the same rules run natively.
     #[arg(long, conflicts_with_all = ["agent", "soak", "lean_client"])]
     guards: bool,
+    /// Measure instead what `toolgate mcp` adds to an MCP tool call, with
+    /// a standard guard (a Rust component) before and after each call,
+    /// against a direct connection to the same server, calls alternating.
+    /// The server is the bench's own Python echo server unless one follows
+    /// `--`.
+    #[arg(long, conflicts_with_all = ["agent", "soak", "lean_client", "guards"])]
+    mcp: bool,
+    /// With --mcp: calls measured on each side (default 2000; 200 with
+    /// --quick).
+    #[arg(long, value_name = "N", requires = "mcp")]
+    mcp_calls: Option<usize>,
+    /// With --mcp: the tool to call and its arguments (JSON), for a server
+    /// given after `--`.
+    #[arg(long, value_names = ["TOOL", "JSON"], num_args = 2, requires = "mcp")]
+    mcp_call: Option<Vec<String>>,
+    /// With --mcp: the standard guard the proxy runs before and after each
+    /// call, or `none` for the proxy alone.
+    #[arg(
+        long,
+        value_name = "NAME",
+        default_value = "toolgate:paths",
+        requires = "mcp"
+    )]
+    mcp_guard: String,
+    /// With --mcp: the server's command.
+    #[arg(last = true, value_name = "SERVER", requires = "mcp")]
+    server: Vec<String>,
     /// Instead, soak a real `toolgate serve` with N calls of a fixed mix
     /// (every binding, rewrites, denials, failures, timeouts) from several
     /// clients, sampling its memory, descriptors, threads, children and
@@ -99,6 +127,30 @@ pub(crate) fn run(args: Args) -> anyhow::Result<std::process::ExitCode> {
     }
     if let Some(calls) = args.soak {
         return run_soak(args, calls);
+    }
+    if args.mcp {
+        let mut options = toolgate_bench::McpOptions::new(std::env::current_exe()?);
+        options.server = args.server;
+        options.guard = (args.mcp_guard != "none").then_some(args.mcp_guard);
+        if let Some([tool, arguments]) = args.mcp_call.as_deref() {
+            options.tool.clone_from(tool);
+            options.arguments = serde_json::from_str(arguments).map_err(|e| {
+                anyhow::anyhow!("--mcp-call {tool}: the arguments are not JSON: {e}")
+            })?;
+        }
+        options.calls = args
+            .mcp_calls
+            .unwrap_or(if args.quick { 200 } else { 2000 });
+        if args.quick {
+            options.warmup = 20;
+        }
+        let progress: fn(&str) = if args.json {
+            |_| {}
+        } else {
+            |line| eprintln!("{line}")
+        };
+        let report = toolgate_bench::run_mcp(&options, progress)?;
+        return print(args.json, &report, || report.render());
     }
     if args.guards {
         let mut options = toolgate_bench::GuardsOptions::default();

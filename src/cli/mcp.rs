@@ -272,9 +272,11 @@ fn proxy(args: Args) -> anyhow::Result<ExitCode> {
     let workspace = super::workspace(args.workspace)?;
     let config = super::env::load(&workspace.root, false)
         .context("the MCP proxy does not start with a broken config")?;
+    // One proxy is one client session for its whole life, so hooks'
+    // session state lives in its memory, as in `toolgate serve`.
     let runner = HookRunner::builder()
         .config(config)
-        .session_store(super::env::session_store())
+        .session_store(std::sync::Arc::new(toolgate::sessions::MemoryStore::new()))
         .build();
     let pins = pin_store()?.load(&name)?;
     let review = review_command(&name, &args.command, None);

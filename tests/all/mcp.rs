@@ -1102,3 +1102,35 @@ fn an_approval_file_others_could_write_stops_the_proxy() {
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("drifting.json"), "{}", stderr(&out));
 }
+
+/// The client's stdin is watched by the reactor when it is a pipe or a
+/// socket; anything else (a regular file here) is read the ordinary way.
+#[test]
+fn a_client_on_a_regular_file_is_still_answered() {
+    let fx = Fixture::new();
+    let (server, _) = drifting(&fx, "Echoes the message.");
+    let server: Vec<&str> = server.iter().map(String::as_str).collect();
+    trust(&fx, "drifting", &server, true);
+    let input = fx.marker("client.jsonl");
+    std::fs::write(
+        &input,
+        [
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}),
+            json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                   "params": {"name": "add", "arguments": {"a": 2, "b": 3}}}),
+        ]
+        .iter()
+        .map(|m| format!("{m}\n"))
+        .collect::<String>(),
+    )
+    .unwrap();
+    let out = proxy(&fx, "drifting", &server)
+        .stdin(std::fs::File::open(&input).unwrap())
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains(r#""text": "5""#) || said.contains(r#""text":"5""#),
+        "{said}"
+    );
+}

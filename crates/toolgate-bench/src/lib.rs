@@ -48,6 +48,7 @@
 mod agent;
 mod budget;
 mod guards;
+mod mcp;
 #[doc(hidden)]
 pub mod mock;
 mod report;
@@ -59,6 +60,7 @@ pub use agent::{AgentOptions, AgentRelease, AgentReport, AgentRow, run_agent};
 pub use guards::{
     ClassRow, CostRow, GuardReport, GuardsOptions, GuardsReport, Judged, TYPICAL, run_guards,
 };
+pub use mcp::{McpOptions, McpReport, Side, run_mcp};
 pub use report::{Load, Machine, Report, Row, Target, Throughput};
 pub use soak::{
     Answered, Client, Growth, LaneReport, MAX_GROWTH, Sample, SoakOptions, SoakReport, SoakScratch,

@@ -28,6 +28,7 @@
 //! it cannot read, a server that died with calls in flight) is answered
 //! with an error; it never goes through unjudged.
 
+mod fdio;
 mod judge;
 mod list;
 pub mod pins;

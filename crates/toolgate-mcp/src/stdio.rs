@@ -190,7 +190,7 @@ async fn client_side(
     to_client: mpsc::Sender<Vec<u8>>,
     to_server: mpsc::Sender<Vec<u8>>,
 ) {
-    let mut stdin = BufReader::new(tokio::io::stdin());
+    let mut stdin = BufReader::new(crate::fdio::stdin());
     let mut buf = Vec::new();
     loop {
         let routes = match read_frame(&mut stdin, max, &mut buf).await {
@@ -248,7 +248,7 @@ pub(crate) async fn run(proxy: Proxy, command: &[OsString]) -> Result<i32, McpEr
     let judge = Arc::new(proxy.judge());
     let (to_client, client_queue) = mpsc::channel::<Vec<u8>>(64);
     let (to_server, server_queue) = mpsc::channel::<Vec<u8>>(64);
-    let client_writer = writer(tokio::io::stdout(), client_queue);
+    let client_writer = writer(crate::fdio::stdout(), client_queue);
     let server_writer = writer(stdin, server_queue);
     let from_client = client_side(Arc::clone(&judge), max, to_client.clone(), to_server);
     // The server's side runs as a task of its own, so that when the
