@@ -461,7 +461,10 @@ const CRATES: &[(&str, &[&str])] = &[
     ),
     ("toolgate-bench", &["toolgate", "toolgate-guards"]),
     ("toolgate-server", &["toolgate", "toolgate-hook"]),
-    ("toolgate-mcp", &["toolgate", "toolgate-fs"]),
+    (
+        "toolgate-mcp",
+        &["toolgate", "toolgate-contract", "toolgate-fs"],
+    ),
     ("toolgate-mentra", &["toolgate"]),
     (
         "toolgate-cli",

@@ -54,9 +54,12 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use toolgate::contract::{Decision, ToolResult};
 use toolgate::{HookRunner, Request};
+use toolgate_contract::strict_json;
 
 /// Where one message goes, as bytes ready to write (no newline).
 mod listing;
+#[cfg(test)]
+mod props;
 
 pub(crate) use listing::Approval;
 
@@ -126,7 +129,7 @@ impl Judge {
 
     /// One line from the client.
     pub(crate) async fn on_client(&self, line: &[u8]) -> Vec<Route> {
-        let message: Value = match serde_json::from_slice(line) {
+        let message: Value = match strict_json::parse(line) {
             Ok(message) => message,
             Err(e) => {
                 return vec![Route::ToClient(error(
@@ -159,6 +162,16 @@ impl Judge {
         };
         let method = object.get("method").and_then(Value::as_str);
         let id = object.get("id").filter(|id| !id.is_null());
+        // A call the proxy could not pair with its answer is not made: MCP
+        // ids are strings or numbers, and a server might still run a
+        // `tools/call` sent as a notification.
+        if method == Some("tools/call") && !id.is_some_and(|id| id.is_string() || id.is_number()) {
+            return vec![Route::ToClient(error(
+                &Value::Null,
+                INVALID_REQUEST,
+                "toolgate: tools/call without a string or number id cannot be judged; not forwarded",
+            ))];
+        }
         match (method, id) {
             // A request.
             (Some(method), Some(id)) => {
@@ -286,7 +299,7 @@ impl Judge {
 
     /// One line from the server.
     pub(crate) async fn on_server(&self, line: &[u8]) -> Vec<Route> {
-        let message: Value = match serde_json::from_slice(line) {
+        let message: Value = match strict_json::parse(line) {
             Ok(message) => message,
             Err(e) => {
                 return self.unreadable(&format!("a message that is not JSON ({e})"));
@@ -309,12 +322,29 @@ impl Judge {
         let Value::Object(object) = message else {
             return self.unreadable("a JSON-RPC message that is not an object");
         };
-        let is_answer = object.get("method").is_none()
-            && (object.contains_key("result") || object.contains_key("error"));
-        let id = object.get("id").filter(|id| !id.is_null());
-        let (true, Some(id)) = (is_answer, id) else {
+        let has_method = object.contains_key("method");
+        let is_answer = object.contains_key("result") || object.contains_key("error");
+        match (has_method, is_answer) {
+            // A client could read it either way, one of them unjudged.
+            (true, true) => {
+                return self.unreadable("a message that is both a request and an answer");
+            }
             // The server's requests and notifications.
-            return vec![Route::ToClient(bytes)];
+            (true, false) => return vec![Route::ToClient(bytes)],
+            (false, false) => {
+                tracing::warn!(
+                    "the server sent a message that is neither a request nor an answer; dropped"
+                );
+                return Vec::new();
+            }
+            (false, true) => {}
+        }
+        // An answer no request is waiting for: an error with a null id is
+        // the server's word on a message it could not read, and the proxy
+        // forwards none it cannot read itself.
+        let Some(id) = object.get("id").filter(|id| !id.is_null()) else {
+            tracing::warn!("the server sent an answer without an id; dropped");
+            return Vec::new();
         };
         let Some(asked) = self.in_flight().remove(&id_key(id)) else {
             tracing::warn!(id = %id_key(id), "the server answered a request that is not in flight; dropped");

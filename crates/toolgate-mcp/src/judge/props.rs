@@ -1,0 +1,168 @@
+//! The judge against hostile message streams (proptest): whatever the
+//! client and the server send, in whatever order, no call the chain
+//! refused reaches the server and no result the chain did not judge
+//! reaches the client.
+
+use super::{Judge, Route};
+use proptest::prelude::*;
+use serde_json::{Value, json};
+use toolgate::contract::{HookRequest, ToolResult, Verdict};
+use toolgate::{BoxError, HookRunner, Interceptor};
+
+/// Denies every call; replaces every result with `JUDGED`.
+struct Strict;
+
+#[async_trait::async_trait]
+impl Interceptor for Strict {
+    async fn pre_tool_use(&self, request: &HookRequest<'_>) -> Result<Verdict, BoxError> {
+        // Only `get` is let through, so results come back to be judged.
+        if request.tool == "mcp__s__get" {
+            return Ok(Verdict::allow());
+        }
+        Ok(Verdict::deny("refused"))
+    }
+
+    async fn post_tool_use(&self, _: &HookRequest<'_>) -> Result<Verdict, BoxError> {
+        Ok(Verdict::replace(ToolResult::ok("JUDGED")))
+    }
+}
+
+fn judge() -> Judge {
+    let runner = HookRunner::builder().interceptor("strict", Strict).build();
+    Judge::new("s".into(), runner, "session".into(), None, None)
+}
+
+/// An id, sometimes one a hostile side would pick.
+fn id() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        (0i64..4).prop_map(Value::from),
+        (0i64..4).prop_map(|n| Value::from(n.to_string())),
+        Just(Value::Null),
+        Just(json!(1.0)),
+        Just(json!({"n": 1})),
+    ]
+}
+
+/// A client message as text: calls (to refused tools and to `get`),
+/// other requests, cancellations, notifications, batches, and texts that
+/// hide a call (duplicate keys, escapes, a missing id).
+fn client_text() -> impl Strategy<Value = String> {
+    let call = (id(), prop::sample::select(vec!["danger", "get", "danger\u{0}"])).prop_map(|(id, tool)| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": tool, "arguments": {}}})
+            .to_string()
+    });
+    // Other requests have ids of their own (`p0`…`p3`): the answers to
+    // them may carry anything.
+    let other = (
+        0..4,
+        prop::sample::select(vec!["ping", "tools/list", "initialize", "x"]),
+    )
+        .prop_map(|(n, method)| {
+            json!({"jsonrpc": "2.0", "id": format!("p{n}"), "method": method}).to_string()
+        });
+    let cancel = id().prop_map(|id| {
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": id}}).to_string()
+    });
+    let hidden = (0i64..4).prop_flat_map(|n| {
+        prop::sample::select(vec![
+            format!(r#"{{"jsonrpc":"2.0","id":{n},"method":"ping","method":"tools/call","params":{{"name":"danger"}}}}"#),
+            format!(r#"{{"jsonrpc":"2.0","id":{n},"method":"tools\/call","params":{{"name":"danger"}}}}"#),
+            format!(r#"{{"jsonrpc":"2.0","id":{n},"method":"tools\u002fcall","params":{{"name":"danger"}}}}"#),
+            r#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"danger"}}"#.to_owned(),
+            format!(r#"{{"jsonrpc":"2.0","id":{n},"method":"tools/call","params":{{"name":"get","name":"danger"}}}}"#),
+            format!(r#"{{"jsonrpc":"2.0","id":{n},"method":"tools/call","params":{{"name":"danger","task":{{}}}}}}"#),
+        ])
+    });
+    let single = prop_oneof![call, other, cancel, hidden];
+    prop_oneof![
+        4 => single.clone(),
+        1 => prop::collection::vec(single, 0..4).prop_map(|items| format!("[{}]", items.join(","))),
+        1 => ".*".prop_map(|s: String| s),
+    ]
+}
+
+/// A server message as text: answers carrying `RAW` output for any id,
+/// errors, garbage, batches, and its own requests and notifications.
+fn server_text() -> impl Strategy<Value = String> {
+    let any_id = prop_oneof![id(), (0..4).prop_map(|n| Value::from(format!("p{n}")))];
+    let answer = any_id.clone().prop_map(|id| {
+        json!({"jsonrpc": "2.0", "id": id, "result": {"content": [{"type": "text", "text": "RAW"}]}})
+            .to_string()
+    });
+    let error = any_id.prop_map(|id| {
+        json!({"jsonrpc": "2.0", "id": id, "error": {"code": 1, "message": "RAW"}}).to_string()
+    });
+    let duplicate = (0i64..4).prop_map(|n| {
+        format!(r#"{{"jsonrpc":"2.0","id":99,"id":{n},"result":{{"content":[{{"type":"text","text":"RAW"}}]}}}}"#)
+    });
+    let own = prop::sample::select(vec![
+        r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}"#.to_owned(),
+        r#"{"jsonrpc":"2.0","id":7,"method":"sampling/createMessage","params":{}}"#.to_owned(),
+    ]);
+    let single = prop_oneof![answer, error, duplicate, own];
+    prop_oneof![
+        4 => single.clone(),
+        1 => prop::collection::vec(single, 0..4).prop_map(|items| format!("[{}]", items.join(","))),
+        1 => ".*".prop_map(|s: String| s),
+    ]
+}
+
+/// Whether `bytes`, read by a lenient parser (serde_json keeps the last
+/// of duplicate keys; escapes decoded), holds a `tools/call` of anything
+/// but `get`.
+fn calls_refused_tool(bytes: &[u8]) -> bool {
+    let Ok(message) = serde_json::from_slice::<Value>(bytes) else {
+        return false;
+    };
+    let messages = match message {
+        Value::Array(items) => items,
+        one => vec![one],
+    };
+    messages
+        .iter()
+        .any(|m| m["method"] == "tools/call" && m["params"]["name"] != "get")
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn no_refused_call_reaches_the_server_and_no_unjudged_result_reaches_the_client(
+        steps in prop::collection::vec(prop_oneof![
+            client_text().prop_map(|t| (true, t)),
+            server_text().prop_map(|t| (false, t)),
+        ], 1..24)
+    ) {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let judge = judge();
+        for (from_client, text) in steps {
+            let routes = runtime.block_on(async {
+                if from_client {
+                    judge.on_client(text.as_bytes()).await
+                } else {
+                    judge.on_server(text.as_bytes()).await
+                }
+            });
+            for route in routes {
+                match route {
+                    Route::ToServer(bytes) => {
+                        prop_assert!(!calls_refused_tool(&bytes), "forwarded: {}", String::from_utf8_lossy(&bytes));
+                        // What is forwarded reads the same to a parser that
+                        // keeps the first of duplicate keys.
+                        prop_assert!(strict_ok(&bytes), "forwarded with duplicate keys: {}", String::from_utf8_lossy(&bytes));
+                    }
+                    Route::ToClient(bytes) => {
+                        let text = String::from_utf8_lossy(&bytes);
+                        let other = serde_json::from_slice::<Value>(&bytes)
+                            .is_ok_and(|m| m["id"].as_str().is_some_and(|id| id.starts_with('p')));
+                        prop_assert!(other || !text.contains("RAW"), "unjudged output reached the client: {text}");
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn strict_ok(bytes: &[u8]) -> bool {
+    toolgate_contract::strict_json::parse(bytes).is_ok()
+}
