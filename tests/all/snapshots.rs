@@ -47,6 +47,7 @@ fn every_help_reads_as_pinned() {
         vec!["log", "--help"],
         vec!["push", "--help"],
         vec!["mcp", "--help"],
+        vec!["mcp", "trust", "--help"],
         vec!["-h"],
     ]
     .into_iter()
