@@ -74,11 +74,22 @@ fn gemini(
     trusted: bool,
     policies: &[(&str, &str)],
 ) -> Run {
+    let settings =
+        json!({"security": {"auth": {"selectedType": "gemini-api-key"}}, "hooks": hooks});
+    gemini_with(fx, settings, calls, trusted, policies)
+}
+
+/// [`gemini`] with these user settings.
+fn gemini_with(
+    fx: &Fixture,
+    settings: Value,
+    calls: Vec<Value>,
+    trusted: bool,
+    policies: &[(&str, &str)],
+) -> Run {
     let home = fx.dir.path().join("gemini-home");
     let dot = home.join(".gemini");
     std::fs::create_dir_all(dot.join("policies")).unwrap();
-    let settings =
-        json!({"security": {"auth": {"selectedType": "gemini-api-key"}}, "hooks": hooks});
     std::fs::write(dot.join("settings.json"), settings.to_string()).unwrap();
     for (name, toml) in policies {
         std::fs::write(dot.join("policies").join(name), toml).unwrap();
@@ -493,4 +504,77 @@ fn live_gemini_runs_no_hook_in_a_folder_it_does_not_trust() {
         run.stderr()
     );
     assert!(!fx.workspace().join("sub/ran.txt").exists());
+}
+
+/// `toolgate mcp` between Gemini CLI and server-everything: each verdict
+/// reaches the model, and a tool the user did not approve is never offered.
+#[test]
+fn live_gemini_mcp_tools_are_guarded_through_toolgate_mcp() {
+    use crate::mcp::{everything, judged_fixture, state, trust};
+    let fx = judged_fixture();
+    let server = everything();
+    let server = [server.to_str().unwrap(), "stdio"];
+    trust(&fx, "everything", &server, true);
+    let pins_path = state(&fx).join("toolgate/mcp/everything.json");
+    let mut pins: Value =
+        serde_json::from_str(&std::fs::read_to_string(&pins_path).unwrap()).unwrap();
+    pins["tools"]
+        .as_object_mut()
+        .unwrap()
+        .remove("get-tiny-image");
+    std::fs::write(&pins_path, pins.to_string()).unwrap();
+    let mut args = vec![
+        "mcp".to_owned(),
+        "--name".into(),
+        "everything".into(),
+        "--".into(),
+    ];
+    args.extend(server.iter().map(|s| (*s).to_owned()));
+    let settings = json!({
+        "security": {"auth": {"selectedType": "gemini-api-key"}},
+        "mcpServers": {"everything": {
+            "command": toolgate_path(), "args": args, "trust": true,
+            "env": {"TOOLGATE_CONFIG_DIR": fx.global(), "XDG_STATE_HOME": state(&fx)}
+        }}
+    });
+    // Gemini CLI names an MCP tool `mcp_<server>_<tool>`; hooks still see
+    // `mcp__everything__<tool>` from the proxy.
+    let call =
+        |tool: &str, args: Value| json!({"name": format!("mcp_everything_{tool}"), "input": args});
+    let run = gemini_with(
+        &fx,
+        settings,
+        vec![
+            call("get-env", json!({})),
+            call("echo", json!({"message": "rewrite me"})),
+            call("get-sum", json!({"a": 1, "b": 2})),
+            call("echo", json!({"message": "my SECRET"})),
+        ],
+        true,
+        &[],
+    );
+    let shown = run.shown();
+    assert_eq!(shown.len(), 4, "{shown:#?}\n{}", run.stderr());
+    assert!(
+        shown[0].contains("toolgate: call blocked: the environment holds secrets"),
+        "{shown:#?}"
+    );
+    assert!(
+        shown[1].contains("Echo: rewritten by toolgate"),
+        "{shown:#?}"
+    );
+    assert!(shown[2].contains("42, said toolgate"), "{shown:#?}");
+    assert!(
+        shown[3].contains("Echo: my [redacted]") && !shown[3].contains("SECRET"),
+        "{shown:#?}"
+    );
+    // The tools the model was offered: the approved ones, never the other.
+    let told = run
+        .mock
+        .requests()
+        .iter()
+        .map(Value::to_string)
+        .collect::<String>();
+    assert!(told.contains("mcp_everything_echo"));
+    assert!(!told.contains("get-tiny-image"));
 }

@@ -69,9 +69,17 @@ fn responses_reply(body: &Value, script: &[Value]) -> (&'static str, String) {
         .filter(|i| i["type"] == "function_call_output")
         .count();
     let item = match script.get(done) {
-        Some(call) => json!({"type": "function_call", "id": format!("fc_{done}"),
-            "call_id": format!("call_{done}"), "name": call["name"],
-            "arguments": call["input"].to_string()}),
+        Some(call) => {
+            let mut item = json!({"type": "function_call", "id": format!("fc_{done}"),
+                "call_id": format!("call_{done}"), "name": call["name"],
+                "arguments": call["input"].to_string()});
+            // A tool inside a namespace (Codex offers each MCP server's
+            // tools as one).
+            if let Some(namespace) = call.get("namespace") {
+                item["namespace"] = namespace.clone();
+            }
+            item
+        }
         None => json!({"type": "message", "id": "msg_mock", "role": "assistant",
             "content": [{"type": "output_text", "text": "done", "annotations": []}]}),
     };
