@@ -19,7 +19,10 @@ use anyhow::{Context, anyhow, bail};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use toolgate::agent::AgentHook as _;
-use toolgate::agent::{Edit, Layout, Outward, Wiring, read_settings};
+use toolgate::agent::{
+    Edit, Layout, McpConfig, McpState, Outward, Wiring, guard_mcp_servers, read_settings,
+    unguard_mcp_servers,
+};
 
 /// Which agent, and which of its settings files.
 #[derive(clap::Args)]
@@ -67,6 +70,13 @@ pub(crate) struct InstallArgs {
     /// The server's URL for --http [default: the running server's]
     #[arg(long, value_name = "URL", requires = "http")]
     http_url: Option<String>,
+    /// Instead of the hooks, run each of the agent's local MCP servers
+    /// through `toolgate mcp` (its MCP config: ~/.claude.json or .mcp.json,
+    /// the mcpServers of Gemini CLI's and Qwen Code's settings, Cursor's
+    /// and Copilot CLI's mcp files). Then approve each server's tools with
+    /// `toolgate mcp trust`, as the command prints.
+    #[arg(long, conflicts_with = "http")]
+    mcp: bool,
 }
 
 /// Remove toolgate from an agent's hook settings
@@ -82,6 +92,10 @@ pub(crate) struct InstallArgs {
 pub(crate) struct UninstallArgs {
     #[command(flatten)]
     target: Target,
+    /// Instead of the hooks, run the agent's MCP servers directly again
+    /// (undoes `install --mcp`).
+    #[arg(long)]
+    mcp: bool,
 }
 
 /// One scope's settings file for an agent.
@@ -253,6 +267,9 @@ impl Opened {
 }
 
 pub(crate) fn install(args: InstallArgs) -> anyhow::Result<ExitCode> {
+    if args.mcp {
+        return mcp(&args.target, true);
+    }
     let url = if args.http {
         Some(http_url(&args.target, args.http_url)?)
     } else {
@@ -373,6 +390,9 @@ fn older(a: &str, b: &str) -> bool {
 }
 
 pub(crate) fn uninstall(args: UninstallArgs) -> anyhow::Result<ExitCode> {
+    if args.mcp {
+        return mcp(&args.target, false);
+    }
     let at = args.target.open()?;
     let (agent, file) = (at.agent, at.file.display());
     let Some(old) = &at.old else {
@@ -384,6 +404,98 @@ pub(crate) fn uninstall(args: UninstallArgs) -> anyhow::Result<ExitCode> {
         eprintln!("nothing to uninstall: {file} has no toolgate entry for {agent}");
     } else if apply(&at.file, Some(old), &edit, at.dry_run)? {
         eprintln!("removed toolgate's entries for {agent} from {file}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The agent's MCP config file for this scope.
+pub(crate) fn mcp_place(agent: Outward, project: Option<&Path>) -> anyhow::Result<Place> {
+    let (user_file, project_file) = match agent.install().mcp {
+        McpConfig::Servers {
+            user_file,
+            project_file,
+        } => (user_file, project_file),
+        McpConfig::NotYet(why) => bail!("{agent}: {why}"),
+    };
+    match project {
+        None => {
+            let home = super::env::dir("HOME")
+                .ok_or_else(|| anyhow!("HOME is not set: cannot find the user's MCP config"))?;
+            Ok(Place {
+                file: home.join(user_file),
+                project: None,
+            })
+        }
+        Some(root) => {
+            let file = project_file
+                .ok_or_else(|| anyhow!("{agent} has no project MCP config: leave out --project"))?;
+            let root = root
+                .canonicalize()
+                .with_context(|| format!("project {}", root.display()))?;
+            Ok(Place {
+                file: root.join(file),
+                project: Some(root),
+            })
+        }
+    }
+}
+
+/// `install --mcp` (`guard`) and `uninstall --mcp`.
+fn mcp(target: &Target, guard: bool) -> anyhow::Result<ExitCode> {
+    let agent = agent(&target.agent)?;
+    let place = mcp_place(agent, target.project.as_deref())?;
+    place.refuse_links()?;
+    let file = place.file.display().to_string();
+    let old = read(&place.file)?;
+    let named = |e: toolgate::agent::EditSettingsError| anyhow!("{file}: {e}");
+    let (edit, servers) = if guard {
+        guard_mcp_servers(old.as_deref(), &this_toolgate()?).map_err(named)?
+    } else {
+        match &old {
+            Some(text) => unguard_mcp_servers(text).map_err(named)?,
+            None => (Edit::Unchanged, Vec::new()),
+        }
+    };
+    if servers.is_empty() {
+        eprintln!("no MCP servers in {file}: nothing to do");
+        return Ok(ExitCode::SUCCESS);
+    }
+    let written = apply(&place.file, old.as_deref(), &edit, target.dry_run)?;
+    let mut review = Vec::new();
+    for server in &servers {
+        let name = toolgate::text::sanitize(&server.name);
+        match &server.state {
+            McpState::Guarded { server: command } => {
+                eprintln!("  {name}: through toolgate mcp");
+                let words: Vec<String> = command
+                    .iter()
+                    .map(|w| shlex::try_quote(w).map_or_else(|_| w.clone(), |q| q.into_owned()))
+                    .collect();
+                review.push(format!(
+                    "toolgate mcp trust --name {} -- {}",
+                    server.name,
+                    toolgate::text::sanitize(&words.join(" "))
+                ));
+            }
+            McpState::Unguarded { .. } => eprintln!("  {name}: runs directly"),
+            McpState::Skipped(why) => eprintln!("  {name}: left as it is ({why})"),
+        }
+    }
+    match (guard, written, edit == Edit::Unchanged) {
+        (_, _, true) => eprintln!("{file}: nothing changed"),
+        (true, true, _) => {
+            eprintln!("{agent}'s MCP servers in {file} now run through toolgate mcp")
+        }
+        (false, true, _) => eprintln!("{agent}'s MCP servers in {file} run directly again"),
+        (_, false, false) => {}
+    }
+    if guard && !review.is_empty() {
+        eprintln!(
+            "next: approve each server's tools (until then the agent is shown none of them):"
+        );
+        for line in review {
+            eprintln!("  {line}");
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -542,6 +542,7 @@ fn doctor_json_has_a_stable_shape() {
             "scopes",
             "cli",
             "trust",
+            "mcp_servers",
             "problems",
             "notes"
         ])
@@ -774,4 +775,100 @@ fn with_a_server_running_install_writes_the_lean_client_for_agents_that_spawn_a_
     ok(&env.toolgate(&["uninstall", agent.name()]));
     let text = std::fs::read_to_string(env.user_file(agent)).unwrap_or_default();
     assert!(!text.contains(toolgate::agent::LEAN_CLIENT), "{text}");
+}
+
+/// `install --mcp` runs each local MCP server of an agent's config
+/// through `toolgate mcp`, the entry as the client will start it works,
+/// doctor lists each server guarded or not, and `uninstall --mcp` puts the
+/// file back.
+#[test]
+fn install_mcp_runs_each_local_server_through_toolgate_and_uninstall_undoes_it() {
+    let env = Env::new();
+    let everything = crate::mcp::everything();
+    let config = json!({
+        "mcpServers": {
+            "everything": {"command": everything, "args": ["stdio"], "env": {"X": "1"}},
+            "remote": {"type": "http", "url": "https://mcp.example.com/mcp"}
+        },
+        "numStartups": 3
+    });
+    let file = env.home().join(".claude.json");
+    std::fs::write(&file, serde_json::to_string_pretty(&config).unwrap()).unwrap();
+    let (_, report) = env.doctor_json("/nonexistent");
+    let listed = &doctor_agent(&report, Outward::ClaudeCode)["mcp_servers"];
+    assert_eq!(listed[0]["state"], "unguarded", "{listed}");
+    assert_eq!(listed[1]["state"], "skipped", "{listed}");
+
+    let out = env.toolgate(&["install", "claude-code", "--mcp"]);
+    let said = stderr(ok(&out));
+    assert!(
+        said.contains("toolgate mcp trust --name everything -- "),
+        "{said}"
+    );
+    let wrapped = read_json(&file);
+    let entry = &wrapped["mcpServers"]["everything"];
+    assert_eq!(entry["command"], exe());
+    assert_eq!(
+        entry["args"],
+        json!(["mcp", "--name", "everything", "--", everything, "stdio"])
+    );
+    assert_eq!(entry["env"]["X"], "1");
+    assert_eq!(
+        wrapped["mcpServers"]["remote"],
+        config["mcpServers"]["remote"]
+    );
+    assert_eq!(wrapped["numStartups"], 3);
+    let (_, report) = env.doctor_json("/nonexistent");
+    let listed = &doctor_agent(&report, Outward::ClaudeCode)["mcp_servers"];
+    assert_eq!(listed[0]["state"], "guarded", "{listed}");
+    assert_eq!(listed[0]["command"], json!([everything, "stdio"]));
+    // Again: nothing changes.
+    let again = env.toolgate(&["install", "claude-code", "--mcp"]);
+    assert!(stderr(ok(&again)).contains("nothing changed"));
+
+    // The entry, started as the client starts it, is the proxy: until the
+    // user approves the tools, it lists none.
+    let mut cmd = Command::new(entry["command"].as_str().unwrap());
+    hermetic(&mut cmd);
+    cmd.args(
+        entry["args"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap()),
+    )
+    .env("HOME", env.home())
+    .env("XDG_STATE_HOME", env.dir.path().join("state"))
+    .stdin(std::process::Stdio::piped())
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::null());
+    let mut child = cmd.spawn().unwrap();
+    {
+        use std::io::{BufRead, Write};
+        let mut stdin = child.stdin.take().unwrap();
+        let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        writeln!(stdin, r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":"2025-06-18","capabilities":{{}},"clientInfo":{{"name":"t","version":"1"}}}}}}"#).unwrap();
+        writeln!(stdin, r#"{{"jsonrpc":"2.0","id":2,"method":"tools/list"}}"#).unwrap();
+        let listed = lines
+            .by_ref()
+            .map_while(Result::ok)
+            .filter_map(|l| serde_json::from_str::<Value>(&l).ok())
+            .find(|m| m["id"] == 2)
+            .expect("an answer to tools/list");
+        assert_eq!(listed["result"]["tools"], json!([]), "{listed}");
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+
+    let out = env.toolgate(&["uninstall", "claude-code", "--mcp"]);
+    ok(&out);
+    assert_eq!(read_json(&file), config);
+}
+
+#[test]
+fn install_mcp_for_an_agent_whose_servers_toolgate_does_not_rewrite_says_what_to_do() {
+    let env = Env::new();
+    let out = env.toolgate(&["install", "codex", "--mcp"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("[mcp_servers]"), "{}", stderr(&out));
 }

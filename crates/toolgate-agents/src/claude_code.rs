@@ -14,7 +14,7 @@
 
 use super::{
     AgentCall, AgentEvent, Blocked, Call, Dialect, Help, HttpHook, Import, Install, Layout,
-    ReadAgentInputError, Role, Unjudged, answered_for_the_tool, classify, output_text,
+    McpConfig, ReadAgentInputError, Role, Unjudged, answered_for_the_tool, classify, output_text,
     string_field, withheld,
 };
 use crate::contract::{Decision, Event, Request, ToolResult};
@@ -72,6 +72,10 @@ impl Dialect for ClaudeCode {
                 blocks_when_down_from: "2.1.295",
                 token_var: TOKEN_VAR,
             }),
+            mcp: McpConfig::Servers {
+                user_file: ".claude.json",
+                project_file: Some(".mcp.json"),
+            },
         }
     }
 

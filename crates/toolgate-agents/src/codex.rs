@@ -7,7 +7,7 @@
 
 use super::claude_code::{Rules, read_envelope, render};
 use super::{
-    AgentCall, AgentEvent, Blocked, Call, Dialect, Help, Import, Install, Layout,
+    AgentCall, AgentEvent, Blocked, Call, Dialect, Help, Import, Install, Layout, McpConfig,
     ReadAgentInputError, Role, TrustStep,
 };
 use crate::outcome::Outcome;
@@ -104,6 +104,12 @@ impl Dialect for Codex {
             agent_cli: "codex",
             tested_versions: &["0.171.0"],
             http: None,
+            mcp: McpConfig::NotYet(
+                "Codex keeps its MCP servers in TOML ([mcp_servers] in ~/.codex/config.toml), \
+                 which toolgate does not edit yet: set each server's `command` to toolgate and \
+                 its `args` to [\"mcp\", \"--name\", NAME, \"--\", COMMAND, ARGS...] by hand \
+                 (docs/mcp.md)",
+            ),
             trust: Some(TrustStep {
                 fix: "open /hooks in the Codex TUI once and trust toolgate's entries: Codex skips \
                       hooks nobody reviewed, without a word in `codex exec`",

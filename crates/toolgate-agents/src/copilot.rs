@@ -40,7 +40,7 @@
 //! Copilot's names (`path`, `file_text`), as in that mode.
 
 use super::{
-    AgentCall, Blocked, Dialect, Help, Import, Install, Layout, ReadAgentInputError,
+    AgentCall, Blocked, Dialect, Help, Import, Install, Layout, McpConfig, ReadAgentInputError,
     answered_for_the_tool, output_text, string_field, withheld,
 };
 use super::{Call, TrustCheck, TrustStep};
@@ -269,6 +269,10 @@ impl Dialect for Copilot {
             agent_cli: "copilot",
             tested_versions: &["1.0.102"],
             http: None,
+            mcp: McpConfig::Servers {
+                user_file: ".copilot/mcp-config.json",
+                project_file: None,
+            },
             trust: Some(TrustStep {
                 fix: "a project's .github/hooks load only in a folder Copilot CLI trusts: run \
                       `copilot` there once and trust the folder (or add it to `trustedFolders` \

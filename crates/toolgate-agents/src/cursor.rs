@@ -32,7 +32,7 @@
 //! true`; toolgate's own failure is a denial printed with exit 0.
 
 use super::{
-    AgentCall, AgentEvent, Blocked, Call, Dialect, Help, Import, Install, Layout,
+    AgentCall, AgentEvent, Blocked, Call, Dialect, Help, Import, Install, Layout, McpConfig,
     ReadAgentInputError, Role, Unjudged, answered_for_the_tool, classify, output_text,
     string_field, withheld,
 };
@@ -247,6 +247,10 @@ impl Dialect for Cursor {
             agent_cli: "cursor-agent",
             tested_versions: &[],
             http: None,
+            mcp: McpConfig::Servers {
+                user_file: ".cursor/mcp.json",
+                project_file: Some(".cursor/mcp.json"),
+            },
             trust: None,
         }
     }

@@ -42,7 +42,7 @@
 //! is why the deadline answers well inside Gemini CLI's timeout.
 
 use super::{
-    AgentCall, AgentEvent, Blocked, Call, Dialect, Help, Import, Install, Layout,
+    AgentCall, AgentEvent, Blocked, Call, Dialect, Help, Import, Install, Layout, McpConfig,
     ReadAgentInputError, Role, TrustCheck, TrustStep, Unjudged, answered_for_the_tool, classify,
     output_text, string_field, withheld,
 };
@@ -103,6 +103,10 @@ impl Dialect for Gemini {
             agent_cli: "gemini",
             tested_versions: &["0.61.0"],
             http: None,
+            mcp: McpConfig::Servers {
+                user_file: ".gemini/settings.json",
+                project_file: Some(".gemini/settings.json"),
+            },
             trust: Some(TrustStep {
                 fix: "trust the project folder in Gemini CLI (answer its trust prompt, or \
                       `/permissions`, which writes ~/.gemini/trustedFolders.json): in a folder \

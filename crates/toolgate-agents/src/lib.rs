@@ -278,6 +278,25 @@ pub struct Install {
     pub trust: Option<TrustStep>,
     /// Its http hook, where it has one (`toolgate install <agent> --http`).
     pub http: Option<HttpHook>,
+    /// Where it keeps its MCP servers (`toolgate install <agent> --mcp`
+    /// runs each through `toolgate mcp`).
+    pub mcp: McpConfig,
+}
+
+/// Where an agent keeps its MCP servers. Every agent says, one way or the
+/// other: an agent whose servers toolgate cannot rewrite says why.
+#[derive(Debug, Clone, Copy)]
+pub enum McpConfig {
+    /// A JSON file whose `mcpServers` object maps a server's name to its
+    /// entry (`command`, `args`, `env`, … for a local server).
+    Servers {
+        /// The user's file, relative to `$HOME`.
+        user_file: &'static str,
+        /// The project's file, relative to its root, where it has one.
+        project_file: Option<&'static str>,
+    },
+    /// Not rewritten by `install --mcp` yet: why, and what to do instead.
+    NotYet(&'static str),
 }
 
 /// An agent's hook handler that POSTs to `toolgate serve --http`.

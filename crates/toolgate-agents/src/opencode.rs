@@ -61,7 +61,7 @@
 //!   shown it).
 
 use super::{
-    AgentCall, AgentEvent, Blocked, Call, Dialect, Help, Import, Install, Layout,
+    AgentCall, AgentEvent, Blocked, Call, Dialect, Help, Import, Install, Layout, McpConfig,
     ReadAgentInputError, Role, Unjudged, answered_for_the_tool, classify, output_text,
     string_field, withheld,
 };
@@ -230,6 +230,12 @@ impl Dialect for OpenCode {
             agent_cli: "opencode",
             tested_versions: &["1.18.33"],
             http: None,
+            mcp: McpConfig::NotYet(
+                "OpenCode keeps its MCP servers under `mcp` in opencode.json with the command \
+                 as one array, which toolgate does not rewrite yet: make each local server's \
+                 `command` [TOOLGATE, \"mcp\", \"--name\", NAME, \"--\", COMMAND, ARGS...] by \
+                 hand (docs/mcp.md)",
+            ),
             trust: None,
         }
     }

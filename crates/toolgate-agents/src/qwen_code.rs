@@ -42,7 +42,7 @@
 
 use super::claude_code::read_envelope;
 use super::{
-    AgentCall, AgentEvent, Blocked, Call, Dialect, Help, Import, Install, Layout,
+    AgentCall, AgentEvent, Blocked, Call, Dialect, Help, Import, Install, Layout, McpConfig,
     ReadAgentInputError, Role, TrustStep, answered_for_the_tool, output_text, string_field,
     withheld,
 };
@@ -207,6 +207,10 @@ impl Dialect for QwenCode {
             agent_cli: "qwen",
             tested_versions: &["0.24.4"],
             http: None,
+            mcp: McpConfig::Servers {
+                user_file: ".qwen/settings.json",
+                project_file: Some(".qwen/settings.json"),
+            },
             trust: Some(TrustStep {
                 fix: "only where Qwen Code's folder trust is on (security.folderTrust.enabled): \
                       trust the project folder in Qwen Code (recorded in \

@@ -110,11 +110,12 @@ pub mod agent {
         read_agent_input, render_outcome, translate_matcher,
     };
     pub use toolgate_agents::settings::{
-        Edit, EditSettingsError, Entry, MAX_SETTINGS_BYTES, Wiring, read_settings, trust_done,
+        Edit, EditSettingsError, Entry, MAX_SETTINGS_BYTES, McpServer, McpState, Wiring,
+        guard_mcp_servers, mcp_servers, read_settings, trust_done, unguard_mcp_servers,
     };
     pub use toolgate_agents::{
         AgentHook, Blocked, HELP_BINARY, Help, HttpHook, Import, Install, LEAN_CLIENT, Layout,
-        TrustCheck, TrustStep,
+        McpConfig, TrustCheck, TrustStep,
     };
 }
 

@@ -80,6 +80,24 @@ struct AgentReport {
     problems: Vec<Problem>,
     /// Reminders that do not make doctor fail.
     notes: Vec<String>,
+    /// The agent's configured MCP servers, each guarded by `toolgate mcp`
+    /// or not.
+    mcp_servers: Vec<McpServerReport>,
+}
+
+#[derive(Serialize)]
+struct McpServerReport {
+    /// `user` or `project`.
+    scope: &'static str,
+    file: String,
+    name: String,
+    /// `guarded` (through `toolgate mcp`), `unguarded` or `skipped` (a
+    /// remote server, or one toolgate cannot put itself in front of).
+    state: &'static str,
+    /// The server's own command and arguments.
+    command: Vec<String>,
+    /// Why it is skipped.
+    why: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -227,6 +245,20 @@ fn print_report(report: &Report) {
             count += 1;
             outln!("  {} {}", decision("deny", "problem "), problem.problem);
             outln!("  {:<8} {}", "fix", problem.fix);
+        }
+        for server in &agent.mcp_servers {
+            let state = match server.state {
+                "guarded" => decision("allow", "guarded"),
+                "unguarded" => decision("deny", "not guarded"),
+                _ => server.why.clone().unwrap_or_default(),
+            };
+            outln!(
+                "  {:<8} {} ({}, {}): {state}",
+                "mcp",
+                toolgate::text::sanitize(&server.name),
+                server.scope,
+                server.file
+            );
         }
         for note in &agent.notes {
             outln!("  {:<8} {note}", "note");

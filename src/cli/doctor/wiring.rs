@@ -109,6 +109,7 @@ pub(super) fn check_agent(
             "not installed: `toolgate install {agent}` installs it"
         ));
     }
+    let mcp_servers = mcp_servers(agent, root, &mut notes);
     Ok(AgentReport {
         agent: agent.name(),
         installed,
@@ -117,7 +118,74 @@ pub(super) fn check_agent(
         trust,
         problems: problems.into_list(),
         notes,
+        mcp_servers,
     })
+}
+
+/// The agent's MCP servers in the user's and the project's config, each
+/// guarded or not; a note for the unguarded ones and for a config that
+/// cannot be read.
+fn mcp_servers(agent: Outward, root: &Path, notes: &mut Vec<String>) -> Vec<McpServerReport> {
+    use toolgate::agent::{McpState, mcp_servers};
+    let mut found = Vec::new();
+    let mut places = Vec::new();
+    if let Ok(user) = super::super::install::mcp_place(agent, None) {
+        places.push(("user", user));
+    }
+    if let Ok(project) = super::super::install::mcp_place(agent, Some(root))
+        && !places.iter().any(|(_, p)| p.file == project.file)
+    {
+        places.push(("project", project));
+    }
+    let mut unguarded = Vec::new();
+    for (scope, place) in places {
+        let file = place.file.display().to_string();
+        let listed = match read(&place.file).map(|text| text.map(|t| mcp_servers(&t))) {
+            Ok(None) => continue,
+            Ok(Some(Ok(listed))) => listed,
+            Ok(Some(Err(e))) => {
+                notes.push(format!("MCP config {file}: {e}"));
+                continue;
+            }
+            Err(e) => {
+                notes.push(format!("MCP config: {e}"));
+                continue;
+            }
+        };
+        for server in listed {
+            let (state, command, why) = match server.state {
+                McpState::Guarded { server } => ("guarded", server, None),
+                McpState::Unguarded { server } => {
+                    unguarded.push(scope);
+                    ("unguarded", server, None)
+                }
+                McpState::Skipped(why) => ("skipped", Vec::new(), Some(why)),
+            };
+            found.push(McpServerReport {
+                scope,
+                file: file.clone(),
+                name: server.name,
+                state,
+                command,
+                why,
+            });
+        }
+    }
+    for scope in ["user", "project"] {
+        let n = unguarded.iter().filter(|s| **s == scope).count();
+        if n > 0 {
+            let project = if scope == "project" {
+                format!(" --project {}", root.display())
+            } else {
+                String::new()
+            };
+            notes.push(format!(
+                "{n} MCP server(s) in the {scope}'s config run without toolgate: \
+                 `toolgate install {agent} --mcp{project}` runs them through `toolgate mcp`"
+            ));
+        }
+    }
+    found
 }
 
 /// Problems, with those that differ only in their event said once.

@@ -1,0 +1,304 @@
+//! An agent's MCP servers, run through `toolgate mcp`: what `toolgate
+//! install <agent> --mcp` writes, `uninstall --mcp` restores and `doctor`
+//! reads, in the `mcpServers` object most agents keep (Claude Code, Gemini
+//! CLI, Qwen Code, Cursor, Copilot CLI).
+//!
+//! A local server's entry runs a `command` with `args`; guarding it makes
+//! the entry run toolgate instead, with the server's own command after
+//! `--`: `{"command": "/abs/toolgate", "args": ["mcp", "--name", NAME,
+//! "--", COMMAND, ARGS...]}`. Everything else in the entry (`env`, `cwd`,
+//! `timeout`, the agent's own keys) stays, so the server is started as
+//! before, by toolgate. Undoing it puts the command and args back from
+//! what follows `--`, so nothing is stored elsewhere and the edit is its
+//! own record.
+//!
+//! What is not wrapped, and said: a remote server (`url`, `httpUrl`, a
+//! `type` of `http` or `sse`: `toolgate mcp` proxies stdio only), and a
+//! server whose name could not be a tool name's part (`toolgate mcp`
+//! refuses it).
+
+use super::json::{Json, indent_of, parse, render};
+use super::{Edit, EditSettingsError};
+
+/// One server in the file, and how it stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpServer {
+    /// Its name (the `mcpServers` key).
+    pub name: String,
+    /// How it stands.
+    pub state: McpState,
+}
+
+/// How a configured MCP server stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum McpState {
+    /// It runs through `toolgate mcp`: its own command, as the proxy runs it.
+    Guarded {
+        /// The server's command and arguments (after `--`).
+        server: Vec<String>,
+    },
+    /// It runs directly: its command and arguments.
+    Unguarded {
+        /// The command and arguments.
+        server: Vec<String>,
+    },
+    /// Not a local server toolgate can put itself in front of: why.
+    Skipped(String),
+}
+
+/// The servers `text` (an agent's MCP config) lists, in its order.
+///
+/// # Errors
+///
+/// [`EditSettingsError`] when the file is not JSON, or `mcpServers` is
+/// not an object.
+pub fn mcp_servers(text: &str) -> Result<Vec<McpServer>, EditSettingsError> {
+    if text.trim().is_empty() {
+        return Ok(Vec::new());
+    }
+    let json = parse(text)?;
+    let Some(servers) = servers_of(&json)? else {
+        return Ok(Vec::new());
+    };
+    Ok(servers
+        .iter()
+        .map(|(name, entry)| McpServer {
+            name: name.clone(),
+            state: state_of(name, entry),
+        })
+        .collect())
+}
+
+fn servers_of(json: &Json) -> Result<Option<&Vec<(String, Json)>>, EditSettingsError> {
+    if !matches!(json, Json::Object(_)) {
+        return Err(EditSettingsError::NotAnObject);
+    }
+    match json.get("mcpServers") {
+        None => Ok(None),
+        Some(Json::Object(servers)) => Ok(Some(servers)),
+        Some(_) => Err(EditSettingsError::Shape {
+            key: "mcpServers".into(),
+            expected: "an object",
+        }),
+    }
+}
+
+/// Whether `name` can be the `<server>` of `mcp__<server>__<tool>`.
+fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+fn state_of(name: &str, entry: &Json) -> McpState {
+    let remote = ["url", "httpUrl", "serverUrl"]
+        .iter()
+        .any(|key| entry.get(key).is_some())
+        || matches!(entry.get("type"), Some(Json::String(t)) if t != "stdio" && t != "local");
+    if remote {
+        return McpState::Skipped(
+            "a remote server: `toolgate mcp` proxies stdio servers only".into(),
+        );
+    }
+    let Some(Json::String(command)) = entry.get("command") else {
+        return McpState::Skipped("no `command` to run".into());
+    };
+    let args = match entry.get("args") {
+        None => Vec::new(),
+        Some(args) => match args.strings() {
+            Some(args) => args,
+            None => return McpState::Skipped("`args` is not a list of strings".into()),
+        },
+    };
+    if let Some(server) = wrapped(command, &args) {
+        return McpState::Guarded { server };
+    }
+    if !valid_name(name) {
+        return McpState::Skipped(
+            "its name is not ASCII letters, digits, `_` or `-`, which a tool name needs".into(),
+        );
+    }
+    let mut server = vec![command.clone()];
+    server.extend(args);
+    McpState::Unguarded { server }
+}
+
+/// The server's own command, when `command args` runs it through
+/// `toolgate mcp` (a program named toolgate, `mcp`, `--name N`, `--`).
+fn wrapped(command: &str, args: &[String]) -> Option<Vec<String>> {
+    let program = std::path::Path::new(command).file_name()?.to_str()?;
+    if program != "toolgate" || args.first().map(String::as_str) != Some("mcp") {
+        return None;
+    }
+    let dashes = args.iter().position(|a| a == "--")?;
+    let server = args[dashes + 1..].to_vec();
+    (!server.is_empty()).then_some(server)
+}
+
+/// Sets `key` of an object entry, keeping its place (or appending it).
+fn set(entry: &mut Json, key: &str, value: Json) {
+    if let Json::Object(fields) = entry {
+        match fields.iter_mut().find(|(k, _)| k == key) {
+            Some((_, old)) => *old = value,
+            None => fields.push((key.to_owned(), value)),
+        }
+    }
+}
+
+fn strings(items: &[String]) -> Json {
+    Json::Array(items.iter().cloned().map(Json::String).collect())
+}
+
+/// Runs every local server of `text` through the toolgate at `exe`; what
+/// each then is.
+///
+/// # Errors
+///
+/// [`EditSettingsError`] when the file is not JSON or `mcpServers` is not
+/// an object.
+pub fn guard_mcp_servers(
+    text: Option<&str>,
+    exe: &str,
+) -> Result<(Edit, Vec<McpServer>), EditSettingsError> {
+    rewrite(text, |name, state| match state {
+        McpState::Unguarded { server } => {
+            let mut args = vec![
+                "mcp".to_owned(),
+                "--name".into(),
+                name.to_owned(),
+                "--".into(),
+            ];
+            args.extend(server.iter().cloned());
+            Some((exe.to_owned(), args))
+        }
+        McpState::Guarded { .. } | McpState::Skipped(_) => None,
+    })
+}
+
+/// Runs every server of `text` that runs through `toolgate mcp` directly
+/// again; what each then is.
+///
+/// # Errors
+///
+/// As [`guard_mcp_servers`].
+pub fn unguard_mcp_servers(text: &str) -> Result<(Edit, Vec<McpServer>), EditSettingsError> {
+    rewrite(Some(text), |_, state| match state {
+        McpState::Guarded { server } => Some((server[0].clone(), server[1..].to_vec())),
+        McpState::Unguarded { .. } | McpState::Skipped(_) => None,
+    })
+}
+
+/// Sets `command` and `args` of each server `change` gives them for.
+fn rewrite(
+    text: Option<&str>,
+    change: impl Fn(&str, &McpState) -> Option<(String, Vec<String>)>,
+) -> Result<(Edit, Vec<McpServer>), EditSettingsError> {
+    let Some(text) = text.filter(|t| !t.trim().is_empty()) else {
+        return Ok((Edit::Unchanged, Vec::new()));
+    };
+    let mut json = parse(text)?;
+    if servers_of(&json)?.is_none() {
+        return Ok((Edit::Unchanged, Vec::new()));
+    }
+    let mut changed = false;
+    if let Some(Json::Object(servers)) = json.get_mut("mcpServers") {
+        for (name, entry) in servers.iter_mut() {
+            if let Some((command, args)) = change(name, &state_of(name, entry)) {
+                set(entry, "command", Json::String(command));
+                set(entry, "args", strings(&args));
+                changed = true;
+            }
+        }
+    }
+    let rendered = render(&json, &indent_of(text))?;
+    let servers = mcp_servers(&rendered)?;
+    Ok((
+        if changed {
+            Edit::Write(rendered)
+        } else {
+            Edit::Unchanged
+        },
+        servers,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CONFIG: &str = r#"{
+  "theme": "dark",
+  "mcpServers": {
+    "fs": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/src"], "env": {"A": "1"}},
+    "remote": {"type": "http", "url": "https://mcp.example.com/mcp"},
+    "bad name": {"command": "x"},
+    "bare": {"command": "/usr/bin/server"}
+  }
+}
+"#;
+
+    fn text(edit: &Edit) -> &str {
+        match edit {
+            Edit::Write(text) => text,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn guarding_wraps_each_local_server_keeps_the_rest_and_undoing_restores_the_file() {
+        let (edit, servers) = guard_mcp_servers(Some(CONFIG), "/opt/bin/toolgate").unwrap();
+        let guarded = text(&edit);
+        let value: serde_json::Value = serde_json::from_str(guarded).unwrap();
+        assert_eq!(value["mcpServers"]["fs"]["command"], "/opt/bin/toolgate");
+        assert_eq!(
+            value["mcpServers"]["fs"]["args"],
+            serde_json::json!([
+                "mcp",
+                "--name",
+                "fs",
+                "--",
+                "npx",
+                "-y",
+                "@modelcontextprotocol/server-filesystem",
+                "/src"
+            ])
+        );
+        assert_eq!(value["mcpServers"]["fs"]["env"]["A"], "1");
+        assert_eq!(value["mcpServers"]["bare"]["args"][4], "/usr/bin/server");
+        assert_eq!(value["theme"], "dark");
+        let states: Vec<_> = servers
+            .iter()
+            .map(|s| (s.name.as_str(), &s.state))
+            .collect();
+        assert!(matches!(states[0], ("fs", McpState::Guarded { .. })));
+        assert!(matches!(states[1], ("remote", McpState::Skipped(_))));
+        assert!(matches!(states[2], ("bad name", McpState::Skipped(_))));
+        // Again: nothing to do.
+        assert_eq!(
+            guard_mcp_servers(Some(guarded), "/opt/bin/toolgate")
+                .unwrap()
+                .0,
+            Edit::Unchanged
+        );
+        // Undone: the file as it was, but for the `args` a bare entry gained.
+        let (undone, _) = unguard_mcp_servers(guarded).unwrap();
+        let undone: serde_json::Value = serde_json::from_str(text(&undone)).unwrap();
+        let mut before: serde_json::Value = serde_json::from_str(CONFIG).unwrap();
+        before["mcpServers"]["bare"]["args"] = serde_json::json!([]);
+        assert_eq!(undone, before);
+    }
+
+    #[test]
+    fn a_file_without_servers_is_left_alone_and_a_wrong_shape_is_refused() {
+        assert_eq!(guard_mcp_servers(None, "/t").unwrap().0, Edit::Unchanged);
+        assert_eq!(
+            guard_mcp_servers(Some("{\"a\": 1}"), "/t").unwrap().0,
+            Edit::Unchanged
+        );
+        assert!(matches!(
+            guard_mcp_servers(Some("{\"mcpServers\": []}"), "/t"),
+            Err(EditSettingsError::Shape { .. })
+        ));
+    }
+}
