@@ -1134,3 +1134,64 @@ fn a_client_on_a_regular_file_is_still_answered() {
         "{said}"
     );
 }
+
+/// For the live agent tests: server-everything approved but for
+/// `get-tiny-image` in `fx` (a [`judged_fixture`]), and the command a
+/// client starts for it (`toolgate mcp …`, absolute) with the environment
+/// to start it in.
+pub(crate) fn live_server(fx: &Fixture) -> (Vec<String>, Value) {
+    let server = everything();
+    let server = [server.to_str().unwrap(), "stdio"];
+    trust(fx, "everything", &server, true);
+    let pins_path = state(fx).join("toolgate/mcp/everything.json");
+    let mut pins: Value =
+        serde_json::from_str(&std::fs::read_to_string(&pins_path).unwrap()).unwrap();
+    pins["tools"]
+        .as_object_mut()
+        .unwrap()
+        .remove("get-tiny-image");
+    std::fs::write(&pins_path, pins.to_string()).unwrap();
+    let mut argv = vec![
+        toolgate_path(),
+        "mcp".into(),
+        "--name".into(),
+        "everything".into(),
+        "--".into(),
+    ];
+    argv.extend(server.iter().map(|s| (*s).to_owned()));
+    let env = json!({"TOOLGATE_CONFIG_DIR": fx.global(), "XDG_STATE_HOME": state(fx)});
+    (argv, env)
+}
+
+/// The four calls the live tests script, in order (tool, arguments):
+/// denied, modified, replaced, rewritten after the call.
+pub(crate) const LIVE_CALLS: [(&str, &str); 4] = [
+    ("get-env", "{}"),
+    ("echo", r#"{"message": "rewrite me"}"#),
+    ("get-sum", r#"{"a": 1, "b": 2}"#),
+    ("echo", r#"{"message": "my SECRET"}"#),
+];
+
+/// What a live agent's model must have been shown for [`LIVE_CALLS`]
+/// (`shown`, one text per call), and told of the tools (`told`, every
+/// request it was sent): each verdict, and never the unapproved tool.
+pub(crate) fn assert_live_verdicts(agent: &str, shown: &[String], told: &str, offered: &str) {
+    assert_eq!(shown.len(), 4, "{agent}: {shown:#?}");
+    for (i, expected) in [
+        "toolgate: call blocked: the environment holds secrets",
+        "Echo: rewritten by toolgate",
+        "42, said toolgate",
+        "Echo: my [redacted]",
+    ]
+    .iter()
+    .enumerate()
+    {
+        assert!(shown[i].contains(expected), "{agent}: call {i}: {shown:#?}");
+    }
+    assert!(!shown[3].contains("SECRET"), "{agent}: {shown:#?}");
+    assert!(told.contains(offered), "{agent}: {offered} was not offered");
+    assert!(
+        !told.contains("tiny-image") && !told.contains("tiny_image"),
+        "{agent}: the unapproved tool reached the model"
+    );
+}

@@ -1239,49 +1239,28 @@ fn live_claude_a_permission_request_is_judged_as_its_call_and_never_granted() {
 /// result, and a tool the user never approved is not offered at all.
 #[test]
 fn live_claude_mcp_tools_are_guarded_through_toolgate_mcp() {
-    use crate::mcp::{everything, judged_fixture, state, trust};
+    use crate::mcp::{LIVE_CALLS, assert_live_verdicts, judged_fixture, live_server};
     for release in RELEASES {
         let fx = judged_fixture();
-        let server = everything();
-        let server = [server.to_str().unwrap(), "stdio"];
-        trust(&fx, "everything", &server, true);
-        // The user approved every tool but `get-tiny-image`.
-        let pins_path = state(&fx).join("toolgate/mcp/everything.json");
-        let mut pins: Value =
-            serde_json::from_str(&std::fs::read_to_string(&pins_path).unwrap()).unwrap();
-        pins["tools"]
-            .as_object_mut()
-            .unwrap()
-            .remove("get-tiny-image");
-        std::fs::write(&pins_path, pins.to_string()).unwrap();
+        let (argv, env) = live_server(&fx);
         let config = fx.dir.path().join("mcp.json");
-        let mut args = vec![
-            toolgate_path(),
-            "mcp".into(),
-            "--name".into(),
-            "everything".into(),
-            "--".into(),
-        ];
-        args.extend(server.iter().map(|s| (*s).to_owned()));
         std::fs::write(
             &config,
-            json!({"mcpServers": {"everything": {
-                "command": args[0], "args": &args[1..],
-                "env": {"TOOLGATE_CONFIG_DIR": fx.global(), "XDG_STATE_HOME": state(&fx)}
-            }}})
-            .to_string(),
+            json!({"mcpServers": {"everything": {"command": argv[0], "args": &argv[1..], "env": env}}})
+                .to_string(),
         )
         .unwrap();
-        let call = |tool: &str, input: Value| json!({"name": format!("mcp__everything__{tool}"), "input": input});
+        let calls = LIVE_CALLS
+            .iter()
+            .map(|(tool, args)| {
+                json!({"name": format!("mcp__everything__{tool}"),
+                       "input": serde_json::from_str::<Value>(args).unwrap()})
+            })
+            .collect();
         let run = claude_run(
             release,
             &fx,
-            vec![
-                call("get-env", json!({})),
-                call("echo", json!({"message": "rewrite me"})),
-                call("get-sum", json!({"a": 1, "b": 2})),
-                call("echo", json!({"message": "my SECRET"})),
-            ],
+            calls,
             &[
                 "--mcp-config",
                 config.to_str().unwrap(),
@@ -1300,44 +1279,16 @@ fn live_claude_mcp_tools_are_guarded_through_toolgate_mcp() {
             .collect::<std::collections::BTreeMap<_, _>>()
             .into_values()
             .collect();
-        let text = |i: usize| -> String {
-            results
-                .get(i)
-                .map(|r| r["content"].to_string())
-                .unwrap_or_default()
-        };
-        assert_eq!(results.len(), 4, "{release:?}: {results:#?}");
         assert_eq!(results[0]["is_error"], true, "{release:?}: {results:#?}");
-        assert!(
-            text(0).contains("the environment holds secrets"),
-            "{release:?}: {}",
-            text(0)
+        let shown: Vec<String> = results.iter().map(|r| r["content"].to_string()).collect();
+        // The tools the model was told of: offered, or listed as deferred
+        // tools in the newest release.
+        let told: String = run.mock.requests().iter().map(Value::to_string).collect();
+        assert_live_verdicts(
+            &format!("{release:?}"),
+            &shown,
+            &told,
+            "mcp__everything__echo",
         );
-        assert!(
-            text(1).contains("Echo: rewritten by toolgate"),
-            "{release:?}: {}",
-            text(1)
-        );
-        assert!(
-            text(2).contains("42, said toolgate"),
-            "{release:?}: {}",
-            text(2)
-        );
-        assert!(
-            text(3).contains("Echo: my [redacted]"),
-            "{release:?}: {}",
-            text(3)
-        );
-        assert!(!text(3).contains("SECRET"), "{release:?}: {}", text(3));
-        // The tools the model was told of (offered, or listed as deferred
-        // tools in the newest release): the approved ones, never the other.
-        let told = run
-            .mock
-            .requests()
-            .iter()
-            .map(Value::to_string)
-            .collect::<String>();
-        assert!(told.contains("mcp__everything__echo"), "{release:?}");
-        assert!(!told.contains("get-tiny-image"), "{release:?}");
     }
 }

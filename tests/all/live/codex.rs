@@ -313,46 +313,35 @@ fn live_codex_lets_the_call_through_when_its_hook_is_missing_crashes_or_times_ou
 /// reaches the model, and a tool the user did not approve is never offered.
 #[test]
 fn live_codex_mcp_tools_are_guarded_through_toolgate_mcp() {
-    use crate::mcp::{everything, judged_fixture, state, trust};
+    use crate::mcp::{LIVE_CALLS, assert_live_verdicts, judged_fixture, live_server};
     let fx = judged_fixture();
-    let server = everything();
-    let server = [server.to_str().unwrap(), "stdio"];
-    trust(&fx, "everything", &server, true);
-    let pins_path = state(&fx).join("toolgate/mcp/everything.json");
-    let mut pins: Value =
-        serde_json::from_str(&std::fs::read_to_string(&pins_path).unwrap()).unwrap();
-    pins["tools"]
-        .as_object_mut()
-        .unwrap()
-        .remove("get-tiny-image");
-    std::fs::write(&pins_path, pins.to_string()).unwrap();
+    let (argv, env) = live_server(&fx);
     let home = fx.dir.path().join("codex-home");
     std::fs::create_dir_all(&home).unwrap();
-    let mut args = vec![
-        "mcp".to_owned(),
-        "--name".into(),
-        "everything".into(),
-        "--".into(),
-    ];
-    args.extend(server.iter().map(|s| (*s).to_owned()));
+    let env: String = env
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, v)| format!("{k} = {v}\n"))
+        .collect();
     std::fs::write(
         home.join("config.toml"),
         format!(
-            "[mcp_servers.everything]\ncommand = {}\nargs = {}\n[mcp_servers.everything.env]\nTOOLGATE_CONFIG_DIR = {}\nXDG_STATE_HOME = {}\n",
-            json!(toolgate_path()),
-            json!(args),
-            json!(fx.global()),
-            json!(state(&fx)),
+            "[mcp_servers.everything]\ncommand = {}\nargs = {}\n[mcp_servers.everything.env]\n{env}",
+            json!(argv[0]),
+            json!(argv[1..]),
         ),
     )
     .unwrap();
-    let call = |tool: &str, args: Value| json!({"namespace": "mcp__everything", "name": tool, "input": args});
-    let mock = MockModel::openai(vec![
-        call("get_env", json!({})),
-        call("echo", json!({"message": "rewrite me"})),
-        call("get_sum", json!({"a": 1, "b": 2})),
-        call("echo", json!({"message": "my SECRET"})),
-    ]);
+    // Codex offers each server's tools in a namespace, `-` made `_`.
+    let calls = LIVE_CALLS
+        .iter()
+        .map(|(tool, args)| {
+            json!({"namespace": "mcp__everything", "name": tool.replace('-', "_"),
+                   "input": serde_json::from_str::<Value>(args).unwrap()})
+        })
+        .collect();
+    let mock = MockModel::openai(calls);
     let provider = format!(
         "model_providers.mock={{name=\"mock\",base_url=\"{}/v1\",env_key=\"OPENAI_API_KEY\",wire_api=\"responses\"}}",
         mock.base_url()
@@ -401,27 +390,6 @@ fn live_codex_mcp_tools_are_guarded_through_toolgate_mcp() {
         .filter(|i| i["type"] == "function_call_output")
         .map(|i| i["output"].to_string())
         .collect();
-    assert_eq!(shown.len(), 4, "{shown:#?}");
-    assert!(
-        shown[0].contains("toolgate: call blocked: the environment holds secrets"),
-        "{shown:#?}"
-    );
-    assert!(
-        shown[1].contains("Echo: rewritten by toolgate"),
-        "{shown:#?}"
-    );
-    assert!(shown[2].contains("42, said toolgate"), "{shown:#?}");
-    assert!(
-        shown[3].contains("Echo: my [redacted]") && !shown[3].contains("SECRET"),
-        "{shown:#?}"
-    );
-    // Codex offers each server's tools in a namespace, `-` made `_`: the
-    // approved ones are there, never the other.
-    let told = mock
-        .requests()
-        .iter()
-        .map(Value::to_string)
-        .collect::<String>();
-    assert!(told.contains("\"get_env\"") && told.contains("mcp__everything"));
-    assert!(!told.contains("tiny_image") && !told.contains("tiny-image"));
+    let told: String = mock.requests().iter().map(Value::to_string).collect();
+    assert_live_verdicts("Codex", &shown, &told, "\"get_env\"");
 }

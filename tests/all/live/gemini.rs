@@ -510,71 +510,25 @@ fn live_gemini_runs_no_hook_in_a_folder_it_does_not_trust() {
 /// reaches the model, and a tool the user did not approve is never offered.
 #[test]
 fn live_gemini_mcp_tools_are_guarded_through_toolgate_mcp() {
-    use crate::mcp::{everything, judged_fixture, state, trust};
+    use crate::mcp::{LIVE_CALLS, assert_live_verdicts, judged_fixture, live_server};
     let fx = judged_fixture();
-    let server = everything();
-    let server = [server.to_str().unwrap(), "stdio"];
-    trust(&fx, "everything", &server, true);
-    let pins_path = state(&fx).join("toolgate/mcp/everything.json");
-    let mut pins: Value =
-        serde_json::from_str(&std::fs::read_to_string(&pins_path).unwrap()).unwrap();
-    pins["tools"]
-        .as_object_mut()
-        .unwrap()
-        .remove("get-tiny-image");
-    std::fs::write(&pins_path, pins.to_string()).unwrap();
-    let mut args = vec![
-        "mcp".to_owned(),
-        "--name".into(),
-        "everything".into(),
-        "--".into(),
-    ];
-    args.extend(server.iter().map(|s| (*s).to_owned()));
+    let (argv, env) = live_server(&fx);
     let settings = json!({
         "security": {"auth": {"selectedType": "gemini-api-key"}},
         "mcpServers": {"everything": {
-            "command": toolgate_path(), "args": args, "trust": true,
-            "env": {"TOOLGATE_CONFIG_DIR": fx.global(), "XDG_STATE_HOME": state(&fx)}
+            "command": argv[0], "args": &argv[1..], "trust": true, "env": env
         }}
     });
     // Gemini CLI names an MCP tool `mcp_<server>_<tool>`; hooks still see
     // `mcp__everything__<tool>` from the proxy.
-    let call =
-        |tool: &str, args: Value| json!({"name": format!("mcp_everything_{tool}"), "input": args});
-    let run = gemini_with(
-        &fx,
-        settings,
-        vec![
-            call("get-env", json!({})),
-            call("echo", json!({"message": "rewrite me"})),
-            call("get-sum", json!({"a": 1, "b": 2})),
-            call("echo", json!({"message": "my SECRET"})),
-        ],
-        true,
-        &[],
-    );
-    let shown = run.shown();
-    assert_eq!(shown.len(), 4, "{shown:#?}\n{}", run.stderr());
-    assert!(
-        shown[0].contains("toolgate: call blocked: the environment holds secrets"),
-        "{shown:#?}"
-    );
-    assert!(
-        shown[1].contains("Echo: rewritten by toolgate"),
-        "{shown:#?}"
-    );
-    assert!(shown[2].contains("42, said toolgate"), "{shown:#?}");
-    assert!(
-        shown[3].contains("Echo: my [redacted]") && !shown[3].contains("SECRET"),
-        "{shown:#?}"
-    );
-    // The tools the model was offered: the approved ones, never the other.
-    let told = run
-        .mock
-        .requests()
+    let calls = LIVE_CALLS
         .iter()
-        .map(Value::to_string)
-        .collect::<String>();
-    assert!(told.contains("mcp_everything_echo"));
-    assert!(!told.contains("get-tiny-image"));
+        .map(|(tool, args)| {
+            json!({"name": format!("mcp_everything_{tool}"),
+                   "input": serde_json::from_str::<Value>(args).unwrap()})
+        })
+        .collect();
+    let run = gemini_with(&fx, settings, calls, true, &[]);
+    let told: String = run.mock.requests().iter().map(Value::to_string).collect();
+    assert_live_verdicts("Gemini CLI", &run.shown(), &told, "mcp_everything_echo");
 }
