@@ -39,14 +39,26 @@ fn codex_with(fx: &Fixture, handler: Value, commands: &[&str], trusted: bool) ->
         json!({"hooks": {"PreToolUse": hook, "PostToolUse": hook}}).to_string(),
     )
     .unwrap();
-    let sub = fx.workspace().join("sub");
-    std::fs::create_dir_all(&sub).unwrap();
     let calls = commands
         .iter()
         .map(|c| json!({"name": "exec_command", "input": {"cmd": c}}))
         .collect();
     let mock = MockModel::openai(calls);
     crate::support::trust(&fx.workspace());
+    let extra: &[&str] = if trusted {
+        &["--dangerously-bypass-hook-trust"]
+    } else {
+        &[]
+    };
+    codex_exec(fx, &home, &mock, extra);
+    mock
+}
+
+/// Runs `codex exec` in `<workspace>/sub` with `home` as its home, against
+/// `mock`, with `extra` arguments; asserts it succeeded.
+fn codex_exec(fx: &Fixture, home: &std::path::Path, mock: &MockModel, extra: &[&str]) {
+    let sub = fx.workspace().join("sub");
+    std::fs::create_dir_all(&sub).unwrap();
     let provider = format!(
         "model_providers.mock={{name=\"mock\",base_url=\"{}/v1\",env_key=\"OPENAI_API_KEY\",wire_api=\"responses\"}}",
         mock.base_url()
@@ -66,14 +78,12 @@ fn codex_with(fx: &Fixture, handler: Value, commands: &[&str], trusted: bool) ->
             &provider,
             "-c",
             "model=\"gpt-5\"",
-        ]);
-    if trusted {
-        cmd.arg("--dangerously-bypass-hook-trust");
-    }
-    cmd.arg("run the scripted commands")
+        ])
+        .args(extra)
+        .arg("run the scripted commands")
         .current_dir(&sub)
-        .env("CODEX_HOME", &home)
-        .env("HOME", &home)
+        .env("CODEX_HOME", home)
+        .env("HOME", home)
         .env("OPENAI_API_KEY", "sk-test")
         .env("TOOLGATE_CONFIG_DIR", fx.global())
         .stdin(Stdio::null())
@@ -87,7 +97,6 @@ fn codex_with(fx: &Fixture, handler: Value, commands: &[&str], trusted: bool) ->
         out.status,
         String::from_utf8_lossy(&out.stderr)
     );
-    mock
 }
 
 /// Records a live cell of this agent's column in the conformance table.
@@ -342,44 +351,7 @@ fn live_codex_mcp_tools_are_guarded_through_toolgate_mcp() {
         })
         .collect();
     let mock = MockModel::openai(calls);
-    let provider = format!(
-        "model_providers.mock={{name=\"mock\",base_url=\"{}/v1\",env_key=\"OPENAI_API_KEY\",wire_api=\"responses\"}}",
-        mock.base_url()
-    );
-    let sub = fx.workspace().join("sub");
-    std::fs::create_dir_all(&sub).unwrap();
-    let mut cmd = Command::new(codex_bin());
-    hermetic(&mut cmd)
-        .args([
-            "exec",
-            "--skip-git-repo-check",
-            "--sandbox",
-            "danger-full-access",
-        ])
-        .args([
-            "-c",
-            "model_provider=\"mock\"",
-            "-c",
-            &provider,
-            "-c",
-            "model=\"gpt-5\"",
-        ])
-        .args(["-c", "approval_policy=\"never\""])
-        .arg("run the scripted calls")
-        .current_dir(&sub)
-        .env("CODEX_HOME", &home)
-        .env("HOME", &home)
-        .env("OPENAI_API_KEY", "sk-test")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let child = cmd.spawn().expect("codex starts");
-    let out = finish_within(child, Duration::from_secs(180), "codex");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    codex_exec(&fx, &home, &mock, &["-c", "approval_policy=\"never\""]);
     // What the model was shown for each call: Codex sends an MCP result's
     // content as items after a timing line.
     let last = mock.requests().last().cloned().unwrap_or_default();
