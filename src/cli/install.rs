@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use toolgate::agent::AgentHook as _;
 use toolgate::agent::{
-    Edit, Layout, McpConfig, McpState, Outward, Wiring, guard_mcp_servers, read_settings,
+    Edit, Layout, McpConfig, McpShape, McpState, Outward, Wiring, guard_mcp_servers, read_settings,
     unguard_mcp_servers,
 };
 
@@ -73,7 +73,7 @@ pub(crate) struct InstallArgs {
     /// Instead of the hooks, run each of the agent's local MCP servers
     /// through `toolgate mcp` (its MCP config: ~/.claude.json or .mcp.json,
     /// the mcpServers of Gemini CLI's and Qwen Code's settings, Cursor's
-    /// and Copilot CLI's mcp files). Then approve each server's tools with
+    /// and Copilot CLI's mcp files, OpenCode's opencode.json). Then approve each server's tools with
     /// `toolgate mcp trust`, as the command prints.
     #[arg(long, conflicts_with = "http")]
     mcp: bool,
@@ -414,6 +414,7 @@ pub(crate) fn mcp_place(agent: Outward, project: Option<&Path>) -> anyhow::Resul
         McpConfig::Servers {
             user_file,
             project_file,
+            ..
         } => (user_file, project_file),
         McpConfig::NotYet(why) => bail!("{agent}: {why}"),
     };
@@ -440,6 +441,14 @@ pub(crate) fn mcp_place(agent: Outward, project: Option<&Path>) -> anyhow::Resul
     }
 }
 
+/// How the agent's MCP config lays out a server.
+pub(crate) fn mcp_shape(agent: Outward) -> anyhow::Result<McpShape> {
+    match agent.install().mcp {
+        McpConfig::Servers { shape, .. } => Ok(shape),
+        McpConfig::NotYet(why) => bail!("{agent}: {why}"),
+    }
+}
+
 /// `install --mcp` (`guard`) and `uninstall --mcp`.
 fn mcp(target: &Target, guard: bool) -> anyhow::Result<ExitCode> {
     let agent = agent(&target.agent)?;
@@ -448,11 +457,12 @@ fn mcp(target: &Target, guard: bool) -> anyhow::Result<ExitCode> {
     let file = place.file.display().to_string();
     let old = read(&place.file)?;
     let named = |e: toolgate::agent::EditSettingsError| anyhow!("{file}: {e}");
+    let shape = mcp_shape(agent)?;
     let (edit, servers) = if guard {
-        guard_mcp_servers(old.as_deref(), &this_toolgate()?).map_err(named)?
+        guard_mcp_servers(old.as_deref(), shape, &this_toolgate()?).map_err(named)?
     } else {
         match &old {
-            Some(text) => unguard_mcp_servers(text).map_err(named)?,
+            Some(text) => unguard_mcp_servers(text, shape).map_err(named)?,
             None => (Edit::Unchanged, Vec::new()),
         }
     };

@@ -872,3 +872,36 @@ fn install_mcp_for_an_agent_whose_servers_toolgate_does_not_rewrite_says_what_to
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("[mcp_servers]"), "{}", stderr(&out));
 }
+
+#[test]
+fn install_mcp_rewrites_opencodes_command_arrays_in_a_project_and_uninstall_restores_them() {
+    let env = Env::new();
+    let config = json!({"$schema": "https://opencode.ai/config.json", "mcp": {
+        "fs": {"type": "local", "command": ["npx", "-y", "@modelcontextprotocol/server-filesystem", "."], "enabled": true}
+    }});
+    let file = env.project().join("opencode.json");
+    std::fs::write(&file, serde_json::to_string_pretty(&config).unwrap()).unwrap();
+    let project = env.project();
+    let project = project.to_str().unwrap();
+    ok(&env.toolgate(&["install", "opencode", "--mcp", "--project", project]));
+    assert_eq!(
+        read_json(&file)["mcp"]["fs"]["command"],
+        json!([
+            exe(),
+            "mcp",
+            "--name",
+            "fs",
+            "--",
+            "npx",
+            "-y",
+            "@modelcontextprotocol/server-filesystem",
+            "."
+        ])
+    );
+    let (_, report) = env.doctor_json("/nonexistent");
+    let listed = &doctor_agent(&report, Outward::OpenCode)["mcp_servers"];
+    assert_eq!(listed[0]["state"], "guarded", "{listed}");
+    assert_eq!(listed[0]["scope"], "project", "{listed}");
+    ok(&env.toolgate(&["uninstall", "opencode", "--mcp", "--project", project]));
+    assert_eq!(read_json(&file), config);
+}

@@ -14,8 +14,8 @@
 
 use super::{
     AgentCall, AgentEvent, Blocked, Call, Dialect, Help, HttpHook, Import, Install, Layout,
-    McpConfig, ReadAgentInputError, Role, Unjudged, answered_for_the_tool, classify, output_text,
-    string_field, withheld,
+    McpConfig, McpShape, ReadAgentInputError, Role, Unjudged, answered_for_the_tool, classify,
+    output_text, string_field, withheld,
 };
 use crate::contract::{Decision, Event, Request, ToolResult};
 use crate::event_name;
@@ -75,6 +75,7 @@ impl Dialect for ClaudeCode {
             mcp: McpConfig::Servers {
                 user_file: ".claude.json",
                 project_file: Some(".mcp.json"),
+                shape: McpShape::McpServers,
             },
         }
     }

@@ -40,8 +40,8 @@
 //! Copilot's names (`path`, `file_text`), as in that mode.
 
 use super::{
-    AgentCall, Blocked, Dialect, Help, Import, Install, Layout, McpConfig, ReadAgentInputError,
-    answered_for_the_tool, output_text, string_field, withheld,
+    AgentCall, Blocked, Dialect, Help, Import, Install, Layout, McpConfig, McpShape,
+    ReadAgentInputError, answered_for_the_tool, output_text, string_field, withheld,
 };
 use super::{Call, TrustCheck, TrustStep};
 use crate::contract::{Decision, Event, Request, ToolResult};
@@ -272,6 +272,7 @@ impl Dialect for Copilot {
             mcp: McpConfig::Servers {
                 user_file: ".copilot/mcp-config.json",
                 project_file: None,
+                shape: McpShape::McpServers,
             },
             trust: Some(TrustStep {
                 fix: "a project's .github/hooks load only in a folder Copilot CLI trusts: run \

@@ -33,7 +33,7 @@
 
 use super::{
     AgentCall, AgentEvent, Blocked, Call, Dialect, Help, Import, Install, Layout, McpConfig,
-    ReadAgentInputError, Role, Unjudged, answered_for_the_tool, classify, output_text,
+    McpShape, ReadAgentInputError, Role, Unjudged, answered_for_the_tool, classify, output_text,
     string_field, withheld,
 };
 use crate::contract::{Decision, Event, Request, ToolResult};
@@ -250,6 +250,7 @@ impl Dialect for Cursor {
             mcp: McpConfig::Servers {
                 user_file: ".cursor/mcp.json",
                 project_file: Some(".cursor/mcp.json"),
+                shape: McpShape::McpServers,
             },
             trust: None,
         }

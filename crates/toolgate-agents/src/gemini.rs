@@ -43,8 +43,8 @@
 
 use super::{
     AgentCall, AgentEvent, Blocked, Call, Dialect, Help, Import, Install, Layout, McpConfig,
-    ReadAgentInputError, Role, TrustCheck, TrustStep, Unjudged, answered_for_the_tool, classify,
-    output_text, string_field, withheld,
+    McpShape, ReadAgentInputError, Role, TrustCheck, TrustStep, Unjudged, answered_for_the_tool,
+    classify, output_text, string_field, withheld,
 };
 use crate::contract::{Decision, Event, Request, ToolResult};
 use crate::outcome::Outcome;
@@ -106,6 +106,7 @@ impl Dialect for Gemini {
             mcp: McpConfig::Servers {
                 user_file: ".gemini/settings.json",
                 project_file: Some(".gemini/settings.json"),
+                shape: McpShape::McpServers,
             },
             trust: Some(TrustStep {
                 fix: "trust the project folder in Gemini CLI (answer its trust prompt, or \

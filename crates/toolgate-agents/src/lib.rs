@@ -283,17 +283,28 @@ pub struct Install {
     pub mcp: McpConfig,
 }
 
+/// How an agent's MCP config lays out a local server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum McpShape {
+    /// `mcpServers.<name>`: `command` (a string) and `args` (most agents).
+    McpServers,
+    /// `mcp.<name>`: `command`, one array of the program and its arguments
+    /// (OpenCode).
+    CommandArray,
+}
+
 /// Where an agent keeps its MCP servers. Every agent says, one way or the
 /// other: an agent whose servers toolgate cannot rewrite says why.
 #[derive(Debug, Clone, Copy)]
 pub enum McpConfig {
-    /// A JSON file whose `mcpServers` object maps a server's name to its
-    /// entry (`command`, `args`, `env`, … for a local server).
+    /// A JSON file that maps each server's name to its entry.
     Servers {
         /// The user's file, relative to `$HOME`.
         user_file: &'static str,
         /// The project's file, relative to its root, where it has one.
         project_file: Option<&'static str>,
+        /// How the entries are laid out.
+        shape: McpShape,
     },
     /// Not rewritten by `install --mcp` yet: why, and what to do instead.
     NotYet(&'static str),

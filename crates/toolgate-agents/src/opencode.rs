@@ -62,7 +62,7 @@
 
 use super::{
     AgentCall, AgentEvent, Blocked, Call, Dialect, Help, Import, Install, Layout, McpConfig,
-    ReadAgentInputError, Role, Unjudged, answered_for_the_tool, classify, output_text,
+    McpShape, ReadAgentInputError, Role, Unjudged, answered_for_the_tool, classify, output_text,
     string_field, withheld,
 };
 use crate::contract::{Decision, Event, Request, ToolResult};
@@ -230,12 +230,11 @@ impl Dialect for OpenCode {
             agent_cli: "opencode",
             tested_versions: &["1.18.33"],
             http: None,
-            mcp: McpConfig::NotYet(
-                "OpenCode keeps its MCP servers under `mcp` in opencode.json with the command \
-                 as one array, which toolgate does not rewrite yet: make each local server's \
-                 `command` [TOOLGATE, \"mcp\", \"--name\", NAME, \"--\", COMMAND, ARGS...] by \
-                 hand (docs/mcp.md)",
-            ),
+            mcp: McpConfig::Servers {
+                user_file: ".config/opencode/opencode.json",
+                project_file: Some("opencode.json"),
+                shape: McpShape::CommandArray,
+            },
             trust: None,
         }
     }

@@ -43,8 +43,8 @@
 use super::claude_code::read_envelope;
 use super::{
     AgentCall, AgentEvent, Blocked, Call, Dialect, Help, Import, Install, Layout, McpConfig,
-    ReadAgentInputError, Role, TrustStep, answered_for_the_tool, output_text, string_field,
-    withheld,
+    McpShape, ReadAgentInputError, Role, TrustStep, answered_for_the_tool, output_text,
+    string_field, withheld,
 };
 use crate::contract::{Decision, Event, Request, ToolResult};
 use crate::outcome::Outcome;
@@ -210,6 +210,7 @@ impl Dialect for QwenCode {
             mcp: McpConfig::Servers {
                 user_file: ".qwen/settings.json",
                 project_file: Some(".qwen/settings.json"),
+                shape: McpShape::McpServers,
             },
             trust: Some(TrustStep {
                 fix: "only where Qwen Code's folder trust is on (security.folderTrust.enabled): \

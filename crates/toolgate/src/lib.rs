@@ -115,7 +115,7 @@ pub mod agent {
     };
     pub use toolgate_agents::{
         AgentHook, Blocked, HELP_BINARY, Help, HttpHook, Import, Install, LEAN_CLIENT, Layout,
-        McpConfig, TrustCheck, TrustStep,
+        McpConfig, McpShape, TrustCheck, TrustStep,
     };
 }
 

@@ -137,10 +137,13 @@ fn mcp_servers(agent: Outward, root: &Path, notes: &mut Vec<String>) -> Vec<McpS
     {
         places.push(("project", project));
     }
+    let Ok(shape) = super::super::install::mcp_shape(agent) else {
+        return found;
+    };
     let mut unguarded = Vec::new();
     for (scope, place) in places {
         let file = place.file.display().to_string();
-        let listed = match read(&place.file).map(|text| text.map(|t| mcp_servers(&t))) {
+        let listed = match read(&place.file).map(|text| text.map(|t| mcp_servers(&t, shape))) {
             Ok(None) => continue,
             Ok(Some(Ok(listed))) => listed,
             Ok(Some(Err(e))) => {

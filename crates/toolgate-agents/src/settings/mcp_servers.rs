@@ -1,12 +1,13 @@
 //! An agent's MCP servers, run through `toolgate mcp`: what `toolgate
 //! install <agent> --mcp` writes, `uninstall --mcp` restores and `doctor`
 //! reads, in the `mcpServers` object most agents keep (Claude Code, Gemini
-//! CLI, Qwen Code, Cursor, Copilot CLI).
+//! CLI, Qwen Code, Cursor, Copilot CLI: a `command` and its `args`) or
+//! OpenCode's `mcp` object (a `command` array of both).
 //!
-//! A local server's entry runs a `command` with `args`; guarding it makes
-//! the entry run toolgate instead, with the server's own command after
-//! `--`: `{"command": "/abs/toolgate", "args": ["mcp", "--name", NAME,
-//! "--", COMMAND, ARGS...]}`. Everything else in the entry (`env`, `cwd`,
+//! A local server's entry runs a command; guarding it makes the entry run
+//! toolgate instead, with the server's own command after `--`:
+//! `{"command": "/abs/toolgate", "args": ["mcp", "--name", NAME, "--",
+//! COMMAND, ARGS...]}` (OpenCode: one `command` array of all of it). Everything else in the entry (`env`, `cwd`,
 //! `timeout`, the agent's own keys) stays, so the server is started as
 //! before, by toolgate. Undoing it puts the command and args back from
 //! what follows `--`, so nothing is stored elsewhere and the edit is its
@@ -19,6 +20,15 @@
 
 use super::json::{Json, indent_of, parse, render};
 use super::{Edit, EditSettingsError};
+use crate::McpShape;
+
+/// The key the servers are under.
+fn key(shape: McpShape) -> &'static str {
+    match shape {
+        McpShape::McpServers => "mcpServers",
+        McpShape::CommandArray => "mcp",
+    }
+}
 
 /// One server in the file, and how it stands.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,34 +62,79 @@ pub enum McpState {
 ///
 /// [`EditSettingsError`] when the file is not JSON, or `mcpServers` is
 /// not an object.
-pub fn mcp_servers(text: &str) -> Result<Vec<McpServer>, EditSettingsError> {
+pub fn mcp_servers(text: &str, shape: McpShape) -> Result<Vec<McpServer>, EditSettingsError> {
     if text.trim().is_empty() {
         return Ok(Vec::new());
     }
     let json = parse(text)?;
-    let Some(servers) = servers_of(&json)? else {
+    let Some(servers) = servers_of(&json, shape)? else {
         return Ok(Vec::new());
     };
     Ok(servers
         .iter()
         .map(|(name, entry)| McpServer {
             name: name.clone(),
-            state: state_of(name, entry),
+            state: state_of(name, entry, shape),
         })
         .collect())
 }
 
-fn servers_of(json: &Json) -> Result<Option<&Vec<(String, Json)>>, EditSettingsError> {
+fn servers_of(
+    json: &Json,
+    shape: McpShape,
+) -> Result<Option<&Vec<(String, Json)>>, EditSettingsError> {
     if !matches!(json, Json::Object(_)) {
         return Err(EditSettingsError::NotAnObject);
     }
-    match json.get("mcpServers") {
+    match json.get(key(shape)) {
         None => Ok(None),
         Some(Json::Object(servers)) => Ok(Some(servers)),
         Some(_) => Err(EditSettingsError::Shape {
-            key: "mcpServers".into(),
+            key: key(shape).into(),
             expected: "an object",
         }),
+    }
+}
+
+/// A local server's command and arguments, or why it is not one.
+fn command_of(entry: &Json, shape: McpShape) -> Result<Vec<String>, String> {
+    let remote = ["url", "httpUrl", "serverUrl"]
+        .iter()
+        .any(|key| entry.get(key).is_some())
+        || matches!(entry.get("type"), Some(Json::String(t)) if t != "stdio" && t != "local");
+    if remote {
+        return Err("a remote server: `toolgate mcp` proxies stdio servers only".into());
+    }
+    match shape {
+        McpShape::McpServers => {
+            let Some(Json::String(command)) = entry.get("command") else {
+                return Err("no `command` to run".into());
+            };
+            let mut argv = vec![command.clone()];
+            match entry.get("args") {
+                None => {}
+                Some(args) => argv.extend(
+                    args.strings()
+                        .ok_or_else(|| "`args` is not a list of strings".to_owned())?,
+                ),
+            }
+            Ok(argv)
+        }
+        McpShape::CommandArray => match entry.get("command").and_then(Json::strings) {
+            Some(argv) if !argv.is_empty() => Ok(argv),
+            _ => Err("`command` is not a list of strings".into()),
+        },
+    }
+}
+
+/// Makes an entry run `argv`.
+fn set_command(entry: &mut Json, shape: McpShape, argv: &[String]) {
+    match shape {
+        McpShape::McpServers => {
+            set(entry, "command", Json::String(argv[0].clone()));
+            set(entry, "args", strings(&argv[1..]));
+        }
+        McpShape::CommandArray => set(entry, "command", strings(argv)),
     }
 }
 
@@ -91,27 +146,12 @@ fn valid_name(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
-fn state_of(name: &str, entry: &Json) -> McpState {
-    let remote = ["url", "httpUrl", "serverUrl"]
-        .iter()
-        .any(|key| entry.get(key).is_some())
-        || matches!(entry.get("type"), Some(Json::String(t)) if t != "stdio" && t != "local");
-    if remote {
-        return McpState::Skipped(
-            "a remote server: `toolgate mcp` proxies stdio servers only".into(),
-        );
-    }
-    let Some(Json::String(command)) = entry.get("command") else {
-        return McpState::Skipped("no `command` to run".into());
+fn state_of(name: &str, entry: &Json, shape: McpShape) -> McpState {
+    let argv = match command_of(entry, shape) {
+        Ok(argv) => argv,
+        Err(why) => return McpState::Skipped(why),
     };
-    let args = match entry.get("args") {
-        None => Vec::new(),
-        Some(args) => match args.strings() {
-            Some(args) => args,
-            None => return McpState::Skipped("`args` is not a list of strings".into()),
-        },
-    };
-    if let Some(server) = wrapped(command, &args) {
+    if let Some(server) = wrapped(&argv[0], &argv[1..]) {
         return McpState::Guarded { server };
     }
     if !valid_name(name) {
@@ -119,9 +159,7 @@ fn state_of(name: &str, entry: &Json) -> McpState {
             "its name is not ASCII letters, digits, `_` or `-`, which a tool name needs".into(),
         );
     }
-    let mut server = vec![command.clone()];
-    server.extend(args);
-    McpState::Unguarded { server }
+    McpState::Unguarded { server: argv }
 }
 
 /// The server's own command, when `command args` runs it through
@@ -159,18 +197,20 @@ fn strings(items: &[String]) -> Json {
 /// an object.
 pub fn guard_mcp_servers(
     text: Option<&str>,
+    shape: McpShape,
     exe: &str,
 ) -> Result<(Edit, Vec<McpServer>), EditSettingsError> {
-    rewrite(text, |name, state| match state {
+    rewrite(text, shape, |name, state| match state {
         McpState::Unguarded { server } => {
-            let mut args = vec![
-                "mcp".to_owned(),
+            let mut argv = vec![
+                exe.to_owned(),
+                "mcp".into(),
                 "--name".into(),
                 name.to_owned(),
                 "--".into(),
             ];
-            args.extend(server.iter().cloned());
-            Some((exe.to_owned(), args))
+            argv.extend(server.iter().cloned());
+            Some(argv)
         }
         McpState::Guarded { .. } | McpState::Skipped(_) => None,
     })
@@ -182,37 +222,40 @@ pub fn guard_mcp_servers(
 /// # Errors
 ///
 /// As [`guard_mcp_servers`].
-pub fn unguard_mcp_servers(text: &str) -> Result<(Edit, Vec<McpServer>), EditSettingsError> {
-    rewrite(Some(text), |_, state| match state {
-        McpState::Guarded { server } => Some((server[0].clone(), server[1..].to_vec())),
+pub fn unguard_mcp_servers(
+    text: &str,
+    shape: McpShape,
+) -> Result<(Edit, Vec<McpServer>), EditSettingsError> {
+    rewrite(Some(text), shape, |_, state| match state {
+        McpState::Guarded { server } => Some(server.clone()),
         McpState::Unguarded { .. } | McpState::Skipped(_) => None,
     })
 }
 
-/// Sets `command` and `args` of each server `change` gives them for.
+/// Makes each server `change` gives a command for run it.
 fn rewrite(
     text: Option<&str>,
-    change: impl Fn(&str, &McpState) -> Option<(String, Vec<String>)>,
+    shape: McpShape,
+    change: impl Fn(&str, &McpState) -> Option<Vec<String>>,
 ) -> Result<(Edit, Vec<McpServer>), EditSettingsError> {
     let Some(text) = text.filter(|t| !t.trim().is_empty()) else {
         return Ok((Edit::Unchanged, Vec::new()));
     };
     let mut json = parse(text)?;
-    if servers_of(&json)?.is_none() {
+    if servers_of(&json, shape)?.is_none() {
         return Ok((Edit::Unchanged, Vec::new()));
     }
     let mut changed = false;
-    if let Some(Json::Object(servers)) = json.get_mut("mcpServers") {
+    if let Some(Json::Object(servers)) = json.get_mut(key(shape)) {
         for (name, entry) in servers.iter_mut() {
-            if let Some((command, args)) = change(name, &state_of(name, entry)) {
-                set(entry, "command", Json::String(command));
-                set(entry, "args", strings(&args));
+            if let Some(argv) = change(name, &state_of(name, entry, shape)) {
+                set_command(entry, shape, &argv);
                 changed = true;
             }
         }
     }
     let rendered = render(&json, &indent_of(text))?;
-    let servers = mcp_servers(&rendered)?;
+    let servers = mcp_servers(&rendered, shape)?;
     Ok((
         if changed {
             Edit::Write(rendered)
@@ -247,7 +290,8 @@ mod tests {
 
     #[test]
     fn guarding_wraps_each_local_server_keeps_the_rest_and_undoing_restores_the_file() {
-        let (edit, servers) = guard_mcp_servers(Some(CONFIG), "/opt/bin/toolgate").unwrap();
+        let (edit, servers) =
+            guard_mcp_servers(Some(CONFIG), McpShape::McpServers, "/opt/bin/toolgate").unwrap();
         let guarded = text(&edit);
         let value: serde_json::Value = serde_json::from_str(guarded).unwrap();
         assert_eq!(value["mcpServers"]["fs"]["command"], "/opt/bin/toolgate");
@@ -276,13 +320,13 @@ mod tests {
         assert!(matches!(states[2], ("bad name", McpState::Skipped(_))));
         // Again: nothing to do.
         assert_eq!(
-            guard_mcp_servers(Some(guarded), "/opt/bin/toolgate")
+            guard_mcp_servers(Some(guarded), McpShape::McpServers, "/opt/bin/toolgate")
                 .unwrap()
                 .0,
             Edit::Unchanged
         );
         // Undone: the file as it was, but for the `args` a bare entry gained.
-        let (undone, _) = unguard_mcp_servers(guarded).unwrap();
+        let (undone, _) = unguard_mcp_servers(guarded, McpShape::McpServers).unwrap();
         let undone: serde_json::Value = serde_json::from_str(text(&undone)).unwrap();
         let mut before: serde_json::Value = serde_json::from_str(CONFIG).unwrap();
         before["mcpServers"]["bare"]["args"] = serde_json::json!([]);
@@ -290,14 +334,51 @@ mod tests {
     }
 
     #[test]
-    fn a_file_without_servers_is_left_alone_and_a_wrong_shape_is_refused() {
-        assert_eq!(guard_mcp_servers(None, "/t").unwrap().0, Edit::Unchanged);
+    fn opencodes_command_array_is_wrapped_and_restored_whole() {
+        let config = r#"{"mcp": {"fs": {"type": "local", "command": ["npx", "-y", "server-fs"], "enabled": true},
+                                "web": {"type": "remote", "url": "https://x"}}}"#;
+        let (edit, servers) =
+            guard_mcp_servers(Some(config), McpShape::CommandArray, "/t/toolgate").unwrap();
+        let value: serde_json::Value = serde_json::from_str(text(&edit)).unwrap();
         assert_eq!(
-            guard_mcp_servers(Some("{\"a\": 1}"), "/t").unwrap().0,
+            value["mcp"]["fs"]["command"],
+            serde_json::json!([
+                "/t/toolgate",
+                "mcp",
+                "--name",
+                "fs",
+                "--",
+                "npx",
+                "-y",
+                "server-fs"
+            ])
+        );
+        assert!(value["mcp"]["fs"].get("args").is_none());
+        assert!(matches!(servers[1].state, McpState::Skipped(_)));
+        let (undone, _) = unguard_mcp_servers(text(&edit), McpShape::CommandArray).unwrap();
+        let undone: serde_json::Value = serde_json::from_str(text(&undone)).unwrap();
+        assert_eq!(
+            undone,
+            serde_json::from_str::<serde_json::Value>(config).unwrap()
+        );
+    }
+
+    #[test]
+    fn a_file_without_servers_is_left_alone_and_a_wrong_shape_is_refused() {
+        assert_eq!(
+            guard_mcp_servers(None, McpShape::McpServers, "/t")
+                .unwrap()
+                .0,
+            Edit::Unchanged
+        );
+        assert_eq!(
+            guard_mcp_servers(Some("{\"a\": 1}"), McpShape::McpServers, "/t")
+                .unwrap()
+                .0,
             Edit::Unchanged
         );
         assert!(matches!(
-            guard_mcp_servers(Some("{\"mcpServers\": []}"), "/t"),
+            guard_mcp_servers(Some("{\"mcpServers\": []}"), McpShape::McpServers, "/t"),
             Err(EditSettingsError::Shape { .. })
         ));
     }
