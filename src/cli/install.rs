@@ -73,7 +73,8 @@ pub(crate) struct InstallArgs {
     /// Instead of the hooks, run each of the agent's local MCP servers
     /// through `toolgate mcp` (its MCP config: ~/.claude.json or .mcp.json,
     /// the mcpServers of Gemini CLI's and Qwen Code's settings, Cursor's
-    /// and Copilot CLI's mcp files, OpenCode's opencode.json). Then approve each server's tools with
+    /// and Copilot CLI's mcp files, OpenCode's opencode.json, Codex's
+    /// config.toml). Then approve each server's tools with
     /// `toolgate mcp trust`, as the command prints.
     #[arg(long, conflicts_with = "http")]
     mcp: bool,

@@ -866,11 +866,27 @@ fn install_mcp_runs_each_local_server_through_toolgate_and_uninstall_undoes_it()
 }
 
 #[test]
-fn install_mcp_for_an_agent_whose_servers_toolgate_does_not_rewrite_says_what_to_do() {
+fn install_mcp_rewrites_codexs_toml_keeping_its_comments_and_uninstall_restores_it() {
     let env = Env::new();
-    let out = env.toolgate(&["install", "codex", "--mcp"]);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(stderr(&out).contains("[mcp_servers]"), "{}", stderr(&out));
+    let file = env.home().join(".codex/config.toml");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    let config = "# mine\nmodel = \"gpt-5\"\n\n[mcp_servers.fs]\ncommand = \"npx\"\nargs = [\"-y\", \"server-fs\"]\n";
+    std::fs::write(&file, config).unwrap();
+    ok(&env.toolgate(&["install", "codex", "--mcp"]));
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(text.starts_with("# mine\n"), "{text}");
+    assert!(
+        text.contains(&format!(r#"command = "{}""#, exe()))
+            && text.contains(r#"args = ["mcp", "--name", "fs", "--", "npx", "-y", "server-fs"]"#),
+        "{text}"
+    );
+    let (_, report) = env.doctor_json("/nonexistent");
+    assert_eq!(
+        doctor_agent(&report, Outward::Codex)["mcp_servers"][0]["state"],
+        "guarded"
+    );
+    ok(&env.toolgate(&["uninstall", "codex", "--mcp"]));
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), config);
 }
 
 #[test]

@@ -8,7 +8,7 @@
 use super::claude_code::{Rules, read_envelope, render};
 use super::{
     AgentCall, AgentEvent, Blocked, Call, Dialect, Help, Import, Install, Layout, McpConfig,
-    ReadAgentInputError, Role, TrustStep,
+    McpShape, ReadAgentInputError, Role, TrustStep,
 };
 use crate::outcome::Outcome;
 use serde_json::{Map, Value, json};
@@ -104,12 +104,11 @@ impl Dialect for Codex {
             agent_cli: "codex",
             tested_versions: &["0.171.0"],
             http: None,
-            mcp: McpConfig::NotYet(
-                "Codex keeps its MCP servers in TOML ([mcp_servers] in ~/.codex/config.toml), \
-                 which toolgate does not edit yet: set each server's `command` to toolgate and \
-                 its `args` to [\"mcp\", \"--name\", NAME, \"--\", COMMAND, ARGS...] by hand \
-                 (docs/mcp.md)",
-            ),
+            mcp: McpConfig::Servers {
+                user_file: ".codex/config.toml",
+                project_file: None,
+                shape: McpShape::Toml,
+            },
             trust: Some(TrustStep {
                 fix: "open /hooks in the Codex TUI once and trust toolgate's entries: Codex skips \
                       hooks nobody reviewed, without a word in `codex exec`",

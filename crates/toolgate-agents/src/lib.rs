@@ -291,6 +291,8 @@ pub enum McpShape {
     /// `mcp.<name>`: `command`, one array of the program and its arguments
     /// (OpenCode).
     CommandArray,
+    /// `[mcp_servers.<name>]` tables in TOML: `command` and `args` (Codex).
+    Toml,
 }
 
 /// Where an agent keeps its MCP servers. Every agent says, one way or the

@@ -27,6 +27,7 @@ fn key(shape: McpShape) -> &'static str {
     match shape {
         McpShape::McpServers => "mcpServers",
         McpShape::CommandArray => "mcp",
+        McpShape::Toml => "mcp_servers",
     }
 }
 
@@ -65,6 +66,9 @@ pub enum McpState {
 pub fn mcp_servers(text: &str, shape: McpShape) -> Result<Vec<McpServer>, EditSettingsError> {
     if text.trim().is_empty() {
         return Ok(Vec::new());
+    }
+    if shape == McpShape::Toml {
+        return super::mcp_toml::mcp_servers(text);
     }
     let json = parse(text)?;
     let Some(servers) = servers_of(&json, shape)? else {
@@ -124,6 +128,7 @@ fn command_of(entry: &Json, shape: McpShape) -> Result<Vec<String>, String> {
             Some(argv) if !argv.is_empty() => Ok(argv),
             _ => Err("`command` is not a list of strings".into()),
         },
+        McpShape::Toml => Err("a TOML table, read by `mcp_toml`".into()),
     }
 }
 
@@ -135,6 +140,8 @@ fn set_command(entry: &mut Json, shape: McpShape, argv: &[String]) {
             set(entry, "args", strings(&argv[1..]));
         }
         McpShape::CommandArray => set(entry, "command", strings(argv)),
+        // Never reached: TOML is rewritten by `mcp_toml`.
+        McpShape::Toml => {}
     }
 }
 
@@ -147,7 +154,12 @@ fn valid_name(name: &str) -> bool {
 }
 
 fn state_of(name: &str, entry: &Json, shape: McpShape) -> McpState {
-    let argv = match command_of(entry, shape) {
+    state_from(name, command_of(entry, shape))
+}
+
+/// How a server stands, from its command (or why it has none to wrap).
+pub(super) fn state_from(name: &str, argv: Result<Vec<String>, String>) -> McpState {
+    let argv = match argv {
         Ok(argv) => argv,
         Err(why) => return McpState::Skipped(why),
     };
@@ -160,6 +172,25 @@ fn state_of(name: &str, entry: &Json, shape: McpShape) -> McpState {
         );
     }
     McpState::Unguarded { server: argv }
+}
+
+/// The command that runs an unguarded server `name` through the toolgate
+/// at `exe`.
+pub(super) fn guarded_argv(exe: &str, name: &str, state: &McpState) -> Option<Vec<String>> {
+    match state {
+        McpState::Unguarded { server } => {
+            let mut argv = vec![
+                exe.to_owned(),
+                "mcp".into(),
+                "--name".into(),
+                name.to_owned(),
+                "--".into(),
+            ];
+            argv.extend(server.iter().cloned());
+            Some(argv)
+        }
+        McpState::Guarded { .. } | McpState::Skipped(_) => None,
+    }
 }
 
 /// The server's own command, when `command args` runs it through
@@ -200,20 +231,10 @@ pub fn guard_mcp_servers(
     shape: McpShape,
     exe: &str,
 ) -> Result<(Edit, Vec<McpServer>), EditSettingsError> {
-    rewrite(text, shape, |name, state| match state {
-        McpState::Unguarded { server } => {
-            let mut argv = vec![
-                exe.to_owned(),
-                "mcp".into(),
-                "--name".into(),
-                name.to_owned(),
-                "--".into(),
-            ];
-            argv.extend(server.iter().cloned());
-            Some(argv)
-        }
-        McpState::Guarded { .. } | McpState::Skipped(_) => None,
-    })
+    if shape == McpShape::Toml {
+        return super::mcp_toml::guard(text, exe);
+    }
+    rewrite(text, shape, |name, state| guarded_argv(exe, name, state))
 }
 
 /// Runs every server of `text` that runs through `toolgate mcp` directly
@@ -226,10 +247,14 @@ pub fn unguard_mcp_servers(
     text: &str,
     shape: McpShape,
 ) -> Result<(Edit, Vec<McpServer>), EditSettingsError> {
-    rewrite(Some(text), shape, |_, state| match state {
+    let unguard = |_: &str, state: &McpState| match state {
         McpState::Guarded { server } => Some(server.clone()),
         McpState::Unguarded { .. } | McpState::Skipped(_) => None,
-    })
+    };
+    if shape == McpShape::Toml {
+        return super::mcp_toml::rewrite(Some(text), unguard);
+    }
+    rewrite(Some(text), shape, unguard)
 }
 
 /// Makes each server `change` gives a command for run it.

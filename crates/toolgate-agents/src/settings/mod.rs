@@ -43,6 +43,7 @@
 mod hook_lists;
 mod json;
 mod mcp_servers;
+mod mcp_toml;
 mod plugin_file;
 
 use super::{AgentHook, Install, Layout, Outward, TrustCheck};
@@ -89,6 +90,14 @@ pub enum EditSettingsError {
         column: usize,
         /// What is wrong, quoting nothing of the file.
         what: String,
+    },
+    /// Not TOML.
+    #[error("is not valid TOML at line {line}, column {column}")]
+    NotToml {
+        /// 1-based line (0: unknown).
+        line: usize,
+        /// 1-based column (0: unknown).
+        column: usize,
     },
     /// JSON, but not an object.
     #[error("is not a JSON object")]
