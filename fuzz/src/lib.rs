@@ -698,3 +698,14 @@ fn guest_verdict(data: &[u8]) {
         _ => panic!("{decision:?} was read as {read:?}"),
     }
 }
+
+/// The `mcp` target: the MCP proxy's message handling (`toolgate mcp`), a
+/// stream of lines from both sides (the first byte of each says which:
+/// even, the client; odd, the server) through a chain that refuses every
+/// call but `get` and judges every result. No refused call is forwarded,
+/// nothing forwarded has duplicate keys, and no server result reaches the
+/// client unjudged (`toolgate_mcp::fuzzing` says exactly).
+pub fn mcp(data: &[u8]) {
+    let broken = toolgate_mcp::fuzzing::exchange(data);
+    assert!(broken.is_empty(), "{broken:#?}");
+}

@@ -63,6 +63,11 @@ fn every_protocol_corpus_input_and_saved_crash_keeps_the_invariants() {
 }
 
 #[test]
+fn every_mcp_corpus_input_and_saved_crash_keeps_the_invariants() {
+    holds("mcp", 7, harness::mcp);
+}
+
+#[test]
 fn every_config_corpus_input_and_saved_crash_keeps_the_invariants() {
     let target = harness::ConfigTarget::new();
     holds("config", 3, |data| target.run(data));

@@ -29,6 +29,8 @@
 //! with an error; it never goes through unjudged.
 
 mod fdio;
+#[doc(hidden)]
+pub mod fuzzing;
 mod judge;
 mod list;
 pub mod pins;

@@ -3,34 +3,8 @@
 //! refused reaches the server and no result the chain did not judge
 //! reaches the client.
 
-use super::{Judge, Route};
 use proptest::prelude::*;
 use serde_json::{Value, json};
-use toolgate::contract::{HookRequest, ToolResult, Verdict};
-use toolgate::{BoxError, HookRunner, Interceptor};
-
-/// Denies every call; replaces every result with `JUDGED`.
-struct Strict;
-
-#[async_trait::async_trait]
-impl Interceptor for Strict {
-    async fn pre_tool_use(&self, request: &HookRequest<'_>) -> Result<Verdict, BoxError> {
-        // Only `get` is let through, so results come back to be judged.
-        if request.tool == "mcp__s__get" {
-            return Ok(Verdict::allow());
-        }
-        Ok(Verdict::deny("refused"))
-    }
-
-    async fn post_tool_use(&self, _: &HookRequest<'_>) -> Result<Verdict, BoxError> {
-        Ok(Verdict::replace(ToolResult::ok("JUDGED")))
-    }
-}
-
-fn judge() -> Judge {
-    let runner = HookRunner::builder().interceptor("strict", Strict).build();
-    Judge::new("s".into(), runner, "session".into(), None, None)
-}
 
 /// An id, sometimes one a hostile side would pick.
 fn id() -> impl Strategy<Value = Value> {
@@ -107,22 +81,6 @@ fn server_text() -> impl Strategy<Value = String> {
     ]
 }
 
-/// Whether `bytes`, read by a lenient parser (serde_json keeps the last
-/// of duplicate keys; escapes decoded), holds a `tools/call` of anything
-/// but `get`.
-fn calls_refused_tool(bytes: &[u8]) -> bool {
-    let Ok(message) = serde_json::from_slice::<Value>(bytes) else {
-        return false;
-    };
-    let messages = match message {
-        Value::Array(items) => items,
-        one => vec![one],
-    };
-    messages
-        .iter()
-        .any(|m| m["method"] == "tools/call" && m["params"]["name"] != "get")
-}
-
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
@@ -133,36 +91,8 @@ proptest! {
             server_text().prop_map(|t| (false, t)),
         ], 1..24)
     ) {
-        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-        let judge = judge();
-        for (from_client, text) in steps {
-            let routes = runtime.block_on(async {
-                if from_client {
-                    judge.on_client(text.as_bytes()).await
-                } else {
-                    judge.on_server(text.as_bytes()).await
-                }
-            });
-            for route in routes {
-                match route {
-                    Route::ToServer(bytes) => {
-                        prop_assert!(!calls_refused_tool(&bytes), "forwarded: {}", String::from_utf8_lossy(&bytes));
-                        // What is forwarded reads the same to a parser that
-                        // keeps the first of duplicate keys.
-                        prop_assert!(strict_ok(&bytes), "forwarded with duplicate keys: {}", String::from_utf8_lossy(&bytes));
-                    }
-                    Route::ToClient(bytes) => {
-                        let text = String::from_utf8_lossy(&bytes);
-                        let other = serde_json::from_slice::<Value>(&bytes)
-                            .is_ok_and(|m| m["id"].as_str().is_some_and(|id| id.starts_with('p')));
-                        prop_assert!(other || !text.contains("RAW"), "unjudged output reached the client: {text}");
-                    }
-                }
-            }
-        }
+        let steps: Vec<(bool, Vec<u8>)> = steps.into_iter().map(|(c, t)| (c, t.into_bytes())).collect();
+        let broken = crate::fuzzing::judge_stream(&steps);
+        prop_assert!(broken.is_empty(), "{broken:#?}");
     }
-}
-
-fn strict_ok(bytes: &[u8]) -> bool {
-    toolgate_contract::strict_json::parse(bytes).is_ok()
 }

@@ -1,0 +1,121 @@
+//! One door to the proxy's message handling, for its property test and the
+//! `mcp` fuzz target (`fuzz/`). Not API: hidden from the documentation
+//! (for `toolgate::fuzzing`'s reason: the judge is `pub(crate)`, and the
+//! tests must run it, not a copy).
+//!
+//! A stream is judged by a chain that refuses every call but one to `get`
+//! and replaces every result it sees with `JUDGED`; the server's answers
+//! carry `RAW`. Then, whatever the stream:
+//!
+//! - no message forwarded to the server is a `tools/call` of anything but
+//!   `get` to a parser that keeps the last of duplicate keys (serde_json,
+//!   JavaScript's `JSON.parse`), and none has duplicate keys (so a parser
+//!   that keeps the first reads the same);
+//! - no answer shown to the client carries `RAW`, unless it answers a
+//!   request whose id is a string starting with `p` (the streams' other
+//!   requests use those: their answers may carry anything).
+
+use crate::judge::{Judge, Route};
+use serde_json::Value;
+use toolgate::contract::{HookRequest, ToolResult, Verdict};
+use toolgate::{BoxError, HookRunner, Interceptor};
+
+/// Refuses every call but `get`; replaces every result with `JUDGED`.
+struct Strict;
+
+#[async_trait::async_trait]
+impl Interceptor for Strict {
+    async fn pre_tool_use(&self, request: &HookRequest<'_>) -> Result<Verdict, BoxError> {
+        if request.tool == "mcp__s__get" {
+            return Ok(Verdict::allow());
+        }
+        Ok(Verdict::deny("refused"))
+    }
+
+    async fn post_tool_use(&self, _: &HookRequest<'_>) -> Result<Verdict, BoxError> {
+        Ok(Verdict::replace(ToolResult::ok("JUDGED")))
+    }
+}
+
+/// A judge for server `s` with the [`Strict`] chain.
+pub(crate) fn strict_judge() -> Judge {
+    let runner = HookRunner::builder().interceptor("strict", Strict).build();
+    Judge::new("s".into(), runner, "session".into(), None, None)
+}
+
+/// Judges `steps` (from the client when `true`), in order; every broken
+/// invariant, said.
+pub fn judge_stream(steps: &[(bool, Vec<u8>)]) -> Vec<String> {
+    let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    else {
+        return vec!["no runtime".into()];
+    };
+    let judge = strict_judge();
+    let mut broken = Vec::new();
+    for (from_client, line) in steps {
+        let routes = runtime.block_on(async {
+            if *from_client {
+                judge.on_client(line).await
+            } else {
+                judge.on_server(line).await
+            }
+        });
+        for route in routes {
+            broken.extend(check(&route));
+        }
+    }
+    broken
+}
+
+/// The `mcp` fuzz target's input: lines, each one message, its first byte
+/// saying the side (even: the client; odd: the server).
+pub fn exchange(data: &[u8]) -> Vec<String> {
+    let steps: Vec<(bool, Vec<u8>)> = data
+        .split(|b| *b == b'\n')
+        .filter_map(|line| {
+            let (side, message) = line.split_first()?;
+            Some((side % 2 == 0, message.to_vec()))
+        })
+        .collect();
+    judge_stream(&steps)
+}
+
+fn check(route: &Route) -> Option<String> {
+    match route {
+        Route::ToServer(bytes) => {
+            let text = String::from_utf8_lossy(bytes);
+            if calls_refused_tool(bytes) {
+                return Some(format!("a refused call was forwarded: {text}"));
+            }
+            if toolgate_contract::strict_json::parse(bytes).is_err() {
+                return Some(format!("forwarded with duplicate keys or not JSON: {text}"));
+            }
+            None
+        }
+        Route::ToClient(bytes) => {
+            let text = String::from_utf8_lossy(bytes);
+            let message = serde_json::from_slice::<Value>(bytes).unwrap_or(Value::Null);
+            let answer = message.get("method").is_none();
+            let other = message["id"].as_str().is_some_and(|id| id.starts_with('p'));
+            (answer && !other && text.contains("RAW"))
+                .then(|| format!("an unjudged result reached the client: {text}"))
+        }
+    }
+}
+
+/// Whether `bytes`, read leniently, holds a `tools/call` of anything but
+/// `get`.
+fn calls_refused_tool(bytes: &[u8]) -> bool {
+    let Ok(message) = serde_json::from_slice::<Value>(bytes) else {
+        return false;
+    };
+    let messages = match message {
+        Value::Array(items) => items,
+        one => vec![one],
+    };
+    messages
+        .iter()
+        .any(|m| m["method"] == "tools/call" && m["params"]["name"] != "get")
+}
