@@ -240,7 +240,13 @@ pub(crate) async fn run(proxy: Proxy, command: &[OsString]) -> Result<i32, McpEr
         stdout,
         group,
     } = spawn(command)?;
-    let stdout = stdout.ok_or(McpError::NoServerCommand)?;
+    // `spawn` always pipes it; `None` only once `list` took it.
+    let stdout = stdout.ok_or_else(|| McpError::StartServer {
+        program: command
+            .first()
+            .map_or_else(String::new, |p| p.to_string_lossy().into_owned()),
+        source: std::io::Error::other("the server's output was not piped"),
+    })?;
     let mut terminate = signal(SignalKind::terminate()).map_err(McpError::Signals)?;
     let mut interrupt = signal(SignalKind::interrupt()).map_err(McpError::Signals)?;
     let mut hangup = signal(SignalKind::hangup()).map_err(McpError::Signals)?;
