@@ -25,13 +25,17 @@ use toolgate_mcp::{DEFAULT_MAX_MESSAGE, Proxy};
 /// a denied call is answered with an error result carrying the reason, and
 /// never reaches the server. Each result is judged as a `post_tool_use`.
 /// Every other message passes through unchanged.
+///
+/// For a server reached by URL, `--upstream URL` listens on loopback
+/// instead (Streamable HTTP) and the client connects there.
 #[derive(clap::Args)]
 #[command(
     args_conflicts_with_subcommands = true,
     subcommand_negates_reqs = true,
     after_help = "Examples:\n  \
     toolgate mcp --name everything -- npx -y @modelcontextprotocol/server-everything\n  \
-    toolgate mcp --name fs -- npx -y @modelcontextprotocol/server-filesystem ~/src\n\n\
+    toolgate mcp --name fs -- npx -y @modelcontextprotocol/server-filesystem ~/src\n  \
+    toolgate mcp --name remote --upstream https://mcp.example.com/mcp --listen 127.0.0.1:8788\n\n\
     In a client's config, in place of the server's own command:\n  \
     \"command\": \"toolgate\",\n  \
     \"args\": [\"mcp\", \"--name\", \"fs\", \"--\", \"npx\", \"-y\", \"@modelcontextprotocol/server-filesystem\", \"/home/me/src\"]\n\n\
@@ -54,16 +58,62 @@ pub(crate) struct Args {
     /// refused (and a result that long is withheld).
     #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_MESSAGE)]
     max_message: usize,
+    /// Proxy the MCP server at this http(s) URL (Streamable HTTP) instead
+    /// of starting one: the client connects to the proxy's own loopback
+    /// URL (`--listen`), with the secret of `toolgate serve --http`.
+    #[arg(long, value_name = "URL", conflicts_with = "command")]
+    upstream: Option<String>,
+    /// With --upstream: the loopback address to listen on, an IP literal
+    /// with a port; port 0 picks a free one (printed on stderr).
+    #[arg(
+        long,
+        value_name = "ADDR",
+        default_value = "127.0.0.1:0",
+        requires = "upstream"
+    )]
+    listen: String,
     /// The server's command and its arguments (after `--`, or after the
     /// options: everything from the first word that is not an option of
     /// `toolgate mcp` belongs to the server).
     #[arg(
         trailing_var_arg = true,
         allow_hyphen_values = true,
-        required = true,
+        required_unless_present = "upstream",
         value_name = "COMMAND"
     )]
     command: Vec<OsString>,
+}
+
+/// Where the server is: started by a command, or at a URL.
+enum Server<'a> {
+    Command(&'a [OsString]),
+    Url(&'a str),
+}
+
+impl Server<'_> {
+    /// The words after `--name N` that name this server again.
+    fn words(&self) -> String {
+        match self {
+            Server::Command(command) => {
+                let words: Vec<String> = command
+                    .iter()
+                    .map(|w| {
+                        let w = w.to_string_lossy();
+                        if w.bytes()
+                            .all(|b| b.is_ascii_alphanumeric() || b"-_./@=:+,".contains(&b))
+                            && !w.is_empty()
+                        {
+                            w.into_owned()
+                        } else {
+                            format!("'{}'", w.replace('\'', "'\\''"))
+                        }
+                    })
+                    .collect();
+                format!("-- {}", words.join(" "))
+            }
+            Server::Url(url) => format!("--upstream '{}'", url.replace('\'', "'\\''")),
+        }
+    }
 }
 
 #[derive(clap::Subcommand)]
@@ -89,11 +139,14 @@ enum Action {
         /// is the digest of what the server lists now.
         #[arg(long, value_name = "DIGEST")]
         yes: Option<String>,
+        /// The server's URL, as given to `toolgate mcp --upstream`.
+        #[arg(long, value_name = "URL", conflicts_with = "command")]
+        upstream: Option<String>,
         /// The server's command and its arguments, as given to `toolgate mcp`.
         #[arg(
             trailing_var_arg = true,
             allow_hyphen_values = true,
-            required = true,
+            required_unless_present = "upstream",
             value_name = "COMMAND"
         )]
         command: Vec<OsString>,
@@ -109,7 +162,17 @@ enum Action {
 
 pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     match args.action {
-        Some(Action::Trust { name, yes, command }) => trust(&name, yes, &command),
+        Some(Action::Trust {
+            name,
+            yes,
+            upstream,
+            command,
+        }) => {
+            let server = upstream
+                .as_deref()
+                .map_or(Server::Command(&command), Server::Url);
+            trust(&name, yes, &server)
+        }
         Some(Action::Revoke { name }) => {
             let forgot = pin_store()?.forget(&checked(&name)?)?;
             outln!(
@@ -141,35 +204,25 @@ fn checked(name: &str) -> anyhow::Result<String> {
 
 /// The command that reviews this server (and approves `digest`), for
 /// messages.
-fn review_command(name: &str, command: &[OsString], digest: Option<&str>) -> String {
-    let words: Vec<String> = command
-        .iter()
-        .map(|w| {
-            let w = w.to_string_lossy();
-            if w.bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b"-_./@=:+,".contains(&b))
-                && !w.is_empty()
-            {
-                w.into_owned()
-            } else {
-                format!("'{}'", w.replace('\'', "'\\''"))
-            }
-        })
-        .collect();
+fn review_command(name: &str, server: &Server<'_>, digest: Option<&str>) -> String {
     let yes = digest.map_or_else(String::new, |d| format!(" --yes {d}"));
-    format!(
-        "toolgate mcp trust --name {name}{yes} -- {}",
-        words.join(" ")
-    )
+    format!("toolgate mcp trust --name {name}{yes} {}", server.words())
 }
 
-fn trust(name: &str, yes: Option<String>, command: &[OsString]) -> anyhow::Result<ExitCode> {
+fn trust(name: &str, yes: Option<String>, server: &Server<'_>) -> anyhow::Result<ExitCode> {
     use std::io::IsTerminal;
     let name = checked(name)?;
     let store = pin_store()?;
     let kept = store.load(&name)?;
     let runtime = super::runtime()?;
-    let listed = runtime.block_on(toolgate_mcp::list_tools(command, DEFAULT_MAX_MESSAGE));
+    let listed = runtime.block_on(async {
+        match server {
+            Server::Command(command) => {
+                toolgate_mcp::list_tools(command, DEFAULT_MAX_MESSAGE).await
+            }
+            Server::Url(url) => toolgate_mcp::list_tools_http(url, DEFAULT_MAX_MESSAGE).await,
+        }
+    });
     runtime.shutdown_background();
     let now = Pins::of(&listed?);
     let review = kept.clone().unwrap_or_default().review(&now);
@@ -198,7 +251,7 @@ fn trust(name: &str, yes: Option<String>, command: &[OsString]) -> anyhow::Resul
         None => anyhow::bail!(
             "nothing recorded: stdin is not a terminal, so toolgate cannot ask. After reviewing \
              the above, run: {}",
-            review_command(&name, command, Some(&digest))
+            review_command(&name, server, Some(&digest))
         ),
     }
     let path = store.save(&name, &now)?;
@@ -279,12 +332,25 @@ fn proxy(args: Args) -> anyhow::Result<ExitCode> {
         .session_store(std::sync::Arc::new(toolgate::sessions::MemoryStore::new()))
         .build();
     let pins = pin_store()?.load(&name)?;
-    let review = review_command(&name, &args.command, None);
+    let server = args
+        .upstream
+        .as_deref()
+        .map_or(Server::Command(&args.command), Server::Url);
+    let review = review_command(&name, &server, None);
     let proxy = Proxy::new(name, runner)?
         .max_message(args.max_message)
         .approved(pins, review);
     let runtime = super::runtime()?;
-    let code = runtime.block_on(proxy.run_stdio(&args.command));
+    let code = match server {
+        Server::Command(command) => runtime.block_on(proxy.run_stdio(command)),
+        Server::Url(url) => {
+            let listen = toolgate_server::http::parse_loopback("--listen", &args.listen)?;
+            let token = toolgate_server::http::token_path()
+                .context("no state directory for the HTTP secret: set XDG_STATE_HOME or HOME")
+                .and_then(|path| toolgate_server::http::Token::load_or_create(&path))?;
+            runtime.block_on(proxy.run_http(url, listen, token))
+        }
+    };
     // The read of stdin may still be blocked in a thread of the runtime's
     // (the client stopped this proxy by signal, not by closing stdin): it
     // is not waited for.

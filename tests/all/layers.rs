@@ -463,7 +463,12 @@ const CRATES: &[(&str, &[&str])] = &[
     ("toolgate-server", &["toolgate", "toolgate-hook"]),
     (
         "toolgate-mcp",
-        &["toolgate", "toolgate-contract", "toolgate-fs"],
+        &[
+            "toolgate",
+            "toolgate-contract",
+            "toolgate-fs",
+            "toolgate-server",
+        ],
     ),
     ("toolgate-mentra", &["toolgate"]),
     (

@@ -31,6 +31,7 @@ mod layers;
 mod live;
 mod managed;
 mod mcp;
+mod mcp_http;
 mod metrics;
 mod mock_model;
 mod oci;

@@ -188,7 +188,7 @@ fn wait_within(child: &mut Child, within: Duration) -> Option<i32> {
 
 /// `toolgate` with the fixture's global config and a state directory of
 /// its own (where approvals are kept).
-fn in_fixture(fx: &Fixture) -> Command {
+pub(crate) fn in_fixture(fx: &Fixture) -> Command {
     let mut cmd = toolgate();
     cmd.env("TOOLGATE_CONFIG_DIR", fx.global())
         .env("XDG_STATE_HOME", state(fx))
@@ -210,9 +210,17 @@ fn proxy(fx: &Fixture, name: &str, server: &[&str]) -> Command {
 /// `toolgate mcp trust` for `server`: its review (stdout), then, if
 /// `approve`, the approval of the digest it showed.
 pub(crate) fn trust(fx: &Fixture, name: &str, server: &[&str], approve: bool) -> String {
+    let mut at = vec!["--"];
+    at.extend_from_slice(server);
+    trust_at(fx, name, &at, approve)
+}
+
+/// `toolgate mcp trust` for the server `at` names (`-- command…` or
+/// `--upstream URL`), as [`trust`].
+pub(crate) fn trust_at(fx: &Fixture, name: &str, at: &[&str], approve: bool) -> String {
     let review = in_fixture(fx)
-        .args(["mcp", "trust", "--name", name, "--"])
-        .args(server)
+        .args(["mcp", "trust", "--name", name])
+        .args(at)
         .stdin(Stdio::null())
         .output()
         .unwrap();
@@ -225,8 +233,8 @@ pub(crate) fn trust(fx: &Fixture, name: &str, server: &[&str], approve: bool) ->
     if approve && !shown.contains("already approved") {
         succeeded(
             in_fixture(fx)
-                .args(["mcp", "trust", "--name", name, "--yes", &digest, "--"])
-                .args(server),
+                .args(["mcp", "trust", "--name", name, "--yes", &digest])
+                .args(at),
         );
     }
     shown
@@ -248,7 +256,7 @@ fn policy(fx: &Fixture, name: &str, event: &str, body: &str) -> Value {
     json!({"name": name, "command": [script], "event": event, "matcher": "mcp__.*"})
 }
 
-fn text_of(result: &Value) -> String {
+pub(crate) fn text_of(result: &Value) -> String {
     result["content"]
         .as_array()
         .into_iter()
@@ -691,7 +699,7 @@ for line in sys.stdin:
     (vec![path.to_str().unwrap().to_owned()], pid_file)
 }
 
-fn alive(pid_file: &Path) -> bool {
+pub(crate) fn alive(pid_file: &Path) -> bool {
     let Ok(text) = std::fs::read_to_string(pid_file) else {
         return false;
     };

@@ -31,13 +31,16 @@
 mod fdio;
 #[doc(hidden)]
 pub mod fuzzing;
+mod http;
 mod judge;
 mod list;
 pub mod pins;
 mod shape;
 mod stdio;
 
+pub use http::{PATH as HTTP_PATH, list_tools_http};
 pub use list::{LIST_TIMEOUT, list_tools};
+pub use toolgate_server::http::Token;
 
 use std::ffi::OsString;
 use toolgate::HookRunner;
@@ -114,10 +117,15 @@ impl Proxy {
     }
 
     fn judge(&self) -> judge::Judge {
+        self.judge_for(self.session_id.clone())
+    }
+
+    /// A judge whose hooks see `session_id`.
+    fn judge_for(&self, session_id: String) -> judge::Judge {
         judge::Judge::new(
             self.server.clone(),
             self.runner.clone(),
-            self.session_id.clone(),
+            session_id,
             self.cwd.clone(),
             self.approval
                 .as_ref()
@@ -138,6 +146,24 @@ impl Proxy {
     /// [`McpError`] when the server cannot be started.
     pub async fn run_stdio(self, command: &[OsString]) -> Result<i32, McpError> {
         stdio::run(self, command).await
+    }
+
+    /// Serves MCP's Streamable HTTP on the loopback `listen` (at
+    /// [`HTTP_PATH`], to clients that present `token`) and proxies each
+    /// session to the server at the URL `upstream`, until a signal stops
+    /// it; returns the exit code to end with (128 + the signal's number).
+    ///
+    /// # Errors
+    ///
+    /// [`McpError`] when `upstream` is not an http(s) URL or `listen`
+    /// cannot be bound.
+    pub async fn run_http(
+        self,
+        upstream: &str,
+        listen: std::net::SocketAddr,
+        token: Token,
+    ) -> Result<i32, McpError> {
+        http::run(self, upstream, listen, token).await
     }
 }
 
@@ -161,6 +187,17 @@ pub enum McpError {
     /// The server did not list its tools.
     #[error("cannot list the server's tools: {0}")]
     List(String),
+    /// `--upstream` is not a URL the proxy can reach an MCP server at.
+    #[error("--upstream {url}: {why}")]
+    Upstream {
+        /// What was given.
+        url: String,
+        /// Why it is refused.
+        why: String,
+    },
+    /// The loopback address could not be listened on.
+    #[error("{0}")]
+    Listen(String),
     /// No command was given to start the server.
     #[error("no server command: give it after `--`")]
     NoServerCommand,

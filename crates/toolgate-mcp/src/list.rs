@@ -28,7 +28,7 @@ use tokio::sync::mpsc;
 /// How long a server has to list its tools.
 pub const LIST_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long a server must be quiet after `initialized` before it is asked.
-const SETTLE: Duration = Duration::from_millis(500);
+pub(crate) const SETTLE: Duration = Duration::from_millis(500);
 /// Pages of `tools/list` followed at most.
 const MAX_PAGES: usize = 100;
 
@@ -45,7 +45,7 @@ pub async fn list_tools(command: &[OsString], max_message: usize) -> Result<Vec<
     listed.map_err(|_| McpError::List(format!("no answer within {LIST_TIMEOUT:?}")))?
 }
 
-fn failed(what: impl std::fmt::Display) -> McpError {
+pub(crate) fn failed(what: impl std::fmt::Display) -> McpError {
     McpError::List(what.to_string())
 }
 
@@ -143,19 +143,39 @@ async fn ask(server: &mut Server, max: usize) -> Result<Vec<Value>, McpError> {
         messages,
         next_id: 0,
     };
-    talk.request(
-        "initialize",
-        json!({"protocolVersion": "2025-06-18",
-               "capabilities": {"roots": {"listChanged": true}, "sampling": {}, "elicitation": {}},
-               "clientInfo": {"name": "toolgate-mcp-trust", "version": env!("CARGO_PKG_VERSION")}}),
-    )
-    .await?;
+    talk.request("initialize", initialize_params()).await?;
     send(
         talk.stdin,
         &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
     )
     .await?;
     while talk.next(SETTLE).await?.is_some() {}
+    let tools = pages(&mut talk).await;
+    reader.abort();
+    tools
+}
+
+/// What this client says of itself in `initialize`.
+pub(crate) fn initialize_params() -> Value {
+    json!({"protocolVersion": "2025-06-18",
+           "capabilities": {"roots": {"listChanged": true}, "sampling": {}, "elicitation": {}},
+           "clientInfo": {"name": "toolgate-mcp-trust", "version": env!("CARGO_PKG_VERSION")}})
+}
+
+/// One side of a listing conversation, whatever carries it.
+pub(crate) trait Ask {
+    /// The result of one request; an error answer is an `Err`.
+    async fn request(&mut self, method: &str, params: Value) -> Result<Value, McpError>;
+}
+
+impl Ask for Conversation<'_> {
+    async fn request(&mut self, method: &str, params: Value) -> Result<Value, McpError> {
+        Conversation::request(self, method, params).await
+    }
+}
+
+/// Every page of `tools/list`.
+pub(crate) async fn pages(talk: &mut impl Ask) -> Result<Vec<Value>, McpError> {
     let mut tools = Vec::new();
     let mut cursor: Option<Value> = None;
     for _ in 0..MAX_PAGES {
@@ -167,12 +187,8 @@ async fn ask(server: &mut Server, max: usize) -> Result<Vec<Value>, McpError> {
         tools.extend(listed.iter().cloned());
         match page.get("nextCursor") {
             Some(next) if !next.is_null() => cursor = Some(next.clone()),
-            _ => {
-                reader.abort();
-                return Ok(tools);
-            }
+            _ => return Ok(tools),
         }
     }
-    reader.abort();
     Err(failed(format!("more than {MAX_PAGES} pages of tools")))
 }

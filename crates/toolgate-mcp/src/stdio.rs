@@ -164,6 +164,19 @@ pub(crate) fn spawn(command: &[OsString]) -> Result<Server, McpError> {
     }
 }
 
+/// The server started, and its output (`spawn` always pipes it; it is
+/// `None` only once `list` took it).
+fn spawn_piped(command: &[OsString]) -> Result<(Server, ChildStdout), McpError> {
+    let mut server = spawn(command)?;
+    let stdout = server.stdout.take().ok_or_else(|| McpError::StartServer {
+        program: command
+            .first()
+            .map_or_else(String::new, |p| p.to_string_lossy().into_owned()),
+        source: std::io::Error::other("the server's output was not piped"),
+    })?;
+    Ok((server, stdout))
+}
+
 /// Writes each queued message as a line, until the queue closes or the
 /// reader goes away; then drops `out` (closing the server's stdin tells it
 /// its client is gone).
@@ -234,19 +247,15 @@ async fn server_side(
 /// ends. Returns the exit code to end with: the server's when it ended
 /// first, 128 + the signal's number when one stopped the proxy, else 0.
 pub(crate) async fn run(proxy: Proxy, command: &[OsString]) -> Result<i32, McpError> {
-    let Server {
-        mut child,
-        stdin,
+    let (
+        Server {
+            mut child,
+            stdin,
+            group,
+            ..
+        },
         stdout,
-        group,
-    } = spawn(command)?;
-    // `spawn` always pipes it; `None` only once `list` took it.
-    let stdout = stdout.ok_or_else(|| McpError::StartServer {
-        program: command
-            .first()
-            .map_or_else(String::new, |p| p.to_string_lossy().into_owned()),
-        source: std::io::Error::other("the server's output was not piped"),
-    })?;
+    ) = spawn_piped(command)?;
     let mut terminate = signal(SignalKind::terminate()).map_err(McpError::Signals)?;
     let mut interrupt = signal(SignalKind::interrupt()).map_err(McpError::Signals)?;
     let mut hangup = signal(SignalKind::hangup()).map_err(McpError::Signals)?;

@@ -231,7 +231,8 @@ impl Token {
     }
 
     /// Whether `header` is `Bearer <this secret>`, in constant time.
-    fn admits(&self, header: Option<&hyper::header::HeaderValue>) -> bool {
+    #[must_use]
+    pub fn admits(&self, header: Option<&hyper::header::HeaderValue>) -> bool {
         use subtle::ConstantTimeEq;
         let Some(given) = header.and_then(|h| h.as_bytes().strip_prefix(b"Bearer ")) else {
             return false;
@@ -281,7 +282,7 @@ pub(crate) struct Http {
 }
 
 /// Binds `addr`, says where on stderr, and answers until the runtime stops.
-pub(super) async fn listen(
+pub(crate) async fn listen(
     server: Arc<Server>,
     addr: SocketAddr,
     token: Token,
@@ -306,7 +307,8 @@ pub(super) async fn listen(
 
 /// Binds the loopback `addr` (`--http`, `--metrics`): the listener, and the
 /// exact `Host` a request to it must carry (`ip:port`, `[ip]:port`).
-pub(super) async fn bind(addr: SocketAddr) -> anyhow::Result<(tokio::net::TcpListener, String)> {
+/// `toolgate mcp --upstream` listens through it too.
+pub async fn bind(addr: SocketAddr) -> anyhow::Result<(tokio::net::TcpListener, String)> {
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;
@@ -320,7 +322,7 @@ pub(super) async fn bind(addr: SocketAddr) -> anyhow::Result<(tokio::net::TcpLis
 
 /// Whose connections a listener serves.
 #[derive(Clone, Copy, Debug)]
-pub(super) enum Peers {
+pub enum Peers {
     /// Only processes of the user the server runs as (the hook endpoint:
     /// nobody else has the token, so another user's connection can only
     /// take a slot from the user's agent). Judged from the kernel's socket
@@ -337,12 +339,8 @@ pub(super) enum Peers {
 /// failing `accept` (out of descriptors) backs off instead of spinning. A
 /// connection from a peer `peers` does not admit is closed before it takes
 /// a slot.
-pub(super) fn accept_each<F, S>(
-    listener: tokio::net::TcpListener,
-    max: usize,
-    peers: Peers,
-    serve: F,
-) where
+pub fn accept_each<F, S>(listener: tokio::net::TcpListener, max: usize, peers: Peers, serve: F)
+where
     F: Fn(tokio::net::TcpStream) -> S + Send + 'static,
     S: std::future::Future<Output = ()> + Send + 'static,
 {
@@ -438,19 +436,8 @@ fn json_answer(value: &Value) -> Answer {
 /// read.
 fn refusal(http: &Http, request: &Request<Incoming>) -> Option<Answer> {
     let headers = request.headers();
-    let mut hosts = headers.get_all(HOST).iter();
-    let host_ok = matches!((hosts.next(), hosts.next()), (Some(h), None) if h.as_bytes() == http.host.as_bytes());
-    if !host_ok {
-        return Some(text(
-            StatusCode::MISDIRECTED_REQUEST,
-            &format!("refused: the Host header must be exactly {}", http.host),
-        ));
-    }
-    if headers.contains_key(ORIGIN) {
-        return Some(text(
-            StatusCode::FORBIDDEN,
-            "refused: a request with an Origin header comes from a browser, not from the agent",
-        ));
+    if let Err((status, why)) = loopback_gate(&http.host, headers) {
+        return Some(text(status, &why));
     }
     if request.uri().path() != format!("/{}", AGENT.name()) {
         return Some(text(
@@ -492,6 +479,34 @@ fn refusal(http: &Http, request: &Request<Incoming>) -> Option<Answer> {
         return Some(too_large());
     }
     None
+}
+
+/// The first rules of every loopback listener that answers a secret
+/// holder (the hook endpoint, `toolgate mcp --upstream`): the `Host` header
+/// is exactly the literal address listened on (no DNS rebinding), and no
+/// `Origin` header (no browser page). `Err`: the status and why, to answer
+/// before anything else is read.
+///
+/// # Errors
+///
+/// The status to refuse with, and why.
+pub fn loopback_gate(host: &str, headers: &hyper::HeaderMap) -> Result<(), (StatusCode, String)> {
+    let mut hosts = headers.get_all(HOST).iter();
+    let host_ok =
+        matches!((hosts.next(), hosts.next()), (Some(h), None) if h.as_bytes() == host.as_bytes());
+    if !host_ok {
+        return Err((
+            StatusCode::MISDIRECTED_REQUEST,
+            format!("refused: the Host header must be exactly {host}"),
+        ));
+    }
+    if headers.contains_key(ORIGIN) {
+        return Err((
+            StatusCode::FORBIDDEN,
+            "refused: a request with an Origin header comes from a browser".to_string(),
+        ));
+    }
+    Ok(())
 }
 
 fn too_large() -> Answer {

@@ -89,7 +89,7 @@ use crate::http::Peers;
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::body::Incoming;
-use hyper::header::{CONTENT_TYPE, HOST, ORIGIN};
+use hyper::header::CONTENT_TYPE;
 use hyper::{Method, Request, Response, StatusCode};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -458,19 +458,8 @@ fn answer(
             format!("toolgate: {why}\n"),
         )
     };
-    let headers = request.headers();
-    let mut hosts = headers.get_all(HOST).iter();
-    if !matches!((hosts.next(), hosts.next()), (Some(h), None) if h.as_bytes() == host.as_bytes()) {
-        return refuse(
-            StatusCode::MISDIRECTED_REQUEST,
-            &format!("refused: the Host header must be exactly {host}"),
-        );
-    }
-    if headers.contains_key(ORIGIN) {
-        return refuse(
-            StatusCode::FORBIDDEN,
-            "refused: a request with an Origin header comes from a browser",
-        );
+    if let Err((status, why)) = crate::http::loopback_gate(host, request.headers()) {
+        return refuse(status, &why);
     }
     let Some(metrics) = metrics.filter(|_| request.uri().path() == "/metrics") else {
         return refuse(StatusCode::NOT_FOUND, "no such page; GET /metrics");

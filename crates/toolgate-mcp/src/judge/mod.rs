@@ -473,6 +473,26 @@ impl Judge {
             .collect()
     }
 
+    /// The requests among `keys` still waiting for the server's answer are
+    /// answered with an error now (a transport that carries each request's
+    /// answer on a stream of its own: that stream ended without it).
+    pub(crate) fn unanswered(&self, keys: &[String], why: &str) -> Vec<Route> {
+        let mut in_flight = self.in_flight();
+        keys.iter()
+            .filter_map(|key| match in_flight.remove(key)? {
+                InFlight::Cancelled => None,
+                _ => {
+                    let id: Value = serde_json::from_str(key).unwrap_or(Value::Null);
+                    Some(Route::ToClient(error(
+                        &id,
+                        NOT_JUDGED,
+                        &format!("toolgate: {why}"),
+                    )))
+                }
+            })
+            .collect()
+    }
+
     fn request(&self, tool: &str, input: Value) -> Request {
         let mut request = Request::pre(tool, input);
         request.session_id = Some(self.session_id.clone());
@@ -484,4 +504,23 @@ impl Judge {
 /// An id as a map key: its JSON text, so `1` and `"1"` stay apart.
 fn id_key(id: &Value) -> String {
     id.to_string()
+}
+
+/// The key of the request `message` is (a method and an id), if it is one.
+pub(crate) fn request_key(message: &[u8]) -> Option<String> {
+    let message: Value = serde_json::from_slice(message).ok()?;
+    message.get("method")?;
+    message.get("id").filter(|id| !id.is_null()).map(id_key)
+}
+
+/// The key of the request `message` answers (a result or an error with an
+/// id), if it is an answer.
+pub(crate) fn answer_key(message: &[u8]) -> Option<String> {
+    let message: Value = serde_json::from_slice(message).ok()?;
+    if message.get("method").is_some()
+        || !(message.get("result").is_some() || message.get("error").is_some())
+    {
+        return None;
+    }
+    message.get("id").filter(|id| !id.is_null()).map(id_key)
 }

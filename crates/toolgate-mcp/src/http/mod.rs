@@ -1,0 +1,324 @@
+//! `toolgate mcp --upstream <url>`: the proxy as a Streamable HTTP server on
+//! loopback, in front of an MCP server reached by URL.
+//!
+//! # Why the client talks to a loopback listener, not to the server
+//!
+//! An MCP client configured with a URL speaks HTTP to it; a proxy in that
+//! path must be a URL too. It listens on loopback only, with the rules of
+//! `toolgate serve --http` (they are its code, `toolgate_server::http`): an
+//! IP literal, the exact `Host` (no DNS rebinding), no `Origin` (no page in
+//! the user's browser), connections of this user only, and the per-user
+//! secret as `Authorization: Bearer`. A loopback port is open to every
+//! local user and every web page; without the secret, any of them could
+//! call the server's tools through the proxy, judged but under the user's
+//! name.
+//!
+//! # One judge per MCP session
+//!
+//! Each MCP session (the server's `Mcp-Session-Id`) has its own judge, so
+//! request ids in flight, the tool list the client was shown and the
+//! session state hooks keep (under `<session-id>-<n>`) are never shared
+//! between two clients of one proxy. A session the proxy has not seen (it
+//! was restarted) gets a fresh judge: the server decides whether the
+//! session is still valid, and the proxy's guarantees do not depend on
+//! what it saw before (a call to a tool outside the pinned definitions is
+//! refused whatever list the client holds).
+//!
+//! # Every message still goes through the judge
+//!
+//! The judge is the stdio transport's: only the framing differs. A request
+//! the client POSTs is judged before it is forwarded; whatever the server
+//! sends back, as one JSON body or as events on that POST's stream or on
+//! the GET stream, is judged before the client reads it; an answer goes to
+//! the stream whose POST carried its request, wherever it arrived (a
+//! resumed stream carries the answers of the one that broke). A stream
+//! that ends with requests of its POST unanswered answers them with an
+//! error, unless the server gave its events ids (the client may resume and
+//! the answer may still come, judged, on the resumed stream). An answer
+//! that is not 2xx, or that is neither JSON nor an event stream, is never
+//! read as messages: its status reaches the client with toolgate's text,
+//! not the server's body, which could carry an unjudged result.
+//!
+//! # What it does not do (yet)
+//!
+//! Authorization toward the server (an OAuth flow, a token the server
+//! wants) is not carried: the client's `Authorization` is the proxy's
+//! secret and is never forwarded. Servers behind their own authorization
+//! answer 401, and the client is told so.
+
+mod list;
+mod relay;
+mod sse;
+
+pub use list::list_tools_http;
+
+use crate::judge::Judge;
+use crate::{McpError, Proxy};
+use bytes::Bytes;
+use http_body_util::{Either, Full};
+use hyper::body::Incoming;
+use hyper::header::{AUTHORIZATION, CONTENT_TYPE, HeaderValue};
+use hyper::{Method, Request, Response, StatusCode};
+use nix::sys::signal::Signal;
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+use tokio::signal::unix::{SignalKind, signal};
+use toolgate_server::http::{Peers, Token, accept_each, bind, loopback_gate};
+
+/// The path the proxy answers MCP on.
+pub const PATH: &str = "/mcp";
+/// Connections served at once (as `serve --http`).
+const MAX_CONNECTIONS: usize = 32;
+/// MCP sessions kept at once; past it the one made longest ago is dropped
+/// (its client then starts a new one, as after a server restart).
+const MAX_SESSIONS: usize = 256;
+/// How long the server has to accept a connection.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a client has to send a request's body once its headers are in.
+const BODY_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a client has to send a request's headers.
+const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+
+type Body = Either<Full<Bytes>, sse::Stream>;
+
+/// The proxy's state, shared by every connection.
+pub(crate) struct Shared {
+    proxy: Proxy,
+    upstream: reqwest::Url,
+    client: reqwest::Client,
+    host: String,
+    token: Token,
+    sessions: Mutex<Sessions>,
+}
+
+#[derive(Default)]
+struct Sessions {
+    by_id: HashMap<String, Arc<Session>>,
+    /// The session of a server that gives no session id.
+    stateless: Option<Arc<Session>>,
+    made: u64,
+}
+
+/// One MCP session: its judge, and which stream waits for each request.
+pub(crate) struct Session {
+    judge: Judge,
+    made: u64,
+    /// Request key → the stream (by its number) whose POST carried it.
+    waiters: Mutex<HashMap<String, (u64, tokio::sync::mpsc::Sender<sse::Out>)>>,
+    streams: std::sync::atomic::AtomicU64,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Each use is one lookup, insert or remove: a panic cannot leave the
+    // map half-written, so a poisoned lock is still sound.
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Shared {
+    fn new_session(&self, sessions: &mut Sessions) -> Arc<Session> {
+        sessions.made += 1;
+        let n = sessions.made;
+        Arc::new(Session {
+            judge: self
+                .proxy
+                .judge_for(format!("{}-{n}", self.proxy.session_id)),
+            made: n,
+            waiters: Mutex::default(),
+            streams: std::sync::atomic::AtomicU64::new(0),
+        })
+    }
+
+    /// The session a request belongs to: by its `Mcp-Session-Id`; a new
+    /// one for an `initialize` without one (kept once the server names it,
+    /// see [`Shared::adopt`]); else the stateless server's.
+    fn session(&self, id: Option<&str>, initialize: bool) -> Arc<Session> {
+        let mut sessions = lock(&self.sessions);
+        match id {
+            Some(id) => {
+                if let Some(session) = sessions.by_id.get(id) {
+                    return Arc::clone(session);
+                }
+                let session = self.new_session(&mut sessions);
+                keep(&mut sessions, id, &session);
+                session
+            }
+            None if initialize => self.new_session(&mut sessions),
+            None => {
+                if let Some(session) = &sessions.stateless {
+                    return Arc::clone(session);
+                }
+                let session = self.new_session(&mut sessions);
+                sessions.stateless = Some(Arc::clone(&session));
+                session
+            }
+        }
+    }
+
+    /// The server answered `initialize` in `session`, naming it `id` (or
+    /// not: a stateless server).
+    fn adopt(&self, id: Option<&str>, session: &Arc<Session>) {
+        let mut sessions = lock(&self.sessions);
+        match id {
+            Some(id) => keep(&mut sessions, id, session),
+            None => sessions.stateless = Some(Arc::clone(session)),
+        }
+    }
+
+    /// The client ended session `id`.
+    fn end(&self, id: &str) {
+        lock(&self.sessions).by_id.remove(id);
+    }
+}
+
+fn keep(sessions: &mut Sessions, id: &str, session: &Arc<Session>) {
+    if sessions.by_id.len() >= MAX_SESSIONS && !sessions.by_id.contains_key(id) {
+        let oldest = sessions
+            .by_id
+            .iter()
+            .min_by_key(|(_, session)| session.made)
+            .map(|(id, _)| id.clone());
+        if let Some(oldest) = oldest {
+            sessions.by_id.remove(&oldest);
+        }
+    }
+    sessions.by_id.insert(id.to_owned(), Arc::clone(session));
+}
+
+/// Parses and checks `--upstream`: an `http` or `https` URL.
+fn upstream_url(given: &str) -> Result<reqwest::Url, McpError> {
+    let refuse = |why: &str| McpError::Upstream {
+        url: given.to_owned(),
+        why: why.to_owned(),
+    };
+    let url = reqwest::Url::parse(given).map_err(|e| refuse(&e.to_string()))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(refuse("only http:// and https:// URLs are MCP servers"));
+    }
+    if url.host().is_none() {
+        return Err(refuse("it names no host"));
+    }
+    Ok(url)
+}
+
+/// The client that reaches `upstream`.
+fn client_for(upstream: &reqwest::Url) -> Result<reqwest::Client, McpError> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let mut client = reqwest::Client::builder()
+        .connect_timeout(CONNECT_TIMEOUT)
+        // A redirect would send the session somewhere the user did not name.
+        .redirect(reqwest::redirect::Policy::none());
+    let loopback = match upstream.host_str() {
+        Some("localhost") => true,
+        Some(host) => host
+            .trim_matches(['[', ']'])
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback()),
+        None => false,
+    };
+    if loopback {
+        // A proxy from the environment has no business with loopback.
+        client = client.no_proxy();
+    }
+    client.build().map_err(|e| McpError::Upstream {
+        url: upstream.to_string(),
+        why: e.to_string(),
+    })
+}
+
+/// Listens on `addr` and proxies each client's MCP session to `upstream`
+/// until a signal stops it; returns the exit code (128 + the signal).
+pub(crate) async fn run(
+    proxy: Proxy,
+    upstream: &str,
+    addr: SocketAddr,
+    token: Token,
+) -> Result<i32, McpError> {
+    let upstream = upstream_url(upstream)?;
+    let client = client_for(&upstream)?;
+    let (listener, host) = bind(addr)
+        .await
+        .map_err(|e| McpError::Listen(format!("{e:#}")))?;
+    let mut terminate = signal(SignalKind::terminate()).map_err(McpError::Signals)?;
+    let mut interrupt = signal(SignalKind::interrupt()).map_err(McpError::Signals)?;
+    let mut hangup = signal(SignalKind::hangup()).map_err(McpError::Signals)?;
+    eprintln!(
+        "toolgate mcp: {} on http://{host}{PATH}, in front of {upstream}",
+        proxy.server
+    );
+    let shared = Arc::new(Shared {
+        proxy,
+        upstream,
+        client,
+        host,
+        token,
+        sessions: Mutex::default(),
+    });
+    accept_each(listener, MAX_CONNECTIONS, Peers::ThisUser, move |stream| {
+        connection(Arc::clone(&shared), stream)
+    });
+    let stopped = tokio::select! {
+        _ = terminate.recv() => Signal::SIGTERM,
+        _ = interrupt.recv() => Signal::SIGINT,
+        _ = hangup.recv() => Signal::SIGHUP,
+    };
+    Ok(128 + stopped as i32)
+}
+
+async fn connection(shared: Arc<Shared>, stream: tokio::net::TcpStream) {
+    let service = hyper::service::service_fn(move |request| {
+        let shared = Arc::clone(&shared);
+        async move { Ok::<_, std::convert::Infallible>(answer(shared, request).await) }
+    });
+    let _ = hyper::server::conn::http1::Builder::new()
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(HEADER_TIMEOUT)
+        .max_buf_size(64 * 1024)
+        .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+        .await;
+}
+
+async fn answer(shared: Arc<Shared>, request: Request<Incoming>) -> Response<Body> {
+    if let Err((status, why)) = loopback_gate(&shared.host, request.headers()) {
+        return text(status, &why);
+    }
+    if request.uri().path() != PATH {
+        return text(
+            StatusCode::NOT_FOUND,
+            &format!("no such endpoint; MCP is at {PATH}"),
+        );
+    }
+    if !shared.token.admits(request.headers().get(AUTHORIZATION)) {
+        return text(
+            StatusCode::UNAUTHORIZED,
+            "refused: no or a wrong `Authorization: Bearer` secret (the one in \
+             $XDG_STATE_HOME/toolgate/http-token; see docs/mcp.md)",
+        );
+    }
+    match *request.method() {
+        Method::POST => relay::post(shared, request).await,
+        Method::GET => relay::get(shared, request).await,
+        Method::DELETE => relay::delete(shared, request).await,
+        _ => {
+            let mut answer = text(StatusCode::METHOD_NOT_ALLOWED, "only POST, GET and DELETE");
+            answer.headers_mut().insert(
+                hyper::header::ALLOW,
+                HeaderValue::from_static("POST, GET, DELETE"),
+            );
+            answer
+        }
+    }
+}
+
+fn text(status: StatusCode, why: &str) -> Response<Body> {
+    let mut answer = Response::new(Either::Left(Full::new(Bytes::from(format!(
+        "toolgate: {why}\n"
+    )))));
+    *answer.status_mut() = status;
+    answer.headers_mut().insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    answer
+}
