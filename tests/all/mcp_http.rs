@@ -600,3 +600,22 @@ fn over_http_the_mcp_inspector_cli_is_answered_through_the_chain() {
     let (_, redacted) = ask("echo", &["--tool-arg", "message=a SECRET"]);
     assert_eq!(text_of(&redacted), "Echo: a [redacted]");
 }
+
+/// For the live agent tests: server-everything over HTTP, approved but for
+/// `get-tiny-image`, behind a proxy judged by `fx`'s chain (a
+/// [`judged_fixture`]): the two processes, the proxy's MCP URL and the
+/// secret a client must send.
+pub(crate) fn live_http_server(fx: &Fixture) -> (Running, Running, String, String) {
+    let (server, url) = everything_http();
+    trust_at(fx, "everything", &["--upstream", &url], true);
+    let pins_path = state(fx).join("toolgate/mcp/everything.json");
+    let mut pins: Value =
+        serde_json::from_str(&std::fs::read_to_string(&pins_path).unwrap()).unwrap();
+    pins["tools"]
+        .as_object_mut()
+        .unwrap()
+        .remove("get-tiny-image");
+    std::fs::write(&pins_path, pins.to_string()).unwrap();
+    let (proxy, addr, token) = proxy_http(fx, "everything", &url);
+    (server, proxy, format!("http://{addr}/mcp"), token)
+}

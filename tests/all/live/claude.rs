@@ -1239,58 +1239,85 @@ fn live_claude_a_permission_request_is_judged_as_its_call_and_never_granted() {
 /// result, and a tool the user never approved is not offered at all.
 #[test]
 fn live_claude_mcp_tools_are_guarded_through_toolgate_mcp() {
-    use crate::mcp::{LIVE_CALLS, assert_live_verdicts, judged_fixture, live_server};
+    use crate::mcp::{judged_fixture, live_server};
     for release in RELEASES {
         let fx = judged_fixture();
         let (argv, env) = live_server(&fx);
-        let config = fx.dir.path().join("mcp.json");
-        std::fs::write(
-            &config,
-            json!({"mcpServers": {"everything": {"command": argv[0], "args": &argv[1..], "env": env}}})
-                .to_string(),
-        )
-        .unwrap();
-        let calls = LIVE_CALLS
-            .iter()
-            .map(|(tool, args)| {
-                json!({"name": format!("mcp__everything__{tool}"),
-                       "input": serde_json::from_str::<Value>(args).unwrap()})
-            })
-            .collect();
-        let run = claude_run(
-            release,
-            &fx,
-            calls,
-            &[
-                "--mcp-config",
-                config.to_str().unwrap(),
-                "--strict-mcp-config",
-                "--allowedTools",
-                "mcp__everything",
-            ],
-            &[],
-        );
-        // One result per call (the conversation is sent again with each
-        // request, once with a cache mark).
-        let results: Vec<Value> = run
-            .tool_results()
-            .into_iter()
-            .map(|r| (r["tool_use_id"].to_string(), r))
-            .collect::<std::collections::BTreeMap<_, _>>()
-            .into_values()
-            .collect();
-        assert_eq!(results[0]["is_error"], true, "{release:?}: {results:#?}");
-        let shown: Vec<String> = results.iter().map(|r| r["content"].to_string()).collect();
-        // The tools the model was told of: offered, or listed as deferred
-        // tools in the newest release.
-        let told: String = run.mock.requests().iter().map(Value::to_string).collect();
-        assert_live_verdicts(
-            &format!("{release:?}"),
-            &shown,
-            &told,
-            "mcp__everything__echo",
-        );
+        let entry = json!({"command": argv[0], "args": &argv[1..], "env": env});
+        assert_mcp_verdicts(release, &fx, &entry, "stdio");
     }
+}
+
+/// The same with the server reached over Streamable HTTP: Claude Code
+/// connects to `toolgate mcp --upstream`'s loopback URL with the secret
+/// in the entry's `headers`, and the proxy to server-everything's own URL.
+#[test]
+fn live_claude_mcp_tools_are_guarded_through_toolgate_mcp_over_http() {
+    use crate::mcp::judged_fixture;
+    use crate::mcp_http::live_http_server;
+    for release in RELEASES {
+        let fx = judged_fixture();
+        let (_server, _proxy, url, token) = live_http_server(&fx);
+        let entry = json!({"type": "http", "url": url,
+            "headers": {"Authorization": format!("Bearer {token}")}});
+        assert_mcp_verdicts(release, &fx, &entry, "http");
+    }
+}
+
+/// Claude Code `release` with `entry` as its only MCP server (called
+/// `everything`) makes [`crate::mcp::LIVE_CALLS`]: each verdict of `fx`'s
+/// chain reaches the model, and the unapproved tool is never offered.
+fn assert_mcp_verdicts(release: Release, fx: &Fixture, entry: &Value, how: &str) {
+    use crate::mcp::{LIVE_CALLS, assert_live_verdicts};
+    let config = fx.dir.path().join("mcp.json");
+    std::fs::write(
+        &config,
+        json!({"mcpServers": {"everything": entry}}).to_string(),
+    )
+    .unwrap();
+    let calls = LIVE_CALLS
+        .iter()
+        .map(|(tool, args)| {
+            json!({"name": format!("mcp__everything__{tool}"),
+                   "input": serde_json::from_str::<Value>(args).unwrap()})
+        })
+        .collect();
+    let run = claude_run(
+        release,
+        fx,
+        calls,
+        &[
+            "--mcp-config",
+            config.to_str().unwrap(),
+            "--strict-mcp-config",
+            "--allowedTools",
+            "mcp__everything",
+        ],
+        &[],
+    );
+    // One result per call (the conversation is sent again with each
+    // request, once with a cache mark).
+    let results: Vec<Value> = run
+        .tool_results()
+        .into_iter()
+        .map(|r| (r["tool_use_id"].to_string(), r))
+        .collect::<std::collections::BTreeMap<_, _>>()
+        .into_values()
+        .collect();
+    assert_eq!(
+        results[0]["is_error"], true,
+        "{release:?} {how}: {results:#?}"
+    );
+    let shown: Vec<String> = results.iter().map(|r| r["content"].to_string()).collect();
+    // The tools the model was told of: offered, or listed as deferred
+    // tools in the newest release.
+    let told: String = run.mock.requests().iter().map(Value::to_string).collect();
+    assert_live_verdicts(
+        &format!("{release:?} {how}"),
+        &shown,
+        &told,
+        "mcp__everything__echo",
+    );
 }
 
 /// The same, from the user's `~/.claude.json` as `toolgate install
