@@ -1244,13 +1244,14 @@ fn live_claude_mcp_tools_are_guarded_through_toolgate_mcp() {
         let fx = judged_fixture();
         let (argv, env) = live_server(&fx);
         let entry = json!({"command": argv[0], "args": &argv[1..], "env": env});
-        assert_mcp_verdicts(release, &fx, &entry, "stdio");
+        assert_mcp_verdicts(release, &fx, &entry, "stdio", &[]);
     }
 }
 
 /// The same with the server reached over Streamable HTTP: Claude Code
 /// connects to `toolgate mcp --upstream`'s loopback URL with the secret
-/// in the entry's `headers`, and the proxy to server-everything's own URL.
+/// in the entry's `headers` (expanded from its environment), and the proxy
+/// to server-everything's own URL.
 #[test]
 fn live_claude_mcp_tools_are_guarded_through_toolgate_mcp_over_http() {
     use crate::mcp::judged_fixture;
@@ -1258,16 +1259,30 @@ fn live_claude_mcp_tools_are_guarded_through_toolgate_mcp_over_http() {
     for release in RELEASES {
         let fx = judged_fixture();
         let (_server, _proxy, url, token) = live_http_server(&fx);
+        // The secret from Claude Code's environment, as docs/mcp.md
+        // tells users to keep it out of the file.
         let entry = json!({"type": "http", "url": url,
-            "headers": {"Authorization": format!("Bearer {token}")}});
-        assert_mcp_verdicts(release, &fx, &entry, "http");
+            "headers": {"Authorization": "Bearer ${TOOLGATE_HTTP_TOKEN}"}});
+        assert_mcp_verdicts(
+            release,
+            &fx,
+            &entry,
+            "http",
+            &[("TOOLGATE_HTTP_TOKEN", &token)],
+        );
     }
 }
 
 /// Claude Code `release` with `entry` as its only MCP server (called
 /// `everything`) makes [`crate::mcp::LIVE_CALLS`]: each verdict of `fx`'s
 /// chain reaches the model, and the unapproved tool is never offered.
-fn assert_mcp_verdicts(release: Release, fx: &Fixture, entry: &Value, how: &str) {
+fn assert_mcp_verdicts(
+    release: Release,
+    fx: &Fixture,
+    entry: &Value,
+    how: &str,
+    env: &[(&str, &str)],
+) {
     use crate::mcp::{LIVE_CALLS, assert_live_verdicts};
     let config = fx.dir.path().join("mcp.json");
     std::fs::write(
@@ -1293,7 +1308,7 @@ fn assert_mcp_verdicts(release: Release, fx: &Fixture, entry: &Value, how: &str)
             "--allowedTools",
             "mcp__everything",
         ],
-        &[],
+        env,
     );
     // One result per call (the conversation is sent again with each
     // request, once with a cache mark).
