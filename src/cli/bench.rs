@@ -95,6 +95,11 @@ pub(crate) struct Args {
         requires = "mcp"
     )]
     mcp_guard: String,
+    /// With --mcp: over Streamable HTTP instead (`toolgate mcp
+    /// --upstream` in front of the bench's own HTTP echo server, against a
+    /// direct connection to it).
+    #[arg(long, requires = "mcp", conflicts_with_all = ["server", "mcp_call"])]
+    mcp_http: bool,
     /// With --mcp: the server's command.
     #[arg(last = true, value_name = "SERVER", requires = "mcp")]
     server: Vec<String>,
@@ -131,6 +136,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<std::process::ExitCode> {
     if args.mcp {
         let mut options = toolgate_bench::McpOptions::new(std::env::current_exe()?);
         options.server = args.server;
+        options.http = args.mcp_http;
         options.guard = (args.mcp_guard != "none").then_some(args.mcp_guard);
         if let Some([tool, arguments]) = args.mcp_call.as_deref() {
             options.tool.clone_from(tool);

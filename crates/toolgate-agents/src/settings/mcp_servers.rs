@@ -136,10 +136,10 @@ fn command_of(entry: &Json, shape: McpShape) -> Result<Vec<String>, String> {
 fn set_command(entry: &mut Json, shape: McpShape, argv: &[String]) {
     match shape {
         McpShape::McpServers => {
-            set(entry, "command", Json::String(argv[0].clone()));
-            set(entry, "args", strings(&argv[1..]));
+            set_key(entry, "command", Json::String(argv[0].clone()));
+            set_key(entry, "args", strings(&argv[1..]));
         }
-        McpShape::CommandArray => set(entry, "command", strings(argv)),
+        McpShape::CommandArray => set_key(entry, "command", strings(argv)),
         // Never reached: TOML is rewritten by `mcp_toml`.
         McpShape::Toml => {}
     }
@@ -206,7 +206,7 @@ fn wrapped(command: &str, args: &[String]) -> Option<Vec<String>> {
 }
 
 /// Sets `key` of an object entry, keeping its place (or appending it).
-fn set(entry: &mut Json, key: &str, value: Json) {
+fn set_key(entry: &mut Json, key: &str, value: Json) {
     if let Json::Object(fields) = entry {
         match fields.iter_mut().find(|(k, _)| k == key) {
             Some((_, old)) => *old = value,
