@@ -250,6 +250,30 @@ mod tests {
         assert_eq!(got[1].data.as_deref(), Some(&b"{}"[..]));
     }
 
+    proptest::proptest! {
+        /// However a stream is cut into pieces, the same events come out,
+        /// and none holds more than the cap.
+        #[test]
+        fn events_do_not_depend_on_the_pieces_and_never_pass_the_cap(
+            tokens in proptest::collection::vec(
+                proptest::sample::select(vec![
+                    &b"data:"[..], b"data: ", b"id: ", b"event: message", b"event: x",
+                    b":", b"\n", b"\r\n", b"\r", b"{\"a\":1}", b"xyz", b"  ",
+                ]),
+                0..120,
+            ),
+            piece in 1usize..50,
+            max in 1usize..64,
+        ) {
+            let stream: Vec<u8> = tokens.concat();
+            let whole = events(&stream, max, stream.len().max(1));
+            proptest::prop_assert_eq!(&events(&stream, max, piece), &whole);
+            for event in &whole {
+                proptest::prop_assert!(event.data.as_ref().is_none_or(|d| d.len() <= max));
+            }
+        }
+    }
+
     #[test]
     fn what_is_written_reads_back_as_the_same_message() {
         let out = Out {
