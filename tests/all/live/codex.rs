@@ -322,26 +322,47 @@ fn live_codex_lets_the_call_through_when_its_hook_is_missing_crashes_or_times_ou
 /// reaches the model, and a tool the user did not approve is never offered.
 #[test]
 fn live_codex_mcp_tools_are_guarded_through_toolgate_mcp() {
-    use crate::mcp::{LIVE_CALLS, assert_live_verdicts, judged_fixture, live_server};
+    use crate::mcp::{judged_fixture, live_server};
     let fx = judged_fixture();
     let (argv, env) = live_server(&fx);
-    let home = fx.dir.path().join("codex-home");
-    std::fs::create_dir_all(&home).unwrap();
     let env: String = env
         .as_object()
         .unwrap()
         .iter()
         .map(|(k, v)| format!("{k} = {v}\n"))
         .collect();
-    std::fs::write(
-        home.join("config.toml"),
-        format!(
-            "[mcp_servers.everything]\ncommand = {}\nargs = {}\n[mcp_servers.everything.env]\n{env}",
-            json!(argv[0]),
-            json!(argv[1..]),
-        ),
-    )
-    .unwrap();
+    let entry = format!(
+        "[mcp_servers.everything]\ncommand = {}\nargs = {}\n[mcp_servers.everything.env]\n{env}",
+        json!(argv[0]),
+        json!(argv[1..]),
+    );
+    assert_mcp_verdicts(&fx, &entry, "stdio");
+}
+
+/// The same over Streamable HTTP: a `url` entry in Codex's config.toml,
+/// with the proxy's secret in `http_headers`.
+#[test]
+fn live_codex_mcp_tools_are_guarded_through_toolgate_mcp_over_http() {
+    use crate::mcp::judged_fixture;
+    use crate::mcp_http::live_http_server;
+    let fx = judged_fixture();
+    let (_server, _proxy, url, token) = live_http_server(&fx);
+    let entry = format!(
+        "[mcp_servers.everything]\nurl = {}\nhttp_headers = {{ Authorization = {} }}\n",
+        json!(url),
+        json!(format!("Bearer {token}")),
+    );
+    assert_mcp_verdicts(&fx, &entry, "http");
+}
+
+/// Codex with `entry` (its config.toml) as its only MCP server makes
+/// [`crate::mcp::LIVE_CALLS`]: each verdict reaches the model, and the
+/// unapproved tool is never offered.
+fn assert_mcp_verdicts(fx: &Fixture, entry: &str, how: &str) {
+    use crate::mcp::{LIVE_CALLS, assert_live_verdicts};
+    let home = fx.dir.path().join("codex-home");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(home.join("config.toml"), entry).unwrap();
     // Codex offers each server's tools in a namespace, `-` made `_`.
     let calls = LIVE_CALLS
         .iter()
@@ -351,7 +372,7 @@ fn live_codex_mcp_tools_are_guarded_through_toolgate_mcp() {
         })
         .collect();
     let mock = MockModel::openai(calls);
-    codex_exec(&fx, &home, &mock, &["-c", "approval_policy=\"never\""]);
+    codex_exec(fx, &home, &mock, &["-c", "approval_policy=\"never\""]);
     // What the model was shown for each call: Codex sends an MCP result's
     // content as items after a timing line.
     let last = mock.requests().last().cloned().unwrap_or_default();
@@ -363,5 +384,5 @@ fn live_codex_mcp_tools_are_guarded_through_toolgate_mcp() {
         .map(|i| i["output"].to_string())
         .collect();
     let told: String = mock.requests().iter().map(Value::to_string).collect();
-    assert_live_verdicts("Codex", &shown, &told, "\"get_env\"");
+    assert_live_verdicts(&format!("Codex {how}"), &shown, &told, "\"get_env\"");
 }

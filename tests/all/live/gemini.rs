@@ -510,14 +510,34 @@ fn live_gemini_runs_no_hook_in_a_folder_it_does_not_trust() {
 /// reaches the model, and a tool the user did not approve is never offered.
 #[test]
 fn live_gemini_mcp_tools_are_guarded_through_toolgate_mcp() {
-    use crate::mcp::{LIVE_CALLS, assert_live_verdicts, judged_fixture, live_server};
+    use crate::mcp::{judged_fixture, live_server};
     let fx = judged_fixture();
     let (argv, env) = live_server(&fx);
+    let entry = json!({"command": argv[0], "args": &argv[1..], "trust": true, "env": env});
+    assert_mcp_verdicts(&fx, entry, "stdio");
+}
+
+/// The same over Streamable HTTP: Gemini CLI's `httpUrl` entry, with the
+/// proxy's secret in its `headers`.
+#[test]
+fn live_gemini_mcp_tools_are_guarded_through_toolgate_mcp_over_http() {
+    use crate::mcp::judged_fixture;
+    use crate::mcp_http::live_http_server;
+    let fx = judged_fixture();
+    let (_server, _proxy, url, token) = live_http_server(&fx);
+    let entry = json!({"httpUrl": url, "trust": true,
+        "headers": {"Authorization": format!("Bearer {token}")}});
+    assert_mcp_verdicts(&fx, entry, "http");
+}
+
+/// Gemini CLI with `entry` as its only MCP server (`everything`) makes
+/// [`crate::mcp::LIVE_CALLS`]: each verdict of `fx`'s chain reaches the
+/// model, and the unapproved tool is never offered.
+fn assert_mcp_verdicts(fx: &Fixture, entry: Value, how: &str) {
+    use crate::mcp::{LIVE_CALLS, assert_live_verdicts};
     let settings = json!({
         "security": {"auth": {"selectedType": "gemini-api-key"}},
-        "mcpServers": {"everything": {
-            "command": argv[0], "args": &argv[1..], "trust": true, "env": env
-        }}
+        "mcpServers": {"everything": entry}
     });
     // Gemini CLI names an MCP tool `mcp_<server>_<tool>`; hooks still see
     // `mcp__everything__<tool>` from the proxy.
@@ -528,7 +548,12 @@ fn live_gemini_mcp_tools_are_guarded_through_toolgate_mcp() {
                    "input": serde_json::from_str::<Value>(args).unwrap()})
         })
         .collect();
-    let run = gemini_with(&fx, settings, calls, true, &[]);
+    let run = gemini_with(fx, settings, calls, true, &[]);
     let told: String = run.mock.requests().iter().map(Value::to_string).collect();
-    assert_live_verdicts("Gemini CLI", &run.shown(), &told, "mcp_everything_echo");
+    assert_live_verdicts(
+        &format!("Gemini CLI {how}"),
+        &run.shown(),
+        &told,
+        "mcp_everything_echo",
+    );
 }
