@@ -708,4 +708,6 @@ fn guest_verdict(data: &[u8]) {
 pub fn mcp(data: &[u8]) {
     let broken = toolgate_mcp::fuzzing::exchange(data);
     assert!(broken.is_empty(), "{broken:#?}");
+    let broken = toolgate_mcp::fuzzing::exchange_events(data);
+    assert!(broken.is_empty(), "over HTTP: {broken:#?}");
 }

@@ -64,7 +64,7 @@ fn every_protocol_corpus_input_and_saved_crash_keeps_the_invariants() {
 
 #[test]
 fn every_mcp_corpus_input_and_saved_crash_keeps_the_invariants() {
-    holds("mcp", 7, harness::mcp);
+    holds("mcp", 8, harness::mcp);
 }
 
 #[test]

@@ -82,6 +82,37 @@ pub fn exchange(data: &[u8]) -> Vec<String> {
     judge_stream(&steps)
 }
 
+/// The same input with the server's side read as a Streamable HTTP event
+/// stream (`--upstream`), through the event reader: a server line whose
+/// side byte is 1 modulo 4 is sent as one whole event (`data: <line>` and a
+/// blank line), one that is 3 modulo 4 as raw bytes of the stream, so the
+/// framing itself is the fuzzer's; each event's data is judged as a
+/// message.
+pub fn exchange_events(data: &[u8]) -> Vec<String> {
+    let mut reader = crate::http::sse::Reader::new(4096);
+    let mut steps = Vec::new();
+    for line in data.split(|b| *b == b'\n') {
+        let Some((side, rest)) = line.split_first() else {
+            continue;
+        };
+        if side % 2 == 0 {
+            steps.push((true, rest.to_vec()));
+            continue;
+        }
+        let bytes = if side % 4 == 1 {
+            [b"data: ", rest, b"\n\n"].concat()
+        } else {
+            [rest, b"\n"].concat()
+        };
+        for event in reader.feed(&bytes) {
+            if let Some(data) = event.data.filter(|d| !d.is_empty()) {
+                steps.push((false, data));
+            }
+        }
+    }
+    judge_stream(&steps)
+}
+
 fn check(route: &Route) -> Option<String> {
     match route {
         Route::ToServer(bytes) => {

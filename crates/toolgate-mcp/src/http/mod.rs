@@ -48,7 +48,7 @@
 
 mod list;
 mod relay;
-mod sse;
+pub(crate) mod sse;
 
 pub use list::list_tools_http;
 
