@@ -1151,14 +1151,7 @@ pub(crate) fn live_server(fx: &Fixture) -> (Vec<String>, Value) {
     let server = everything();
     let server = [server.to_str().unwrap(), "stdio"];
     trust(fx, "everything", &server, true);
-    let pins_path = state(fx).join("toolgate/mcp/everything.json");
-    let mut pins: Value =
-        serde_json::from_str(&std::fs::read_to_string(&pins_path).unwrap()).unwrap();
-    pins["tools"]
-        .as_object_mut()
-        .unwrap()
-        .remove("get-tiny-image");
-    std::fs::write(&pins_path, pins.to_string()).unwrap();
+    unapprove_tiny_image(fx);
     let mut argv = vec![
         toolgate_path(),
         "mcp".into(),
@@ -1169,6 +1162,19 @@ pub(crate) fn live_server(fx: &Fixture) -> (Vec<String>, Value) {
     argv.extend(server.iter().map(|s| (*s).to_owned()));
     let env = json!({"TOOLGATE_CONFIG_DIR": fx.global(), "XDG_STATE_HOME": state(fx)});
     (argv, env)
+}
+
+/// Takes `get-tiny-image` out of the approved `everything` server's
+/// definitions, so the live tests see an unapproved tool hidden.
+pub(crate) fn unapprove_tiny_image(fx: &Fixture) {
+    let pins_path = state(fx).join("toolgate/mcp/everything.json");
+    let mut pins: Value =
+        serde_json::from_str(&std::fs::read_to_string(&pins_path).unwrap()).unwrap();
+    pins["tools"]
+        .as_object_mut()
+        .unwrap()
+        .remove("get-tiny-image");
+    std::fs::write(&pins_path, pins.to_string()).unwrap();
 }
 
 /// The four calls the live tests script, in order (tool, arguments):

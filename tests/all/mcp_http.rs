@@ -48,9 +48,14 @@ fn wait_for_port(port: u16) {
 /// server-everything over Streamable HTTP: the process, and its MCP URL.
 pub(crate) fn everything_http() -> (Running, String) {
     let port = free_port();
-    let child = Command::new(everything())
-        .arg("streamableHttp")
-        .env("PORT", port.to_string())
+    let mut cmd = Command::new(everything());
+    cmd.arg("streamableHttp").env("PORT", port.to_string());
+    serving(cmd, port)
+}
+
+/// `cmd` started quietly, once something listens on `port`; its MCP URL.
+fn serving(mut cmd: Command, port: u16) -> (Running, String) {
+    let child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -435,15 +440,7 @@ ThreadingHTTPServer(("127.0.0.1", {port}), H).serve_forever()
         ),
     );
     let path = fx.global().join(script.trim_start_matches("./"));
-    let child = Command::new(path)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let running = Running(child);
-    wait_for_port(port);
-    (running, format!("http://127.0.0.1:{port}/mcp"))
+    serving(Command::new(path), port)
 }
 
 #[test]
@@ -608,14 +605,7 @@ fn over_http_the_mcp_inspector_cli_is_answered_through_the_chain() {
 pub(crate) fn live_http_server(fx: &Fixture) -> (Running, Running, String, String) {
     let (server, url) = everything_http();
     trust_at(fx, "everything", &["--upstream", &url], true);
-    let pins_path = state(fx).join("toolgate/mcp/everything.json");
-    let mut pins: Value =
-        serde_json::from_str(&std::fs::read_to_string(&pins_path).unwrap()).unwrap();
-    pins["tools"]
-        .as_object_mut()
-        .unwrap()
-        .remove("get-tiny-image");
-    std::fs::write(&pins_path, pins.to_string()).unwrap();
+    crate::mcp::unapprove_tiny_image(fx);
     let (proxy, addr, token) = proxy_http(fx, "everything", &url);
     (server, proxy, format!("http://{addr}/mcp"), token)
 }
