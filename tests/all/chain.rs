@@ -567,3 +567,181 @@ async fn a_failing_hook_denies_by_default_and_says_which_hook_and_why() {
         failure.message
     );
 }
+
+/// `ask` does not end the chain: a person's yes must not skip a guard, so
+/// every later participant still judges the call, and a later deny wins.
+#[tokio::test]
+async fn an_ask_is_judged_by_every_later_participant_and_a_later_deny_wins() {
+    let fx = Fixture::new();
+    let ask = fx.global_script(
+        "ask.sh",
+        &answer_script(&json!({"decision": "ask", "reason": "force pushes need a person"})),
+    );
+    let deny = fx.script(
+        "deny.sh",
+        &answer_script(&json!({"decision": "deny", "reason": "not in this repository"})),
+    );
+    fx.global_hooks(json!([{"name": "asker", "command": [&ask]}]));
+    fx.workspace_hooks(json!([{"name": "denier", "command": [&deny]}]));
+    let outcome = fx
+        .runner()
+        .pre_tool_use(&Request::pre("shell", json!({"command": "git push -f"})))
+        .await;
+    assert_eq!(ran(&outcome), ["asker", "denier"]);
+    assert_eq!(
+        outcome.decision,
+        Decision::Deny {
+            reason: "not in this repository".into()
+        }
+    );
+    assert_eq!(record(&outcome, "asker").step, Step::Ask);
+
+    // With everyone else allowing, the call waits for a person, for the
+    // asker's reason; nobody may let it through on their own.
+    fx.workspace_hooks(json!([]));
+    let outcome = fx
+        .runner()
+        .pre_tool_use(&Request::pre("shell", json!({"command": "git push -f"})))
+        .await;
+    assert_eq!(
+        outcome.decision,
+        Decision::Ask {
+            reason: "force pushes need a person".into(),
+            input: None
+        }
+    );
+    assert_eq!(outcome.decided_by.as_deref(), Some("asker"));
+    assert!(!outcome.may_proceed());
+    assert!(outcome.blocked_by_failure().is_none());
+    let rec = record(&outcome, "asker");
+    assert_eq!(rec.reason.as_deref(), Some("force pushes need a person"));
+}
+
+/// A rewrite after an `ask` starts a new round: the asker is asked again
+/// about the rewritten call, and the person is asked about what would run.
+#[tokio::test]
+async fn an_ask_is_asked_again_after_a_rewrite_and_carries_the_input_that_would_run() {
+    let (asker, _) = scripted(|req| {
+        Ok(match req.input["command"].as_str() {
+            Some(c) if c.contains("push") => Verdict::ask(format!("a person confirms `{c}`")),
+            _ => Verdict::allow(),
+        })
+    });
+    let (rewriter, _) = scripted(|_| Ok(Verdict::modify(json!({"command": "git push"}))));
+    let runner = HookRunner::builder()
+        .interceptor("asker", asker)
+        .interceptor("rewriter", rewriter)
+        .build();
+    let outcome = runner
+        .pre_tool_use(&Request::pre("shell", json!({"command": "git push -f"})))
+        .await;
+    assert_eq!(
+        outcome.decision,
+        Decision::Ask {
+            reason: "a person confirms `git push`".into(),
+            input: Some(json!({"command": "git push"}))
+        }
+    );
+    let rounds: Vec<(&str, u32, Step)> = outcome
+        .runs
+        .iter()
+        .map(|r| (r.name.as_str(), r.round, r.step))
+        .collect();
+    assert_eq!(
+        rounds,
+        [
+            ("asker", 1, Step::Ask),
+            ("rewriter", 1, Step::Modify),
+            ("asker", 2, Step::Ask)
+        ]
+    );
+
+    // A rewrite the asker no longer minds: no person is needed.
+    let (calm, _) = scripted(|_| Ok(Verdict::modify(json!({"command": "git status"}))));
+    let (asker, _) = scripted(|req| {
+        Ok(match req.input["command"].as_str() {
+            Some(c) if c.contains("push") => Verdict::ask("push"),
+            _ => Verdict::allow(),
+        })
+    });
+    let runner = HookRunner::builder()
+        .interceptor("asker", asker)
+        .interceptor("calm", calm)
+        .build();
+    let outcome = runner
+        .pre_tool_use(&Request::pre("shell", json!({"command": "git push"})))
+        .await;
+    assert_eq!(
+        outcome.decision,
+        Decision::Modify {
+            input: json!({"command": "git status"})
+        }
+    );
+}
+
+/// After the call there is nothing left to confirm: `ask` is a failure, and
+/// the failure policy applies (deny by default: the output is withheld).
+#[tokio::test]
+async fn ask_after_the_call_is_a_failure_and_fails_closed() {
+    let fx = Fixture::new();
+    let ask = fx.script(
+        "ask.sh",
+        &answer_script(&json!({"decision": "ask", "reason": "show this?"})),
+    );
+    fx.workspace_hooks(json!([
+        {"name": "late", "command": [&ask], "event": "post_tool_use"},
+    ]));
+    let outcome = fx
+        .runner()
+        .post_tool_use(&Request::post("shell", json!({}), ToolResult::ok("secret")))
+        .await;
+    assert!(!outcome.may_proceed());
+    assert_eq!(
+        failure_kind(&outcome, "late"),
+        toolgate::FailureKind::NotADecision
+    );
+    let shown = outcome.shown.as_ref().unwrap();
+    assert!(shown.is_error && !shown.output.to_string().contains("secret"));
+}
+
+/// The library's `call` has no person to ask: the tool does not run, and
+/// what the model is shown says a confirmation was needed.
+#[tokio::test]
+async fn the_librarys_call_never_runs_a_tool_a_person_was_not_asked_about() {
+    let (asker, _) = scripted(|_| Ok(Verdict::ask("deleting needs a person")));
+    let runner = HookRunner::builder().interceptor("asker", asker).build();
+    let ran = Arc::new(AtomicUsize::new(0));
+    let counted = ran.clone();
+    let call = runner
+        .call(
+            Request::pre("shell", json!({"command": "rm -r x"})),
+            |_| async move {
+                counted.fetch_add(1, Ordering::SeqCst);
+                ToolResult::ok("deleted")
+            },
+        )
+        .await;
+    assert_eq!(ran.load(Ordering::SeqCst), 0);
+    assert!(!call.tool_ran && call.shown.is_error);
+    let text = call.shown.output.as_str().unwrap();
+    assert!(
+        text.contains("confirmation") && text.contains("deleting needs a person"),
+        "{text}"
+    );
+
+    // An interceptor cannot ask about an input of its own making.
+    let (sly, _) = scripted(|_| {
+        Ok(Decision::Ask {
+            reason: "r".into(),
+            input: Some(json!({"command": "other"})),
+        }
+        .into())
+    });
+    let runner = HookRunner::builder().interceptor("sly", sly).build();
+    let outcome = runner.pre_tool_use(&Request::pre("shell", json!({}))).await;
+    assert_eq!(
+        failure_kind(&outcome, "sly"),
+        toolgate::FailureKind::NotADecision
+    );
+    assert!(!outcome.may_proceed());
+}

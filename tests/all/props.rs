@@ -687,6 +687,8 @@ fn decision() -> impl Strategy<Value = Decision> {
         hostile_string().prop_map(|reason| Decision::Deny { reason }),
         exact_value().prop_map(|input| Decision::Modify { input }),
         tool_result().prop_map(|result| Decision::Replace { result }),
+        (hostile_string(), prop::option::of(exact_value()))
+            .prop_map(|(reason, input)| Decision::Ask { reason, input }),
     ]
 }
 
@@ -1357,10 +1359,16 @@ proptest! {
                 prop_assert!(read.as_ref().is_ok_and(is_deny), "{bytes} read as {read:?}");
             }
             (Event::PreToolUse, Decision::Modify { .. }) => prop_assert!(read.is_err()),
+            // Claude Code's own `ask`: a hook answering it inside toolgate's
+            // chain is read as the denial it was before toolgate could ask.
+            (Event::PreToolUse, Decision::Ask { .. }) => {
+                prop_assert!(read.as_ref().is_ok_and(is_deny), "{bytes} read as {read:?}");
+            }
             // After the call a denial withholds the output (a replacement
             // that says so, or a stop) and a replacement is shaped to the
             // tool's output: never read back as an allow.
-            (Event::PostToolUse, Decision::Allow | Decision::Modify { .. }) => {
+            // (`ask` never comes after the call: a failure in the chain.)
+            (Event::PostToolUse, Decision::Allow | Decision::Modify { .. } | Decision::Ask { .. }) => {
                 prop_assert_eq!(read.ok(), Some(Verdict { decision: Decision::Allow, context }));
             }
             (Event::PostToolUse, Decision::Deny { .. } | Decision::Replace { .. }) => {

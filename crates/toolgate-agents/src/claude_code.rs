@@ -388,6 +388,12 @@ fn permission(decision: &Decision) -> Option<Value> {
                                     so it is refused"
             .to_owned(),
         Decision::Replace { result } => answered_for_the_tool(&result.output),
+        Decision::Ask { input: Some(_), .. } => "toolgate would ask a person about this call \
+                                               rewritten, which a permission request cannot \
+                                               carry, so it is refused"
+            .to_owned(),
+        // The permission dialog this request precedes is the confirmation.
+        Decision::Ask { input: None, .. } => return None,
     };
     Some(
         json!({"hookSpecificOutput": {"hookEventName": "PermissionRequest",
@@ -429,6 +435,17 @@ impl Rendered {
                     json!(answered_for_the_tool(&result.output)),
                 );
             }
+            // Claude Code's own `ask`, with the rewrite the person is asked
+            // about: its terminal shows a confirmation with the reason, and
+            // where nobody can answer (`-p`, in every permission mode) it
+            // refuses the call and the model reads the reason.
+            Decision::Ask { reason, input } => {
+                specific.insert("permissionDecision".into(), json!("ask"));
+                specific.insert("permissionDecisionReason".into(), json!(reason));
+                if let Some(input) = input {
+                    specific.insert("updatedInput".into(), input.clone());
+                }
+            }
         }
     }
 
@@ -436,7 +453,9 @@ impl Rendered {
     /// with a reason is honoured.
     fn post_failure(&mut self, decision: &Decision) {
         let reason = match decision {
-            Decision::Allow | Decision::Modify { .. } => return,
+            // Neither rewrite nor ask comes after the call (the chain makes
+            // them failures).
+            Decision::Allow | Decision::Modify { .. } | Decision::Ask { .. } => return,
             Decision::Deny { reason } => withheld(reason),
             Decision::Replace { result } => format!(
                 "toolgate replaced the output of this call; disregard it and use this instead: {}",
@@ -449,7 +468,7 @@ impl Rendered {
     /// After the call; `original` is the agent's `tool_response`.
     fn post(&mut self, decision: &Decision, rules: Rules, original: Option<&Value>) {
         match decision {
-            Decision::Allow | Decision::Modify { .. } => {}
+            Decision::Allow | Decision::Modify { .. } | Decision::Ask { .. } => {}
             Decision::Deny { reason } if !rules.post_rewrites_output => self.block(reason.clone()),
             Decision::Deny { reason } => {
                 match original.and_then(|o| withheld_in_shape(o, &withheld(reason))) {

@@ -41,7 +41,8 @@
 
 use super::{
     AgentCall, Blocked, Dialect, Help, Import, Install, Layout, McpConfig, McpShape,
-    ReadAgentInputError, answered_for_the_tool, output_text, string_field, withheld,
+    ReadAgentInputError, answered_for_the_tool, needs_a_person, output_text, string_field,
+    withheld,
 };
 use super::{Call, TrustCheck, TrustStep};
 use crate::contract::{Decision, Event, Request, ToolResult};
@@ -183,10 +184,12 @@ impl Dialect for Copilot {
                 Decision::Replace { result } => {
                     deny(&mut answer, &answered_for_the_tool(&result.output));
                 }
+                Decision::Ask { reason, .. } => deny(&mut answer, &needs_a_person(reason)),
             },
             (Event::PostToolUse, FAILURE) => {
                 let said = match decision {
-                    Decision::Allow | Decision::Modify { .. } => None,
+                    // Never after the call (the chain makes it a failure).
+                    Decision::Allow | Decision::Modify { .. } | Decision::Ask { .. } => None,
                     Decision::Deny { reason } => Some(format!(
                         "{}; disregard the error shown for it",
                         withheld(reason)
@@ -205,7 +208,7 @@ impl Dialect for Copilot {
                 }
             }
             (Event::PostToolUse, _) => match decision {
-                Decision::Allow | Decision::Modify { .. } => {}
+                Decision::Allow | Decision::Modify { .. } | Decision::Ask { .. } => {}
                 Decision::Deny { reason } => {
                     answer.insert("modifiedResult".into(), shown("denied", &withheld(reason)));
                 }

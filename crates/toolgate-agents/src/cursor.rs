@@ -33,8 +33,8 @@
 
 use super::{
     AgentCall, AgentEvent, Blocked, Call, Dialect, Help, Import, Install, Layout, McpConfig,
-    McpShape, ReadAgentInputError, Role, Unjudged, answered_for_the_tool, classify, output_text,
-    string_field, withheld,
+    McpShape, ReadAgentInputError, Role, Unjudged, answered_for_the_tool, classify, needs_a_person,
+    output_text, string_field, withheld,
 };
 use crate::contract::{Decision, Event, Request, ToolResult};
 use crate::import::Imported;
@@ -205,6 +205,11 @@ impl Dialect for Cursor {
                     &answered_for_the_tool(&result.output),
                     context,
                 )),
+                // Cursor documents `"permission": "ask"`, but no release
+                // was tested here: a refusal until one is.
+                Decision::Ask { reason, .. } => {
+                    refusal(&with_context(&needs_a_person(reason), context))
+                }
             },
             // Cursor reads no answer after a failed call.
             (Event::PostToolUse, FAILURE) => json!({}),
@@ -277,7 +282,8 @@ fn with_context(reason: &str, context: Option<&str>) -> String {
 /// The answer after a successful call.
 fn post(decision: &Decision, context: Option<&str>) -> Value {
     let said = match decision {
-        Decision::Allow | Decision::Modify { .. } => None,
+        // Never after the call (the chain makes it a failure).
+        Decision::Allow | Decision::Modify { .. } | Decision::Ask { .. } => None,
         Decision::Deny { reason } => Some((
             json!(withheld(reason)),
             format!("{}; disregard the output shown for it", withheld(reason)),

@@ -44,7 +44,7 @@
 use super::{
     AgentCall, AgentEvent, Blocked, Call, Dialect, Help, Import, Install, Layout, McpConfig,
     McpShape, ReadAgentInputError, Role, TrustCheck, TrustStep, Unjudged, answered_for_the_tool,
-    classify, output_text, string_field, withheld,
+    classify, needs_a_person, output_text, string_field, withheld,
 };
 use crate::contract::{Decision, Event, Request, ToolResult};
 use crate::outcome::Outcome;
@@ -285,7 +285,10 @@ fn render(outcome: &Outcome) -> Option<Value> {
         top.insert("reason".into(), json!(reason));
     };
     match (&outcome.event, &outcome.decision) {
-        (_, Decision::Allow) | (Event::PostToolUse, Decision::Modify { .. }) => {}
+        // Neither rewrite nor ask comes after the call (the chain makes
+        // them failures).
+        (_, Decision::Allow)
+        | (Event::PostToolUse, Decision::Modify { .. } | Decision::Ask { .. }) => {}
         (Event::PreToolUse, Decision::Deny { reason }) => deny(&mut top, reason.clone()),
         (Event::PreToolUse, Decision::Modify { input }) => {
             specific.insert("tool_input".into(), input.clone());
@@ -293,6 +296,8 @@ fn render(outcome: &Outcome) -> Option<Value> {
         (Event::PreToolUse, Decision::Replace { result }) => {
             deny(&mut top, answered_for_the_tool(&result.output));
         }
+        // Never Gemini CLI's own `ask` (see the module's list).
+        (Event::PreToolUse, Decision::Ask { reason, .. }) => deny(&mut top, needs_a_person(reason)),
         // A denial after the call is all Gemini CLI shows the model: the
         // context would be dropped with the output, so it joins the reason.
         (Event::PostToolUse, Decision::Deny { reason }) => {

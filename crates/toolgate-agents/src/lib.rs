@@ -558,6 +558,16 @@ pub(crate) fn answered_for_the_tool(output: &Value) -> String {
     )
 }
 
+/// The reason shown for an `ask` in an agent that toolgate cannot have ask
+/// a person (or where nobody is there to answer): the call is refused, and
+/// the reason says that a confirmation, not a rule, stopped it.
+pub(crate) fn needs_a_person(reason: &str) -> String {
+    format!(
+        "this call needs a person's confirmation, which toolgate cannot ask for here, so it \
+         was not run: {reason}"
+    )
+}
+
 /// `argv` as one shell command line, for agents whose handler is a shell
 /// string. Each word is quoted as needed; a word with a NUL byte cannot be
 /// quoted, and cannot be a path or an argument either, so it never occurs.

@@ -62,8 +62,8 @@
 
 use super::{
     AgentCall, AgentEvent, Blocked, Call, Dialect, Help, Import, Install, Layout, McpConfig,
-    McpShape, ReadAgentInputError, Role, Unjudged, answered_for_the_tool, classify, output_text,
-    string_field, withheld,
+    McpShape, ReadAgentInputError, Role, Unjudged, answered_for_the_tool, classify, needs_a_person,
+    output_text, string_field, withheld,
 };
 use crate::contract::{Decision, Event, Request, ToolResult};
 use crate::outcome::Outcome;
@@ -164,7 +164,10 @@ impl Dialect for OpenCode {
     fn render(&self, outcome: &Outcome, _hook_event_name: &str) -> Option<Value> {
         let context = outcome.context.as_deref();
         let answer = match (outcome.event, &outcome.decision) {
-            (_, Decision::Allow) | (Event::PostToolUse, Decision::Modify { .. }) => {
+            // Neither rewrite nor ask comes after the call (the chain
+            // makes them failures).
+            (_, Decision::Allow)
+            | (Event::PostToolUse, Decision::Modify { .. } | Decision::Ask { .. }) => {
                 with_context(json!({"action": "allow"}), context)
             }
             (Event::PreToolUse, Decision::Deny { reason }) => deny(reason, context),
@@ -179,6 +182,10 @@ impl Dialect for OpenCode {
             ),
             (Event::PreToolUse, Decision::Replace { result }) => {
                 deny(&answered_for_the_tool(&result.output), context)
+            }
+            // The plugin has no confirmation to hand the call to.
+            (Event::PreToolUse, Decision::Ask { reason, .. }) => {
+                deny(&needs_a_person(reason), context)
             }
             (Event::PostToolUse, Decision::Deny { reason }) => deny(&withheld(reason), context),
             (Event::PostToolUse, Decision::Replace { result }) => with_context(

@@ -43,8 +43,8 @@
 use super::claude_code::read_envelope;
 use super::{
     AgentCall, AgentEvent, Blocked, Call, Dialect, Help, Import, Install, Layout, McpConfig,
-    McpShape, ReadAgentInputError, Role, TrustStep, answered_for_the_tool, output_text,
-    string_field, withheld,
+    McpShape, ReadAgentInputError, Role, TrustStep, answered_for_the_tool, needs_a_person,
+    output_text, string_field, withheld,
 };
 use crate::contract::{Decision, Event, Request, ToolResult};
 use crate::outcome::Outcome;
@@ -336,13 +336,15 @@ fn pre(decision: &Decision, context: Option<&str>) -> Option<Value> {
             context,
         )),
         Decision::Replace { result } => Some(deny(&answered_for_the_tool(&result.output), context)),
+        Decision::Ask { reason, .. } => Some(deny(&needs_a_person(reason), context)),
     }
 }
 
 /// After a successful call.
 fn post(decision: &Decision, context: Option<&str>) -> Option<Value> {
     match decision {
-        Decision::Allow | Decision::Modify { .. } => context_only(context),
+        // An `ask` never comes after the call (the chain makes it a failure).
+        Decision::Allow | Decision::Modify { .. } | Decision::Ask { .. } => context_only(context),
         Decision::Deny { reason } => Some(stop(&with_context(&withheld(reason), context))),
         Decision::Replace { result } => {
             Some(stop(&with_context(&output_text(&result.output), context)))
@@ -353,7 +355,9 @@ fn post(decision: &Decision, context: Option<&str>) -> Option<Value> {
 /// After a failed call: context is all Qwen Code reads here.
 fn after_failure(decision: &Decision, context: Option<&str>) -> Option<Value> {
     let note = match decision {
-        Decision::Allow | Decision::Modify { .. } => return context_only(context),
+        Decision::Allow | Decision::Modify { .. } | Decision::Ask { .. } => {
+            return context_only(context);
+        }
         Decision::Deny { reason } => format!("{}; disregard it", withheld(reason)),
         Decision::Replace { result } => format!(
             "toolgate replaced the output of this call; disregard it and use this instead: {}",
@@ -367,7 +371,7 @@ fn after_failure(decision: &Decision, context: Option<&str>) -> Option<Value> {
 /// output. Context was given at `PostToolUseFailure`, so it is not repeated.
 fn after_batch(decision: &Decision) -> Option<Value> {
     match decision {
-        Decision::Allow | Decision::Modify { .. } => None,
+        Decision::Allow | Decision::Modify { .. } | Decision::Ask { .. } => None,
         Decision::Deny { reason } => Some(stop(&withheld(reason))),
         Decision::Replace { result } => Some(stop(&output_text(&result.output))),
     }

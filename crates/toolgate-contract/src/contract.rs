@@ -4,7 +4,7 @@
 //!
 //! The names here are the WIT's (`wit/hook.wit`), the wire's and every
 //! SDK's: a hook is given a **request** and returns a **verdict**, which is
-//! a **decision** (allow, deny, modify, replace) plus optional **context**;
+//! a **decision** (allow, deny, modify, replace, ask) plus optional **context**;
 //! a tool's output is a **tool result**. `tests/all/sdk.rs` fails when an SDK
 //! lacks a field of the WIT's request.
 //!
@@ -217,6 +217,24 @@ pub enum Decision {
         /// The replacement result.
         result: ToolResult,
     },
+    /// Before the call only: the hook cannot decide alone, and a person
+    /// must confirm the call before it runs. The chain still consults every
+    /// later participant (a person's yes must not skip a guard), a later
+    /// `deny` or `replace` wins over it, and an agent with a confirmation
+    /// prompt shows the reason there; everywhere else (no person watching,
+    /// the library's `HookRunner::call`, the MCP proxy) it is a
+    /// denial whose reason says a confirmation was needed. Answering `ask`
+    /// after the call is a hook failure, like `modify`.
+    Ask {
+        /// Why a person must confirm, in words for that person (and the
+        /// model, where the agent refuses instead).
+        reason: String,
+        /// Set only in a chain's outcome: the input the call runs with if
+        /// the person confirms, when a participant rewrote it. A hook's
+        /// answer never carries one (a hook that wants both rewrites with
+        /// `modify` and asks when it is consulted again).
+        input: Option<Value>,
+    },
 }
 
 impl Decision {
@@ -227,6 +245,7 @@ impl Decision {
             Decision::Deny { .. } => "deny",
             Decision::Modify { .. } => "modify",
             Decision::Replace { .. } => "replace",
+            Decision::Ask { .. } => "ask",
         }
     }
 }
@@ -263,6 +282,15 @@ impl Verdict {
     /// `replace` with a result.
     pub fn replace(result: ToolResult) -> Self {
         Decision::Replace { result }.into()
+    }
+
+    /// `ask`: a person must confirm the call, for this reason.
+    pub fn ask(reason: impl Into<String>) -> Self {
+        Decision::Ask {
+            reason: reason.into(),
+            input: None,
+        }
+        .into()
     }
 
     /// Adds advisory context for the model.

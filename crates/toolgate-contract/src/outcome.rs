@@ -71,6 +71,8 @@ pub enum Step {
     Modify,
     /// Answered `replace`.
     Replace,
+    /// Answered `ask`: a person must confirm.
+    Ask,
     /// Could not decide; see [`RunRecord::failure`].
     Failed,
     /// Not run: an untrusted workspace hook under `untrusted_hooks: skip`;
@@ -96,7 +98,8 @@ pub struct Outcome {
     pub event: Event,
     /// The final decision. For pre: `Allow`, `Deny`, `Modify` with the final
     /// input, or `Replace` with what the model is shown (the replacement after
-    /// the post chain). For post: `Allow` (real output shown), `Deny` (a
+    /// the post chain), or `Ask` when a participant asked for a person's
+    /// confirmation and none refused. For post: `Allow` (real output shown), `Deny` (a
     /// failure is shown), or `Replace` with what the model is shown.
     pub decision: Decision,
     /// The participant whose answer decided it: the one that denied or
@@ -116,10 +119,14 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    /// Whether the call may go ahead (pre) or its result may be shown (post):
-    /// anything but a denial.
+    /// Whether the call may go ahead (pre) or its result may be shown (post)
+    /// without anyone else's say: anything but a denial or an `ask` (which
+    /// goes ahead only if a person confirms).
     pub fn may_proceed(&self) -> bool {
-        !matches!(self.decision, Decision::Deny { .. })
+        match self.decision {
+            Decision::Deny { .. } | Decision::Ask { .. } => false,
+            Decision::Allow | Decision::Modify { .. } | Decision::Replace { .. } => true,
+        }
     }
 
     /// The run whose failure blocked the call: `Some` when this outcome is a
@@ -129,7 +136,7 @@ impl Outcome {
     /// outcome. A caller that reports a failure as a deny tells an author
     /// that a crashing guard works.
     pub fn blocked_by_failure(&self) -> Option<&RunRecord> {
-        if self.may_proceed() {
+        if !matches!(self.decision, Decision::Deny { .. }) {
             return None;
         }
         let by = self.decided_by.as_deref()?;

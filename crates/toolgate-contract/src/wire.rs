@@ -29,7 +29,8 @@
 //!
 //! Answer (from the hook; a verdict in the WIT's words): `{"decision":"allow"}` |
 //! `{"decision":"deny","reason":"…"}` | `{"decision":"modify","input":…}` |
-//! `{"decision":"replace","result":{"output":…,"is_error":false}}`, each with an
+//! `{"decision":"replace","result":{"output":…,"is_error":false}}` |
+//! `{"decision":"ask","reason":"…"}` (pre only: a person must confirm), each with an
 //! optional `"context":"…"`.
 //!
 //! Session state (`crate::session`) is two optional fields beside these:
@@ -118,9 +119,20 @@ impl From<ResultV1> for ToolResult {
 #[serde(tag = "decision", rename_all = "snake_case")]
 enum DecisionV1<'a> {
     Allow,
-    Deny { reason: &'a str },
-    Modify { input: &'a Value },
-    Replace { result: ResultV1 },
+    Deny {
+        reason: &'a str,
+    },
+    Modify {
+        input: &'a Value,
+    },
+    Replace {
+        result: ResultV1,
+    },
+    Ask {
+        reason: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        input: Option<&'a Value>,
+    },
 }
 
 impl<'a> From<&'a Decision> for DecisionV1<'a> {
@@ -131,6 +143,10 @@ impl<'a> From<&'a Decision> for DecisionV1<'a> {
             Decision::Modify { input } => DecisionV1::Modify { input },
             Decision::Replace { result } => DecisionV1::Replace {
                 result: result.into(),
+            },
+            Decision::Ask { reason, input } => DecisionV1::Ask {
+                reason,
+                input: input.as_ref(),
             },
         }
     }
@@ -350,9 +366,25 @@ fn other_answer(
             },
             None => return Err(not_a_decision("`replace` without a `result`".into())),
         },
+        // Strict like the others: an `ask` whose reason is not text fails
+        // (closed); one without a reason still asks, in toolgate's words.
+        "ask" => Decision::Ask {
+            reason: match obj.remove("reason") {
+                Some(Value::String(r)) if !r.trim().is_empty() => r,
+                None | Some(Value::Null | Value::String(_)) => {
+                    "a hook asked for a person's confirmation and gave no reason".to_owned()
+                }
+                Some(other) => {
+                    return Err(not_a_decision(format!(
+                        "`ask` with a `reason` that is not a string: {other}"
+                    )));
+                }
+            },
+            input: None,
+        },
         other => {
             return Err(not_a_decision(format!(
-                "unknown decision {other:?} (expected allow, deny, modify or replace)"
+                "unknown decision {other:?} (expected allow, deny, modify, replace or ask)"
             )));
         }
     };

@@ -34,10 +34,11 @@
 //!   it (`event` defaults to `pre_tool_use`; a `post_tool_use` call carries
 //!   `result`).
 //! - `expect` (required): `decision` (required): `allow`, `deny`, `modify`,
-//!   `replace` or `failed` (the call was blocked because a hook could not
-//!   decide). Optional: `decided_by` (the deciding hook's name, exact);
-//!   `reason` (deny, failed), `input` (modify: the final input as compact
-//!   JSON), `result` (replace: the output shown, itself when text, else as
+//!   `replace`, `ask` (a person must confirm) or `failed` (the call was
+//!   blocked because a hook could not decide). Optional: `decided_by` (the
+//!   deciding hook's name, exact); `reason` (deny, ask, failed), `input`
+//!   (modify, and ask when the chain rewrote the call: the final input as
+//!   compact JSON), `result` (replace: the output shown, itself when text, else as
 //!   compact JSON), `context` (the merged advisory context), `message`
 //!   (failed: the failure in words): each a regular expression (Rust
 //!   syntax) that must match somewhere in it; `failure` (failed: the kind,
@@ -84,6 +85,8 @@ pub enum Expected {
     Modify,
     /// It does not run; the model is shown a replacement.
     Replace,
+    /// It runs only if a person confirms it.
+    Ask,
     /// It is blocked because a hook could not decide (fail closed).
     Failed,
 }
@@ -100,6 +103,7 @@ impl Expected {
             Decision::Deny { .. } => Expected::Deny,
             Decision::Modify { .. } => Expected::Modify,
             Decision::Replace { .. } => Expected::Replace,
+            Decision::Ask { .. } => Expected::Ask,
         }
     }
 }
@@ -193,8 +197,8 @@ fn expect(raw: RawExpect) -> Result<Expect, FixtureError> {
         }
         Ok(())
     };
-    only("reason", &raw.reason, &[Deny, Failed])?;
-    only("input", &raw.input, &[Modify])?;
+    only("reason", &raw.reason, &[Deny, Ask, Failed])?;
+    only("input", &raw.input, &[Modify, Ask])?;
     only("result", &raw.result, &[Replace])?;
     only("failure", &raw.failure, &[Failed])?;
     only("message", &raw.message, &[Failed])?;
@@ -285,11 +289,14 @@ impl Fixture {
             ));
         }
         let reason = match &outcome.decision {
-            Decision::Deny { reason } => Some(reason.clone()),
+            Decision::Deny { reason } | Decision::Ask { reason, .. } => Some(reason.clone()),
             _ => None,
         };
         let input = match &outcome.decision {
-            Decision::Modify { input } => Some(input.to_string()),
+            Decision::Modify { input }
+            | Decision::Ask {
+                input: Some(input), ..
+            } => Some(input.to_string()),
             _ => None,
         };
         let result = match &outcome.decision {
@@ -360,7 +367,7 @@ mod tests {
             ),
             (
                 r#"{"request": {"tool": "Bash", "input": {}}, "expect": {"decision": "allow", "reason": "x"}}"#,
-                "field `expect.reason`: applies to decision deny or failed only",
+                "field `expect.reason`: applies to decision deny or ask or failed only",
             ),
             (
                 r#"{"request": {"tool": "Bash", "input": {}}, "expect": {"decision": "failed", "failure": "crashed"}}"#,

@@ -144,7 +144,7 @@ pub struct Row {
     pub decision: &'static str,
     /// Who decided it.
     pub decided_by: Option<String>,
-    /// A denial's reason.
+    /// A denial's reason, or why a person must confirm.
     pub reason: Option<String>,
     /// How long the chain took, in microseconds.
     pub latency_us: u64,
@@ -166,8 +166,10 @@ pub async fn run(runner: &HookRunner, recording: &Recording) -> Vec<Row> {
         let input = match &outcome.decision {
             Decision::Allow => call.request.input.clone(),
             Decision::Modify { input } => input.clone(),
-            // Denied: the tool did not run. Replaced: the post chain already ran.
-            Decision::Deny { .. } | Decision::Replace { .. } => continue,
+            // Denied: the tool did not run. Replaced: the post chain already
+            // ran. Asked: nobody is there to confirm in a replay, so it is
+            // not run.
+            Decision::Deny { .. } | Decision::Replace { .. } | Decision::Ask { .. } => continue,
         };
         let post = Request {
             event: Event::PostToolUse,
@@ -198,7 +200,7 @@ fn row(
         decision: outcome.decision.name(),
         decided_by: outcome.decided_by.clone(),
         reason: match &outcome.decision {
-            Decision::Deny { reason } => Some(reason.clone()),
+            Decision::Deny { reason } | Decision::Ask { reason, .. } => Some(reason.clone()),
             _ => None,
         },
         latency_us: u64::try_from(took.as_micros()).unwrap_or(u64::MAX),

@@ -260,6 +260,15 @@ impl PreExecutionHook for ToolgateHooks {
                 ),
                 context,
             )),
+            // Mentra's hooks have no confirmation to hand the call to (its
+            // `ToolAuthorizer` is the embedder's, after the chain).
+            Decision::Ask { reason, .. } => HookDecision::Deny(with_context(
+                format!(
+                    "this call needs a person's confirmation, which toolgate cannot ask for \
+                     here, so it was not run: {reason}"
+                ),
+                context,
+            )),
         })
     }
 }

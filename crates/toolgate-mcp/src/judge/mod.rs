@@ -286,6 +286,19 @@ impl Judge {
                     call_result(&Map::new(), &shown),
                 ))]
             }
+            // The proxy has no person to ask (an MCP client's elicitation
+            // is the server's to start, not a confirmation of a call): a
+            // refusal whose reason says what was needed.
+            Decision::Ask { reason, .. } => {
+                let shown = ToolResult::error(format!(
+                    "toolgate: call blocked: this call needs a person's confirmation, which \
+                     toolgate cannot ask for through MCP: {reason}"
+                ));
+                vec![Route::ToClient(result(
+                    id,
+                    call_result(&Map::new(), &shown),
+                ))]
+            }
             Decision::Replace { result: replaced } => {
                 // `shown` is the replacement after the post chain.
                 let shown = outcome.shown.unwrap_or(replaced);

@@ -237,6 +237,7 @@ mod tests {
             Verdict::allow(),
             Verdict::deny("no force pushes").with_context("policy 7"),
             Verdict::modify(rewritten.clone()),
+            Verdict::ask("a person decides force pushes"),
         ];
         let post = [Verdict::replace(replaced.clone()).with_context("redacted")];
         for (event, answers) in [
@@ -262,6 +263,10 @@ mod tests {
                             is_error: result.is_error,
                         })
                     }
+                    // toolgate:hook@0.1.0 has no `ask`, and a Claude Code
+                    // hook's `ask` inside the chain is a denial (its tests
+                    // are `claude`'s): wire v1 is the encoding that says it.
+                    crate::Decision::Ask { .. } => continue,
                 };
                 let from = from_wit(wit::Verdict {
                     decision,
@@ -287,6 +292,7 @@ mod tests {
                     crate::Decision::Replace { result } => {
                         specific.insert("updatedToolOutput".into(), result.output.clone());
                     }
+                    crate::Decision::Ask { .. } => unreachable!("skipped above"),
                 }
                 let text = json!({"hookSpecificOutput": specific}).to_string();
                 let (read, _) = super::claude::decode_answer(event, text.as_bytes(), None);

@@ -190,7 +190,21 @@ fn usable(answer: Answer, event: Event) -> Result<Result<Verdict, HookFailure>, 
                      use `replace` to change what the model is shown"
                     .into(),
             }),
-            (Decision::Modify { .. }, Event::PreToolUse)
+            (Decision::Ask { .. }, Event::PostToolUse) => Err(HookFailure::NotADecision {
+                detail: "`ask` after the call: the tool already ran, so there is nothing left \
+                         for a person to confirm; use `deny` or `replace` to change what the \
+                         model is shown"
+                    .into(),
+            }),
+            // Only a chain's outcome carries an input beside `ask`.
+            (Decision::Ask { input: Some(_), .. }, Event::PreToolUse) => {
+                Err(HookFailure::NotADecision {
+                    detail: "`ask` with an input: an answer asks about the call as it stands; \
+                             rewrite it with `modify` and ask when consulted again"
+                        .into(),
+                })
+            }
+            (Decision::Modify { .. } | Decision::Ask { input: None, .. }, Event::PreToolUse)
             | (
                 Decision::Allow | Decision::Deny { .. } | Decision::Replace { .. },
                 Event::PreToolUse | Event::PostToolUse,
@@ -246,6 +260,12 @@ fn decided(
         }
         Decision::Modify { .. } => Step::Modify,
         Decision::Replace { .. } => Step::Replace,
+        Decision::Ask { reason, .. } => {
+            // Bounded like a deny's: the model may read it.
+            *reason = bounded_reason(std::mem::take(reason));
+            record.reason = Some(reason.clone());
+            Step::Ask
+        }
     };
     answer.decision
 }

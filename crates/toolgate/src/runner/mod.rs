@@ -174,6 +174,11 @@ enum PreEnd {
         result: ToolResult,
         by: String,
     },
+    Ask {
+        reason: String,
+        input: Option<Value>,
+        by: String,
+    },
 }
 
 impl HookRunner {
@@ -254,13 +259,26 @@ impl HookRunner {
                 None,
                 None,
             ),
+            PreEnd::Ask { reason, input, by } => self.finish(
+                Event::PreToolUse,
+                state,
+                Decision::Ask { reason, input },
+                Some(by),
+                None,
+                None,
+            ),
             PreEnd::Replace { input, result, by } => {
                 let input = input.as_ref().unwrap_or(&request.input);
                 let (post_verdict, shown, post_by) =
                     self.post_chain(request, input, &result, &mut state).await;
                 // A post-chain denial of the replacement is still a denial.
                 let verdict = match post_verdict {
-                    Decision::Deny { reason } => Decision::Deny { reason },
+                    // `post_chain` never ends on an `ask` (`consult` makes
+                    // one a failure); were it to, nobody is asked after the
+                    // tool answered: a denial.
+                    Decision::Deny { reason } | Decision::Ask { reason, .. } => {
+                        Decision::Deny { reason }
+                    }
                     // The post chain never ends on a `modify` (`consult`
                     // makes one a failure); listed so a new answer is placed.
                     Decision::Allow | Decision::Modify { .. } | Decision::Replace { .. } => {
@@ -332,6 +350,19 @@ impl HookRunner {
                     post: None,
                 };
             }
+            // The library has no person to ask: an embedder that has one
+            // calls `pre_tool_use` and asks on `Decision::Ask` itself.
+            Decision::Ask { reason, .. } => {
+                return CallOutcome {
+                    shown: ToolResult::error(format!(
+                        "toolgate: call blocked: this call needs a person's confirmation, \
+                         which nobody was asked for: {reason}"
+                    )),
+                    tool_ran: false,
+                    pre,
+                    post: None,
+                };
+            }
             Decision::Modify { input } => input.clone(),
             Decision::Allow => request.input.clone(),
         };
@@ -389,7 +420,7 @@ impl HookRunner {
         let subject = Subject {
             event: Event::PreToolUse,
             what: "input",
-            ask: |input, _| (input, None),
+            about: |input, _| (input, None),
             rewrite: |decision| match decision {
                 Decision::Modify { input } => Ok(input),
                 other => Err(other),
@@ -410,6 +441,15 @@ impl HookRunner {
                 decided_by: by,
             },
             Ended::Denied { reason, by } => PreEnd::Deny { reason, by },
+            Ended::Asked {
+                reason,
+                rewritten,
+                by,
+            } => PreEnd::Ask {
+                reason,
+                input: rewritten,
+                by,
+            },
             Ended::Replaced {
                 result,
                 rewritten,
@@ -433,7 +473,7 @@ impl HookRunner {
         let subject = Subject {
             event: Event::PostToolUse,
             what: "shown result",
-            ask: |shown, input| (input, Some(shown)),
+            about: |shown, input| (input, Some(shown)),
             rewrite: |decision| match decision {
                 Decision::Replace { result } => Ok(result),
                 other => Err(other),
@@ -458,7 +498,9 @@ impl HookRunner {
             } => (Decision::Allow, real.clone(), None),
             // Not reached (a post `replace` is the rewrite), and harmless.
             Ended::Replaced { result, by, .. } => shown(result, Some(by)),
-            Ended::Denied { reason, by } => {
+            // Not reached (`consult` makes a post `ask` a failure); were
+            // it, nobody can confirm what already ran: withheld.
+            Ended::Denied { reason, by } | Ended::Asked { reason, by, .. } => {
                 let failure = ToolResult::error(format!(
                     "toolgate: the output of this call was withheld: {reason}"
                 ));

@@ -19,7 +19,7 @@ pub(super) struct Subject<S> {
     pub(super) what: &'static str,
     /// The input and result a participant is asked about, given the subject
     /// and the call's input.
-    pub(super) ask: for<'s> fn(&'s S, &'s Value) -> (&'s Value, Option<&'s ToolResult>),
+    pub(super) about: for<'s> fn(&'s S, &'s Value) -> (&'s Value, Option<&'s ToolResult>),
     /// The subject a decision rewrites it to, or the decision back when it is
     /// not a rewrite.
     pub(super) rewrite: fn(Decision) -> Result<S, Decision>,
@@ -34,6 +34,14 @@ pub(super) enum Ended<S> {
     },
     /// A participant denied, or the rewrites never settled.
     Denied { reason: String, by: String },
+    /// Nobody refused or answered for the tool, and one or more
+    /// participants asked for a person's confirmation in the last round
+    /// (their reasons, one per line; `by`, the first of them).
+    Asked {
+        reason: String,
+        rewritten: Option<S>,
+        by: String,
+    },
     /// A participant answered for the tool (a pre `replace`).
     Replaced {
         result: ToolResult,
@@ -60,12 +68,15 @@ pub(super) async fn rounds<S: PartialEq>(
     let mut author: Option<usize> = None;
     let mut rewrites = 0u32;
     'round: loop {
+        // Who asked for a person in this round, and why: a new round asks
+        // everyone again about the rewritten subject.
+        let mut askers: Vec<(String, String)> = Vec::new();
         for (i, p) in chain.iter().enumerate() {
             if author == Some(i) {
                 continue;
             }
             let now = current.as_ref().unwrap_or(original);
-            let (input, result) = (subject.ask)(now, input);
+            let (input, result) = (subject.about)(now, input);
             let asked = Asked {
                 event: subject.event,
                 input,
@@ -103,10 +114,22 @@ pub(super) async fn rounds<S: PartialEq>(
                         by: p.name.clone(),
                     };
                 }
+                // The chain goes on: a later participant must still judge
+                // the call a person may let through, and may refuse it.
+                Err(Decision::Ask { reason, .. }) => askers.push((reason, p.name.clone())),
                 // An allow; after the call `consult` has already turned a
-                // `modify` into a failure.
+                // `modify` or an `ask` into a failure.
                 Err(Decision::Allow | Decision::Modify { .. }) => {}
             }
+        }
+        if let Some((_, first)) = askers.first() {
+            let by = first.clone();
+            let reasons: Vec<String> = askers.into_iter().map(|(reason, _)| reason).collect();
+            return Ended::Asked {
+                reason: reasons.join("\n"),
+                rewritten: current,
+                by,
+            };
         }
         return Ended::Through {
             rewritten: current,
