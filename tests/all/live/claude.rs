@@ -1395,3 +1395,141 @@ fn live_claude_runs_the_mcp_servers_install_mcp_wrapped() {
         );
     }
 }
+
+/// A guard that answers `ask` for `touch`: what a person is asked about.
+fn asking_guard(fx: &Fixture) {
+    let guard = py_hook(
+        fx,
+        "ask.py",
+        "if 'touch' in req['input']['command']:\n    answer = {'decision': 'ask', 'reason': 'creating files needs a person here'}",
+    );
+    fx.workspace_hooks(json!([{"name": "asker", "command": [&guard]}]));
+}
+
+#[test]
+fn live_claude_an_ask_in_print_mode_refuses_the_call_and_the_model_reads_why() {
+    for release in RELEASES {
+        // `-p` has nobody to ask: Claude Code refuses the call, in every
+        // permission mode (live: also `bypassPermissions`), and the model
+        // reads the reason.
+        for mode in ["default", "bypassPermissions"] {
+            let fx = Fixture::new();
+            asking_guard(&fx);
+            write_hooks(&fx, [("PreToolUse", toolgate_handler())]);
+            let run = claude_run(
+                release,
+                &fx,
+                vec![bash("touch made.txt")],
+                &["--allowedTools", "Bash,Read", "--permission-mode", mode],
+                &[("IS_SANDBOX", "1")],
+            );
+            assert!(
+                !fx.workspace().join("made.txt").exists(),
+                "{release:?} {mode}: the command ran"
+            );
+            let result = run.only_result();
+            assert_eq!(result["is_error"], true, "{release:?} {mode}: {result}");
+            let text = result_text(&result);
+            assert!(
+                text.contains("creating files needs a person here"),
+                "{release:?} {mode}: {result}"
+            );
+        }
+    }
+}
+
+/// Runs `release`'s terminal interface on a pseudo-terminal, scripted to
+/// make `calls`; once the screen shows `needle`, types `keys`. Returns
+/// whether it saw the needle, and the screen's text.
+fn claude_terminal(
+    release: Release,
+    fx: &Fixture,
+    calls: Vec<Value>,
+    needle: &str,
+    keys: &str,
+) -> (bool, String) {
+    let home = home_of(fx);
+    let workspace = fx.workspace().canonicalize().unwrap();
+    // A user past Claude Code's first-run screens, who trusted this folder
+    // and approved the (mock's) API key.
+    std::fs::write(
+        home.join(".claude.json"),
+        json!({"hasCompletedOnboarding": true, "theme": "dark",
+               "customApiKeyResponses": {"approved": ["sk-ant-test"], "rejected": []},
+               "projects": {workspace.to_str().unwrap():
+                   {"hasTrustDialogAccepted": true, "hasCompletedProjectOnboarding": true}}})
+        .to_string(),
+    )
+    .unwrap();
+    crate::support::trust(&fx.workspace());
+    let mock = MockModel::anthropic(calls);
+    let screen = fx.dir.path().join("screen.txt");
+    let driver = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/agents/pty-drive.py");
+    let mut cmd = Command::new("python3");
+    cmd.arg(driver)
+        .args([screen.to_str().unwrap(), needle, keys, "90", "10", "--"])
+        .arg(release.bin())
+        .arg("run the scripted tool calls");
+    hermetic(&mut cmd)
+        .current_dir(fx.workspace())
+        .env("HOME", &home)
+        .env("TERM", "xterm-256color")
+        .env("ANTHROPIC_BASE_URL", mock.base_url())
+        .env("ANTHROPIC_API_KEY", "sk-ant-test")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("DISABLE_TELEMETRY", "1")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .env("TOOLGATE_CONFIG_DIR", fx.global())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // The agent gets the PATH its `-p` runs get, whatever a python3 shim
+    // (pyenv) puts in front of it for the driver.
+    let path = cmd
+        .get_envs()
+        .find(|(k, _)| *k == "PATH")
+        .and_then(|(_, v)| v.map(|v| v.to_owned()))
+        .or_else(|| std::env::var_os("PATH"));
+    if let Some(path) = path {
+        cmd.env("PTY_DRIVE_PATH", path);
+    }
+    let child = cmd.spawn().expect("the terminal driver starts");
+    let out = finish_within(child, Duration::from_secs(150), "pty-drive");
+    let said: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "the driver printed no JSON ({e}): {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    let text = std::fs::read_to_string(&screen).unwrap_or_default();
+    (said["saw"] == true, text)
+}
+
+#[test]
+fn live_claude_an_ask_is_a_confirmation_in_its_terminal_and_the_call_runs_only_on_yes() {
+    for release in RELEASES {
+        for (keys, yes) in [("\\r", true), ("\\x1b", false)] {
+            let fx = Fixture::new();
+            asking_guard(&fx);
+            write_hooks(&fx, [("PreToolUse", toolgate_handler())]);
+            let (saw, screen) = claude_terminal(
+                release,
+                &fx,
+                vec![bash("touch made.txt")],
+                "creating files needs a person here",
+                keys,
+            );
+            let flat: String = screen.split_whitespace().collect();
+            assert!(
+                saw && flat.contains("requiresconfirmation") && flat.contains("Doyouwanttoproceed"),
+                "{release:?}: no confirmation with the reason on the screen:\n{screen}"
+            );
+            assert_eq!(
+                fx.workspace().join("made.txt").exists(),
+                yes,
+                "{release:?}: answered {keys}, the command ran: {}\n{screen}",
+                !yes
+            );
+        }
+    }
+}
