@@ -754,3 +754,86 @@ fn a_permission_request_is_never_granted_and_a_rewrite_or_replacement_refuses_it
         assert!(message.contains(reason), "{answer}: {message}");
     }
 }
+
+/// `ask` is Claude Code's own `ask`, with the rewrite a person would
+/// confirm; Codex's schema has no `ask` (output it cannot read lets the
+/// call through), so there it is a refusal that says a person was needed.
+#[test]
+fn an_ask_is_claude_codes_confirmation_and_codexs_refusal_with_the_reason() {
+    let fx = Fixture::new();
+    let ask = fx.script(
+        "ask.py",
+        r#"#!/usr/bin/env python3
+import json, sys
+req = json.load(sys.stdin)
+if "push" in req["input"]["command"]:
+    print(json.dumps({"decision": "ask", "reason": "pushes need a person"}))
+else:
+    print(json.dumps({"decision": "allow"}))
+"#,
+    );
+    let tame = fx.script(
+        "tame.sh",
+        &answer_script(&json!({"decision": "modify", "input": {"command": "git push"}})),
+    );
+    fx.workspace_hooks(json!([
+        {"name": "asker", "command": [&ask]},
+        {"name": "tame", "command": [&tame]},
+    ]));
+    let out = agent(&fx, "claude-code", pre_input(&fx, "git push -f"), false);
+    assert_eq!(
+        stdout_json(&out),
+        json!({"hookSpecificOutput": {"hookEventName": "PreToolUse",
+               "permissionDecision": "ask", "permissionDecisionReason": "pushes need a person",
+               "updatedInput": {"command": "git push"}}})
+    );
+    let out = agent(&fx, "codex", pre_input(&fx, "git push -f"), false);
+    let said = stdout_json(&out);
+    let specific = &said["hookSpecificOutput"];
+    assert_eq!(specific["permissionDecision"], "deny", "{said}");
+    let reason = specific["permissionDecisionReason"].as_str().unwrap();
+    assert!(
+        reason.contains("confirmation") && reason.contains("pushes need a person"),
+        "{reason}"
+    );
+}
+
+/// Every agent but Claude Code refuses an `ask` (none of them was shown
+/// to confirm one here), with the reason and the word that a person's
+/// confirmation was needed: never an allow, never silence.
+#[test]
+fn every_other_agent_refuses_an_ask_and_says_a_person_was_needed() {
+    use toolgate::agent::{Outward, render_outcome};
+    let outcome = toolgate::Outcome {
+        event: toolgate::Event::PreToolUse,
+        decision: Decision::Ask {
+            reason: "pushes need a person".into(),
+            input: None,
+        },
+        decided_by: Some("asker".into()),
+        shown: None,
+        tool_result: None,
+        context: None,
+        runs: Vec::new(),
+    };
+    for &agent in Outward::ALL {
+        let event = match agent {
+            Outward::Gemini | Outward::QwenCode => "BeforeTool",
+            Outward::Copilot => "preToolUse",
+            Outward::Cursor => "beforeShellExecution",
+            Outward::OpenCode => "tool.execute.before",
+            Outward::ClaudeCode | Outward::Codex => "PreToolUse",
+        };
+        let said = render_outcome(&outcome, agent, event)
+            .unwrap_or_else(|| panic!("{agent:?} said nothing"))
+            .to_string();
+        assert!(said.contains("pushes need a person"), "{agent:?}: {said}");
+        match agent {
+            Outward::ClaudeCode => assert!(said.contains(r#""permissionDecision":"ask""#)),
+            _ => assert!(
+                said.contains("confirmation") && !said.contains(r#""ask""#),
+                "{agent:?}: {said}"
+            ),
+        }
+    }
+}

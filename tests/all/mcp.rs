@@ -311,6 +311,32 @@ fn a_denied_call_is_answered_as_an_error_result_carrying_the_reason() {
     );
 }
 
+/// The proxy has no person to ask: an `ask` is an error result that says a
+/// confirmation was needed, and the server is never called.
+#[test]
+fn an_ask_is_answered_as_an_error_result_saying_a_person_was_needed() {
+    let fx = Fixture::new();
+    fx.global_hooks(json!([policy(
+        &fx,
+        "asker",
+        "pre_tool_use",
+        r#"
+if r["tool"] == "mcp__everything__echo":
+    return {"decision": "ask", "reason": "echoes need a person"}
+return {"decision": "allow"}"#
+    )]));
+    let mut client = everything_through(&fx);
+    client.initialize("2025-06-18");
+    let result = client.call(1, "echo", json!({"message": "hello"}));
+    assert_eq!(result["isError"], true, "{result}");
+    let text = text_of(&result);
+    assert!(
+        text.contains("confirmation") && text.ends_with("echoes need a person"),
+        "{text}"
+    );
+    assert!(!text.contains("Echo:"), "the server was called: {text}");
+}
+
 #[test]
 fn a_modified_call_reaches_the_server_with_the_rewritten_arguments() {
     let fx = judged_fixture();

@@ -15,7 +15,7 @@
 use super::{
     AgentCall, AgentEvent, Blocked, Call, Dialect, Help, HttpHook, Import, Install, Layout,
     McpConfig, McpShape, ReadAgentInputError, Role, Unjudged, answered_for_the_tool, classify,
-    output_text, string_field, withheld,
+    needs_a_person, output_text, string_field, withheld,
 };
 use crate::contract::{Decision, Event, Request, ToolResult};
 use crate::event_name;
@@ -157,12 +157,18 @@ pub(super) struct Rules {
     /// (`updatedToolOutput`); otherwise it is `decision: block` with the
     /// reason, which the model sees instead of the output (Codex).
     pub(super) post_rewrites_output: bool,
+    /// `permissionDecision: ask` is a confirmation the agent shows a person
+    /// (Claude Code); otherwise an `ask` is a refusal that says one was
+    /// needed (Codex's schema has no `ask`, and output it cannot read is a
+    /// hook error that lets the call through).
+    pub(super) asks: bool,
 }
 
 impl Rules {
     const CLAUDE_CODE: Rules = Rules {
         modify_with_allow: false,
         post_rewrites_output: true,
+        asks: true,
     };
 }
 
@@ -439,6 +445,13 @@ impl Rendered {
             // about: its terminal shows a confirmation with the reason, and
             // where nobody can answer (`-p`, in every permission mode) it
             // refuses the call and the model reads the reason.
+            Decision::Ask { reason, .. } if !rules.asks => {
+                specific.insert("permissionDecision".into(), json!("deny"));
+                specific.insert(
+                    "permissionDecisionReason".into(),
+                    json!(needs_a_person(reason)),
+                );
+            }
             Decision::Ask { reason, input } => {
                 specific.insert("permissionDecision".into(), json!("ask"));
                 specific.insert("permissionDecisionReason".into(), json!(reason));

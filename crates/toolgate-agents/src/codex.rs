@@ -20,6 +20,7 @@ pub(super) struct Codex;
 const RULES: Rules = Rules {
     modify_with_allow: true,
     post_rewrites_output: false,
+    asks: false,
 };
 
 /// Codex's hook events (0.171.0, read from its binary), and what each is to
