@@ -25,8 +25,8 @@ use toolgate::{HookRunner, wire};
 /// Evaluate one tool call read from stdin; print the decision as JSON.
 ///
 /// Exit code 0: the call may proceed (allow, modify, replace). 2: a hook
-/// denied it. 3: blocked because a hook failed (trap, timeout, crash, not an
-/// answer, not trusted). 1: toolgate could not evaluate (bad config, bad
+/// denied it, or asked for a person's confirmation. 3: blocked because a
+/// hook failed (trap, timeout, crash, not an answer, not trusted). 1: toolgate could not evaluate (bad config, bad
 /// request); the reason is on stderr, and a caller must treat it as a
 /// denial. 64: usage error.
 #[derive(clap::Args)]
@@ -36,15 +36,16 @@ use toolgate::{HookRunner, wire};
 {\"input\": {\"command\": \"git push --force\"}}\n\
 EOF\n\n\
     Output, one JSON object:\n  \
-    decision    allow | deny | modify | replace\n  \
-    reason      deny: why, for the model\n  \
-    input       modify: the final input\n  \
+    decision    allow | deny | modify | replace | ask\n  \
+    reason      deny: why, for the model; ask: why a person must confirm\n  \
+    input       modify: the final input; ask: the input to confirm, if rewritten\n  \
     result      replace: what the model is shown (post deny: the failure shown)\n  \
     context     advisory text for the model\n  \
     decided_by  the hook whose answer decided\n  \
     runs        one record per hook that ran\n\n\
-    Exit codes: 0 the call may proceed; 2 a hook denied it; 3 blocked because a\n  \
-    hook failed (fail closed); 1 could not evaluate (treat as a denial); 64 usage.")]
+    Exit codes: 0 the call may proceed; 2 a hook denied it or asked for a person;\n  \
+    3 blocked because a hook failed (fail closed); 1 could not evaluate (treat\n  \
+    as a denial); 64 usage.")]
 pub(crate) struct Args {
     /// The workspace whose .toolgate/hooks.json applies [default: the
     /// nearest ancestor of the working directory with a .toolgate/].

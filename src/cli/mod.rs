@@ -10,7 +10,7 @@
 //! |---|---|---|---|
 //! | `0` | success | the call may proceed (allow, modify, replace) | every fixture passed |
 //! | `1` | toolgate could not do what was asked (bad config, bad request, unreadable input; the reason is on stderr) | could not evaluate: treat as a denial | could not run the fixtures (a bad fixture or config) |
-//! | `2` | — | a hook *decided* to deny the call | — |
+//! | `2` | — | a hook *decided* the call may not go ahead on its own (deny, or ask: a person must confirm) | — |
 //! | `3` | — | the call is blocked because a hook *failed* (trap, timeout, crash, an answer that is not one, a hook toolgate would not run): fail closed | — |
 //! | `100` | — | — | one or more fixtures failed (cargo-nextest's code) |
 //! | `64` | usage error (sysexits `EX_USAGE`; clap's own 2 is overridden) | | |

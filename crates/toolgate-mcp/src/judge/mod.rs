@@ -279,26 +279,17 @@ impl Judge {
                     .insert(id_key(id), InFlight::ToolCall { tool: name, input });
                 vec![Route::ToServer(encode(&Value::Object(rewritten)))]
             }
-            Decision::Deny { reason } => {
-                let shown = ToolResult::error(format!("toolgate: call blocked: {reason}"));
-                vec![Route::ToClient(result(
-                    id,
-                    call_result(&Map::new(), &shown),
-                ))]
-            }
+            Decision::Deny { reason } => blocked(id, &reason),
             // The proxy has no person to ask (an MCP client's elicitation
             // is the server's to start, not a confirmation of a call): a
             // refusal whose reason says what was needed.
-            Decision::Ask { reason, .. } => {
-                let shown = ToolResult::error(format!(
-                    "toolgate: call blocked: this call needs a person's confirmation, which \
-                     toolgate cannot ask for through MCP: {reason}"
-                ));
-                vec![Route::ToClient(result(
-                    id,
-                    call_result(&Map::new(), &shown),
-                ))]
-            }
+            Decision::Ask { reason, .. } => blocked(
+                id,
+                &format!(
+                    "this call needs a person's confirmation, which toolgate cannot ask for \
+                     through MCP: {reason}"
+                ),
+            ),
             Decision::Replace { result: replaced } => {
                 // `shown` is the replacement after the post chain.
                 let shown = outcome.shown.unwrap_or(replaced);
@@ -515,6 +506,16 @@ impl Judge {
 }
 
 /// An id as a map key: its JSON text, so `1` and `"1"` stay apart.
+/// The answer to a call the chain refused: a tool result marked
+/// `isError`, carrying the reason (what the model reads), never a drop.
+fn blocked(id: &Value, reason: &str) -> Vec<Route> {
+    let shown = ToolResult::error(format!("toolgate: call blocked: {reason}"));
+    vec![Route::ToClient(result(
+        id,
+        call_result(&Map::new(), &shown),
+    ))]
+}
+
 fn id_key(id: &Value) -> String {
     id.to_string()
 }

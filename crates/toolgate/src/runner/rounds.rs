@@ -122,18 +122,21 @@ pub(super) async fn rounds<S: PartialEq>(
                 Err(Decision::Allow | Decision::Modify { .. }) => {}
             }
         }
-        if let Some((_, first)) = askers.first() {
-            let by = first.clone();
-            let reasons: Vec<String> = askers.into_iter().map(|(reason, _)| reason).collect();
-            return Ended::Asked {
-                reason: reasons.join("\n"),
-                rewritten: current,
-                by,
-            };
-        }
-        return Ended::Through {
-            rewritten: current,
-            by,
-        };
+        return through(askers, current, by);
+    }
+}
+
+/// How a round that nobody refused ends: waiting for a person if anyone
+/// asked for one (`askers`: reason and name, in chain order), else through.
+fn through<S>(askers: Vec<(String, String)>, rewritten: Option<S>, by: Option<String>) -> Ended<S> {
+    let Some((_, first)) = askers.first() else {
+        return Ended::Through { rewritten, by };
+    };
+    let by = first.clone();
+    let reasons: Vec<String> = askers.into_iter().map(|(reason, _)| reason).collect();
+    Ended::Asked {
+        reason: reasons.join("\n"),
+        rewritten,
+        by,
     }
 }
