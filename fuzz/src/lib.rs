@@ -628,8 +628,7 @@ impl GuestTarget {
             Decision::Allow => ok_case(0) && byte(CONTEXT_CASE) <= 1,
             Decision::Modify { .. } => ok_case(2),
             Decision::Replace { .. } => ok_case(3),
-            // toolgate:hook@0.1.0 has no `ask`: no bytes can say it.
-            Decision::Ask { .. } => false,
+            Decision::Ask { .. } => ok_case(4),
         };
         assert!(
             allowed,
@@ -656,10 +655,11 @@ fn guest_verdict(data: &[u8]) {
         return;
     };
     let text = String::from_utf8_lossy(rest).into_owned();
-    let decision = match case % 4 {
+    let decision = match case % 5 {
         0 => GuestDecision::Allow,
         1 => GuestDecision::Deny(text.clone()),
         2 => GuestDecision::Modify(text.clone()),
+        4 => GuestDecision::Ask(text.clone()),
         _ => GuestDecision::Replace {
             output: text.clone(),
             is_error: flags & 2 != 0,
@@ -682,6 +682,17 @@ fn guest_verdict(data: &[u8]) {
                 ..
             }),
         ) => assert!(!reason.trim().is_empty(), "a deny without a reason"),
+        (
+            GuestDecision::Ask(_),
+            Ok(Verdict {
+                decision:
+                    Decision::Ask {
+                        reason,
+                        input: None,
+                    },
+                ..
+            }),
+        ) => assert!(!reason.trim().is_empty(), "an ask without a reason"),
         (
             GuestDecision::Modify(_),
             Ok(Verdict {

@@ -10,7 +10,7 @@
 //!
 //! ```text
 //! 0   result tag (0 ok, 1 err)      err: 4 ptr, 8 len
-//! 4   decision tag (0 allow, 1 deny, 2 modify, 3 replace)
+//! 4   decision tag (0 allow, 1 deny, 2 modify, 3 replace, 4 ask)
 //! 8   string ptr | replace: output ptr
 //! 12  string len | replace: output len
 //! 16  replace: is-error
@@ -51,6 +51,7 @@ pub(crate) enum Verdict<'a> {
     Deny(&'a str),
     Modify(&'a str),
     Replace(&'a str, bool),
+    Ask(&'a str),
     Err(&'a str),
 }
 
@@ -91,12 +92,12 @@ impl<'a> Guest<'a> {
         };
         match &self.answer {
             Verdict::Allow => body += &store8(4, 0),
-            Verdict::Deny(s) | Verdict::Modify(s) => {
+            Verdict::Deny(s) | Verdict::Modify(s) | Verdict::Ask(s) => {
                 let (at, len) = place(s);
-                let tag = if matches!(self.answer, Verdict::Deny(_)) {
-                    1
-                } else {
-                    2
+                let tag = match self.answer {
+                    Verdict::Deny(_) => 1,
+                    Verdict::Modify(_) => 2,
+                    _ => 4,
                 };
                 body += &store8(4, tag);
                 body += &store(8, format!("(i32.const {at})"));
@@ -142,8 +143,13 @@ impl<'a> Guest<'a> {
 
     /// Builds the component and writes it to `dir/name.wasm`.
     pub(crate) fn write(&self, dir: &Path, name: &str) -> PathBuf {
+        self.write_for(dir, name, World::Hook)
+    }
+
+    /// [`Guest::write`], built against `world`.
+    pub(crate) fn write_for(&self, dir: &Path, name: &str, world: World) -> PathBuf {
         let path = dir.join(format!("{name}.wasm"));
-        std::fs::write(&path, component(&self.wat(), World::Hook)).unwrap();
+        std::fs::write(&path, component(&self.wat(), world)).unwrap();
         path
     }
 }
@@ -163,6 +169,9 @@ fn escape(s: &str) -> String {
 pub(crate) enum World {
     /// `toolgate:hook/hook`: exports `decide`, imports nothing.
     Hook,
+    /// The same world as `toolgate:hook@0.1.0` declared it (before `ask`),
+    /// frozen beside the host (crates/toolgate-wasm/wit/0.1.0).
+    HookV0_1,
     /// `toolgate:probe/probe` (tests/guests/wit): the hook world plus WASI
     /// imports, to probe what a guest can reach.
     Probe,
@@ -180,6 +189,13 @@ pub(crate) fn component(wat: &str, world: World) -> Vec<u8> {
     let hook_pkg = resolve.push_dir(root.join("wit")).expect("wit/ parses").0;
     let (pkg, name) = match world {
         World::Hook => (hook_pkg, "hook"),
+        World::HookV0_1 => (
+            resolve
+                .push_dir(root.join("crates/toolgate-wasm/wit/0.1.0"))
+                .expect("the frozen 0.1.0 wit parses")
+                .0,
+            "hook",
+        ),
         World::Probe => (
             resolve
                 .push_dir(root.join("tests/guests/wit"))
@@ -248,6 +264,18 @@ fn build_all(dir: &Path) {
     Guest::answering(Replace(r#"{"files":["a","b"]}"#, false)).write(dir, "replace");
     Guest::answering(Replace("<<not json>>", false)).write(dir, "replace-not-json");
     Guest::answering(Err("config lacks `allowed`")).write(dir, "guest-error");
+    Guest::answering(Ask("deleting needs a person")).write(dir, "ask");
+    // Built against the previous version of the world, before `ask`.
+    Guest::answering(Deny("an old guard still guards")).write_for(
+        dir,
+        "deny-0.1.0",
+        World::HookV0_1,
+    );
+    Guest::answering(Modify(r#"{"command":"git status"}"#)).write_for(
+        dir,
+        "modify-0.1.0",
+        World::HookV0_1,
+    );
     Guest {
         context: Some("this call was checked by a wasm guard"),
         ..Guest::answering(Allow)

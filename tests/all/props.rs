@@ -655,6 +655,7 @@ fn guest_decision() -> impl Strategy<Value = GuestDecision> {
         json_text.clone().prop_map(GuestDecision::Modify),
         (json_text, any::<bool>())
             .prop_map(|(output, is_error)| GuestDecision::Replace { output, is_error }),
+        hostile_string().prop_map(GuestDecision::Ask),
     ]
 }
 

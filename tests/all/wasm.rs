@@ -785,7 +785,7 @@ async fn a_component_built_against_another_wit_version_loads_only_if_decide_is_u
     // The world exports a bare function: its name carries no version, so a
     // component built against another version with the same `decide` is
     // the same component to wasmtime, and answers.
-    let renumbered = ours.replace("toolgate:hook@0.1.0", "toolgate:hook@0.2.0");
+    let renumbered = ours.replace("toolgate:hook@0.2.0", "toolgate:hook@0.9.0");
     assert_ne!(renumbered, ours);
     std::fs::write(
         fx.workspace().join("renumbered.wasm"),
@@ -814,7 +814,65 @@ async fn a_component_built_against_another_wit_version_loads_only_if_decide_is_u
     let text = err.to_string();
     assert_eq!(err.problems[0].field.as_deref(), Some("wasm"), "{text}");
     assert!(
-        text.contains("does not export toolgate:hook@0.1.0's `decide`"),
+        text.contains("does not export toolgate:hook@0.2.0's `decide`"),
         "{text}"
+    );
+}
+
+/// A guard built before `ask` existed (against toolgate:hook@0.1.0, frozen
+/// in crates/toolgate-wasm/wit/0.1.0) keeps loading and deciding after the
+/// upgrade: a guard that stopped loading would block every call.
+#[tokio::test]
+async fn a_component_built_against_0_1_0_still_loads_and_decides() {
+    let fx = Fixture::new();
+    fx.workspace_hooks(json!([{"name": "old", "wasm": crate::guests::path("deny-0.1.0")}]));
+    let outcome = pre(&fx, json!({"command": "ls"})).await;
+    assert_eq!(
+        outcome.decision,
+        Decision::Deny {
+            reason: "an old guard still guards".into()
+        }
+    );
+    fx.workspace_hooks(json!([{"name": "old", "wasm": crate::guests::path("modify-0.1.0")}]));
+    let outcome = pre(&fx, json!({"command": "ls"})).await;
+    assert_eq!(
+        outcome.decision,
+        Decision::Modify {
+            input: json!({"command": "git status"})
+        }
+    );
+    assert!(record(&outcome, "old").metrics["fuel_used"] > 0);
+}
+
+/// A component answers `ask` (0.2.0): the chain waits for a person with its
+/// reason; after the call the same answer is a failure.
+#[tokio::test]
+async fn a_component_can_ask_for_a_person_before_the_call_only() {
+    let fx = Fixture::new();
+    fx.workspace_hooks(json!([{"name": "asker", "wasm": crate::guests::path("ask")}]));
+    let outcome = pre(&fx, json!({"command": "rm -r x"})).await;
+    assert_eq!(
+        outcome.decision,
+        Decision::Ask {
+            reason: "deleting needs a person".into(),
+            input: None
+        }
+    );
+    assert_eq!(record(&outcome, "asker").step, Step::Ask);
+    fx.workspace_hooks(json!([
+        {"name": "asker", "wasm": crate::guests::path("ask"), "event": "post_tool_use"},
+    ]));
+    let outcome = fx
+        .runner()
+        .post_tool_use(&Request::post(
+            "shell",
+            json!({"command": "rm -r x"}),
+            toolgate::ToolResult::ok("gone"),
+        ))
+        .await;
+    assert!(!outcome.may_proceed());
+    assert_eq!(
+        record(&outcome, "asker").failure.as_ref().unwrap().kind,
+        toolgate::FailureKind::NotADecision
     );
 }

@@ -101,7 +101,7 @@ pub const DEFAULT_MEMORY_MB: u64 = 128;
 /// Default wall-clock backstop for wasm hooks, in ms.
 pub const DEFAULT_TIMEOUT_MS: u64 = 1_000;
 
-use crate::wit::bindings::{Hook, HookPre};
+use crate::wit::{Speaks, bindings, request_v0_1, v0_1, verdict_from_v0_1};
 use crate::wit::{from_wit, to_wit};
 
 /// Why a component could not be loaded.
@@ -158,7 +158,10 @@ pub enum LoadComponentError {
     },
     /// It does not export `decide` with toolgate's types: built against
     /// another world, or another version of the WIT (see `wit/hook.wit`).
-    #[error("the component does not export toolgate:hook@0.1.0's `decide`")]
+    #[error(
+        "the component does not export toolgate:hook@0.2.0's `decide` (nor that of 0.1.0, \
+         the earlier version toolgate still loads)"
+    )]
     Export(#[source] wasmtime::Error),
 }
 
@@ -217,7 +220,7 @@ pub struct ComponentInfo {
 /// A loaded, pre-instantiated component hook. Opaque: it is run by the chain.
 pub struct WasmHook {
     runtime: Arc<Runtime>,
-    pre: HookPre<HostState>,
+    pre: Speaks<HostState>,
     fuel: u64,
     memory_bytes: usize,
     timeout: Duration,
@@ -529,7 +532,15 @@ fn finish(
     let instance_pre = linker
         .instantiate_pre(&component)
         .map_err(LoadComponentError::Link)?;
-    let pre = HookPre::new(instance_pre).map_err(LoadComponentError::Export)?;
+    // The current version first; an older one only when the current one's
+    // types do not match, and the error names the current one's mismatch.
+    let pre = match bindings::HookPre::new(instance_pre.clone()) {
+        Ok(pre) => Speaks::Current(pre),
+        Err(current) => match v0_1::HookPre::new(instance_pre) {
+            Ok(pre) => Speaks::V0_1(pre),
+            Err(_) => return Err(LoadComponentError::Export(current)),
+        },
+    };
     let info = ComponentInfo {
         bytes: size,
         cache: outcome,
@@ -614,14 +625,28 @@ impl Decider for WasmHook {
 
         let wit_request = to_wit(request, self.config_json.as_deref());
         let call = async {
-            let hook: Hook = self
-                .pre
-                .instantiate_async(&mut store)
-                .await
-                .map_err(GuestError::Instantiate)?;
-            hook.call_decide(&mut store, &wit_request)
-                .await
-                .map_err(GuestError::Call)
+            match &self.pre {
+                Speaks::Current(pre) => {
+                    let hook = pre
+                        .instantiate_async(&mut store)
+                        .await
+                        .map_err(GuestError::Instantiate)?;
+                    hook.call_decide(&mut store, &wit_request)
+                        .await
+                        .map_err(GuestError::Call)
+                }
+                Speaks::V0_1(pre) => {
+                    let hook = pre
+                        .instantiate_async(&mut store)
+                        .await
+                        .map_err(GuestError::Instantiate)?;
+                    let answer = hook
+                        .call_decide(&mut store, &request_v0_1(wit_request))
+                        .await
+                        .map_err(GuestError::Call)?;
+                    Ok(answer.map(verdict_from_v0_1))
+                }
+            }
         };
         // The epoch callback stops a computing guest; the async timeout stops
         // one blocked in a host call (a WASI poll), where no epoch check runs.

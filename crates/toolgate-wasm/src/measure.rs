@@ -5,6 +5,7 @@
 use super::host::HostState;
 use super::{CallBudget, LoadComponentError, WasmOptions, load};
 use crate::wit::bindings::{Event as WitEvent, Request as WitRequest};
+use crate::wit::{Speaks, request_v0_1};
 use std::path::Path;
 use std::time::Instant;
 use wasmtime::Store;
@@ -68,15 +69,28 @@ pub async fn resident_bytes_per_instance(
             .set_fuel(hook.fuel)
             .map_err(MeasureMemoryError::Fuel)?;
         store.set_epoch_deadline(u64::MAX / 2);
-        let instance = hook
-            .pre
-            .instantiate_async(&mut store)
-            .await
-            .map_err(MeasureMemoryError::Instantiate)?;
-        let _ = instance
-            .call_decide(&mut store, &request)
-            .await
-            .map_err(MeasureMemoryError::Call)?;
+        match &hook.pre {
+            Speaks::Current(pre) => {
+                let instance = pre
+                    .instantiate_async(&mut store)
+                    .await
+                    .map_err(MeasureMemoryError::Instantiate)?;
+                let _ = instance
+                    .call_decide(&mut store, &request)
+                    .await
+                    .map_err(MeasureMemoryError::Call)?;
+            }
+            Speaks::V0_1(pre) => {
+                let instance = pre
+                    .instantiate_async(&mut store)
+                    .await
+                    .map_err(MeasureMemoryError::Instantiate)?;
+                let _ = instance
+                    .call_decide(&mut store, &request_v0_1(request.clone()))
+                    .await
+                    .map_err(MeasureMemoryError::Call)?;
+            }
+        }
         live.push(store);
     }
     let after = resident_bytes().ok_or(MeasureMemoryError::ResidentSet)?;

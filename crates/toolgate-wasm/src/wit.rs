@@ -8,8 +8,23 @@
 //! test in `protocol` checks against every other encoding of the same call.
 //! Keeping it in the protocol layer lets that test (and any later encoding)
 //! use it without importing from a binding; the component binding imports
-//! it from here. `bindings` is wasmtime's `bindgen!` output for the one WIT
-//! version toolgate speaks.
+//! it from here. `bindings` is wasmtime's `bindgen!` output for the WIT
+//! version toolgate speaks today (`wit/hook.wit`, 0.2.0).
+//!
+//! # Every version it spoke, still
+//!
+//! A component built against an earlier version has other types for
+//! `decide` (0.1.0's `decision` has no `ask`), and wasmtime checks types
+//! exactly: without the older binding, every component built before the
+//! bump would stop loading the day toolgate was upgraded, and a guard
+//! that stops loading blocks every call. So the WIT of each earlier
+//! version is kept, frozen, beside this crate (`wit/0.1.0/hook.wit`), with
+//! its own `bindgen!` output ([`v0_1`]); the component binding tries the
+//! current version first and then the older ones, and a component keeps
+//! the version it loaded under ([`Speaks`]). The imports did not change,
+//! so one linker serves both. An older component is asked in its own
+//! types ([`request_v0_1`]) and its answer read as the same answer today
+//! ([`verdict_from_v0_1`]); it can never say what came later.
 //!
 //! A `modify` input or `replace` output is bounded by the same
 //! [`MAX_ANSWER_BYTES`] as a subprocess hook's whole answer, and must be
@@ -26,6 +41,63 @@ pub mod bindings {
         world: "hook",
         exports: { default: async },
     });
+}
+
+/// wasmtime's host bindings for the frozen `toolgate:hook@0.1.0`
+/// (`crates/toolgate-wasm/wit/0.1.0/hook.wit`): only its export is used.
+#[allow(missing_docs, missing_debug_implementations, unreachable_pub)]
+pub mod v0_1 {
+    wasmtime::component::bindgen!({
+        path: "wit/0.1.0",
+        world: "hook",
+        exports: { default: async },
+    });
+}
+
+/// Which version of the hook world a loaded component speaks.
+pub(crate) enum Speaks<T: 'static> {
+    /// `toolgate:hook@0.2.0` (`wit/hook.wit`).
+    Current(bindings::HookPre<T>),
+    /// `toolgate:hook@0.1.0`: no `ask`.
+    V0_1(v0_1::HookPre<T>),
+}
+
+/// A 0.2.0 request in 0.1.0's types (the same fields; only the answer grew).
+pub fn request_v0_1(request: WitRequest) -> v0_1::Request {
+    v0_1::Request {
+        event: match request.event {
+            WitEvent::PreToolUse => v0_1::Event::PreToolUse,
+            WitEvent::PostToolUse => v0_1::Event::PostToolUse,
+        },
+        hook: request.hook,
+        tool: request.tool,
+        input: request.input,
+        result: request.result.map(|r| v0_1::ToolResult {
+            output: r.output,
+            is_error: r.is_error,
+        }),
+        session_id: request.session_id,
+        turn_id: request.turn_id,
+        tool_call_id: request.tool_call_id,
+        cwd: request.cwd,
+        config: request.config,
+    }
+}
+
+/// A 0.1.0 answer as the same answer in today's types.
+pub fn verdict_from_v0_1(verdict: v0_1::Verdict) -> bindings::Verdict {
+    bindings::Verdict {
+        decision: match verdict.decision {
+            v0_1::Decision::Allow => WitDecision::Allow,
+            v0_1::Decision::Deny(reason) => WitDecision::Deny(reason),
+            v0_1::Decision::Modify(input) => WitDecision::Modify(input),
+            v0_1::Decision::Replace(r) => WitDecision::Replace(bindings::ToolResult {
+                output: r.output,
+                is_error: r.is_error,
+            }),
+        },
+        context: verdict.context,
+    }
 }
 
 use bindings::{Decision as WitDecision, Event as WitEvent, Request as WitRequest};
@@ -72,7 +144,8 @@ pub fn from_wit(verdict: bindings::Verdict) -> Result<Verdict, HookFailure> {
         WitDecision::Allow
         | WitDecision::Deny(_)
         | WitDecision::Modify(_)
-        | WitDecision::Replace(_) => {}
+        | WitDecision::Replace(_)
+        | WitDecision::Ask(_) => {}
     }
     let decision = match verdict.decision {
         WitDecision::Allow => Decision::Allow,
@@ -92,6 +165,14 @@ pub fn from_wit(verdict: bindings::Verdict) -> Result<Verdict, HookFailure> {
                     .map_err(|e| unusable("the `replace` output", e))?,
                 is_error: result.is_error,
             },
+        },
+        WitDecision::Ask(reason) => Decision::Ask {
+            reason: if reason.trim().is_empty() {
+                "a hook asked for a person's confirmation and gave no reason".to_owned()
+            } else {
+                reason
+            },
+            input: None,
         },
     };
     Ok(Verdict {

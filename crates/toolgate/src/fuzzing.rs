@@ -122,6 +122,8 @@ pub enum GuestDecision {
         /// Whether it is an error.
         is_error: bool,
     },
+    /// `ask(reason)` (since 0.2.0).
+    Ask(String),
 }
 
 /// What the chain takes from a component's lifted `verdict`.
@@ -138,6 +140,7 @@ pub fn guest_verdict(
         GuestDecision::Replace { output, is_error } => {
             wit::Decision::Replace(wit::ToolResult { output, is_error })
         }
+        GuestDecision::Ask(r) => wit::Decision::Ask(r),
     };
     crate::protocol::wit::from_wit(wit::Verdict { decision, context })
 }

@@ -263,10 +263,7 @@ mod tests {
                             is_error: result.is_error,
                         })
                     }
-                    // toolgate:hook@0.1.0 has no `ask`, and a Claude Code
-                    // hook's `ask` inside the chain is a denial (its tests
-                    // are `claude`'s): wire v1 is the encoding that says it.
-                    crate::Decision::Ask { .. } => continue,
+                    crate::Decision::Ask { reason, .. } => wit::Decision::Ask(reason.clone()),
                 };
                 let from = from_wit(wit::Verdict {
                     decision,
@@ -274,6 +271,11 @@ mod tests {
                 })
                 .unwrap();
                 assert_eq!(&from, answer);
+                // A Claude Code hook's `ask` inside the chain is a denial
+                // (its tests are `claude`'s): it does not read back.
+                if let crate::Decision::Ask { .. } = answer.decision {
+                    continue;
+                }
                 // Claude Code
                 let mut specific = serde_json::Map::new();
                 specific.insert("hookEventName".into(), json!(super::event_name(event)));
