@@ -42,6 +42,12 @@ void __wasm_export_exports_hook_decide_post_return(uint8_t * arg0) {
           }
           break;
         }
+        case 4: {
+          if ((*((size_t*) (arg0 + (3*sizeof(void*))))) > 0) {
+            free(*((uint8_t **) (arg0 + (2*sizeof(void*)))));
+          }
+          break;
+        }
       }
       switch ((int32_t) (int32_t) *((uint8_t*) (arg0 + (5*sizeof(void*))))) {
         case 0: {
@@ -121,6 +127,10 @@ void hook_decision_free(hook_decision_t *ptr) {
     }
     case 3: {
       hook_tool_result_free(&ptr->val.replace);
+      break;
+    }
+    case 4: {
+      hook_string_free(&ptr->val.ask);
       break;
     }
   }
@@ -369,9 +379,9 @@ uint8_t * __wasm_export_exports_hook_decide(uint8_t * arg) {
   free(arg);
   uint8_t *ptr = (uint8_t *) &RET_AREA;
   if ((ret).is_err) {
-    const hook_string_t *payload12 = &(ret).val.err;*((int8_t*)(ptr + 0)) = 1;
-    *((size_t*)(ptr + (2*sizeof(void*)))) = (*payload12).len;
-    *((uint8_t **)(ptr + sizeof(void*))) = (uint8_t *) (*payload12).ptr;
+    const hook_string_t *payload13 = &(ret).val.err;*((int8_t*)(ptr + 0)) = 1;
+    *((size_t*)(ptr + (2*sizeof(void*)))) = (*payload13).len;
+    *((uint8_t **)(ptr + sizeof(void*))) = (uint8_t *) (*payload13).ptr;
   } else {
     const hook_verdict_t *payload = &(ret).val.ok;*((int8_t*)(ptr + 0)) = 0;
     switch ((int32_t) ((*payload).decision).tag) {
@@ -401,12 +411,19 @@ uint8_t * __wasm_export_exports_hook_decide(uint8_t * arg) {
         *((int8_t*)(ptr + (4*sizeof(void*)))) = (*payload9).is_error;
         break;
       }
+      case 4: {
+        const hook_string_t *payload10 = &((*payload).decision).val.ask;
+        *((int8_t*)(ptr + sizeof(void*))) = 4;
+        *((size_t*)(ptr + (3*sizeof(void*)))) = (*payload10).len;
+        *((uint8_t **)(ptr + (2*sizeof(void*)))) = (uint8_t *) (*payload10).ptr;
+        break;
+      }
     }
     if (((*payload).context).is_some) {
-      const hook_string_t *payload11 = &((*payload).context).val;
+      const hook_string_t *payload12 = &((*payload).context).val;
       *((int8_t*)(ptr + (5*sizeof(void*)))) = 1;
-      *((size_t*)(ptr + (7*sizeof(void*)))) = (*payload11).len;
-      *((uint8_t **)(ptr + (6*sizeof(void*)))) = (uint8_t *) (*payload11).ptr;
+      *((size_t*)(ptr + (7*sizeof(void*)))) = (*payload12).len;
+      *((uint8_t **)(ptr + (6*sizeof(void*)))) = (uint8_t *) (*payload12).ptr;
     } else {
       *((int8_t*)(ptr + (5*sizeof(void*)))) = 0;
     }

@@ -73,6 +73,7 @@ typedef struct hook_decision_t {
     hook_string_t     deny;
     hook_string_t     modify;
     hook_tool_result_t     replace;
+    hook_string_t     ask;
   } val;
 } hook_decision_t;
 
@@ -89,6 +90,13 @@ typedef struct hook_decision_t {
 // passes through the post chain). After the call: show the model
 // this instead of the real output.
 #define HOOK_DECISION_REPLACE 3
+// Before the call only: a person must confirm the call before it
+// runs, for this reason. Later hooks are still consulted (a later
+// `deny` wins); where the agent can show a confirmation (Claude
+// Code) it does, elsewhere the call is refused with a reason that
+// says a confirmation was needed. Answering `ask` after the call is
+// a hook failure. (Since 0.2.0.)
+#define HOOK_DECISION_ASK 4
 
 // A decision plus optional advisory context.
 typedef struct hook_verdict_t {

@@ -1,5 +1,5 @@
 /* toolgate hook SDK for C guests, over wit-bindgen's C bindings for
- * toolgate's WIT world (wit/hook.wit, toolgate:hook@0.1.0): hook.h and hook.c
+ * toolgate's WIT world (wit/hook.wit, toolgate:hook@0.2.0): hook.h and hook.c
  * beside this header are wit-bindgen 0.61.1's output, committed so a C author
  * needs only clang and wasi-libc (the test suite regenerates them from the WIT
  * and fails if they differ). Compile hook.c with your hook.
@@ -42,12 +42,12 @@ typedef struct {
   int has_config; tg_str config;     /* the hook's config: JSON text */
 } tg_request;
 
-typedef enum { TG_ALLOW = 0, TG_DENY = 1, TG_MODIFY = 2, TG_REPLACE = 3 } tg_decision;
+typedef enum { TG_ALLOW = 0, TG_DENY = 1, TG_MODIFY = 2, TG_REPLACE = 3, TG_ASK = 4 } tg_decision;
 
 typedef struct {
   int is_error;                      /* 1: the hook cannot decide (err) */
   tg_decision decision;
-  tg_str text;                       /* deny reason | modify input JSON | replace output JSON | error */
+  tg_str text;                       /* deny or ask reason | modify input JSON | replace output JSON | error */
   int replace_is_error;
   int has_context; tg_str context;
 } tg_verdict;
@@ -64,6 +64,8 @@ void tg_allow(tg_verdict *v);
 void tg_deny(tg_verdict *v, tg_str reason);
 void tg_modify(tg_verdict *v, tg_str input_json);
 void tg_replace(tg_verdict *v, tg_str output_json, int is_error);
+/* Before the call only: a person must confirm it (toolgate:hook@0.2.0). */
+void tg_ask(tg_verdict *v, tg_str reason);
 void tg_cannot_decide(tg_verdict *v, tg_str message);
 void tg_context(tg_verdict *v, tg_str context);
 /* Give up from anywhere (deep in a parser, where no verdict is at hand):
@@ -89,6 +91,7 @@ void tg_allow(tg_verdict *v) { v->decision = TG_ALLOW; }
 void tg_deny(tg_verdict *v, tg_str r) { v->decision = TG_DENY; v->text = r; }
 void tg_modify(tg_verdict *v, tg_str j) { v->decision = TG_MODIFY; v->text = j; }
 void tg_replace(tg_verdict *v, tg_str j, int e) { v->decision = TG_REPLACE; v->text = j; v->replace_is_error = e; }
+void tg_ask(tg_verdict *v, tg_str r) { v->decision = TG_ASK; v->text = r; }
 void tg_cannot_decide(tg_verdict *v, tg_str m) { v->is_error = 1; v->text = m; }
 void tg_context(tg_verdict *v, tg_str c) { v->has_context = 1; v->context = c; }
 
@@ -181,8 +184,13 @@ bool exports_hook_decide(hook_request_t *r, hook_verdict_t *ret, hook_string_t *
     tg_to(&ret->decision.val.replace.output, ans.text);
     ret->decision.val.replace.is_error = ans.replace_is_error != 0;
     break;
-  case TG_ALLOW:
-  default: ret->decision.tag = HOOK_DECISION_ALLOW; break;
+  case TG_ASK: ret->decision.tag = HOOK_DECISION_ASK; tg_to(&ret->decision.val.ask, ans.text); break;
+  case TG_ALLOW: ret->decision.tag = HOOK_DECISION_ALLOW; break;
+  default:
+    /* A decision this header does not know is never an allow: the hook
+     * could not decide, and its on_failure applies (deny by default). */
+    tg_to(err, tg_cstr("tg_decide set a decision toolgate_hook.h does not know"));
+    return false;
   }
   if (ans.has_context) {
     ret->context.is_some = true;

@@ -9,7 +9,8 @@ package hook
 // 20/24; result: tag 28, output 32/36, is-error 40; session-id 44 (tag, then
 // ptr/len at +4/+8); turn-id 56; tool-call-id 68; cwd 80; config 92.
 // Result layout: tag 0 (0 ok, 1 err); err string 4/8; ok: decision tag 4,
-// decision string 8/12, replace is-error 16, context tag 20, context 24/28.
+// decision string 8/12 (deny, modify, replace, ask), replace is-error 16,
+// context tag 20, context 24/28.
 
 import (
 	"fmt"

@@ -85,9 +85,10 @@ const (
 	deny
 	modify
 	replace
+	ask
 )
 
-// Verdict is the hook's answer. Build one with Allow, Deny, Modify or Replace.
+// Verdict is the hook's answer. Build one with Allow, Deny, Modify, Replace or Ask.
 type Verdict struct {
 	kind           kind
 	text           string
@@ -114,6 +115,11 @@ func Replace(output any, isError bool) (Verdict, error) {
 	b, err := json.Marshal(output)
 	return Verdict{kind: replace, text: string(b), replaceIsError: isError}, err
 }
+
+// Ask wants a person to confirm the call before it runs (pre only; since
+// toolgate:hook@0.2.0). Later hooks are still consulted; where the agent
+// cannot ask a person, the call is refused with this reason.
+func Ask(reason string) Verdict { return Verdict{kind: ask, text: reason} }
 
 // WithContext adds context for the model, shown beside the outcome.
 func (v Verdict) WithContext(context string) Verdict {

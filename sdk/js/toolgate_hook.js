@@ -26,6 +26,8 @@ export const replace = (output, isError = false, context) => ({
   decision: { tag: "replace", val: { output: JSON.stringify(output), isError } },
   context,
 });
+// Before the call only (toolgate:hook@0.2.0): a person must confirm it.
+export const ask = (reason, context) => ({ decision: { tag: "ask", val: String(reason) }, context });
 
 function lazyJson(text) {
   let parsed, done = false;

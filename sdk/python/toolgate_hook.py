@@ -99,6 +99,11 @@ def replace(output: Any, is_error: bool = False, context: Optional[str] = None) 
     return Verdict(wit_world.Decision_Replace(wit_world.ToolResult(json.dumps(output), is_error)), context)
 
 
+def ask(reason: str, context: Optional[str] = None) -> Verdict:
+    """Before the call only (toolgate:hook@0.2.0): a person must confirm it."""
+    return Verdict(wit_world.Decision_Ask(reason), context)
+
+
 class Hook(wit_world.WitWorld):
     """Subclass as `WitWorld` in your app module and implement `check`."""
 

@@ -55,6 +55,15 @@ pub enum Answer {
         /// What was found, for the model and the operator.
         why: String,
     },
+    /// Before the call: a person must confirm it (where the agent can ask
+    /// one; elsewhere toolgate refuses it, saying so): a class the operator
+    /// listed for a person to decide, and what was found.
+    Ask {
+        /// One of the guard's classes.
+        class: &'static str,
+        /// What was found, for the person and the model.
+        why: String,
+    },
     /// After the call: show the model this output instead (secrets
     /// redacted), naming what was taken out.
     Redact {
@@ -71,6 +80,12 @@ pub fn reason(guard: &str, class: &str, why: &str) -> String {
     format!(
         "toolgate:{guard} blocked this call [{class}]: {why}. If it is really needed, ask the user to do it themselves."
     )
+}
+
+/// The reason a guard gives when it asks for a person: its name, the
+/// class in brackets (as in [`reason`]), and what it found.
+pub fn ask_reason(guard: &str, class: &str, why: &str) -> String {
+    format!("toolgate:{guard} wants a person to confirm this call [{class}]: {why}.")
 }
 
 /// A guard's options, read from its hooks.json `config`: each a list of
@@ -174,6 +189,9 @@ macro_rules! guest {
                     $crate::guard::Answer::Allow => toolgate_hook::Verdict::allow(),
                     $crate::guard::Answer::Deny { class, why } => {
                         toolgate_hook::Verdict::deny($crate::guard::reason($name, class, &why))
+                    }
+                    $crate::guard::Answer::Ask { class, why } => {
+                        toolgate_hook::Verdict::ask($crate::guard::ask_reason($name, class, &why))
                     }
                     $crate::guard::Answer::Redact { output, kinds } => {
                         let is_error = request.result.as_ref().is_some_and(|r| r.is_error);

@@ -62,6 +62,10 @@ pub const OPTIONS: &[(&str, &str)] = &[
         "Classes of danger this guard lets through.",
     ),
     (
+        "ask_classes",
+        "Classes of danger a person decides: the guard answers `ask` instead of refusing (a confirmation in Claude Code; elsewhere a refusal that says one was needed).",
+    ),
+    (
         "deletable",
         "Folders (absolute or ~/…) beneath which recursive deletes are fine, besides the temp folders and ~/.cache.",
     ),
@@ -80,6 +84,8 @@ pub struct ShellOptions {
     pub protected_branches: Vec<String>,
     /// Classes this guard lets through.
     pub allow_classes: Vec<String>,
+    /// Classes a person decides (`ask` instead of a refusal).
+    pub ask_classes: Vec<String>,
     /// Folders beneath which recursive deletes are fine (default: the temp folders).
     pub deletable: Vec<String>,
     /// Hosts whose installers may be piped into a shell (`sh.rustup.rs`).
@@ -97,6 +103,7 @@ impl Default for ShellOptions {
                 "production".into(),
             ],
             allow_classes: Vec::new(),
+            ask_classes: Vec::new(),
             deletable: TEMP_DIRS
                 .iter()
                 .chain(&["~/.cache", "~/Library/Caches"])
@@ -156,6 +163,7 @@ pub fn decide(call: &Call<'_>, config: &Map<String, Value>) -> Result<Answer, St
         options.protected_branches = v;
     }
     options.allow_classes = read.classes("allow_classes", CLASSES)?;
+    options.ask_classes = read.classes("ask_classes", CLASSES)?;
     if let Some(v) = read.list("deletable")? {
         options.deletable.extend(v);
     }
@@ -175,8 +183,24 @@ pub fn decide(call: &Call<'_>, config: &Map<String, Value>) -> Result<Answer, St
             call.tool
         ));
     };
+    // A danger a person may not wave through is looked for first, past the
+    // classes a person decides: otherwise a person asked about `git reset
+    // --hard` would also be letting through the `rm -rf ~` beside it.
+    if options.ask_classes.is_empty() {
+        return Ok(match check(&command, call.cwd, &options) {
+            Some(Finding { class, why }) => Answer::Deny { class, why },
+            None => Answer::Allow,
+        });
+    }
+    let mut refused = options.clone();
+    refused
+        .allow_classes
+        .extend(options.ask_classes.iter().cloned());
+    if let Some(Finding { class, why }) = check(&command, call.cwd, &refused) {
+        return Ok(Answer::Deny { class, why });
+    }
     Ok(match check(&command, call.cwd, &options) {
-        Some(Finding { class, why }) => Answer::Deny { class, why },
+        Some(Finding { class, why }) => Answer::Ask { class, why },
         None => Answer::Allow,
     })
 }

@@ -217,7 +217,7 @@ mod tests {
     fn class(answer: &Answer) -> Option<&'static str> {
         match answer {
             Answer::Deny { class, .. } => Some(class),
-            Answer::Allow | Answer::Redact { .. } => None,
+            Answer::Allow | Answer::Ask { .. } | Answer::Redact { .. } => None,
         }
     }
 

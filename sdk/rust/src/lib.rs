@@ -195,6 +195,13 @@ impl Verdict {
         })))
     }
 
+    /// Before the call only: a person must confirm it, for this reason
+    /// (toolgate:hook@0.2.0). Later hooks are still consulted; where the
+    /// agent cannot ask a person, the call is refused with the reason.
+    pub fn ask(reason: impl Into<String>) -> Self {
+        Self::of(Decision::Ask(reason.into()))
+    }
+
     /// Add context for the model (shown beside the call's outcome).
     pub fn with_context(mut self, context: impl Into<String>) -> Self {
         self.context = Some(context.into());
