@@ -230,7 +230,7 @@ fn a_misspelt_guard_option_is_refused_at_load_naming_the_option() {
 /// The options do what the book says: a class let through, protected
 /// branches replaced, extra deletable folders, trusted installers.
 #[test]
-fn the_shell_guards_options_change_what_it_denies() {
+fn the_shell_guards_options_change_what_it_denies_or_asks_about() {
     let decide = |config: Value, command: &str| {
         let fx = Fixture::new();
         fx.global_hooks(shell_guard(config));
@@ -267,6 +267,18 @@ fn the_shell_guards_options_change_what_it_denies() {
         ),
         // `Bash` is not among the listed tools.
         (json!({"tools": ["exec"]}), "rm -rf /", "allow"),
+        // A class given to a person is asked about (the component's `ask`);
+        // a danger beside it that was not is still refused.
+        (
+            json!({"ask_classes": ["discard-work"]}),
+            "git reset --hard",
+            "ask",
+        ),
+        (
+            json!({"ask_classes": ["discard-work"]}),
+            "git reset --hard && rm -rf ~",
+            "deny",
+        ),
     ];
     for (config, command, expected) in cases {
         assert_eq!(

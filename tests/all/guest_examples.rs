@@ -144,7 +144,7 @@ fn python_guest_guards_input_size_with_context() {
     let fx = Fixture::new();
     let trace = fx.script("trace.py", TRACE_HOOK);
     fx.workspace_hooks(json!([
-        {"name": "size", "wasm": &wasm, "config": {"max_input_bytes": 120, "max_write_lines": 3}},
+        {"name": "size", "wasm": &wasm, "config": {"max_input_bytes": 120, "max_write_lines": 3, "ask_over_bytes": 105}},
         {"name": "after", "command": [&trace]}
     ]));
     // Small: allowed, and the argv hook after it runs.
@@ -166,6 +166,23 @@ fn python_guest_guards_input_size_with_context() {
             .contains("of 120 allowed bytes"),
         "{v}"
     );
+    // Between what a person confirms and the limit: the Python SDK's `ask`.
+    // The argv hook's trace grows the input past it, so the guard asks in
+    // the second round, and the person is asked about the rewritten input.
+    let (code, v) = check(&fx, json!({"command": "x".repeat(80)}));
+    assert_eq!(
+        (code, v["decision"].as_str()),
+        (Some(2), Some("ask")),
+        "{v}"
+    );
+    assert!(
+        v["reason"]
+            .as_str()
+            .unwrap()
+            .contains("input is 112 bytes, over the 105 a person confirms"),
+        "{v}"
+    );
+    assert_eq!(v["input"]["trace"], json!(["after"]), "{v}");
     // Over the budget: denied, and the hook after it never runs.
     let (code, v) = check(&fx, json!({"command": "x".repeat(300)}));
     assert_eq!(code, Some(2), "{v}");
@@ -233,6 +250,17 @@ fn js_guest_rewrites_destructive_commands_with_context() {
         (code, v["decision"].as_str()),
         (Some(0), Some("allow")),
         "{v}"
+    );
+    // What no rewrite makes reversible is a person's: the JS SDK's `ask`.
+    let (code, v) = check(&fx, json!({"command": "terraform apply -auto-approve"}));
+    assert_eq!(
+        (code, v["decision"].as_str()),
+        (Some(2), Some("ask")),
+        "{v}"
+    );
+    assert_eq!(
+        v["reason"],
+        "`terraform apply -auto-approve` changes real infrastructure; a person confirms it"
     );
 }
 
@@ -354,6 +382,19 @@ fn c_guest_enforces_a_tool_allowlist_from_its_config() {
             "{v}"
         );
     }
+    // An allowed tool in `confirm` is a person's: the C SDK's `tg_ask`.
+    fx.workspace_hooks(json!([{"name": "allowlist", "wasm": &wasm,
+                               "config": {"allowed": ["Read", "shell"], "confirm": ["shell"]}}]));
+    let (code, v) = check(&fx, json!({"command": "ls"}));
+    assert_eq!(
+        (code, v["decision"].as_str(), v["reason"].as_str()),
+        (
+            Some(2),
+            Some("ask"),
+            Some("the tool `shell` needs a person's confirmation in this workspace.")
+        ),
+        "{v}"
+    );
     // Without an allowlist it cannot decide, and fails closed.
     fx.workspace_hooks(json!([{"name": "allowlist", "wasm": &wasm}]));
     let (code, v) = check(&fx, json!({"command": "ls"}));
@@ -472,6 +513,19 @@ fn go_guest_guards_write_paths_resolving_dot_dot() {
         let reason = v["reason"].as_str().unwrap();
         assert!(reason.contains(because), "{denied}: {reason}");
     }
+    // A CI workflow is a person's to approve: the Go SDK's `Ask`.
+    let (code, v) = check_request(&fx, write(".github/workflows/ci.yml"));
+    assert_eq!(
+        (code, v["decision"].as_str(), v["decided_by"].as_str()),
+        (Some(2), Some("ask"), Some("paths")),
+        "{v}"
+    );
+    assert!(
+        v["reason"]
+            .as_str()
+            .unwrap()
+            .contains("\".github\", which a person reviews")
+    );
     // Tools that do not write, and the post event, are not its business.
     let (code, v) = check(&fx, json!({"command": "cat .env"}));
     assert_eq!(

@@ -30,11 +30,13 @@ type config struct {
 	Tools      []string `json:"tools"`       // which tools write; default below
 	Protected  []string `json:"protected"`   // names never written; default below
 	AllowPaths []string `json:"allow_paths"` // absolute prefixes outside the workspace that are fine
+	Confirm    []string `json:"confirm"`     // names a person decides on (ask); default below
 }
 
 var defaults = config{
 	Tools:     []string{"Write", "Edit", "MultiEdit", "NotebookEdit", "write_file", "edit_file"},
 	Protected: []string{".env", ".git", ".ssh"},
+	Confirm:   []string{".github"},
 }
 
 func decide(r *hook.Request) (hook.Verdict, error) {
@@ -75,6 +77,12 @@ func decide(r *hook.Request) (hook.Verdict, error) {
 				return hook.Deny(fmt.Sprintf("writing %s is blocked: %q is protected (%s resolves to %s)", target, p, target, abs)).
 					WithContext("Secrets and repository internals are off limits to file tools; ask the user to make this change."), nil
 			}
+		}
+	}
+	// CI workflows run with the repository's secrets: a person decides.
+	for _, part := range strings.Split(abs, "/") {
+		if contains(cfg.Confirm, part) {
+			return hook.Ask(fmt.Sprintf("writing %s changes %q, which a person reviews (%s resolves to %s)", target, part, target, abs)), nil
 		}
 	}
 	if abs != root && !strings.HasPrefix(abs, root+"/") {

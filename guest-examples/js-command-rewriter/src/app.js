@@ -1,6 +1,6 @@
 // A command rewriter: makes destructive shell commands reversible or dry,
 // and tells the model what it changed and why.
-import { hook, allow, modify } from "./toolgate_hook.js";
+import { hook, allow, modify, ask } from "./toolgate_hook.js";
 
 const RULES = [
   {
@@ -23,10 +23,18 @@ const RULES = [
   },
 ];
 
+// What no rewrite can make reversible: a person decides.
+const ASK = [
+  { match: /^\s*terraform\s+(apply|destroy)\b/, why: "changes real infrastructure" },
+];
+
 export const decide = hook((request) => {
   if (!request.isPre || !["Bash", "shell"].includes(request.tool)) return allow();
   const command = request.input && request.input.command;
   if (typeof command !== "string") return allow();
+  for (const rule of ASK) {
+    if (rule.match.test(command)) return ask(`\`${command.trim()}\` ${rule.why}; a person confirms it`);
+  }
   for (const rule of RULES) {
     const m = command.match(rule.match);
     const rewritten = m && rule.rewrite(m);

@@ -1,10 +1,11 @@
 """A budget/size guard: denies tool inputs that are too large and tells the
 model when an input is getting close to the limit.
 
-config (hooks.json): {"max_input_bytes": 65536, "max_write_lines": 2000}
+config (hooks.json): {"max_input_bytes": 65536, "max_write_lines": 2000,
+"ask_over_bytes": 32768} (the last is optional: over it, a person confirms)
 """
 
-from toolgate_hook import Hook, allow, deny
+from toolgate_hook import Hook, allow, ask, deny
 
 
 class WitWorld(Hook):
@@ -28,6 +29,9 @@ class WitWorld(Hook):
             lines = content.count("\n") + 1
             if lines > max_lines:
                 return deny(f"writing {lines} lines at once is over the {max_lines}-line limit; write it in parts.")
+        ask_over = config.get("ask_over_bytes")
+        if ask_over is not None and size > int(ask_over):
+            return ask(f"this {request.tool} call's input is {size} bytes, over the {ask_over} a person confirms")
         if size > limit // 2:
             return allow(context=f"note: this input is {size} of {limit} allowed bytes.")
         return allow()

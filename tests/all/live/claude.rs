@@ -1531,5 +1531,28 @@ fn live_claude_an_ask_is_a_confirmation_in_its_terminal_and_the_call_runs_only_o
                 !yes
             );
         }
+
+        // The standard shell guard, with `git clean` given to a person: a
+        // wasm component's `ask` (toolgate:hook@0.2.0) is the same
+        // confirmation, with the guard's reason.
+        let fx = Fixture::new();
+        fx.workspace_hooks(json!([{"name": "shell", "use": "toolgate:shell",
+                                   "config": {"ask_classes": ["discard-work"]}}]));
+        write_hooks(&fx, [("PreToolUse", toolgate_handler())]);
+        let (saw, screen) = claude_terminal(
+            release,
+            &fx,
+            vec![bash("touch ran.txt && git clean -fdx")],
+            "toolgate:shell wants a person",
+            "\\r",
+        );
+        assert!(
+            saw,
+            "{release:?}: no confirmation from the guard:\n{screen}"
+        );
+        assert!(
+            fx.workspace().join("ran.txt").exists(),
+            "{release:?}: confirmed, and the command did not run:\n{screen}"
+        );
     }
 }
