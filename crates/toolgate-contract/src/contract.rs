@@ -237,6 +237,10 @@ pub enum Decision {
     },
 }
 
+/// The reason an `ask` that gave none carries, in every encoding.
+pub const ASK_WITHOUT_A_REASON: &str =
+    "a hook asked for a person's confirmation and gave no reason";
+
 impl Decision {
     /// The wire name of the decision.
     pub fn name(&self) -> &'static str {

@@ -372,7 +372,7 @@ fn other_answer(
             reason: match obj.remove("reason") {
                 Some(Value::String(r)) if !r.trim().is_empty() => r,
                 None | Some(Value::Null | Value::String(_)) => {
-                    "a hook asked for a person's confirmation and gave no reason".to_owned()
+                    crate::contract::ASK_WITHOUT_A_REASON.to_owned()
                 }
                 Some(other) => {
                     return Err(not_a_decision(format!(

@@ -168,7 +168,7 @@ pub fn from_wit(verdict: bindings::Verdict) -> Result<Verdict, HookFailure> {
         },
         WitDecision::Ask(reason) => Decision::Ask {
             reason: if reason.trim().is_empty() {
-                "a hook asked for a person's confirmation and gave no reason".to_owned()
+                crate::contract::ASK_WITHOUT_A_REASON.to_owned()
             } else {
                 reason
             },

@@ -177,6 +177,24 @@ fn home_of(fx: &Fixture) -> PathBuf {
     home
 }
 
+/// What every run of Claude Code here gets: hermetic, in the workspace,
+/// with `home` as its HOME, talking to `mock`, with toolgate's global
+/// config in the fixture, its output piped.
+fn claude_env(cmd: &mut Command, fx: &Fixture, home: &std::path::Path, mock: &MockModel) {
+    hermetic(cmd)
+        .current_dir(fx.workspace())
+        .env("HOME", home)
+        .env("ANTHROPIC_BASE_URL", mock.base_url())
+        .env("ANTHROPIC_API_KEY", "sk-ant-test")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("DISABLE_TELEMETRY", "1")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .env("TOOLGATE_CONFIG_DIR", fx.global())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+}
+
 /// Runs `release` on `calls` with the settings already written (the
 /// workspace's, the user's in [`home_of`]).
 fn claude_in(
@@ -207,24 +225,13 @@ fn claude_run(
     // The user trusted this workspace's hooks (the gate has its own tests).
     crate::support::trust(&fx.workspace());
     let mut cmd = Command::new(release.bin());
-    hermetic(&mut cmd)
-        .args([
-            "-p",
-            "run the scripted tool calls",
-            "--output-format",
-            "json",
-        ])
-        .current_dir(fx.workspace())
-        .env("HOME", &home)
-        .env("ANTHROPIC_BASE_URL", mock.base_url())
-        .env("ANTHROPIC_API_KEY", "sk-ant-test")
-        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-        .env("DISABLE_TELEMETRY", "1")
-        .env("DISABLE_AUTOUPDATER", "1")
-        .env("TOOLGATE_CONFIG_DIR", fx.global())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    cmd.args([
+        "-p",
+        "run the scripted tool calls",
+        "--output-format",
+        "json",
+    ]);
+    claude_env(&mut cmd, fx, &home, &mock);
     cmd.envs(env.iter().copied());
     cmd.args(args);
     let child = cmd.spawn().expect("claude starts");
@@ -1470,19 +1477,8 @@ fn claude_terminal(
         .args([screen.to_str().unwrap(), needle, keys, "90", "10", "--"])
         .arg(release.bin())
         .arg("run the scripted tool calls");
-    hermetic(&mut cmd)
-        .current_dir(fx.workspace())
-        .env("HOME", &home)
-        .env("TERM", "xterm-256color")
-        .env("ANTHROPIC_BASE_URL", mock.base_url())
-        .env("ANTHROPIC_API_KEY", "sk-ant-test")
-        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-        .env("DISABLE_TELEMETRY", "1")
-        .env("DISABLE_AUTOUPDATER", "1")
-        .env("TOOLGATE_CONFIG_DIR", fx.global())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    claude_env(&mut cmd, fx, &home, &mock);
+    cmd.env("TERM", "xterm-256color");
     // The agent gets the PATH its `-p` runs get, whatever a python3 shim
     // (pyenv) puts in front of it for the driver.
     let path = cmd
