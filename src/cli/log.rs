@@ -1,10 +1,15 @@
-//! `toolgate log`: the last calls in the decision log, as a table or JSON.
+//! `toolgate log`: the last calls in the decision log, as a table or JSON
+//! lines; `log verify` walks its hash chain, `log checkpoint` signs it.
 //!
 //! The log's lines are data someone else may have shaped (a hook's stderr
 //! is in them), so every cell is made printable here, the one place they
 //! reach the terminal; `--json` re-serialises each line, so nothing in it
 //! reaches the terminal unescaped either. A line that is not JSON (a file
 //! cut by a full disk) is skipped and counted on stderr.
+//!
+//! `--json` prints JSON lines, one record per line as written (checkpoints
+//! included), not one array: a collector reads records as they come, and
+//! `jq` reads either. Their schema is `docs/decision-log.schema.json`.
 
 use serde_json::Value;
 use std::io::{Read, Seek, SeekFrom};
@@ -20,18 +25,79 @@ use toolgate_server::decision_log;
 /// decide its failure kind and the last line it wrote on stderr; `--json`
 /// has every field, each run record with its diagnostics (their last 4 KiB).
 #[derive(clap::Args)]
-#[command(after_help = "Examples:\n  \
+#[command(
+    args_conflicts_with_subcommands = true,
+    after_help = "Examples:\n  \
     export TOOLGATE_DECISION_LOG=~/.local/state/toolgate/decisions.jsonl\n  \
     toolgate log -n 5\n  \
-    toolgate log --json | jq '.[] | select(.decision == \"deny\") | .runs'")]
+    toolgate log --json --all | jq 'select(.decision == \"deny\") | .runs'\n  \
+    toolgate log verify --pubkey ~/.config/toolgate/log.pub"
+)]
 pub(crate) struct Args {
-    /// Print JSON (an array, oldest first) instead of a table.
+    #[command(subcommand)]
+    action: Option<Action>,
+    /// Print JSON lines (one record per line, oldest first; checkpoints
+    /// too), schema docs/decision-log.schema.json, instead of a table.
     #[arg(long)]
     json: bool,
-    /// How many calls, the most recent last.
+    /// How many records, the most recent last.
     #[arg(short = 'n', long, value_name = "N", default_value_t = 20)]
     lines: usize,
+    /// Every record in the log and its rotations.
+    #[arg(long, conflicts_with = "lines")]
+    all: bool,
     /// The log to read [default: $TOOLGATE_DECISION_LOG].
+    #[arg(long, value_name = "PATH")]
+    file: Option<PathBuf>,
+}
+
+#[derive(clap::Subcommand)]
+enum Action {
+    Verify(VerifyArgs),
+    Checkpoint(CheckpointArgs),
+}
+
+/// Walk the log's hash chain (and its rotations, oldest first) and report
+/// the first record that was edited, removed, inserted or reordered, a
+/// partial last record, and any checkpoint whose signature does not
+/// verify.
+///
+/// Exit 0: the chain is whole (and with --pubkey, every checkpoint
+/// verifies and one covers it); 2: it is broken, the first break printed;
+/// 1: the log could not be read.
+#[derive(clap::Args)]
+#[command(after_help = "Examples:\n  \
+    toolgate log verify\n  \
+    toolgate log verify --pubkey ~/.config/toolgate/log.pub --json")]
+struct VerifyArgs {
+    /// A minisign public key (the base64 line, or a .pub file) the
+    /// checkpoints must be signed with; repeatable. With one, a log no
+    /// checkpoint covers is a break.
+    #[arg(long, value_name = "KEY")]
+    pubkey: Vec<String>,
+    /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
+    /// The log [default: $TOOLGATE_DECISION_LOG].
+    #[arg(long, value_name = "PATH")]
+    file: Option<PathBuf>,
+}
+
+/// Append a checkpoint to the log: a record whose minisign signature
+/// covers the last record's hash, so a rewrite of the whole chain is
+/// caught by `log verify --pubkey`. Run it from a timer.
+///
+/// The key is a minisign secret key (`minisign -G -W` makes one without a
+/// password), a regular file readable by its owner alone.
+#[derive(clap::Args)]
+#[command(after_help = "Examples:\n  \
+    minisign -G -W -p ~/.config/toolgate/log.pub -s ~/.config/toolgate/log.key\n  \
+    toolgate log checkpoint --key ~/.config/toolgate/log.key")]
+struct CheckpointArgs {
+    /// The minisign secret key file.
+    #[arg(long, value_name = "FILE")]
+    key: PathBuf,
+    /// The log [default: $TOOLGATE_DECISION_LOG].
     #[arg(long, value_name = "PATH")]
     file: Option<PathBuf>,
 }
@@ -40,21 +106,38 @@ pub(crate) struct Args {
 /// so this is all of one unless it was written by something else).
 const MAX_READ: u64 = 32 * 1024 * 1024;
 
-pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let Some(path) = args.file.or_else(crate::cli::env::decision_log) else {
-        anyhow::bail!(
+/// The log named by `--file`, else `$TOOLGATE_DECISION_LOG`.
+fn log_path(file: Option<PathBuf>) -> anyhow::Result<PathBuf> {
+    file.or_else(crate::cli::env::decision_log).ok_or_else(|| {
+        anyhow::anyhow!(
             "no decision log: set TOOLGATE_DECISION_LOG to an absolute path (the agent \
              commands and the server then append each call to it), or give --file"
-        );
-    };
-    let files = decision_log::files(&path);
+        )
+    })
+}
+
+/// The log's files, oldest first; an error when there are none.
+fn existing_files(path: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    let files = decision_log::files(path);
     if files.is_empty() {
         anyhow::bail!(
             "{} does not exist yet: no call has been logged there",
             path.display()
         );
     }
-    let (entries, skipped) = last_entries(&files, args.lines)?;
+    Ok(files)
+}
+
+pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
+    match args.action {
+        Some(Action::Verify(v)) => return verify(v),
+        Some(Action::Checkpoint(c)) => return checkpoint(c),
+        None => {}
+    }
+    let path = log_path(args.file)?;
+    let files = existing_files(&path)?;
+    let n = if args.all { usize::MAX } else { args.lines };
+    let (entries, skipped) = last_entries(&files, n)?;
     if skipped > 0 {
         eprintln!(
             "toolgate: {skipped} line(s) of {} are not JSON and were skipped",
@@ -62,7 +145,11 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         );
     }
     if args.json {
-        outln!("{}", serde_json::to_string_pretty(&entries)?);
+        // As written: a record's hash is over its bytes, so a collector
+        // (or `b3sum`) can check what it was handed.
+        for (line, _) in &entries {
+            outln!("{line}");
+        }
         return Ok(ExitCode::SUCCESS);
     }
     let mut table = crate::cli::table(&[
@@ -73,7 +160,10 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         "decided by",
         "why",
     ]);
-    for e in &entries {
+    for (_, e) in entries
+        .iter()
+        .filter(|(_, e)| e.get("kind").and_then(Value::as_str) != Some("checkpoint"))
+    {
         let text = |key: &str| {
             e.get(key)
                 .and_then(Value::as_str)
@@ -135,23 +225,26 @@ fn why(entry: &Value) -> String {
         .unwrap_or_default()
 }
 
+/// A line as written, and parsed.
+type Entry = (String, Value);
+
 /// The last `n` lines of `files` (oldest file first) that are JSON
 /// objects, oldest first; and how many lines were not.
-fn last_entries(files: &[PathBuf], n: usize) -> anyhow::Result<(Vec<Value>, usize)> {
-    let mut entries: Vec<Value> = Vec::new();
+fn last_entries(files: &[PathBuf], n: usize) -> anyhow::Result<(Vec<Entry>, usize)> {
+    let mut entries: Vec<Entry> = Vec::new();
     let mut skipped = 0;
     for file in files.iter().rev() {
         if entries.len() >= n {
             break;
         }
         let text = tail(file)?;
-        let mut older: Vec<Value> = Vec::new();
+        let mut older: Vec<Entry> = Vec::new();
         for line in text.lines().rev().filter(|l| !l.trim().is_empty()) {
             if entries.len() + older.len() >= n {
                 break;
             }
             match serde_json::from_str::<Value>(line) {
-                Ok(v) if v.is_object() => older.push(v),
+                Ok(v) if v.is_object() => older.push((line.to_owned(), v)),
                 _ => skipped += 1,
             }
         }
@@ -180,4 +273,106 @@ fn tail(file: &Path) -> anyhow::Result<String> {
             .unwrap_or_default();
     }
     Ok(text)
+}
+
+fn verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
+    use decision_log::verify::{self, Report};
+    let path = log_path(args.file)?;
+    let files = existing_files(&path)?;
+    let keys = args
+        .pubkey
+        .iter()
+        .map(|k| verify::public_key(k))
+        .collect::<Result<Vec<_>, _>>()?;
+    let report: Report = verify::verify(&files, &keys)?;
+    let code = if report.problem.is_some() {
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
+    };
+    if args.json {
+        outln!("{}", serde_json::to_string_pretty(&report)?);
+        return Ok(code);
+    }
+    let mut lines = Vec::new();
+    let before = if report.problem.is_some() {
+        " whole before the break"
+    } else {
+        ""
+    };
+    let span = match (report.first_seq, report.last_seq) {
+        (Some(a), Some(b)) => format!("records {a}..={b}{before}"),
+        _ => "no chained record".into(),
+    };
+    let origin = if report.from_genesis || report.first_seq.is_none() {
+        ""
+    } else {
+        " (older records were rotated away)"
+    };
+    lines.push(format!(
+        "{}: {} file(s), {span}{origin}",
+        path.display(),
+        report.files.len()
+    ));
+    if report.unchained_before > 0 {
+        lines.push(format!(
+            "{} line(s) before the chain began are not chained (written before it)",
+            report.unchained_before
+        ));
+    }
+    for (seq, bytes) in &report.torn_repaired {
+        lines.push(format!(
+            "record {seq}: its writer cut {bytes} bytes of a partial record before it (a writer died mid-write)"
+        ));
+    }
+    if keys.is_empty() {
+        lines.push(format!(
+            "{} checkpoint(s), not checked (give --pubkey)",
+            report.checkpoints
+        ));
+    } else {
+        let through = report
+            .signed_through
+            .map_or("no record".into(), |s| format!("record {s}"));
+        lines.push(format!(
+            "{} of {} checkpoint(s) verified; signed through {through}, {} record(s) after it not yet signed",
+            report.checkpoints_verified, report.checkpoints, report.unsigned_after
+        ));
+    }
+    match &report.problem {
+        None => lines.push(format!(
+            "{} the chain is whole",
+            crate::cli::colour::decision("allow", "ok:")
+        )),
+        Some(p) => {
+            let kind = serde_json::to_value(p.kind)?;
+            let at = match p.seq {
+                Some(seq) => format!("{}:{} (record {seq})", p.file.display(), p.line),
+                None if p.line > 0 => format!("{}:{}", p.file.display(), p.line),
+                None => p.file.display().to_string(),
+            };
+            lines.push(format!(
+                "{} {} at {at}: {}",
+                crate::cli::colour::decision("deny", "broken:"),
+                kind.as_str().unwrap_or("?"),
+                toolgate::text::sanitize(&p.message)
+            ));
+        }
+    }
+    outln!("{}", lines.join("\n"));
+    Ok(code)
+}
+
+fn checkpoint(args: CheckpointArgs) -> anyhow::Result<ExitCode> {
+    use decision_log::checkpoint;
+    let path = log_path(args.file)?;
+    let key = checkpoint::SigningKey::load(&args.key)?;
+    let covered = checkpoint::write(&path, &key)?;
+    outln!(
+        "checkpoint signed by key {} over record {} (hash {})",
+        key.id,
+        covered.seq,
+        covered.hash
+    );
+    Ok(ExitCode::SUCCESS)
 }

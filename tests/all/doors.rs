@@ -12,6 +12,7 @@ use crate::support::{
 };
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
+use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::Path;
 
@@ -330,8 +331,18 @@ fn a_confined_hook_reads_only_what_it_needs() {
     std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700)
         .create(&sessions)
         .unwrap();
+    // The decision log's signing key (`log checkpoint --key`) and the log.
+    std::fs::create_dir_all(home.path().join(".config/toolgate")).unwrap();
+    let key = home.path().join(".config/toolgate/log.key");
+    std::fs::write(&key, "KEY").unwrap();
+    let log = fx.dir.path().join("logs/decisions.jsonl");
+    std::fs::create_dir_all(log.parent().unwrap()).unwrap();
+    std::fs::write(&log, "").unwrap();
+    std::fs::set_permissions(&log, std::fs::Permissions::from_mode(0o600)).unwrap();
     let paths = [
         ("ssh", home.path().join(".ssh/id_ed25519")),
+        ("log_key", key),
+        ("log", log.clone()),
         ("state", state_home().join("toolgate")),
         ("trust", state_home().join("toolgate/trust")),
         ("sessions", sessions),
@@ -350,14 +361,20 @@ fn a_confined_hook_reads_only_what_it_needs() {
             path.display().to_string()
         ));
     }
+    body.push_str(&format!(
+        "attempt('log_append', lambda: open({:?}, 'a').write('x'))\n",
+        log.display().to_string()
+    ));
     let home_path = home.path().to_owned();
     let said = probe(&fx, &body, |cmd| {
-        cmd.env("HOME", &home_path);
+        cmd.env("HOME", &home_path)
+            .env("TOOLGATE_DECISION_LOG", &log);
     });
     assert_eq!(
         said,
-        "ssh:PermissionError state:PermissionError trust:PermissionError \
-         sessions:PermissionError other:PermissionError mine:DONE passwd:DONE shadow:PermissionError"
+        "ssh:PermissionError log_key:PermissionError log:PermissionError state:PermissionError trust:PermissionError \
+         sessions:PermissionError other:PermissionError mine:DONE passwd:DONE shadow:PermissionError \
+         log_append:PermissionError"
     );
 }
 

@@ -29,6 +29,7 @@ mod install;
 mod interceptor;
 mod layers;
 mod live;
+mod log_chain;
 mod managed;
 mod mcp;
 mod mcp_http;

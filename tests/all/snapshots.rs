@@ -45,6 +45,8 @@ fn every_help_reads_as_pinned() {
         vec!["dev", "--help"],
         vec!["bench", "--help"],
         vec!["log", "--help"],
+        vec!["log", "verify", "--help"],
+        vec!["log", "checkpoint", "--help"],
         vec!["push", "--help"],
         vec!["mcp", "--help"],
         vec!["mcp", "trust", "--help"],

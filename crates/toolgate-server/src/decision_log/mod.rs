@@ -67,6 +67,10 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 use toolgate::{Outcome, Request, RunRecord};
 
+pub mod chain;
+pub mod checkpoint;
+pub mod verify;
+
 /// The size past which the file is rotated.
 pub const MAX_BYTES: u64 = 8 * 1024 * 1024;
 /// How many rotated files are kept (`.1` … `.3`).
@@ -94,9 +98,11 @@ pub struct Logging {
     workspace: PathBuf,
 }
 
-/// One line of the log.
+/// One line of the log. `seq` and `prev` must stay the last members: the
+/// chain's writer reads them from the end of the file ([`chain`]).
 #[derive(Serialize)]
 struct Line<'a> {
+    kind: &'static str,
     time: String,
     via: &'a str,
     served: bool,
@@ -125,6 +131,12 @@ struct Line<'a> {
     runs: Vec<Value>,
     #[serde(skip_serializing_if = "is_zero")]
     runs_omitted: usize,
+    /// Bytes of a partial record (its writer died mid-line) this writer
+    /// cut from the end of the file before writing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    torn_bytes: Option<u64>,
+    seq: u64,
+    prev: String,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -147,7 +159,9 @@ impl Logging {
     /// the operator when the line could not be written.
     pub fn outcome(&self, request: &Request, outcome: &Outcome, took: Duration) -> Option<String> {
         let reason = match &outcome.decision {
-            toolgate::Decision::Deny { reason } => Some(toolgate::text::excerpt(reason, EXCERPT)),
+            toolgate::Decision::Deny { reason } | toolgate::Decision::Ask { reason, .. } => {
+                Some(toolgate::text::excerpt(reason, EXCERPT))
+            }
             _ => None,
         };
         let line = Line {
@@ -176,6 +190,7 @@ impl Logging {
 
     fn line<'a>(&'a self, request: Option<&'a Request>, took: Duration) -> Line<'a> {
         Line {
+            kind: "decision",
             time: toolgate::text::rfc3339(SystemTime::now()),
             via: self.via,
             served: self.served,
@@ -193,13 +208,21 @@ impl Logging {
             duration_us: u64::try_from(took.as_micros()).unwrap_or(u64::MAX),
             runs: Vec::new(),
             runs_omitted: 0,
+            torn_bytes: None,
+            seq: 0,
+            prev: String::new(),
         }
     }
 
     /// Serialises `line` with `runs` within [`MAX_LINE`] and appends it.
     fn write(&self, mut line: Line<'_>, runs: &[RunRecord]) -> Option<String> {
-        let text = bounded(&mut line, runs);
-        let append = || append(&self.path, &self.workspace, text.as_bytes(), max_bytes());
+        let mut next = |head: &chain::Head, torn: u64| {
+            line.seq = head.seq + 1;
+            line.prev.clone_from(&head.hash);
+            line.torn_bytes = (torn > 0).then_some(torn);
+            chain::seal(bounded(&mut line, runs).trim_end())
+        };
+        let mut append = || append(&self.path, Some(&self.workspace), &mut next, max_bytes());
         // In the server, off the async worker while it waits for the lock.
         let multi_thread = tokio::runtime::Handle::try_current()
             .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
@@ -209,7 +232,7 @@ impl Logging {
             append()
         };
         match appended {
-            Ok(()) => None,
+            Ok(_) => None,
             Err(why) => Some(format!(
                 "the decision log {} was not written ({why}); the decision is unchanged",
                 self.path.display()
@@ -289,7 +312,7 @@ fn run_json(run: &RunRecord, tail: usize) -> Value {
 
 /// The rotation size: [`MAX_BYTES`], or in debug builds what the tests
 /// set (`TOOLGATE_DEBUG_DECISION_LOG_MAX_BYTES`).
-fn max_bytes() -> u64 {
+pub(crate) fn max_bytes() -> u64 {
     #[cfg(debug_assertions)]
     if let Some(n) = std::env::var("TOOLGATE_DEBUG_DECISION_LOG_MAX_BYTES")
         .ok()
@@ -325,15 +348,22 @@ pub(crate) enum Refused {
     Io(&'static str, #[source] std::io::Error),
 }
 
-/// Appends `line` to the log at `path`, rotating it past `max`, if the
-/// file and its directory pass the checks in the module docs.
-pub(crate) fn append(path: &Path, workspace: &Path, line: &[u8], max: u64) -> Result<(), Refused> {
+/// Appends the line `next` makes from where the chain stands (and how
+/// many bytes of a partial record were cut) to the log at `path`, rotating
+/// it past `max`, if the file and its directory pass the checks in the
+/// module docs; returns the new head.
+pub(crate) fn append(
+    path: &Path,
+    workspace: Option<&Path>,
+    next: &mut dyn FnMut(&chain::Head, u64) -> String,
+    max: u64,
+) -> Result<chain::Head, Refused> {
     if !path.is_absolute() {
         return Err(Refused::Relative);
     }
     // Before anything is created: the nearest folder of the path that
     // exists, as the kernel resolves it.
-    if let Ok(root) = workspace.canonicalize()
+    if let Some(Ok(root)) = workspace.map(Path::canonicalize)
         && path
             .ancestors()
             .skip(1)
@@ -363,14 +393,22 @@ pub(crate) fn append(path: &Path, workspace: &Path, line: &[u8], max: u64) -> Re
             Ok(meta) if meta.ino() == held.ino() && meta.dev() == held.dev() => {}
             _ => continue,
         }
-        if held.len() > 0 && held.len() + line.len() as u64 > max {
+        let (head, torn) = chain::head(&file, &numbered(&path, 1))
+            .map_err(|e| Refused::Io("cannot read where its chain stands", e))?;
+        let line = next(&head, torn);
+        let len = held.len() - torn;
+        if len > 0 && len + line.len() as u64 > max {
             rotate(&path)?;
             // The lock goes with the old file; the next turn opens a new one.
             continue;
         }
-        return (&file)
-            .write_all(line)
-            .map_err(|e| Refused::Io("cannot write", e));
+        (&file)
+            .write_all(line.as_bytes())
+            .map_err(|e| Refused::Io("cannot write", e))?;
+        return Ok(chain::Head {
+            seq: head.seq + 1,
+            hash: sealed_hash(&line),
+        });
     }
     Err(Refused::Rotating)
 }
@@ -416,7 +454,9 @@ fn directory(path: &Path) -> Result<PathBuf, Refused> {
 /// Opens (or creates, `0600`) the log for appending, never through a
 /// symlink, and checks what it opened.
 fn open(path: &Path) -> Result<File, Refused> {
+    // Read too: the chain's writer reads where the chain stands.
     let file = std::fs::OpenOptions::new()
+        .read(true)
         .append(true)
         .create(true)
         .mode(0o600)
@@ -477,13 +517,23 @@ fn lock(file: &File, started: Instant) -> Result<(), Refused> {
     }
 }
 
+/// The hash a sealed line carries.
+fn sealed_hash(line: &str) -> String {
+    chain::unseal(line.trim_end())
+        .map(|(_, h)| h.to_owned())
+        .unwrap_or_default()
+}
+
+/// `path.n`: a rotated log.
+fn numbered(path: &Path, n: u32) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(format!(".{n}"));
+    PathBuf::from(name)
+}
+
 /// `path.K-1` → `path.K`, …, `path` → `path.1`; the oldest is overwritten.
 fn rotate(path: &Path) -> Result<(), Refused> {
-    let numbered = |n: u32| {
-        let mut name = path.as_os_str().to_owned();
-        name.push(format!(".{n}"));
-        PathBuf::from(name)
-    };
+    let numbered = |n: u32| numbered(path, n);
     for n in (1..KEEP).rev() {
         match std::fs::rename(numbered(n), numbered(n + 1)) {
             Ok(()) => {}
@@ -496,14 +546,7 @@ fn rotate(path: &Path) -> Result<(), Refused> {
 
 /// The log and its rotations, oldest first, as far as they exist.
 pub fn files(path: &Path) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = (1..=KEEP)
-        .rev()
-        .map(|n| {
-            let mut name = path.as_os_str().to_owned();
-            name.push(format!(".{n}"));
-            PathBuf::from(name)
-        })
-        .collect();
+    let mut files: Vec<PathBuf> = (1..=KEEP).rev().map(|n| numbered(path, n)).collect();
     files.push(path.to_owned());
     files.retain(|f| f.is_file());
     files
