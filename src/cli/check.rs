@@ -42,6 +42,8 @@ EOF\n\n\
     result      replace: what the model is shown (post deny: the failure shown)\n  \
     context     advisory text for the model\n  \
     decided_by  the hook whose answer decided\n  \
+    shadow      what the first shadow hook that would have changed it would have\n  \
+                done: {\"would\": deny | ask | replace | modify, \"by\": its name}\n  \
     runs        one record per hook that ran\n\n\
     Exit codes: 0 the call may proceed; 2 a hook denied it or asked for a person;\n  \
     3 blocked because a hook failed (fail closed); 1 could not evaluate (treat\n  \

@@ -46,6 +46,12 @@ pub(crate) struct Args {
     /// Every record in the log and its rotations.
     #[arg(long, conflicts_with = "lines")]
     all: bool,
+    /// What the shadow hooks ("mode": "shadow") would have done, per hook,
+    /// over the records read (-n, --all): how many calls each saw and would
+    /// have denied, asked about, rewritten or replaced, and how many of its
+    /// runs failed in a way that would have blocked.
+    #[arg(long)]
+    shadow: bool,
     /// The log to read [default: $TOOLGATE_DECISION_LOG].
     #[arg(long, value_name = "PATH")]
     file: Option<PathBuf>,
@@ -144,6 +150,9 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
             path.display()
         );
     }
+    if args.shadow {
+        return shadow_summary(&entries, args.json);
+    }
     if args.json {
         // As written: a record's hash is over its bytes, so a collector
         // (or `b3sum`) can check what it was handed.
@@ -218,11 +227,22 @@ fn why(entry: &Value) -> String {
     if !failures.is_empty() {
         return toolgate::text::excerpt(&failures.join("; "), WIDTH);
     }
-    entry
+    let reason = entry
         .get("reason")
         .and_then(Value::as_str)
-        .map(|r| toolgate::text::excerpt(r, WIDTH))
-        .unwrap_or_default()
+        .unwrap_or_default();
+    // What a shadow hook would have done, after what did happen.
+    let shadow = entry.get("shadow").and_then(|s| {
+        let would = s.get("would")?.as_str()?;
+        let by = s.get("by")?.as_str()?;
+        Some(format!("(shadow: {by} would {would})"))
+    });
+    let text = match shadow {
+        Some(shadow) if reason.is_empty() => shadow,
+        Some(shadow) => format!("{reason} {shadow}"),
+        None => reason.to_owned(),
+    };
+    toolgate::text::excerpt(&text, WIDTH)
 }
 
 /// A line as written, and parsed.
@@ -294,6 +314,17 @@ fn verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
         outln!("{}", serde_json::to_string_pretty(&report)?);
         return Ok(code);
     }
+    let lines = report_lines(&report, &path, !keys.is_empty())?;
+    outln!("{}", lines.join("\n"));
+    Ok(code)
+}
+
+/// The verify report in words, one finding a line.
+fn report_lines(
+    report: &decision_log::verify::Report,
+    path: &Path,
+    keys_given: bool,
+) -> anyhow::Result<Vec<String>> {
     let mut lines = Vec::new();
     let before = if report.problem.is_some() {
         " whole before the break"
@@ -325,7 +356,7 @@ fn verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
             "record {seq}: its writer cut {bytes} bytes of a partial record before it (a writer died mid-write)"
         ));
     }
-    if keys.is_empty() {
+    if !keys_given {
         lines.push(format!(
             "{} checkpoint(s), not checked (give --pubkey)",
             report.checkpoints
@@ -359,8 +390,7 @@ fn verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
             ));
         }
     }
-    outln!("{}", lines.join("\n"));
-    Ok(code)
+    Ok(lines)
 }
 
 fn checkpoint(args: CheckpointArgs) -> anyhow::Result<ExitCode> {
@@ -375,4 +405,108 @@ fn checkpoint(args: CheckpointArgs) -> anyhow::Result<ExitCode> {
         covered.hash
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// One shadow hook's runs over the records read.
+#[derive(Default, serde::Serialize)]
+struct ShadowCount {
+    hook: String,
+    source: String,
+    runs: u64,
+    would_deny: u64,
+    would_ask: u64,
+    would_modify: u64,
+    would_replace: u64,
+    /// Failures that would have blocked (its `on_failure` is deny).
+    would_fail: u64,
+}
+
+fn shadow_summary(entries: &[Entry], json: bool) -> anyhow::Result<ExitCode> {
+    let counts = shadow_counts(entries);
+    if json {
+        outln!("{}", serde_json::to_string_pretty(&counts)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    if counts.is_empty() {
+        outln!(
+            "no shadow hook ran in the {} record(s) read (a hook runs in shadow with \"mode\": \"shadow\")",
+            entries.len()
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut table = crate::cli::table(&[
+        "shadow hook",
+        "source",
+        "runs",
+        "would deny",
+        "would ask",
+        "would rewrite",
+        "would replace",
+        "would fail closed",
+    ]);
+    for c in &counts {
+        let share = |n: u64| {
+            if n == 0 {
+                "0".to_owned()
+            } else {
+                format!("{n} ({:.1}%)", n as f64 * 100.0 / c.runs as f64)
+            }
+        };
+        table.add_row(vec![
+            toolgate::text::excerpt(&c.hook, 60),
+            toolgate::text::excerpt(&c.source, 20),
+            c.runs.to_string(),
+            share(c.would_deny),
+            share(c.would_ask),
+            share(c.would_modify),
+            share(c.would_replace),
+            share(c.would_fail),
+        ]);
+    }
+    outln!("{table}");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Each shadow hook's runs over `entries`, by hook and source, in the order
+/// first seen.
+fn shadow_counts(entries: &[Entry]) -> Vec<ShadowCount> {
+    let mut counts: Vec<ShadowCount> = Vec::new();
+    let runs = entries
+        .iter()
+        .filter_map(|(_, e)| e.get("runs").and_then(Value::as_array))
+        .flatten()
+        .filter(|r| r.get("shadow").and_then(Value::as_bool) == Some(true));
+    for run in runs {
+        let text = |k: &str| run.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
+        let (hook, source) = (text("name"), text("source"));
+        let at = match counts
+            .iter()
+            .position(|c| c.hook == hook && c.source == source)
+        {
+            Some(at) => at,
+            None => {
+                counts.push(ShadowCount {
+                    hook,
+                    source,
+                    ..ShadowCount::default()
+                });
+                counts.len() - 1
+            }
+        };
+        let count = &mut counts[at];
+        count.runs += 1;
+        match text("verdict").as_str() {
+            "deny" => count.would_deny += 1,
+            "ask" => count.would_ask += 1,
+            "modify" => count.would_modify += 1,
+            "replace" => count.would_replace += 1,
+            "failed"
+                if run.pointer("/failure/on_failure").and_then(Value::as_str) == Some("deny") =>
+            {
+                count.would_fail += 1
+            }
+            _ => {}
+        }
+    }
+    counts
 }

@@ -156,6 +156,23 @@ fn show_status(socket: &Path, json: bool) -> anyhow::Result<ExitCode> {
             l.count
         );
     }
+    // When each agent, and each recent session, was last heard from: an
+    // agent that stopped calling the guard stops here.
+    for h in &status.heard {
+        let who = match &h.session_id {
+            None => format!("{} (every session)", h.agent),
+            Some(session) => format!(
+                "{} session {}",
+                h.agent,
+                toolgate::text::excerpt(session, 40)
+            ),
+        };
+        outln!(
+            "last heard, {who}: {} ago ({} calls)",
+            humantime_short(Duration::from_secs(h.last_s_ago)),
+            h.calls
+        );
+    }
     for w in &status.workspaces {
         outln!(
             "  {}: {} hooks, loaded {} s ago{}",

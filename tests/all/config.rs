@@ -471,7 +471,7 @@ fn repo() -> &'static std::path::Path {
 /// turns on features of hashbrown, serde_json and num-traits that `cargo
 /// run` does not, so a fresh clone would compile wasmtime's dependencies
 /// twice (pinned by tests/all/build.rs).
-struct Validator {
+pub(crate) struct Validator {
     child: std::process::Child,
     stdin: std::process::ChildStdin,
     stdout: std::io::BufReader<std::process::ChildStdout>,
@@ -493,6 +493,11 @@ for line in sys.stdin:
 
 impl Validator {
     fn new() -> Self {
+        Self::with_schema(&toolgate::config::json_schema())
+    }
+
+    /// A validator for `schema` (JSON Schema 2020-12), by python3-jsonschema.
+    pub(crate) fn with_schema(schema: &serde_json::Value) -> Self {
         use std::io::{BufRead, Write};
         use std::process::{Command, Stdio};
         let mut child = Command::new("python3")
@@ -503,7 +508,7 @@ impl Validator {
             .expect("python3 runs (test.sh installs python3-jsonschema)");
         let mut stdin = child.stdin.take().unwrap();
         let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
-        writeln!(stdin, "{}", toolgate::config::json_schema()).unwrap();
+        writeln!(stdin, "{schema}").unwrap();
         let mut ready = String::new();
         stdout.read_line(&mut ready).unwrap();
         assert_eq!(
@@ -518,7 +523,7 @@ impl Validator {
         }
     }
 
-    fn errors(&mut self, doc: &serde_json::Value) -> Vec<String> {
+    pub(crate) fn errors(&mut self, doc: &serde_json::Value) -> Vec<String> {
         use std::io::{BufRead, Write};
         writeln!(self.stdin, "{doc}").unwrap();
         let mut line = String::new();

@@ -459,8 +459,13 @@ const CRATES: &[(&str, &[&str])] = &[
             "toolgate-wasm",
         ],
     ),
-    ("toolgate-bench", &["toolgate", "toolgate-guards"]),
     ("toolgate-server", &["toolgate", "toolgate-hook"]),
+    // Above the server: it measures the decision log's cost per record in
+    // process.
+    (
+        "toolgate-bench",
+        &["toolgate", "toolgate-guards", "toolgate-server"],
+    ),
     (
         "toolgate-mcp",
         &[

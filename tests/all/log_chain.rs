@@ -412,3 +412,85 @@ fn log_json_prints_each_record_as_written_one_per_line() {
         "byte for byte, so each hash still checks"
     );
 }
+
+/// Every kind of record the log holds (allow, deny, ask, a failed hook,
+/// an error, a checkpoint, a record after a torn tail) passes the
+/// published schema, docs/decision-log.schema.json.
+#[test]
+fn every_record_passes_the_published_schema() {
+    let fx = Fixture::new();
+    let log = fx.dir.path().join("logs/decisions.jsonl");
+    let answer = |name: &str, body: &str| {
+        fx.global_script(name, &format!("#!/bin/sh\ncat >/dev/null\n{body}\n"))
+    };
+    let scripts = [
+        answer("allow.sh", "echo '{\"decision\":\"allow\"}'"),
+        answer(
+            "deny.sh",
+            "echo '{\"decision\":\"deny\",\"reason\":\"no\"}'",
+        ),
+        answer(
+            "ask.sh",
+            "echo '{\"decision\":\"ask\",\"reason\":\"sure?\"}'",
+        ),
+        answer("crash.sh", "echo boom >&2; exit 1"),
+    ];
+    for script in &scripts {
+        fx.global_hooks(json!([{"name": "guard", "command": [script]}]));
+        let mut cmd = toolgate();
+        cmd.args(["check", "--workspace"])
+            .arg(fx.workspace())
+            .env("TOOLGATE_CONFIG_DIR", fx.global())
+            .env("TOOLGATE_DECISION_LOG", &log);
+        run_with_stdin(
+            &mut cmd,
+            r#"{"event":"pre_tool_use","tool":"Bash","input":{"command":"ls"},"session_id":"s","tool_call_id":"c"}"#,
+        );
+    }
+    // A config toolgate cannot load: an `error` record.
+    fx.global_hooks(json!([{"name": "x", "wasm": 7}]));
+    run_with_stdin(
+        toolgate()
+            .args(["check", "--workspace"])
+            .arg(fx.workspace())
+            .env("TOOLGATE_CONFIG_DIR", fx.global())
+            .env("TOOLGATE_DECISION_LOG", &log),
+        r#"{"event":"pre_tool_use","tool":"Bash","input":{}}"#,
+    );
+    let (sk, _) = key_pair(fx.dir.path());
+    assert!(checkpoint(&log, &sk).status.success());
+    fx.global_hooks(json!([{"name": "guard", "command": [&scripts[0]]}]));
+    call(&fx, &log, "before the tear", None);
+    let whole = std::fs::read(&log).unwrap();
+    std::fs::write(&log, &whole[..whole.len() - 10]).unwrap();
+    call(&fx, &log, "after the tear", None);
+    let schema: Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/decision-log.schema.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let mut validator = crate::config::Validator::with_schema(&schema);
+    let records: Vec<Value> = lines(&log)
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let decisions: Vec<&str> = records
+        .iter()
+        .filter_map(|r| r["decision"].as_str())
+        .collect();
+    for kind in ["allow", "deny", "ask", "error"] {
+        assert!(decisions.contains(&kind), "{decisions:?}");
+    }
+    assert!(records.iter().any(|r| r["kind"] == "checkpoint"));
+    assert!(records.iter().any(|r| r["torn_bytes"].is_u64()));
+    assert!(
+        records.iter().any(|r| r["runs"][0]["failure"].is_object()),
+        "a failed hook's record"
+    );
+    for record in &records {
+        let errors = validator.errors(record);
+        assert!(errors.is_empty(), "{errors:?} in {record:#}");
+    }
+}

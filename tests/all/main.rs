@@ -44,6 +44,7 @@ mod security;
 pub(crate) mod serve;
 pub(crate) mod serve_http;
 mod session_state;
+mod shadow;
 mod signing;
 mod snapshots;
 mod soak;

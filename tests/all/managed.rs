@@ -693,3 +693,45 @@ fn a_managed_component_only_root_can_change_is_required() {
         );
     }
 }
+
+/// Shadow mode across layers (issue 40): the managed layer may put a
+/// user's hook in shadow; nothing a user writes puts a managed hook in
+/// shadow — not a file-wide `mode`, not a hook of the same name marked
+/// shadow, and `shadow_hooks` outside the managed file is refused.
+#[test]
+fn the_managed_layer_can_shadow_a_users_hook_and_a_user_cannot_shadow_a_managed_one() {
+    let m = Machine::new();
+    m.managed(json!({"shadow_hooks": ["mine"], "hooks": [hook("corp", &m.trace(), &allow())]}))
+        .global(json!({"hooks": [hook("mine", &m.trace(), &deny())]}));
+    let (code, answer, stderr) = m.check(&[]);
+    assert_eq!(
+        code,
+        Some(0),
+        "the user's deny is only recorded: {answer} {stderr}"
+    );
+    assert_eq!(answer["runs"][1]["shadow"], true, "{answer}");
+    assert_eq!(answer["runs"][1]["verdict"], "deny", "{answer}");
+    assert_eq!(answer["shadow"], json!({"would": "deny", "by": "mine"}));
+    assert_eq!(m.ran(), ["corp", "mine"], "the shadow hook still ran");
+
+    // The user's file says shadow, for itself and by the managed hook's name.
+    let mut corp_named = hook("corp", &m.trace(), &allow());
+    corp_named["mode"] = json!("shadow");
+    m.managed(json!({"hooks": [hook("corp", &m.trace(), &deny())]}))
+        .global(json!({"mode": "shadow", "hooks": [corp_named]}));
+    let (code, answer, stderr) = m.check(&[]);
+    assert_eq!(code, Some(2), "the managed deny stands: {answer} {stderr}");
+    assert_eq!(answer["decided_by"], "corp");
+    assert_eq!(answer["runs"][0]["source"], "managed");
+    assert_eq!(answer["runs"][0].get("shadow"), None, "{answer}");
+
+    // `shadow_hooks` is the managed layer's alone.
+    m.managed(json!({"hooks": [hook("corp", &m.trace(), &deny())]}))
+        .global(json!({"shadow_hooks": ["corp"], "hooks": []}));
+    let (code, answer, stderr) = m.check(&[]);
+    assert_ne!(code, Some(0), "{answer} {stderr}");
+    assert!(
+        stderr.contains("only the managed layer") && stderr.contains("shadow_hooks"),
+        "{stderr}"
+    );
+}

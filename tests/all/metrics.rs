@@ -404,3 +404,122 @@ fn a_server_without_metrics_says_so_over_the_socket() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// A guard whose agents stopped calling it must be visible (issue 40): the
+/// server says when it last heard from each agent and each recent session,
+/// in `serve status` and as `toolgate_last_call_timestamp_seconds`; the
+/// shipped alerting rules pass `promtool test rules`, and every series they
+/// name is one this server exposes.
+#[test]
+fn the_server_says_when_it_last_heard_from_each_agent_and_the_alert_rules_pass_promtool() {
+    let fx = Fixture::new();
+    let (server, addr) = start(&fx);
+    let allow = fx.global_script(
+        "allow.sh",
+        "#!/bin/sh\ncat >/dev/null\necho '{\"decision\":\"allow\"}'\n",
+    );
+    fx.global_hooks(json!([{"name": "allow", "command": [allow]}]));
+    let before = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    for _ in 0..2 {
+        let out = run_with_stdin(
+            server
+                .client()
+                .args(["check", "--workspace"])
+                .arg(fx.workspace())
+                .env("TOOLGATE_CONFIG_DIR", fx.global()),
+            r#"{"event":"pre_tool_use","tool":"Bash","input":{"command":"ls"},"session_id":"s-7"}"#,
+        );
+        assert_eq!(out.status.code(), Some(0));
+    }
+    let claude = json!({
+        "session_id": "s-9", "transcript_path": "/nonexistent", "cwd": fx.workspace(),
+        "hook_event_name": "PreToolUse", "tool_name": "Bash",
+        "tool_input": {"command": "ls"}, "tool_use_id": "t",
+    });
+    let out = run_with_stdin(
+        server
+            .client()
+            .args(["claude-code", "--workspace"])
+            .arg(fx.workspace())
+            .env("TOOLGATE_CONFIG_DIR", fx.global()),
+        &claude.to_string(),
+    );
+    assert_eq!(out.status.code(), Some(0));
+
+    let heard = server.status()["heard"].clone();
+    let find = |agent: &str, session: Value| {
+        heard
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|h| h["agent"] == agent && h["session_id"] == session)
+            .cloned()
+            .unwrap_or_else(|| panic!("{agent} {session} not in {heard:#}"))
+    };
+    assert_eq!(find("check", Value::Null)["calls"], 2);
+    assert_eq!(find("check", json!("s-7"))["calls"], 2);
+    assert_eq!(find("claude-code", json!("s-9"))["calls"], 1);
+    assert!(
+        find("claude-code", Value::Null)["last_unix_s"]
+            .as_u64()
+            .unwrap()
+            >= before
+    );
+    let text = server
+        .client()
+        .args(["serve", "status", "--socket"])
+        .arg(server.socket())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("last heard, claude-code session s-9: "),
+        "{text}"
+    );
+    assert!(
+        text.contains("last heard, check (every session): "),
+        "{text}"
+    );
+
+    let body = get(&addr, "/metrics").body;
+    let line = body
+        .lines()
+        .find(|l| l.starts_with("toolgate_last_call_timestamp_seconds{agent=\"claude-code\"}"))
+        .unwrap_or_else(|| panic!("{body}"));
+    let at: u64 = line.rsplit(' ').next().unwrap().parse().unwrap();
+    assert!(at >= before && at <= before + 120, "{line}");
+
+    let rules = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/prometheus");
+    for args in [
+        ["check", "rules", "toolgate-alerts.yml"],
+        ["test", "rules", "toolgate-alerts.test.yml"],
+    ] {
+        let out = std::process::Command::new("promtool")
+            .args(args)
+            .current_dir(&rules)
+            .output()
+            .expect("promtool (Debian's prometheus package)");
+        assert!(
+            out.status.success(),
+            "promtool {args:?}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    // Every toolgate series the rules name is one the server exposes.
+    let text = std::fs::read_to_string(rules.join("toolgate-alerts.yml")).unwrap();
+    let named: Vec<&str> = text
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|w| w.starts_with("toolgate_"))
+        .collect();
+    assert!(!named.is_empty());
+    for name in named {
+        assert!(
+            body.contains(&format!("{name}{{")),
+            "{name} is not exposed: {body}"
+        );
+    }
+}

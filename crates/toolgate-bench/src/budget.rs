@@ -10,6 +10,7 @@ pub(crate) fn budget(
     reference: &Row,
     reference_name: &str,
     threads_ratio: f64,
+    log_median_us: f64,
 ) -> Vec<Target> {
     let mut budget = wasm_targets(rows, reference, reference_name);
     budget.extend(rows.iter().filter_map(agent_path_target));
@@ -20,6 +21,13 @@ pub(crate) fn budget(
         1.7,
         "×",
         false,
+    ));
+    budget.push(Target::new(
+        "decision log per decision median ≤ 5 µs".into(),
+        log_median_us,
+        5.0,
+        "µs",
+        true,
     ));
     budget
 }

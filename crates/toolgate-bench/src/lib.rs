@@ -61,7 +61,7 @@ pub use guards::{
     ClassRow, CostRow, GuardReport, GuardsOptions, GuardsReport, Judged, TYPICAL, run_guards,
 };
 pub use mcp::{McpOptions, McpReport, Side, run_mcp};
-pub use report::{Load, Machine, Report, Row, Target, Throughput};
+pub use report::{Load, LogCost, Machine, Report, Row, Target, Throughput};
 pub use soak::{
     Answered, Client, Growth, LaneReport, MAX_GROWTH, Sample, SoakOptions, SoakReport, SoakScratch,
     WARMUP, run_soak,
@@ -156,6 +156,10 @@ pub enum BenchError {
 pub(crate) type Guest = (String, PathBuf);
 
 /// Runs the bench.
+///
+/// Why one function: the bench's phases in the order they run (set up,
+/// interleaved rounds, throughput, memory, the log, the budget), each one
+/// call; apart, the order would be scattered.
 pub fn run(options: &Options) -> Result<Report, BenchError> {
     let progress = options.progress;
     let rounds = if options.quick {
@@ -209,10 +213,19 @@ pub fn run(options: &Options) -> Result<Report, BenchError> {
             64,
         ))
         .map_err(|e| BenchError::Measure(Box::new(e)))?;
+    progress("the decision log's cost per decision…");
+    let decision_log = log_cost(&rt, root, &reference.1, &setup.pre, options.quick)?;
     let load_after = scenario::loadavg();
 
     let ref_name = format!("wasm: {}", reference.0);
     let (rows, ref_row) = latency_rows(&mut scenarios, &ref_name)?;
+    let budget = budget::budget(
+        &rows,
+        &ref_row,
+        &reference.0,
+        two / one,
+        decision_log.median_us,
+    );
     Ok(Report {
         machine: scenario::machine(),
         load_before,
@@ -220,7 +233,7 @@ pub fn run(options: &Options) -> Result<Report, BenchError> {
         wasm_engine: wasm::engine_info(&WasmOptions::new())?,
         rounds,
         reference: ref_name,
-        budget: budget::budget(&rows, &ref_row, &reference.0, two / one),
+        budget,
         latency: rows,
         loads,
         throughput: Throughput {
@@ -230,6 +243,7 @@ pub fn run(options: &Options) -> Result<Report, BenchError> {
             ratio: two / one,
         },
         resident_bytes_per_instance: per_instance,
+        decision_log,
         debug_build: cfg!(debug_assertions),
     })
 }
@@ -251,6 +265,47 @@ fn throughput(
     let one = rt.block_on(scenario::throughput(&runner, request, 1, window));
     let two = rt.block_on(scenario::throughput(&runner, request, 2, window));
     Ok((one, two))
+}
+
+/// The decision log's cost per decision: the reference guest's outcome
+/// appended as the agent commands and the server append it (a log outside
+/// the workspace, its checks, lock, chain and write), timed one record at
+/// a time, after a warm-up.
+fn log_cost(
+    rt: &tokio::runtime::Runtime,
+    root: &Path,
+    component: &Path,
+    request: &Request,
+    quick: bool,
+) -> Result<report::LogCost, BenchError> {
+    let runner = chain(root, [HookDef::wasm("g", component)])?;
+    let outcome = rt.block_on(runner.evaluate(request));
+    let path = root.join("logs/decisions.jsonl");
+    let workspace = root.join("workspace");
+    std::fs::create_dir_all(&workspace)?;
+    let logging =
+        toolgate_server::decision_log::Logging::new(path.clone(), "bench", false, &workspace);
+    let records = if quick { 300 } else { 5000 };
+    let mut samples = Vec::with_capacity(records);
+    for i in 0..records + records / 10 {
+        let started = Instant::now();
+        let warning = logging.outcome(request, &outcome, Duration::from_micros(3));
+        let took = started.elapsed().as_secs_f64() * 1e6;
+        if let Some(warning) = warning {
+            return Err(BenchError::Denied(warning));
+        }
+        if i >= records / 10 {
+            samples.push(took);
+        }
+    }
+    samples.sort_by(f64::total_cmp);
+    let bytes = std::fs::metadata(&path)?.len();
+    Ok(report::LogCost {
+        records: samples.len(),
+        median_us: percentile(&samples, 0.5),
+        p99_us: percentile(&samples, 0.99),
+        bytes_per_record: bytes / (records + records / 10) as u64,
+    })
 }
 
 /// The trivial WAT guest (written under `root`) and every built example in

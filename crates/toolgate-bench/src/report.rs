@@ -26,6 +26,8 @@ pub struct Report {
     pub throughput: Throughput,
     /// Resident memory per live instance of the reference guest.
     pub resident_bytes_per_instance: u64,
+    /// The decision log's cost per decision.
+    pub decision_log: LogCost,
     /// Each target, met or not.
     pub budget: Vec<Target>,
     /// Whether this binary was built without optimisations (its numbers are
@@ -87,6 +89,20 @@ pub struct Throughput {
     pub two_threads_calls_per_s: f64,
     /// Two over one.
     pub ratio: f64,
+}
+
+/// Appending one record to the decision log (serialised, chained, written
+/// under the file's lock), per decision.
+#[derive(Clone, Debug, Serialize)]
+pub struct LogCost {
+    /// Records appended.
+    pub records: usize,
+    /// Median, µs.
+    pub median_us: f64,
+    /// 99th percentile, µs.
+    pub p99_us: f64,
+    /// The record's size.
+    pub bytes_per_record: u64,
 }
 
 /// One budget line.
@@ -275,8 +291,17 @@ impl Report {
         )?;
         writeln!(
             f,
-            "resident memory per live instance: {:.1} KiB\n",
+            "resident memory per live instance: {:.1} KiB",
             self.resident_bytes_per_instance as f64 / 1024.0
+        )?;
+        let l = &self.decision_log;
+        writeln!(
+            f,
+            "decision log, per decision ({} records of {} bytes, chained): median {} · p99 {}\n",
+            l.records,
+            l.bytes_per_record,
+            fmt_us(l.median_us),
+            fmt_us(l.p99_us),
         )?;
         write_budget(f, &self.budget)
     }
@@ -421,6 +446,12 @@ mod tests {
                 ratio: 2.0,
             },
             resident_bytes_per_instance: 0,
+            decision_log: LogCost {
+                records: 1,
+                median_us: 1.0,
+                p99_us: 1.0,
+                bytes_per_record: 1,
+            },
             budget: vec![Target::new("t".into(), 1.0, 2.0, "µs", true)],
             debug_build: true,
         };

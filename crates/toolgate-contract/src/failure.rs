@@ -55,6 +55,41 @@ impl OnFailure {
     }
 }
 
+/// Whether a hook's verdict counts (`enforce`, the default) or is only
+/// recorded (`shadow`): a shadow hook runs as it would, and the call goes
+/// on as if it were absent — its rewrite is not applied, its failure never
+/// blocks — so an operator sees what a new policy would have done before
+/// it does it.
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    strum::Display,
+    strum::IntoStaticStr,
+    strum::VariantNames,
+)]
+#[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
+pub enum Mode {
+    /// Its verdict counts.
+    #[default]
+    Enforce,
+    /// Its verdict is recorded, never applied.
+    Shadow,
+}
+
+impl Mode {
+    /// The config spelling.
+    pub fn as_str(self) -> &'static str {
+        self.into()
+    }
+}
+
 /// Why a hook could not decide. Never used for a denial: a denial is an
 /// [`Verdict`](crate::contract::Verdict).
 #[derive(Debug, thiserror::Error, strum::EnumDiscriminants)]

@@ -52,6 +52,20 @@ pub struct RunRecord {
     /// What it wrote for the operator (a command's stderr), bounded.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub diagnostics: Option<String>,
+    /// A shadow hook's run (`"mode": "shadow"`): recorded, never applied.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub shadow: bool,
+}
+
+/// What a shadow hook would have made of a call had it enforced: the
+/// first shadow run that would have changed the outcome.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Shadowed {
+    /// `deny`, `ask`, `replace` or `modify` (a shadow hook's failure under
+    /// `on_failure: "deny"` would have been a `deny`).
+    pub would: &'static str,
+    /// The shadow hook.
+    pub by: String,
 }
 
 /// Serialises a duration as whole microseconds (`elapsed_us` in run records).
@@ -119,6 +133,35 @@ pub struct Outcome {
 }
 
 impl Outcome {
+    /// What the first shadow hook that would have changed this outcome
+    /// would have made of it; `None` when no shadow hook would have.
+    /// Read from the run records, in chain order: a deny or replace ends a
+    /// chain, so the first such run is the decision it would have caused;
+    /// an `ask` or a rewrite is what the hook would have added (the hooks
+    /// after it saw the call as it really went).
+    pub fn shadowed(&self) -> Option<Shadowed> {
+        self.runs.iter().filter(|r| r.shadow).find_map(|r| {
+            let would = match r.step {
+                Step::Deny => "deny",
+                Step::Ask => "ask",
+                Step::Replace => "replace",
+                Step::Modify => "modify",
+                Step::Failed
+                    if r.failure
+                        .as_ref()
+                        .is_some_and(|f| f.on_failure == OnFailure::Deny) =>
+                {
+                    "deny"
+                }
+                Step::Failed | Step::Allow | Step::Skipped => return None,
+            };
+            Some(Shadowed {
+                would,
+                by: r.name.clone(),
+            })
+        })
+    }
+
     /// Whether the call may go ahead (pre) or its result may be shown (post)
     /// without anyone else's say: anything but a denial or an `ask` (which
     /// goes ahead only if a person confirms).
@@ -142,10 +185,11 @@ impl Outcome {
         let by = self.decided_by.as_deref()?;
         // The deciding run is the last one of that name (a hook may be
         // consulted again in a later round).
+        // A shadow hook decides nothing, whatever its name.
         self.runs
             .iter()
             .rev()
-            .find(|r| r.name == by)
+            .find(|r| r.name == by && !r.shadow)
             .filter(|r| r.step == Step::Failed)
     }
 }

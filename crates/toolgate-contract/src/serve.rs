@@ -373,6 +373,26 @@ pub struct Status {
     /// Server-side latency per mode, over each mode's recent requests.
     #[serde(default)]
     pub latency: Vec<ModeLatency>,
+    /// When the server last heard from each agent (mode), and from each of
+    /// the most recent sessions: a guard whose agents stopped calling it
+    /// shows here, and in `toolgate_last_call_timestamp_seconds`.
+    #[serde(default)]
+    pub heard: Vec<Heard>,
+}
+
+/// The last call from one agent, or one of its sessions.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Heard {
+    /// The mode: `check`, or the agent's name.
+    pub agent: String,
+    /// The session, when the call named one; `None`: the agent as a whole.
+    pub session_id: Option<String>,
+    /// Calls heard.
+    pub calls: u64,
+    /// When the last was heard, seconds since the Unix epoch.
+    pub last_unix_s: u64,
+    /// Seconds since then, when the status was taken.
+    pub last_s_ago: u64,
 }
 
 /// How long one mode's recent requests took inside the server.

@@ -538,7 +538,8 @@ fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::E
 
 /// The JSON `toolgate check` prints for an outcome: `decision`, then `reason`
 /// (deny), `input` (modify), `result` (replace, and post deny: what the model
-/// is shown), `context`, `decided_by`, and `runs`.
+/// is shown), `context`, `decided_by`, `shadow` (what a shadow hook would
+/// have made of it), and `runs`.
 pub fn outcome_json(outcome: &Outcome) -> Value {
     let answer = Verdict {
         decision: outcome.decision.clone(),
@@ -552,6 +553,9 @@ pub fn outcome_json(outcome: &Outcome) -> Value {
     }
     if let Some(by) = &outcome.decided_by {
         out.insert("decided_by".into(), json!(by));
+    }
+    if let Some(shadowed) = outcome.shadowed() {
+        out.insert("shadow".into(), json!(shadowed));
     }
     out.insert("runs".into(), json!(outcome.runs));
     Value::Object(out)

@@ -94,6 +94,7 @@ use hyper::{Method, Request, Response, StatusCode};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::{Registry, Unit};
 use std::collections::HashSet;
@@ -124,6 +125,18 @@ const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 struct DecisionLabels {
     hook: String,
     decision: &'static str,
+    source: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct AgentLabels {
+    agent: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ShadowLabels {
+    hook: String,
+    would: &'static str,
     source: &'static str,
 }
 
@@ -172,6 +185,8 @@ fn seconds() -> Histogram {
 pub struct Metrics {
     registry: Registry,
     decisions: Family<DecisionLabels, Counter>,
+    last_call: Family<AgentLabels, Gauge>,
+    shadow: Family<ShadowLabels, Counter>,
     failures: Family<FailureLabels, Counter>,
     trust_refusals: Family<TrustLabels, Counter>,
     hook_seconds: Histograms<BindingLabels>,
@@ -191,8 +206,12 @@ impl std::fmt::Debug for Metrics {
 }
 
 impl Metrics {
+    /// Why one function: one registration per series, in the order they
+    /// are exposed; apart, the list would read as several.
     pub(crate) fn new() -> Metrics {
         let decisions = Family::default();
+        let shadow = Family::default();
+        let last_call = Family::default();
         let failures = Family::default();
         let trust_refusals = Family::default();
         let hook_seconds: Histograms<BindingLabels> = Family::new_with_constructor(seconds);
@@ -207,6 +226,20 @@ impl Metrics {
             "Evaluated events, by the hook that decided (none: all allowed), its source, and \
              the decision (failed: blocked because a hook could not decide)",
             decisions.clone(),
+        );
+        registry.register(
+            "last_call_timestamp_seconds",
+            "When the server last heard from each agent (mode: check, or the agent's name), \
+             seconds since the Unix epoch: alert on a machine whose agents stopped calling the \
+             guard (deploy/prometheus/toolgate-alerts.yml)",
+            last_call.clone(),
+        );
+        registry.register(
+            "shadow_verdicts",
+            "Shadow hooks' runs (\"mode\": \"shadow\": recorded, never applied), by hook, \
+             source and what the hook would have made of the call had it enforced (allow: \
+             nothing; deny, ask, replace, modify; failed: a failure that would have blocked)",
+            shadow.clone(),
         );
         registry.register(
             "hook_failures",
@@ -255,6 +288,8 @@ impl Metrics {
         Metrics {
             registry,
             decisions,
+            last_call,
+            shadow,
             failures,
             trust_refusals,
             hook_seconds,
@@ -275,7 +310,7 @@ impl Metrics {
                     .runs
                     .iter()
                     .rev()
-                    .find(|r| r.name == name)
+                    .find(|r| r.name == name && !r.shadow)
                     .map_or(NONE, |r| r.source.as_str());
                 (self.hook(name), source)
             }
@@ -294,6 +329,9 @@ impl Metrics {
             })
             .inc();
         for run in &outcome.runs {
+            if run.shadow {
+                self.shadow_run(run);
+            }
             if run.step == Step::Skipped {
                 self.trust_refusals
                     .get_or_create(&TrustLabels {
@@ -331,6 +369,44 @@ impl Metrics {
                     .inc();
             }
         }
+    }
+
+    /// Counts a shadow hook's run by what it would have done.
+    fn shadow_run(&self, run: &toolgate::RunRecord) {
+        let would = match run.step {
+            Step::Allow | Step::Skipped => "allow",
+            Step::Deny => "deny",
+            Step::Ask => "ask",
+            Step::Replace => "replace",
+            Step::Modify => "modify",
+            Step::Failed
+                if run
+                    .failure
+                    .as_ref()
+                    .is_some_and(|f| f.on_failure == toolgate::OnFailure::Deny) =>
+            {
+                "failed"
+            }
+            Step::Failed => "allow",
+        };
+        self.shadow
+            .get_or_create(&ShadowLabels {
+                hook: self.hook(&run.name),
+                would,
+                source: run.source.as_str(),
+            })
+            .inc();
+    }
+
+    /// Notes that `agent` (a mode's name, one of a fixed set) was heard now.
+    pub(crate) fn heard(&self, agent: &'static str) {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::SystemTime::UNIX_EPOCH)
+            .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+            .unwrap_or(0);
+        self.last_call
+            .get_or_create(&AgentLabels { agent })
+            .set(now);
     }
 
     /// Counts one evaluation's time inside the server, and whether it was

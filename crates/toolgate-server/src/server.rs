@@ -247,6 +247,10 @@ pub(crate) async fn evaluate(server: &Arc<Server>, evaluation: Evaluate) -> Body
     body
 }
 
+/// Why one function: one evaluation's steps in the order they happen (the
+/// server's own context, the decision log, the chain, the mode's reading
+/// of the input, the answer); each is a call, and their order is what the
+/// socket and HTTP callers rely on.
 async fn evaluate_timed(server: &Arc<Server>, evaluation: Evaluate, started: Instant) -> Body {
     let Evaluate {
         mode,
@@ -292,6 +296,7 @@ async fn evaluate_timed(server: &Arc<Server>, evaluation: Evaluate, started: Ins
         Mode::Check => match toolgate::wire::read_request(input, event.as_deref(), tool.as_deref())
         {
             Ok(request) => {
+                heard(server, mode, request.session_id.as_deref());
                 let (stdout, exit) =
                     crate::answer::check(&runner, &request, log, server.metrics()).await;
                 Ok((Some(stdout), exit))
@@ -303,6 +308,8 @@ async fn evaluate_timed(server: &Arc<Server>, evaluation: Evaluate, started: Ins
         },
         Mode::Agent(dialect) => match toolgate::agent::read_agent_input(input, dialect) {
             Ok(call) => {
+                let session = call.request.as_ref().and_then(|r| r.session_id.as_deref());
+                heard(server, mode, session);
                 let budget = deadline
                     .map(|d| d.saturating_duration_since(Instant::now()))
                     .unwrap_or(toolgate::runner::DEFAULT_CHAIN_TIMEOUT);
@@ -566,7 +573,14 @@ pub(crate) fn status(server: &Server) -> Status {
         loading,
         max_workspaces: server.max_workspaces,
         latency: stats.latency(),
+        heard: stats.heard_list(),
     }
+}
+
+/// Notes a call from `mode` in `session` (status and metrics).
+fn heard(server: &Server, mode: Mode, session: Option<&str>) {
+    server.stats.heard(mode.name(), session);
+    count(server.metrics(), |m| m.heard(mode.name()));
 }
 
 pub(crate) fn seconds_since(at: SystemTime) -> u64 {

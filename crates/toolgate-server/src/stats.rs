@@ -17,11 +17,21 @@
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
-use toolgate::serve::{Mode, ModeLatency};
+use std::time::{Duration, SystemTime};
+use toolgate::serve::{Heard, Mode, ModeLatency};
 
 /// How many of the most recent requests of a mode the percentiles cover.
 pub(super) const WINDOW: usize = 1024;
+
+/// How many sessions `heard` remembers (the least recently heard is
+/// forgotten first): a session id is whatever the agent sent, so the list
+/// is bounded however many sessions come and go.
+pub(super) const SESSIONS: usize = 256;
+
+/// An agent (mode) heard from: its name, calls, the last one's time.
+type AgentHeard = (String, u64, SystemTime);
+/// A session heard from: agent, session id, calls, the last one's time.
+type SessionHeard = (String, String, u64, SystemTime);
 
 /// The server's counters since it started.
 #[derive(Default)]
@@ -43,6 +53,9 @@ pub(super) struct Stats {
     /// Calls whose deadline passed while their config was still loading.
     pub(super) load_timeouts: AtomicU64,
     latency: Mutex<Vec<(Mode, Window)>>,
+    /// Per agent, then per session (most recent last): calls and when the
+    /// last was heard.
+    heard: Mutex<(Vec<AgentHeard>, Vec<SessionHeard>)>,
 }
 
 impl Stats {
@@ -70,6 +83,63 @@ impl Stats {
                 modes.push((mode, window));
             }
         }
+    }
+
+    /// Records a call from `agent` (a mode's name) in `session`, now.
+    pub(super) fn heard(&self, agent: &str, session: Option<&str>) {
+        let now = SystemTime::now();
+        let Ok(mut heard) = self.heard.lock() else {
+            return;
+        };
+        let (agents, sessions) = &mut *heard;
+        match agents.iter_mut().find(|(a, ..)| a == agent) {
+            Some((_, calls, at)) => {
+                *calls += 1;
+                *at = now;
+            }
+            None => agents.push((agent.to_owned(), 1, now)),
+        }
+        let Some(session) = session else { return };
+        let calls = match sessions
+            .iter()
+            .position(|(a, s, ..)| a == agent && s == session)
+        {
+            Some(i) => sessions.remove(i).2 + 1,
+            None => 1,
+        };
+        if sessions.len() >= SESSIONS {
+            sessions.remove(0);
+        }
+        let session = toolgate::text::excerpt(session, 128);
+        sessions.push((agent.to_owned(), session, calls, now));
+    }
+
+    /// Every agent heard from, then the sessions, most recent first.
+    pub(super) fn heard_list(&self) -> Vec<Heard> {
+        let Ok(heard) = self.heard.lock() else {
+            return Vec::new();
+        };
+        let (agents, sessions) = &*heard;
+        let entry = |agent: &str, session: Option<&str>, calls: u64, at: SystemTime| Heard {
+            agent: agent.to_owned(),
+            session_id: session.map(str::to_owned),
+            calls,
+            last_unix_s: at
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0),
+            last_s_ago: at.elapsed().map(|d| d.as_secs()).unwrap_or(0),
+        };
+        agents
+            .iter()
+            .map(|(a, c, at)| entry(a, None, *c, *at))
+            .chain(
+                sessions
+                    .iter()
+                    .rev()
+                    .map(|(a, s, c, at)| entry(a, Some(s), *c, *at)),
+            )
+            .collect()
     }
 
     /// p50/p99 per mode, over each mode's window.
@@ -129,6 +199,24 @@ fn percentile(sorted: &[u32], p: f64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sessions_heard_stay_within_their_bound_most_recent_first() {
+        let stats = Stats::default();
+        for i in 0..SESSIONS + 10 {
+            stats.heard("claude-code", Some(&format!("s{i}")));
+        }
+        stats.heard("claude-code", Some("s20"));
+        stats.heard("codex", None);
+        let heard = stats.heard_list();
+        assert_eq!(heard[0].agent, "claude-code");
+        assert_eq!(heard[0].calls, (SESSIONS + 11) as u64);
+        assert_eq!(heard[1].agent, "codex");
+        assert_eq!(heard[2].session_id.as_deref(), Some("s20"));
+        assert_eq!(heard[2].calls, 2);
+        assert_eq!(heard.len(), 2 + SESSIONS);
+        assert!(!heard.iter().any(|h| h.session_id.as_deref() == Some("s0")));
+    }
 
     #[test]
     fn percentiles_are_nearest_rank_over_the_last_window() {

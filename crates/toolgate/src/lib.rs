@@ -97,8 +97,8 @@ pub use binding::{BindingSpec, CommandSpec};
 pub use config::{Config, ConfigError};
 pub use contract::BindingKind;
 pub use contract::{Decision, Event, HookRequest, Request, Source, ToolResult, Verdict};
-pub use failure::{BoxError, FailureKind, HookFailure, OnFailure};
-pub use outcome::{CallOutcome, Outcome, RunRecord, Step};
+pub use failure::{BoxError, FailureKind, HookFailure, Mode, OnFailure};
+pub use outcome::{CallOutcome, Outcome, RunRecord, Shadowed, Step};
 pub use protocol::{Inward, serve, wire};
 pub use runner::{HookRunner, HookRunnerBuilder};
 

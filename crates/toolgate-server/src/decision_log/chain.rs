@@ -116,21 +116,25 @@ fn head_of_tail(tail: &str) -> Option<Head> {
     })
 }
 
-/// Where the chain stands at the end of the log `file` (open for
-/// appending, its lock held): its last record, or when it is empty the
-/// last record of `previous` (the file rotated out before it). A partial
-/// last line is cut off first; the second value is how many bytes were.
-pub(crate) fn head(file: &File, previous: &Path) -> io::Result<(Head, u64)> {
-    let len = file.metadata()?.len();
+/// Where the chain stands at the end of the log `file` (`len` bytes, open
+/// for reading and appending, its lock held): its last record, or when it
+/// is empty the last record of `previous` (the file rotated out before it).
+/// A partial last line is cut off first; the second value is how many
+/// bytes were. One `pread` when the file ends with a whole record.
+pub(crate) fn head(file: &File, len: u64, previous: &Path) -> io::Result<(Head, u64)> {
     if len == 0 {
         return Ok((head_of_file(previous)?, 0));
     }
+    let start = len.saturating_sub(TAIL as u64);
+    let mut buf = vec![0; (len - start) as usize];
+    file.read_exact_at(&mut buf, start)?;
+    if buf.last() == Some(&b'\n') {
+        return Ok((head_in(&mut buf), 0));
+    }
     let whole = whole_end(file, len)?;
-    if whole < len {
-        file.set_len(whole)?;
-        if whole == 0 {
-            return Ok((head_of_file(previous)?, len));
-        }
+    file.set_len(whole)?;
+    if whole == 0 {
+        return Ok((head_of_file(previous)?, len));
     }
     Ok((last_record(file, whole)?, len - whole))
 }
@@ -144,6 +148,9 @@ fn head_of_file(path: &Path) -> io::Result<Head> {
         Err(e) => return Err(e),
     };
     let len = file.metadata()?.len();
+    if len == 0 {
+        return Ok(Head::genesis());
+    }
     let whole = whole_end(&file, len)?;
     if whole == 0 {
         return Ok(Head::genesis());
@@ -158,10 +165,15 @@ fn last_record(file: &File, end: u64) -> io::Result<Head> {
     let start = end.saturating_sub(TAIL as u64);
     let mut buf = vec![0; (end - start) as usize];
     file.read_exact_at(&mut buf, start)?;
+    Ok(head_in(&mut buf))
+}
+
+/// The head in `buf`, the end of a file that ends with a newline.
+fn head_in(buf: &mut Vec<u8>) -> Head {
     buf.pop(); // the newline
     let line_start = buf.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
     let tail = String::from_utf8_lossy(&buf[line_start..]);
-    Ok(head_of_tail(&tail).unwrap_or_else(Head::genesis))
+    head_of_tail(&tail).unwrap_or_else(Head::genesis)
 }
 
 /// The offset just past the file's last newline: `len` when the file ends

@@ -60,16 +60,18 @@
 
 use serde::Serialize;
 use serde_json::Value;
-use std::fs::File;
 use std::io::Write;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 use toolgate::{Outcome, Request, RunRecord};
 
 pub mod chain;
 pub mod checkpoint;
+mod file;
 pub mod verify;
+
+pub(crate) use file::append;
+pub use file::files;
 
 /// The size past which the file is rotated.
 pub const MAX_BYTES: u64 = 8 * 1024 * 1024;
@@ -127,8 +129,12 @@ struct Line<'a> {
     reason: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<String>,
+    /// What the first shadow hook that would have changed the outcome
+    /// would have made of it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    shadow: Option<toolgate::Shadowed>,
     duration_us: u64,
-    runs: Vec<Value>,
+    runs: Runs<'a>,
     #[serde(skip_serializing_if = "is_zero")]
     runs_omitted: usize,
     /// Bytes of a partial record (its writer died mid-line) this writer
@@ -168,6 +174,7 @@ impl Logging {
             decision: outcome.decision.name(),
             decided_by: outcome.decided_by.as_deref(),
             reason,
+            shadow: outcome.shadowed(),
             ..self.line(Some(request), took)
         };
         self.write(line, &outcome.runs)
@@ -205,8 +212,9 @@ impl Logging {
             decided_by: None,
             reason: None,
             error: None,
+            shadow: None,
             duration_us: u64::try_from(took.as_micros()).unwrap_or(u64::MAX),
-            runs: Vec::new(),
+            runs: Runs::Cut(Vec::new()),
             runs_omitted: 0,
             torn_bytes: None,
             seq: 0,
@@ -215,7 +223,7 @@ impl Logging {
     }
 
     /// Serialises `line` with `runs` within [`MAX_LINE`] and appends it.
-    fn write(&self, mut line: Line<'_>, runs: &[RunRecord]) -> Option<String> {
+    fn write<'a>(&'a self, mut line: Line<'a>, runs: &'a [RunRecord]) -> Option<String> {
         let mut next = |head: &chain::Head, torn: u64| {
             line.seq = head.seq + 1;
             line.prev.clone_from(&head.hash);
@@ -263,22 +271,47 @@ pub fn warn(warning: Option<String>) {
 /// `line` as JSON with a newline, no longer than [`MAX_LINE`]: the runs'
 /// diagnostics are cut to their tails, shorter and shorter, and as a last
 /// resort runs are left out (and counted).
-fn bounded(line: &mut Line<'_>, runs: &[RunRecord]) -> String {
-    for tail in [DIAGNOSTICS_TAIL, 512, 0] {
-        line.runs = runs.iter().map(|r| run_json(r, tail)).collect();
+fn bounded<'a>(line: &mut Line<'a>, runs: &'a [RunRecord]) -> String {
+    // Most calls: every run's diagnostics within the tail, serialised as
+    // they are (no copy, no `Value`: measured, half a record's cost).
+    let short = |r: &RunRecord| {
+        r.diagnostics
+            .as_ref()
+            .is_none_or(|d| d.len() <= DIAGNOSTICS_TAIL)
+    };
+    if runs.iter().all(short) {
+        line.runs = Runs::AsTheyAre(runs);
         let text = to_line(line);
         if text.len() <= MAX_LINE {
             return text;
         }
     }
-    while line.runs.pop().is_some() {
+    let mut cut = Vec::new();
+    for tail in [DIAGNOSTICS_TAIL, 512, 0] {
+        cut = runs.iter().map(|r| run_json(r, tail)).collect();
+        line.runs = Runs::Cut(cut.clone());
+        let text = to_line(line);
+        if text.len() <= MAX_LINE {
+            return text;
+        }
+    }
+    while cut.pop().is_some() {
         line.runs_omitted += 1;
+        line.runs = Runs::Cut(cut.clone());
         let text = to_line(line);
         if text.len() <= MAX_LINE {
             return text;
         }
     }
     to_line(line)
+}
+
+/// A record's runs: as the chain recorded them, or cut to fit.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Runs<'a> {
+    AsTheyAre(&'a [RunRecord]),
+    Cut(Vec<Value>),
 }
 
 fn to_line(line: &Line<'_>) -> String {
@@ -323,235 +356,6 @@ pub(crate) fn max_bytes() -> u64 {
     MAX_BYTES
 }
 
-/// Why the log was not written.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum Refused {
-    #[error("the path is not absolute")]
-    Relative,
-    #[error("it is inside the workspace {}", .0.display())]
-    InWorkspace(PathBuf),
-    #[error("its directory {} {}", .0.display(), .1)]
-    Directory(PathBuf, String),
-    #[error("it is a symlink")]
-    Symlink,
-    #[error("it is not a regular file")]
-    NotAFile,
-    #[error("it belongs to uid {owner}, not to uid {me}")]
-    NotMine { owner: u32, me: u32 },
-    #[error("it is writable by group or others (mode {0:o})")]
-    Writable(u32),
-    #[error("another writer held it for longer than {} ms", LOCK_WAIT.as_millis())]
-    Busy,
-    #[error("it kept being rotated under this writer")]
-    Rotating,
-    #[error("{0}: {1}")]
-    Io(&'static str, #[source] std::io::Error),
-}
-
-/// Appends the line `next` makes from where the chain stands (and how
-/// many bytes of a partial record were cut) to the log at `path`, rotating
-/// it past `max`, if the file and its directory pass the checks in the
-/// module docs; returns the new head.
-pub(crate) fn append(
-    path: &Path,
-    workspace: Option<&Path>,
-    next: &mut dyn FnMut(&chain::Head, u64) -> String,
-    max: u64,
-) -> Result<chain::Head, Refused> {
-    if !path.is_absolute() {
-        return Err(Refused::Relative);
-    }
-    // Before anything is created: the nearest folder of the path that
-    // exists, as the kernel resolves it.
-    if let Some(Ok(root)) = workspace.map(Path::canonicalize)
-        && path
-            .ancestors()
-            .skip(1)
-            .find_map(|a| a.canonicalize().ok())
-            .is_some_and(|a| a.starts_with(&root))
-    {
-        return Err(Refused::InWorkspace(root));
-    }
-    let dir = directory(path)?;
-    let path = match path.file_name() {
-        Some(name) => dir.join(name),
-        None => return Err(Refused::NotAFile),
-    };
-    let started = Instant::now();
-    // A few times at most: each retry means another writer rotated the
-    // file while this one waited for it.
-    for _ in 0..16 {
-        let file = open(&path)?;
-        lock(&file, started)?;
-        // Still the file at `path`? A writer that rotated it while this one
-        // waited has renamed it to `.1`.
-        let now = std::fs::symlink_metadata(&path);
-        let held = file
-            .metadata()
-            .map_err(|e| Refused::Io("cannot inspect it", e))?;
-        match now {
-            Ok(meta) if meta.ino() == held.ino() && meta.dev() == held.dev() => {}
-            _ => continue,
-        }
-        let (head, torn) = chain::head(&file, &numbered(&path, 1))
-            .map_err(|e| Refused::Io("cannot read where its chain stands", e))?;
-        let line = next(&head, torn);
-        let len = held.len() - torn;
-        if len > 0 && len + line.len() as u64 > max {
-            rotate(&path)?;
-            // The lock goes with the old file; the next turn opens a new one.
-            continue;
-        }
-        (&file)
-            .write_all(line.as_bytes())
-            .map_err(|e| Refused::Io("cannot write", e))?;
-        return Ok(chain::Head {
-            seq: head.seq + 1,
-            hash: sealed_hash(&line),
-        });
-    }
-    Err(Refused::Rotating)
-}
-
-/// The log's directory, canonical: created `0700` when missing, and refused
-/// when another user owns it or could change it.
-fn directory(path: &Path) -> Result<PathBuf, Refused> {
-    let dir = path.parent().unwrap_or(Path::new("/"));
-    if !dir.exists() {
-        use std::os::unix::fs::DirBuilderExt;
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)
-            .map_err(|e| Refused::Io("cannot create its directory", e))?;
-    }
-    let dir = dir
-        .canonicalize()
-        .map_err(|e| Refused::Io("cannot resolve its directory", e))?;
-    let meta =
-        std::fs::metadata(&dir).map_err(|e| Refused::Io("cannot inspect its directory", e))?;
-    let me = nix::unistd::geteuid().as_raw();
-    if meta.uid() != me && meta.uid() != 0 {
-        return Err(Refused::Directory(
-            dir,
-            format!("belongs to uid {}", meta.uid()),
-        ));
-    }
-    // Sticky (`/tmp`): others may write there but not replace this user's
-    // file.
-    if meta.mode() & 0o022 != 0 && meta.mode() & 0o1000 == 0 {
-        return Err(Refused::Directory(
-            dir,
-            format!(
-                "is writable by group or others (mode {:o})",
-                meta.mode() & 0o7777
-            ),
-        ));
-    }
-    Ok(dir)
-}
-
-/// Opens (or creates, `0600`) the log for appending, never through a
-/// symlink, and checks what it opened.
-fn open(path: &Path) -> Result<File, Refused> {
-    // Read too: the chain's writer reads where the chain stands.
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .append(true)
-        .create(true)
-        .mode(0o600)
-        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK | nix::libc::O_CLOEXEC)
-        .open(path)
-        .map_err(|e| match e.raw_os_error() {
-            Some(nix::libc::ELOOP) => Refused::Symlink,
-            _ => Refused::Io("cannot open it", e),
-        })?;
-    let meta = file
-        .metadata()
-        .map_err(|e| Refused::Io("cannot inspect it", e))?;
-    if !meta.file_type().is_file() {
-        return Err(Refused::NotAFile);
-    }
-    let me = nix::unistd::geteuid().as_raw();
-    if meta.uid() != me {
-        return Err(Refused::NotMine {
-            owner: meta.uid(),
-            me,
-        });
-    }
-    if meta.mode() & 0o022 != 0 {
-        return Err(Refused::Writable(meta.mode() & 0o7777));
-    }
-    Ok(file)
-}
-
-/// An exclusive lock on `file`, waited for until [`LOCK_WAIT`] after
-/// `started`.
-///
-/// Waited for in the kernel (a blocking `flock` on a thread of its own),
-/// not by polling: under load a poller can keep missing the short moments
-/// the lock is free. A thread whose wait is given up on still gets the lock
-/// later; it then lets go at once (its descriptor is the last one left to
-/// the file). Both descriptors share one open file, so the lock the thread
-/// takes is this one's.
-fn lock(file: &File, started: Instant) -> Result<(), Refused> {
-    match file.try_lock() {
-        Ok(()) => return Ok(()),
-        Err(std::fs::TryLockError::WouldBlock) => {}
-        Err(std::fs::TryLockError::Error(e)) => return Err(Refused::Io("cannot lock it", e)),
-    }
-    let waiting = file
-        .try_clone()
-        .map_err(|e| Refused::Io("cannot lock it", e))?;
-    let (locked, got) = std::sync::mpsc::channel();
-    std::thread::Builder::new()
-        .name("toolgate-log-lock".into())
-        .spawn(move || {
-            let _ = locked.send(waiting.lock());
-        })
-        .map_err(|e| Refused::Io("cannot wait for its lock", e))?;
-    match got.recv_timeout(LOCK_WAIT.saturating_sub(started.elapsed())) {
-        Ok(Ok(())) => Ok(()),
-        Ok(Err(e)) => Err(Refused::Io("cannot lock it", e)),
-        Err(_) => Err(Refused::Busy),
-    }
-}
-
-/// The hash a sealed line carries.
-fn sealed_hash(line: &str) -> String {
-    chain::unseal(line.trim_end())
-        .map(|(_, h)| h.to_owned())
-        .unwrap_or_default()
-}
-
-/// `path.n`: a rotated log.
-fn numbered(path: &Path, n: u32) -> PathBuf {
-    let mut name = path.as_os_str().to_owned();
-    name.push(format!(".{n}"));
-    PathBuf::from(name)
-}
-
-/// `path.K-1` → `path.K`, …, `path` → `path.1`; the oldest is overwritten.
-fn rotate(path: &Path) -> Result<(), Refused> {
-    let numbered = |n: u32| numbered(path, n);
-    for n in (1..KEEP).rev() {
-        match std::fs::rename(numbered(n), numbered(n + 1)) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(Refused::Io("cannot rotate it", e)),
-        }
-    }
-    std::fs::rename(path, numbered(1)).map_err(|e| Refused::Io("cannot rotate it", e))
-}
-
-/// The log and its rotations, oldest first, as far as they exist.
-pub fn files(path: &Path) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = (1..=KEEP).rev().map(|n| numbered(path, n)).collect();
-    files.push(path.to_owned());
-    files.retain(|f| f.is_file());
-    files
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -571,6 +375,7 @@ mod tests {
             metrics: Default::default(),
             warning: None,
             diagnostics: Some(format!("{}Traceback: the end", "x".repeat(20_000))),
+            shadow: false,
         };
         let logging = Logging {
             path: "/nonexistent/log".into(),
@@ -584,6 +389,14 @@ mod tests {
         assert!(text.len() <= MAX_LINE, "{}", text.len());
         let value: Value = serde_json::from_str(&text).unwrap();
         assert_eq!(value["runs"].as_array().unwrap().len(), 40);
+        // A run whose diagnostics fit is written as recorded.
+        let quiet = vec![RunRecord {
+            diagnostics: Some("short".into()),
+            ..runs[0].clone()
+        }];
+        let mut line = logging.line(None, Duration::ZERO);
+        let value: Value = serde_json::from_str(&bounded(&mut line, &quiet)).unwrap();
+        assert_eq!(value["runs"][0]["diagnostics"], "short");
         let one = vec![runs[0].clone()];
         let mut line = logging.line(None, Duration::ZERO);
         let text = bounded(&mut line, &one);

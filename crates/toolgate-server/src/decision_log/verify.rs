@@ -156,122 +156,34 @@ pub fn verify(
     for (i, file) in files.iter().enumerate() {
         read(file, i, &mut lines)?;
     }
-    let mut report = Report {
-        files: files.to_vec(),
-        ..Report::default()
+    let mut walk = Walk {
+        report: Report {
+            files: files.to_vec(),
+            ..Report::default()
+        },
+        by_hash: HashMap::new(),
+        last: None,
+        lines: &lines,
+        keys,
     };
-    let mut by_hash: HashMap<&str, Vec<usize>> = HashMap::new();
     for (i, l) in lines.iter().enumerate() {
         if let Seen::Record { hash, .. } = &l.seen {
-            by_hash.entry(hash.as_str()).or_default().push(i);
+            walk.by_hash.entry(hash.as_str()).or_default().push(i);
         }
     }
-    let mut last: Option<Head> = None;
     for (i, line) in lines.iter().enumerate() {
-        let problem = |kind: Break, seq: Option<u64>, message: String| Problem {
-            kind,
-            file: files[line.file].clone(),
-            line: line.number,
-            seq,
-            message,
-        };
-        let (seq, prev, hash, body) = match &line.seen {
-            Seen::Record {
+        if let Err((kind, seq, message)) = walk.step(i) {
+            walk.report.problem = Some(Problem {
+                kind,
+                file: files[line.file].clone(),
+                line: line.number,
                 seq,
-                prev,
-                hash,
-                body,
-            } => (*seq, prev, hash, body),
-            Seen::Unchained if last.is_none() => {
-                report.unchained_before += 1;
-                continue;
-            }
-            Seen::Unchained => {
-                report.problem = Some(problem(
-                    Break::NotARecord,
-                    None,
-                    "a record without a hash after the chain began (written by hand, \
-                     or by a toolgate older than the chain)"
-                        .into(),
-                ));
-                break;
-            }
-            Seen::NotJson => {
-                report.problem = Some(problem(Break::NotARecord, None, "not JSON".into()));
-                break;
-            }
-            Seen::Edited => {
-                report.problem = Some(problem(
-                    Break::Edited,
-                    None,
-                    "its bytes do not match its hash: the record was edited".into(),
-                ));
-                break;
-            }
-            Seen::Torn(bytes) => {
-                report.problem = Some(problem(
-                    Break::TornTail,
-                    None,
-                    format!(
-                        "the last {bytes} bytes are a partial record: a writer died while \
-                         writing it, or the file was cut (the next write cuts it off and \
-                         records that)"
-                    ),
-                ));
-                break;
-            }
-        };
-        match &last {
-            None => {
-                report.first_seq = Some(seq);
-                report.from_genesis = seq == 1 && *prev == GENESIS;
-                // Only rotation drops the oldest records, and it leaves
-                // `<log>.1` behind.
-                if !report.from_genesis && files.len() == 1 {
-                    report.problem = Some(problem(
-                        Break::Removed,
-                        Some(seq),
-                        format!(
-                            "records 1..={} are missing from the start, and the log was \
-                             never rotated (or its rotated files were deleted)",
-                            seq - 1
-                        ),
-                    ));
-                    break;
-                }
-            }
-            Some(head) if seq == head.seq + 1 && *prev == head.hash => {}
-            Some(head) => {
-                let (kind, message) = why_broken(&lines, &by_hash, i, seq, prev, head);
-                report.problem = Some(problem(kind, Some(seq), message));
-                break;
-            }
+                message,
+            });
+            break;
         }
-        if let Some(torn) = body.get("torn_bytes").and_then(Value::as_u64) {
-            report.torn_repaired.push((seq, torn));
-        }
-        report.records += 1;
-        report.last_seq = Some(seq);
-        if body.get("kind").and_then(Value::as_str) == Some("checkpoint") {
-            report.checkpoints += 1;
-            if !keys.is_empty() {
-                let covered = Head {
-                    seq: seq - 1,
-                    hash: prev.clone(),
-                };
-                if let Err(why) = check_signature(body, &covered, keys) {
-                    report.problem = Some(problem(Break::BadSignature, Some(seq), why));
-                    break;
-                }
-                report.checkpoints_verified += 1;
-                report.signed_through = Some(seq - 1);
-            }
-        }
-        last = Some(Head {
-            seq,
-            hash: hash.clone(),
-        });
     }
+    let mut report = walk.report;
     if let (Some(last), Some(through)) = (report.last_seq, report.signed_through) {
         report.unsigned_after = last - through;
     } else if let Some(last) = report.last_seq {
@@ -296,8 +208,130 @@ pub fn verify(
     Ok(report)
 }
 
+/// A break found at a line: its kind, the record's number, what was found.
+type Found = (Break, Option<u64>, String);
+
+/// Where a walk stands.
+struct Walk<'a> {
+    report: Report,
+    /// Every record's line index, by hash.
+    by_hash: HashMap<&'a str, Vec<usize>>,
+    /// The last record that chained.
+    last: Option<Head>,
+    lines: &'a [Line],
+    keys: &'a [minisign_verify::PublicKey],
+}
+
+impl Walk<'_> {
+    /// Takes in line `i`, or says how it breaks the chain.
+    fn step(&mut self, i: usize) -> Result<(), Found> {
+        let (seq, prev, hash, body) = match &self.lines[i].seen {
+            Seen::Record {
+                seq,
+                prev,
+                hash,
+                body,
+            } => (*seq, prev, hash, body),
+            Seen::Unchained if self.last.is_none() => {
+                self.report.unchained_before += 1;
+                return Ok(());
+            }
+            other => return Err(not_a_record(other)),
+        };
+        match &self.last {
+            None => {
+                self.report.first_seq = Some(seq);
+                self.report.from_genesis = seq == 1 && *prev == GENESIS;
+                // Only rotation drops the oldest records, and it leaves
+                // `<log>.1` behind.
+                if !self.report.from_genesis && self.report.files.len() == 1 {
+                    return Err((
+                        Break::Removed,
+                        Some(seq),
+                        format!(
+                            "records 1..={} are missing from the start, and the log was \
+                             never rotated (or its rotated files were deleted)",
+                            seq - 1
+                        ),
+                    ));
+                }
+            }
+            Some(head) if seq == head.seq + 1 && *prev == head.hash => {}
+            Some(head) => {
+                let (kind, message) = why_broken(self.lines, &self.by_hash, i, seq, prev, head);
+                return Err((kind, Some(seq), message));
+            }
+        }
+        if let Some(torn) = body.get("torn_bytes").and_then(Value::as_u64) {
+            self.report.torn_repaired.push((seq, torn));
+        }
+        self.report.records += 1;
+        self.report.last_seq = Some(seq);
+        if body.get("kind").and_then(Value::as_str) == Some("checkpoint") {
+            self.checkpoint(seq, prev, body)?;
+        }
+        self.last = Some(Head {
+            seq,
+            hash: hash.clone(),
+        });
+        Ok(())
+    }
+
+    /// A checkpoint record numbered `seq`, vouching for the record before
+    /// it (`prev`): checked when keys were given.
+    fn checkpoint(&mut self, seq: u64, prev: &str, body: &Value) -> Result<(), Found> {
+        self.report.checkpoints += 1;
+        if self.keys.is_empty() {
+            return Ok(());
+        }
+        let covered = Head {
+            seq: seq - 1,
+            hash: prev.to_owned(),
+        };
+        check_signature(body, &covered, self.keys)
+            .map_err(|why| (Break::BadSignature, Some(seq), why))?;
+        self.report.checkpoints_verified += 1;
+        self.report.signed_through = Some(seq - 1);
+        Ok(())
+    }
+}
+
+/// A line that is not a chained record, as a break.
+fn not_a_record(seen: &Seen) -> Found {
+    let message = match seen {
+        Seen::Edited => {
+            return (
+                Break::Edited,
+                None,
+                "its bytes do not match its hash: the record was edited".into(),
+            );
+        }
+        Seen::Torn(bytes) => {
+            return (
+                Break::TornTail,
+                None,
+                format!(
+                    "the last {bytes} bytes are a partial record: a writer died while \
+                     writing it, or the file was cut (the next write cuts it off and \
+                     records that)"
+                ),
+            );
+        }
+        Seen::Unchained => {
+            "a record without a hash after the chain began (written by hand, or by a \
+             toolgate older than the chain)"
+        }
+        Seen::NotJson | Seen::Record { .. } => "not JSON",
+    };
+    (Break::NotARecord, None, message.into())
+}
+
 /// What the record at `i` (number `seq`, naming `prev`) shows happened,
 /// given that it does not follow `head`.
+///
+/// Why one function: each branch is one kind of break, tried in the order
+/// that tells them apart (a copy before a reorder, a reorder before an
+/// insertion a later record chains past, …); the order is the logic.
 fn why_broken(
     lines: &[Line],
     by_hash: &HashMap<&str, Vec<usize>>,

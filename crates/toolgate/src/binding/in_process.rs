@@ -95,6 +95,7 @@ pub(crate) fn participant(
         events: Event::ALL.to_vec(),
         filter: ToolFilter::default(),
         on_failure,
+        shadow: false,
         config: None,
         scope: format!("{}:{name}", Source::Host),
         decider: Arc::new(InProcess(interceptor)),

@@ -230,6 +230,8 @@ pub(crate) struct Participant {
     pub(crate) events: Vec<Event>,
     pub(crate) filter: ToolFilter,
     pub(crate) on_failure: OnFailure,
+    /// `"mode": "shadow"`: consulted and recorded, never applied.
+    pub(crate) shadow: bool,
     pub(crate) config: Option<Value>,
     /// Names its session state (`crate::sessions`): its layer, name and
     /// what runs, so a repository's hook of the same name as a global

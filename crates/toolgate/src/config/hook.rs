@@ -69,6 +69,14 @@ pub(crate) const COMMON_FIELDS: &[Field] = &[
         schema: || one_of_names(OnFailure::VARIANTS),
     },
     Field {
+        name: "mode",
+        about: "\"enforce\" (the default) or \"shadow\": a shadow hook runs as it would and \
+                its verdict is recorded (run record, decision log, metrics), but the call goes \
+                on as if it were absent: its rewrite is not applied and its failure never \
+                blocks.",
+        schema: || one_of_names(crate::failure::Mode::VARIANTS),
+    },
+    Field {
         name: "config",
         about: "Any JSON, handed to the hook in every request.",
         schema: || json!({}),
@@ -94,6 +102,13 @@ pub(crate) const TOP_FIELDS: &[Field] = &[
         about: "The hooks, in the order they are consulted (global hooks run before a \
                 workspace's).",
         schema: || json!({"type": "array", "items": {"$ref": "#/$defs/hook"}}),
+    },
+    Field {
+        name: "mode",
+        about: "\"shadow\" runs every hook in this file in shadow (see a hook's `mode`); \
+                \"enforce\" (the default) leaves each hook's own `mode`. It reaches this \
+                file's hooks only: no file can put another layer's hooks in shadow.",
+        schema: || one_of_names(crate::failure::Mode::VARIANTS),
     },
     Field {
         name: "chain_timeout_ms",
@@ -182,6 +197,12 @@ pub(crate) const TOP_FIELDS: &[Field] = &[
         schema: || json!({"type": "boolean"}),
     },
     Field {
+        name: "shadow_hooks",
+        about: "Managed config only: names of global or workspace hooks that run in shadow \
+                (recorded, never applied), whatever their own `mode` says.",
+        schema: || json!({"type": "array", "uniqueItems": true, "items": {"type": "string", "minLength": 1}}),
+    },
+    Field {
         name: "forbid_on_failure_allow",
         about: "Managed config only: true makes every global or workspace hook with \
                 `on_failure: \"allow\"` run as \"deny\" (a failing guard blocks the call).",
@@ -221,6 +242,8 @@ pub(crate) struct Top {
     /// The managed layer's own settings (`None` in any other file, which
     /// may not set them).
     pub(crate) managed: Option<super::ManagedSettings>,
+    /// `mode`: the mode of every hook in this file.
+    pub(crate) mode: Option<crate::failure::Mode>,
 }
 
 /// One call a one-shot process evaluates: only hooks that apply to it are
@@ -330,7 +353,38 @@ impl<'a> TopFields<'a> {
             confined_env: self.confined_env(),
             signing: self.signing(),
             managed: self.managed(),
+            mode: self.mode(),
         }
+    }
+
+    /// `mode`, for the whole file.
+    fn mode(&mut self) -> Option<crate::failure::Mode> {
+        let value = self.top.get("mode")?;
+        let mode = parse_mode(value);
+        if mode.is_none() {
+            self.problem("mode", mode_problem(value));
+        }
+        mode
+    }
+
+    /// `shadow_hooks`: hook names, in the managed file only.
+    fn shadow_hooks(&mut self) -> Vec<String> {
+        let Some(value) = self.managed_only("shadow_hooks") else {
+            return Vec::new();
+        };
+        let names = value.as_array().and_then(|items| {
+            items
+                .iter()
+                .map(|i| i.as_str().filter(|s| !s.is_empty()).map(str::to_owned))
+                .collect::<Option<Vec<_>>>()
+        });
+        names.unwrap_or_else(|| {
+            self.problem(
+                "shadow_hooks",
+                "expected an array of hook names (non-empty strings)".into(),
+            );
+            Vec::new()
+        })
     }
 
     /// A managed-only field's value in the managed file; a problem saying
@@ -370,9 +424,11 @@ impl<'a> TopFields<'a> {
         let hooks_only = self.managed_bool("managed_hooks_only");
         let forbid_on_failure_allow = self.managed_bool("forbid_on_failure_allow");
         let registries = self.allowed_registries();
+        let shadow_hooks = self.shadow_hooks();
         (self.source == Source::Managed).then_some(super::ManagedSettings {
             hooks_only,
             forbid_on_failure_allow,
+            shadow_hooks,
             allowed_registries: registries,
             ..super::ManagedSettings::default()
         })
@@ -737,6 +793,16 @@ fn parse_hook(
         " ms",
     );
     let on_failure = parse_on_failure(obj.get("on_failure"), ctx);
+    let mode = match obj.get("mode") {
+        None => Some(crate::failure::Mode::Enforce),
+        Some(value) => {
+            let mode = parse_mode(value);
+            if mode.is_none() {
+                ctx.problem("mode", mode_problem(value));
+            }
+            mode
+        }
+    };
     let config = obj.get("config").cloned();
     let load = match (only, &events) {
         (None, _) | (Some(_), None) => true,
@@ -768,6 +834,8 @@ fn parse_hook(
         matcher,
         timeout_ms: timeout_ms?,
         on_failure: on_failure?,
+        mode: mode?,
+        mode_by: None,
         config,
         trust: None,
         compiled_matcher: compiled_matcher?,
@@ -970,6 +1038,18 @@ fn parse_matcher(
             (None, None)
         }
     }
+}
+
+fn parse_mode(value: &Value) -> Option<crate::failure::Mode> {
+    match value.as_str()? {
+        "enforce" => Some(crate::failure::Mode::Enforce),
+        "shadow" => Some(crate::failure::Mode::Shadow),
+        _ => None,
+    }
+}
+
+fn mode_problem(value: &Value) -> String {
+    format!("unknown mode {value}; expected \"enforce\" (the default) or \"shadow\"")
 }
 
 fn parse_on_failure(value: Option<&Value>, ctx: &mut HookCtx<'_>) -> Option<OnFailure> {

@@ -142,6 +142,12 @@ pub struct HookSpec {
     /// Its `config`, handed to it in every request.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub config: Option<Value>,
+    /// `enforce`, or `shadow`: run and recorded, never applied.
+    pub mode: crate::failure::Mode,
+    /// Who put it in shadow when its own `mode` did not: its file's `mode`,
+    /// or the managed layer's `shadow_hooks`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mode_by: Option<&'static str>,
     /// Its `on_failure: "allow"` runs as `"deny"`: the managed layer sets
     /// `forbid_on_failure_allow`.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
@@ -179,6 +185,7 @@ impl HookSpec {
                 matcher: self.compiled_matcher,
             },
             on_failure: self.on_failure,
+            shadow: self.mode == crate::failure::Mode::Shadow,
             config: self.config,
         }
     }
@@ -232,6 +239,9 @@ pub struct ManagedSettings {
     /// `forbid_on_failure_allow`: a global or workspace hook's `on_failure:
     /// "allow"` runs as `"deny"`.
     pub forbid_on_failure_allow: bool,
+    /// `shadow_hooks`: global or workspace hooks, by name, that run in shadow.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub shadow_hooks: Vec<String>,
     /// `allowed_registries`: the registries (`host[:port]`, lowercased) an
     /// `oci://` component may come from; `None`: any.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -273,6 +283,12 @@ impl ManagedSettings {
                 "forbid_on_failure_allow: a global or workspace hook's on_failure \"allow\" runs as \"deny\""
                     .into(),
             );
+        }
+        if !self.shadow_hooks.is_empty() {
+            lines.push(format!(
+                "shadow_hooks: {} run in shadow (recorded, never applied)",
+                self.shadow_hooks.join(", ")
+            ));
         }
         if let Some(registries) = &self.allowed_registries {
             lines.push(format!(
@@ -894,7 +910,9 @@ impl Config {
                 .collect();
             self.managed = Some(managed);
         }
+        let file_shadow = top.mode == Some(crate::failure::Mode::Shadow);
         self.settle(source, top);
+        self.shadow(source, file_shadow, &mut hooks);
         let forbid = self
             .managed
             .as_ref()
@@ -909,6 +927,29 @@ impl Config {
             }
         }
         self.hooks.extend(hooks);
+    }
+
+    /// Puts `hooks` (one file's, from `source`) in shadow where their file's
+    /// `mode` or the managed layer's `shadow_hooks` says: a file's mode
+    /// reaches its own hooks, `shadow_hooks` every layer's but the managed
+    /// one's, so no user's file shadows a managed hook.
+    fn shadow(&self, source: Source, file_shadow: bool, hooks: &mut [HookSpec]) {
+        let managed_shadow: &[String] = match (source, &self.managed) {
+            (Source::Managed, _) | (_, None) => &[],
+            (_, Some(m)) => &m.shadow_hooks,
+        };
+        for hook in hooks
+            .iter_mut()
+            .filter(|h| h.mode != crate::failure::Mode::Shadow)
+        {
+            if file_shadow {
+                hook.mode = crate::failure::Mode::Shadow;
+                hook.mode_by = Some("its file's mode");
+            } else if managed_shadow.contains(&hook.name) {
+                hook.mode = crate::failure::Mode::Shadow;
+                hook.mode_by = Some("the managed layer's shadow_hooks");
+            }
+        }
     }
 
     /// Takes in one file's operator settings, read after the managed

@@ -62,6 +62,7 @@ pub(super) async fn consult(
         metrics: BTreeMap::new(),
         warning: None,
         diagnostics: None,
+        shadow: p.shadow,
     };
     let Ok(reply) = reply else {
         // The chain's deadline passed while this participant ran. Its own
@@ -245,7 +246,9 @@ fn decided(
     warnings: &mut Vec<String>,
     state: &mut ChainState,
 ) -> Decision {
-    if let Some(context) = &answer.context
+    // A shadow hook's context is recorded with its run, never shown.
+    if !p.shadow
+        && let Some(context) = &answer.context
         && state.context.push(&p.name, context)
     {
         warnings.push("advisory context over budget; truncated".into());
@@ -300,6 +303,14 @@ fn failed(
         OnFailure::Deny => {
             let reason = match failure.own_reason() {
                 Some(reason) => reason.to_owned(),
+                // In shadow the call was not blocked: the record says what
+                // would have happened.
+                None if p.shadow => format!(
+                    "toolgate: shadow hook `{}` could not decide ({}); enforced, it would \
+                     have blocked this call",
+                    p.name,
+                    failure.kind()
+                ),
                 None => format!(
                     "toolgate: hook `{}` could not decide ({}), so this call is blocked",
                     p.name,

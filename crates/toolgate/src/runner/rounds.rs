@@ -83,6 +83,10 @@ pub(super) async fn rounds<S: PartialEq>(
                 result,
                 round: rewrites + 1,
             };
+            if p.shadow {
+                shadow(p, request, asked, state).await;
+                continue;
+            }
             let Some(decision) = consult(p, request, asked, state).await else {
                 continue;
             };
@@ -139,4 +143,19 @@ fn through<S>(askers: Vec<(String, String)>, rewritten: Option<S>, by: Option<St
         rewritten,
         by,
     }
+}
+
+/// Consults a shadow participant: it runs as it would and its run is
+/// recorded (marked `shadow`), and whatever it answers is dropped — a
+/// rewrite is not applied, a deny or a failure blocks nothing. Its time is
+/// its own: the chain's deadline is moved on by what it took, so a slow
+/// shadow hook never leaves the enforcing hooks after it without time (a
+/// deadline that passed during it is recorded as its failure, and dropped
+/// like any other answer).
+async fn shadow(p: &Participant, request: &Request, asked: Asked<'_>, state: &mut ChainState) {
+    let started = tokio::time::Instant::now();
+    let deadline = state.deadline;
+    state.deadline = started + state.chain_timeout;
+    let _dropped = consult(p, request, asked, state).await;
+    state.deadline = deadline + started.elapsed();
 }

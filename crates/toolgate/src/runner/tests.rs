@@ -77,6 +77,7 @@ impl Chain {
             events: Event::ALL.to_vec(),
             filter: ToolFilter::default(),
             on_failure,
+            shadow: false,
             config: None,
             scope: format!("{source}:{name}"),
             decider: Arc::new(Mock {
@@ -431,6 +432,7 @@ fn keeper(fails: bool) -> (HookRunner, Arc<Mutex<Vec<Option<String>>>>) {
         events: Event::ALL.to_vec(),
         filter: ToolFilter::default(),
         on_failure: OnFailure::Allow,
+        shadow: false,
         config: None,
         scope: "global:keeper".into(),
         decider: Arc::new(Keeper {
