@@ -539,6 +539,7 @@ fn doctor_json_has_a_stable_shape() {
         sorted(&[
             "agent",
             "installed",
+            "called",
             "scopes",
             "cli",
             "trust",

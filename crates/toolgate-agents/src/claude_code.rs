@@ -13,9 +13,9 @@
 //! what each answer becomes.
 
 use super::{
-    AgentCall, AgentEvent, Blocked, Call, Dialect, Help, HttpHook, Import, Install, Layout,
-    McpConfig, McpShape, ReadAgentInputError, Role, Unjudged, answered_for_the_tool, classify,
-    needs_a_person, output_text, string_field, withheld,
+    AgentCall, AgentEvent, Blocked, Call, Dialect, Help, HookSwitch, HttpHook, Import, Install,
+    Layout, McpConfig, McpShape, ReadAgentInputError, Role, Unjudged, answered_for_the_tool,
+    classify, needs_a_person, output_text, string_field, withheld,
 };
 use crate::contract::{Decision, Event, Request, ToolResult};
 use crate::event_name;
@@ -62,6 +62,16 @@ impl Dialect for ClaudeCode {
 
     fn install(&self) -> Install {
         Install {
+            switches: &[HookSwitch {
+                pointer: "/disableAllHooks",
+                off_when: true,
+                also_in: &[".claude/settings.local.json"],
+                effect: "Claude Code runs no hook at all, toolgate's included: every call goes \
+                         through unguarded",
+                shown_live_by: Some(
+                    "live_claude_disable_all_hooks_skips_toolgate_and_doctor_says_so",
+                ),
+            }],
             user_file: ".claude/settings.json",
             project_file: ".claude/settings.json",
             events: &["PreToolUse", "PostToolUse", "PostToolUseFailure"],

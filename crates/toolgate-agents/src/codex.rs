@@ -97,6 +97,8 @@ impl Dialect for Codex {
 
     fn install(&self) -> Install {
         Install {
+            // None toolgate knows of.
+            switches: &[],
             user_file: ".codex/hooks.json",
             project_file: ".codex/hooks.json",
             events: &["PreToolUse", "PostToolUse"],

@@ -264,6 +264,8 @@ impl Dialect for Copilot {
 
     fn install(&self) -> Install {
         Install {
+            // None toolgate knows of.
+            switches: &[],
             user_file: ".copilot/hooks/toolgate.json",
             project_file: ".github/hooks/toolgate.json",
             events: &[PRE, POST, FAILURE],

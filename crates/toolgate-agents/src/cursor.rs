@@ -243,6 +243,8 @@ impl Dialect for Cursor {
 
     fn install(&self) -> Install {
         Install {
+            // None toolgate knows of.
+            switches: &[],
             user_file: ".cursor/hooks.json",
             project_file: ".cursor/hooks.json",
             events: &[PRE, POST],

@@ -42,9 +42,9 @@
 //! is why the deadline answers well inside Gemini CLI's timeout.
 
 use super::{
-    AgentCall, AgentEvent, Blocked, Call, Dialect, Help, Import, Install, Layout, McpConfig,
-    McpShape, ReadAgentInputError, Role, TrustCheck, TrustStep, Unjudged, answered_for_the_tool,
-    classify, needs_a_person, output_text, string_field, withheld,
+    AgentCall, AgentEvent, Blocked, Call, Dialect, Help, HookSwitch, Import, Install, Layout,
+    McpConfig, McpShape, ReadAgentInputError, Role, TrustCheck, TrustStep, Unjudged,
+    answered_for_the_tool, classify, needs_a_person, output_text, string_field, withheld,
 };
 use crate::contract::{Decision, Event, Request, ToolResult};
 use crate::outcome::Outcome;
@@ -95,6 +95,16 @@ impl Dialect for Gemini {
 
     fn install(&self) -> Install {
         Install {
+            switches: &[HookSwitch {
+                pointer: "/hooksConfig/enabled",
+                off_when: false,
+                also_in: &[],
+                effect: "Gemini CLI runs no hook at all, toolgate's included: every call goes \
+                         through unguarded",
+                // Read by `toolgate import` too; not yet set in the live
+                // suite.
+                shown_live_by: None,
+            }],
             user_file: ".gemini/settings.json",
             project_file: ".gemini/settings.json",
             events: &["BeforeTool", "AfterTool"],

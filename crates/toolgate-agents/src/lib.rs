@@ -40,6 +40,8 @@ pub mod import;
 mod opencode;
 mod qwen_code;
 pub mod settings;
+mod switch;
+pub use switch::HookSwitch;
 
 use toolgate_contract::{contract, outcome, strict_json, text};
 use toolgate_fs as safe_fs;
@@ -281,6 +283,10 @@ pub struct Install {
     /// Where it keeps its MCP servers (`toolgate install <agent> --mcp`
     /// runs each through `toolgate mcp`).
     pub mcp: McpConfig,
+    /// The settings that make the agent run no hook, toolgate's included,
+    /// without a word (`toolgate doctor` flags each one set). Required, so
+    /// every agent says; `&[]` says it has none toolgate knows of.
+    pub switches: &'static [HookSwitch],
 }
 
 /// How an agent's MCP config lays out a local server.

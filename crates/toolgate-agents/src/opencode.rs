@@ -227,6 +227,8 @@ impl Dialect for OpenCode {
 
     fn install(&self) -> Install {
         Install {
+            // None toolgate knows of.
+            switches: &[],
             user_file: ".config/opencode/plugin/toolgate.js",
             project_file: ".opencode/plugin/toolgate.js",
             events: &[BEFORE, AFTER],

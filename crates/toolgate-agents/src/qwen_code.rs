@@ -194,6 +194,8 @@ impl Dialect for QwenCode {
 
     fn install(&self) -> Install {
         Install {
+            // None toolgate knows of.
+            switches: &[],
             user_file: ".qwen/settings.json",
             project_file: ".qwen/settings.json",
             events: &[

@@ -72,6 +72,10 @@ struct AgentReport {
     agent: &'static str,
     /// Installed in at least one scope.
     installed: bool,
+    /// Whether the agent would actually call toolgate: installed, no
+    /// setting that turns its hooks off, its own trust step not known to
+    /// be undone.
+    called: bool,
     scopes: Vec<ScopeReport>,
     cli: CliReport,
     /// The agent's own trust step, when it has one (and toolgate is
@@ -204,8 +208,13 @@ fn print_report(report: &Report) {
     let mut count = 0;
     for agent in &report.agents {
         outln!("");
-        let state = if agent.installed {
+        let state = if agent.called {
             decision("allow", "installed")
+        } else if agent.installed {
+            decision(
+                "deny",
+                "installed, but the agent will not call it (see below)",
+            )
         } else {
             "not installed".to_owned()
         };

@@ -32,6 +32,19 @@ pub(super) fn check_agent(
         && scopes
             .iter()
             .any(|s| s.scope == "project" && !s.entries.is_empty());
+    let switched = switches_set(&spec, &user, &project, root);
+    for (file, switch) in &switched {
+        let setting = switch.pointer.trim_start_matches('/').replace('/', ".");
+        let what = format!(
+            "{file}: {setting} is {}: {}",
+            switch.off_when, switch.effect
+        );
+        if installed {
+            problems.add(what, String::new(), format!("remove {setting} from {file}"));
+        } else {
+            notes.push(what);
+        }
+    }
     let cli = check_cli(agent);
     // A step that gates only a project's hooks matters only where toolgate
     // is installed in the project.
@@ -110,9 +123,12 @@ pub(super) fn check_agent(
         ));
     }
     let mcp_servers = mcp_servers(agent, root, &mut notes);
+    let called =
+        installed && switched.is_empty() && trust.as_ref().is_none_or(|t| t.done != Some(false));
     Ok(AgentReport {
         agent: agent.name(),
         installed,
+        called,
         scopes,
         cli,
         trust,
@@ -120,6 +136,35 @@ pub(super) fn check_agent(
         notes,
         mcp_servers,
     })
+}
+
+/// Each of the agent's hook switches set to "off", with the file that sets
+/// it: the user's and the project's settings, and the other files the
+/// switch is read from.
+fn switches_set(
+    spec: &toolgate::agent::Install,
+    user: &Place,
+    project: &Place,
+    root: &Path,
+) -> Vec<(String, toolgate::agent::HookSwitch)> {
+    let mut files: Vec<PathBuf> = vec![user.file.clone()];
+    if project.file != user.file {
+        files.push(project.file.clone());
+    }
+    let mut set = Vec::new();
+    for switch in spec.switches {
+        let also = switch.also_in.iter().map(|f| root.join(f));
+        for file in files.iter().cloned().chain(also) {
+            let settings = match read(&file) {
+                Ok(Some(text)) => serde_json::from_str::<serde_json::Value>(&text).ok(),
+                _ => None,
+            };
+            if settings.is_some_and(|s| switch.is_set(&s)) {
+                set.push((file.display().to_string(), *switch));
+            }
+        }
+    }
+    set
 }
 
 /// The agent's MCP servers in the user's and the project's config, each

@@ -1552,3 +1552,109 @@ fn live_claude_an_ask_is_a_confirmation_in_its_terminal_and_the_call_runs_only_o
         );
     }
 }
+
+/// `toolgate doctor --json` for `fx`'s project with Claude Code's `HOME`:
+/// the claude-code report.
+fn doctor_claude(fx: &Fixture) -> Value {
+    let out = hermetic(&mut Command::new(env!("CARGO_BIN_EXE_toolgate")))
+        .args(["doctor", "--json", "--project"])
+        .arg(fx.workspace())
+        .env("HOME", home_of(fx))
+        .env("TOOLGATE_CONFIG_DIR", fx.global())
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "doctor printed no JSON ({e}): {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    report["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["agent"] == "claude-code")
+        .cloned()
+        .unwrap_or_else(|| panic!("{report:#}"))
+}
+
+/// Adds `"disableAllHooks": true` to the JSON settings file at `path`
+/// (creating it).
+fn disable_all_hooks(path: &std::path::Path) {
+    let mut settings: Value = std::fs::read_to_string(path)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_else(|| json!({}));
+    settings["disableAllHooks"] = json!(true);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, settings.to_string()).unwrap();
+}
+
+/// Issue 40: a hook that silently stops running is found. Each place
+/// Claude Code reads `disableAllHooks` from is set in the real agent: the
+/// guard that blocked `rm` is skipped (the file is gone), and `doctor`
+/// says the agent will not call toolgate, naming the file. Without the
+/// switch, the same run is blocked and doctor says it is called: doctor
+/// flags exactly the configurations in which the agent skips toolgate.
+#[test]
+fn live_claude_disable_all_hooks_skips_toolgate_and_doctor_says_so() {
+    use toolgate::agent::AgentHook as _;
+    let switch = toolgate::agent::Outward::ClaudeCode.install().switches[0];
+    assert_eq!(
+        switch.shown_live_by,
+        Some("live_claude_disable_all_hooks_skips_toolgate_and_doctor_says_so")
+    );
+    for release in RELEASES {
+        for place in [None, Some("project"), Some("local"), Some("user")] {
+            let fx = Fixture::new();
+            std::fs::write(fx.workspace().join("keep.txt"), "precious").unwrap();
+            let guard = py_hook(
+                &fx,
+                "guard.py",
+                "if 'rm ' in req['input']['command']:\n    answer = {'decision': 'deny', 'reason': 'no deleting files here'}",
+            );
+            fx.workspace_hooks(json!([{"name": "no-rm", "command": [&guard]}]));
+            let handler = toolgate_handler();
+            write_hooks(
+                &fx,
+                [
+                    ("PreToolUse", handler.clone()),
+                    ("PostToolUse", handler.clone()),
+                    ("PostToolUseFailure", handler),
+                ],
+            );
+            let file = match place {
+                None => None,
+                Some("project") => Some(fx.workspace().join(".claude/settings.json")),
+                Some("local") => Some(fx.workspace().join(".claude/settings.local.json")),
+                Some(_) => Some(home_of(&fx).join(".claude/settings.json")),
+            };
+            if let Some(file) = &file {
+                disable_all_hooks(file);
+            }
+            claude_in(release, &fx, vec![bash("rm -f keep.txt")], true, &[]);
+            let kept = fx.workspace().join("keep.txt").exists();
+            let report = doctor_claude(&fx);
+            let problems = report["problems"].to_string();
+            match &file {
+                None => {
+                    assert!(kept, "{release:?}: without the switch toolgate blocks rm");
+                    assert_eq!(report["called"], true, "{release:?}: {report:#}");
+                    assert!(!problems.contains("disableAllHooks"), "{problems}");
+                }
+                Some(file) => {
+                    assert!(
+                        !kept,
+                        "{release:?} {place:?}: Claude Code ran the hook despite disableAllHooks"
+                    );
+                    assert_eq!(report["called"], false, "{release:?}: {report:#}");
+                    assert!(
+                        problems.contains(&format!("{}: disableAllHooks is true", file.display())),
+                        "{release:?} {place:?}: {problems}"
+                    );
+                }
+            }
+        }
+    }
+}

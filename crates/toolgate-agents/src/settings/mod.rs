@@ -476,6 +476,7 @@ mod tests {
             grouped: false,
         };
         let spec = Install {
+            switches: &[],
             layout: Layout::Flat { handler },
             timeout: Some(30),
             ..Outward::ClaudeCode.install()
