@@ -68,6 +68,32 @@ pub struct Shadowed {
     pub by: String,
 }
 
+impl RunRecord {
+    /// What this run would make of the call were it enforced: `allow`
+    /// (nothing: an allow, a skip, a failure under `on_failure: "allow"`),
+    /// `deny`, `ask`, `replace`, `modify`, or `failed` (a failure that
+    /// blocks). Shadow runs are read through it (`Outcome::shadowed`, the
+    /// server's metrics).
+    pub fn would(&self) -> &'static str {
+        match self.step {
+            Step::Allow | Step::Skipped => "allow",
+            Step::Deny => "deny",
+            Step::Ask => "ask",
+            Step::Replace => "replace",
+            Step::Modify => "modify",
+            Step::Failed
+                if self
+                    .failure
+                    .as_ref()
+                    .is_some_and(|f| f.on_failure == OnFailure::Deny) =>
+            {
+                "failed"
+            }
+            Step::Failed => "allow",
+        }
+    }
+}
+
 /// Serialises a duration as whole microseconds (`elapsed_us` in run records).
 pub fn micros<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_u64(u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
@@ -141,19 +167,10 @@ impl Outcome {
     /// after it saw the call as it really went).
     pub fn shadowed(&self) -> Option<Shadowed> {
         self.runs.iter().filter(|r| r.shadow).find_map(|r| {
-            let would = match r.step {
-                Step::Deny => "deny",
-                Step::Ask => "ask",
-                Step::Replace => "replace",
-                Step::Modify => "modify",
-                Step::Failed
-                    if r.failure
-                        .as_ref()
-                        .is_some_and(|f| f.on_failure == OnFailure::Deny) =>
-                {
-                    "deny"
-                }
-                Step::Failed | Step::Allow | Step::Skipped => return None,
+            let would = match r.would() {
+                "allow" => return None,
+                "failed" => "deny",
+                other => other,
             };
             Some(Shadowed {
                 would,

@@ -373,22 +373,7 @@ impl Metrics {
 
     /// Counts a shadow hook's run by what it would have done.
     fn shadow_run(&self, run: &toolgate::RunRecord) {
-        let would = match run.step {
-            Step::Allow | Step::Skipped => "allow",
-            Step::Deny => "deny",
-            Step::Ask => "ask",
-            Step::Replace => "replace",
-            Step::Modify => "modify",
-            Step::Failed
-                if run
-                    .failure
-                    .as_ref()
-                    .is_some_and(|f| f.on_failure == toolgate::OnFailure::Deny) =>
-            {
-                "failed"
-            }
-            Step::Failed => "allow",
-        };
+        let would = run.would();
         self.shadow
             .get_or_create(&ShadowLabels {
                 hook: self.hook(&run.name),

@@ -82,13 +82,19 @@ pub fn seal(body: &str) -> String {
 /// A sealed line (without its newline) split into the text its hash is
 /// over and the hash it claims; `None` when it does not end in a seal.
 pub fn unseal(line: &str) -> Option<(String, &str)> {
+    let (open, hash) = split_seal(line)?;
+    Some((format!("{open}}}"), hash))
+}
+
+/// The text before a line's seal (without its closing brace) and the hash
+/// the seal claims; `None` when the line (or its tail) does not end in one.
+pub(crate) fn split_seal(line: &str) -> Option<(&str, &str)> {
     let cut = line.len().checked_sub(SEAL_LEN)?;
-    let seal = line.get(cut..)?;
-    let hash = seal.strip_prefix(",\"hash\":\"")?.strip_suffix("\"}")?;
-    if !is_hex64(hash) {
-        return None;
-    }
-    Some((format!("{}}}", &line[..cut]), hash))
+    let hash = line
+        .get(cut..)?
+        .strip_prefix(",\"hash\":\"")?
+        .strip_suffix("\"}")?;
+    is_hex64(hash).then(|| (&line[..cut], hash))
 }
 
 fn is_hex64(s: &str) -> bool {
@@ -99,18 +105,13 @@ fn is_hex64(s: &str) -> bool {
 /// (without the newline), read from the text alone; `None` when the line
 /// does not end as a sealed record does.
 fn head_of_tail(tail: &str) -> Option<Head> {
-    let cut = tail.len().checked_sub(SEAL_LEN)?;
-    let hash = tail
-        .get(cut..)?
-        .strip_prefix(",\"hash\":\"")?
-        .strip_suffix("\"}")?;
-    let rest = tail.get(..cut)?;
+    let (rest, hash) = split_seal(tail)?;
     let prev = rest.get(rest.len().checked_sub(PREV_LEN)?..)?;
     prev.strip_prefix(",\"prev\":\"")?;
     let rest = &rest[..rest.len() - PREV_LEN];
     let at = rest.rfind(",\"seq\":")?;
     let seq = rest[at + 7..].parse().ok()?;
-    is_hex64(hash).then(|| Head {
+    Some(Head {
         seq,
         hash: hash.to_owned(),
     })

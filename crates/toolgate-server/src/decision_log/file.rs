@@ -316,7 +316,7 @@ fn lock(file: &File, started: Instant) -> Result<(), Refused> {
 
 /// The hash a sealed line carries.
 fn sealed_hash(line: &str) -> String {
-    chain::unseal(line.trim_end())
+    chain::split_seal(line.trim_end())
         .map(|(_, h)| h.to_owned())
         .unwrap_or_default()
 }
