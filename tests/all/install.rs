@@ -922,3 +922,30 @@ fn install_mcp_rewrites_opencodes_command_arrays_in_a_project_and_uninstall_rest
     ok(&env.toolgate(&["uninstall", "opencode", "--mcp", "--project", project]));
     assert_eq!(read_json(&file), config);
 }
+
+/// Closed world: a settings file Claude Code reads `disableAllHooks` from
+/// that doctor cannot read might set it, so doctor says it cannot tell,
+/// and does not call the agent guarded.
+#[test]
+fn doctor_cannot_tell_from_an_unreadable_settings_file_and_says_so() {
+    let env = Env::new();
+    ok(&env.toolgate(&["install", "claude-code"]));
+    let (_, report) = env.doctor_json("/usr/bin:/bin");
+    assert_eq!(doctor_agent(&report, Outward::ClaudeCode)["called"], true);
+    let local = env.project().join(".claude/settings.local.json");
+    std::fs::create_dir_all(local.parent().unwrap()).unwrap();
+    std::fs::write(&local, "{\"disableAllHooks\": tru").unwrap();
+    let (code, report) = env.doctor_json("/usr/bin:/bin");
+    assert_eq!(code, Some(1));
+    let claude = doctor_agent(&report, Outward::ClaudeCode);
+    assert_eq!(claude["called"], false, "{claude:#}");
+    let problems = claude["problems"].to_string();
+    assert!(
+        problems.contains("cannot tell whether disableAllHooks turns the agent's hooks off"),
+        "{problems}"
+    );
+    std::fs::write(&local, "{\"disableAllHooks\": true}").unwrap();
+    let (_, report) = env.doctor_json("/usr/bin:/bin");
+    let problems = doctor_agent(&report, Outward::ClaudeCode)["problems"].to_string();
+    assert!(problems.contains("disableAllHooks is true"), "{problems}");
+}

@@ -33,14 +33,26 @@ pub(super) fn check_agent(
             .iter()
             .any(|s| s.scope == "project" && !s.entries.is_empty());
     let switched = switches_set(&spec, &user, &project, root);
-    for (file, switch) in &switched {
+    for (file, switch, unread) in &switched {
         let setting = switch.pointer.trim_start_matches('/').replace('/', ".");
-        let what = format!(
-            "{file}: {setting} is {}: {}",
-            switch.off_when, switch.effect
-        );
+        // Closed world: a file doctor cannot read may set the switch.
+        let (what, fix) = match unread {
+            Some(why) => (
+                format!(
+                    "{file}: cannot tell whether {setting} turns the agent's hooks off ({why})"
+                ),
+                format!("fix {file} (JSON the agent can read), without {setting}"),
+            ),
+            None => (
+                format!(
+                    "{file}: {setting} is {}: {}",
+                    switch.off_when, switch.effect
+                ),
+                format!("remove {setting} from {file}"),
+            ),
+        };
         if installed {
-            problems.add(what, String::new(), format!("remove {setting} from {file}"));
+            problems.add(what, String::new(), fix);
         } else {
             notes.push(what);
         }
@@ -138,15 +150,20 @@ pub(super) fn check_agent(
     })
 }
 
+/// A file that sets a switch to "off" (or that could not be read, and why:
+/// it may set one).
+type Switched = (String, toolgate::agent::HookSwitch, Option<String>);
+
 /// Each of the agent's hook switches set to "off", with the file that sets
 /// it: the user's and the project's settings, and the other files the
-/// switch is read from.
+/// switch is read from. A file that exists but cannot be read as JSON is
+/// listed too: doctor cannot see that it does not set the switch.
 fn switches_set(
     spec: &toolgate::agent::Install,
     user: &Place,
     project: &Place,
     root: &Path,
-) -> Vec<(String, toolgate::agent::HookSwitch)> {
+) -> Vec<Switched> {
     let mut files: Vec<PathBuf> = vec![user.file.clone()];
     if project.file != user.file {
         files.push(project.file.clone());
@@ -155,12 +172,20 @@ fn switches_set(
     for switch in spec.switches {
         let also = switch.also_in.iter().map(|f| root.join(f));
         for file in files.iter().cloned().chain(also) {
+            let name = file.display().to_string();
             let settings = match read(&file) {
-                Ok(Some(text)) => serde_json::from_str::<serde_json::Value>(&text).ok(),
-                _ => None,
+                Ok(None) => continue,
+                Ok(Some(text)) => serde_json::from_str::<serde_json::Value>(&text)
+                    .map_err(|e| format!("not JSON: {e}")),
+                Err(e) => Err(format!("{e:#}")),
             };
-            if settings.is_some_and(|s| switch.is_set(&s)) {
-                set.push((file.display().to_string(), *switch));
+            match settings {
+                Ok(s) if switch.is_set(&s) => set.push((name, *switch, None)),
+                Ok(_) => {}
+                Err(why) => {
+                    let why = toolgate::text::sanitize(&why);
+                    set.push((name, *switch, Some(why)));
+                }
             }
         }
     }
