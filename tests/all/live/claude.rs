@@ -248,17 +248,23 @@ fn claude_run(
     Run { mock, result }
 }
 
+/// `keep.txt` in `fx`'s workspace, and a workspace hook (`no-rm`) that
+/// denies any `rm ` command: "no deleting files here".
+fn guard_keep_txt(fx: &Fixture) {
+    std::fs::write(fx.workspace().join("keep.txt"), "precious").unwrap();
+    let guard = py_hook(
+        fx,
+        "guard.py",
+        "if 'rm ' in req['input']['command']:\n    answer = {'decision': 'deny', 'reason': 'no deleting files here'}",
+    );
+    fx.workspace_hooks(json!([{"name": "no-rm", "command": [&guard]}]));
+}
+
 #[test]
 fn live_claude_pre_deny_blocks_the_command_and_the_model_reads_the_reason() {
     for release in RELEASES {
         let fx = Fixture::new();
-        std::fs::write(fx.workspace().join("keep.txt"), "precious").unwrap();
-        let guard = py_hook(
-            &fx,
-            "guard.py",
-            "if 'rm ' in req['input']['command']:\n    answer = {'decision': 'deny', 'reason': 'no deleting files here'}",
-        );
-        fx.workspace_hooks(json!([{"name": "no-rm", "command": [&guard]}]));
+        guard_keep_txt(&fx);
         let run = claude(release, &fx, vec![bash("rm -f keep.txt")], true);
         let result = run.only_result();
         assert_eq!(result["is_error"], true, "{release:?}: {result}");
@@ -1608,13 +1614,7 @@ fn live_claude_disable_all_hooks_skips_toolgate_and_doctor_says_so() {
     for release in RELEASES {
         for place in [None, Some("project"), Some("local"), Some("user")] {
             let fx = Fixture::new();
-            std::fs::write(fx.workspace().join("keep.txt"), "precious").unwrap();
-            let guard = py_hook(
-                &fx,
-                "guard.py",
-                "if 'rm ' in req['input']['command']:\n    answer = {'decision': 'deny', 'reason': 'no deleting files here'}",
-            );
-            fx.workspace_hooks(json!([{"name": "no-rm", "command": [&guard]}]));
+            guard_keep_txt(&fx);
             let handler = toolgate_handler();
             write_hooks(
                 &fx,
