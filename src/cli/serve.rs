@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 use toolgate::Config;
-use toolgate_server::{DEFAULT_MAX_WORKSPACES, http};
+use toolgate_server::{DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_WORKSPACES, http};
 
 /// Keep hooks loaded and answer evaluations over a Unix socket.
 ///
@@ -50,6 +50,13 @@ pub(crate) struct Args {
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_WORKSPACES,
           value_parser = clap::value_parser!(u16).range(1..))]
     max_workspaces: u16,
+    /// The most calls evaluated at once. Past it a call over the socket is
+    /// answered "busy" and the agent's command evaluates it itself (as when
+    /// no server runs); one over --http waits for a slot within its
+    /// deadline, else is blocked.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_IN_FLIGHT,
+          value_parser = clap::value_parser!(u16).range(1..))]
+    max_in_flight: u16,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -97,6 +104,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     let options = toolgate_server::Options {
         max_workspaces: usize::from(args.max_workspaces),
+        max_in_flight: usize::from(args.max_in_flight),
         metrics: metrics_addr.is_some(),
         // The managed layer is the server's own to resolve (as root only
         // may move it), never the client's to name; read at each load.
@@ -145,6 +153,12 @@ fn show_status(socket: &Path, json: bool) -> anyhow::Result<ExitCode> {
         status.loads,
         status.reloads,
         status.load_timeouts
+    );
+    outln!(
+        "in flight: {} of at most {}; {} calls answered busy (evaluated by their callers)",
+        status.in_flight,
+        status.max_in_flight,
+        status.busy
     );
     for l in &status.latency {
         outln!(

@@ -5,6 +5,7 @@
 
 mod attacks;
 mod build;
+mod busy;
 mod chain;
 mod claude;
 mod cli;

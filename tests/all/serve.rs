@@ -49,9 +49,19 @@ impl Server {
     /// A server that also answers HTTP on an ephemeral loopback port;
     /// `configure` adjusts its command first (its environment).
     pub(crate) fn start_http(configure: impl FnOnce(&mut std::process::Command)) -> Server {
+        Server::start_http_with(configure, &[])
+    }
+
+    /// [`Server::start_http`], with `args` after the `--http` flag.
+    pub(crate) fn start_http_with(
+        configure: impl FnOnce(&mut std::process::Command),
+        args: &[&str],
+    ) -> Server {
         let mut cmd = toolgate();
         configure(&mut cmd);
-        let mut server = Server::start_as(cmd, &["--http", "127.0.0.1:0"]);
+        let mut all = vec!["--http", "127.0.0.1:0"];
+        all.extend_from_slice(args);
+        let mut server = Server::start_as(cmd, &all);
         server.said("toolgate serve: http on http://");
         let log = server.log.lock().unwrap().clone();
         let addr = log

@@ -27,11 +27,18 @@
 //! ← {"id": 7, "ack": true}
 //! ← {"id": 7, "exit": 2, "stdout": {…what the command prints…}, "warning": "…"}
 //!    or {"id": 7, "error": "…"}
+//!    or, instead of the ack, {"id": 7, "busy": {"in_flight": 256, "limit": 256}}
 //! → {"id": 8, "version": 1, "op": "status"}
 //! ← {"id": 8, "status": {"pid": …, "requests": …, "workspaces": [ … ]}}
 //! → {"id": 9, "version": 1, "op": "metrics"}
 //! ← {"id": 9, "metrics": "# HELP toolgate_decisions_total …"}  (with `--metrics`)
 //! ```
+//!
+//! A server with as many calls in flight as it allows (`--max-in-flight`)
+//! answers `busy` instead of acknowledging: the caller evaluates the call
+//! itself, exactly as when no server runs. So load past the limit costs the
+//! callers a local evaluation each, never a queue the server holds without
+//! bound, and never an answer.
 //!
 //! `id` is any JSON value, echoed so answers on one connection can be
 //! matched to their requests; a line that cannot be read at all is answered
@@ -276,6 +283,13 @@ pub enum Body {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         warning: Option<String>,
     },
+    /// Not taken: the server has as many calls in flight as it allows.
+    /// Sent instead of the acknowledgement; the caller evaluates the call
+    /// itself. (An older client reads no answer in it, and does the same.)
+    Busy {
+        /// How busy.
+        busy: Busy,
+    },
     /// What the server has loaded.
     Status {
         /// The server's state.
@@ -286,6 +300,15 @@ pub enum Body {
         /// The text exposition format.
         metrics: String,
     },
+}
+
+/// What a busy server says of its load.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Busy {
+    /// Calls it is evaluating.
+    pub in_flight: usize,
+    /// The most it evaluates at once (`--max-in-flight`).
+    pub limit: usize,
 }
 
 impl Body {
@@ -370,6 +393,15 @@ pub struct Status {
     /// The most configs it keeps loaded (`--max-workspaces`; 0: unknown).
     #[serde(default)]
     pub max_workspaces: usize,
+    /// Calls being evaluated when the status was taken.
+    #[serde(default)]
+    pub in_flight: usize,
+    /// The most it evaluates at once (`--max-in-flight`; 0: unknown).
+    #[serde(default)]
+    pub max_in_flight: usize,
+    /// Calls answered `busy` (not taken; their callers evaluated them).
+    #[serde(default)]
+    pub busy: u64,
     /// Server-side latency per mode, over each mode's recent requests.
     #[serde(default)]
     pub latency: Vec<ModeLatency>,

@@ -6,7 +6,8 @@
 //! running, the process only forwards its input and prints the answer, so
 //! no config is parsed and no component loaded per call. Without one (none
 //! started, a stale socket, a server that does not acknowledge within
-//! [`ACK_TIMEOUT`], or one that dies before answering) the call is evaluated
+//! [`ACK_TIMEOUT`], one that answers `busy` because it has as many calls in
+//! flight as it allows, or one that dies before answering) the call is evaluated
 //! here exactly as before: the server is an accelerator, never a
 //! requirement, and never a way to fail open. A server that refuses the
 //! call before taking it (it speaks another protocol version, or does not
@@ -214,6 +215,13 @@ pub fn ask(ask: &Ask<'_>) -> Option<Reply> {
             ));
             return None;
         }
+        // Past the server's --max-in-flight: evaluated here, as when no
+        // server runs. Not said on stderr: it is load, not a fault, and
+        // the server counts it (`serve status`, the metrics).
+        Body::Busy { busy } => {
+            tracing::debug!(?busy, "the toolgate server is busy; evaluating here");
+            return None;
+        }
         Body::Ack { ack: false }
         | Body::Evaluated { .. }
         | Body::Status { .. }
@@ -259,7 +267,7 @@ pub fn ask(ask: &Ask<'_>) -> Option<Reply> {
             result: Err(Failure::Server(error)),
             warning,
         }),
-        Ok(Body::Ack { .. } | Body::Status { .. } | Body::Metrics { .. }) => {
+        Ok(Body::Ack { .. } | Body::Busy { .. } | Body::Status { .. } | Body::Metrics { .. }) => {
             failed("answered with something that is not an answer to it".to_owned())
         }
         Err(why) => failed(why),
@@ -331,9 +339,11 @@ pub fn query_status_at(path: &Path) -> Option<Status> {
     send(&stream, &request)?;
     match read_answer(&mut BufReader::new(&stream)).ok()??.body {
         Body::Status { status } => Some(status),
-        Body::Ack { .. } | Body::Evaluated { .. } | Body::Error { .. } | Body::Metrics { .. } => {
-            None
-        }
+        Body::Ack { .. }
+        | Body::Busy { .. }
+        | Body::Evaluated { .. }
+        | Body::Error { .. }
+        | Body::Metrics { .. } => None,
     }
 }
 
@@ -359,7 +369,7 @@ pub fn query_metrics_at(path: &Path) -> Result<String, String> {
     {
         Body::Metrics { metrics } => Ok(metrics),
         Body::Error { error, .. } => Err(error),
-        Body::Ack { .. } | Body::Evaluated { .. } | Body::Status { .. } => {
+        Body::Ack { .. } | Body::Busy { .. } | Body::Evaluated { .. } | Body::Status { .. } => {
             Err("the server did not answer with metrics".to_owned())
         }
     }

@@ -577,6 +577,26 @@ async fn evaluated(http: &Http, bytes: &[u8]) -> Answer {
     let deadline = toolgate_hook::hook_process::deadline_within(
         call.timeout.unwrap_or_else(|| AGENT.default_hook_timeout()),
     );
+    // Claude Code has no fallback to hand a busy call back to: it waits for
+    // a slot within its deadline, and is blocked (never let through) if
+    // none frees; the wait comes off the chain's deadline.
+    let asked = std::time::Instant::now();
+    let _slot = match http.server.admit_by(asked + deadline).await {
+        Ok(slot) => slot,
+        Err(busy) => {
+            return blocked(
+                &event,
+                &format!(
+                    "the toolgate server is busy ({} calls in flight, at most {}) and no slot \
+                     freed within the call's {} ms",
+                    busy.in_flight,
+                    busy.limit,
+                    deadline.as_millis()
+                ),
+            );
+        }
+    };
+    let deadline = deadline.saturating_sub(asked.elapsed());
     let evaluation = Evaluate {
         mode: Mode::Agent(AGENT),
         workspace,
@@ -589,7 +609,7 @@ async fn evaluated(http: &Http, bytes: &[u8]) -> Answer {
     match crate::server::evaluate(&http.server, evaluation).await {
         Body::Evaluated { stdout, .. } => json_answer(&stdout.unwrap_or_else(|| json!({}))),
         Body::Error { error, .. } => blocked(&event, &error),
-        Body::Ack { .. } | Body::Status { .. } | Body::Metrics { .. } => {
+        Body::Ack { .. } | Body::Busy { .. } | Body::Status { .. } | Body::Metrics { .. } => {
             blocked(&event, "the server gave no answer to this call")
         }
     }

@@ -125,6 +125,23 @@
 //! ([`stats`]); with `--metrics`, Prometheus series of each evaluation's
 //! outcome and of these events are served too ([`metrics`]).
 //!
+//! # Back-pressure, not collapse
+//!
+//! At most `--max-in-flight` calls are evaluated at once (default
+//! [`DEFAULT_MAX_IN_FLIGHT`]). A call over the socket past that is answered
+//! `busy` instead of acknowledged, at once: its caller (the agent's
+//! per-call process) evaluates it itself, in its own process, with the
+//! same chain, exactly as when no server runs. The server never holds a
+//! queue of calls without bound, and a flood costs it a line per call, not
+//! memory. Calls over HTTP cannot be handed back (Claude Code has no
+//! fallback, and a non-2xx lets the call through in older releases), so
+//! one waits for a slot until its deadline and is then blocked, with the
+//! reason; they are at most `MAX_CONNECTIONS` at once. Both are counted
+//! (`status`'s `busy`, `toolgate_fallbacks_total{reason="busy"}`), and
+//! `toolgate_in_flight` shows the load. The descriptor limit is raised to
+//! its hard limit at start, so a thousand connections waiting for an
+//! answer do not run the server out of descriptors first.
+//!
 //! # When accept fails
 //!
 //! Out of descriptors (EMFILE), the queued connection stays queued and the
@@ -136,11 +153,13 @@ pub mod answer;
 mod backoff;
 pub mod decision_log;
 pub mod http;
+mod in_flight;
 pub mod metrics;
 mod peers;
 mod server;
 mod socket;
 mod stats;
 
+pub use in_flight::DEFAULT_MAX_IN_FLIGHT;
 pub use server::{Base, DEFAULT_MAX_WORKSPACES, Options};
 pub use socket::{MAX_LINE, serve};

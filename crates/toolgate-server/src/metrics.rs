@@ -45,7 +45,10 @@
 //!   (another protocol version, a mode this build does not answer, an
 //!   unreadable line, another user), which the client then evaluates itself;
 //!   `reason="last_good_config"`: a reload failed and the previous config
-//!   answered the call.
+//!   answered the call; `reason="busy"`: every `--max-in-flight` slot was
+//!   taken, so a socket call was answered `busy` (its caller evaluated it)
+//!   or an HTTP call waited out its deadline (blocked).
+//! - `toolgate_in_flight`: calls being evaluated when scraped.
 //! - `toolgate_evaluation_errors_total` and `toolgate_load_timeouts_total`:
 //!   calls the server answered with an error (the caller blocks them), and
 //!   of those, calls whose deadline passed while their config was loading.
@@ -195,6 +198,7 @@ pub struct Metrics {
     fallbacks: Family<ReasonLabels, Counter>,
     errors: Counter,
     load_timeouts: Counter,
+    in_flight: Gauge,
     /// The hook names that are label values.
     names: Mutex<HashSet<String>>,
 }
@@ -220,6 +224,7 @@ impl Metrics {
         let fallbacks = Family::default();
         let errors = Counter::default();
         let load_timeouts = Counter::default();
+        let in_flight = Gauge::default();
         let mut registry = Registry::with_prefix("toolgate");
         registry.register(
             "decisions",
@@ -285,6 +290,12 @@ impl Metrics {
             "Calls whose deadline passed while their config was still loading (blocked)",
             load_timeouts.clone(),
         );
+        registry.register(
+            "in_flight",
+            "Calls being evaluated when scraped (at most --max-in-flight; past it the socket \
+             answers busy and the caller evaluates the call itself)",
+            in_flight.clone(),
+        );
         Metrics {
             registry,
             decisions,
@@ -298,6 +309,7 @@ impl Metrics {
             fallbacks,
             errors,
             load_timeouts,
+            in_flight,
             names: Mutex::new(HashSet::new()),
         }
     }
@@ -421,6 +433,16 @@ impl Metrics {
         self.fallback("refused");
     }
 
+    /// Counts a call not taken because every in-flight slot was.
+    pub(crate) fn busy(&self) {
+        self.fallback("busy");
+    }
+
+    /// Sets the calls in flight (read at each scrape).
+    pub(crate) fn in_flight(&self, now: usize) {
+        self.in_flight.set(i64::try_from(now).unwrap_or(i64::MAX));
+    }
+
     /// Counts a call answered by the last good config after a failed reload.
     pub(crate) fn last_good_config(&self) {
         self.fallback("last_good_config");
@@ -483,7 +505,7 @@ pub(super) async fn listen(
         let (server, host) = (server.clone(), host.clone());
         async move {
             let service = hyper::service::service_fn(move |request| {
-                let answer = answer(server.metrics(), &host, &request);
+                let answer = answer(&server, &host, &request);
                 async move { Ok::<_, std::convert::Infallible>(answer) }
             });
             let _ = hyper::server::conn::http1::Builder::new()
@@ -508,7 +530,7 @@ fn plain(status: StatusCode, content_type: &'static str, body: String) -> Respon
 }
 
 fn answer(
-    metrics: Option<&Metrics>,
+    server: &crate::server::Server,
     host: &str,
     request: &Request<Incoming>,
 ) -> Response<Full<Bytes>> {
@@ -522,7 +544,10 @@ fn answer(
     if let Err((status, why)) = crate::http::loopback_gate(host, request.headers()) {
         return refuse(status, &why);
     }
-    let Some(metrics) = metrics.filter(|_| request.uri().path() == "/metrics") else {
+    let Some(text) = server
+        .metrics_text()
+        .filter(|_| request.uri().path() == "/metrics")
+    else {
         return refuse(StatusCode::NOT_FOUND, "no such page; GET /metrics");
     };
     if request.method() != Method::GET {
@@ -536,6 +561,6 @@ fn answer(
     plain(
         StatusCode::OK,
         prometheus_client::encoding::prometheus_text::CONTENT_TYPE,
-        metrics.text(),
+        text,
     )
 }

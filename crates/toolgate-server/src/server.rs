@@ -13,6 +13,7 @@ use toolgate::serve::{Body, Context, Evaluate, Mode, ParticipantStatus, Status, 
 use toolgate::trust::TrustStore;
 use toolgate::{HookRunner, Source};
 
+use crate::in_flight::Slots;
 use crate::metrics::{Metrics, count};
 use crate::stats::Stats;
 
@@ -27,6 +28,8 @@ pub struct Options {
     /// The most workspaces kept loaded; past it the least recently used is
     /// dropped, and loaded again on its next request.
     pub max_workspaces: usize,
+    /// The most calls evaluated at once ([`crate::DEFAULT_MAX_IN_FLIGHT`]).
+    pub max_in_flight: usize,
     /// Whether to count Prometheus series ([`crate::metrics`]).
     pub metrics: bool,
     /// The managed layer's directory, and a loader with it and the
@@ -43,6 +46,7 @@ impl std::fmt::Debug for Options {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Options")
             .field("max_workspaces", &self.max_workspaces)
+            .field("max_in_flight", &self.max_in_flight)
             .field("metrics", &self.metrics)
             .finish_non_exhaustive()
     }
@@ -114,6 +118,8 @@ pub(crate) struct Server {
     max_workspaces: usize,
     /// Counts requests, to order slots by last use.
     tick: AtomicU64,
+    /// A slot per call being evaluated (`--max-in-flight`).
+    pub(crate) slots: Slots,
     pub(crate) stats: Stats,
     started: SystemTime,
     /// The Prometheus series, with `--metrics` ([`metrics`]).
@@ -135,6 +141,7 @@ impl Server {
     pub(crate) fn new(options: crate::Options) -> Server {
         let crate::Options {
             max_workspaces,
+            max_in_flight,
             metrics,
             base,
         } = options;
@@ -142,6 +149,7 @@ impl Server {
             loaded: Mutex::new(HashMap::new()),
             max_workspaces: max_workspaces.max(1),
             tick: AtomicU64::new(0),
+            slots: Slots::new(max_in_flight),
             stats: Stats::default(),
             started: SystemTime::now(),
             metrics: metrics.then(Metrics::new),
@@ -572,6 +580,9 @@ pub(crate) fn status(server: &Server) -> Status {
         load_timeouts: Stats::get(&stats.load_timeouts),
         loading,
         max_workspaces: server.max_workspaces,
+        in_flight: server.slots.taken(),
+        max_in_flight: server.slots.max(),
+        busy: Stats::get(&stats.busy),
         latency: stats.latency(),
         heard: stats.heard_list(),
     }

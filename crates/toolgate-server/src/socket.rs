@@ -32,6 +32,7 @@ pub fn serve(
 ) -> anyhow::Result<()> {
     let metrics_addr = metrics;
     prepare(socket)?;
+    raise_descriptor_limit();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -77,6 +78,20 @@ pub fn serve(
         eprintln!("toolgate serve: stopped");
         Ok::<_, anyhow::Error>(())
     })
+}
+
+/// Raises this process's descriptor limit to its hard limit (as Go's
+/// runtime does for every program): a connection is a descriptor, and a
+/// soft limit of 1024 would make a thousand waiting agents an accept loop
+/// out of descriptors before `--max-in-flight` could answer them `busy`.
+/// A limit that cannot be raised is kept.
+fn raise_descriptor_limit() {
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    if let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE)
+        && soft < hard
+    {
+        let _ = setrlimit(Resource::RLIMIT_NOFILE, hard, hard);
+    }
 }
 
 /// Creates the socket's directory (0700, the user's own) and clears a stale
@@ -175,6 +190,15 @@ async fn connection(server: Arc<Server>, stream: UnixStream) {
                     send(id, Body::error(why)).await;
                     continue;
                 }
+                // Past --max-in-flight: not taken, and said so before any
+                // ack (the caller evaluates the call itself).
+                let slot = match server.admit() {
+                    Ok(slot) => slot,
+                    Err(busy) => {
+                        send(id, Body::Busy { busy }).await;
+                        continue;
+                    }
+                };
                 // Polled once here: a warm chain of in-process or wasm hooks
                 // answers within that poll, and the ack and the answer then
                 // go out in one write (the ack still first, so every client
@@ -185,8 +209,11 @@ async fn connection(server: Arc<Server>, stream: UnixStream) {
                 // slow chain and the next line on this connection is read
                 // meanwhile.
                 let task_server = server.clone();
-                let mut answering =
-                    Box::pin(async move { evaluate(&task_server, evaluation).await });
+                let mut answering = Box::pin(async move {
+                    let body = evaluate(&task_server, evaluation).await;
+                    drop(slot);
+                    body
+                });
                 let first =
                     std::future::poll_fn(|cx| std::task::Poll::Ready(answering.as_mut().poll(cx)))
                         .await;
@@ -220,10 +247,8 @@ async fn connection(server: Arc<Server>, stream: UnixStream) {
                 .await
             }
             Op::Metrics => {
-                let body = match server.metrics() {
-                    Some(metrics) => Body::Metrics {
-                        metrics: metrics.text(),
-                    },
+                let body = match server.metrics_text() {
+                    Some(metrics) => Body::Metrics { metrics },
                     None => Body::error("this server was started without --metrics".to_owned()),
                 };
                 send(id, body).await

@@ -52,6 +52,10 @@ pub(super) struct Stats {
     pub(super) evictions: AtomicU64,
     /// Calls whose deadline passed while their config was still loading.
     pub(super) load_timeouts: AtomicU64,
+    /// Calls not taken because every `--max-in-flight` slot was: answered
+    /// `busy` over the socket (the caller evaluated them), or blocked over
+    /// HTTP after waiting out their deadline.
+    pub(super) busy: AtomicU64,
     latency: Mutex<Vec<(Mode, Window)>>,
     /// Per agent, then per session (most recent last): calls and when the
     /// last was heard.
