@@ -17,7 +17,8 @@ use std::path::PathBuf;
     toolgate bench --agent      # inside the real Claude Code, a few minutes\n  \
     toolgate bench --guards     # the standard guards on their corpora\n  \
     toolgate bench --mcp        # what toolgate mcp adds to a tool call\n  \
-    toolgate bench --soak 1000000   # a long run of `toolgate serve`, for leaks\n\n\
+    toolgate bench --soak 1000000   # a long run of `toolgate serve`, for leaks\n  \
+    toolgate bench --load       # 1…128 agents at once against `toolgate serve`\n\n\
     Guests are taken from guest-examples/*/out/*.wasm\n\
     (build them with guest-examples/build-all). Run it from a release build\n\
     (cargo build --release): a debug build's numbers are not the product's.")]
@@ -116,13 +117,27 @@ pub(crate) struct Args {
     /// With --soak: calls between samples.
     #[arg(long, value_name = "N", default_value_t = 10_000, requires = "soak")]
     sample_every: usize,
-    /// With --soak: where the report and the chart go; default,
+    /// Instead, drive a real `toolgate serve` with many concurrent clients
+    /// (each an agent session of its own) over its socket and over HTTP,
+    /// every guest example and a subprocess hook in the mix: throughput,
+    /// p50/p99/p99.9 per class, errors, fairness (the Rust guest's p99 in
+    /// the mix against alone), the server's peak RSS and descriptors.
+    /// Writes a JSON report and an SVG chart; exit 1 on any error.
+    #[arg(long, conflicts_with_all = ["agent", "soak", "lean_client", "guards", "mcp"])]
+    load: bool,
+    /// With --load: the levels of concurrent clients.
+    #[arg(long, value_name = "N,…", value_delimiter = ',', default_values_t = [1usize, 8, 32, 128], requires = "load")]
+    load_clients: Vec<usize>,
+    /// With --load: seconds per level (default 3; 1 with --quick).
+    #[arg(long, value_name = "SECONDS", requires = "load")]
+    load_window: Option<f64>,
+    /// With --soak or --load: where the report and the chart go; default,
     /// $XDG_STATE_HOME/toolgate/bench (else ~/.local/state/toolgate/bench).
-    #[arg(long, value_name = "DIR", requires = "soak")]
+    #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
-    /// With --soak: this process already runs in the soak's scratch
+    /// With --soak or --load: this process already runs in the scratch
     /// environment under DIR (the bench runs itself so).
-    #[arg(long, value_name = "DIR", requires = "soak", hide = true)]
+    #[arg(long, value_name = "DIR", hide = true)]
     soak_root: Option<PathBuf>,
 }
 
@@ -132,6 +147,9 @@ pub(crate) fn run(args: Args) -> anyhow::Result<std::process::ExitCode> {
     }
     if let Some(calls) = args.soak {
         return run_soak(args, calls);
+    }
+    if args.load {
+        return run_load(args);
     }
     if args.mcp {
         let mut options = toolgate_bench::McpOptions::new(std::env::current_exe()?);
@@ -214,9 +232,81 @@ fn run_agent(args: Args) -> anyhow::Result<std::process::ExitCode> {
 /// client finds the server through it: see `toolgate_bench::SoakScratch`),
 /// which then soaks.
 fn run_soak(args: Args, calls: usize) -> anyhow::Result<std::process::ExitCode> {
-    let exe = std::env::current_exe()?;
-    let Some(root) = args.soak_root else {
-        let out = match args.out {
+    let (root, out, client) = match in_scratch(&args, |cmd| {
+        cmd.args(["bench", "--soak", &calls.to_string()])
+            .args(["--clients", &args.clients.to_string()])
+            .args(["--sample-every", &args.sample_every.to_string()]);
+    })? {
+        Ran::Child(code) => return Ok(code),
+        Ran::Inside(root, out, client) => (root, out, client),
+    };
+    let mut options = toolgate_bench::SoakOptions::new(calls, args_exe()?, root, out, client);
+    options.clients = args.clients.max(1);
+    options.sample_every = args.sample_every.max(1);
+    options.guests = args.guests;
+    if !args.json {
+        options.progress = |line| eprintln!("{line}");
+    }
+    let report = toolgate_bench::run_soak(&options)?;
+    print(args.json, &report, || report.render(super::width()))?;
+    Ok(if report.passed {
+        std::process::ExitCode::SUCCESS
+    } else {
+        std::process::ExitCode::FAILURE
+    })
+}
+
+/// `--load`: as `--soak`, in a scratch environment of its own.
+fn run_load(args: Args) -> anyhow::Result<std::process::ExitCode> {
+    let levels = args
+        .load_clients
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(",");
+    let window = args
+        .load_window
+        .unwrap_or(if args.quick { 1.0 } else { 3.0 });
+    if !(window.is_finite() && window > 0.0) || args.load_clients.contains(&0) {
+        anyhow::bail!(
+            "--load-window must be a positive number of seconds, and each level at least 1 client"
+        );
+    }
+    let (root, out, client) = match in_scratch(&args, |cmd| {
+        cmd.args(["bench", "--load", "--load-clients", &levels])
+            .args(["--load-window", &window.to_string()]);
+    })? {
+        Ran::Child(code) => return Ok(code),
+        Ran::Inside(root, out, client) => (root, out, client),
+    };
+    let mut options = toolgate_bench::LoadOptions::new(args_exe()?, root, out, client);
+    options.levels = args.load_clients.clone();
+    options.window = std::time::Duration::from_secs_f64(window);
+    options.guests = args.guests;
+    if !args.json {
+        options.progress = |line| eprintln!("{line}");
+    }
+    let report = toolgate_bench::run_load(&options)?;
+    print(args.json, &report, || report.render(super::width()))?;
+    Ok(if report.errors == 0 {
+        std::process::ExitCode::SUCCESS
+    } else {
+        std::process::ExitCode::FAILURE
+    })
+}
+
+fn args_exe() -> anyhow::Result<PathBuf> {
+    Ok(std::env::current_exe()?)
+}
+
+/// A bench that drives a real server from a scratch environment: outside
+/// it, runs this binary again inside one (its arguments set by `again`,
+/// plus the common ones) and exits as it did; inside it, what the bench
+/// needs to run.
+fn in_scratch(args: &Args, again: impl FnOnce(&mut std::process::Command)) -> anyhow::Result<Ran> {
+    let exe = args_exe()?;
+    let Some(root) = args.soak_root.clone() else {
+        let out = match args.out.clone() {
             Some(out) => out,
             None => super::env::dir("XDG_STATE_HOME")
                 .map(|d| d.join("toolgate"))
@@ -226,10 +316,8 @@ fn run_soak(args: Args, calls: usize) -> anyhow::Result<std::process::ExitCode> 
         };
         let scratch = toolgate_bench::SoakScratch::new()?;
         let mut cmd = toolgate_bench::SoakScratch::command(scratch.path(), &exe, &pass_env());
-        cmd.args(["bench", "--soak", &calls.to_string()])
-            .args(["--clients", &args.clients.to_string()])
-            .args(["--sample-every", &args.sample_every.to_string()])
-            .arg("--guests")
+        again(&mut cmd);
+        cmd.arg("--guests")
             .arg(std::path::absolute(&args.guests)?)
             .arg("--out")
             .arg(std::path::absolute(out)?)
@@ -239,14 +327,15 @@ fn run_soak(args: Args, calls: usize) -> anyhow::Result<std::process::ExitCode> 
             cmd.arg("--json");
         }
         let status = cmd.status()?;
-        return Ok(match status.code() {
-            Some(0) => std::process::ExitCode::SUCCESS,
-            Some(code) => std::process::ExitCode::from(u8::try_from(code).unwrap_or(1)),
-            None => anyhow::bail!("the soak was stopped by {status}"),
-        });
+        return match status.code() {
+            Some(code) => Ok(Ran::Child(std::process::ExitCode::from(
+                u8::try_from(code).unwrap_or(1),
+            ))),
+            None => anyhow::bail!("the bench was stopped by {status}"),
+        };
     };
     // The hidden flag is the bench's own: a process whose environment does
-    // not point into the scratch directory would soak the user's server.
+    // not point into the scratch directory would drive the user's server.
     let scratch = root.join("soak-xdg");
     let inside = |p: Option<PathBuf>| p.is_some_and(|p| p.starts_with(&scratch));
     if !inside(super::env::socket_path()) || !inside(super::env::global_dir()) {
@@ -266,21 +355,18 @@ fn run_soak(args: Args, calls: usize) -> anyhow::Result<std::process::ExitCode> 
     });
     let out = args
         .out
+        .clone()
         .ok_or_else(|| anyhow::anyhow!("--soak-root without --out"))?;
-    let mut options = toolgate_bench::SoakOptions::new(calls, exe, root, out, client);
-    options.clients = args.clients.max(1);
-    options.sample_every = args.sample_every.max(1);
-    options.guests = args.guests;
-    if !args.json {
-        options.progress = |line| eprintln!("{line}");
-    }
-    let report = toolgate_bench::run_soak(&options)?;
-    print(args.json, &report, || report.render(super::width()))?;
-    Ok(if report.passed {
-        std::process::ExitCode::SUCCESS
-    } else {
-        std::process::ExitCode::FAILURE
-    })
+    Ok(Ran::Inside(root, out, client))
+}
+
+/// Where [`in_scratch`] left this process.
+enum Ran {
+    /// It ran the bench in a child, which exited so.
+    Child(std::process::ExitCode),
+    /// It is the child: the scratch root, where the report goes, and the
+    /// agent commands' client.
+    Inside(PathBuf, PathBuf, toolgate_bench::Client),
 }
 
 /// What of this environment a scratch environment keeps: `PATH` and

@@ -339,7 +339,7 @@ fn a_chunked_body_is_cut_at_the_bound() {
 fn a_client_that_sends_no_headers_is_cut_off_and_connections_are_bounded() {
     let fx = deny_all();
     let server = Server::start_http(|cmd| {
-        cmd.env("TOOLGATE_DEBUG_HTTP_HEADER_TIMEOUT_MS", "1500");
+        cmd.env("TOOLGATE_DEBUG_HTTP_HEADER_TIMEOUT_MS", "4000");
     });
     let addr = server.http.clone().unwrap();
     // A slow client: half a request line, then nothing. It is closed at the
@@ -356,12 +356,27 @@ fn a_client_that_sends_no_headers_is_cut_off_and_connections_are_bounded() {
         took >= Duration::from_millis(1000) && took < Duration::from_secs(10),
         "closed after {took:?}"
     );
-    // 32 idle connections take every slot: the 33rd waits in the kernel's
-    // queue, and is answered once they are cut off.
-    let idle: Vec<TcpStream> = (0..32)
+    // 256 idle connections take every slot: the 257th waits in the
+    // kernel's queue, and is answered once they are cut off.
+    let fds = || {
+        std::fs::read_dir(format!("/proc/{}/fd", server.pid()))
+            .unwrap()
+            .count()
+    };
+    let before = fds();
+    let idle: Vec<TcpStream> = (0..256)
         .map(|_| TcpStream::connect(&addr).unwrap())
         .collect();
-    std::thread::sleep(Duration::from_millis(300));
+    // Each accepted (its peer looked up in the kernel's tables) before the
+    // next is tried: a descriptor each in the server.
+    let accepting = Instant::now();
+    while fds() < before + 256 && accepting.elapsed() < Duration::from_secs(3) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        fds() >= before + 256,
+        "the idle connections were not all accepted"
+    );
     let mut waiting = TcpStream::connect(&addr).unwrap();
     waiting
         .write_all(&request(

@@ -122,3 +122,88 @@ fn a_short_soak_passes_samples_every_gauge_and_writes_a_chart_beside_its_report(
             .unwrap();
     assert_eq!(written["samples"], report["samples"]);
 }
+
+/// `toolgate bench --load`: a short run through the real binary drives a
+/// real server over its socket and over HTTP at each level, with no error,
+/// and reports every class's percentiles, the fairness ratio, the server's
+/// peak memory and descriptors, and a chart beside its JSON.
+#[test]
+fn a_short_load_run_drives_both_transports_at_each_level_without_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    // The trivial WAT guest and the subprocess hook only (see above).
+    let guests = dir.path().join("no-guests");
+    std::fs::create_dir_all(&guests).unwrap();
+    let run = succeeded(
+        toolgate()
+            .args([
+                "bench",
+                "--load",
+                "--load-clients",
+                "1,4",
+                "--load-window",
+                "0.3",
+            ])
+            .arg("--json")
+            .arg("--out")
+            .arg(&out)
+            .arg("--guests")
+            .arg(&guests),
+    );
+    let report = stdout_json(&run);
+    assert_eq!(report["errors"], 0, "{report:#}");
+    let levels = report["levels"].as_array().unwrap();
+    let shape: Vec<(String, String, u64)> = levels
+        .iter()
+        .map(|l| {
+            (
+                l["transport"].as_str().unwrap().to_owned(),
+                l["mix"].as_str().unwrap().to_owned(),
+                l["clients"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let want: Vec<(String, String, u64)> = [1, 4]
+        .iter()
+        .flat_map(|&n| {
+            [("socket", "mix"), ("http", "mix"), ("socket", "fast alone")]
+                .map(|(t, m)| (t.to_owned(), m.to_owned(), n))
+        })
+        .collect();
+    assert_eq!(shape, want);
+    for level in levels {
+        assert!(level["calls"].as_u64().unwrap() > 0, "{level}");
+        assert!(level["peak_rss_kib"].as_u64().unwrap() > 0, "{level}");
+        assert!(level["peak_fds"].as_u64().unwrap() > 0, "{level}");
+        for class in level["classes"].as_array().unwrap() {
+            assert!(class["calls"].as_u64().unwrap() > 0, "{class}");
+            let p = |k: &str| class[k].as_f64().unwrap();
+            assert!(p("p50_us") > 0.0 && p("p50_us") <= p("p99_us"), "{class}");
+            assert!(p("p99_us") <= p("p999_us"), "{class}");
+        }
+    }
+    let classes: Vec<&str> = levels[0]["classes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["class"].as_str().unwrap())
+        .collect();
+    assert_eq!(classes, ["subprocess: allow", "wasm: trivial (WAT)"]);
+    let fairness = report["fairness"].as_array().unwrap();
+    assert_eq!(fairness.len(), 2, "{report:#}");
+    assert!(fairness.iter().all(|f| f["ratio"].as_f64().unwrap() > 0.0));
+    assert!(
+        report["goals"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|g| g["goal"] == "no errors at any level" && g["met"] == true),
+        "{report:#}"
+    );
+    let chart = std::fs::read_to_string(report["chart_path"].as_str().unwrap()).unwrap();
+    assert!(chart.contains("over the socket") && chart.contains("over HTTP"));
+    let written: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(report["json_path"].as_str().unwrap()).unwrap())
+            .unwrap();
+    assert_eq!(written["levels"], report["levels"]);
+}

@@ -44,10 +44,16 @@
 //! `--soak N` runs instead a long, concurrent run of a real `toolgate
 //! serve` under a fixed mix of every binding and answer, sampling the
 //! server for leaks (`soak`): it measures endurance, not speed.
+//!
+//! `--load` drives a real `toolgate serve` with 1, 8, 32 and 128
+//! concurrent clients over its socket and over HTTP (`load`): latency per
+//! guest class under contention, fairness, errors, the server's memory and
+//! descriptors.
 
 mod agent;
 mod budget;
 mod guards;
+mod load;
 mod mcp;
 #[doc(hidden)]
 pub mod mock;
@@ -60,6 +66,7 @@ pub use agent::{AgentOptions, AgentRelease, AgentReport, AgentRow, run_agent};
 pub use guards::{
     ClassRow, CostRow, GuardReport, GuardsOptions, GuardsReport, Judged, TYPICAL, run_guards,
 };
+pub use load::{ClassLatency, Fairness, LoadGoal, LoadLevel, LoadOptions, LoadReport, run_load};
 pub use mcp::{McpOptions, McpReport, Side, run_mcp};
 pub use report::{Load, LogCost, Machine, Report, Row, Target, Throughput};
 pub use soak::{

@@ -98,7 +98,7 @@ pub const MAX_GROWTH: f64 = 0.05;
 /// within its 250 ms and an agent's command would evaluate the call itself
 /// (the server is an accelerator, see `cli/client.rs`). Counted and shown,
 /// not failed: the call is still decided, by the same chain.
-const NOT_TAKEN: &str = "not taken";
+pub(crate) const NOT_TAKEN: &str = "not taken";
 /// The timeout of the lane that sleeps past it.
 const SLOW_TIMEOUT_MS: u64 = 50;
 
@@ -149,7 +149,7 @@ impl SoakScratch {
 
 /// The scratch XDG directory `name` (`config`, `cache`, `state`,
 /// `runtime`) that [`SoakScratch::command`] set under `root`.
-fn xdg(root: &Path, name: &str) -> PathBuf {
+pub(crate) fn xdg(root: &Path, name: &str) -> PathBuf {
     root.join("soak-xdg").join(name)
 }
 
@@ -329,18 +329,18 @@ pub struct SoakReport {
 }
 
 /// How a lane's call is made.
-enum How {
+pub(crate) enum How {
     /// Through the server: a `toolgate check` input.
     Server(Vec<u8>),
     /// Through a chain in this process.
     InProcess(HookRunner, Request),
 }
 
-struct Lane {
-    name: String,
-    weight: u32,
-    expect: &'static str,
-    how: How,
+pub(crate) struct Lane {
+    pub(crate) name: String,
+    pub(crate) weight: u32,
+    pub(crate) expect: &'static str,
+    pub(crate) how: How,
 }
 
 /// Answers as counted: per lane and for the current window.
@@ -663,7 +663,7 @@ pub(crate) fn classify(answer: &Value) -> String {
 }
 
 /// Whether `kind` is what a lane expecting `expect` may get.
-fn expected(expect: &str, kind: &str) -> bool {
+pub(crate) fn expected(expect: &str, kind: &str) -> bool {
     match expect {
         "any" => matches!(kind, "allow" | "deny" | "modify" | "replace"),
         _ => expect == kind,
@@ -774,14 +774,14 @@ const GUESTS: [&str; 6] = [
 ];
 
 /// The lanes, the hooks of the server's config, and the guests skipped.
-struct Mix {
-    lanes: Vec<Lane>,
-    hooks: Vec<Value>,
-    skipped: Vec<String>,
+pub(crate) struct Mix {
+    pub(crate) lanes: Vec<Lane>,
+    pub(crate) hooks: Vec<Value>,
+    pub(crate) skipped: Vec<String>,
 }
 
 /// The mix, its scripts written under `work`.
-fn mix(work: &Path, guests_dir: &Path) -> Result<Mix, BenchError> {
+pub(crate) fn mix(work: &Path, guests_dir: &Path) -> Result<Mix, BenchError> {
     use std::os::unix::fs::PermissionsExt;
     let mut lanes = Vec::new();
     let mut hooks = Vec::new();
@@ -910,7 +910,7 @@ fn settle(pid: u32, limit: Duration) {
 }
 
 /// The server's gauges now (the window's fields left empty).
-fn measure(pid: u32, cache: &Path) -> Sample {
+pub(crate) fn measure(pid: u32, cache: &Path) -> Sample {
     let status = |pid: &str, key: &str| {
         std::fs::read_to_string(format!("/proc/{pid}/status"))
             .unwrap_or_default()

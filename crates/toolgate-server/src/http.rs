@@ -89,8 +89,14 @@ const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a client has to send the body once the headers are in.
 const BODY_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// Connections served at once.
-pub(crate) const MAX_CONNECTIONS: usize = 32;
+/// Connections served at once. Claude Code keeps its connection alive
+/// between calls, and a kept-alive connection holds its slot until it has
+/// been idle for [`HEADER_TIMEOUT`]: with 32, the 33rd concurrent session
+/// waited in the kernel's queue for as long as the others kept calling
+/// (the load bench's 128 clients showed it). Each connection costs a task
+/// and at most its 64 KiB buffer; the work they bring is bounded by
+/// `--max-in-flight`, not by this.
+pub(crate) const MAX_CONNECTIONS: usize = 256;
 
 /// The agent that POSTs hooks, and the path it POSTs them to.
 const AGENT: Outward = Outward::ClaudeCode;

@@ -1,0 +1,278 @@
+//! One level of the load bench: its clients, each call they make, and the
+//! server's gauges while they run.
+
+use super::{Class, ClassLatency, LoadLevel, LoadOptions, Recorded, Transport};
+use crate::BenchError;
+use crate::scenario::percentile;
+use crate::soak::{Answered, Client, NOT_TAKEN, expected};
+use serde_json::{Value, json};
+use std::io::{BufRead, Read, Write};
+use std::path::Path;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// What every client of one level shares.
+pub(super) struct Level<'a> {
+    pub(super) options: &'a LoadOptions,
+    pub(super) classes: &'a [Class],
+    /// Indices into `classes` the clients cycle through.
+    pub(super) lanes: &'a [usize],
+    pub(super) transport: Transport,
+    pub(super) clients: usize,
+    /// The HTTP listener and its secret.
+    pub(super) http: &'a (String, String),
+}
+
+/// Runs `level`: its clients, each cycling through its lanes from its own
+/// offset until the window ends, while the server (`pid`)'s memory and
+/// descriptors are sampled.
+pub(super) fn drive(level: &Level<'_>, pid: u32) -> Result<LoadLevel, BenchError> {
+    let recorded = Mutex::new(Recorded {
+        samples: vec![Vec::new(); level.classes.len()],
+        ..Recorded::default()
+    });
+    let running = AtomicBool::new(true);
+    let (peak_rss, peak_fds) = (AtomicU64::new(0), AtomicU64::new(0));
+    let started = Instant::now();
+    let end = started + level.options.window;
+    std::thread::scope(|s| -> Result<(), BenchError> {
+        s.spawn(|| {
+            while running.load(Ordering::Relaxed) {
+                let (rss, fds) = gauges(pid);
+                peak_rss.fetch_max(rss, Ordering::Relaxed);
+                peak_fds.fetch_max(fds, Ordering::Relaxed);
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        });
+        let handles: Vec<_> = (0..level.clients)
+            .map(|n| {
+                let recorded = &recorded;
+                s.spawn(move || client(level, n, end, recorded))
+            })
+            .collect();
+        let mut result = Ok(());
+        for h in handles {
+            let joined = h
+                .join()
+                .unwrap_or(Err(BenchError::Missing("a load client panicked")));
+            if result.is_ok() {
+                result = joined;
+            }
+        }
+        running.store(false, Ordering::Relaxed);
+        result
+    })?;
+    let wall = started.elapsed().as_secs_f64();
+    let mut r = recorded
+        .into_inner()
+        .map_err(|_| BenchError::Missing("a load client panicked"))?;
+    let calls = r.samples.iter().map(Vec::len).sum::<usize>();
+    let classes = level
+        .lanes
+        .iter()
+        .map(|&i| {
+            let samples = &mut r.samples[i];
+            samples.sort_by(f64::total_cmp);
+            ClassLatency {
+                class: level.classes[i].name.clone(),
+                calls: samples.len(),
+                p50_us: percentile(samples, 0.5),
+                p99_us: percentile(samples, 0.99),
+                p999_us: percentile(samples, 0.999),
+            }
+        })
+        .collect();
+    Ok(LoadLevel {
+        transport: level.transport.name().into(),
+        mix: if level.lanes.len() == 1 {
+            "fast alone"
+        } else {
+            "mix"
+        }
+        .into(),
+        clients: level.clients,
+        calls,
+        calls_per_s: calls as f64 / wall,
+        errors: r.errors,
+        error_examples: r.examples,
+        not_taken: r.not_taken,
+        classes,
+        peak_rss_kib: peak_rss.into_inner(),
+        peak_fds: peak_fds.into_inner(),
+    })
+}
+
+/// Client `n` of `level`, an agent session of its own: calls until `end`,
+/// then adds what it saw to `recorded`.
+fn client(
+    level: &Level<'_>,
+    n: usize,
+    end: Instant,
+    recorded: &Mutex<Recorded>,
+) -> Result<(), BenchError> {
+    let session = format!(
+        "load-{}-{}-{}-{n}",
+        level.transport.name(),
+        level.lanes.len(),
+        level.clients
+    );
+    let workspace = level.options.root.join("load/workspace");
+    let mut conn = match level.transport {
+        Transport::Http => Some(HttpConn::open(level.http)?),
+        Transport::Socket => None,
+    };
+    let mut mine: Vec<(usize, f64)> = Vec::new();
+    let mut wrong: Vec<String> = Vec::new();
+    let mut not_taken = 0;
+    let mut k = n;
+    while Instant::now() < end {
+        let lane = level.lanes[k % level.lanes.len()];
+        let class = &level.classes[lane];
+        k += 1;
+        let t = Instant::now();
+        let got = match conn.as_mut() {
+            Some(conn) => conn.call(level.http, &workspace, class, &session),
+            None => call_socket(&level.options.client, &workspace, class, &session),
+        };
+        let us = t.elapsed().as_secs_f64() * 1e6;
+        match got {
+            Ok(()) => mine.push((lane, us)),
+            Err(why) if why == NOT_TAKEN => not_taken += 1,
+            Err(why) => wrong.push(format!("{}: {why}", class.name)),
+        }
+    }
+    let mut r = recorded
+        .lock()
+        .map_err(|_| BenchError::Missing("a load client panicked"))?;
+    for (lane, us) in mine {
+        r.samples[lane].push(us);
+    }
+    r.errors += wrong.len() as u64;
+    r.not_taken += not_taken;
+    let room = 5usize.saturating_sub(r.examples.len());
+    r.examples.extend(wrong.into_iter().take(room));
+    Ok(())
+}
+
+/// One call of `class` through the agent commands' client, in `session`.
+/// `Err(NOT_TAKEN)` when the server did not take it.
+pub(super) fn call_socket(
+    client: &Client,
+    workspace: &Path,
+    class: &Class,
+    session: &str,
+) -> Result<(), String> {
+    let mut wire = class.wire.clone();
+    wire["session_id"] = json!(session);
+    let input = wire.to_string();
+    match client(workspace, input.as_bytes()) {
+        Answered::NotTaken => Err(NOT_TAKEN.into()),
+        Answered::Taken(Err(e)) => Err(format!("server error: {e}")),
+        Answered::Taken(Ok((None, _))) => Err("no answer".into()),
+        Answered::Taken(Ok((Some(answer), _))) => {
+            let kind = crate::soak::classify(&answer);
+            if expected(class.expect, &kind) {
+                Ok(())
+            } else {
+                Err(format!("{kind} (expected {})", class.expect))
+            }
+        }
+    }
+}
+
+/// A kept-alive connection to `toolgate serve --http`, as Claude Code
+/// keeps one.
+pub(super) struct HttpConn {
+    stream: std::io::BufReader<std::net::TcpStream>,
+}
+
+impl HttpConn {
+    pub(super) fn open((addr, _): &(String, String)) -> Result<HttpConn, BenchError> {
+        let stream = std::net::TcpStream::connect(addr)?;
+        stream.set_nodelay(true)?;
+        stream.set_read_timeout(Some(Duration::from_secs(120)))?;
+        Ok(HttpConn {
+            stream: std::io::BufReader::new(stream),
+        })
+    }
+
+    /// Posts `class`'s call as Claude Code's hook input in `session`; `Ok`
+    /// when the answer is a 200 whose JSON is what the class expects.
+    pub(super) fn call(
+        &mut self,
+        (addr, token): &(String, String),
+        workspace: &Path,
+        class: &Class,
+        session: &str,
+    ) -> Result<(), String> {
+        let body = claude_input(&class.wire, workspace, session);
+        let mut request = format!(
+            "POST /claude-code HTTP/1.1\r\nContent-Type: application/json\r\n\
+             Authorization: Bearer {token}\r\nUser-Agent: toolgate-bench\r\n\
+             Content-Length: {}\r\nHost: {addr}\r\nConnection: keep-alive\r\n\r\n",
+            body.len()
+        )
+        .into_bytes();
+        request.extend_from_slice(&body);
+        let io = |e: std::io::Error| format!("transport: {e}");
+        self.stream.get_mut().write_all(&request).map_err(io)?;
+        let (mut status, mut length, mut line) = (String::new(), 0usize, String::new());
+        loop {
+            line.clear();
+            if self.stream.read_line(&mut line).map_err(io)? == 0 {
+                return Err("transport: the server closed the connection".into());
+            }
+            if status.is_empty() {
+                status = line.trim().to_owned();
+            } else if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                length = v.trim().parse().unwrap_or(0);
+            } else if line == "\r\n" {
+                break;
+            }
+        }
+        let mut body = vec![0; length];
+        self.stream.read_exact(&mut body).map_err(io)?;
+        let answer: Value = serde_json::from_slice(&body)
+            .map_err(|_| format!("{status}: an answer that is not JSON"))?;
+        let text = answer.to_string();
+        if !status.starts_with("HTTP/1.1 200") || text.contains("toolgate could not evaluate") {
+            return Err(format!("{status}: {}", toolgate::text::excerpt(&text, 200)));
+        }
+        let denied = answer["hookSpecificOutput"]["permissionDecision"] == "deny";
+        if denied != (class.expect == "deny") {
+            return Err(format!(
+                "expected {}: {}",
+                class.expect,
+                toolgate::text::excerpt(&text, 200)
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// `wire` (a `toolgate check` input) as Claude Code's hook input.
+fn claude_input(wire: &Value, workspace: &Path, session: &str) -> Vec<u8> {
+    let post = wire["event"] == "post_tool_use";
+    let mut input = json!({
+        "session_id": session, "transcript_path": "/dev/null", "cwd": workspace,
+        "hook_event_name": if post { "PostToolUse" } else { "PreToolUse" },
+        "tool_name": wire["tool"], "tool_input": wire["input"],
+    });
+    if post {
+        input["tool_response"] = wire["result"].clone();
+    }
+    input.to_string().into_bytes()
+}
+
+/// The server's resident memory (KiB) and open descriptors now.
+pub(super) fn gauges(pid: u32) -> (u64, u64) {
+    let rss = std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0);
+    let fds = std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count() as u64);
+    (rss, fds)
+}
