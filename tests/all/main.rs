@@ -44,6 +44,7 @@ mod sdk;
 mod security;
 pub(crate) mod serve;
 pub(crate) mod serve_http;
+mod serve_memory;
 mod session_state;
 mod shadow;
 mod signing;

@@ -15,42 +15,8 @@ use toolgate::{HookRunner, Source};
 
 use crate::in_flight::Slots;
 use crate::metrics::{Metrics, count};
+use crate::options::{Base, Warm};
 use crate::stats::Stats;
-
-/// How many workspaces a server keeps loaded unless told otherwise: far
-/// more than one user has open, few enough that compiled components of
-/// forgotten checkouts do not pile up over weeks.
-pub const DEFAULT_MAX_WORKSPACES: u16 = 64;
-
-/// What the server loads with and counts, given by the program that starts
-/// it: read from that program's own environment, never from a request.
-pub struct Options {
-    /// The most workspaces kept loaded; past it the least recently used is
-    /// dropped, and loaded again on its next request.
-    pub max_workspaces: usize,
-    /// The most calls evaluated at once ([`crate::DEFAULT_MAX_IN_FLIGHT`]).
-    pub max_in_flight: usize,
-    /// Whether to count Prometheus series ([`crate::metrics`]).
-    pub metrics: bool,
-    /// The managed layer's directory, and a loader with it and the
-    /// program's component options set, made afresh for each load: the
-    /// server adds the workspace, its global config, trust store and
-    /// `PATH`.
-    pub base: Arc<Base>,
-}
-
-/// What a load starts from: see [`Options::base`].
-pub type Base = dyn Fn() -> (PathBuf, toolgate::config::Loader) + Send + Sync;
-
-impl std::fmt::Debug for Options {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Options")
-            .field("max_workspaces", &self.max_workspaces)
-            .field("max_in_flight", &self.max_in_flight)
-            .field("metrics", &self.metrics)
-            .finish_non_exhaustive()
-    }
-}
 
 /// What a config was loaded for.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -130,6 +96,8 @@ pub(crate) struct Server {
     own: Context,
     /// What each load starts from ([`crate::Options::base`]).
     base: Arc<Base>,
+    /// [`crate::Options::warm`].
+    warm: Option<Arc<Warm>>,
     /// Hooks' session state, in memory, shared by every workspace's chain
     /// and kept across reloads (a guard's memory of a session must not
     /// vanish because a config file was edited). Scoped by hook and
@@ -144,6 +112,7 @@ impl Server {
             max_in_flight,
             metrics,
             base,
+            warm,
         } = options;
         Server {
             loaded: Mutex::new(HashMap::new()),
@@ -155,6 +124,7 @@ impl Server {
             metrics: metrics.then(Metrics::new),
             own: toolgate_hook::client::context(),
             base,
+            warm,
             sessions: Arc::new(toolgate::sessions::MemoryStore::new()),
         }
     }
@@ -395,10 +365,16 @@ async fn runner_for(
         // Off the async workers: a first compile can take seconds.
         let load_key = task_key.clone();
         let base = server.base.clone();
+        let warm = server.warm.clone();
         let sessions = server.sessions.clone();
-        let loaded = tokio::task::spawn_blocking(move || load(&load_key, &*base, sessions))
-            .await
-            .map_err(|e| format!("loading panicked: {e}"))?;
+        let loaded = tokio::task::spawn_blocking(move || {
+            if let Some(warm) = warm {
+                warm(&load_key.workspace);
+            }
+            load(&load_key, &*base, sessions)
+        })
+        .await
+        .map_err(|e| format!("loading panicked: {e}"))?;
         count(server.metrics(), |m| m.load(!fresh, loaded.is_ok()));
         match (loaded, guard.as_mut()) {
             (Ok(mut new), _) => {

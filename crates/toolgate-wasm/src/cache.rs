@@ -245,14 +245,7 @@ fn compile_component(
 ) -> wasmtime::Result<Component> {
     let started = std::time::Instant::now();
     if let Some((say, label)) = progress {
-        let size = if bytes.len() >= 1 << 20 {
-            format!("{:.1} MiB", bytes.len() as f64 / (1 << 20) as f64)
-        } else {
-            format!("{} KiB", bytes.len().div_ceil(1024))
-        };
-        say(&format!(
-            "compiling {label} ({size}; later loads come from the compile cache)…"
-        ));
+        say(&compiling(label, bytes.len()));
     }
     let component = Component::new(engine, bytes)?;
     if let Some((say, label)) = progress {
@@ -313,15 +306,67 @@ pub(crate) fn load(
         }
         EntryUse::Compile(outcome, warning) => (outcome, warning),
     };
-    let component = compile_component(engine, bytes, progress)?;
-    if let Err(e) = store(&artifact, &meta, &key, &component.serialize()?) {
-        tracing::debug!("could not write cache entry {}: {e}", artifact.display());
+    // Compiled to the artifact, written, and mapped back as a hit is: the
+    // code is then file-backed (page cache, shared with every process that
+    // maps the entry, reclaimable) instead of anonymous memory the process
+    // holds for as long as the component is loaded. A server that compiled
+    // six guests in memory held ~300 MiB of anonymous code and heap; from
+    // their entries, the same guests map ~110 MiB of file pages.
+    let compiled = precompile(engine, bytes, progress)?;
+    let written = store(&artifact, &meta, &key, &compiled);
+    drop(compiled);
+    match written {
+        Ok(()) => match use_entry(engine, &artifact, &meta, &key) {
+            EntryUse::Hit(component) => {
+                return Ok(ObtainedComponent {
+                    component,
+                    outcome,
+                    warning,
+                });
+            }
+            EntryUse::Compile(..) | EntryUse::Untrusted(_) => {
+                tracing::debug!(
+                    "the entry just written at {} did not map",
+                    artifact.display()
+                );
+            }
+        },
+        Err(e) => tracing::debug!("could not write cache entry {}: {e}", artifact.display()),
     }
+    // Not written or not mapped (a full disk, say): compiled again, in
+    // memory, as without a cache.
     Ok(ObtainedComponent {
-        component,
+        component: compile_component(engine, bytes, None)?,
         outcome,
         warning,
     })
+}
+
+/// `bytes` compiled to a cache artifact, telling `progress` as
+/// [`compile_component`] does.
+fn precompile(engine: &Engine, bytes: &[u8], progress: Progress<'_>) -> wasmtime::Result<Vec<u8>> {
+    let started = std::time::Instant::now();
+    if let Some((say, label)) = progress {
+        say(&compiling(label, bytes.len()));
+    }
+    let artifact = engine.precompile_component(bytes)?;
+    if let Some((say, label)) = progress {
+        say(&format!(
+            "compiled {label} in {:.1} s",
+            started.elapsed().as_secs_f64()
+        ));
+    }
+    Ok(artifact)
+}
+
+/// What a person is told as a compile starts.
+fn compiling(label: &str, len: usize) -> String {
+    let size = if len >= 1 << 20 {
+        format!("{:.1} MiB", len as f64 / (1 << 20) as f64)
+    } else {
+        format!("{} KiB", len.div_ceil(1024))
+    };
+    format!("compiling {label} ({size}; later loads come from the compile cache)…")
 }
 
 /// What the entry for a key is good for.
