@@ -128,9 +128,13 @@ pub(crate) struct Args {
     /// With --load: the levels of concurrent clients.
     #[arg(long, value_name = "N,…", value_delimiter = ',', default_values_t = [1usize, 8, 32, 128], requires = "load")]
     load_clients: Vec<usize>,
-    /// With --load: seconds per level (default 3; 1 with --quick).
+    /// With --load: seconds per run (default 3; 1 with --quick).
     #[arg(long, value_name = "SECONDS", requires = "load")]
     load_window: Option<f64>,
+    /// With --load: calls a second each client starts in the paced runs,
+    /// where the goals are judged (0: closed loop only).
+    #[arg(long, value_name = "PER_S", default_value_t = 5.0, requires = "load")]
+    load_pace: f64,
     /// With --soak or --load: where the report and the chart go; default,
     /// $XDG_STATE_HOME/toolgate/bench (else ~/.local/state/toolgate/bench).
     #[arg(long, value_name = "DIR")]
@@ -267,14 +271,18 @@ fn run_load(args: Args) -> anyhow::Result<std::process::ExitCode> {
     let window = args
         .load_window
         .unwrap_or(if args.quick { 1.0 } else { 3.0 });
-    if !(window.is_finite() && window > 0.0) || args.load_clients.contains(&0) {
+    if !(window.is_finite() && window > 0.0)
+        || args.load_clients.contains(&0)
+        || !(args.load_pace.is_finite() && args.load_pace >= 0.0)
+    {
         anyhow::bail!(
             "--load-window must be a positive number of seconds, and each level at least 1 client"
         );
     }
     let (root, out, client) = match in_scratch(&args, |cmd| {
         cmd.args(["bench", "--load", "--load-clients", &levels])
-            .args(["--load-window", &window.to_string()]);
+            .args(["--load-window", &window.to_string()])
+            .args(["--load-pace", &args.load_pace.to_string()]);
     })? {
         Ran::Child(code) => return Ok(code),
         Ran::Inside(root, out, client) => (root, out, client),
@@ -282,6 +290,7 @@ fn run_load(args: Args) -> anyhow::Result<std::process::ExitCode> {
     let mut options = toolgate_bench::LoadOptions::new(args_exe()?, root, out, client);
     options.levels = args.load_clients.clone();
     options.window = std::time::Duration::from_secs_f64(window);
+    options.pace = args.load_pace;
     options.guests = args.guests;
     if !args.json {
         options.progress = |line| eprintln!("{line}");

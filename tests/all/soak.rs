@@ -143,6 +143,8 @@ fn a_short_load_run_drives_both_transports_at_each_level_without_error() {
                 "1,4",
                 "--load-window",
                 "0.3",
+                "--load-pace",
+                "20",
             ])
             .arg("--json")
             .arg("--out")
@@ -163,14 +165,32 @@ fn a_short_load_run_drives_both_transports_at_each_level_without_error() {
             )
         })
         .collect();
+    // Per level: closed loop, then paced; each over the socket and HTTP
+    // with every class, then the fast class alone.
     let want: Vec<(String, String, u64)> = [1, 4]
         .iter()
         .flat_map(|&n| {
-            [("socket", "mix"), ("http", "mix"), ("socket", "fast alone")]
-                .map(|(t, m)| (t.to_owned(), m.to_owned(), n))
+            [[0, 1, 2], [0, 1, 2]].concat().into_iter().map(move |i| {
+                let (t, m) = [("socket", "mix"), ("http", "mix"), ("socket", "fast alone")][i];
+                (t.to_owned(), m.to_owned(), n)
+            })
         })
         .collect();
     assert_eq!(shape, want);
+    let modes: Vec<&str> = levels.iter().map(|l| l["mode"].as_str().unwrap()).collect();
+    assert_eq!(
+        &modes[..6],
+        [
+            "closed loop",
+            "closed loop",
+            "closed loop",
+            "paced",
+            "paced",
+            "paced"
+        ]
+    );
+    // Paced at 20 a second per client: the offered rate is said.
+    assert_eq!(levels[9]["offered_per_s"], 80.0, "{:#}", levels[9]);
     for level in levels {
         assert!(level["calls"].as_u64().unwrap() > 0, "{level}");
         assert!(level["peak_rss_kib"].as_u64().unwrap() > 0, "{level}");
@@ -190,7 +210,11 @@ fn a_short_load_run_drives_both_transports_at_each_level_without_error() {
         .collect();
     assert_eq!(classes, ["subprocess: allow", "wasm: trivial (WAT)"]);
     let fairness = report["fairness"].as_array().unwrap();
-    assert_eq!(fairness.len(), 2, "{report:#}");
+    assert_eq!(
+        fairness.len(),
+        4,
+        "closed loop and paced, per level: {report:#}"
+    );
     assert!(fairness.iter().all(|f| f["ratio"].as_f64().unwrap() > 0.0));
     assert!(
         report["goals"]
@@ -201,7 +225,13 @@ fn a_short_load_run_drives_both_transports_at_each_level_without_error() {
         "{report:#}"
     );
     let chart = std::fs::read_to_string(report["chart_path"].as_str().unwrap()).unwrap();
-    assert!(chart.contains("over the socket") && chart.contains("over HTTP"));
+    for panel in [
+        "closed loop, over the socket",
+        "closed loop, over HTTP",
+        "paced, over the socket",
+    ] {
+        assert!(chart.contains(panel), "no panel {panel}");
+    }
     let written: serde_json::Value =
         serde_json::from_slice(&std::fs::read(report["json_path"].as_str().unwrap()).unwrap())
             .unwrap();

@@ -364,8 +364,7 @@ async fn runner_for(
         }
         // Off the async workers: a first compile can take seconds.
         let load_key = task_key.clone();
-        let base = server.base.clone();
-        let warm = server.warm.clone();
+        let (base, warm) = (server.base.clone(), server.warm.clone());
         let sessions = server.sessions.clone();
         let loaded = tokio::task::spawn_blocking(move || {
             if let Some(warm) = warm {

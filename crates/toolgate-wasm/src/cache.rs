@@ -61,6 +61,7 @@
 //! directory, or one that cannot be used, components are compiled in memory
 //! each time (with a debug log), which is slower but correct.
 
+use crate::compile::{Progress, compile_component, precompile};
 use crate::safe_fs::{FileIdentity, OwnershipError};
 use std::fs::File;
 use std::hash::Hash;
@@ -232,31 +233,6 @@ pub(crate) fn load_hit(engine: &Engine, dir: &Path, hash: &blake3::Hash) -> Opti
     mapped.ok()
 }
 
-/// Who to tell about a compile, and what to call the component.
-pub(crate) type Progress<'a> = Option<(fn(&str), &'a str)>;
-
-/// Compiles `bytes`, telling `progress` (when given) before and after: a
-/// language runtime takes seconds to minutes on a small machine, and a
-/// person should not watch a silent terminal meanwhile.
-fn compile_component(
-    engine: &Engine,
-    bytes: &[u8],
-    progress: Progress<'_>,
-) -> wasmtime::Result<Component> {
-    let started = std::time::Instant::now();
-    if let Some((say, label)) = progress {
-        say(&compiling(label, bytes.len()));
-    }
-    let component = Component::new(engine, bytes)?;
-    if let Some((say, label)) = progress {
-        say(&format!(
-            "compiled {label} in {:.1} s",
-            started.elapsed().as_secs_f64()
-        ));
-    }
-    Ok(component)
-}
-
 /// Loads `bytes` as a component, through the cache in `dir` if given.
 pub(crate) fn load(
     engine: &Engine,
@@ -306,24 +282,33 @@ pub(crate) fn load(
         }
         EntryUse::Compile(outcome, warning) => (outcome, warning),
     };
-    // Compiled to the artifact, written, and mapped back as a hit is: the
-    // code is then file-backed (page cache, shared with every process that
-    // maps the entry, reclaimable) instead of anonymous memory the process
-    // holds for as long as the component is loaded. A server that compiled
-    // six guests in memory held ~300 MiB of anonymous code and heap; from
-    // their entries, the same guests map ~110 MiB of file pages.
+    Ok(ObtainedComponent {
+        component: compile_and_map(engine, bytes, progress, (&artifact, &meta, &key))?,
+        outcome,
+        warning,
+    })
+}
+
+/// Compiles `bytes` to the entry at `(artifact, meta, key)` and maps it.
+///
+/// Compiled to the artifact, written, and mapped back as a hit is: the
+/// code is then file-backed (page cache, shared with every process that
+/// maps the entry, reclaimable) instead of anonymous memory the process
+/// holds for as long as the component is loaded. A server that compiled
+/// six guests in memory held ~300 MiB of anonymous code and heap; from
+/// their entries, the same guests map ~110 MiB of file pages.
+fn compile_and_map(
+    engine: &Engine,
+    bytes: &[u8],
+    progress: Progress<'_>,
+    (artifact, meta, key): (&Path, &Path, &str),
+) -> wasmtime::Result<Component> {
     let compiled = precompile(engine, bytes, progress)?;
-    let written = store(&artifact, &meta, &key, &compiled);
+    let written = store(artifact, meta, key, &compiled);
     drop(compiled);
     match written {
-        Ok(()) => match use_entry(engine, &artifact, &meta, &key) {
-            EntryUse::Hit(component) => {
-                return Ok(ObtainedComponent {
-                    component,
-                    outcome,
-                    warning,
-                });
-            }
+        Ok(()) => match use_entry(engine, artifact, meta, key) {
+            EntryUse::Hit(component) => return Ok(component),
             EntryUse::Compile(..) | EntryUse::Untrusted(_) => {
                 tracing::debug!(
                     "the entry just written at {} did not map",
@@ -335,38 +320,7 @@ pub(crate) fn load(
     }
     // Not written or not mapped (a full disk, say): compiled again, in
     // memory, as without a cache.
-    Ok(ObtainedComponent {
-        component: compile_component(engine, bytes, None)?,
-        outcome,
-        warning,
-    })
-}
-
-/// `bytes` compiled to a cache artifact, telling `progress` as
-/// [`compile_component`] does.
-fn precompile(engine: &Engine, bytes: &[u8], progress: Progress<'_>) -> wasmtime::Result<Vec<u8>> {
-    let started = std::time::Instant::now();
-    if let Some((say, label)) = progress {
-        say(&compiling(label, bytes.len()));
-    }
-    let artifact = engine.precompile_component(bytes)?;
-    if let Some((say, label)) = progress {
-        say(&format!(
-            "compiled {label} in {:.1} s",
-            started.elapsed().as_secs_f64()
-        ));
-    }
-    Ok(artifact)
-}
-
-/// What a person is told as a compile starts.
-fn compiling(label: &str, len: usize) -> String {
-    let size = if len >= 1 << 20 {
-        format!("{:.1} MiB", len as f64 / (1 << 20) as f64)
-    } else {
-        format!("{} KiB", len.div_ceil(1024))
-    };
-    format!("compiling {label} ({size}; later loads come from the compile cache)…")
+    compile_component(engine, bytes, None)
 }
 
 /// What the entry for a key is good for.

@@ -50,6 +50,7 @@
 
 mod builtin;
 mod cache;
+mod compile;
 mod engine;
 mod host;
 /// Only the bench (the toolgate-bench crate) measures.

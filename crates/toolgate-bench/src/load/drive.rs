@@ -22,6 +22,21 @@ pub(super) struct Level<'a> {
     pub(super) clients: usize,
     /// The HTTP listener and its secret.
     pub(super) http: &'a (String, String),
+    /// Paced: each client starts a call this often; `None`: closed loop.
+    pub(super) pace: Option<Duration>,
+}
+
+impl Level<'_> {
+    fn mode(&self) -> &'static str {
+        match self.pace {
+            Some(_) => "paced",
+            None => "closed loop",
+        }
+    }
+
+    fn offered_per_s(&self) -> Option<f64> {
+        self.pace.map(|p| self.clients as f64 / p.as_secs_f64())
+    }
 }
 
 /// Runs `level`: its clients, each cycling through its lanes from its own
@@ -84,6 +99,8 @@ pub(super) fn drive(level: &Level<'_>, pid: u32) -> Result<LoadLevel, BenchError
         })
         .collect();
     Ok(LoadLevel {
+        mode: level.mode().into(),
+        offered_per_s: level.offered_per_s(),
         transport: level.transport.name().into(),
         mix: if level.lanes.len() == 1 {
             "fast alone"
@@ -126,11 +143,34 @@ fn client(
     let mut wrong: Vec<String> = Vec::new();
     let mut not_taken = 0;
     let mut k = n;
-    while Instant::now() < end {
+    // Paced: call `i` is due at `first + i × period`, the clients' first
+    // calls spread across one period.
+    let first = level
+        .pace
+        .map(|period| Instant::now() + period.mul_f64(n as f64 / level.clients.max(1) as f64));
+    let mut due_calls = 0u32;
+    loop {
+        let due = match (first, level.pace) {
+            (Some(first), Some(period)) => {
+                let due = first + period * due_calls;
+                due_calls += 1;
+                if due >= end {
+                    break;
+                }
+                if let Some(wait) = due.checked_duration_since(Instant::now()) {
+                    std::thread::sleep(wait);
+                }
+                due
+            }
+            _ if Instant::now() >= end => break,
+            _ => Instant::now(),
+        };
         let lane = level.lanes[k % level.lanes.len()];
         let class = &level.classes[lane];
         k += 1;
-        let t = Instant::now();
+        // From when the call was due: a client that fell behind its pace
+        // counts the wait (no coordinated omission).
+        let t = due;
         let got = match conn.as_mut() {
             Some(conn) => conn.call(level.http, &workspace, class, &session),
             None => call_socket(&level.options.client, &workspace, class, &session),

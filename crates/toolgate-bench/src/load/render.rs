@@ -25,21 +25,30 @@ fn drawing(e: &dyn std::fmt::Display) -> BenchError {
 /// The chart: p99 per class against clients, a panel per transport, on a
 /// log scale (a subprocess hook and a Rust guest differ a hundredfold).
 pub(super) fn chart(report: &LoadReport, path: &Path) -> Result<(), BenchError> {
-    let root = SVGBackend::new(path, (900, 900)).into_drawing_area();
+    let root = SVGBackend::new(path, (900, 1200)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| drawing(&e))?;
     let mut levels: Vec<usize> = report.levels.iter().map(|l| l.clients).collect();
     levels.dedup();
-    for (area, (transport, said)) in root
-        .split_evenly((2, 1))
-        .iter()
-        .zip([("socket", "the socket"), ("http", "HTTP")])
-    {
+    let panels = [
+        (
+            "socket",
+            "closed loop",
+            "p99 per class, closed loop, over the socket",
+        ),
+        (
+            "http",
+            "closed loop",
+            "p99 per class, closed loop, over HTTP",
+        ),
+        ("socket", "paced", "p99 per class, paced, over the socket"),
+    ];
+    for (area, (transport, mode, title)) in root.split_evenly((3, 1)).iter().zip(panels) {
         let rows: Vec<&LoadLevel> = report
             .levels
             .iter()
-            .filter(|l| l.transport == transport && l.mix == "mix")
+            .filter(|l| l.transport == transport && l.mix == "mix" && l.mode == mode)
             .collect();
-        panel(area, &rows, &levels, &format!("p99 per class, over {said}"))?;
+        panel(area, &rows, &levels, title)?;
     }
     root.present().map_err(|e| drawing(&e))?;
     Ok(())
@@ -118,7 +127,7 @@ impl LoadReport {
     /// The report as text, for a person.
     pub fn render(&self, width: Option<u16>) -> String {
         let mut out = format!(
-            "toolgate bench --load: {:.1} s per level{}\nmachine: {} ({} cores), load {} → {}\n\n{}\n\n",
+            "toolgate bench --load: {:.1} s per run{}\nmachine: {} ({} cores), load {} → {}\n\n{}\n\n",
             self.window_s,
             if self.debug_build {
                 " — a debug build"
@@ -133,11 +142,12 @@ impl LoadReport {
         );
         out.push_str(
             "fairness (the fast class's p99 with every class in flight, over its p99 alone, \
-             socket):\n",
+             socket; paced is the one judged):\n",
         );
         for f in &self.fairness {
             out.push_str(&format!(
-                "  {:>4} clients: {:.3} ms / {:.3} ms = {:.2}×\n",
+                "  {:<11} {:>4} clients: {:.3} ms / {:.3} ms = {:.2}×\n",
+                f.mode,
                 f.clients,
                 f.mixed_p99_us / 1e3,
                 f.alone_p99_us / 1e3,
@@ -180,6 +190,7 @@ impl LoadReport {
             &[
                 "transport",
                 "mix",
+                "mode",
                 "clients",
                 "calls/s",
                 "class",
@@ -198,6 +209,10 @@ impl LoadReport {
                 table.add_row(vec![
                     on_first(l.transport.clone()),
                     on_first(l.mix.clone()),
+                    on_first(match l.offered_per_s {
+                        Some(rate) => format!("paced {rate:.0}/s"),
+                        None => l.mode.clone(),
+                    }),
                     on_first(l.clients.to_string()),
                     on_first(format!("{:.0}", l.calls_per_s)),
                     c.class.clone(),
