@@ -49,8 +49,11 @@ pub(super) fn drive(level: &Level<'_>, pid: u32) -> Result<LoadLevel, BenchError
     });
     let running = AtomicBool::new(true);
     let (peak_rss, peak_fds) = (AtomicU64::new(0), AtomicU64::new(0));
-    let started = Instant::now();
-    let end = started + level.options.window;
+    // Every client ready (an HTTP one connected), then the window starts
+    // for all at once: two meetings, the window set between them.
+    let ready = std::sync::Barrier::new(level.clients + 1);
+    let window = std::sync::OnceLock::new();
+    let mut started = Instant::now();
     std::thread::scope(|s| -> Result<(), BenchError> {
         s.spawn(|| {
             while running.load(Ordering::Relaxed) {
@@ -62,10 +65,14 @@ pub(super) fn drive(level: &Level<'_>, pid: u32) -> Result<LoadLevel, BenchError
         });
         let handles: Vec<_> = (0..level.clients)
             .map(|n| {
-                let recorded = &recorded;
-                s.spawn(move || client(level, n, end, recorded))
+                let (recorded, ready, window) = (&recorded, &ready, &window);
+                s.spawn(move || client(level, n, (ready, window), recorded))
             })
             .collect();
+        ready.wait();
+        started = Instant::now();
+        let _ = window.set(started + level.options.window);
+        ready.wait();
         let mut result = Ok(());
         for h in handles {
             let joined = h
@@ -78,10 +85,21 @@ pub(super) fn drive(level: &Level<'_>, pid: u32) -> Result<LoadLevel, BenchError
         running.store(false, Ordering::Relaxed);
         result
     })?;
-    let wall = started.elapsed().as_secs_f64();
-    let mut r = recorded
+    let recorded = recorded
         .into_inner()
         .map_err(|_| BenchError::Missing("a load client panicked"))?;
+    let peaks = (peak_rss.into_inner(), peak_fds.into_inner());
+    Ok(summary(level, recorded, started.elapsed(), peaks))
+}
+
+/// What `level`'s clients `recorded` in `wall`, with the server's peak
+/// memory and descriptors.
+fn summary(
+    level: &Level<'_>,
+    mut r: Recorded,
+    wall: Duration,
+    (peak_rss_kib, peak_fds): (u64, u64),
+) -> LoadLevel {
     let calls = r.samples.iter().map(Vec::len).sum::<usize>();
     let classes = level
         .lanes
@@ -98,7 +116,7 @@ pub(super) fn drive(level: &Level<'_>, pid: u32) -> Result<LoadLevel, BenchError
             }
         })
         .collect();
-    Ok(LoadLevel {
+    LoadLevel {
         mode: level.mode().into(),
         offered_per_s: level.offered_per_s(),
         transport: level.transport.name().into(),
@@ -110,14 +128,14 @@ pub(super) fn drive(level: &Level<'_>, pid: u32) -> Result<LoadLevel, BenchError
         .into(),
         clients: level.clients,
         calls,
-        calls_per_s: calls as f64 / wall,
+        calls_per_s: calls as f64 / wall.as_secs_f64(),
         errors: r.errors,
         error_examples: r.examples,
         not_taken: r.not_taken,
         classes,
-        peak_rss_kib: peak_rss.into_inner(),
-        peak_fds: peak_fds.into_inner(),
-    })
+        peak_rss_kib,
+        peak_fds,
+    }
 }
 
 /// Client `n` of `level`, an agent session of its own: calls until `end`,
@@ -125,7 +143,7 @@ pub(super) fn drive(level: &Level<'_>, pid: u32) -> Result<LoadLevel, BenchError
 fn client(
     level: &Level<'_>,
     n: usize,
-    end: Instant,
+    (ready, window): (&std::sync::Barrier, &std::sync::OnceLock<Instant>),
     recorded: &Mutex<Recorded>,
 ) -> Result<(), BenchError> {
     let session = format!(
@@ -135,36 +153,35 @@ fn client(
         level.clients
     );
     let workspace = level.options.root.join("load/workspace");
-    let mut conn = match level.transport {
-        Transport::Http => Some(HttpConn::open(level.http)?),
-        Transport::Socket => None,
+    // Claude Code keeps its connection: opened, accepted and used once
+    // before the window, so its setup (a hundred clients' accepts, each
+    // looked up in the kernel's socket tables) is not counted as a call's
+    // latency.
+    let conn = match level.transport {
+        Transport::Http => HttpConn::open(level.http).and_then(|mut conn| {
+            let first = &level.classes[level.lanes[n % level.lanes.len()]];
+            conn.call(level.http, &workspace, first, &session)
+                .map_err(BenchError::Denied)
+                .map(|()| conn)
+        }),
+        Transport::Socket => Err(BenchError::Missing("no connection over the socket")),
     };
+    // Met even when the connection failed, so no one waits for this client.
+    ready.wait();
+    ready.wait();
+    let mut conn = match (level.transport, conn) {
+        (Transport::Http, conn) => Some(conn?),
+        (Transport::Socket, _) => None,
+    };
+    let end = *window
+        .get()
+        .ok_or(BenchError::Missing("the load window was never set"))?;
     let mut mine: Vec<(usize, f64)> = Vec::new();
     let mut wrong: Vec<String> = Vec::new();
     let mut not_taken = 0;
     let mut k = n;
-    // Paced: call `i` is due at `first + i × period`, the clients' first
-    // calls spread across one period.
-    let first = level
-        .pace
-        .map(|period| Instant::now() + period.mul_f64(n as f64 / level.clients.max(1) as f64));
-    let mut due_calls = 0u32;
-    loop {
-        let due = match (first, level.pace) {
-            (Some(first), Some(period)) => {
-                let due = first + period * due_calls;
-                due_calls += 1;
-                if due >= end {
-                    break;
-                }
-                if let Some(wait) = due.checked_duration_since(Instant::now()) {
-                    std::thread::sleep(wait);
-                }
-                due
-            }
-            _ if Instant::now() >= end => break,
-            _ => Instant::now(),
-        };
+    let mut schedule = Schedule::new(level, n, end);
+    while let Some(due) = schedule.next() {
         let lane = level.lanes[k % level.lanes.len()];
         let class = &level.classes[lane];
         k += 1;
@@ -193,6 +210,45 @@ fn client(
     let room = 5usize.saturating_sub(r.examples.len());
     r.examples.extend(wrong.into_iter().take(room));
     Ok(())
+}
+
+/// When a client's calls are due. Closed loop: now, until the window
+/// ends. Paced: call `i` at `first + i × period`, the clients' first calls
+/// spread across one period; the client sleeps until each is due.
+struct Schedule {
+    end: Instant,
+    paced: Option<(Instant, Duration)>,
+    calls: u32,
+}
+
+impl Schedule {
+    fn new(level: &Level<'_>, n: usize, end: Instant) -> Schedule {
+        let spread = n as f64 / level.clients.max(1) as f64;
+        Schedule {
+            end,
+            paced: level
+                .pace
+                .map(|period| (Instant::now() + period.mul_f64(spread), period)),
+            calls: 0,
+        }
+    }
+
+    /// When the next call is due (after sleeping until then); `None` past
+    /// the window.
+    fn next(&mut self) -> Option<Instant> {
+        let Some((first, period)) = self.paced else {
+            return (Instant::now() < self.end).then(Instant::now);
+        };
+        let due = first + period * self.calls;
+        self.calls += 1;
+        if due >= self.end {
+            return None;
+        }
+        if let Some(wait) = due.checked_duration_since(Instant::now()) {
+            std::thread::sleep(wait);
+        }
+        Some(due)
+    }
 }
 
 /// One call of `class` through the agent commands' client, in `session`.
