@@ -80,7 +80,7 @@ pub(crate) fn wasm(one_shot: bool) -> WasmOptions {
 /// `reached` in it once a component's bytes are read, then waits (at
 /// most a minute) for `go` to appear before recording their identity.
 #[cfg(debug_assertions)]
-const PAUSE_AFTER_READ: &str = "TOOLGATE_DEBUG_PAUSE_AFTER_READ";
+pub(crate) const PAUSE_AFTER_READ: &str = "TOOLGATE_DEBUG_PAUSE_AFTER_READ";
 
 #[cfg(debug_assertions)]
 fn pause_after_read(_component: &Path) {

@@ -133,7 +133,11 @@ fn warm_in_a_child(workspace: &Path) {
     let Ok(exe) = std::env::current_exe() else {
         return;
     };
-    let ran = std::process::Command::new(exe)
+    let mut child = std::process::Command::new(exe);
+    // The tests' pause is the server's own load's, not its helper's.
+    #[cfg(debug_assertions)]
+    child.env_remove(super::env::PAUSE_AFTER_READ);
+    let ran = child
         .args(["hooks", "--workspace"])
         .arg(workspace)
         .env("TOOLGATE_SERVER", "off")
