@@ -244,7 +244,8 @@ fn run_soak(args: Args, calls: usize) -> anyhow::Result<std::process::ExitCode> 
         Ran::Child(code) => return Ok(code),
         Ran::Inside(root, out, client) => (root, out, client),
     };
-    let mut options = toolgate_bench::SoakOptions::new(calls, args_exe()?, root, out, client);
+    let mut options =
+        toolgate_bench::SoakOptions::new(calls, std::env::current_exe()?, root, out, client);
     options.clients = args.clients.max(1);
     options.sample_every = args.sample_every.max(1);
     options.guests = args.guests;
@@ -287,7 +288,7 @@ fn run_load(args: Args) -> anyhow::Result<std::process::ExitCode> {
         Ran::Child(code) => return Ok(code),
         Ran::Inside(root, out, client) => (root, out, client),
     };
-    let mut options = toolgate_bench::LoadOptions::new(args_exe()?, root, out, client);
+    let mut options = toolgate_bench::LoadOptions::new(std::env::current_exe()?, root, out, client);
     options.levels = args.load_clients.clone();
     options.window = std::time::Duration::from_secs_f64(window);
     options.pace = args.load_pace;
@@ -304,16 +305,12 @@ fn run_load(args: Args) -> anyhow::Result<std::process::ExitCode> {
     })
 }
 
-fn args_exe() -> anyhow::Result<PathBuf> {
-    Ok(std::env::current_exe()?)
-}
-
 /// A bench that drives a real server from a scratch environment: outside
 /// it, runs this binary again inside one (its arguments set by `again`,
 /// plus the common ones) and exits as it did; inside it, what the bench
 /// needs to run.
 fn in_scratch(args: &Args, again: impl FnOnce(&mut std::process::Command)) -> anyhow::Result<Ran> {
-    let exe = args_exe()?;
+    let exe = std::env::current_exe()?;
     let Some(root) = args.soak_root.clone() else {
         let out = match args.out.clone() {
             Some(out) => out,

@@ -911,14 +911,6 @@ fn settle(pid: u32, limit: Duration) {
 
 /// The server's gauges now (the window's fields left empty).
 pub(crate) fn measure(pid: u32, cache: &Path) -> Sample {
-    let status = |pid: &str, key: &str| {
-        std::fs::read_to_string(format!("/proc/{pid}/status"))
-            .unwrap_or_default()
-            .lines()
-            .find_map(|l| l.strip_prefix(key))
-            .and_then(|v| v.split_whitespace().next()?.parse().ok())
-            .unwrap_or(0)
-    };
     let me = pid.to_string();
     Sample {
         rss_kib: status(&me, "VmRSS:"),
@@ -933,7 +925,18 @@ pub(crate) fn measure(pid: u32, cache: &Path) -> Sample {
     }
 }
 
-fn count_fds(pid: u32) -> u64 {
+/// The number a process's `/proc/<pid>/status` gives for `key` (`VmRSS:`,
+/// in KiB; `Threads:`); 0 when it cannot be read. `pid` may be `self`.
+pub(crate) fn status(pid: &str, key: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix(key))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+pub(crate) fn count_fds(pid: u32) -> u64 {
     std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count() as u64)
 }
 

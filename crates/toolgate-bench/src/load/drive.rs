@@ -363,12 +363,6 @@ fn claude_input(wire: &Value, workspace: &Path, session: &str) -> Vec<u8> {
 
 /// The server's resident memory (KiB) and open descriptors now.
 pub(super) fn gauges(pid: u32) -> (u64, u64) {
-    let rss = std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0);
-    let fds = std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count() as u64);
-    (rss, fds)
+    let rss = crate::soak::status(&pid.to_string(), "VmRSS:");
+    (rss, crate::soak::count_fds(pid))
 }
