@@ -21,6 +21,16 @@ typedef uint8_t hook_event_t;
 #define HOOK_EVENT_PRE_TOOL_USE 0
 // After the tool ran: decides what the model is shown.
 #define HOOK_EVENT_POST_TOOL_USE 1
+// A tool is about to be offered to the model (each tool of an MCP
+// server's `tools/list`, in `toolgate mcp`): `input` is the tool's
+// definition as JSON text (`name`, `description`, `inputSchema`…)
+// and `tool` its name as calls carry it (`mcp__<server>__<tool>`).
+// `allow` offers it; `deny` hides it (the reason goes to the
+// operator; a call to it is then refused); `modify` offers this
+// definition instead (its `name` must not change). `replace` and
+// `ask` are hook failures here. A hook is asked only if its
+// `event` in hooks.json names `list_tools`. (Since 0.3.0.)
+#define HOOK_EVENT_LIST_TOOLS 2
 
 // What a tool returned, or what a hook says it returned.
 typedef struct hook_tool_result_t {

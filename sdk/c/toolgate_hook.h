@@ -1,5 +1,5 @@
 /* toolgate hook SDK for C guests, over wit-bindgen's C bindings for
- * toolgate's WIT world (wit/hook.wit, toolgate:hook@0.2.0): hook.h and hook.c
+ * toolgate's WIT world (wit/hook.wit, toolgate:hook@0.3.0): hook.h and hook.c
  * beside this header are wit-bindgen 0.61.1's output, committed so a C author
  * needs only clang and wasi-libc (the test suite regenerates them from the WIT
  * and fails if they differ). Compile hook.c with your hook.
@@ -29,7 +29,8 @@
 
 typedef struct { const char *ptr; size_t len; } tg_str;
 
-typedef enum { TG_PRE_TOOL_USE = 0, TG_POST_TOOL_USE = 1 } tg_event;
+/* TG_LIST_TOOLS (toolgate:hook@0.3.0): input is a tool's definition about to be offered. */
+typedef enum { TG_PRE_TOOL_USE = 0, TG_POST_TOOL_USE = 1, TG_LIST_TOOLS = 2 } tg_event;
 
 typedef struct {
   tg_event event;
@@ -152,7 +153,9 @@ static void tg_about_to_fail(const char *message, size_t len) {
 bool exports_hook_decide(hook_request_t *r, hook_verdict_t *ret, hook_string_t *err) {
   tg_request req;
   memset(&req, 0, sizeof req);
-  req.event = r->event == HOOK_EVENT_PRE_TOOL_USE ? TG_PRE_TOOL_USE : TG_POST_TOOL_USE;
+  req.event = r->event == HOOK_EVENT_PRE_TOOL_USE    ? TG_PRE_TOOL_USE
+              : r->event == HOOK_EVENT_POST_TOOL_USE ? TG_POST_TOOL_USE
+                                                     : TG_LIST_TOOLS;
   req.hook = tg_from(r->hook);
   req.tool = tg_from(r->tool);
   req.input = tg_from(r->input);

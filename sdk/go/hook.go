@@ -36,6 +36,9 @@ const (
 	PreToolUse Event = 0
 	// PostToolUse: after it ran; the hook may allow, deny or replace what the model sees.
 	PostToolUse Event = 1
+	// ListTools: a tool is about to be offered (an MCP server's list, in
+	// `toolgate mcp`); Input is its definition (toolgate:hook@0.3.0).
+	ListTools Event = 2
 )
 
 // ToolResult is a tool's output (JSON text) and whether it is an error.

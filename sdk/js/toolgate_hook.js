@@ -64,7 +64,8 @@ export function hook(check) {
     const config = lazyJson(wit.config);
     const output = lazyJson(wit.result ? wit.result.output : undefined);
     const request = {
-      event: wit.event === "pre-tool-use" ? "pre_tool_use" : "post_tool_use",
+      // "pre_tool_use", "post_tool_use", or "list_tools" (toolgate:hook@0.3.0).
+      event: wit.event.replaceAll("-", "_"),
       get isPre() { return this.event === "pre_tool_use"; },
       hook: wit.hook,
       tool: wit.tool,

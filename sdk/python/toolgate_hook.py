@@ -46,7 +46,8 @@ class Request:
 
     def __init__(self, request: "wit_world.Request"):
         self._request = request
-        self.event = "pre_tool_use" if request.event == wit_world.Event.PRE_TOOL_USE else "post_tool_use"
+        # "pre_tool_use", "post_tool_use", or "list_tools" (toolgate:hook@0.3.0).
+        self.event = request.event.name.lower()
         self.hook = request.hook
         self.tool = request.tool
         self.input_text = request.input

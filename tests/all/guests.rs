@@ -172,6 +172,8 @@ pub(crate) enum World {
     /// The same world as `toolgate:hook@0.1.0` declared it (before `ask`),
     /// frozen beside the host (crates/toolgate-wasm/wit/0.1.0).
     HookV0_1,
+    /// `toolgate:hook@0.2.0` (before `list-tools`), frozen beside the host.
+    HookV0_2,
     /// `toolgate:probe/probe` (tests/guests/wit): the hook world plus WASI
     /// imports, to probe what a guest can reach.
     Probe,
@@ -193,6 +195,13 @@ pub(crate) fn component(wat: &str, world: World) -> Vec<u8> {
             resolve
                 .push_dir(root.join("crates/toolgate-wasm/wit/0.1.0"))
                 .expect("the frozen 0.1.0 wit parses")
+                .0,
+            "hook",
+        ),
+        World::HookV0_2 => (
+            resolve
+                .push_dir(root.join("crates/toolgate-wasm/wit/0.2.0"))
+                .expect("the frozen 0.2.0 wit parses")
                 .0,
             "hook",
         ),
@@ -276,6 +285,8 @@ fn build_all(dir: &Path) {
         "modify-0.1.0",
         World::HookV0_1,
     );
+    // Built against 0.2.0, before `list-tools`.
+    Guest::answering(Allow).write_for(dir, "allow-0.2.0", World::HookV0_2);
     Guest {
         context: Some("this call was checked by a wasm guard"),
         ..Guest::answering(Allow)

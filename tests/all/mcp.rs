@@ -268,10 +268,20 @@ pub(crate) fn text_of(result: &Value) -> String {
 
 /// A fixture whose global chain judges the everything server's tools:
 /// denies `get-env`, rewrites `echo "rewrite me"`, replaces `get-sum`, and
-/// after the call redacts `SECRET` in what the client is shown.
+/// after the call redacts `SECRET` in what the client is shown; on the
+/// list, hides `gzip-file-as-resource` and adds a line to `echo`'s
+/// description (`LISTED_BY_A_HOOK`).
 pub(crate) fn judged_fixture() -> Fixture {
     let fx = Fixture::new();
     fx.global_hooks(json!([
+        policy(&fx, "list", "list_tools", r#"
+t, d = r["tool"], r["input"]
+if t == "mcp__everything__gzip-file-as-resource":
+    return {"decision": "deny", "reason": "no archives"}
+if t == "mcp__everything__echo":
+    d["description"] = d.get("description", "") + " LISTED_BY_A_HOOK"
+    return {"decision": "modify", "input": d}
+return {"decision": "allow"}"#),
         policy(&fx, "pre", "pre_tool_use", r#"
 t, i = r["tool"], r["input"]
 if t == "mcp__everything__get-env":
@@ -1025,6 +1035,140 @@ fn a_server_never_reviewed_shows_no_tools_and_a_call_to_one_is_refused() {
     assert!(text_of(&refused).contains("never reviewed"), "{refused}");
 }
 
+/// A global `list_tools` hook over server-everything's tools: hides
+/// `get-env`, rewrites `echo`'s description, renames `get-sum` (which
+/// hides it: calls reach a server by the name it gave), offers the rest.
+fn listing_fixture() -> Fixture {
+    let fx = Fixture::new();
+    fx.global_hooks(json!([policy(
+        &fx,
+        "lister",
+        "list_tools",
+        r#"
+assert r["event"] == "list_tools" and "result" not in r, r
+t, d = r["tool"], r["input"]
+if t == "mcp__everything__get-env":
+    return {"decision": "deny", "reason": "the environment holds secrets"}
+if t == "mcp__everything__echo":
+    d["description"] = "Echoes, as toolgate says"
+    return {"decision": "modify", "input": d}
+if t == "mcp__everything__get-sum":
+    d["name"] = "renamed"
+    return {"decision": "modify", "input": d}
+return {"decision": "allow"}"#
+    )]));
+    fx
+}
+
+#[test]
+fn a_list_tools_hook_hides_a_tool_and_a_call_to_it_is_refused_without_reaching_the_server() {
+    let fx = listing_fixture();
+    let mut client = everything_through(&fx);
+    client.initialize("2025-06-18");
+    let names = listed_names(&mut client, 1);
+    assert!(!names.contains(&"get-env".to_owned()), "{names:?}");
+    assert!(names.contains(&"get-tiny-image".to_owned()), "{names:?}");
+    let refused = client.call(2, "get-env", json!({}));
+    assert_eq!(refused["isError"], true, "{refused}");
+    let said = text_of(&refused);
+    assert!(
+        said.contains("not offered")
+            && said.contains("hook `lister`")
+            && said.contains("the environment holds secrets"),
+        "{said}"
+    );
+    assert!(
+        !said.contains("PATH"),
+        "the server ran the hidden tool: {said}"
+    );
+}
+
+#[test]
+fn a_list_tools_rewrite_is_what_the_client_is_shown_and_a_renaming_one_hides_the_tool() {
+    let fx = listing_fixture();
+    let mut client = everything_through(&fx);
+    client.initialize("2025-06-18");
+    let list = client.request(json!(1), "tools/list", json!({}));
+    let tools = list["result"]["tools"].as_array().unwrap();
+    let echo = tools.iter().find(|t| t["name"] == "echo").unwrap();
+    assert_eq!(echo["description"], "Echoes, as toolgate says");
+    assert!(
+        echo["inputSchema"].is_object(),
+        "the rest of it kept: {echo}"
+    );
+    assert!(
+        !tools
+            .iter()
+            .any(|t| t["name"] == "get-sum" || t["name"] == "renamed"),
+        "{list}"
+    );
+    // The rewritten tool still works; the hidden one is refused.
+    let echoed = client.call(2, "echo", json!({"message": "hi"}));
+    assert_eq!(text_of(&echoed), "Echo: hi", "{echoed}");
+    let refused = client.call(3, "get-sum", json!({"a": 1, "b": 2}));
+    assert!(text_of(&refused).contains("without its name"), "{refused}");
+}
+
+#[test]
+fn a_list_tools_hook_that_fails_hides_the_tools_it_judges() {
+    let fx = Fixture::new();
+    let crash = fx.global_script("crash.sh", "#!/bin/sh\nexit 7\n");
+    fx.global_hooks(json!([{
+        "name": "crashes", "command": [crash], "event": "list_tools",
+        "matcher": "mcp__everything__(echo|get-env)",
+    }]));
+    let mut client = everything_through(&fx);
+    client.initialize("2025-06-18");
+    let names = listed_names(&mut client, 1);
+    assert!(
+        !names.contains(&"echo".to_owned()) && !names.contains(&"get-env".to_owned()),
+        "{names:?}"
+    );
+    assert!(names.contains(&"get-sum".to_owned()), "{names:?}");
+    let refused = client.call(2, "echo", json!({"message": "hi"}));
+    assert!(text_of(&refused).contains("crashes"), "{refused}");
+}
+
+/// A component built against 0.3.0 is asked about each tool (this one
+/// denies the `get-` tools: they are hidden, their calls refused); one
+/// built against 0.2.0 has no word for a list, so it is not asked in
+/// another event's name: its tools are hidden (it failed), and the
+/// operator is told why.
+#[test]
+fn a_component_judges_the_list_and_one_built_before_list_tools_fails_closed() {
+    let fx = Fixture::new();
+    fx.global_hooks(json!([{
+        "name": "hides-all", "wasm": crate::guests::path("deny"), "event": "list_tools",
+        "matcher": "mcp__everything__get-.*",
+    }, {
+        "name": "old", "wasm": crate::guests::path("allow-0.2.0"), "event": "list_tools",
+        "tools": ["mcp__everything__echo"],
+    }, {
+        "name": "std-shell", "use": "toolgate:shell", "event": "list_tools",
+        "tools": ["mcp__everything__gzip-file-as-resource"],
+    }]));
+    let mut client = everything_through(&fx);
+    client.initialize("2025-06-18");
+    let names = listed_names(&mut client, 1);
+    assert!(!names.iter().any(|n| n.starts_with("get-")), "{names:?}");
+    assert!(!names.contains(&"echo".to_owned()), "{names:?}");
+    assert!(!names.iter().any(|n| n.starts_with("gzip")), "{names:?}");
+    assert!(!names.is_empty(), "other tools are offered: {names:?}");
+    let refused = client.call(2, "get-sum", json!({"a": 1, "b": 2}));
+    assert!(text_of(&refused).contains("hides-all"), "{refused}");
+    let (_, stderr) = client.close();
+    assert!(
+        stderr.contains("toolgate:hook@0.2.0, which has no `list_tools` event"),
+        "{stderr}"
+    );
+    // A standard guard judges calls (built with the Rust SDK, which names
+    // the event): it says so rather than judge a definition as a call.
+    assert!(
+        stderr.contains("toolgate:shell judges calls, not tool lists"),
+        "{stderr}"
+    );
+}
+
 /// The rug pull: the user approves `echo`; the server then changes its
 /// description (within a session, and between sessions). The changed tool
 /// is withheld and refused until the user reviews the change.
@@ -1233,5 +1377,14 @@ pub(crate) fn assert_live_verdicts(agent: &str, shown: &[String], told: &str, of
     assert!(
         !told.contains("tiny-image") && !told.contains("tiny_image"),
         "{agent}: the unapproved tool reached the model"
+    );
+    // The `list_tools` hook's verdicts: a hidden tool, a rewritten definition.
+    assert!(
+        !told.contains("gzip-file") && !told.contains("gzip_file"),
+        "{agent}: the tool a list_tools hook hid reached the model"
+    );
+    assert!(
+        told.contains("LISTED_BY_A_HOOK"),
+        "{agent}: the description a list_tools hook rewrote did not reach the model"
     );
 }

@@ -1378,6 +1378,8 @@ proptest! {
                     "{bytes} read as {read:?}"
                 );
             }
+            // No agent is asked about a tool list (`events()` yields none).
+            (Event::ListTools, _) => {}
         }
     }
 }

@@ -785,7 +785,7 @@ async fn a_component_built_against_another_wit_version_loads_only_if_decide_is_u
     // The world exports a bare function: its name carries no version, so a
     // component built against another version with the same `decide` is
     // the same component to wasmtime, and answers.
-    let renumbered = ours.replace("toolgate:hook@0.2.0", "toolgate:hook@0.9.0");
+    let renumbered = ours.replace("toolgate:hook@0.3.0", "toolgate:hook@0.9.0");
     assert_ne!(renumbered, ours);
     std::fs::write(
         fx.workspace().join("renumbered.wasm"),
@@ -814,7 +814,7 @@ async fn a_component_built_against_another_wit_version_loads_only_if_decide_is_u
     let text = err.to_string();
     assert_eq!(err.problems[0].field.as_deref(), Some("wasm"), "{text}");
     assert!(
-        text.contains("does not export toolgate:hook@0.2.0's `decide`"),
+        text.contains("does not export toolgate:hook@0.3.0's `decide`"),
         "{text}"
     );
 }

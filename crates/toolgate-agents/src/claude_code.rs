@@ -377,7 +377,7 @@ pub(super) fn render(outcome: &Outcome, hook_event_name: &str, rules: Rules) -> 
     }
     let decision = &outcome.decision;
     match outcome.event {
-        Event::PreToolUse => answer.pre(decision, rules),
+        Event::PreToolUse | Event::ListTools => answer.pre(decision, rules),
         Event::PostToolUse if failure_event => answer.post_failure(decision),
         Event::PostToolUse => {
             let original = outcome.tool_result.as_ref().map(|r| &r.output);

@@ -174,7 +174,7 @@ impl Dialect for Copilot {
         let decision = &outcome.decision;
         let mut context = outcome.context.clone();
         match (outcome.event, hook_event_name) {
-            (Event::PreToolUse, _) => match decision {
+            (Event::PreToolUse | Event::ListTools, _) => match decision {
                 Decision::Allow => {}
                 Decision::Deny { reason } => deny(&mut answer, reason),
                 // Without a decision Copilot still applies its own rules.

@@ -195,7 +195,7 @@ impl Dialect for Cursor {
         let decision = &outcome.decision;
         let context = outcome.context.as_deref();
         Some(match (outcome.event, hook_event_name) {
-            (Event::PreToolUse, _) => match decision {
+            (Event::PreToolUse | Event::ListTools, _) => match decision {
                 Decision::Allow => json!({"permission": "allow"}),
                 Decision::Deny { reason } => refusal(&with_context(reason, context)),
                 Decision::Modify { input } => {

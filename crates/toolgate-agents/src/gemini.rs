@@ -218,7 +218,7 @@ fn read(obj: &Map<String, Value>) -> Result<AgentCall, ReadAgentInputError> {
         None => return Err(ReadAgentInputError::Missing("tool_input")),
     };
     let result = match event {
-        Event::PreToolUse => None,
+        Event::PreToolUse | Event::ListTools => None,
         Event::PostToolUse => Some(tool_result(obj.get("tool_response"))?),
     };
     Ok(AgentCall {
@@ -284,7 +284,7 @@ fn content_text(content: &Value) -> Value {
 /// The answer for an outcome (see the module's list).
 fn render(outcome: &Outcome) -> Option<Value> {
     let event = match outcome.event {
-        Event::PreToolUse => "BeforeTool",
+        Event::PreToolUse | Event::ListTools => "BeforeTool",
         Event::PostToolUse => "AfterTool",
     };
     let mut top = Map::new();
@@ -299,15 +299,19 @@ fn render(outcome: &Outcome) -> Option<Value> {
         // them failures).
         (_, Decision::Allow)
         | (Event::PostToolUse, Decision::Modify { .. } | Decision::Ask { .. }) => {}
-        (Event::PreToolUse, Decision::Deny { reason }) => deny(&mut top, reason.clone()),
-        (Event::PreToolUse, Decision::Modify { input }) => {
+        (Event::PreToolUse | Event::ListTools, Decision::Deny { reason }) => {
+            deny(&mut top, reason.clone())
+        }
+        (Event::PreToolUse | Event::ListTools, Decision::Modify { input }) => {
             specific.insert("tool_input".into(), input.clone());
         }
-        (Event::PreToolUse, Decision::Replace { result }) => {
+        (Event::PreToolUse | Event::ListTools, Decision::Replace { result }) => {
             deny(&mut top, answered_for_the_tool(&result.output));
         }
         // Never Gemini CLI's own `ask` (see the module's list).
-        (Event::PreToolUse, Decision::Ask { reason, .. }) => deny(&mut top, needs_a_person(reason)),
+        (Event::PreToolUse | Event::ListTools, Decision::Ask { reason, .. }) => {
+            deny(&mut top, needs_a_person(reason))
+        }
         // A denial after the call is all Gemini CLI shows the model: the
         // context would be dropped with the output, so it joins the reason.
         (Event::PostToolUse, Decision::Deny { reason }) => {

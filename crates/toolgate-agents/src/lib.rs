@@ -66,6 +66,8 @@ pub fn event_name(event: Event) -> &'static str {
     match event {
         Event::PreToolUse => "PreToolUse",
         Event::PostToolUse => "PostToolUse",
+        // No agent has one; the name the MCP proxy's records would use.
+        Event::ListTools => "ListTools",
     }
 }
 

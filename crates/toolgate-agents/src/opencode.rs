@@ -137,7 +137,7 @@ impl Dialect for OpenCode {
             .cloned()
             .ok_or(ReadAgentInputError::Missing("args"))?;
         let result = match event {
-            Event::PreToolUse => None,
+            Event::PreToolUse | Event::ListTools => None,
             Event::PostToolUse => Some(result_of(
                 input
                     .get("output")
@@ -170,21 +170,25 @@ impl Dialect for OpenCode {
             | (Event::PostToolUse, Decision::Modify { .. } | Decision::Ask { .. }) => {
                 with_context(json!({"action": "allow"}), context)
             }
-            (Event::PreToolUse, Decision::Deny { reason }) => deny(reason, context),
-            (Event::PreToolUse, Decision::Modify { input }) if input.is_object() => {
+            (Event::PreToolUse | Event::ListTools, Decision::Deny { reason }) => {
+                deny(reason, context)
+            }
+            (Event::PreToolUse | Event::ListTools, Decision::Modify { input })
+                if input.is_object() =>
+            {
                 with_context(json!({"action": "modify", "args": input}), context)
             }
             // The plugin can only hand OpenCode an object of arguments.
-            (Event::PreToolUse, Decision::Modify { .. }) => deny(
+            (Event::PreToolUse | Event::ListTools, Decision::Modify { .. }) => deny(
                 "toolgate rewrote this call's arguments into something that is not an object \
                  of arguments, which OpenCode cannot run, so the call is blocked",
                 context,
             ),
-            (Event::PreToolUse, Decision::Replace { result }) => {
+            (Event::PreToolUse | Event::ListTools, Decision::Replace { result }) => {
                 deny(&answered_for_the_tool(&result.output), context)
             }
             // The plugin has no confirmation to hand the call to.
-            (Event::PreToolUse, Decision::Ask { reason, .. }) => {
+            (Event::PreToolUse | Event::ListTools, Decision::Ask { reason, .. }) => {
                 deny(&needs_a_person(reason), context)
             }
             (Event::PostToolUse, Decision::Deny { reason }) => deny(&withheld(reason), context),

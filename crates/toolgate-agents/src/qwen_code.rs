@@ -144,7 +144,7 @@ impl Dialect for QwenCode {
     fn render(&self, outcome: &Outcome, hook_event_name: &str) -> Option<Value> {
         let context = outcome.context.as_deref();
         let answer = match (outcome.event, hook_event_name) {
-            (Event::PreToolUse, _) => pre(&outcome.decision, context),
+            (Event::PreToolUse | Event::ListTools, _) => pre(&outcome.decision, context),
             (Event::PostToolUse, "PostToolUseFailure") => after_failure(&outcome.decision, context),
             (Event::PostToolUse, POST_TOOL_BATCH) => after_batch(&outcome.decision),
             (Event::PostToolUse, _) => post(&outcome.decision, context),

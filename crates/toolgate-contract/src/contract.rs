@@ -67,13 +67,18 @@ pub enum Event {
     PreToolUse,
     /// After the tool ran: decides what the model is shown.
     PostToolUse,
+    /// A tool is about to be offered to the model (one request per tool
+    /// of an MCP server's `tools/list`, its definition as the input): allow
+    /// offers it, deny hides it, modify offers the rewritten definition.
+    /// A hook is consulted on it only if its `event` names it.
+    ListTools,
 }
 
 impl Event {
     /// Every event, in the order a call meets them.
     pub const ALL: &'static [Event] = <Event as strum::VariantArray>::VARIANTS;
 
-    /// The wire name (`pre_tool_use`, `post_tool_use`).
+    /// The wire name (`pre_tool_use`, `post_tool_use`, `list_tools`).
     pub fn as_str(self) -> &'static str {
         self.into()
     }
@@ -336,7 +341,10 @@ mod tests {
             assert_eq!(Event::from_wire(event.as_str()), Some(*event));
             assert_eq!(event.to_string(), event.as_str());
         }
-        assert_eq!(Event::ALL, [Event::PreToolUse, Event::PostToolUse]);
+        assert_eq!(
+            Event::ALL,
+            [Event::PreToolUse, Event::PostToolUse, Event::ListTools]
+        );
         assert_eq!(Event::from_wire("PreToolUse"), None);
     }
 }

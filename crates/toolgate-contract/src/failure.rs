@@ -228,6 +228,20 @@ pub enum HookFailure {
         /// Why.
         detail: String,
     },
+    /// The hook speaks a protocol with no name for this event: a component
+    /// built against an older hook world (0.2.0 has no `list_tools`), a
+    /// command hook in Claude Code's or Gemini CLI's protocol. It is not
+    /// asked: the question would have to be put in another event's name.
+    #[error(
+        "speaks {speaks}, which has no `{event}` event, so it was not asked; remove \
+         `{event}` from its `event`, or rebuild it with a newer SDK"
+    )]
+    EventNotSpoken {
+        /// What it speaks (`toolgate:hook@0.2.0`, `Claude Code's hook protocol`).
+        speaks: &'static str,
+        /// The event's wire name.
+        event: &'static str,
+    },
 }
 
 impl HookFailure {
@@ -257,7 +271,8 @@ impl HookFailure {
             | HookFailure::StackOverflow
             | HookFailure::Trap { .. }
             | HookFailure::GuestError { .. }
-            | HookFailure::StateNotKept { .. } => None,
+            | HookFailure::StateNotKept { .. }
+            | HookFailure::EventNotSpoken { .. } => None,
         }
     }
 
@@ -284,7 +299,8 @@ impl HookFailure {
             | HookFailure::StackOverflow
             | HookFailure::Trap { .. }
             | HookFailure::GuestError { .. }
-            | HookFailure::StateNotKept { .. } => false,
+            | HookFailure::StateNotKept { .. }
+            | HookFailure::EventNotSpoken { .. } => false,
         }
     }
 }

@@ -517,7 +517,12 @@ pub fn read_request(
                 "a pre_tool_use request has no `result` (the tool has not run yet)",
             ));
         }
-        (Event::PreToolUse, None) | (Event::PostToolUse, Some(_)) => {}
+        (Event::ListTools, Some(_)) => {
+            return Err(ReadRequestError::ResultMismatch(
+                "a list_tools request has no `result` (its input is the tool's definition)",
+            ));
+        }
+        (Event::PreToolUse | Event::ListTools, None) | (Event::PostToolUse, Some(_)) => {}
     }
     Ok(Request {
         event,

@@ -102,7 +102,9 @@ pub const DEFAULT_MEMORY_MB: u64 = 128;
 /// Default wall-clock backstop for wasm hooks, in ms.
 pub const DEFAULT_TIMEOUT_MS: u64 = 1_000;
 
-use crate::wit::{Speaks, bindings, request_v0_1, v0_1, verdict_from_v0_1};
+use crate::wit::{
+    Speaks, bindings, request_v0_1, request_v0_2, v0_1, v0_2, verdict_from_v0_1, verdict_from_v0_2,
+};
 use crate::wit::{from_wit, to_wit};
 
 /// Why a component could not be loaded.
@@ -160,8 +162,8 @@ pub enum LoadComponentError {
     /// It does not export `decide` with toolgate's types: built against
     /// another world, or another version of the WIT (see `wit/hook.wit`).
     #[error(
-        "the component does not export toolgate:hook@0.2.0's `decide` (nor that of 0.1.0, \
-         the earlier version toolgate still loads)"
+        "the component does not export toolgate:hook@0.3.0's `decide` (nor that of 0.2.0 or \
+         0.1.0, the earlier versions toolgate still loads)"
     )]
     Export(#[source] wasmtime::Error),
 }
@@ -537,9 +539,12 @@ fn finish(
     // types do not match, and the error names the current one's mismatch.
     let pre = match bindings::HookPre::new(instance_pre.clone()) {
         Ok(pre) => Speaks::Current(pre),
-        Err(current) => match v0_1::HookPre::new(instance_pre) {
-            Ok(pre) => Speaks::V0_1(pre),
-            Err(_) => return Err(LoadComponentError::Export(current)),
+        Err(current) => match v0_2::HookPre::new(instance_pre.clone()) {
+            Ok(pre) => Speaks::V0_2(pre),
+            Err(_) => match v0_1::HookPre::new(instance_pre) {
+                Ok(pre) => Speaks::V0_1(pre),
+                Err(_) => return Err(LoadComponentError::Export(current)),
+            },
         },
     };
     let info = ComponentInfo {
@@ -636,13 +641,26 @@ impl Decider for WasmHook {
                         .await
                         .map_err(GuestError::Call)
                 }
-                Speaks::V0_1(pre) => {
+                Speaks::V0_2(pre) => {
+                    let asked = request_v0_2(wit_request).map_err(GuestError::NotSpoken)?;
                     let hook = pre
                         .instantiate_async(&mut store)
                         .await
                         .map_err(GuestError::Instantiate)?;
                     let answer = hook
-                        .call_decide(&mut store, &request_v0_1(wit_request))
+                        .call_decide(&mut store, &asked)
+                        .await
+                        .map_err(GuestError::Call)?;
+                    Ok(answer.map(verdict_from_v0_2))
+                }
+                Speaks::V0_1(pre) => {
+                    let asked = request_v0_1(wit_request).map_err(GuestError::NotSpoken)?;
+                    let hook = pre
+                        .instantiate_async(&mut store)
+                        .await
+                        .map_err(GuestError::Instantiate)?;
+                    let answer = hook
+                        .call_decide(&mut store, &asked)
                         .await
                         .map_err(GuestError::Call)?;
                     Ok(answer.map(verdict_from_v0_1))
@@ -705,6 +723,8 @@ fn explained(failure: HookFailure, about_to_fail: Option<String>) -> HookFailure
 enum GuestError {
     Instantiate(wasmtime::Error),
     Call(wasmtime::Error),
+    /// Not called: its version has no name for the event.
+    NotSpoken(HookFailure),
 }
 
 /// Names a failed guest call from what wasmtime hands back, never from its
@@ -728,6 +748,7 @@ fn classify(error: GuestError, memory_limit_hit: bool, timeout: Duration) -> Hoo
     let (error, instantiating) = match error {
         GuestError::Instantiate(e) => (e, true),
         GuestError::Call(e) => (e, false),
+        GuestError::NotSpoken(failure) => return failure,
     };
     let message = format!("{error:#}");
     if memory_limit_hit {

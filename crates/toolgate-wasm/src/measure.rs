@@ -5,7 +5,7 @@
 use super::host::HostState;
 use super::{CallBudget, LoadComponentError, WasmOptions, load};
 use crate::wit::bindings::{Event as WitEvent, Request as WitRequest};
-use crate::wit::{Speaks, request_v0_1};
+use crate::wit::{Speaks, request_v0_1, request_v0_2};
 use std::path::Path;
 use std::time::Instant;
 use wasmtime::Store;
@@ -80,13 +80,25 @@ pub async fn resident_bytes_per_instance(
                     .await
                     .map_err(MeasureMemoryError::Call)?;
             }
-            Speaks::V0_1(pre) => {
+            Speaks::V0_2(pre) => {
+                let asked = request_v0_2(request.clone()).map_err(not_spoken)?;
                 let instance = pre
                     .instantiate_async(&mut store)
                     .await
                     .map_err(MeasureMemoryError::Instantiate)?;
                 let _ = instance
-                    .call_decide(&mut store, &request_v0_1(request.clone()))
+                    .call_decide(&mut store, &asked)
+                    .await
+                    .map_err(MeasureMemoryError::Call)?;
+            }
+            Speaks::V0_1(pre) => {
+                let asked = request_v0_1(request.clone()).map_err(not_spoken)?;
+                let instance = pre
+                    .instantiate_async(&mut store)
+                    .await
+                    .map_err(MeasureMemoryError::Instantiate)?;
+                let _ = instance
+                    .call_decide(&mut store, &asked)
                     .await
                     .map_err(MeasureMemoryError::Call)?;
             }
@@ -102,4 +114,10 @@ fn resident_bytes() -> Option<u64> {
     let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
     let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
     Some(pages * 4096)
+}
+
+/// The measuring call is a `pre_tool_use`, which every version names; were
+/// it not, the measurement fails as the call would.
+fn not_spoken(failure: crate::failure::HookFailure) -> MeasureMemoryError {
+    MeasureMemoryError::Call(wasmtime::Error::msg(failure.to_string()))
 }

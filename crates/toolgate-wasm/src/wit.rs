@@ -9,7 +9,7 @@
 //! Keeping it in the protocol layer lets that test (and any later encoding)
 //! use it without importing from a binding; the component binding imports
 //! it from here. `bindings` is wasmtime's `bindgen!` output for the WIT
-//! version toolgate speaks today (`wit/hook.wit`, 0.2.0).
+//! version toolgate speaks today (`wit/hook.wit`, 0.3.0).
 //!
 //! # Every version it spoke, still
 //!
@@ -18,13 +18,19 @@
 //! exactly: without the older binding, every component built before the
 //! bump would stop loading the day toolgate was upgraded, and a guard
 //! that stops loading blocks every call. So the WIT of each earlier
-//! version is kept, frozen, beside this crate (`wit/0.1.0/hook.wit`), with
-//! its own `bindgen!` output ([`v0_1`]); the component binding tries the
+//! version is kept, frozen, beside this crate (`wit/0.1.0/hook.wit`,
+//! `wit/0.2.0/hook.wit`), with its own `bindgen!` output ([`v0_1`],
+//! [`v0_2`]); the component binding tries the
 //! current version first and then the older ones, and a component keeps
 //! the version it loaded under ([`Speaks`]). The imports did not change,
-//! so one linker serves both. An older component is asked in its own
-//! types ([`request_v0_1`]) and its answer read as the same answer today
-//! ([`verdict_from_v0_1`]); it can never say what came later.
+//! so one linker serves them all. An older component is asked in its own
+//! types ([`request_v0_2`], [`request_v0_1`]) and its answer read as the
+//! same answer today ([`verdict_from_v0_2`], [`verdict_from_v0_1`]); it
+//! can never say what came later. Nor is it asked what it has no word for:
+//! an event added since its version (0.3.0's `list-tools`) is not put to
+//! it in some other event's name (a guard that judged a tool definition as
+//! a call's input would be wrong in silence); that call is its failure,
+//! `event_not_spoken`, under its `on_failure`.
 //!
 //! A `modify` input or `replace` output is bounded by the same
 //! [`MAX_ANSWER_BYTES`] as a subprocess hook's whole answer, and must be
@@ -43,6 +49,17 @@ pub mod bindings {
     });
 }
 
+/// wasmtime's host bindings for the frozen `toolgate:hook@0.2.0`
+/// (`crates/toolgate-wasm/wit/0.2.0/hook.wit`): only its export is used.
+#[allow(missing_docs, missing_debug_implementations, unreachable_pub)]
+pub mod v0_2 {
+    wasmtime::component::bindgen!({
+        path: "wit/0.2.0",
+        world: "hook",
+        exports: { default: async },
+    });
+}
+
 /// wasmtime's host bindings for the frozen `toolgate:hook@0.1.0`
 /// (`crates/toolgate-wasm/wit/0.1.0/hook.wit`): only its export is used.
 #[allow(missing_docs, missing_debug_implementations, unreachable_pub)]
@@ -56,18 +73,76 @@ pub mod v0_1 {
 
 /// Which version of the hook world a loaded component speaks.
 pub(crate) enum Speaks<T: 'static> {
-    /// `toolgate:hook@0.2.0` (`wit/hook.wit`).
+    /// `toolgate:hook@0.3.0` (`wit/hook.wit`).
     Current(bindings::HookPre<T>),
-    /// `toolgate:hook@0.1.0`: no `ask`.
+    /// `toolgate:hook@0.2.0`: no `list-tools` event.
+    V0_2(v0_2::HookPre<T>),
+    /// `toolgate:hook@0.1.0`: no `ask`, no `list-tools` event.
     V0_1(v0_1::HookPre<T>),
 }
 
-/// A 0.2.0 request in 0.1.0's types (the same fields; only the answer grew).
-pub fn request_v0_1(request: WitRequest) -> v0_1::Request {
-    v0_1::Request {
+/// An event an older world has no name for: the component is not called.
+fn not_spoken(speaks: &'static str, event: WitEvent) -> HookFailure {
+    HookFailure::EventNotSpoken {
+        speaks,
+        event: match event {
+            WitEvent::PreToolUse => Event::PreToolUse,
+            WitEvent::PostToolUse => Event::PostToolUse,
+            WitEvent::ListTools => Event::ListTools,
+        }
+        .as_str(),
+    }
+}
+
+/// A request in 0.2.0's types (the same fields; only the event grew), or
+/// the failure of asking a 0.2.0 component about an event it cannot name.
+pub fn request_v0_2(request: WitRequest) -> Result<v0_2::Request, HookFailure> {
+    Ok(v0_2::Request {
+        event: match request.event {
+            WitEvent::PreToolUse => v0_2::Event::PreToolUse,
+            WitEvent::PostToolUse => v0_2::Event::PostToolUse,
+            event @ WitEvent::ListTools => return Err(not_spoken("toolgate:hook@0.2.0", event)),
+        },
+        hook: request.hook,
+        tool: request.tool,
+        input: request.input,
+        result: request.result.map(|r| v0_2::ToolResult {
+            output: r.output,
+            is_error: r.is_error,
+        }),
+        session_id: request.session_id,
+        turn_id: request.turn_id,
+        tool_call_id: request.tool_call_id,
+        cwd: request.cwd,
+        config: request.config,
+    })
+}
+
+/// A 0.2.0 answer as the same answer in today's types.
+pub fn verdict_from_v0_2(verdict: v0_2::Verdict) -> bindings::Verdict {
+    bindings::Verdict {
+        decision: match verdict.decision {
+            v0_2::Decision::Allow => WitDecision::Allow,
+            v0_2::Decision::Deny(reason) => WitDecision::Deny(reason),
+            v0_2::Decision::Modify(input) => WitDecision::Modify(input),
+            v0_2::Decision::Replace(r) => WitDecision::Replace(bindings::ToolResult {
+                output: r.output,
+                is_error: r.is_error,
+            }),
+            v0_2::Decision::Ask(reason) => WitDecision::Ask(reason),
+        },
+        context: verdict.context,
+    }
+}
+
+/// A request in 0.1.0's types (the same fields; the answer and the event
+/// grew since), or the failure of asking about an event it cannot name.
+pub fn request_v0_1(request: WitRequest) -> Result<v0_1::Request, HookFailure> {
+    Ok(v0_1::Request {
         event: match request.event {
             WitEvent::PreToolUse => v0_1::Event::PreToolUse,
             WitEvent::PostToolUse => v0_1::Event::PostToolUse,
+            event @ WitEvent::ListTools => return Err(not_spoken("toolgate:hook@0.1.0", event)),
         },
         hook: request.hook,
         tool: request.tool,
@@ -81,7 +156,7 @@ pub fn request_v0_1(request: WitRequest) -> v0_1::Request {
         tool_call_id: request.tool_call_id,
         cwd: request.cwd,
         config: request.config,
-    }
+    })
 }
 
 /// A 0.1.0 answer as the same answer in today's types.
@@ -108,6 +183,7 @@ pub fn to_wit(request: &HookRequest<'_>, config: Option<&str>) -> WitRequest {
         event: match request.event {
             Event::PreToolUse => WitEvent::PreToolUse,
             Event::PostToolUse => WitEvent::PostToolUse,
+            Event::ListTools => WitEvent::ListTools,
         },
         hook: request.hook.to_owned(),
         tool: request.tool.to_owned(),

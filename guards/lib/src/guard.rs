@@ -171,6 +171,11 @@ macro_rules! guest {
         impl toolgate_hook::Hook for Guard {
             fn decide(request: toolgate_hook::Request) -> Result<toolgate_hook::Verdict, String> {
                 use toolgate_hook::serde_json::{Map, Value};
+                // A guard judges calls; a tool list is not one (its input
+                // is a definition), so it says it cannot decide.
+                if request.event == toolgate_hook::Event::ListTools {
+                    return Err(format!("toolgate:{} judges calls, not tool lists (list_tools)", $name));
+                }
                 let config: Map<String, Value> = request.config_json()?.unwrap_or_default();
                 let input: Value = request.input_json()?;
                 let output: Option<Value> = request.output_json()?;

@@ -167,6 +167,12 @@ impl Request {
     pub fn is_pre(&self) -> bool {
         self.event == Event::PreToolUse
     }
+
+    /// True for `list_tools` (toolgate:hook@0.3.0): `input` is the
+    /// definition of a tool about to be offered, not a call's input.
+    pub fn is_list(&self) -> bool {
+        self.event == Event::ListTools
+    }
 }
 
 impl Verdict {

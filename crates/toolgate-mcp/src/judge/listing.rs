@@ -1,5 +1,25 @@
 //! The tool list: which tools the client is shown (the user's approval,
-//! see `pins`) and the output schemas a hook's rewrite is held to.
+//! see `pins`, then the `list_tools` chain) and the output schemas a
+//! hook's rewrite is held to.
+//!
+//! # One chain call per tool, not one per list
+//!
+//! A `list_tools` hook is asked about one tool at a time, named as its
+//! calls are (`mcp__<server>__<tool>`), with the definition as its input.
+//! So the `tools` and `matcher` a hook already has for a server's calls
+//! pick the same tools' definitions, per-tool answers compose in the
+//! ordered, re-judged chain exactly as calls do (a later hook sees an
+//! earlier one's rewritten description), and a guard written for one
+//! tool never has to find it in a list. Denying the whole list is denying
+//! each tool (a hook with `"matcher": "mcp__srv__.*"`): the client is
+//! offered no tools and every call is refused. The list answer itself is
+//! never turned into an error: an empty list is an answer every client
+//! reads; an error would leave the outcome to each client's handling of a
+//! broken server.
+//!
+//! The approval check comes first: a hook judges only definitions the
+//! user approved, and a hook's rewrite is what the client is shown, not
+//! what is pinned.
 
 use super::{Judge, Route};
 use crate::pins::{Pins, Verdict};
@@ -7,7 +27,7 @@ use crate::shape::{call_result, encode, result};
 use serde_json::{Map, Value, json};
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
-use toolgate::contract::ToolResult;
+use toolgate::contract::{Decision, Event, ToolResult};
 
 /// The tool definitions the user approved for this server (see `pins`).
 #[derive(Debug)]
@@ -58,36 +78,46 @@ impl Judge {
         ))])
     }
 
-    /// A `tools/list` answer, without the tools whose definition the user
-    /// did not approve; when any is withheld, the client is first sent a
-    /// log message naming them and how to review them.
-    pub(super) fn listed(&self, mut answer: Map<String, Value>, bytes: Vec<u8>) -> Vec<Route> {
+    /// A `tools/list` answer as the client is shown it: without the tools
+    /// whose definition the user did not approve (when any is withheld, the
+    /// client is first sent a log message naming them and how to review
+    /// them), then each remaining tool through the `list_tools` chain
+    /// (`offered`). The server's bytes go through as they came when
+    /// neither changed anything.
+    pub(super) async fn listed(
+        &self,
+        mut answer: Map<String, Value>,
+        bytes: Vec<u8>,
+    ) -> Vec<Route> {
         let Some(Value::Array(tools)) = answer.get_mut("result").and_then(|r| r.get_mut("tools"))
         else {
             return vec![Route::ToClient(bytes)];
         };
-        let Some(approval) = &self.approval else {
-            self.keep_output_schemas(tools);
-            return vec![Route::ToClient(bytes)];
-        };
         let mut withheld = Vec::new();
-        tools.retain(|tool| {
-            let verdict = match &approval.pins {
-                Some(pins) => pins.approves(tool),
-                None => Verdict::New,
-            };
-            if verdict == Verdict::Approved {
-                return true;
-            }
-            let name = tool.get("name").and_then(Value::as_str).unwrap_or("?");
-            withheld.push(format!("`{name}` ({})", verdict.why()));
-            approval.withheld().insert(name.to_owned());
-            false
-        });
+        if let Some(approval) = &self.approval {
+            tools.retain(|tool| {
+                let verdict = match &approval.pins {
+                    Some(pins) => pins.approves(tool),
+                    None => Verdict::New,
+                };
+                if verdict == Verdict::Approved {
+                    return true;
+                }
+                let name = tool.get("name").and_then(Value::as_str).unwrap_or("?");
+                withheld.push(format!("`{name}` ({})", verdict.why()));
+                approval.withheld().insert(name.to_owned());
+                false
+            });
+        }
+        let judged = self.offered(tools).await;
         self.keep_output_schemas(tools);
-        if withheld.is_empty() {
+        if withheld.is_empty() && !judged {
             return vec![Route::ToClient(bytes)];
         }
+        let answer = encode(&Value::Object(answer));
+        let Some(approval) = self.approval.as_ref().filter(|_| !withheld.is_empty()) else {
+            return vec![Route::ToClient(answer)];
+        };
         let said = format!(
             "toolgate withheld {} tool(s) of MCP server `{}` whose definitions are not the \
              ones approved: {}. Review them with: {}",
@@ -103,10 +133,101 @@ impl Judge {
             "method": "notifications/message",
             "params": {"level": "warning", "logger": "toolgate", "data": said},
         });
-        vec![
-            Route::ToClient(encode(&note)),
-            Route::ToClient(encode(&Value::Object(answer))),
-        ]
+        vec![Route::ToClient(encode(&note)), Route::ToClient(answer)]
+    }
+
+    /// Takes each listed tool through the `list_tools` chain, as
+    /// `mcp__<server>__<tool>` with its definition as the input: allowed,
+    /// it stays; denied (or a hook failed and its `on_failure` denies), it
+    /// is removed and remembered as hidden, so a call to it is refused;
+    /// rewritten, the rewrite is shown instead, if it is still an object
+    /// with the same `name` (else the tool is hidden: a hook cannot rename
+    /// a tool, since calls reach the server by the name it gave). Whether
+    /// anything changed.
+    async fn offered(&self, tools: &mut Vec<Value>) -> bool {
+        let mut changed = false;
+        let mut kept = Vec::with_capacity(tools.len());
+        for tool in std::mem::take(tools) {
+            let Some(name) = tool.get("name").and_then(Value::as_str).map(str::to_owned) else {
+                // Nothing can call a tool without a name; nothing judges it.
+                changed = true;
+                continue;
+            };
+            let mut request = self.request(&self.tool_name(&name), tool.clone());
+            request.event = Event::ListTools;
+            let outcome = self.runner.list_tools(&request).await;
+            // A hook that could not judge hides the tool (or, failing open,
+            // lets it be offered): either way the operator is told why,
+            // since the client is not.
+            for run in &outcome.runs {
+                if let Some(failure) = &run.failure {
+                    eprintln!(
+                        "{}",
+                        toolgate::text::sanitize(&format!(
+                            "toolgate: hook `{}` could not judge the definition of `{name}` \
+                             (MCP server `{}`; {}, on_failure: {}): {}",
+                            run.name,
+                            self.server,
+                            failure.kind,
+                            failure.on_failure,
+                            failure.message
+                        ))
+                    );
+                }
+            }
+            let by = outcome.decided_by.unwrap_or_else(|| "a hook".into());
+            let hidden = match outcome.decision {
+                Decision::Allow => None,
+                Decision::Modify { input } if input.get("name") == tool.get("name") => {
+                    kept.push(input);
+                    changed = true;
+                    self.hidden().remove(&name);
+                    continue;
+                }
+                Decision::Modify { .. } => Some(format!(
+                    "hook `{by}` rewrote its definition without its name, so it is not offered"
+                )),
+                Decision::Deny { reason } => Some(format!("hidden by hook `{by}`: {reason}")),
+                // `consult` makes either a failure at this event, and the
+                // runner ends on neither; were it to, nobody let it through.
+                Decision::Replace { .. } | Decision::Ask { .. } => {
+                    Some(format!("hook `{by}` did not let it be offered"))
+                }
+            };
+            match hidden {
+                None => {
+                    self.hidden().remove(&name);
+                    kept.push(tool);
+                }
+                Some(why) => {
+                    tracing::info!(tool = %name, "{why}");
+                    self.hidden().insert(name, why);
+                    changed = true;
+                }
+            }
+        }
+        *tools = kept;
+        changed
+    }
+
+    fn hidden(&self) -> std::sync::MutexGuard<'_, HashMap<String, String>> {
+        self.hidden
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The answer to a call of a tool a `list_tools` hook hid from this
+    /// session's last list that named it, if it is one.
+    pub(super) fn hidden_tool(&self, id: &Value, tool: &str) -> Option<Vec<Route>> {
+        let why = self.hidden().get(tool).cloned()?;
+        let shown = ToolResult::error(format!(
+            "toolgate: call blocked: tool `{tool}` of MCP server `{}` is not offered ({why})",
+            self.server
+        ));
+        Some(vec![Route::ToClient(result(
+            id,
+            call_result(&Map::new(), &shown),
+        ))])
     }
 
     /// The output schemas of the tools the client was shown, for checking

@@ -1,13 +1,15 @@
 //! What the proxy does to one message, whatever carried it.
 //!
 //! The judge sees each JSON-RPC message once, in the order its side sent
-//! it, and says where it goes. It acts on four things only; everything else
+//! it, and says where it goes. It acts on five things only; everything else
 //! is forwarded as the bytes that arrived:
 //!
 //! - a client's `tools/call` request: the pre chain, as `mcp__<server>__<tool>`
 //!   with the call's `arguments` as its input;
 //! - the server's answer to one: the post chain over its `content` and
 //!   `structuredContent`;
+//! - the server's answer to `tools/list`: the user's approval, then the
+//!   `list_tools` chain, tool by tool (`listing`);
 //! - the server's answer to `initialize`: the `tasks.requests.tools`
 //!   capability is withdrawn (see below);
 //! - a client request whose id is already in flight: refused.
@@ -93,6 +95,9 @@ pub(crate) struct Judge {
     approval: Option<Approval>,
     /// Each listed tool's `outputSchema`, as the client was last shown it.
     output_schemas: Mutex<HashMap<String, Value>>,
+    /// Tools a `list_tools` hook hid from this session's last list that
+    /// named them, and why: a call to one is refused.
+    hidden: Mutex<HashMap<String, String>>,
 }
 
 impl Judge {
@@ -111,6 +116,7 @@ impl Judge {
             in_flight: Mutex::new(HashMap::new()),
             approval,
             output_schemas: Mutex::new(HashMap::new()),
+            hidden: Mutex::new(HashMap::new()),
         }
     }
 
@@ -256,7 +262,10 @@ impl Judge {
                 ))];
             }
         };
-        if let Some(refused) = self.unapproved(id, tool) {
+        if let Some(refused) = self
+            .unapproved(id, tool)
+            .or_else(|| self.hidden_tool(id, tool))
+        {
             return refused;
         }
         let name = self.tool_name(tool);
@@ -358,7 +367,7 @@ impl Judge {
             InFlight::Other => vec![Route::ToClient(bytes)],
             InFlight::Cancelled => Vec::new(),
             InFlight::Initialize => vec![Route::ToClient(initialized(object, bytes))],
-            InFlight::ToolsList => self.listed(object, bytes),
+            InFlight::ToolsList => self.listed(object, bytes).await,
             InFlight::ToolCall { tool, input } => {
                 vec![Route::ToClient(
                     self.judge_result(id, &object, tool, input, bytes).await,

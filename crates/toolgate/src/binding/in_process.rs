@@ -4,7 +4,7 @@
 //!
 //! Guards that need the host's own state — a vault handle, the session's
 //! permissions, a secret to redact — cannot live in a subprocess or a sandbox.
-//! They implement [`Interceptor`], one async method per event, both defaulting
+//! They implement [`Interceptor`], one async method per event, each defaulting
 //! to `allow`, so a guard implements only what it cares about. `async_trait`
 //! keeps the trait object-safe so a runner can hold interceptors of different
 //! types in one ordered chain.
@@ -32,7 +32,7 @@ use futures_util::FutureExt;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
-/// A guard in the host's process. Both methods default to `allow`.
+/// A guard in the host's process. Every method defaults to `allow`.
 ///
 /// Return `Ok(Verdict::deny(..))` to refuse: a denial is an answer. Return
 /// `Err` only when the interceptor could not decide.
@@ -49,6 +49,14 @@ pub trait Interceptor: Send + Sync + 'static {
         let _ = request;
         Ok(Verdict::allow())
     }
+
+    /// A tool is about to be offered (an MCP server's list, in the proxy):
+    /// `request.input` is its definition. `deny` hides it; `modify` offers
+    /// another definition (same `name`).
+    async fn list_tools(&self, request: &HookRequest<'_>) -> Result<Verdict, BoxError> {
+        let _ = request;
+        Ok(Verdict::allow())
+    }
 }
 
 struct InProcess<I>(I);
@@ -60,6 +68,7 @@ impl<I: Interceptor> Decider for InProcess<I> {
             match request.event {
                 Event::PreToolUse => self.0.pre_tool_use(request).await,
                 Event::PostToolUse => self.0.post_tool_use(request).await,
+                Event::ListTools => self.0.list_tools(request).await,
             }
         };
         let answer = match AssertUnwindSafe(call).catch_unwind().await {

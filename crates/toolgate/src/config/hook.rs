@@ -33,8 +33,10 @@ pub(crate) const COMMON_FIELDS: &[Field] = &[
     Field {
         name: "event",
         about: "When the hook is consulted: before the tool runs (\"pre_tool_use\", the \
-                default), after it (\"post_tool_use\"), or a list of both. A standard \
-                guard's default is the events it needs (toolgate:secrets: both).",
+                default), after it (\"post_tool_use\"), when an MCP server's tools are \
+                about to be offered through `toolgate mcp` (\"list_tools\": one call per \
+                tool, its definition as the input), or a list of them. A standard guard's \
+                default is the events it needs (toolgate:secrets: pre and post).",
         schema: || {
             let names: Vec<&str> = Event::ALL.iter().map(|e| e.as_str()).collect();
             let one = one_of_names(&names);
@@ -954,22 +956,23 @@ fn parse_events(
     let mut events = Vec::new();
     for name in names {
         match name {
-            Value::String(s) => {
-                match Event::from_wire(s) {
-                    Some(e) if !events.contains(&e) => events.push(e),
-                    Some(_) => {
-                        ctx.problem("event", format!("{s:?} is listed twice"));
-                        return None;
-                    }
-                    None => {
-                        ctx.problem(
-                        "event",
-                        format!("unknown event {s:?}; expected \"pre_tool_use\" or \"post_tool_use\""),
-                    );
-                        return None;
-                    }
+            Value::String(s) => match Event::from_wire(s) {
+                Some(e) if !events.contains(&e) => events.push(e),
+                Some(_) => {
+                    ctx.problem("event", format!("{s:?} is listed twice"));
+                    return None;
                 }
-            }
+                None => {
+                    ctx.problem(
+                        "event",
+                        format!(
+                            "unknown event {s:?}; expected \"pre_tool_use\", \"post_tool_use\" \
+                             or \"list_tools\""
+                        ),
+                    );
+                    return None;
+                }
+            },
             other => {
                 ctx.problem(
                     "event",

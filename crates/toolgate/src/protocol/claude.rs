@@ -273,7 +273,8 @@ impl<'a> Answer<'a> {
         };
         let legacy = str_field(self.top, "decision");
         match event {
-            Event::PreToolUse => {
+            // A list is never put to this protocol (`Inward::encode`).
+            Event::PreToolUse | Event::ListTools => {
                 match str_field(self.specific, "permissionDecision").as_deref() {
                     Some("allow") | None => {}
                     Some(other) => {

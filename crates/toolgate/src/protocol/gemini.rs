@@ -49,6 +49,9 @@ fn event_name(event: Event) -> &'static str {
     match event {
         Event::PreToolUse => "BeforeTool",
         Event::PostToolUse => "AfterTool",
+        // Never encoded (`Inward::encode` refuses it): no Gemini CLI event
+        // lists tools.
+        Event::ListTools => "ListTools",
     }
 }
 
@@ -271,9 +274,9 @@ fn allow_or_modify(event: Event, specific: &Map<String, Value>) -> Result<Decisi
         (Event::PreToolUse, Some(input @ Value::Object(_))) => Ok(Decision::Modify {
             input: input.clone(),
         }),
-        (Event::PreToolUse, Some(Value::Null) | None) | (Event::PostToolUse, _) => {
-            Ok(Decision::Allow)
-        }
+        // A list is never put to this protocol (`Inward::encode`).
+        (Event::PreToolUse, Some(Value::Null) | None)
+        | (Event::PostToolUse | Event::ListTools, _) => Ok(Decision::Allow),
         (Event::PreToolUse, Some(_)) => Err(not("`tool_input` is not an object")),
     }
 }

@@ -41,7 +41,7 @@ pub use toolgate_agents::{
     read_agent_input, render_outcome, translate_matcher,
 };
 
-use crate::contract::{HookRequest, Verdict};
+use crate::contract::{Event, HookRequest, Verdict};
 use crate::failure::HookFailure;
 use std::ffi::OsString;
 use std::path::Path;
@@ -70,6 +70,9 @@ pub enum Inward {
     /// Gemini CLI's hook protocol (`BeforeTool` / `AfterTool`).
     Gemini,
 }
+
+/// A hook's stdin, and the environment variables it expects.
+pub(crate) type Encoded = (Vec<u8>, Vec<(&'static str, OsString)>);
 
 /// How a hook process ended, as a protocol reads it.
 pub(crate) struct Exit<'a> {
@@ -104,21 +107,36 @@ impl Inward {
 
     /// The bytes for the hook's stdin, and the environment it expects.
     /// `project_dir` is the root of the config that declared the hook.
+    /// An agent's protocol has no name for `list_tools`: such a hook is not
+    /// asked about a list in some other event's name, it fails
+    /// (`event_not_spoken`).
     pub(crate) fn encode(
         self,
         request: &HookRequest<'_>,
         project_dir: &Path,
-    ) -> (Vec<u8>, Vec<(&'static str, OsString)>) {
-        match self {
-            Inward::Toolgate => (wire::encode_request(request), Vec::new()),
+    ) -> Result<Encoded, HookFailure> {
+        let not_spoken = |speaks| {
+            Err(HookFailure::EventNotSpoken {
+                speaks,
+                event: request.event.as_str(),
+            })
+        };
+        Ok(match (self, request.event) {
+            (Inward::ClaudeCode, Event::ListTools) => {
+                return not_spoken("Claude Code's hook protocol");
+            }
+            (Inward::Gemini, Event::ListTools) => return not_spoken("Gemini CLI's hook protocol"),
+            (Inward::Toolgate, _) => (wire::encode_request(request), Vec::new()),
             // Claude Code hooks expect the project root here, and commonly
             // refer to their scripts through it.
-            Inward::ClaudeCode => (
+            (Inward::ClaudeCode, Event::PreToolUse | Event::PostToolUse) => (
                 claude::encode_request(request, &project_dir.to_string_lossy()),
                 vec![("CLAUDE_PROJECT_DIR", project_dir.as_os_str().to_owned())],
             ),
-            Inward::Gemini => gemini::encode_request(request, project_dir),
-        }
+            (Inward::Gemini, Event::PreToolUse | Event::PostToolUse) => {
+                gemini::encode_request(request, project_dir)
+            }
+        })
     }
 
     /// Reads how the hook ended as an answer.
@@ -188,6 +206,7 @@ mod tests {
             let (wire_event, claude_event, wit_event) = match req.event {
                 Event::PreToolUse => ("pre_tool_use", "PreToolUse", wit::Event::PreToolUse),
                 Event::PostToolUse => ("post_tool_use", "PostToolUse", wit::Event::PostToolUse),
+                Event::ListTools => unreachable!("only pre and post calls are encoded here"),
             };
             assert_eq!(wire["event"], wire_event);
             assert_eq!(claude["hook_event_name"], claude_event);

@@ -205,10 +205,24 @@ fn usable(answer: Answer, event: Event) -> Result<Result<Verdict, HookFailure>, 
                         .into(),
                 })
             }
+            (Decision::Replace { .. }, Event::ListTools) => Err(HookFailure::NotADecision {
+                detail: "`replace` on a tool list: there is no call to answer for; use \
+                         `modify` to offer another definition or `deny` to hide the tool"
+                    .into(),
+            }),
+            (Decision::Ask { .. }, Event::ListTools) => Err(HookFailure::NotADecision {
+                detail: "`ask` on a tool list: nobody is asked whether a tool may be offered; \
+                         `deny` hides it, or `ask` when it is called"
+                    .into(),
+            }),
             (Decision::Modify { .. } | Decision::Ask { input: None, .. }, Event::PreToolUse)
             | (
                 Decision::Allow | Decision::Deny { .. } | Decision::Replace { .. },
                 Event::PreToolUse | Event::PostToolUse,
+            )
+            | (
+                Decision::Allow | Decision::Deny { .. } | Decision::Modify { .. },
+                Event::ListTools,
             ) => Ok(answer),
         }),
         Answer::Failed(failure) => Ok(Err(failure)),

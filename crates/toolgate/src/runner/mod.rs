@@ -227,6 +227,7 @@ impl HookRunner {
         let outcome = match request.event {
             Event::PreToolUse => self.pre_tool_use(request).await,
             Event::PostToolUse => self.post_tool_use(request).await,
+            Event::ListTools => self.list_tools(request).await,
         };
         tracing::debug!(
             decision = outcome.decision.name(),
@@ -319,6 +320,55 @@ impl HookRunner {
             Some(shown),
             Some(real),
         )
+    }
+
+    /// Runs the list chain over one tool's definition (`request.input`),
+    /// before the tool is offered to the model: [`Decision::Allow`] offers
+    /// it as it is, [`Decision::Deny`] hides it, [`Decision::Modify`]
+    /// offers the rewritten definition (re-judged like any rewrite). Only
+    /// hooks whose `event` names `list_tools` are consulted; `replace` and
+    /// `ask` are their failures here.
+    pub async fn list_tools(&self, request: &Request) -> Outcome {
+        let mut state = self.state();
+        let chain: Vec<&Participant> = self.applicable(Event::ListTools, &request.tool).collect();
+        let subject = Subject {
+            event: Event::ListTools,
+            what: "tool definition",
+            about: |definition, _| (definition, None),
+            rewrite: |decision| match decision {
+                Decision::Modify { input } => Ok(input),
+                other => Err(other),
+            },
+        };
+        let ended = rounds(
+            &chain,
+            request,
+            &request.input,
+            &request.input,
+            subject,
+            &mut state,
+        )
+        .await;
+        let (decision, by) = match ended {
+            Ended::Through {
+                rewritten: Some(input),
+                by,
+            } => (Decision::Modify { input }, by),
+            Ended::Through {
+                rewritten: None, ..
+            } => (Decision::Allow, None),
+            Ended::Denied { reason, by } => (Decision::Deny { reason }, Some(by)),
+            // Not reached (`consult` makes either a failure at this event);
+            // were it, a tool nobody let through is not offered.
+            Ended::Asked { reason, by, .. } => (Decision::Deny { reason }, Some(by)),
+            Ended::Replaced { by, .. } => (
+                Decision::Deny {
+                    reason: format!("hook `{by}` answered for a tool that is only being listed"),
+                },
+                Some(by),
+            ),
+        };
+        self.finish(Event::ListTools, state, decision, by, None, None)
     }
 
     /// Takes a whole call through the chain: pre, then the tool (unless

@@ -396,6 +396,107 @@ async fn participants_apply_only_to_their_events_and_tools() {
     assert_eq!(chain.log.lock().unwrap().len(), 1);
 }
 
+fn listed(description: &str) -> Request {
+    let mut request = Request::pre(
+        "mcp__fs__read_file",
+        json!({"name": "read_file", "description": description}),
+    );
+    request.event = Event::ListTools;
+    request
+}
+
+#[tokio::test]
+async fn a_list_rewrite_is_judged_again_and_a_list_deny_names_who_hid_the_tool() {
+    let chain = Chain::new()
+        .mock("g", Source::Global, OnFailure::Deny, |req| {
+            assert_eq!(req.event, Event::ListTools);
+            Ok(if req.input["description"] == "poisoned" {
+                Verdict::deny("a poisoned description")
+            } else {
+                Verdict::allow()
+            })
+        })
+        .mock("w", Source::Workspace, OnFailure::Deny, |req| {
+            Ok(Verdict::modify(json!({
+                "name": req.input["name"],
+                "description": format!("{} (checked)", req.input["description"].as_str().unwrap()),
+            })))
+        });
+    let log = chain.log.clone();
+    let runner = chain.builder.build();
+    let outcome = runner.list_tools(&listed("Reads a file")).await;
+    assert_eq!(outcome.event, Event::ListTools);
+    assert_eq!(
+        outcome.decision,
+        Decision::Modify {
+            input: json!({"name": "read_file", "description": "Reads a file (checked)"})
+        }
+    );
+    // The guard before the rewriter saw the rewrite too.
+    assert_eq!(log.lock().unwrap().len(), 3);
+    let hidden = runner.list_tools(&listed("poisoned")).await;
+    assert_eq!(
+        hidden.decision,
+        Decision::Deny {
+            reason: "a poisoned description".into()
+        }
+    );
+    assert_eq!(hidden.decided_by.as_deref(), Some("g"));
+    // `evaluate` answers a list the same way.
+    assert_eq!(
+        runner.evaluate(&listed("poisoned")).await.decision,
+        hidden.decision
+    );
+}
+
+#[tokio::test]
+async fn a_list_replace_or_ask_is_a_failure_and_the_policy_applies() {
+    for answer in [
+        Verdict::replace(ToolResult::ok("x")),
+        Verdict::ask("a person, please"),
+    ] {
+        let closed = answer.clone();
+        let runner = Chain::new()
+            .mock("g", Source::Global, OnFailure::Deny, move |_| {
+                Ok(closed.clone())
+            })
+            .builder
+            .build();
+        let outcome = runner.list_tools(&listed("Reads a file")).await;
+        assert!(
+            matches!(outcome.decision, Decision::Deny { .. }),
+            "{outcome:?}"
+        );
+        let failure = outcome.runs[0].failure.as_ref().unwrap();
+        assert_eq!(failure.kind, FailureKind::NotADecision);
+        let open = Chain::new()
+            .mock("g", Source::Global, OnFailure::Allow, move |_| {
+                Ok(answer.clone())
+            })
+            .builder
+            .build();
+        assert_eq!(
+            open.list_tools(&listed("Reads a file")).await.decision,
+            Decision::Allow
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_participant_not_registered_for_lists_is_not_asked_about_one() {
+    let mut chain = Chain::new().mock("calls", Source::Global, OnFailure::Deny, |_| {
+        Ok(Verdict::deny("no"))
+    });
+    chain.builder.participants[0].events = vec![Event::PreToolUse, Event::PostToolUse];
+    let log = chain.log.clone();
+    let runner = chain.builder.build();
+    assert_eq!(
+        runner.list_tools(&listed("Reads a file")).await.decision,
+        Decision::Allow
+    );
+    assert!(log.lock().unwrap().is_empty());
+}
+
 /// A participant that counts its calls in its session state, and answers
 /// or fails as told; it reports the count it saw.
 struct Keeper {

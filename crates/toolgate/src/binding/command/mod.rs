@@ -124,7 +124,10 @@ impl CommandHook {
 #[async_trait::async_trait]
 impl Decider for CommandHook {
     async fn decide(&self, request: &HookRequest<'_>) -> Reply {
-        let (input, envs) = self.protocol.encode(request, &self.cwd);
+        let (input, envs) = match self.protocol.encode(request, &self.cwd) {
+            Ok(encoded) => encoded,
+            Err(failure) => return Reply::from(Err(failure)),
+        };
         let (_scratch, confined, confine_warning) = match self.confine() {
             Ok(Some((scratch, confined, warning))) => (Some(scratch), Some(confined), warning),
             Ok(None) => (None, None, None),
