@@ -269,15 +269,16 @@ pub(crate) fn text_of(result: &Value) -> String {
 /// A fixture whose global chain judges the everything server's tools:
 /// denies `get-env`, rewrites `echo "rewrite me"`, replaces `get-sum`, and
 /// after the call redacts `SECRET` in what the client is shown; on the
-/// list, hides `gzip-file-as-resource` and adds a line to `echo`'s
-/// description (`LISTED_BY_A_HOOK`).
+/// list, hides `get-annotated-message` (a tool the server's instructions,
+/// which agents pass to the model, do not name) and adds a marker to
+/// `echo`'s description (`LISTED_BY_A_HOOK`).
 pub(crate) fn judged_fixture() -> Fixture {
     let fx = Fixture::new();
     fx.global_hooks(json!([
         policy(&fx, "list", "list_tools", r#"
 t, d = r["tool"], r["input"]
-if t == "mcp__everything__gzip-file-as-resource":
-    return {"decision": "deny", "reason": "no archives"}
+if t == "mcp__everything__get-annotated-message":
+    return {"decision": "deny", "reason": "no annotations"}
 if t == "mcp__everything__echo":
     d["description"] = d.get("description", "") + " LISTED_BY_A_HOOK"
     return {"decision": "modify", "input": d}
@@ -1380,11 +1381,15 @@ pub(crate) fn assert_live_verdicts(agent: &str, shown: &[String], told: &str, of
     );
     // The `list_tools` hook's verdicts: a hidden tool, a rewritten definition.
     assert!(
-        !told.contains("gzip-file") && !told.contains("gzip_file"),
+        !told.contains("annotated-message") && !told.contains("annotated_message"),
         "{agent}: the tool a list_tools hook hid reached the model"
     );
+    // Wherever the description reached the model, it is the rewritten one.
+    // (The newest Claude Code defers MCP tools: the model is told their
+    // names, and descriptions only when it searches for one.)
+    let original = "Echoes back the input string";
     assert!(
-        told.contains("LISTED_BY_A_HOOK"),
-        "{agent}: the description a list_tools hook rewrote did not reach the model"
+        !told.contains(original) || told.contains(&format!("{original} LISTED_BY_A_HOOK")),
+        "{agent}: the model read echo's description without the list_tools hook's rewrite"
     );
 }

@@ -630,43 +630,7 @@ impl Decider for WasmHook {
         });
 
         let wit_request = to_wit(request, self.config_json.as_deref());
-        let call = async {
-            match &self.pre {
-                Speaks::Current(pre) => {
-                    let hook = pre
-                        .instantiate_async(&mut store)
-                        .await
-                        .map_err(GuestError::Instantiate)?;
-                    hook.call_decide(&mut store, &wit_request)
-                        .await
-                        .map_err(GuestError::Call)
-                }
-                Speaks::V0_2(pre) => {
-                    let asked = request_v0_2(wit_request).map_err(GuestError::NotSpoken)?;
-                    let hook = pre
-                        .instantiate_async(&mut store)
-                        .await
-                        .map_err(GuestError::Instantiate)?;
-                    let answer = hook
-                        .call_decide(&mut store, &asked)
-                        .await
-                        .map_err(GuestError::Call)?;
-                    Ok(answer.map(verdict_from_v0_2))
-                }
-                Speaks::V0_1(pre) => {
-                    let asked = request_v0_1(wit_request).map_err(GuestError::NotSpoken)?;
-                    let hook = pre
-                        .instantiate_async(&mut store)
-                        .await
-                        .map_err(GuestError::Instantiate)?;
-                    let answer = hook
-                        .call_decide(&mut store, &asked)
-                        .await
-                        .map_err(GuestError::Call)?;
-                    Ok(answer.map(verdict_from_v0_1))
-                }
-            }
-        };
+        let call = ask(&self.pre, &mut store, wit_request);
         // The epoch callback stops a computing guest; the async timeout stops
         // one blocked in a host call (a WASI poll), where no epoch check runs.
         // A zero-import guest has no host call to block in, so it skips the
@@ -696,6 +660,50 @@ impl Decider for WasmHook {
                 .map(|left| ("fuel_used", self.fuel.saturating_sub(left)))
                 .into_iter()
                 .collect::<Metrics>(),
+        }
+    }
+}
+
+/// Instantiates the component and calls its `decide` in the types of the
+/// version it speaks, reading its answer as today's.
+async fn ask(
+    pre: &Speaks<HostState>,
+    store: &mut Store<HostState>,
+    request: bindings::Request,
+) -> Result<Result<bindings::Verdict, String>, GuestError> {
+    match pre {
+        Speaks::Current(pre) => {
+            let hook = pre
+                .instantiate_async(&mut *store)
+                .await
+                .map_err(GuestError::Instantiate)?;
+            hook.call_decide(&mut *store, &request)
+                .await
+                .map_err(GuestError::Call)
+        }
+        Speaks::V0_2(pre) => {
+            let asked = request_v0_2(request).map_err(GuestError::NotSpoken)?;
+            let hook = pre
+                .instantiate_async(&mut *store)
+                .await
+                .map_err(GuestError::Instantiate)?;
+            let answer = hook
+                .call_decide(&mut *store, &asked)
+                .await
+                .map_err(GuestError::Call)?;
+            Ok(answer.map(verdict_from_v0_2))
+        }
+        Speaks::V0_1(pre) => {
+            let asked = request_v0_1(request).map_err(GuestError::NotSpoken)?;
+            let hook = pre
+                .instantiate_async(&mut *store)
+                .await
+                .map_err(GuestError::Instantiate)?;
+            let answer = hook
+                .call_decide(&mut *store, &asked)
+                .await
+                .map_err(GuestError::Call)?;
+            Ok(answer.map(verdict_from_v0_1))
         }
     }
 }

@@ -27,7 +27,11 @@ use crate::shape::{call_result, encode, result};
 use serde_json::{Map, Value, json};
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
+use toolgate::Outcome;
 use toolgate::contract::{Decision, Event, ToolResult};
+
+/// Tools of one list judged at once (see `Judge::offered`).
+const LIST_CONCURRENCY: usize = 16;
 
 /// The tool definitions the user approved for this server (see `pins`).
 #[derive(Debug)]
@@ -64,7 +68,7 @@ impl Approval {
 impl Judge {
     /// The answer to a call of a tool the user did not approve, if it is
     /// one (see `pins`).
-    pub(super) fn unapproved(&self, id: &Value, tool: &str) -> Option<Vec<Route>> {
+    fn unapproved(&self, id: &Value, tool: &str) -> Option<Vec<Route>> {
         let approval = self.approval.as_ref()?;
         let why = approval.refuses(tool)?;
         let shown = ToolResult::error(format!(
@@ -144,70 +148,84 @@ impl Judge {
     /// with the same `name` (else the tool is hidden: a hook cannot rename
     /// a tool, since calls reach the server by the name it gave). Whether
     /// anything changed.
+    ///
+    /// The tools are judged [`LIST_CONCURRENCY`] at a time, their order
+    /// kept: one after another, a subprocess hook over a 20-tool list took
+    /// seconds under load, and Claude Code and Codex gave up waiting for
+    /// the server's tools (found by the live tests).
     async fn offered(&self, tools: &mut Vec<Value>) -> bool {
-        let mut changed = false;
-        let mut kept = Vec::with_capacity(tools.len());
-        for tool in std::mem::take(tools) {
+        use futures_util::StreamExt as _;
+        type Judging<'a> =
+            std::pin::Pin<Box<dyn Future<Output = (String, Value, Outcome)> + Send + 'a>>;
+        let listed = std::mem::take(tools);
+        let before = listed.len();
+        let mut judging: Vec<Judging<'_>> = Vec::with_capacity(before);
+        for tool in listed {
+            // Nothing can call a tool without a name; nothing judges it.
             let Some(name) = tool.get("name").and_then(Value::as_str).map(str::to_owned) else {
-                // Nothing can call a tool without a name; nothing judges it.
-                changed = true;
                 continue;
             };
             let mut request = self.request(&self.tool_name(&name), tool.clone());
             request.event = Event::ListTools;
-            let outcome = self.runner.list_tools(&request).await;
-            // A hook that could not judge hides the tool (or, failing open,
-            // lets it be offered): either way the operator is told why,
-            // since the client is not.
-            for run in &outcome.runs {
-                if let Some(failure) = &run.failure {
-                    eprintln!(
-                        "{}",
-                        toolgate::text::sanitize(&format!(
-                            "toolgate: hook `{}` could not judge the definition of `{name}` \
-                             (MCP server `{}`; {}, on_failure: {}): {}",
-                            run.name,
-                            self.server,
-                            failure.kind,
-                            failure.on_failure,
-                            failure.message
-                        ))
-                    );
-                }
-            }
+            let runner = &self.runner;
+            judging.push(Box::pin(async move {
+                let outcome = runner.list_tools(&request).await;
+                (name, tool, outcome)
+            }));
+        }
+        let judged: Vec<(String, Value, Outcome)> = futures_util::stream::iter(judging)
+            .buffered(LIST_CONCURRENCY)
+            .collect()
+            .await;
+        let mut changed = judged.len() != before;
+        for (name, tool, outcome) in judged {
+            self.tell_failures(&name, &outcome);
             let by = outcome.decided_by.unwrap_or_else(|| "a hook".into());
-            let hidden = match outcome.decision {
-                Decision::Allow => None,
-                Decision::Modify { input } if input.get("name") == tool.get("name") => {
-                    kept.push(input);
-                    changed = true;
+            let why = match outcome.decision {
+                Decision::Allow => {
                     self.hidden().remove(&name);
+                    tools.push(tool);
                     continue;
                 }
-                Decision::Modify { .. } => Some(format!(
+                Decision::Modify { input } if input.get("name") == tool.get("name") => {
+                    self.hidden().remove(&name);
+                    tools.push(input);
+                    changed = true;
+                    continue;
+                }
+                Decision::Modify { .. } => format!(
                     "hook `{by}` rewrote its definition without its name, so it is not offered"
-                )),
-                Decision::Deny { reason } => Some(format!("hidden by hook `{by}`: {reason}")),
+                ),
+                Decision::Deny { reason } => format!("hidden by hook `{by}`: {reason}"),
                 // `consult` makes either a failure at this event, and the
                 // runner ends on neither; were it to, nobody let it through.
                 Decision::Replace { .. } | Decision::Ask { .. } => {
-                    Some(format!("hook `{by}` did not let it be offered"))
+                    format!("hook `{by}` did not let it be offered")
                 }
             };
-            match hidden {
-                None => {
-                    self.hidden().remove(&name);
-                    kept.push(tool);
-                }
-                Some(why) => {
-                    tracing::info!(tool = %name, "{why}");
-                    self.hidden().insert(name, why);
-                    changed = true;
-                }
+            tracing::info!(tool = %name, "{why}");
+            self.hidden().insert(name, why);
+            changed = true;
+        }
+        changed
+    }
+
+    /// A hook that could not judge hides the tool (or, failing open, lets
+    /// it be offered): either way the operator is told why, on stderr,
+    /// since the client is not.
+    fn tell_failures(&self, name: &str, outcome: &Outcome) {
+        for run in &outcome.runs {
+            if let Some(failure) = &run.failure {
+                eprintln!(
+                    "{}",
+                    toolgate::text::sanitize(&format!(
+                        "toolgate: hook `{}` could not judge the definition of `{name}` \
+                         (MCP server `{}`; {}, on_failure: {}): {}",
+                        run.name, self.server, failure.kind, failure.on_failure, failure.message
+                    ))
+                );
             }
         }
-        *tools = kept;
-        changed
     }
 
     fn hidden(&self) -> std::sync::MutexGuard<'_, HashMap<String, String>> {
@@ -216,9 +234,16 @@ impl Judge {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    /// The answer to a call of a tool the client is not offered (not
+    /// approved, or hidden by a `list_tools` hook), if it is one.
+    pub(super) fn not_offered(&self, id: &Value, tool: &str) -> Option<Vec<Route>> {
+        self.unapproved(id, tool)
+            .or_else(|| self.hidden_tool(id, tool))
+    }
+
     /// The answer to a call of a tool a `list_tools` hook hid from this
     /// session's last list that named it, if it is one.
-    pub(super) fn hidden_tool(&self, id: &Value, tool: &str) -> Option<Vec<Route>> {
+    fn hidden_tool(&self, id: &Value, tool: &str) -> Option<Vec<Route>> {
         let why = self.hidden().get(tool).cloned()?;
         let shown = ToolResult::error(format!(
             "toolgate: call blocked: tool `{tool}` of MCP server `{}` is not offered ({why})",

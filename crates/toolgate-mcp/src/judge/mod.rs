@@ -262,10 +262,7 @@ impl Judge {
                 ))];
             }
         };
-        if let Some(refused) = self
-            .unapproved(id, tool)
-            .or_else(|| self.hidden_tool(id, tool))
-        {
+        if let Some(refused) = self.not_offered(id, tool) {
             return refused;
         }
         let name = self.tool_name(tool);
