@@ -35,7 +35,7 @@ publish = false
 [workspace.lints.rust]
 
 [profile.release]
-opt-level = "s"
+opt-level = 3
 lto = true
 codegen-units = 1
 panic = "abort"
