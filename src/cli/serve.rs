@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 use toolgate::Config;
-use toolgate_server::{DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_WORKSPACES, http};
+use toolgate_server::{DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_WORKSPACES, DEFAULT_UNLOAD_IDLE, http};
 
 /// Keep hooks loaded and answer evaluations over a Unix socket.
 ///
@@ -50,6 +50,11 @@ pub(crate) struct Args {
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_WORKSPACES,
           value_parser = clap::value_parser!(u16).range(1..))]
     max_workspaces: u16,
+    /// Drop a workspace's loaded hooks (and their compiled code) after this
+    /// many seconds without a call; its next call loads them again from the
+    /// compile cache. 0: never.
+    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_UNLOAD_IDLE.as_secs())]
+    unload_idle: u64,
     /// The most calls evaluated at once. Past it a call over the socket is
     /// answered "busy" and the agent's command evaluates it itself (as when
     /// no server runs); one over --http waits for a slot within its
@@ -104,6 +109,8 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     let options = toolgate_server::Options {
         max_workspaces: usize::from(args.max_workspaces),
+        unload_idle: (args.unload_idle > 0)
+            .then(|| std::time::Duration::from_secs(args.unload_idle)),
         max_in_flight: usize::from(args.max_in_flight),
         metrics: metrics_addr.is_some(),
         // The managed layer is the server's own to resolve (as root only
@@ -175,12 +182,17 @@ fn show_status(socket: &Path, json: bool) -> anyhow::Result<ExitCode> {
         status.refused
     );
     outln!(
-        "workspaces: {} loaded, {} loading, at most {} ({} evicted); {} loads, {} of them \
-         reloads after an edit; {} calls outlived a load",
+        "workspaces: {} loaded, {} loading, at most {} ({} evicted, {} unloaded after {}); \
+         {} loads, {} of them reloads after an edit; {} calls outlived a load",
         status.workspaces.len(),
         status.loading,
         status.max_workspaces,
         status.evictions,
+        status.unloaded_idle,
+        match status.unload_idle_s {
+            0 => "never: --unload-idle 0".to_owned(),
+            s => format!("{s} s idle"),
+        },
         status.loads,
         status.reloads,
         status.load_timeouts
@@ -201,9 +213,26 @@ fn show_status(socket: &Path, json: bool) -> anyhow::Result<ExitCode> {
             l.count
         );
     }
-    // When each agent, and each recent session, was last heard from: an
-    // agent that stopped calling the guard stops here.
-    for h in &status.heard {
+    show_heard(&status.heard);
+    for w in &status.workspaces {
+        outln!(
+            "  {}: {} hooks, loaded {} s ago{}",
+            w.workspace.display(),
+            w.hooks,
+            w.loaded_s_ago,
+            w.error
+                .as_deref()
+                .map(|e| format!("; {}", toolgate::text::one_line(e)))
+                .unwrap_or_default()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// When each agent, and each recent session, was last heard from: an
+/// agent that stopped calling the guard stops here.
+fn show_heard(heard: &[toolgate::serve::Heard]) {
+    for h in heard {
         let who = match &h.session_id {
             None => format!("{} (every session)", h.agent),
             Some(session) => format!(
@@ -218,19 +247,6 @@ fn show_status(socket: &Path, json: bool) -> anyhow::Result<ExitCode> {
             h.calls
         );
     }
-    for w in &status.workspaces {
-        outln!(
-            "  {}: {} hooks, loaded {} s ago{}",
-            w.workspace.display(),
-            w.hooks,
-            w.loaded_s_ago,
-            w.error
-                .as_deref()
-                .map(|e| format!("; {}", toolgate::text::one_line(e)))
-                .unwrap_or_default()
-        );
-    }
-    Ok(ExitCode::SUCCESS)
 }
 
 /// `toolgate serve metrics`: the running server's Prometheus text, read

@@ -1466,6 +1466,97 @@ fn past_max_workspaces_the_least_recently_used_is_evicted_and_reloads_when_asked
     assert_eq!(server.status()["loads"], 4);
 }
 
+/// A workspace without a call for `--unload-idle` is dropped (its chain
+/// and compiled code), never under a call in flight, and its next call
+/// loads it again and answers the same.
+#[test]
+fn a_workspace_idle_past_unload_idle_is_dropped_and_loads_again_when_asked() {
+    let fx = Fixture::new();
+    deny_guard(&fx);
+    let cache = fx.dir.path().join("wasm-cache");
+    let mut serve = toolgate();
+    serve
+        .env("TOOLGATE_CONFIG_DIR", fx.global())
+        .env("TOOLGATE_CACHE_DIR", &cache);
+    let server = Server::start_as(serve, &["--unload-idle", "1"]);
+    // The compiled component is the cache entry the server maps: gone
+    // from its address space once the workspace is unloaded.
+    let mapped = || {
+        std::fs::read_to_string(format!("/proc/{}/maps", server.pid()))
+            .unwrap()
+            .lines()
+            .filter(|l| l.contains(cache.to_str().unwrap()))
+            .count()
+    };
+    let check = || {
+        let out = run_with_stdin(
+            server
+                .client()
+                .args(["check", "--workspace"])
+                .arg(fx.workspace())
+                .env("TOOLGATE_CONFIG_DIR", fx.global()),
+            &pre("Bash", "ls"),
+        );
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    };
+    check();
+    assert!(mapped() > 0, "the server does not map the cache entry");
+    let status = server.status();
+    assert_eq!(
+        status["workspaces"].as_array().unwrap().len(),
+        1,
+        "{status}"
+    );
+    assert_eq!(
+        (
+            status["unloaded_idle"].clone(),
+            status["unload_idle_s"].clone()
+        ),
+        (json!(0), json!(1))
+    );
+    let started = Instant::now();
+    let status = loop {
+        let status = server.status();
+        if status["unloaded_idle"] == 1 {
+            break status;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "not unloaded after 1 s idle: {status}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(
+        status["workspaces"].as_array().unwrap().is_empty(),
+        "{status}"
+    );
+    assert_eq!(mapped(), 0, "the compiled code outlived its workspace");
+    assert!(
+        started.elapsed() >= Duration::from_millis(500),
+        "unloaded before it was idle"
+    );
+    check();
+    let status = server.status();
+    assert_eq!(
+        (
+            status["loads"].clone(),
+            status["workspaces"].as_array().unwrap().len()
+        ),
+        (json!(2), 1),
+        "{status}"
+    );
+    let text = String::from_utf8(
+        server
+            .client()
+            .args(["serve", "status"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    assert!(text.contains("1 unloaded after 1 s idle"), "{text}");
+}
+
 /// `toolgate serve status` (and `--json`) counts what the server did:
 /// requests, errors, refusals, loads, and latency per mode.
 #[test]

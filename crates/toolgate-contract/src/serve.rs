@@ -383,6 +383,13 @@ pub struct Status {
     /// `max_workspaces`.
     #[serde(default)]
     pub evictions: u64,
+    /// Loaded configs dropped after no call for `unload_idle_s` seconds
+    /// (loaded again, from the compile cache, by their next call).
+    #[serde(default)]
+    pub unloaded_idle: u64,
+    /// `--unload-idle` in seconds (0: never).
+    #[serde(default)]
+    pub unload_idle_s: u64,
     /// Calls whose deadline passed while their config was still loading
     /// (blocked; the load went on and answers the next call).
     #[serde(default)]

@@ -115,7 +115,12 @@
 //!
 //! At most `--max-workspaces` configs stay loaded (default
 //! [`DEFAULT_MAX_WORKSPACES`]); a new workspace past that drops the least
-//! recently used, which loads again on its next request. A load runs in a
+//! recently used, which loads again on its next request; and a workspace
+//! without a call for `--unload-idle` (default [`DEFAULT_UNLOAD_IDLE`]) is
+//! dropped too, so a checkout left open does not hold its components'
+//! compiled code for weeks: its next call maps them again from the
+//! compile cache (milliseconds; the warm child only checks the cache). A
+//! chain in use is never dropped under a call. A load runs in a
 //! task of its own that holds its workspace's slot: requests for that
 //! workspace wait for the one load instead of starting their own, and a
 //! call whose deadline passes first is blocked (an error: the caller fails
@@ -180,5 +185,5 @@ mod socket;
 mod stats;
 
 pub use in_flight::DEFAULT_MAX_IN_FLIGHT;
-pub use options::{Base, DEFAULT_MAX_WORKSPACES, Options, Warm};
+pub use options::{Base, DEFAULT_MAX_WORKSPACES, DEFAULT_UNLOAD_IDLE, Options, Warm};
 pub use socket::{MAX_LINE, serve};

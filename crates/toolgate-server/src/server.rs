@@ -5,9 +5,11 @@
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
+
+mod eviction;
 use toolgate::config::FileIdentity;
 use toolgate::serve::{Body, Context, Evaluate, Mode, ParticipantStatus, Status, WorkspaceStatus};
 use toolgate::trust::TrustStore;
@@ -60,6 +62,9 @@ struct Slot {
     loaded: Arc<tokio::sync::Mutex<Option<Loaded>>>,
     /// When it was last asked for ([`Server::tick`]), for eviction.
     used: AtomicU64,
+    /// When it was last asked for, in ms since the server started, for
+    /// unloading it when idle ([`Server::unload_idle`]).
+    used_at: AtomicU64,
 }
 
 /// One workspace's loaded chain.
@@ -82,6 +87,10 @@ pub(crate) struct Server {
     loaded: Mutex<HashMap<Key, Arc<Slot>>>,
     /// The most entries in `loaded`.
     max_workspaces: usize,
+    /// [`crate::Options::unload_idle`].
+    pub(crate) unload_idle: Option<Duration>,
+    /// What `used_at` counts from.
+    epoch: Instant,
     /// Counts requests, to order slots by last use.
     tick: AtomicU64,
     /// A slot per call being evaluated (`--max-in-flight`).
@@ -109,6 +118,7 @@ impl Server {
     pub(crate) fn new(options: crate::Options) -> Server {
         let crate::Options {
             max_workspaces,
+            unload_idle,
             max_in_flight,
             metrics,
             base,
@@ -117,6 +127,8 @@ impl Server {
         Server {
             loaded: Mutex::new(HashMap::new()),
             max_workspaces: max_workspaces.max(1),
+            unload_idle,
+            epoch: Instant::now(),
             tick: AtomicU64::new(0),
             slots: Slots::new(max_in_flight),
             stats: Stats::default(),
@@ -172,37 +184,6 @@ impl Server {
     /// Its series, when it counts them.
     pub(crate) fn metrics(&self) -> Option<&Metrics> {
         self.metrics.as_ref()
-    }
-
-    /// `key`'s slot, made when new; making one past the bound evicts the
-    /// least recently used (preferring one that is not loading: a load in
-    /// flight is some caller's wait).
-    fn slot(&self, key: &Key) -> Result<Arc<Slot>, String> {
-        let now = self.tick.fetch_add(1, Ordering::Relaxed);
-        let mut map = self
-            .loaded
-            .lock()
-            .map_err(|_| "the server's state is poisoned".to_owned())?;
-        if let Some(slot) = map.get(key) {
-            slot.used.store(now, Ordering::Relaxed);
-            return Ok(slot.clone());
-        }
-        while map.len() >= self.max_workspaces {
-            let idle = |slot: &Slot| slot.loaded.try_lock().is_ok();
-            let oldest = map
-                .iter()
-                .min_by_key(|(_, slot)| (!idle(slot), slot.used.load(Ordering::Relaxed)))
-                .map(|(key, _)| key.clone());
-            let Some(oldest) = oldest else { break };
-            map.remove(&oldest);
-            Stats::bump(&self.stats.evictions);
-        }
-        let slot = Arc::new(Slot {
-            loaded: Arc::default(),
-            used: AtomicU64::new(now),
-        });
-        map.insert(key.clone(), slot.clone());
-        Ok(slot)
     }
 }
 
@@ -552,6 +533,8 @@ pub(crate) fn status(server: &Server) -> Status {
         loads: Stats::get(&stats.loads),
         reloads: Stats::get(&stats.reloads),
         evictions: Stats::get(&stats.evictions),
+        unloaded_idle: Stats::get(&stats.unloaded_idle),
+        unload_idle_s: server.unload_idle.map_or(0, |d| d.as_secs()),
         load_timeouts: Stats::get(&stats.load_timeouts),
         loading,
         max_workspaces: server.max_workspaces,

@@ -45,6 +45,9 @@ pub fn serve(
             std::process::id()
         );
         let server = Arc::new(Server::new(options));
+        if let Some(idle) = server.unload_idle {
+            tokio::spawn(unload_idle(server.clone(), idle));
+        }
         if let Some((addr, token)) = http {
             crate::http::listen(server.clone(), addr, token).await?;
         }
@@ -78,6 +81,21 @@ pub fn serve(
         eprintln!("toolgate serve: stopped");
         Ok::<_, anyhow::Error>(())
     })
+}
+
+/// Looks for idle workspaces four times per `idle` (at most once a
+/// minute), so one is unloaded at most a quarter of `idle` late.
+async fn unload_idle(server: Arc<Server>, idle: std::time::Duration) {
+    let every = (idle / 4).clamp(
+        std::time::Duration::from_millis(50),
+        std::time::Duration::from_secs(60),
+    );
+    let mut ticks = tokio::time::interval(every);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        server.unload_idle();
+    }
 }
 
 /// Raises this process's descriptor limit to its hard limit (as Go's

@@ -50,6 +50,8 @@ pub(super) struct Stats {
     pub(super) reloads: AtomicU64,
     /// Loaded configs dropped to stay within the bound.
     pub(super) evictions: AtomicU64,
+    /// Loaded configs dropped after going unused for `unload_idle`.
+    pub(super) unloaded_idle: AtomicU64,
     /// Calls whose deadline passed while their config was still loading.
     pub(super) load_timeouts: AtomicU64,
     /// Calls not taken because every `--max-in-flight` slot was: answered
