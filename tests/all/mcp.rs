@@ -274,15 +274,25 @@ pub(crate) fn text_of(result: &Value) -> String {
 /// `echo`'s description (`LISTED_BY_A_HOOK`).
 pub(crate) fn judged_fixture() -> Fixture {
     let fx = Fixture::new();
-    fx.global_hooks(json!([
-        policy(&fx, "list", "list_tools", r#"
+    // The list hook names the two tools it judges, as a user's would: a
+    // process per listed tool slowed the list enough under CI's load that
+    // Codex gave up waiting for the server.
+    let mut list = policy(
+        &fx,
+        "list",
+        "list_tools",
+        r#"
 t, d = r["tool"], r["input"]
 if t == "mcp__everything__get-annotated-message":
     return {"decision": "deny", "reason": "no annotations"}
 if t == "mcp__everything__echo":
     d["description"] = d.get("description", "") + " LISTED_BY_A_HOOK"
     return {"decision": "modify", "input": d}
-return {"decision": "allow"}"#),
+return {"decision": "allow"}"#,
+    );
+    list["matcher"] = json!("mcp__everything__(get-annotated-message|echo)");
+    fx.global_hooks(json!([
+        list,
         policy(&fx, "pre", "pre_tool_use", r#"
 t, i = r["tool"], r["input"]
 if t == "mcp__everything__get-env":
