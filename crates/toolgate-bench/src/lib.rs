@@ -381,28 +381,13 @@ fn measure_loads(guests: &[Guest], root: &Path, quick: bool) -> Result<Vec<Load>
         loads.push(Load {
             guest: name.clone(),
             bytes: std::fs::metadata(path)?.len(),
-            compiled_bytes: dir_bytes(&cache),
+            compiled_bytes: soak::dir_size(&cache),
             resident_bytes_per_instance: per_instance,
             cold_compile_ms: percentile(&cold, 0.5),
             cache_hit_ms: percentile(&hit, 0.5),
         });
     }
     Ok(loads)
-}
-
-/// The bytes of every file under `dir` (0 where it cannot be read).
-fn dir_bytes(dir: &Path) -> u64 {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return 0;
-    };
-    entries
-        .filter_map(Result::ok)
-        .map(|e| match e.file_type() {
-            Ok(t) if t.is_dir() => dir_bytes(&e.path()),
-            Ok(t) if t.is_file() => e.metadata().map_or(0, |m| m.len()),
-            _ => 0,
-        })
-        .sum()
 }
 
 /// A warm-up, then `rounds` rounds each running a batch of every scenario

@@ -969,7 +969,8 @@ fn descendants(pid: u32) -> u64 {
     count
 }
 
-fn dir_size(dir: &Path) -> u64 {
+/// The bytes of every file under `dir` (0 where it cannot be read).
+pub(crate) fn dir_size(dir: &Path) -> u64 {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return 0;
     };

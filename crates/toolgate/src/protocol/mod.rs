@@ -126,7 +126,9 @@ impl Inward {
                 return not_spoken("Claude Code's hook protocol");
             }
             (Inward::Gemini, Event::ListTools) => return not_spoken("Gemini CLI's hook protocol"),
-            (Inward::Toolgate, _) => (wire::encode_request(request), Vec::new()),
+            (Inward::Toolgate, Event::PreToolUse | Event::PostToolUse | Event::ListTools) => {
+                (wire::encode_request(request), Vec::new())
+            }
             // Claude Code hooks expect the project root here, and commonly
             // refer to their scripts through it.
             (Inward::ClaudeCode, Event::PreToolUse | Event::PostToolUse) => (
