@@ -14,8 +14,8 @@
 
 use super::{
     AgentCall, AgentEvent, Blocked, Call, Dialect, Help, HookSwitch, HttpHook, Import, Install,
-    Layout, McpConfig, McpShape, ReadAgentInputError, Role, Unjudged, answered_for_the_tool,
-    classify, needs_a_person, output_text, string_field, withheld,
+    Layout, McpConfig, McpShape, ReadAgentInputError, Role, Setting, Source, Unjudged,
+    answered_for_the_tool, classify, needs_a_person, output_text, string_field, withheld,
 };
 use crate::contract::{Decision, Event, Request, ToolResult};
 use crate::event_name;
@@ -62,16 +62,40 @@ impl Dialect for ClaudeCode {
 
     fn install(&self) -> Install {
         Install {
-            switches: &[HookSwitch {
-                pointer: "/disableAllHooks",
-                off_when: true,
-                also_in: &[".claude/settings.local.json"],
-                effect: "Claude Code runs no hook at all, toolgate's included: every call goes \
-                         through unguarded",
-                shown_live_by: Some(
-                    "live_claude_disable_all_hooks_skips_toolgate_and_doctor_says_so",
-                ),
-            }],
+            switches: &[
+                HookSwitch {
+                    setting: Setting::Flag {
+                        pointer: "/disableAllHooks",
+                        off_when: true,
+                    },
+                    read_from: &[
+                        Source::User,
+                        Source::Project,
+                        Source::InProject(".claude/settings.local.json"),
+                        MANAGED,
+                        MANAGED_DROP_INS,
+                    ],
+                    effect: "Claude Code runs no hook at all, toolgate's included: every call \
+                             goes through unguarded",
+                    shown_live_by: Some(
+                        "live_claude_disable_all_hooks_skips_toolgate_and_doctor_says_so",
+                    ),
+                },
+                HookSwitch {
+                    setting: Setting::Flag {
+                        pointer: "/allowManagedHooksOnly",
+                        off_when: true,
+                    },
+                    // Honoured from managed settings only.
+                    read_from: &[MANAGED, MANAGED_DROP_INS],
+                    effect: "Claude Code runs only the hooks of its managed settings: toolgate's, \
+                             in the user's or the project's settings, is skipped and every call \
+                             goes through unguarded",
+                    shown_live_by: Some(
+                        "live_claude_managed_settings_that_turn_hooks_off_skip_toolgate_and_doctor_says_so",
+                    ),
+                },
+            ],
             user_file: ".claude/settings.json",
             project_file: ".claude/settings.json",
             events: &["PreToolUse", "PostToolUse", "PostToolUseFailure"],
@@ -107,6 +131,18 @@ fn handler(argv: &[String]) -> Value {
         .map_or(("", &[][..]), |(p, a)| (p.as_str(), a));
     json!({"type": "command", "command": program, "args": args, "onFailure": "block"})
 }
+
+/// Claude Code's managed settings on Linux (2.1.197, 2.1.332: a fixed
+/// path, no variable moves it), read after every other file.
+const MANAGED: Source = Source::System {
+    path: "/etc/claude-code/managed-settings.json",
+    var: None,
+};
+
+/// The drop-in folder beside it, read after it in name order.
+const MANAGED_DROP_INS: Source = Source::SystemDropIns {
+    dir: "/etc/claude-code/managed-settings.d",
+};
 
 /// The variable Claude Code reads `toolgate serve --http`'s secret from.
 const TOKEN_VAR: &str = "TOOLGATE_HTTP_TOKEN";

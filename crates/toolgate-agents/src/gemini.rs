@@ -43,8 +43,8 @@
 
 use super::{
     AgentCall, AgentEvent, Blocked, Call, Dialect, Help, HookSwitch, Import, Install, Layout,
-    McpConfig, McpShape, ReadAgentInputError, Role, TrustCheck, TrustStep, Unjudged,
-    answered_for_the_tool, classify, needs_a_person, output_text, string_field, withheld,
+    McpConfig, McpShape, ReadAgentInputError, Role, Setting, Source, TrustCheck, TrustStep,
+    Unjudged, answered_for_the_tool, classify, needs_a_person, output_text, string_field, withheld,
 };
 use crate::contract::{Decision, Event, Request, ToolResult};
 use crate::outcome::Outcome;
@@ -95,16 +95,32 @@ impl Dialect for Gemini {
 
     fn install(&self) -> Install {
         Install {
-            switches: &[HookSwitch {
-                pointer: "/hooksConfig/enabled",
-                off_when: false,
-                also_in: &[],
-                effect: "Gemini CLI runs no hook at all, toolgate's included: every call goes \
-                         through unguarded",
-                // Read by `toolgate import` too; not yet set in the live
-                // suite.
-                shown_live_by: None,
-            }],
+            switches: &[
+                HookSwitch {
+                    setting: Setting::Flag {
+                        pointer: "/hooksConfig/enabled",
+                        off_when: false,
+                    },
+                    read_from: SETTINGS_ORDER,
+                    effect: "Gemini CLI runs no hook at all, toolgate's included: every call goes \
+                             through unguarded",
+                    shown_live_by: Some(
+                        "live_gemini_settings_that_turn_hooks_off_skip_toolgate_and_doctor_says_so",
+                    ),
+                },
+                HookSwitch {
+                    setting: Setting::Names {
+                        pointer: "/hooksConfig/disabled",
+                        name: "toolgate",
+                    },
+                    read_from: SETTINGS_ORDER,
+                    effect: "Gemini CLI skips the hook named `toolgate`: every call goes through \
+                             unguarded by it",
+                    shown_live_by: Some(
+                        "live_gemini_settings_that_turn_hooks_off_skip_toolgate_and_doctor_says_so",
+                    ),
+                },
+            ],
             user_file: ".gemini/settings.json",
             project_file: ".gemini/settings.json",
             events: &["BeforeTool", "AfterTool"],
@@ -136,6 +152,23 @@ impl Dialect for Gemini {
         Import::Settings(import_settings)
     }
 }
+
+/// The files Gemini CLI 0.61.0 merges its settings from, lowest first
+/// (`mergeSettings`: its system defaults, the user's, the project's when
+/// the folder is trusted, then the system's, which wins). Without its
+/// variable, the defaults file sits beside the system file.
+const SETTINGS_ORDER: &[Source] = &[
+    Source::System {
+        path: "/etc/gemini-cli/system-defaults.json",
+        var: Some("GEMINI_CLI_SYSTEM_DEFAULTS_PATH"),
+    },
+    Source::User,
+    Source::Project,
+    Source::System {
+        path: "/etc/gemini-cli/settings.json",
+        var: Some("GEMINI_CLI_SYSTEM_SETTINGS_PATH"),
+    },
+];
 
 /// The handler toolgate writes into Gemini CLI's settings for `argv`: a
 /// shell string (Gemini CLI runs it with `bash -c`), named so that

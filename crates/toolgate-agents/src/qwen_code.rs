@@ -42,9 +42,9 @@
 
 use super::claude_code::read_envelope;
 use super::{
-    AgentCall, AgentEvent, Blocked, Call, Dialect, Help, Import, Install, Layout, McpConfig,
-    McpShape, ReadAgentInputError, Role, TrustStep, answered_for_the_tool, needs_a_person,
-    output_text, string_field, withheld,
+    AgentCall, AgentEvent, Blocked, Call, Dialect, Help, HookSwitch, Import, Install, Layout,
+    McpConfig, McpShape, ReadAgentInputError, Role, Setting, Source, TrustStep,
+    answered_for_the_tool, needs_a_person, output_text, string_field, withheld,
 };
 use crate::contract::{Decision, Event, Request, ToolResult};
 use crate::outcome::Outcome;
@@ -194,8 +194,32 @@ impl Dialect for QwenCode {
 
     fn install(&self) -> Install {
         Install {
-            // None toolgate knows of.
-            switches: &[],
+            switches: &[HookSwitch {
+                setting: Setting::Flag {
+                    pointer: "/disableAllHooks",
+                    off_when: true,
+                },
+                // 0.24.4's `mergeSettings`: its system defaults, the
+                // user's, the project's when the folder is trusted, then
+                // the system's, which wins.
+                read_from: &[
+                    Source::System {
+                        path: "/etc/qwen-code/system-defaults.json",
+                        var: Some("QWEN_CODE_SYSTEM_DEFAULTS_PATH"),
+                    },
+                    Source::User,
+                    Source::Project,
+                    Source::System {
+                        path: "/etc/qwen-code/settings.json",
+                        var: Some("QWEN_CODE_SYSTEM_SETTINGS_PATH"),
+                    },
+                ],
+                effect: "Qwen Code runs no hook at all, toolgate's included: every call goes \
+                         through unguarded",
+                shown_live_by: Some(
+                    "live_qwen_disable_all_hooks_skips_toolgate_and_doctor_says_so",
+                ),
+            }],
             user_file: ".qwen/settings.json",
             project_file: ".qwen/settings.json",
             events: &[

@@ -114,8 +114,8 @@ pub mod agent {
         guard_mcp_servers, mcp_servers, read_settings, trust_done, unguard_mcp_servers,
     };
     pub use toolgate_agents::{
-        AgentHook, Blocked, HELP_BINARY, Help, HookSwitch, HttpHook, Import, Install, LEAN_CLIENT,
-        Layout, McpConfig, McpShape, TrustCheck, TrustStep,
+        AgentHook, Blocked, Decided, HELP_BINARY, Help, HookSwitch, HttpHook, Import, Install,
+        LEAN_CLIENT, Layout, McpConfig, McpShape, Read, Setting, Source, TrustCheck, TrustStep,
     };
 }
 

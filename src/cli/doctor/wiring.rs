@@ -4,6 +4,7 @@
 
 use super::versions::{check_binary, check_cli};
 use super::*;
+use toolgate::agent::{Decided, HookSwitch, Read, Setting, Source};
 
 pub(super) fn check_agent(
     agent: Outward,
@@ -33,23 +34,38 @@ pub(super) fn check_agent(
             .iter()
             .any(|s| s.scope == "project" && !s.entries.is_empty());
     let switched = switches_set(&spec, &user, &project, root);
-    for (file, switch, unread) in &switched {
-        let setting = switch.pointer.trim_start_matches('/').replace('/', ".");
+    for (switch, decided, overridden, managed) in &switched {
+        let setting = switch.setting.dotted();
+        for (file, by) in overridden {
+            notes.push(format!(
+                "{file}: {setting} would turn the agent's hooks off, but {by} sets it back, \
+                 and the agent reads that one last"
+            ));
+        }
         // Closed world: a file doctor cannot read may set the switch.
-        let (what, fix) = match unread {
-            Some(why) => (
+        let (what, fix) = match decided {
+            Decided::On => continue,
+            Decided::CannotTell { file, why } => (
                 format!(
                     "{file}: cannot tell whether {setting} turns the agent's hooks off ({why})"
                 ),
                 format!("fix {file} (JSON the agent can read), without {setting}"),
             ),
-            None => (
-                format!(
-                    "{file}: {setting} is {}: {}",
-                    switch.off_when, switch.effect
-                ),
-                format!("remove {setting} from {file}"),
-            ),
+            Decided::Off { file } => {
+                let is = match switch.setting {
+                    Setting::Flag { off_when, .. } => format!("is {off_when}"),
+                    Setting::Names { name, .. } => format!("names `{name}`"),
+                };
+                let fix = if managed.contains(file) {
+                    format!(
+                        "a machine-wide file: whoever manages {file} must remove {setting} \
+                         from it"
+                    )
+                } else {
+                    format!("remove {setting} from {file}")
+                };
+                (format!("{file}: {setting} {is}: {}", switch.effect), fix)
+            }
         };
         if installed {
             problems.add(what, String::new(), fix);
@@ -135,8 +151,11 @@ pub(super) fn check_agent(
         ));
     }
     let mcp_servers = mcp_servers(agent, root, &mut notes);
-    let called =
-        installed && switched.is_empty() && trust.as_ref().is_none_or(|t| t.done != Some(false));
+    let called = installed
+        && switched
+            .iter()
+            .all(|(_, decided, ..)| *decided == Decided::On)
+        && trust.as_ref().is_none_or(|t| t.done != Some(false));
     Ok(AgentReport {
         agent: agent.name(),
         installed,
@@ -150,46 +169,80 @@ pub(super) fn check_agent(
     })
 }
 
-/// A file that sets a switch to "off" (or that could not be read, and why:
-/// it may set one).
-type Switched = (String, toolgate::agent::HookSwitch, Option<String>);
+/// A switch, what its files decide, the files whose "off" a more specific
+/// file overrode (each with that file), and which of its files are
+/// machine-wide (managed by an administrator, not the user).
+type Switched = (HookSwitch, Decided, Vec<(String, String)>, Vec<String>);
 
-/// Each of the agent's hook switches set to "off", with the file that sets
-/// it: the user's and the project's settings, and the other files the
-/// switch is read from. A file that exists but cannot be read as JSON is
-/// listed too: doctor cannot see that it does not set the switch.
+/// Each of the agent's hook switches, decided from the files it is read
+/// from, in the agent's order.
 fn switches_set(
     spec: &toolgate::agent::Install,
     user: &Place,
     project: &Place,
     root: &Path,
 ) -> Vec<Switched> {
-    let mut files: Vec<PathBuf> = vec![user.file.clone()];
-    if project.file != user.file {
-        files.push(project.file.clone());
-    }
-    let mut set = Vec::new();
-    for switch in spec.switches {
-        let also = switch.also_in.iter().map(|f| root.join(f));
-        for file in files.iter().cloned().chain(also) {
-            let name = file.display().to_string();
-            let settings = match read(&file) {
-                Ok(None) => continue,
-                Ok(Some(text)) => serde_json::from_str::<serde_json::Value>(&text)
-                    .map_err(|e| format!("not JSON: {e}")),
-                Err(e) => Err(format!("{e:#}")),
-            };
-            match settings {
-                Ok(s) if switch.is_set(&s) => set.push((name, *switch, None)),
-                Ok(_) => {}
-                Err(why) => {
-                    let why = toolgate::text::sanitize(&why);
-                    set.push((name, *switch, Some(why)));
-                }
+    spec.switches
+        .iter()
+        .map(|switch| {
+            let (files, managed) = switch_files(switch, user, project, root);
+            let (decided, overridden) = switch.decide(&files);
+            (*switch, decided, overridden, managed)
+        })
+        .collect()
+}
+
+/// The files `switch` is read from, lowest precedence first, each read
+/// as JSON (or why not); a file that does not exist is left out. Also
+/// the names of the machine-wide ones.
+fn switch_files(
+    switch: &HookSwitch,
+    user: &Place,
+    project: &Place,
+    root: &Path,
+) -> (Vec<Read>, Vec<String>) {
+    let mut paths: Vec<PathBuf> = Vec::new();
+    let mut out = Vec::new();
+    let mut managed = Vec::new();
+    for source in switch.read_from {
+        match *source {
+            Source::User => paths.push(user.file.clone()),
+            Source::Project if project.file != user.file => paths.push(project.file.clone()),
+            Source::Project => {}
+            Source::InProject(file) => paths.push(root.join(file)),
+            Source::System { path, var } => {
+                let file = var
+                    .and_then(super::super::env::dir)
+                    .unwrap_or_else(|| PathBuf::from(path));
+                managed.push(file.display().to_string());
+                paths.push(file);
             }
+            Source::SystemDropIns { dir } => match std::fs::read_dir(dir) {
+                Ok(entries) => {
+                    let mut found: Vec<PathBuf> = entries
+                        .filter_map(|e| e.ok().map(|e| e.path()))
+                        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+                        .collect();
+                    found.sort();
+                    managed.extend(found.iter().map(|f| f.display().to_string()));
+                    paths.extend(found);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => out.push((dir.to_owned(), Err(format!("cannot list it: {e}")))),
+            },
         }
     }
-    set
+    for file in paths {
+        let name = file.display().to_string();
+        let settings = match read(&file) {
+            Ok(None) => continue,
+            Ok(Some(text)) => serde_json::from_str::<serde_json::Value>(&text)
+                .map_err(|e| format!("not JSON: {e}")),
+            Err(e) => Err(format!("{e:#}")),
+        };
+        out.push((name, settings.map_err(|why| toolgate::text::sanitize(&why))));
+    }
+    (out, managed)
 }
 
 /// The agent's MCP servers in the user's and the project's config, each

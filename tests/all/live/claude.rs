@@ -220,11 +220,31 @@ fn claude_run(
     args: &[&str],
     env: &[(&str, &str)],
 ) -> Run {
+    claude_run_in(release, fx, calls, args, env, &[])
+}
+
+/// [`claude_run`], with Claude Code started by the program `wrap` names
+/// (empty: directly).
+fn claude_run_in(
+    release: Release,
+    fx: &Fixture,
+    calls: Vec<Value>,
+    args: &[&str],
+    env: &[(&str, &str)],
+    wrap: &[String],
+) -> Run {
     let home = home_of(fx);
     let mock = MockModel::anthropic(calls);
     // The user trusted this workspace's hooks (the gate has its own tests).
     crate::support::trust(&fx.workspace());
-    let mut cmd = Command::new(release.bin());
+    let mut cmd = match wrap.split_first() {
+        None => Command::new(release.bin()),
+        Some((program, args)) => {
+            let mut cmd = Command::new(program);
+            cmd.args(args).arg(release.bin());
+            cmd
+        }
+    };
     cmd.args([
         "-p",
         "run the scripted tool calls",
@@ -1562,7 +1582,21 @@ fn live_claude_an_ask_is_a_confirmation_in_its_terminal_and_the_call_runs_only_o
 /// `toolgate doctor --json` for `fx`'s project with Claude Code's `HOME`:
 /// the claude-code report.
 fn doctor_claude(fx: &Fixture) -> Value {
-    let out = hermetic(&mut Command::new(env!("CARGO_BIN_EXE_toolgate")))
+    doctor_claude_in(fx, &[])
+}
+
+/// [`doctor_claude`], started by the program `wrap` names.
+fn doctor_claude_in(fx: &Fixture, wrap: &[String]) -> Value {
+    let toolgate = env!("CARGO_BIN_EXE_toolgate");
+    let mut cmd = match wrap.split_first() {
+        None => Command::new(toolgate),
+        Some((program, args)) => {
+            let mut cmd = Command::new(program);
+            cmd.args(args).arg(toolgate);
+            cmd
+        }
+    };
+    let out = hermetic(&mut cmd)
         .args(["doctor", "--json", "--project"])
         .arg(fx.workspace())
         .env("HOME", home_of(fx))
@@ -1588,11 +1622,17 @@ fn doctor_claude(fx: &Fixture) -> Value {
 /// Adds `"disableAllHooks": true` to the JSON settings file at `path`
 /// (creating it).
 fn disable_all_hooks(path: &std::path::Path) {
+    set_setting(path, "disableAllHooks", json!(true));
+}
+
+/// Sets `key` to `value` in the JSON settings file at `path` (creating
+/// it), keeping what else is there.
+fn set_setting(path: &std::path::Path, key: &str, value: Value) {
     let mut settings: Value = std::fs::read_to_string(path)
         .ok()
         .and_then(|t| serde_json::from_str(&t).ok())
         .unwrap_or_else(|| json!({}));
-    settings["disableAllHooks"] = json!(true);
+    settings[key] = value;
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(path, settings.to_string()).unwrap();
 }
@@ -1657,4 +1697,197 @@ fn live_claude_disable_all_hooks_skips_toolgate_and_doctor_says_so() {
             }
         }
     }
+}
+
+/// Where a case of [`settings_cases`] writes a setting.
+#[derive(Clone, Copy, Debug)]
+enum At {
+    User,
+    Project,
+    Local,
+    /// Under `/etc`, seen only by the processes of the run's private
+    /// mount namespace: a path relative to `/etc`.
+    Etc(&'static str),
+}
+
+/// One configuration: the settings written, and the file doctor must
+/// name as turning toolgate off (`None`: the agent must call toolgate).
+struct Case {
+    set: &'static [(At, &'static str, bool)],
+    off_by: Option<At>,
+}
+
+/// Runs each case on each release: the guard that blocks `rm` is skipped
+/// exactly when doctor says the agent will not call toolgate, naming the
+/// file that decides.
+fn settings_cases(cases: &[Case]) {
+    for release in RELEASES {
+        for case in cases {
+            let fx = Fixture::new();
+            guard_keep_txt(&fx);
+            let handler = toolgate_handler();
+            write_hooks(
+                &fx,
+                [
+                    ("PreToolUse", handler.clone()),
+                    ("PostToolUse", handler.clone()),
+                    ("PostToolUseFailure", handler),
+                ],
+            );
+            let etc = fx.dir.path().join("etc-upper");
+            let path = |at: At| match at {
+                At::User => home_of(&fx).join(".claude/settings.json"),
+                At::Project => fx.workspace().join(".claude/settings.json"),
+                At::Local => fx.workspace().join(".claude/settings.local.json"),
+                At::Etc(file) => etc.join(file),
+            };
+            for (at, key, value) in case.set {
+                set_setting(&path(*at), key, json!(value));
+            }
+            let wrap = if case.set.iter().any(|(at, ..)| matches!(at, At::Etc(_))) {
+                etc_overlay(&fx, &etc)
+            } else {
+                Vec::new()
+            };
+            let args = ["--allowedTools", "Bash,Read"];
+            claude_run_in(
+                release,
+                &fx,
+                vec![bash("rm -f keep.txt")],
+                &args,
+                &[],
+                &wrap,
+            );
+            let kept = fx.workspace().join("keep.txt").exists();
+            let report = doctor_claude_in(&fx, &wrap);
+            let problems = report["problems"].to_string();
+            let label = format!("{release:?} {:?}", case.set);
+            match case.off_by {
+                None => {
+                    assert!(kept, "{label}: Claude Code skipped toolgate");
+                    assert_eq!(report["called"], true, "{label}: {report:#}");
+                }
+                Some(at) => {
+                    assert!(!kept, "{label}: Claude Code ran toolgate");
+                    assert_eq!(report["called"], false, "{label}: {report:#}");
+                    let file = match at {
+                        At::Etc(file) => PathBuf::from("/etc").join(file),
+                        at => path(at),
+                    };
+                    assert!(
+                        problems.contains(&format!("{}: ", file.display())),
+                        "{label}: doctor does not name {}: {problems}",
+                        file.display()
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// The argv that starts a program in a private mount namespace whose
+/// `/etc` is the machine's with `upper` laid over it (overlayfs): what
+/// the program reads of `/etc/claude-code` is the test's, and nothing
+/// outside the namespace sees it (the other tests run beside this one).
+/// Root maps to itself; another user gets a user namespace of its own.
+fn etc_overlay(fx: &Fixture, upper: &std::path::Path) -> Vec<String> {
+    let work = fx.dir.path().join("etc-work");
+    std::fs::create_dir_all(upper).unwrap();
+    std::fs::create_dir_all(&work).unwrap();
+    let root = is_root();
+    let mut argv = vec!["unshare".to_owned()];
+    if !root {
+        argv.push("--map-root-user".into());
+    }
+    argv.extend(["--mount", "--propagation", "private", "sh", "-c"].map(String::from));
+    argv.push(format!(
+        "mount -t overlay overlay -o lowerdir=/etc,upperdir={},workdir={} /etc && exec \"$@\"",
+        upper.display(),
+        work.display()
+    ));
+    argv.push("sh".into());
+    argv
+}
+
+/// Whether the tests run as root.
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| o.stdout.trim_ascii() == b"0")
+}
+
+/// Issue 40: managed settings turn hooks off from a file no user setting
+/// can override: `allowManagedHooksOnly` (read from managed settings
+/// only: the user's own is ignored) and `disableAllHooks`, in
+/// `/etc/claude-code/managed-settings.json` or a file of its
+/// `managed-settings.d`. Each is set in the real agent (in a private
+/// mount namespace, so the machine's `/etc` is untouched): toolgate is
+/// skipped exactly when doctor says so, naming the managed file.
+#[test]
+fn live_claude_managed_settings_that_turn_hooks_off_skip_toolgate_and_doctor_says_so() {
+    use toolgate::agent::AgentHook as _;
+    let switch = toolgate::agent::Outward::ClaudeCode.install().switches[1];
+    assert_eq!(
+        switch.shown_live_by,
+        Some("live_claude_managed_settings_that_turn_hooks_off_skip_toolgate_and_doctor_says_so")
+    );
+    const MANAGED: &str = "claude-code/managed-settings.json";
+    const DROP_IN: &str = "claude-code/managed-settings.d/50-policy.json";
+    settings_cases(&[
+        Case {
+            set: &[(At::Etc(MANAGED), "allowManagedHooksOnly", true)],
+            off_by: Some(At::Etc(MANAGED)),
+        },
+        Case {
+            set: &[(At::Etc(DROP_IN), "allowManagedHooksOnly", true)],
+            off_by: Some(At::Etc(DROP_IN)),
+        },
+        Case {
+            set: &[
+                (At::Etc(MANAGED), "disableAllHooks", true),
+                (At::Local, "disableAllHooks", false),
+            ],
+            off_by: Some(At::Etc(MANAGED)),
+        },
+        Case {
+            set: &[(At::Etc(MANAGED), "allowManagedHooksOnly", false)],
+            off_by: None,
+        },
+        Case {
+            set: &[(At::User, "allowManagedHooksOnly", true)],
+            off_by: None,
+        },
+    ]);
+}
+
+/// Issue 40: a more specific settings file overrides a less specific one
+/// (user, then project, then local), both ways: a project's `false`
+/// turns back on what the user's `true` turned off, and a project's
+/// `true` turns off what the user left on. Doctor follows the same order.
+#[test]
+fn live_claude_a_more_specific_settings_file_decides_whether_hooks_run_and_doctor_agrees() {
+    settings_cases(&[
+        Case {
+            set: &[
+                (At::User, "disableAllHooks", true),
+                (At::Project, "disableAllHooks", false),
+            ],
+            off_by: None,
+        },
+        Case {
+            set: &[
+                (At::User, "disableAllHooks", false),
+                (At::Project, "disableAllHooks", true),
+            ],
+            off_by: Some(At::Project),
+        },
+        Case {
+            set: &[
+                (At::Project, "disableAllHooks", true),
+                (At::Local, "disableAllHooks", false),
+            ],
+            off_by: None,
+        },
+    ]);
 }
