@@ -137,6 +137,7 @@ fn handler(argv: &[String]) -> Value {
 const MANAGED: Source = Source::System {
     path: "/etc/claude-code/managed-settings.json",
     var: None,
+    root_owned: false,
 };
 
 /// The drop-in folder beside it, read after it in name order.

@@ -161,12 +161,14 @@ const SETTINGS_ORDER: &[Source] = &[
     Source::System {
         path: "/etc/gemini-cli/system-defaults.json",
         var: Some("GEMINI_CLI_SYSTEM_DEFAULTS_PATH"),
+        root_owned: true,
     },
     Source::User,
     Source::Project,
     Source::System {
         path: "/etc/gemini-cli/settings.json",
         var: Some("GEMINI_CLI_SYSTEM_SETTINGS_PATH"),
+        root_owned: true,
     },
 ];
 

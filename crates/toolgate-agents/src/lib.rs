@@ -41,7 +41,7 @@ mod opencode;
 mod qwen_code;
 pub mod settings;
 mod switch;
-pub use switch::{Decided, HookSwitch, Read, Setting, Source};
+pub use switch::{Decided, HookSwitch, Read, Setting, Source, root_owned_chain};
 
 use toolgate_contract::{contract, outcome, strict_json, text};
 use toolgate_fs as safe_fs;

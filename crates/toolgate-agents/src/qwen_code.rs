@@ -206,12 +206,14 @@ impl Dialect for QwenCode {
                     Source::System {
                         path: "/etc/qwen-code/system-defaults.json",
                         var: Some("QWEN_CODE_SYSTEM_DEFAULTS_PATH"),
+                        root_owned: false,
                     },
                     Source::User,
                     Source::Project,
                     Source::System {
                         path: "/etc/qwen-code/settings.json",
                         var: Some("QWEN_CODE_SYSTEM_SETTINGS_PATH"),
+                        root_owned: false,
                     },
                 ],
                 effect: "Qwen Code runs no hook at all, toolgate's included: every call goes \

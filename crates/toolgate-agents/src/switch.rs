@@ -83,6 +83,11 @@ pub enum Source {
         /// The variable that moves it, where the agent has one (doctor
         /// reads its own environment: the agent's may differ).
         var: Option<&'static str>,
+        /// Whether the agent skips the file unless it and every folder
+        /// above it are owned by root and writable by nobody else (Gemini
+        /// CLI 0.61.0, seen live: a file under `/tmp` is skipped with a
+        /// warning).
+        root_owned: bool,
     },
     /// A folder of machine-wide JSON files, read in name order after the
     /// source before it (Claude Code's `managed-settings.d`).
@@ -170,6 +175,45 @@ impl HookSwitch {
             }
         }
     }
+}
+
+/// Whether `file`, every folder above it, and the same for the path it
+/// resolves to, are owned by root and writable by neither group nor
+/// others: Gemini CLI's rule for a system settings file it reads
+/// (`isFileAndDirectorySecureSync`, 0.61.0; the sticky bit does not
+/// exempt `/tmp`). Why not, when it fails.
+pub fn root_owned_chain(file: &std::path::Path) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
+    let check = |path: &std::path::Path| -> Result<(), String> {
+        let meta = std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        if meta.uid() != 0 {
+            return Err(format!(
+                "{} is owned by uid {}, not root",
+                path.display(),
+                meta.uid()
+            ));
+        }
+        if meta.mode() & 0o022 != 0 {
+            return Err(format!(
+                "{} is writable by group or others (mode {:o})",
+                path.display(),
+                meta.mode() & 0o7777
+            ));
+        }
+        Ok(())
+    };
+    let mut paths = vec![file.to_path_buf()];
+    if let Ok(real) = file.canonicalize()
+        && real != file
+    {
+        paths.push(real);
+    }
+    for path in paths {
+        for at in path.ancestors().filter(|a| !a.as_os_str().is_empty()) {
+            check(at)?;
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -33,7 +33,8 @@ pub(super) fn check_agent(
         && scopes
             .iter()
             .any(|s| s.scope == "project" && !s.entries.is_empty());
-    let switched = switches_set(&spec, &user, &project, root);
+    let (switched, skipped) = switches_set(&spec, &user, &project, root);
+    notes.extend(skipped);
     for (switch, decided, overridden, managed) in &switched {
         let setting = switch.setting.dotted();
         for (file, by) in overridden {
@@ -175,45 +176,70 @@ pub(super) fn check_agent(
 type Switched = (HookSwitch, Decided, Vec<(String, String)>, Vec<String>);
 
 /// Each of the agent's hook switches, decided from the files it is read
-/// from, in the agent's order.
+/// from, in the agent's order; and the files the agent skips, each with
+/// why.
 fn switches_set(
     spec: &toolgate::agent::Install,
     user: &Place,
     project: &Place,
     root: &Path,
-) -> Vec<Switched> {
-    spec.switches
+) -> (Vec<Switched>, Vec<String>) {
+    let mut skipped_all = Vec::new();
+    let switched = spec
+        .switches
         .iter()
         .map(|switch| {
-            let (files, managed) = switch_files(switch, user, project, root);
+            let (files, managed, skipped) = switch_files(switch, user, project, root);
+            for note in skipped {
+                if !skipped_all.contains(&note) {
+                    skipped_all.push(note);
+                }
+            }
             let (decided, overridden) = switch.decide(&files);
             (*switch, decided, overridden, managed)
         })
-        .collect()
+        .collect();
+    (switched, skipped_all)
 }
 
 /// The files `switch` is read from, lowest precedence first, each read
 /// as JSON (or why not); a file that does not exist is left out. Also
-/// the names of the machine-wide ones.
+/// the names of the machine-wide ones, and what the agent skips and why.
 fn switch_files(
     switch: &HookSwitch,
     user: &Place,
     project: &Place,
     root: &Path,
-) -> (Vec<Read>, Vec<String>) {
+) -> (Vec<Read>, Vec<String>, Vec<String>) {
     let mut paths: Vec<PathBuf> = Vec::new();
     let mut out = Vec::new();
     let mut managed = Vec::new();
+    let mut skipped = Vec::new();
     for source in switch.read_from {
         match *source {
             Source::User => paths.push(user.file.clone()),
             Source::Project if project.file != user.file => paths.push(project.file.clone()),
             Source::Project => {}
             Source::InProject(file) => paths.push(root.join(file)),
-            Source::System { path, var } => {
+            Source::System {
+                path,
+                var,
+                root_owned,
+            } => {
                 let file = var
                     .and_then(super::super::env::dir)
                     .unwrap_or_else(|| PathBuf::from(path));
+                if root_owned
+                    && file.exists()
+                    && let Err(why) = toolgate::agent::root_owned_chain(&file)
+                {
+                    skipped.push(format!(
+                        "{}: the agent skips this file ({})",
+                        file.display(),
+                        toolgate::text::sanitize(&why)
+                    ));
+                    continue;
+                }
                 managed.push(file.display().to_string());
                 paths.push(file);
             }
@@ -242,7 +268,7 @@ fn switch_files(
         };
         out.push((name, settings.map_err(|why| toolgate::text::sanitize(&why))));
     }
-    (out, managed)
+    (out, managed, skipped)
 }
 
 /// The agent's MCP servers in the user's and the project's config, each

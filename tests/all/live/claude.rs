@@ -1587,36 +1587,7 @@ fn doctor_claude(fx: &Fixture) -> Value {
 
 /// [`doctor_claude`], started by the program `wrap` names.
 fn doctor_claude_in(fx: &Fixture, wrap: &[String]) -> Value {
-    let toolgate = env!("CARGO_BIN_EXE_toolgate");
-    let mut cmd = match wrap.split_first() {
-        None => Command::new(toolgate),
-        Some((program, args)) => {
-            let mut cmd = Command::new(program);
-            cmd.args(args).arg(toolgate);
-            cmd
-        }
-    };
-    let out = hermetic(&mut cmd)
-        .args(["doctor", "--json", "--project"])
-        .arg(fx.workspace())
-        .env("HOME", home_of(fx))
-        .env("TOOLGATE_CONFIG_DIR", fx.global())
-        .output()
-        .unwrap();
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "doctor printed no JSON ({e}): {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
-    report["agents"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|a| a["agent"] == "claude-code")
-        .cloned()
-        .unwrap_or_else(|| panic!("{report:#}"))
+    doctor_report("claude-code", &fx.workspace(), &home_of(fx), fx, &[], wrap)
 }
 
 /// Adds `"disableAllHooks": true` to the JSON settings file at `path`
@@ -1783,38 +1754,6 @@ fn settings_cases(cases: &[Case]) {
             }
         }
     }
-}
-
-/// The argv that starts a program in a private mount namespace whose
-/// `/etc` is the machine's with `upper` laid over it (overlayfs): what
-/// the program reads of `/etc/claude-code` is the test's, and nothing
-/// outside the namespace sees it (the other tests run beside this one).
-/// Root maps to itself; another user gets a user namespace of its own.
-fn etc_overlay(fx: &Fixture, upper: &std::path::Path) -> Vec<String> {
-    let work = fx.dir.path().join("etc-work");
-    std::fs::create_dir_all(upper).unwrap();
-    std::fs::create_dir_all(&work).unwrap();
-    let root = is_root();
-    let mut argv = vec!["unshare".to_owned()];
-    if !root {
-        argv.push("--map-root-user".into());
-    }
-    argv.extend(["--mount", "--propagation", "private", "sh", "-c"].map(String::from));
-    argv.push(format!(
-        "mount -t overlay overlay -o lowerdir=/etc,upperdir={},workdir={} /etc && exec \"$@\"",
-        upper.display(),
-        work.display()
-    ));
-    argv.push("sh".into());
-    argv
-}
-
-/// Whether the tests run as root.
-fn is_root() -> bool {
-    Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| o.stdout.trim_ascii() == b"0")
 }
 
 /// Issue 40: managed settings turn hooks off from a file no user setting

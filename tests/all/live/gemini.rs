@@ -87,6 +87,20 @@ fn gemini_with(
     trusted: bool,
     policies: &[(&str, &str)],
 ) -> Run {
+    gemini_env(fx, settings, calls, trusted, policies, &[], &[])
+}
+
+/// [`gemini_with`], with these variables set for Gemini CLI, started by
+/// the program `wrap` names (empty: directly).
+fn gemini_env(
+    fx: &Fixture,
+    settings: Value,
+    calls: Vec<Value>,
+    trusted: bool,
+    policies: &[(&str, &str)],
+    env: &[(&str, &std::path::Path)],
+    wrap: &[String],
+) -> Run {
     let home = fx.dir.path().join("gemini-home");
     let dot = home.join(".gemini");
     std::fs::create_dir_all(dot.join("policies")).unwrap();
@@ -109,7 +123,14 @@ fn gemini_with(
     std::fs::create_dir_all(&sub).unwrap();
     let mock = MockModel::gemini(calls);
     crate::support::trust(&fx.workspace());
-    let mut cmd = Command::new(gemini_bin());
+    let mut cmd = match wrap.split_first() {
+        None => Command::new(gemini_bin()),
+        Some((program, args)) => {
+            let mut cmd = Command::new(program);
+            cmd.args(args).arg(gemini_bin());
+            cmd
+        }
+    };
     hermetic(&mut cmd)
         .args(["-p", "run the scripted tool calls", "--yolo"])
         .current_dir(&sub)
@@ -124,6 +145,9 @@ fn gemini_with(
         .env_remove("SURFACE")
         .env_remove("GEMINI_CLI_HOME")
         .env_remove("GEMINI_CLI_TRUST_WORKSPACE")
+        .env_remove("GEMINI_CLI_SYSTEM_SETTINGS_PATH")
+        .env_remove("GEMINI_CLI_SYSTEM_DEFAULTS_PATH")
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -556,4 +580,163 @@ fn assert_mcp_verdicts(fx: &Fixture, entry: Value, how: &str) {
         &told,
         "mcp_everything_echo",
     );
+}
+
+/// Where [`live_gemini_settings_that_turn_hooks_off_skip_toolgate_and_doctor_says_so`]
+/// writes a setting.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum At {
+    User,
+    /// `.gemini/settings.json` in the folder Gemini CLI starts in.
+    Project,
+    /// `/etc/gemini-cli/settings.json`, in a private mount namespace.
+    System,
+    /// `/etc/gemini-cli/system-defaults.json`, in a private mount namespace.
+    SystemDefaults,
+    /// A system settings file under `/tmp`, named by
+    /// `GEMINI_CLI_SYSTEM_SETTINGS_PATH`: one Gemini CLI skips.
+    OpenSystem,
+}
+
+/// Issue 40: each setting that turns Gemini CLI's hooks off, set in the
+/// real agent: `hooksConfig.enabled: false` in the user's, the project's
+/// and the system's settings, overridden (or not) by a more specific file
+/// in Gemini CLI's order (system defaults, user, project, system), and
+/// `hooksConfig.disabled` naming the hook `toolgate`; and a system file in
+/// a folder others can write, which Gemini CLI skips. The guard that
+/// blocks `touch` is skipped exactly when `doctor` says the agent will not
+/// call toolgate, naming the file that decides.
+#[test]
+fn live_gemini_settings_that_turn_hooks_off_skip_toolgate_and_doctor_says_so() {
+    use toolgate::agent::AgentHook as _;
+    for switch in toolgate::agent::Outward::Gemini.install().switches {
+        assert_eq!(
+            switch.shown_live_by,
+            Some("live_gemini_settings_that_turn_hooks_off_skip_toolgate_and_doctor_says_so")
+        );
+    }
+    let enabled = |on: bool| json!({"enabled": on});
+    let cases: [(&[(At, Value)], Option<At>); 8] = [
+        (&[], None),
+        (&[(At::User, enabled(false))], Some(At::User)),
+        (
+            &[(At::User, enabled(false)), (At::Project, enabled(true))],
+            None,
+        ),
+        (
+            &[(At::User, enabled(true)), (At::Project, enabled(false))],
+            Some(At::Project),
+        ),
+        (
+            &[(At::Project, enabled(true)), (At::System, enabled(false))],
+            Some(At::System),
+        ),
+        (
+            &[
+                (At::SystemDefaults, enabled(false)),
+                (At::User, enabled(true)),
+            ],
+            None,
+        ),
+        (
+            &[(At::Project, json!({"disabled": ["toolgate"]}))],
+            Some(At::Project),
+        ),
+        (&[(At::OpenSystem, enabled(false))], None),
+    ];
+    for (set, off_by) in cases {
+        let fx = Fixture::new();
+        let guard = py_hook(
+            &fx,
+            "guard.py",
+            "if 'touch' in req['input'].get('command', ''):\n    answer = {'decision': 'deny', 'reason': 'no touching'}",
+        );
+        fx.workspace_hooks(json!([{"name": "no-touch", "command": [&guard]}]));
+        let sub = fx.workspace().join("sub");
+        let upper = fx.dir.path().join("etc-upper");
+        let open_system = fx.dir.path().join("open/settings.json");
+        let path = |at: At| match at {
+            At::User => fx.dir.path().join("gemini-home/.gemini/settings.json"),
+            At::Project => sub.join(".gemini/settings.json"),
+            At::System => upper.join("gemini-cli/settings.json"),
+            At::SystemDefaults => upper.join("gemini-cli/system-defaults.json"),
+            At::OpenSystem => open_system.clone(),
+        };
+        // What the agent and doctor name it by.
+        let named = |at: At| match at {
+            At::System => PathBuf::from("/etc/gemini-cli/settings.json"),
+            At::SystemDefaults => PathBuf::from("/etc/gemini-cli/system-defaults.json"),
+            at => path(at),
+        };
+        let handler = json!({"type": "command", "name": "toolgate", "command": toolgate_gemini()});
+        let mut user = json!({
+            "security": {"auth": {"selectedType": "gemini-api-key"}},
+            "hooks": every_tool(handler),
+        });
+        for (at, config) in set {
+            if *at == At::User {
+                user["hooksConfig"] = config.clone();
+            } else {
+                let file = path(*at);
+                std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+                std::fs::write(&file, json!({"hooksConfig": config}).to_string()).unwrap();
+            }
+        }
+        let open = set.iter().any(|(at, _)| *at == At::OpenSystem);
+        let env: Vec<(&str, &std::path::Path)> = if open {
+            std::fs::set_permissions(
+                open_system.parent().unwrap(),
+                std::os::unix::fs::PermissionsExt::from_mode(0o777),
+            )
+            .unwrap();
+            vec![("GEMINI_CLI_SYSTEM_SETTINGS_PATH", &open_system)]
+        } else {
+            Vec::new()
+        };
+        let wrap = if set
+            .iter()
+            .any(|(at, _)| matches!(at, At::System | At::SystemDefaults))
+        {
+            etc_overlay(&fx, &upper)
+        } else {
+            Vec::new()
+        };
+        let calls = vec![shell("touch ran.txt")];
+        let run = gemini_env(&fx, user, calls, true, &[], &env, &wrap);
+        let ran = sub.join("ran.txt").exists();
+        let report = doctor_report(
+            "gemini",
+            &sub,
+            &fx.dir.path().join("gemini-home"),
+            &fx,
+            &env,
+            &wrap,
+        );
+        let label = format!("{set:?}: {}", run.stderr());
+        match off_by {
+            None => {
+                assert!(!ran, "{label}: Gemini CLI skipped toolgate");
+                assert_eq!(report["called"], true, "{label}: {report:#}");
+                if open {
+                    assert!(
+                        report["notes"].to_string().contains(&format!(
+                            "{}: the agent skips this file",
+                            open_system.display()
+                        )),
+                        "{label}: {report:#}"
+                    );
+                }
+            }
+            Some(at) => {
+                assert!(ran, "{label}: Gemini CLI ran toolgate");
+                assert_eq!(report["called"], false, "{label}: {report:#}");
+                let problems = report["problems"].to_string();
+                let file = named(at).display().to_string();
+                assert!(
+                    problems.contains(&format!("{file}: ")),
+                    "{label}: doctor does not name {file}: {problems}"
+                );
+            }
+        }
+    }
 }

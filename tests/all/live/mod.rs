@@ -49,6 +49,82 @@ pub(crate) fn agent_bin(var: &str, bin: &str) -> PathBuf {
     path
 }
 
+/// `toolgate doctor --json --project <project>`'s report on `agent`, run
+/// with `home` as HOME, `fx`'s global config and these variables, started
+/// by the program `wrap` names (empty: directly).
+pub(crate) fn doctor_report(
+    agent: &str,
+    project: &std::path::Path,
+    home: &std::path::Path,
+    fx: &Fixture,
+    env: &[(&str, &std::path::Path)],
+    wrap: &[String],
+) -> Value {
+    let toolgate = env!("CARGO_BIN_EXE_toolgate");
+    let mut cmd = match wrap.split_first() {
+        None => std::process::Command::new(toolgate),
+        Some((program, args)) => {
+            let mut cmd = std::process::Command::new(program);
+            cmd.args(args).arg(toolgate);
+            cmd
+        }
+    };
+    let out = hermetic(&mut cmd)
+        .args(["doctor", "--json", "--project"])
+        .arg(project)
+        .env("HOME", home)
+        .env("TOOLGATE_CONFIG_DIR", fx.global())
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "doctor printed no JSON ({e}): {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    report["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["agent"] == agent)
+        .cloned()
+        .unwrap_or_else(|| panic!("{report:#}"))
+}
+
+/// The argv that starts a program in a private mount namespace whose
+/// `/etc` is the machine's with `upper` laid over it (overlayfs): what
+/// the program reads of `/etc/<agent>` is the test's, and nothing
+/// outside the namespace sees it (the other tests run beside this one).
+/// Root maps to itself; another user gets a user namespace of its own.
+pub(crate) fn etc_overlay(fx: &Fixture, upper: &std::path::Path) -> Vec<String> {
+    let work = fx.dir.path().join("etc-work");
+    std::fs::create_dir_all(upper).unwrap();
+    std::fs::create_dir_all(&work).unwrap();
+    let root = is_root();
+    let mut argv = vec!["unshare".to_owned()];
+    if !root {
+        argv.push("--map-root-user".into());
+    }
+    argv.extend(["--mount", "--propagation", "private", "sh", "-c"].map(String::from));
+    argv.push(format!(
+        "mount -t overlay overlay -o lowerdir=/etc,upperdir={},workdir={} /etc && exec \"$@\"",
+        upper.display(),
+        work.display()
+    ));
+    argv.push("sh".into());
+    argv
+}
+
+/// Whether the tests run as root.
+pub(crate) fn is_root() -> bool {
+    std::process::Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| o.stdout.trim_ascii() == b"0")
+}
+
 /// Where tests/agents/install.sh put the agent CLIs.
 fn agents_cache() -> PathBuf {
     std::env::var_os("TOOLGATE_AGENT_CACHE")

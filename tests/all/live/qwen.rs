@@ -49,13 +49,28 @@ fn hooks(pre: Value, post: Value) -> Value {
 /// model making `calls` one per turn; returns the mock, whose requests are
 /// what the model was shown.
 fn qwen_with(fx: &Fixture, hooks: Value, calls: Vec<Value>) -> MockModel {
+    qwen_env(fx, hooks, json!({}), calls, &[])
+}
+
+/// [`qwen_with`], with `more` added to the user's settings and these
+/// variables set for Qwen Code.
+fn qwen_env(
+    fx: &Fixture,
+    hooks: Value,
+    more: Value,
+    calls: Vec<Value>,
+    env: &[(&str, &std::path::Path)],
+) -> MockModel {
     let home = fx.dir.path().join("home");
     std::fs::create_dir_all(home.join(".qwen")).unwrap();
-    let settings = json!({
+    let mut settings = json!({
         "security": {"auth": {"selectedType": "openai"}},
         "model": {"name": "mock"},
         "hooks": hooks,
     });
+    if let (Some(settings), Some(more)) = (settings.as_object_mut(), more.as_object()) {
+        settings.extend(more.clone());
+    }
     std::fs::write(home.join(".qwen/settings.json"), settings.to_string()).unwrap();
     let sub = fx.workspace().join("sub");
     std::fs::create_dir_all(&sub).unwrap();
@@ -72,6 +87,9 @@ fn qwen_with(fx: &Fixture, hooks: Value, calls: Vec<Value>) -> MockModel {
         .env("OPENAI_MODEL", "mock")
         .env("QWEN_CODE_SUPPRESS_YOLO_WARNING", "1")
         .env("TOOLGATE_CONFIG_DIR", fx.global())
+        .env_remove("QWEN_CODE_SYSTEM_SETTINGS_PATH")
+        .env_remove("QWEN_CODE_SYSTEM_DEFAULTS_PATH")
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -343,4 +361,91 @@ fn live_qwen_lets_the_call_through_when_its_hook_is_missing_crashes_or_times_out
         "the call runs unguarded (Qwen Code has no fail-closed switch)",
         None,
     );
+}
+
+/// Where [`live_qwen_disable_all_hooks_skips_toolgate_and_doctor_says_so`]
+/// writes `disableAllHooks`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum At {
+    User,
+    /// `.qwen/settings.json` in the folder Qwen Code starts in.
+    Project,
+    /// The file `QWEN_CODE_SYSTEM_SETTINGS_PATH` names.
+    System,
+}
+
+/// Issue 40: `disableAllHooks`, set in the real Qwen Code in the user's,
+/// the project's and the system's settings, each overriding the one
+/// before as Qwen Code merges them: the guard that blocks `touch` is
+/// skipped exactly when `doctor` says the agent will not call toolgate,
+/// naming the file that decides.
+#[test]
+fn live_qwen_disable_all_hooks_skips_toolgate_and_doctor_says_so() {
+    use toolgate::agent::AgentHook as _;
+    let switch = toolgate::agent::Outward::QwenCode.install().switches[0];
+    assert_eq!(
+        switch.shown_live_by,
+        Some("live_qwen_disable_all_hooks_skips_toolgate_and_doctor_says_so")
+    );
+    let cases: [(&[(At, bool)], Option<At>); 6] = [
+        (&[], None),
+        (&[(At::User, true)], Some(At::User)),
+        (&[(At::User, true), (At::Project, false)], None),
+        (&[(At::Project, true)], Some(At::Project)),
+        (
+            &[(At::Project, false), (At::System, true)],
+            Some(At::System),
+        ),
+        (&[(At::User, true), (At::System, false)], None),
+    ];
+    for (set, off_by) in cases {
+        let fx = Fixture::new();
+        let guard = py_hook(
+            &fx,
+            "guard.py",
+            "if 'touch' in req['input'].get('command', ''):\n    answer = {'decision': 'deny', 'reason': 'no touching'}",
+        );
+        fx.workspace_hooks(json!([{"name": "no-touch", "command": [&guard]}]));
+        let sub = fx.workspace().join("sub");
+        let home = fx.dir.path().join("home");
+        let system = fx.dir.path().join("etc/settings.json");
+        let path = |at: At| match at {
+            At::User => home.join(".qwen/settings.json"),
+            At::Project => sub.join(".qwen/settings.json"),
+            At::System => system.clone(),
+        };
+        let mut user = json!({});
+        for (at, value) in set {
+            if *at == At::User {
+                user["disableAllHooks"] = json!(value);
+            } else {
+                let file = path(*at);
+                std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+                std::fs::write(&file, json!({"disableAllHooks": value}).to_string()).unwrap();
+            }
+        }
+        let env: [(&str, &std::path::Path); 1] = [("QWEN_CODE_SYSTEM_SETTINGS_PATH", &system)];
+        let handler = toolgate_handler(json!({}));
+        let calls = vec![shell("touch ran.txt")];
+        qwen_env(&fx, hooks(handler.clone(), handler), user, calls, &env);
+        let ran = sub.join("ran.txt").exists();
+        let report = doctor_report("qwen-code", &sub, &home, &fx, &env, &[]);
+        let label = format!("{set:?}");
+        match off_by {
+            None => {
+                assert!(!ran, "{label}: Qwen Code skipped toolgate");
+                assert_eq!(report["called"], true, "{label}: {report:#}");
+            }
+            Some(at) => {
+                assert!(ran, "{label}: Qwen Code ran toolgate");
+                assert_eq!(report["called"], false, "{label}: {report:#}");
+                let problems = report["problems"].to_string();
+                let file = path(at).display().to_string();
+                assert!(
+                    problems.contains(&format!("{file}: ")),
+                    "{label}: doctor does not name {file}: {problems}"
+                );
+            }
+        }
+    }
 }
