@@ -108,14 +108,40 @@ pub(crate) struct Place {
 }
 
 impl Place {
-    /// The user's settings file for `agent`: `$HOME/<user_file>`.
+    /// The user's settings file for `agent`: `$HOME/<user_file>`, or
+    /// where the agent's variable moves it when that is set (the agent
+    /// reads it there, so `install` writes it there).
     pub(crate) fn user(agent: Outward) -> anyhow::Result<Place> {
         let home = super::env::dir("HOME")
             .ok_or_else(|| anyhow!("HOME is not set: cannot find the user's settings"))?;
+        let spec = agent.install();
+        let moved = match spec.user_dir {
+            toolgate::agent::UserDir::Home => None,
+            toolgate::agent::UserDir::Var { var: agent_var, .. } => super::env::dir(agent_var),
+        };
+        let file = spec
+            .user_dir
+            .resolve(&home, spec.user_file, moved.as_deref())
+            .ok_or_else(|| anyhow!("{agent}: its user_file is not under its user_dir"))?;
         Ok(Place {
-            file: home.join(agent.install().user_file),
+            file,
             project: None,
         })
+    }
+
+    /// `$HOME/<user_file>` when the agent's variable moves the user's
+    /// settings elsewhere, with the variable and its value: a file the
+    /// agent does not read while it is set.
+    pub(crate) fn unread_user(agent: Outward) -> Option<(PathBuf, &'static str, PathBuf)> {
+        let home = super::env::dir("HOME")?;
+        let spec = agent.install();
+        let toolgate::agent::UserDir::Var { var: agent_var, .. } = spec.user_dir else {
+            return None;
+        };
+        let moved = super::env::dir(agent_var)?;
+        let default = home.join(spec.user_file);
+        let read = spec.user_dir.resolve(&home, spec.user_file, Some(&moved))?;
+        (read != default).then_some((default, agent_var, moved))
     }
 
     /// The settings file for `agent` in the project at `root`.

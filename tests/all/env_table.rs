@@ -151,8 +151,39 @@ fn reads(files: &[(PathBuf, String)]) -> Vec<Read> {
                 .collect::<Vec<_>>()
         })
         .collect();
+    // The variables an agent's spec names for doctor and install
+    // (`var: "CLAUDE_CONFIG_DIR"`, `var: Some("GEMINI_CLI_SYSTEM_SETTINGS_PATH")`
+    // in crates/toolgate-agents/src/), read as `env::dir(agent_var)`:
+    // that read reads every name a spec gives.
+    let spec_var = Regex::new(r#"\bvar:\s*(?:Some\()?"([A-Z][A-Z0-9_]*)""#).unwrap();
+    let agent_vars: Vec<String> = files
+        .iter()
+        .filter(|(path, _)| {
+            path.to_string_lossy()
+                .contains("crates/toolgate-agents/src/")
+        })
+        .flat_map(|(_, code)| {
+            spec_var
+                .captures_iter(code)
+                .map(|c| c[1].to_owned())
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let every_agent_var = |at: String| {
+        agent_vars
+            .iter()
+            .map(|name| Read {
+                at: at.clone(),
+                name: Some(name.clone()),
+            })
+            .collect::<Vec<_>>()
+    };
     for (path, code) in files {
         for c in direct.captures_iter(code) {
+            if c.get(3).is_some_and(|p| p.as_str() == "agent_var") {
+                found.extend(every_agent_var(at(path, code, c.get(0).unwrap().start())));
+                continue;
+            }
             if c.get(3).is_some_and(|p| p.as_str() == "project_var") {
                 for name in &project_vars {
                     found.push(Read {
@@ -194,6 +225,10 @@ fn reads(files: &[(PathBuf, String)]) -> Vec<Read> {
             for c in call.captures_iter(code) {
                 let offset = c.get(0).unwrap().start();
                 if code[..offset + 1].ends_with("fn ") {
+                    continue;
+                }
+                if c.get(3).is_some_and(|p| p.as_str() == "agent_var") {
+                    found.extend(every_agent_var(at(path, code, offset)));
                     continue;
                 }
                 match resolve(code, &c) {

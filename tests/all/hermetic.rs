@@ -222,6 +222,28 @@ impl Hostile {
             ("CLAUDE_PROJECT_DIR", Some(at("project"))),
             ("COPILOT_PROJECT_DIR", Some(at("project"))),
             ("CURSOR_PROJECT_DIR", Some(at("project"))),
+            // Where install and doctor read the agents' settings.
+            ("CLAUDE_CONFIG_DIR", Some(at("agent-dirs/claude"))),
+            ("CODEX_HOME", Some(at("agent-dirs/codex"))),
+            ("GEMINI_CLI_HOME", Some(at("agent-dirs/gemini"))),
+            ("QWEN_HOME", Some(at("agent-dirs/qwen"))),
+            ("COPILOT_HOME", Some(at("agent-dirs/copilot"))),
+            (
+                "GEMINI_CLI_SYSTEM_SETTINGS_PATH",
+                Some(at("agent-dirs/gemini-system.json")),
+            ),
+            (
+                "GEMINI_CLI_SYSTEM_DEFAULTS_PATH",
+                Some(at("agent-dirs/gemini-defaults.json")),
+            ),
+            (
+                "QWEN_CODE_SYSTEM_SETTINGS_PATH",
+                Some(at("agent-dirs/qwen-system.json")),
+            ),
+            (
+                "QWEN_CODE_SYSTEM_DEFAULTS_PATH",
+                Some(at("agent-dirs/qwen-defaults.json")),
+            ),
             // Unset, so CLICOLOR_FORCE colours piped output.
             ("NO_COLOR", None),
             ("CLICOLOR_FORCE", value("1")),

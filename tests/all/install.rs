@@ -38,7 +38,7 @@ impl Env {
 
     /// `toolgate args…` with this home, in the project.
     fn toolgate(&self, args: &[&str]) -> Output {
-        toolgate()
+        home_only(&mut toolgate())
             .args(args)
             .env("HOME", self.home())
             .current_dir(self.project())
@@ -57,7 +57,7 @@ impl Env {
     /// `toolgate doctor --json` with `path` as `PATH` (where it finds the
     /// agents' CLIs).
     fn doctor_json(&self, path: &str) -> (Option<i32>, Value) {
-        let out = toolgate()
+        let out = home_only(&mut toolgate())
             .args(["doctor", "--json"])
             .env("HOME", self.home())
             .env("PATH", path)
@@ -66,6 +66,17 @@ impl Env {
             .unwrap();
         (out.status.code(), stdout_json(&out))
     }
+}
+
+/// `cmd` without the variables that move an agent's user settings away
+/// from `$HOME` (the suite sets `XDG_CONFIG_HOME` for every command).
+fn home_only(cmd: &mut Command) -> &mut Command {
+    for &agent in Outward::ALL {
+        if let toolgate::agent::UserDir::Var { var, .. } = agent.install().user_dir {
+            cmd.env_remove(var);
+        }
+    }
+    cmd
 }
 
 fn ok(out: &Output) -> &Output {
@@ -714,7 +725,7 @@ fn with_a_server_running_install_writes_the_lean_client_for_agents_that_spawn_a_
         .unwrap()
         .to_owned();
     let with_server = |args: &[&str]| {
-        toolgate()
+        home_only(&mut toolgate())
             .args(args)
             .env("HOME", env.home())
             .env_remove("TOOLGATE_SERVER")
@@ -948,4 +959,59 @@ fn doctor_cannot_tell_from_an_unreadable_settings_file_and_says_so() {
     let (_, report) = env.doctor_json("/usr/bin:/bin");
     let problems = doctor_agent(&report, Outward::ClaudeCode)["problems"].to_string();
     assert!(problems.contains("disableAllHooks is true"), "{problems}");
+}
+
+/// Issue 40: a settings file the agent does not read. Where an agent's
+/// variable moves its user settings (`CLAUDE_CONFIG_DIR`, `CODEX_HOME`,
+/// `GEMINI_CLI_HOME`, `QWEN_HOME`, `COPILOT_HOME`, `XDG_CONFIG_HOME`),
+/// `install` writes where the agent reads, and `doctor` flags toolgate's
+/// entries left in `$HOME`'s file as guarding nothing, until the
+/// `uninstall` its fix names removes them.
+#[test]
+fn install_follows_the_variable_that_moves_an_agents_settings_and_doctor_flags_the_file_left_behind()
+ {
+    let env = Env::new();
+    let moved = env.dir.path().join("moved");
+    for &agent in Outward::ALL {
+        let spec = agent.install();
+        let toolgate::agent::UserDir::Var { var, .. } = spec.user_dir else {
+            continue;
+        };
+        ok(&env.toolgate(&["install", agent.name()]));
+        let left = env.user_file(agent);
+        assert!(left.is_file(), "{agent}");
+        let with_var = |args: &[&str]| {
+            home_only(&mut toolgate())
+                .args(args)
+                .env("HOME", env.home())
+                .env("PATH", "/usr/bin:/bin")
+                .env(var, &moved)
+                .current_dir(env.project())
+                .output()
+                .unwrap()
+        };
+        let report = stdout_json(&with_var(&["doctor", "--json"]));
+        let problems = doctor_agent(&report, agent)["problems"].to_string();
+        assert!(
+            problems.contains(&format!(
+                "{}: toolgate's entries here are not read: {var} is set",
+                left.display()
+            )),
+            "{agent}: {problems}"
+        );
+        assert_eq!(doctor_agent(&report, agent)["called"], false, "{agent}");
+        ok(&with_var(&["install", agent.name()]));
+        let read = spec
+            .user_dir
+            .resolve(&env.home(), spec.user_file, Some(&moved))
+            .unwrap();
+        assert_ne!(read, left, "{agent}");
+        assert!(read.is_file(), "{agent}: {} not written", read.display());
+        let report = stdout_json(&with_var(&["doctor", "--json"]));
+        assert_eq!(doctor_agent(&report, agent)["installed"], true, "{agent}");
+        ok(&env.toolgate(&["uninstall", agent.name()]));
+        let report = stdout_json(&with_var(&["doctor", "--json"]));
+        let problems = doctor_agent(&report, agent)["problems"].to_string();
+        assert!(!problems.contains("not read"), "{agent}: {problems}");
+    }
 }

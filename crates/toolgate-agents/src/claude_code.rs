@@ -14,7 +14,7 @@
 
 use super::{
     AgentCall, AgentEvent, Blocked, Call, Dialect, Help, HookSwitch, HttpHook, Import, Install,
-    Layout, McpConfig, McpShape, ReadAgentInputError, Role, Setting, Source, Unjudged,
+    Layout, McpConfig, McpShape, ReadAgentInputError, Role, Setting, Source, Unjudged, UserDir,
     answered_for_the_tool, classify, needs_a_person, output_text, string_field, withheld,
 };
 use crate::contract::{Decision, Event, Request, ToolResult};
@@ -97,6 +97,10 @@ impl Dialect for ClaudeCode {
                 },
             ],
             user_file: ".claude/settings.json",
+            user_dir: UserDir::Var {
+                var: "CLAUDE_CONFIG_DIR",
+                dir: ".claude",
+            },
             project_file: ".claude/settings.json",
             events: &["PreToolUse", "PostToolUse", "PostToolUseFailure"],
             layout: Layout::Grouped { handler },

@@ -8,7 +8,7 @@
 use super::claude_code::{Rules, read_envelope, render};
 use super::{
     AgentCall, AgentEvent, Blocked, Call, Dialect, Help, Import, Install, Layout, McpConfig,
-    McpShape, ReadAgentInputError, Role, TrustStep,
+    McpShape, ReadAgentInputError, Role, TrustStep, UserDir,
 };
 use crate::outcome::Outcome;
 use serde_json::{Map, Value, json};
@@ -100,6 +100,10 @@ impl Dialect for Codex {
             // None toolgate knows of.
             switches: &[],
             user_file: ".codex/hooks.json",
+            user_dir: UserDir::Var {
+                var: "CODEX_HOME",
+                dir: ".codex",
+            },
             project_file: ".codex/hooks.json",
             events: &["PreToolUse", "PostToolUse"],
             layout: Layout::Grouped { handler },

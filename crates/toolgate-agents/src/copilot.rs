@@ -41,7 +41,7 @@
 
 use super::{
     AgentCall, Blocked, Dialect, Help, Import, Install, Layout, McpConfig, McpShape,
-    ReadAgentInputError, answered_for_the_tool, needs_a_person, output_text, string_field,
+    ReadAgentInputError, UserDir, answered_for_the_tool, needs_a_person, output_text, string_field,
     withheld,
 };
 use super::{Call, TrustCheck, TrustStep};
@@ -267,6 +267,10 @@ impl Dialect for Copilot {
             // None toolgate knows of.
             switches: &[],
             user_file: ".copilot/hooks/toolgate.json",
+            user_dir: UserDir::Var {
+                var: "COPILOT_HOME",
+                dir: ".copilot",
+            },
             project_file: ".github/hooks/toolgate.json",
             events: &[PRE, POST, FAILURE],
             layout: Layout::Flat { handler },

@@ -33,8 +33,8 @@
 
 use super::{
     AgentCall, AgentEvent, Blocked, Call, Dialect, Help, Import, Install, Layout, McpConfig,
-    McpShape, ReadAgentInputError, Role, Unjudged, answered_for_the_tool, classify, needs_a_person,
-    output_text, string_field, withheld,
+    McpShape, ReadAgentInputError, Role, Unjudged, UserDir, answered_for_the_tool, classify,
+    needs_a_person, output_text, string_field, withheld,
 };
 use crate::contract::{Decision, Event, Request, ToolResult};
 use crate::import::Imported;
@@ -246,6 +246,7 @@ impl Dialect for Cursor {
             // None toolgate knows of.
             switches: &[],
             user_file: ".cursor/hooks.json",
+            user_dir: UserDir::Home,
             project_file: ".cursor/hooks.json",
             events: &[PRE, POST],
             layout: Layout::Flat { handler },

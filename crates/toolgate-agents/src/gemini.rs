@@ -44,7 +44,8 @@
 use super::{
     AgentCall, AgentEvent, Blocked, Call, Dialect, Help, HookSwitch, Import, Install, Layout,
     McpConfig, McpShape, ReadAgentInputError, Role, Setting, Source, TrustCheck, TrustStep,
-    Unjudged, answered_for_the_tool, classify, needs_a_person, output_text, string_field, withheld,
+    Unjudged, UserDir, answered_for_the_tool, classify, needs_a_person, output_text, string_field,
+    withheld,
 };
 use crate::contract::{Decision, Event, Request, ToolResult};
 use crate::outcome::Outcome;
@@ -122,6 +123,10 @@ impl Dialect for Gemini {
                 },
             ],
             user_file: ".gemini/settings.json",
+            user_dir: UserDir::Var {
+                var: "GEMINI_CLI_HOME",
+                dir: "",
+            },
             project_file: ".gemini/settings.json",
             events: &["BeforeTool", "AfterTool"],
             layout: Layout::Grouped { handler },

@@ -263,6 +263,10 @@ pub const HELP_BINARY: &str = "/usr/local/bin/toolgate";
 pub struct Install {
     /// The settings file for the user scope, relative to `$HOME`.
     pub user_file: &'static str,
+    /// The variable that moves the user's settings elsewhere, where the
+    /// agent has one. Required, so every agent says: a guard installed in
+    /// a file the agent does not read guards nothing.
+    pub user_dir: UserDir,
     /// The settings file for the project scope, relative to its root.
     pub project_file: &'static str,
     /// The agent events toolgate is installed for.
@@ -289,6 +293,46 @@ pub struct Install {
     /// without a word (`toolgate doctor` flags each one set). Required, so
     /// every agent says; `&[]` says it has none toolgate knows of.
     pub switches: &'static [HookSwitch],
+}
+
+/// Where the agent reads the user's settings from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UserDir {
+    /// Always `$HOME/<user_file>`: no variable moves it that toolgate
+    /// knows of.
+    Home,
+    /// `$var/<user_file without its leading dir>` when `var` is set and
+    /// not empty, else `$HOME/<user_file>` (Claude Code's
+    /// `CLAUDE_CONFIG_DIR` stands for `~/.claude`).
+    Var {
+        /// The variable.
+        var: &'static str,
+        /// The leading folder of `user_file` it stands for (`.claude`;
+        /// `""` when it stands for `$HOME` itself, as `GEMINI_CLI_HOME`
+        /// does).
+        dir: &'static str,
+    },
+}
+
+impl UserDir {
+    /// The user's settings file: `user_file` under `home`, or under the
+    /// variable's folder when `var_value` (the variable's value) is set.
+    /// `None` when `user_file` does not start with the folder the
+    /// variable stands for (a spec error a test rules out).
+    pub fn resolve(
+        self,
+        home: &std::path::Path,
+        user_file: &str,
+        var_value: Option<&std::path::Path>,
+    ) -> Option<std::path::PathBuf> {
+        match (self, var_value) {
+            (UserDir::Home, _) | (UserDir::Var { .. }, None) => Some(home.join(user_file)),
+            (UserDir::Var { dir, .. }, Some(moved)) => {
+                let rest = std::path::Path::new(user_file).strip_prefix(dir).ok()?;
+                Some(moved.join(rest))
+            }
+        }
+    }
 }
 
 /// How an agent's MCP config lays out a local server.

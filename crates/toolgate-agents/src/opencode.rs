@@ -62,8 +62,8 @@
 
 use super::{
     AgentCall, AgentEvent, Blocked, Call, Dialect, Help, Import, Install, Layout, McpConfig,
-    McpShape, ReadAgentInputError, Role, Unjudged, answered_for_the_tool, classify, needs_a_person,
-    output_text, string_field, withheld,
+    McpShape, ReadAgentInputError, Role, Unjudged, UserDir, answered_for_the_tool, classify,
+    needs_a_person, output_text, string_field, withheld,
 };
 use crate::contract::{Decision, Event, Request, ToolResult};
 use crate::outcome::Outcome;
@@ -234,6 +234,10 @@ impl Dialect for OpenCode {
             // None toolgate knows of.
             switches: &[],
             user_file: ".config/opencode/plugin/toolgate.js",
+            user_dir: UserDir::Var {
+                var: "XDG_CONFIG_HOME",
+                dir: ".config",
+            },
             project_file: ".opencode/plugin/toolgate.js",
             events: &[BEFORE, AFTER],
             layout: Layout::Plugin {

@@ -43,7 +43,7 @@
 use super::claude_code::read_envelope;
 use super::{
     AgentCall, AgentEvent, Blocked, Call, Dialect, Help, HookSwitch, Import, Install, Layout,
-    McpConfig, McpShape, ReadAgentInputError, Role, Setting, Source, TrustStep,
+    McpConfig, McpShape, ReadAgentInputError, Role, Setting, Source, TrustStep, UserDir,
     answered_for_the_tool, needs_a_person, output_text, string_field, withheld,
 };
 use crate::contract::{Decision, Event, Request, ToolResult};
@@ -223,6 +223,10 @@ impl Dialect for QwenCode {
                 ),
             }],
             user_file: ".qwen/settings.json",
+            user_dir: UserDir::Var {
+                var: "QWEN_HOME",
+                dir: ".qwen",
+            },
             project_file: ".qwen/settings.json",
             events: &[
                 "PreToolUse",

@@ -116,7 +116,7 @@ pub mod agent {
     pub use toolgate_agents::{
         AgentHook, Blocked, Decided, HELP_BINARY, Help, HookSwitch, HttpHook, Import, Install,
         LEAN_CLIENT, Layout, McpConfig, McpShape, Read, Setting, Source, TrustCheck, TrustStep,
-        root_owned_chain,
+        UserDir, root_owned_chain,
     };
 }
 

@@ -33,6 +33,33 @@ pub(super) fn check_agent(
         && scopes
             .iter()
             .any(|s| s.scope == "project" && !s.entries.is_empty());
+    // A file the agent does not read while its variable moves the
+    // user's settings: toolgate's entries there guard nothing.
+    if let Some((unread, var, moved)) = Place::unread_user(agent) {
+        let place = Place {
+            file: unread.clone(),
+            project: None,
+        };
+        let stale = check_scope("user", &place, agent, &wiring, &mut Problems::default());
+        if !stale.entries.is_empty() {
+            problems.add(
+                format!(
+                    "{}: toolgate's entries here are not read: {var} is set ({}), so the agent \
+                     reads {} instead, and they guard nothing (checked with doctor's own \
+                     environment: the agent's may differ)",
+                    unread.display(),
+                    moved.display(),
+                    user.file.display()
+                ),
+                String::new(),
+                format!(
+                    "with {var} set as the agent has it, `toolgate install {agent}` writes {}; \
+                     `env -u {var} toolgate uninstall {agent}` removes the stale entries",
+                    user.file.display()
+                ),
+            );
+        }
+    }
     let (switched, skipped) = switches_set(&spec, &user, &project, root);
     notes.extend(skipped);
     for (switch, decided, overridden, managed) in &switched {
@@ -226,9 +253,11 @@ fn switch_files(
                 var,
                 root_owned,
             } => {
-                let file = var
-                    .and_then(super::super::env::dir)
-                    .unwrap_or_else(|| PathBuf::from(path));
+                let moved = match var {
+                    Some(agent_var) => super::super::env::dir(agent_var),
+                    None => None,
+                };
+                let file = moved.unwrap_or_else(|| PathBuf::from(path));
                 if root_owned
                     && file.exists()
                     && let Err(why) = toolgate::agent::root_owned_chain(&file)

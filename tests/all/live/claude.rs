@@ -1830,3 +1830,61 @@ fn live_claude_a_more_specific_settings_file_decides_whether_hooks_run_and_docto
         },
     ]);
 }
+
+/// Issue 40: a settings file the agent does not read. With
+/// `CLAUDE_CONFIG_DIR` set, the real Claude Code reads its user settings
+/// from there, not `~/.claude/settings.json`: toolgate installed in the
+/// latter is skipped, and doctor (given the same variable) says the
+/// entries there guard nothing. `install` with the variable set writes
+/// where the agent reads, and the guard runs again.
+#[test]
+fn live_claude_reads_its_user_settings_where_claude_config_dir_says_and_so_do_install_and_doctor() {
+    for release in RELEASES {
+        let fx = Fixture::new();
+        guard_keep_txt(&fx);
+        let home = home_of(&fx);
+        let moved = fx.dir.path().join("claude-config");
+        std::fs::create_dir_all(&moved).unwrap();
+        let toolgate = |args: &[&str], var: bool| {
+            let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolgate"));
+            hermetic(&mut cmd).args(args).env("HOME", &home);
+            if var {
+                cmd.env("CLAUDE_CONFIG_DIR", &moved);
+            }
+            let out = cmd.output().unwrap();
+            assert!(out.status.success(), "{args:?}: {out:?}");
+        };
+        toolgate(&["install", "claude-code"], false);
+        let left = home.join(".claude/settings.json");
+        assert!(left.is_file());
+        let var = moved.to_str().unwrap();
+        let args = ["--allowedTools", "Bash,Read"];
+        let env = [("CLAUDE_CONFIG_DIR", var)];
+        claude_run(release, &fx, vec![bash("rm -f keep.txt")], &args, &env);
+        assert!(
+            !fx.workspace().join("keep.txt").exists(),
+            "{release:?}: Claude Code read ~/.claude/settings.json despite CLAUDE_CONFIG_DIR"
+        );
+        let vars: [(&str, &std::path::Path); 1] = [("CLAUDE_CONFIG_DIR", &moved)];
+        let report = doctor_report("claude-code", &fx.workspace(), &home, &fx, &vars, &[]);
+        assert_eq!(report["called"], false, "{release:?}: {report:#}");
+        let problems = report["problems"].to_string();
+        assert!(
+            problems.contains(&format!(
+                "{}: toolgate's entries here are not read: CLAUDE_CONFIG_DIR is set",
+                left.display()
+            )),
+            "{release:?}: {problems}"
+        );
+        toolgate(&["install", "claude-code"], true);
+        assert!(moved.join("settings.json").is_file());
+        std::fs::write(fx.workspace().join("keep.txt"), "precious").unwrap();
+        claude_run(release, &fx, vec![bash("rm -f keep.txt")], &args, &env);
+        assert!(
+            fx.workspace().join("keep.txt").exists(),
+            "{release:?}: Claude Code skipped the hook install wrote under CLAUDE_CONFIG_DIR"
+        );
+        let report = doctor_report("claude-code", &fx.workspace(), &home, &fx, &vars, &[]);
+        assert_eq!(report["installed"], true, "{release:?}: {report:#}");
+    }
+}

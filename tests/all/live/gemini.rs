@@ -584,6 +584,10 @@ fn assert_mcp_verdicts(fx: &Fixture, entry: Value, how: &str) {
 
 /// Where [`live_gemini_settings_that_turn_hooks_off_skip_toolgate_and_doctor_says_so`]
 /// writes a setting.
+/// Settings written, each where, and the file that must turn toolgate
+/// off (`None`: the agent calls it).
+type Case<'a, T> = (&'a [(At, T)], Option<At>);
+
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum At {
     User,
@@ -616,7 +620,7 @@ fn live_gemini_settings_that_turn_hooks_off_skip_toolgate_and_doctor_says_so() {
         );
     }
     let enabled = |on: bool| json!({"enabled": on});
-    let cases: [(&[(At, Value)], Option<At>); 8] = [
+    let cases: [Case<'_, Value>; 8] = [
         (&[], None),
         (&[(At::User, enabled(false))], Some(At::User)),
         (
