@@ -97,7 +97,8 @@ impl Dialect for Codex {
 
     fn install(&self) -> Install {
         Install {
-            // None toolgate knows of.
+            // None toolgate found in 0.171.0 (its `/hooks` review is the
+            // trust step, checked apart).
             switches: &[],
             user_file: ".codex/hooks.json",
             user_dir: UserDir::Var {

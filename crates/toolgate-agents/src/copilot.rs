@@ -264,7 +264,9 @@ impl Dialect for Copilot {
 
     fn install(&self) -> Install {
         Install {
-            // None toolgate knows of.
+            // None that works: 1.0.102 lists `disableAllHooks`, but runs
+            // toolgate's hook with it set in every file it might read it from
+            // (live_copilot_runs_toolgate_despite_disable_all_hooks_in_every_file_it_might_read).
             switches: &[],
             user_file: ".copilot/hooks/toolgate.json",
             user_dir: UserDir::Var {

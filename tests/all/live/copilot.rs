@@ -361,3 +361,63 @@ fn live_copilot_blocks_when_its_hook_is_missing_or_crashes_but_not_when_it_hangs
         Some(errored),
     );
 }
+
+/// Issue 40: Copilot CLI 1.0.102 lists `disableAllHooks` among its
+/// settings ("Disable all hooks, both user-level and repo-level") and its
+/// hook files accept it, but set in each place it could be read from, the
+/// real agent still runs toolgate's hook (the guard blocks `touch`): so
+/// doctor has no switch to flag for Copilot, and says the agent calls
+/// toolgate. A release that starts honouring one fails here, and the
+/// switch goes into its spec.
+#[test]
+fn live_copilot_runs_toolgate_despite_disable_all_hooks_in_every_file_it_might_read() {
+    use toolgate::agent::AgentHook as _;
+    assert!(
+        toolgate::agent::Outward::Copilot
+            .install()
+            .switches
+            .is_empty()
+    );
+    let cases: &[(&str, &str)] = &[
+        ("", ""),
+        (".copilot/settings.json", r#"{"disableAllHooks": true}"#),
+        (".copilot/config.json", r#"{"disableAllHooks": true}"#),
+        (
+            ".copilot/hooks/other.json",
+            r#"{"version": 1, "hooks": {}, "disableAllHooks": true}"#,
+        ),
+        (
+            "workspace:.github/hooks/x.json",
+            r#"{"version": 1, "hooks": {}, "disableAllHooks": true}"#,
+        ),
+        (
+            "workspace:.github/copilot/settings.json",
+            r#"{"disableAllHooks": true}"#,
+        ),
+    ];
+    for (file, text) in cases {
+        let fx = Fixture::new();
+        let guard = py_hook(
+            &fx,
+            "guard.py",
+            "if 'touch' in req['input'].get('command', ''):\n    answer = {'decision': 'deny', 'reason': 'no touching'}",
+        );
+        fx.workspace_hooks(json!([{"name": "no-touch", "command": [&guard]}]));
+        let user_home = fx.dir.path().join("copilot-home");
+        if !text.is_empty() {
+            let path = match file.strip_prefix("workspace:") {
+                Some(rest) => fx.workspace().join(rest),
+                None => user_home.join(file),
+            };
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, text).unwrap();
+        }
+        copilot(&fx, vec![sh("touch ran.txt")]);
+        assert!(
+            !fx.workspace().join("ran.txt").exists(),
+            "{file}: Copilot CLI skipped toolgate: it honours disableAllHooks there now"
+        );
+        let report = doctor_report("copilot", &fx.workspace(), &user_home, &fx, &[], &[]);
+        assert_eq!(report["called"], true, "{file}: {report:#}");
+    }
+}
