@@ -62,6 +62,18 @@ pub(crate) struct Args {
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_IN_FLIGHT,
           value_parser = clap::value_parser!(u16).range(1..))]
     max_in_flight: u16,
+    /// Sign the decision log ($TOOLGATE_DECISION_LOG) with this minisign
+    /// secret key every --checkpoint-every seconds when something was
+    /// logged, and once more as the server stops (`toolgate log verify
+    /// --pubkey` checks them). The key is read once, at start: a regular
+    /// file of yours, mode 0600, made without a password (`minisign -G
+    /// -W`).
+    #[arg(long, value_name = "FILE")]
+    checkpoint_key: Option<std::path::PathBuf>,
+    /// How often --checkpoint-key signs, in seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 300,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    checkpoint_every: u64,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -99,6 +111,23 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         Some(Command::Metrics) => return show_metrics(&socket),
         None => {}
     }
+    let checkpoints = match &args.checkpoint_key {
+        None => None,
+        Some(key) => {
+            let log = super::env::decision_log().ok_or_else(|| {
+                anyhow::anyhow!(
+                    "--checkpoint-key signs the decision log, and there is none: set \
+                     TOOLGATE_DECISION_LOG to an absolute path"
+                )
+            })?;
+            let key = toolgate_server::decision_log::checkpoint::SigningKey::load(key)?;
+            Some(toolgate_server::Checkpoints::new(
+                log,
+                key,
+                std::time::Duration::from_secs(args.checkpoint_every),
+            ))
+        }
+    };
     let http = match http {
         Some(addr) => {
             let path = http::token_path()
@@ -124,7 +153,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         }),
         warm: Some(Arc::new(warm_in_a_child)),
     };
-    toolgate_server::serve(options, &socket, http, metrics_addr)?;
+    toolgate_server::serve(options, &socket, http, metrics_addr, checkpoints)?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -375,6 +375,106 @@ fn a_signed_checkpoint_catches_a_chain_rewritten_with_every_hash_recomputed() {
     assert_eq!(report["problem"]["kind"], "bad_signature", "{report:#}");
 }
 
+/// `toolgate check` of `tool` through `server`, logging to `log`.
+fn call_via(server: &crate::serve::Server, fx: &Fixture, log: &Path, tool: &str) {
+    let mut cmd = server.client();
+    cmd.args(["check", "--workspace"])
+        .arg(fx.workspace())
+        .env("TOOLGATE_CONFIG_DIR", fx.global())
+        .env("TOOLGATE_DECISION_LOG", log);
+    let request = json!({"event": "pre_tool_use", "tool": tool, "input": {"n": 1}});
+    let out = run_with_stdin(&mut cmd, &request.to_string());
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+/// The records of `log` that are checkpoints.
+fn checkpoints_in(log: &Path) -> usize {
+    lines(log)
+        .iter()
+        .filter(|l| l.contains("\"kind\":\"checkpoint\""))
+        .count()
+}
+
+/// Issue 40, periodic checkpoints without a timer: `toolgate serve
+/// --checkpoint-key` signs its decision log every `--checkpoint-every`
+/// seconds when something was logged (a quiet log gets no checkpoint over
+/// a checkpoint), and once more as it stops, so `log verify --pubkey`
+/// finds every call signed.
+#[test]
+fn the_server_signs_its_log_periodically_and_as_it_stops_and_a_quiet_log_once() {
+    let (fx, log) = fixture();
+    let (sk, pk) = key_pair(fx.dir.path());
+    let mut cmd = toolgate();
+    cmd.env("TOOLGATE_CONFIG_DIR", fx.global())
+        .env("TOOLGATE_DECISION_LOG", &log);
+    let sk = sk.to_str().unwrap();
+    let mut server =
+        crate::serve::Server::start_as(cmd, &["--checkpoint-key", sk, "--checkpoint-every", "1"]);
+    for i in 1..=3 {
+        call_via(&server, &fx, &log, &format!("tool-{i}"));
+    }
+    // Signed once nothing more is logged: the last record a checkpoint.
+    let started = std::time::Instant::now();
+    while !log.exists()
+        || !lines(&log)
+            .last()
+            .is_some_and(|l| l.contains("\"checkpoint\""))
+    {
+        assert!(started.elapsed() < std::time::Duration::from_secs(20));
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // Three more ticks with nothing logged: no checkpoint over it.
+    let signed = checkpoints_in(&log);
+    std::thread::sleep(std::time::Duration::from_millis(3500));
+    assert_eq!(checkpoints_in(&log), signed, "{:#?}", lines(&log));
+    call_via(&server, &fx, &log, "tool-4");
+    let status = server.terminate();
+    assert!(status.success(), "{status}");
+    let (code, report) = verify(&log, &["--pubkey", pk.to_str().unwrap()]);
+    assert_eq!(code, 0, "{report:#}");
+    assert!(
+        report["checkpoints_verified"].as_u64().unwrap() >= 2,
+        "{report:#}"
+    );
+    assert_eq!(
+        report["unsigned_after"], 1,
+        "only the last checkpoint: {report:#}"
+    );
+}
+
+/// `serve --checkpoint-key` with no decision log, or a key others can
+/// read, does not start: a server that cannot sign must not look as if it
+/// does.
+#[test]
+fn a_server_that_cannot_sign_its_log_does_not_start() {
+    let (fx, log) = fixture();
+    let (sk, _) = key_pair(fx.dir.path());
+    let out = toolgate()
+        .args(["serve", "--checkpoint-key"])
+        .arg(&sk)
+        .arg("--socket")
+        .arg(fx.dir.path().join("s.sock"))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("TOOLGATE_DECISION_LOG"),
+        "{}",
+        stderr(&out)
+    );
+    std::fs::set_permissions(&sk, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let out = toolgate()
+        .args(["serve", "--checkpoint-key"])
+        .arg(&sk)
+        .arg("--socket")
+        .arg(fx.dir.path().join("s.sock"))
+        .env("TOOLGATE_DECISION_LOG", &log)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("chmod 600"), "{}", stderr(&out));
+}
+
 #[test]
 fn a_checkpoint_key_others_can_read_is_refused_and_nothing_is_written() {
     let (fx, log) = log_of(1);

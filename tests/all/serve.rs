@@ -207,6 +207,15 @@ impl Server {
     }
 }
 
+impl Server {
+    /// Stops it as an operator does (SIGTERM) and waits for it to exit.
+    pub(crate) fn terminate(&mut self) -> std::process::ExitStatus {
+        let pid = nix::unistd::Pid::from_raw(i32::try_from(self.child.id()).unwrap());
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+        self.child.wait().unwrap()
+    }
+}
+
 impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();

@@ -186,4 +186,4 @@ mod stats;
 
 pub use in_flight::DEFAULT_MAX_IN_FLIGHT;
 pub use options::{Base, DEFAULT_MAX_WORKSPACES, DEFAULT_UNLOAD_IDLE, Options, Warm};
-pub use socket::{MAX_LINE, serve};
+pub use socket::{Checkpoints, MAX_LINE, serve};

@@ -29,6 +29,7 @@ pub fn serve(
     socket: &Path,
     http: Option<(SocketAddr, crate::http::Token)>,
     metrics: Option<SocketAddr>,
+    checkpoints: Option<Checkpoints>,
 ) -> anyhow::Result<()> {
     let metrics_addr = metrics;
     prepare(socket)?;
@@ -47,6 +48,10 @@ pub fn serve(
         let server = Arc::new(Server::new(options));
         if let Some(idle) = server.unload_idle {
             tokio::spawn(unload_idle(server.clone(), idle));
+        }
+        let checkpoints = checkpoints.map(Arc::new);
+        if let Some(checkpoints) = &checkpoints {
+            tokio::spawn(sign_periodically(checkpoints.clone()));
         }
         if let Some((addr, token)) = http {
             crate::http::listen(server.clone(), addr, token).await?;
@@ -78,9 +83,73 @@ pub fn serve(
             }
         }
         let _ = std::fs::remove_file(socket);
+        if let Some(checkpoints) = checkpoints {
+            // The last records before a stop are signed too.
+            let _ = tokio::task::spawn_blocking(move || checkpoints.sign()).await;
+        }
         eprintln!("toolgate serve: stopped");
         Ok::<_, anyhow::Error>(())
     })
+}
+
+/// `--checkpoint-key`: the server signs its decision log now and then
+/// (see `decision_log::checkpoint`).
+#[derive(Debug)]
+pub struct Checkpoints {
+    /// The server's decision log.
+    pub log: std::path::PathBuf,
+    /// The operator's key, read once at start.
+    pub key: crate::decision_log::checkpoint::SigningKey,
+    /// How often.
+    pub every: std::time::Duration,
+    /// The checkpoint written last, by its record number: none is written
+    /// over it while nothing else was logged.
+    last: std::sync::Mutex<Option<u64>>,
+}
+
+impl Checkpoints {
+    /// Signs `log` with `key` every `every`.
+    pub fn new(
+        log: std::path::PathBuf,
+        key: crate::decision_log::checkpoint::SigningKey,
+        every: std::time::Duration,
+    ) -> Checkpoints {
+        Checkpoints {
+            log,
+            key,
+            every,
+            last: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// Appends a checkpoint over the log's last record unless that is the
+    /// checkpoint written last; a failure is said on stderr (the next tick
+    /// tries again).
+    fn sign(&self) {
+        use crate::decision_log::checkpoint;
+        let mut last = self
+            .last
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match checkpoint::write_unless(&self.log, &self.key, *last) {
+            Ok((_, Some(seq))) => *last = Some(seq),
+            Ok((_, None)) => {}
+            Err(e) => eprintln!("toolgate serve: no checkpoint written: {e}"),
+        }
+    }
+}
+
+/// Signs the decision log every `checkpoints.every`, off the runtime's
+/// threads (a checkpoint takes the log's lock).
+async fn sign_periodically(checkpoints: Arc<Checkpoints>) {
+    let mut ticks = tokio::time::interval(checkpoints.every);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    ticks.tick().await;
+    loop {
+        ticks.tick().await;
+        let checkpoints = checkpoints.clone();
+        let _ = tokio::task::spawn_blocking(move || checkpoints.sign()).await;
+    }
 }
 
 /// Looks for idle workspaces four times per `idle` (at most once a

@@ -8,10 +8,13 @@
 //! A checkpoint is appended like any record, under the log's lock, by
 //! `toolgate log checkpoint --key <minisign secret key>`, which an operator
 //! runs from a timer (systemd, cron), as the user or better as another
-//! account that can append to the log but whose key the user cannot read.
-//! The alternative, every agent process signing now and then, would put
-//! the secret key in every process an agent starts, next to the hooks it
-//! runs. minisign, not a new format: it is what the fleet's component
+//! account that can append to the log but whose key the user cannot read;
+//! or by `toolgate serve --checkpoint-key`, the one long-lived process,
+//! which reads the key once at start and signs every
+//! `--checkpoint-every` seconds when something was logged (and once more
+//! as it stops). The alternative, every agent process signing now and
+//! then, would put the secret key in every process an agent starts, next
+//! to the hooks it runs. minisign, not a new format: it is what the fleet's component
 //! signatures use, the key pair is `minisign -G -W`, and the public key is
 //! one line the verifier is given.
 //!
@@ -203,10 +206,29 @@ struct Line<'a> {
 /// Appends a checkpoint signed by `key` to the log at `path`, covering its
 /// last record; returns the record the checkpoint vouches for.
 pub fn write(path: &Path, key: &SigningKey) -> Result<Head, CheckpointError> {
+    write_unless(path, key, None).map(|(covered, _)| covered)
+}
+
+/// [`write`], unless the log's last record is numbered `unless` (the
+/// checkpoint written last time: nothing was logged since, and a
+/// checkpoint over a checkpoint vouches for nothing new). Returns the
+/// record vouched for and the checkpoint's own number, or `None` when
+/// nothing was written. How `toolgate serve --checkpoint-key` signs
+/// periodically without filling a quiet log with checkpoints.
+pub fn write_unless(
+    path: &Path,
+    key: &SigningKey,
+    unless: Option<u64>,
+) -> Result<(Head, Option<u64>), CheckpointError> {
     let mut failed = None;
     let mut covered = Head::genesis();
+    let mut wrote = None;
     let mut next = |head: &Head, torn: u64| {
         covered = head.clone();
+        if unless == Some(head.seq) && torn == 0 {
+            return String::new();
+        }
+        wrote = Some(head.seq + 1);
         let signature = match key.sign(head) {
             Ok(s) => s,
             Err(e) => {
@@ -232,5 +254,5 @@ pub fn write(path: &Path, key: &SigningKey) -> Result<Head, CheckpointError> {
         return Err(e);
     }
     written.map_err(|e| CheckpointError::Log(path.to_owned(), e.to_string()))?;
-    Ok(covered)
+    Ok((covered, wrote))
 }

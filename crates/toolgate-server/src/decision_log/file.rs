@@ -182,6 +182,14 @@ fn append_to(
                 .map_err(|e| Refused::Io("cannot read where its chain stands", e))?,
         };
         let line = next(&head, torn);
+        if line.is_empty() {
+            // Nothing to write (a checkpoint with nothing new to sign, or
+            // one that could not be signed): the head stays where it is,
+            // and so does what is known of it.
+            let _ = file.unlock();
+            entry.file = Some(file);
+            return Ok(head);
+        }
         let len = len - torn;
         if len > 0 && len + line.len() as u64 > max {
             entry.last = None;
