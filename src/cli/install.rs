@@ -129,21 +129,6 @@ impl Place {
         })
     }
 
-    /// `$HOME/<user_file>` when the agent's variable moves the user's
-    /// settings elsewhere, with the variable and its value: a file the
-    /// agent does not read while it is set.
-    pub(crate) fn unread_user(agent: Outward) -> Option<(PathBuf, &'static str, PathBuf)> {
-        let home = super::env::dir("HOME")?;
-        let spec = agent.install();
-        let toolgate::agent::UserDir::Var { var: agent_var, .. } = spec.user_dir else {
-            return None;
-        };
-        let moved = super::env::dir(agent_var)?;
-        let default = home.join(spec.user_file);
-        let read = spec.user_dir.resolve(&home, spec.user_file, Some(&moved))?;
-        (read != default).then_some((default, agent_var, moved))
-    }
-
     /// The settings file for `agent` in the project at `root`.
     pub(crate) fn project(agent: Outward, root: &Path) -> anyhow::Result<Place> {
         let root = root

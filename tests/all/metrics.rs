@@ -523,3 +523,126 @@ fn the_server_says_when_it_last_heard_from_each_agent_and_the_alert_rules_pass_p
         );
     }
 }
+
+/// Issue 40, the operator's pipeline as docs/decision-log.md shows it:
+/// `toolgate serve --metrics` scraped by a real Prometheus, and the
+/// decision log shipped as it is written by `toolgate log --json
+/// --follow` (started before the first call, as a collector at boot is).
+/// Every decision reaches both: Prometheus counts it by label, and the
+/// stream carries each record once, in order, across a rotation, each one
+/// valid against the published schema.
+#[test]
+fn the_books_pipeline_prometheus_and_a_followed_log_see_every_decision_once() {
+    use std::io::BufRead;
+    let fx = Fixture::new();
+    let deny = fx.global().join("deny.py");
+    write_executable(
+        &deny,
+        "#!/usr/bin/env python3\nimport sys, json\ni = sys.stdin.read()\n\
+         print(json.dumps({'decision': 'deny', 'reason': 'no rm -rf'} if 'rm -rf' in i \
+         else {'decision': 'allow'}))\n",
+    );
+    fx.global_hooks(json!([{"name": "deny-rm", "command": [deny]}]));
+    let log = fx.dir.path().join("logs/decisions.jsonl");
+    let mut serve = toolgate();
+    serve
+        .env("TOOLGATE_CONFIG_DIR", fx.global())
+        .env("TOOLGATE_DECISION_LOG", &log)
+        // Small, so the log rotates while it is followed.
+        .env("TOOLGATE_DEBUG_DECISION_LOG_MAX_BYTES", "4000");
+    let server = Server::start_as(serve, &["--metrics", "127.0.0.1:0"]);
+    let addr = server
+        .said_after("toolgate serve: metrics on http://")
+        .trim_end_matches("/metrics")
+        .to_owned();
+    let prometheus = Prometheus::start(&addr);
+    let mut follower = toolgate()
+        .args(["log", "--json", "--follow", "--file"])
+        .arg(&log)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stream = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let into = stream.clone();
+    let out = follower.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+            into.lock().unwrap().push(line);
+        }
+    });
+    let commands: Vec<String> = (0..12)
+        .map(|i| {
+            if i % 3 == 0 {
+                format!("rm -rf /tmp/x{i}")
+            } else {
+                format!("ls {i}")
+            }
+        })
+        .collect();
+    for command in &commands {
+        let request =
+            json!({"event": "pre_tool_use", "tool": "Bash", "input": {"command": command}});
+        run_with_stdin(
+            server
+                .client()
+                .args(["check", "--workspace"])
+                .arg(fx.workspace())
+                .env("TOOLGATE_CONFIG_DIR", fx.global())
+                .env("TOOLGATE_DECISION_LOG", &log),
+            &request.to_string(),
+        );
+    }
+    let started = Instant::now();
+    while stream.lock().unwrap().len() < commands.len() {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the followed log stopped at {:#?}",
+            stream.lock().unwrap()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // A moment for anything printed twice to show.
+    std::thread::sleep(Duration::from_millis(600));
+    let _ = follower.kill();
+    let _ = follower.wait();
+    assert!(
+        Path::new(&format!("{}.1", log.display())).exists(),
+        "the log rotated while followed"
+    );
+    let records: Vec<Value> = stream
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let shown: Vec<&str> = records
+        .iter()
+        .map(|r| r["input"].as_str().unwrap_or_default())
+        .collect();
+    let asked: Vec<String> = commands
+        .iter()
+        .map(|c| json!({"command": c}).to_string())
+        .collect();
+    assert_eq!(shown, asked, "each record once, in order");
+    let seqs: Vec<u64> = records.iter().map(|r| r["seq"].as_u64().unwrap()).collect();
+    assert_eq!(seqs, (1..=12).collect::<Vec<u64>>(), "{records:#?}");
+    let schema: Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/decision-log.schema.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let mut validator = crate::config::Validator::with_schema(&schema);
+    for record in &records {
+        let errors = validator.errors(record);
+        assert!(errors.is_empty(), "{errors:?} in {record:#}");
+    }
+    prometheus.until("sum(toolgate_decisions_total)", 12.0);
+    assert_eq!(
+        prometheus.value("toolgate_decisions_total{hook=\"deny-rm\",decision=\"deny\"}"),
+        4.0
+    );
+    let denied = records.iter().filter(|r| r["decision"] == "deny").count();
+    assert_eq!(denied, 4);
+}

@@ -41,7 +41,9 @@ mod opencode;
 mod qwen_code;
 pub mod settings;
 mod switch;
+mod user_dir;
 pub use switch::{Decided, HookSwitch, Read, Setting, Source, root_owned_chain};
+pub use user_dir::UserDir;
 
 use toolgate_contract::{contract, outcome, strict_json, text};
 use toolgate_fs as safe_fs;
@@ -293,46 +295,6 @@ pub struct Install {
     /// without a word (`toolgate doctor` flags each one set). Required, so
     /// every agent says; `&[]` says it has none toolgate knows of.
     pub switches: &'static [HookSwitch],
-}
-
-/// Where the agent reads the user's settings from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum UserDir {
-    /// Always `$HOME/<user_file>`: no variable moves it that toolgate
-    /// knows of.
-    Home,
-    /// `$var/<user_file without its leading dir>` when `var` is set and
-    /// not empty, else `$HOME/<user_file>` (Claude Code's
-    /// `CLAUDE_CONFIG_DIR` stands for `~/.claude`).
-    Var {
-        /// The variable.
-        var: &'static str,
-        /// The leading folder of `user_file` it stands for (`.claude`;
-        /// `""` when it stands for `$HOME` itself, as `GEMINI_CLI_HOME`
-        /// does).
-        dir: &'static str,
-    },
-}
-
-impl UserDir {
-    /// The user's settings file: `user_file` under `home`, or under the
-    /// variable's folder when `var_value` (the variable's value) is set.
-    /// `None` when `user_file` does not start with the folder the
-    /// variable stands for (a spec error a test rules out).
-    pub fn resolve(
-        self,
-        home: &std::path::Path,
-        user_file: &str,
-        var_value: Option<&std::path::Path>,
-    ) -> Option<std::path::PathBuf> {
-        match (self, var_value) {
-            (UserDir::Home, _) | (UserDir::Var { .. }, None) => Some(home.join(user_file)),
-            (UserDir::Var { dir, .. }, Some(moved)) => {
-                let rest = std::path::Path::new(user_file).strip_prefix(dir).ok()?;
-                Some(moved.join(rest))
-            }
-        }
-    }
 }
 
 /// How an agent's MCP config lays out a local server.

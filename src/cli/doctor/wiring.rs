@@ -35,7 +35,7 @@ pub(super) fn check_agent(
             .any(|s| s.scope == "project" && !s.entries.is_empty());
     // A file the agent does not read while its variable moves the
     // user's settings: toolgate's entries there guard nothing.
-    if let Some((unread, var, moved)) = Place::unread_user(agent) {
+    if let Some((unread, var, moved)) = unread_user(agent) {
         let place = Place {
             file: unread.clone(),
             project: None,
@@ -195,6 +195,21 @@ pub(super) fn check_agent(
         notes,
         mcp_servers,
     })
+}
+
+/// `$HOME/<user_file>` when the agent's variable moves the user's
+/// settings elsewhere, with the variable and its value: a file the
+/// agent does not read while it is set.
+fn unread_user(agent: Outward) -> Option<(PathBuf, &'static str, PathBuf)> {
+    let home = super::super::env::dir("HOME")?;
+    let spec = agent.install();
+    let toolgate::agent::UserDir::Var { var: agent_var, .. } = spec.user_dir else {
+        return None;
+    };
+    let moved = super::super::env::dir(agent_var)?;
+    let default = home.join(spec.user_file);
+    let read = spec.user_dir.resolve(&home, spec.user_file, Some(&moved))?;
+    (read != default).then_some((default, agent_var, moved))
 }
 
 /// A switch, what its files decide, the files whose "off" a more specific

@@ -133,6 +133,11 @@ fn checked_path(path: &Path, workspace: Option<&Path>) -> Result<PathBuf, Refuse
 }
 
 /// The append itself, on the log `entry` names.
+///
+/// Why one function: the steps between taking the file's lock and letting
+/// it go (is it still the file at the path, where its chain stands, rotate
+/// or write, what is known of it after) read in one place, so that no path
+/// out of it leaves the lock held or the cached head stale.
 fn append_to(
     entry: &mut Open,
     next: &mut dyn FnMut(&chain::Head, u64) -> String,
@@ -183,9 +188,7 @@ fn append_to(
         };
         let line = next(&head, torn);
         if line.is_empty() {
-            // Nothing to write (a checkpoint with nothing new to sign, or
-            // one that could not be signed): the head stays where it is,
-            // and so does what is known of it.
+            // Nothing to write: the head, and what is known of it, stay.
             let _ = file.unlock();
             entry.file = Some(file);
             return Ok(head);

@@ -17,6 +17,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use toolgate_server::decision_log;
 
+mod follow;
+
 /// Show the last calls in the decision log ($TOOLGATE_DECISION_LOG): when,
 /// which agent, which tool, what was decided, by which hook, and why a hook
 /// failed.
@@ -52,6 +54,11 @@ pub(crate) struct Args {
     /// runs failed in a way that would have blocked.
     #[arg(long)]
     shadow: bool,
+    /// After the last records, keep printing each new one as it is written
+    /// (across rotations), until stopped or stdout is closed: a stream of
+    /// JSON lines for a log collector.
+    #[arg(short = 'f', long, requires = "json", conflicts_with = "shadow")]
+    follow: bool,
     /// The log to read [default: $TOOLGATE_DECISION_LOG].
     #[arg(long, value_name = "PATH")]
     file: Option<PathBuf>,
@@ -141,9 +148,19 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         None => {}
     }
     let path = log_path(args.file)?;
+    if args.follow {
+        // A collector may start before the first call is logged.
+        follow::wait_for(&path);
+    }
     let files = existing_files(&path)?;
     let n = if args.all { usize::MAX } else { args.lines };
-    let (entries, skipped) = last_entries(&files, n)?;
+    // Following, the live file is read once, by the follower, so that each
+    // record is printed once: the last ones now, the rest as they come.
+    let (follower, newest) = match args.follow {
+        true => follow::start(&path, MAX_READ).map(|(f, text)| (Some(f), Some(text)))?,
+        false => (None, None),
+    };
+    let (entries, skipped) = last_entries(&files, n, newest.as_deref())?;
     if skipped > 0 {
         eprintln!(
             "toolgate: {skipped} line(s) of {} are not JSON and were skipped",
@@ -158,6 +175,9 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         // (or `b3sum`) can check what it was handed.
         for (line, _) in &entries {
             outln!("{line}");
+        }
+        if let Some(follower) = follower {
+            follower.follow(&path)?;
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -249,15 +269,23 @@ fn why(entry: &Value) -> String {
 type Entry = (String, Value);
 
 /// The last `n` lines of `files` (oldest file first) that are JSON
-/// objects, oldest first; and how many lines were not.
-fn last_entries(files: &[PathBuf], n: usize) -> anyhow::Result<(Vec<Entry>, usize)> {
+/// objects, oldest first; and how many lines were not. `newest`, when
+/// given, is the newest file's text, already read.
+fn last_entries(
+    files: &[PathBuf],
+    n: usize,
+    newest: Option<&str>,
+) -> anyhow::Result<(Vec<Entry>, usize)> {
     let mut entries: Vec<Entry> = Vec::new();
     let mut skipped = 0;
-    for file in files.iter().rev() {
+    for (i, file) in files.iter().rev().enumerate() {
         if entries.len() >= n {
             break;
         }
-        let text = tail(file)?;
+        let text = match newest {
+            Some(text) if i == 0 => text.to_owned(),
+            _ => tail(file)?,
+        };
         let mut older: Vec<Entry> = Vec::new();
         for line in text.lines().rev().filter(|l| !l.trim().is_empty()) {
             if entries.len() + older.len() >= n {
