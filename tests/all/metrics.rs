@@ -231,6 +231,12 @@ fn prometheus_reads_back_decisions_failures_latency_reloads_and_trust_refusals_b
     crate::support::replace_file(&fx.global().join("hooks.json"), b"{not json");
     assert_eq!(check(&server, &fx, &ws, "ls"), Some(0));
 
+    // The evaluation's time is counted last, after everything else the
+    // call counts: a scrape that has all nine has all of the rest.
+    prometheus.until(
+        "toolgate_evaluation_duration_seconds_count{mode=\"check\"}",
+        9.0,
+    );
     prometheus.until("sum(toolgate_decisions_total)", 9.0);
     let decisions = |hook: &str, decision: &str, source: &str| {
         prometheus.value(&format!(

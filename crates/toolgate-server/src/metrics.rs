@@ -333,13 +333,6 @@ impl Metrics {
         } else {
             outcome.decision.name()
         };
-        self.decisions
-            .get_or_create(&DecisionLabels {
-                hook,
-                decision,
-                source,
-            })
-            .inc();
         for run in &outcome.runs {
             if run.shadow {
                 self.shadow_run(run);
@@ -381,6 +374,14 @@ impl Metrics {
                     .inc();
             }
         }
+        // Last: a scrape that counts the decision sees its runs too.
+        self.decisions
+            .get_or_create(&DecisionLabels {
+                hook,
+                decision,
+                source,
+            })
+            .inc();
     }
 
     /// Counts a shadow hook's run by what it would have done.
