@@ -1403,3 +1403,35 @@ pub(crate) fn assert_live_verdicts(agent: &str, shown: &[String], told: &str, of
         "{agent}: the model read echo's description without the list_tools hook's rewrite"
     );
 }
+
+/// `toolgate bench --mcp --quick` measures the proxy side by side with a
+/// direct connection: the guard before each call, and before and after
+/// it, each with what it adds to the direct median (the figure its goal
+/// is read against is the first), every call answered (a refused call
+/// would stop the bench).
+#[test]
+fn the_mcp_bench_measures_the_guard_before_and_before_and_after_beside_a_direct_connection() {
+    let out = crate::support::succeeded(
+        crate::support::toolgate().args(["bench", "--mcp", "--quick", "--json"]),
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let sides = report["sides"].as_array().unwrap();
+    let names: Vec<&str> = sides.iter().map(|s| s["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        [
+            "direct (stdio)",
+            "through toolgate mcp, guard before",
+            "through toolgate mcp, guard before and after"
+        ]
+    );
+    assert!(sides[0].get("added_median_us").is_none());
+    for side in &sides[1..] {
+        let added = side["added_median_us"].as_f64().unwrap();
+        let median = side["median_us"].as_f64().unwrap();
+        let direct = sides[0]["median_us"].as_f64().unwrap();
+        assert!((added - (median - direct)).abs() < 1e-6, "{side}");
+    }
+    assert_eq!(report["added_median_us"], sides[1]["added_median_us"]);
+    assert_eq!(report["calls"], 200);
+}

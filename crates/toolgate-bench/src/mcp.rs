@@ -1,12 +1,14 @@
 //! `toolgate bench --mcp`: what `toolgate mcp` adds to a `tools/call`,
 //! against a direct connection to the same server, side by side.
 //!
-//! Two clients talk to two copies of one server: one directly over its
-//! stdio, one through `toolgate mcp` with a standard guard (a Rust
-//! component, run in wasmtime) on every MCP tool before and after the
-//! call. Calls alternate between them, one each in turn, so the machine's
-//! drift hits both alike; the report gives each one's median and p99 and
-//! the difference of medians, which is the proxy's cost per call.
+//! Three clients talk to three copies of one server: one directly over
+//! its stdio, one through `toolgate mcp` with a standard guard (a Rust
+//! component, run in wasmtime) on every MCP tool before the call (what a
+//! call guard is configured for, and what the goal is read against), one
+//! with it before and after (the result judged too). Calls take turns, one
+//! each, so the machine's drift hits all alike; the report gives each
+//! one's median and p99 and what each proxied one adds to the direct
+//! median, which is the proxy's cost per call.
 //!
 //! The default server is a few lines of Python that answer `echo` at once,
 //! so the proxy's cost is not lost in a large server's own; any other
@@ -123,6 +125,12 @@ pub struct Side {
     pub p99_us: f64,
     /// Mean.
     pub mean_us: f64,
+    /// Through the proxy: its median less the direct one's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub added_median_us: Option<f64>,
+    /// Through the proxy: its 99th percentile less the direct one's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub added_p99_us: Option<f64>,
 }
 
 /// What a run measured.
@@ -136,11 +144,13 @@ pub struct McpReport {
     pub guard: Option<String>,
     /// Calls measured on each side.
     pub calls: usize,
-    /// The direct connection, then through the proxy.
-    pub sides: [Side; 2],
-    /// The proxy's cost per call: the difference of medians.
+    /// The direct connection, then through the proxy: with the guard
+    /// before each call, and before and after it (or with no hook).
+    pub sides: Vec<Side>,
+    /// The proxy's cost per call, as the goal reads it (the guard before
+    /// each call, or no hook): the difference of medians.
     pub added_median_us: f64,
-    /// The difference of the 99th percentiles.
+    /// The difference of the 99th percentiles, likewise.
     pub added_p99_us: f64,
     /// The goal for the added median, in microseconds: over stdio only
     /// (the issue asks what it is over HTTP, and sets no goal there).
@@ -156,22 +166,33 @@ impl McpReport {
             self.server,
             self.guard.as_ref().map_or_else(
                 || "no hook: the proxy alone".to_owned(),
-                |g| format!("guard {g} before and after each call")
+                |g| format!("guard {g}")
             )
         );
         out.push_str(&format!(
-            "{:<28} {:>12} {:>12} {:>12}\n",
-            "", "median µs", "p99 µs", "mean µs"
+            "{:<44} {:>10} {:>10} {:>10} {:>12} {:>12}\n",
+            "", "median µs", "p99 µs", "mean µs", "added med.", "added p99"
         ));
         for side in &self.sides {
+            let added = |v: Option<f64>| v.map_or_else(String::new, |v| format!("{v:.1}"));
             out.push_str(&format!(
-                "{:<28} {:>12.1} {:>12.1} {:>12.1}\n",
-                side.name, side.median_us, side.p99_us, side.mean_us
+                "{:<44} {:>10.1} {:>10.1} {:>10.1} {:>12} {:>12}\n",
+                side.name,
+                side.median_us,
+                side.p99_us,
+                side.mean_us,
+                added(side.added_median_us),
+                added(side.added_p99_us)
             ));
         }
         out.push_str(&format!(
-            "{:<28} {:>12.1} {:>12.1}\n\nadded per call (median): {:.1} µs",
-            "added by the proxy", self.added_median_us, self.added_p99_us, self.added_median_us,
+            "\nadded per call (median, {}): {:.1} µs",
+            if self.guard.is_some() {
+                "the guard before each call"
+            } else {
+                "no hook"
+            },
+            self.added_median_us,
         ));
         match self.goal_us {
             Some(goal) => out.push_str(&format!(
@@ -399,6 +420,8 @@ fn side(name: &str, mut samples: Vec<f64>) -> Side {
         median_us: percentile(&samples, 0.5),
         p99_us: percentile(&samples, 0.99),
         mean_us: samples.iter().sum::<f64>() / samples.len().max(1) as f64,
+        added_median_us: None,
+        added_p99_us: None,
     }
 }
 
@@ -453,42 +476,70 @@ fn approve(exe: &Path, scratch: &Path, at: &[String]) -> Result<(), BenchError> 
 /// [`BenchError`] when a server cannot be started or a call does not go
 /// through (a guard that refuses the bench's call measures nothing).
 pub fn run_mcp(options: &McpOptions, progress: fn(&str)) -> Result<McpReport, BenchError> {
-    let scratch = tempfile::tempdir()?;
-    std::fs::create_dir_all(scratch.path().join("config"))?;
-    std::fs::write(
-        scratch.path().join("config/hooks.json"),
-        json!({"schema": 1, "hooks": options.guard.as_ref().map_or_else(Vec::new, |guard| vec![
-            json!({"name": "pre-guard", "use": guard, "matcher": "mcp__.*", "event": "pre_tool_use"}),
-            json!({"name": "post-guard", "use": guard, "matcher": "mcp__.*", "event": "post_tool_use"}),
-        ])})
-        .to_string(),
-    )?;
-    let (mut direct, mut through, _running) = if options.http {
-        http_sides(options, scratch.path(), progress)?
+    // Each way of running the proxy, with a config (and approvals) of its
+    // own: the guard before each call (what a call guard is configured
+    // for, and what the goal reads), and before and after it (the result
+    // judged too), measured in the same rounds.
+    let variants: Vec<(&str, Vec<&str>)> = match options.guard {
+        Some(_) => vec![
+            ("through toolgate mcp, guard before", vec!["pre_tool_use"]),
+            (
+                "through toolgate mcp, guard before and after",
+                vec!["pre_tool_use", "post_tool_use"],
+            ),
+        ],
+        None => vec![("through toolgate mcp, no hook", Vec::new())],
+    };
+    let mut scratches = Vec::new();
+    for (_, events) in &variants {
+        let scratch = tempfile::tempdir()?;
+        std::fs::create_dir_all(scratch.path().join("config"))?;
+        let hooks: Vec<Value> = options.guard.iter().flat_map(|guard| {
+            events.iter().map(move |event| {
+                json!({"name": format!("guard-{event}"), "use": guard, "matcher": "mcp__.*", "event": event})
+            })
+        }).collect();
+        std::fs::write(
+            scratch.path().join("config/hooks.json"),
+            json!({"schema": 1, "hooks": hooks}).to_string(),
+        )?;
+        scratches.push(scratch);
+    }
+    let scratch_paths: Vec<&Path> = scratches.iter().map(|s| s.path()).collect();
+    let (mut lines, _running) = if options.http {
+        http_sides(options, &scratch_paths, progress)?
     } else {
-        stdio_sides(options, scratch.path(), progress)?
+        stdio_sides(options, &scratch_paths, progress)?
     };
     progress("warming up");
     for _ in 0..options.warmup {
-        direct.call(&options.tool, &options.arguments)?;
-        through.call(&options.tool, &options.arguments)?;
+        for line in &mut lines {
+            line.call(&options.tool, &options.arguments)?;
+        }
     }
     progress(&format!("measuring {} calls each", options.calls));
-    let mut direct_us = Vec::with_capacity(options.calls);
-    let mut through_us = Vec::with_capacity(options.calls);
+    let mut samples: Vec<Vec<f64>> = vec![Vec::with_capacity(options.calls); lines.len()];
+    let n = lines.len();
     for i in 0..options.calls {
-        // Which goes first alternates too.
-        if i % 2 == 0 {
-            direct_us.push(direct.call(&options.tool, &options.arguments)?);
-            through_us.push(through.call(&options.tool, &options.arguments)?);
-        } else {
-            through_us.push(through.call(&options.tool, &options.arguments)?);
-            direct_us.push(direct.call(&options.tool, &options.arguments)?);
+        // Which goes first turns too.
+        for k in 0..n {
+            let at = (i + k) % n;
+            samples[at].push(lines[at].call(&options.tool, &options.arguments)?);
         }
     }
     let transport = if options.http { "HTTP" } else { "stdio" };
-    let direct = side(&format!("direct ({transport})"), direct_us);
-    let through = side("through toolgate mcp", through_us);
+    let mut names = vec![format!("direct ({transport})")];
+    names.extend(variants.iter().map(|(name, _)| (*name).to_owned()));
+    let mut sides: Vec<Side> = names
+        .iter()
+        .zip(samples)
+        .map(|(name, samples)| side(name, samples))
+        .collect();
+    let (direct_median, direct_p99) = (sides[0].median_us, sides[0].p99_us);
+    for through in sides.iter_mut().skip(1) {
+        through.added_median_us = Some(through.median_us - direct_median);
+        through.added_p99_us = Some(through.p99_us - direct_p99);
+    }
     Ok(McpReport {
         server: if options.server.is_empty() {
             format!("the bench's Python echo server over {transport}")
@@ -498,45 +549,48 @@ pub fn run_mcp(options: &McpOptions, progress: fn(&str)) -> Result<McpReport, Be
         transport: transport.to_owned(),
         guard: options.guard.clone(),
         calls: options.calls,
-        added_median_us: through.median_us - direct.median_us,
-        added_p99_us: through.p99_us - direct.p99_us,
-        sides: [direct, through],
+        added_median_us: sides[1].added_median_us.unwrap_or_default(),
+        added_p99_us: sides[1].added_p99_us.unwrap_or_default(),
+        sides,
         goal_us: (!options.http).then_some(100.0),
     })
 }
 
-/// The direct client and the proxied one over stdio: each starts its own
-/// copy of the server.
+/// The direct client, then one proxied client per scratch (its config
+/// and approvals) over stdio: each starts its own copy of the server.
 fn stdio_sides(
     options: &McpOptions,
-    scratch: &Path,
+    scratches: &[&Path],
     progress: fn(&str),
-) -> Result<(Line, Line, Vec<Running>), BenchError> {
+) -> Result<(Vec<Line>, Vec<Running>), BenchError> {
     let mut server = options.server.clone();
     if server.is_empty() {
-        let script = scratch.join("echo_server.py");
+        let script = scratches[0].join("echo_server.py");
         std::fs::write(&script, format!("{ECHO_ANSWER}{ECHO_STDIO}"))?;
         server = vec!["python3".into(), script.to_string_lossy().into_owned()];
     }
     progress("approving the server's tools for the proxy");
     let mut at = vec!["--".to_owned()];
     at.extend(server.iter().cloned());
-    approve(&options.exe, scratch, &at)?;
-    let direct = Line::start(server_command(&server))?;
-    let mut cmd = toolgate(&options.exe, scratch);
-    cmd.args(["mcp", "--name", "bench", "--"]).args(&server);
-    Ok((direct, Line::start(cmd)?, Vec::new()))
+    let mut lines = vec![Line::start(server_command(&server))?];
+    for scratch in scratches {
+        approve(&options.exe, scratch, &at)?;
+        let mut cmd = toolgate(&options.exe, scratch);
+        cmd.args(["mcp", "--name", "bench", "--"]).args(&server);
+        lines.push(Line::start(cmd)?);
+    }
+    Ok((lines, Vec::new()))
 }
 
-/// The direct client and the proxied one over Streamable HTTP, to one copy
-/// of the bench's HTTP echo server (`toolgate mcp --upstream` in front of
-/// it for the second).
+/// The direct client, then one proxied client per scratch, over
+/// Streamable HTTP, to one copy of the bench's HTTP echo server (a
+/// `toolgate mcp --upstream` in front of it for each proxied one).
 fn http_sides(
     options: &McpOptions,
-    scratch: &Path,
+    scratches: &[&Path],
     progress: fn(&str),
-) -> Result<(Line, Line, Vec<Running>), BenchError> {
-    let script = scratch.join("echo_http_server.py");
+) -> Result<(Vec<Line>, Vec<Running>), BenchError> {
+    let script = scratches[0].join("echo_http_server.py");
     std::fs::write(&script, format!("{ECHO_ANSWER}{ECHO_HTTP}"))?;
     let mut server = Command::new("python3")
         .arg(&script)
@@ -544,32 +598,34 @@ fn http_sides(
         .stdout(Stdio::piped())
         .spawn()?;
     let port = first_line(server.stdout.take())?;
-    let server = Running(server);
+    let mut running = vec![Running(server)];
     let upstream = format!("http://127.0.0.1:{}/mcp", port.trim());
     progress("approving the server's tools for the proxy");
-    approve(
-        &options.exe,
-        scratch,
-        &["--upstream".to_owned(), upstream.clone()],
-    )?;
-    let mut proxy = toolgate(&options.exe, scratch)
-        .args(["mcp", "--name", "bench", "--upstream", &upstream])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()?;
-    let said = first_line(proxy.stderr.take())?;
-    let proxy = Running(proxy);
-    let host = said
-        .split("http://")
-        .nth(1)
-        .and_then(|rest| rest.split('/').next())
-        .ok_or(BenchError::Missing("the proxy's address on its stderr"))?
-        .to_owned();
-    let secret = std::fs::read_to_string(scratch.join("state/toolgate/http-token"))?;
-    let direct = Line::connect(&format!("127.0.0.1:{}", port.trim()), None)?;
-    let through = Line::connect(&host, Some(secret.trim().to_owned()))?;
-    Ok((direct, through, vec![server, proxy]))
+    let mut lines = vec![Line::connect(&format!("127.0.0.1:{}", port.trim()), None)?];
+    for scratch in scratches {
+        approve(
+            &options.exe,
+            scratch,
+            &["--upstream".to_owned(), upstream.clone()],
+        )?;
+        let mut proxy = toolgate(&options.exe, scratch)
+            .args(["mcp", "--name", "bench", "--upstream", &upstream])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()?;
+        let said = first_line(proxy.stderr.take())?;
+        running.push(Running(proxy));
+        let host = said
+            .split("http://")
+            .nth(1)
+            .and_then(|rest| rest.split('/').next())
+            .ok_or(BenchError::Missing("the proxy's address on its stderr"))?
+            .to_owned();
+        let secret = std::fs::read_to_string(scratch.join("state/toolgate/http-token"))?;
+        lines.push(Line::connect(&host, Some(secret.trim().to_owned()))?);
+    }
+    Ok((lines, running))
 }
 
 /// The first line a child writes on `out`.
