@@ -513,6 +513,19 @@ fn log_json_prints_each_record_as_written_one_per_line() {
     );
 }
 
+/// A validator for the published record schema,
+/// docs/decision-log.schema.json.
+pub(crate) fn record_validator() -> crate::config::Validator {
+    let schema: Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/decision-log.schema.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    crate::config::Validator::with_schema(&schema)
+}
+
 /// Every kind of record the log holds (allow, deny, ask, a failed hook,
 /// an error, a checkpoint, a record after a torn tail) passes the
 /// published schema, docs/decision-log.schema.json.
@@ -564,14 +577,7 @@ fn every_record_passes_the_published_schema() {
     let whole = std::fs::read(&log).unwrap();
     std::fs::write(&log, &whole[..whole.len() - 10]).unwrap();
     call(&fx, &log, "after the tear", None);
-    let schema: Value = serde_json::from_str(
-        &std::fs::read_to_string(
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/decision-log.schema.json"),
-        )
-        .unwrap(),
-    )
-    .unwrap();
-    let mut validator = crate::config::Validator::with_schema(&schema);
+    let mut validator = record_validator();
     let records: Vec<Value> = lines(&log)
         .iter()
         .map(|l| serde_json::from_str(l).unwrap())

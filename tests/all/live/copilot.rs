@@ -397,12 +397,7 @@ fn live_copilot_runs_toolgate_despite_disable_all_hooks_in_every_file_it_might_r
     ];
     for (file, text) in cases {
         let fx = Fixture::new();
-        let guard = py_hook(
-            &fx,
-            "guard.py",
-            "if 'touch' in req['input'].get('command', ''):\n    answer = {'decision': 'deny', 'reason': 'no touching'}",
-        );
-        fx.workspace_hooks(json!([{"name": "no-touch", "command": [&guard]}]));
+        no_touch_guard(&fx);
         let user_home = fx.dir.path().join("copilot-home");
         if !text.is_empty() {
             let path = match file.strip_prefix("workspace:") {

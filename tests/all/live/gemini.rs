@@ -650,12 +650,7 @@ fn live_gemini_settings_that_turn_hooks_off_skip_toolgate_and_doctor_says_so() {
     ];
     for (set, off_by) in cases {
         let fx = Fixture::new();
-        let guard = py_hook(
-            &fx,
-            "guard.py",
-            "if 'touch' in req['input'].get('command', ''):\n    answer = {'decision': 'deny', 'reason': 'no touching'}",
-        );
-        fx.workspace_hooks(json!([{"name": "no-touch", "command": [&guard]}]));
+        no_touch_guard(&fx);
         let sub = fx.workspace().join("sub");
         let upper = fx.dir.path().join("etc-upper");
         let open_system = fx.dir.path().join("open/settings.json");
@@ -717,30 +712,15 @@ fn live_gemini_settings_that_turn_hooks_off_skip_toolgate_and_doctor_says_so() {
             &wrap,
         );
         let label = format!("{set:?}: {}", run.stderr());
-        match off_by {
-            None => {
-                assert!(!ran, "{label}: Gemini CLI skipped toolgate");
-                assert_eq!(report["called"], true, "{label}: {report:#}");
-                if open {
-                    assert!(
-                        report["notes"].to_string().contains(&format!(
-                            "{}: the agent skips this file",
-                            open_system.display()
-                        )),
-                        "{label}: {report:#}"
-                    );
-                }
-            }
-            Some(at) => {
-                assert!(ran, "{label}: Gemini CLI ran toolgate");
-                assert_eq!(report["called"], false, "{label}: {report:#}");
-                let problems = report["problems"].to_string();
-                let file = named(at).display().to_string();
-                assert!(
-                    problems.contains(&format!("{file}: ")),
-                    "{label}: doctor does not name {file}: {problems}"
-                );
-            }
+        doctor_agrees(&label, ran, &report, off_by.map(named));
+        if open && off_by.is_none() {
+            assert!(
+                report["notes"].to_string().contains(&format!(
+                    "{}: the agent skips this file",
+                    open_system.display()
+                )),
+                "{label}: {report:#}"
+            );
         }
     }
 }

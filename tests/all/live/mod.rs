@@ -125,6 +125,39 @@ pub(crate) fn is_root() -> bool {
         .is_ok_and(|o| o.stdout.trim_ascii() == b"0")
 }
 
+/// A workspace hook (`no-touch`) that denies any command with `touch` in
+/// it: a guard whose absence shows as a file the command made.
+pub(crate) fn no_touch_guard(fx: &Fixture) {
+    let guard = py_hook(
+        fx,
+        "guard.py",
+        "if 'touch' in req['input'].get('command', ''):\n    answer = {'decision': 'deny', 'reason': 'no touching'}",
+    );
+    fx.workspace_hooks(json!([{"name": "no-touch", "command": [&guard]}]));
+}
+
+/// That a run and doctor agree: the guarded command `ran` (the agent
+/// skipped toolgate) exactly when doctor says the agent will not call
+/// it, naming `off_by`, the file that turned it off.
+pub(crate) fn doctor_agrees(label: &str, ran: bool, report: &Value, off_by: Option<PathBuf>) {
+    match off_by {
+        None => {
+            assert!(!ran, "{label}: the agent skipped toolgate");
+            assert_eq!(report["called"], true, "{label}: {report:#}");
+        }
+        Some(file) => {
+            assert!(ran, "{label}: the agent ran toolgate");
+            assert_eq!(report["called"], false, "{label}: {report:#}");
+            let problems = report["problems"].to_string();
+            let file = file.display().to_string();
+            assert!(
+                problems.contains(&format!("{file}: ")),
+                "{label}: doctor does not name {file}: {problems}"
+            );
+        }
+    }
+}
+
 /// Where tests/agents/install.sh put the agent CLIs.
 fn agents_cache() -> PathBuf {
     std::env::var_os("TOOLGATE_AGENT_CACHE")

@@ -404,12 +404,7 @@ fn live_qwen_disable_all_hooks_skips_toolgate_and_doctor_says_so() {
     ];
     for (set, off_by) in cases {
         let fx = Fixture::new();
-        let guard = py_hook(
-            &fx,
-            "guard.py",
-            "if 'touch' in req['input'].get('command', ''):\n    answer = {'decision': 'deny', 'reason': 'no touching'}",
-        );
-        fx.workspace_hooks(json!([{"name": "no-touch", "command": [&guard]}]));
+        no_touch_guard(&fx);
         let sub = fx.workspace().join("sub");
         let home = fx.dir.path().join("home");
         let system = fx.dir.path().join("etc/settings.json");
@@ -434,22 +429,6 @@ fn live_qwen_disable_all_hooks_skips_toolgate_and_doctor_says_so() {
         qwen_env(&fx, hooks(handler.clone(), handler), user, calls, &env);
         let ran = sub.join("ran.txt").exists();
         let report = doctor_report("qwen-code", &sub, &home, &fx, &env, &[]);
-        let label = format!("{set:?}");
-        match off_by {
-            None => {
-                assert!(!ran, "{label}: Qwen Code skipped toolgate");
-                assert_eq!(report["called"], true, "{label}: {report:#}");
-            }
-            Some(at) => {
-                assert!(ran, "{label}: Qwen Code ran toolgate");
-                assert_eq!(report["called"], false, "{label}: {report:#}");
-                let problems = report["problems"].to_string();
-                let file = path(at).display().to_string();
-                assert!(
-                    problems.contains(&format!("{file}: ")),
-                    "{label}: doctor does not name {file}: {problems}"
-                );
-            }
-        }
+        doctor_agrees(&format!("{set:?}"), ran, &report, off_by.map(path));
     }
 }
