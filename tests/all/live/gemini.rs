@@ -582,12 +582,12 @@ fn assert_mcp_verdicts(fx: &Fixture, entry: Value, how: &str) {
     );
 }
 
-/// Where [`live_gemini_settings_that_turn_hooks_off_skip_toolgate_and_doctor_says_so`]
-/// writes a setting.
 /// Settings written, each where, and the file that must turn toolgate
 /// off (`None`: the agent calls it).
 type Case<'a, T> = (&'a [(At, T)], Option<At>);
 
+/// Where [`live_gemini_settings_that_turn_hooks_off_skip_toolgate_and_doctor_says_so`]
+/// writes a setting.
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum At {
     User,

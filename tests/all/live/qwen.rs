@@ -363,12 +363,12 @@ fn live_qwen_lets_the_call_through_when_its_hook_is_missing_crashes_or_times_out
     );
 }
 
-/// Where [`live_qwen_disable_all_hooks_skips_toolgate_and_doctor_says_so`]
-/// writes `disableAllHooks`.
 /// Settings written, each where, and the file that must turn toolgate
 /// off (`None`: the agent calls it).
 type Case<'a, T> = (&'a [(At, T)], Option<At>);
 
+/// Where [`live_qwen_disable_all_hooks_skips_toolgate_and_doctor_says_so`]
+/// writes `disableAllHooks`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum At {
     User,
