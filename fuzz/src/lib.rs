@@ -123,7 +123,8 @@ pub fn protocol(data: &[u8]) {
     }
 }
 
-/// A hook's answer: never let through (allow, modify, replace) when the
+/// A hook's answer: never let through (allow, modify, replace; an `ask`
+/// is not one) when the
 /// protocol says it must not be: a non-zero exit that the dialect does not
 /// read as an answer, or a deny signal in the JSON it printed.
 fn answer(inward: Inward, event: Event, code: Option<i32>, on_stderr: bool, bytes: &[u8]) {
@@ -136,7 +137,12 @@ fn answer(inward: Inward, event: Event, code: Option<i32>, on_stderr: bool, byte
     let Ok(verdict) = read else {
         return;
     };
-    let lets_through = !matches!(verdict.decision, Decision::Deny { .. });
+    // An `ask` lets nothing through on its own: a person confirms it, or
+    // the chain refuses it.
+    let lets_through = !matches!(
+        verdict.decision,
+        Decision::Deny { .. } | Decision::Ask { .. }
+    );
     if !lets_through {
         return;
     }

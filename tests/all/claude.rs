@@ -159,14 +159,16 @@ async fn legacy_decisions_and_post_blocks_are_understood() {
     }
 }
 
+/// A Claude Code hook's `ask` is toolgate's `ask` (the agent's own
+/// confirmation where a person is watching, a denial saying so elsewhere);
+/// `defer` is a denial. Neither is ever an allow, even from a hook that
+/// fails open: they are answers, not failures.
 #[tokio::test]
-async fn ask_and_defer_become_denials_never_a_silent_allow() {
+async fn ask_is_toolgates_ask_and_defer_a_denial_never_a_silent_allow() {
     let fx = Fixture::new();
     for decision in ["ask", "defer"] {
         let answer = json!({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": decision, "permissionDecisionReason": "touches prod"}});
         let hook = fx.script("ask.sh", &answer_script(&answer));
-        // Even a hook that fails open cannot turn ask/defer into an allow:
-        // they are answers, not failures.
         let mut h = cc_hook("h", &hook);
         h["on_failure"] = json!("allow");
         fx.workspace_hooks(json!([h]));
@@ -174,13 +176,14 @@ async fn ask_and_defer_become_denials_never_a_silent_allow() {
             .runner()
             .pre_tool_use(&Request::pre("Bash", json!({})))
             .await;
-        let Decision::Deny { reason } = &outcome.decision else {
-            panic!("{decision}: {:?}", outcome.decision)
-        };
-        assert!(
-            reason.contains("person") && reason.contains("touches prod"),
-            "{reason}"
-        );
+        match (decision, &outcome.decision) {
+            ("ask", Decision::Ask { reason, .. }) => assert_eq!(reason, "touches prod"),
+            ("defer", Decision::Deny { reason }) => assert!(
+                reason.contains("person") && reason.contains("touches prod"),
+                "{reason}"
+            ),
+            (_, other) => panic!("{decision}: {other:?}"),
+        }
     }
 }
 

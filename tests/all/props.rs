@@ -848,10 +848,12 @@ fn gemini_signal() -> BoxedStrategy<Signal> {
 }
 
 /// What the chain may make of an answer that carried a deny signal: a
-/// denial, or a failure (which `on_failure`, deny by default, decides).
+/// denial, an `ask` (a clean `ask` before the call: a person confirms it
+/// or the chain refuses it), or a failure (which `on_failure`, deny by
+/// default, decides). Never an allow.
 fn denies_or_fails(answer: &Result<Verdict, HookFailure>) -> bool {
     match answer {
-        Ok(v) => is_deny(v),
+        Ok(v) => is_deny(v) || matches!(v.decision, Decision::Ask { .. }),
         Err(_) => true,
     }
 }
@@ -1361,9 +1363,17 @@ proptest! {
             }
             (Event::PreToolUse, Decision::Modify { .. }) => prop_assert!(read.is_err()),
             // Claude Code's own `ask`: a hook answering it inside toolgate's
-            // chain is read as the denial it was before toolgate could ask.
-            (Event::PreToolUse, Decision::Ask { .. }) => {
-                prop_assert!(read.as_ref().is_ok_and(is_deny), "{bytes} read as {read:?}");
+            // chain is read back as toolgate's `ask`, with its reason.
+            // (A rendering with a field the inward reader refuses, such as
+            // `updatedInput: null`, is a malformed answer: a denial.)
+            (Event::PreToolUse, Decision::Ask { reason, .. }) => {
+                let back = read.as_ref().ok().map(|v| &v.decision);
+                prop_assert!(
+                    matches!(back, Some(Decision::Ask { reason: r, input: None })
+                        if r == reason || reason.trim().is_empty())
+                        || read.as_ref().is_ok_and(is_deny),
+                    "{bytes} read as {read:?}"
+                );
             }
             // After the call a denial withholds the output (a replacement
             // that says so, or a stop) and a replacement is shaped to the

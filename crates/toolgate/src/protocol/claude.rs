@@ -214,7 +214,9 @@ impl<'a> Answer<'a> {
     }
 
     /// The denial the answer signals anywhere (`continue: false`, a
-    /// `deny`, `ask` or `defer` before the call, `decision: block`).
+    /// `deny`, `ask` or `defer` before the call, `decision: block`); a
+    /// well-formed `ask` before the call, not repeated and with no denial
+    /// beside it, is toolgate's `ask`.
     fn deny_signal(&self, event: Event) -> Option<Decision> {
         if self.said("continue", &Value::Bool(false), self.top.get("continue")) {
             let why = str_field(self.top, "stopReason");
@@ -227,6 +229,22 @@ impl<'a> Answer<'a> {
             let said = |what: &str| self.said("permissionDecision", &json!(what), decision);
             if said("deny") {
                 return Some(deny(why, "denied by a hook"));
+            }
+            if self.said("decision", &json!("block"), self.top.get("decision")) {
+                return Some(deny(reason, "blocked by a hook"));
+            }
+            // A clean `ask` is toolgate's own: the agent's confirmation
+            // where a person is watching, a denial saying so elsewhere
+            // (the chain decides). An `ask` in a malformed or repeated
+            // answer stays a denial: closed world.
+            if decision == Some(&json!("ask")) && self.well_formed().is_ok() {
+                let reason = why
+                    .filter(|r| !r.trim().is_empty())
+                    .unwrap_or_else(|| crate::contract::ASK_WITHOUT_A_REASON.to_owned());
+                return Some(Decision::Ask {
+                    reason,
+                    input: None,
+                });
             }
             let person = if said("ask") {
                 Some("this call needs a person's confirmation, which toolgate cannot ask for")
@@ -357,17 +375,50 @@ mod tests {
     }
 
     #[test]
-    fn ask_and_defer_become_denials_that_say_a_person_was_needed() {
-        for decision in ["ask", "defer"] {
-            let text = format!(
-                r#"{{"hookSpecificOutput":{{"hookEventName":"PreToolUse","permissionDecision":"{decision}"}}}}"#
+    fn a_clean_ask_is_toolgates_ask_with_its_reason() {
+        let text = r#"{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"ask","permissionDecisionReason":"sure?"}}"#;
+        let (answer, _) = decode(Event::PreToolUse, text);
+        let Decision::Ask { reason, input } = answer.unwrap().decision else {
+            panic!("a clean ask was not an ask")
+        };
+        assert_eq!(reason, "sure?");
+        assert_eq!(input, None);
+        let bare =
+            r#"{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"ask"}}"#;
+        let (answer, _) = decode(Event::PreToolUse, bare);
+        assert!(matches!(
+            answer.unwrap().decision,
+            Decision::Ask { reason, .. } if reason == crate::contract::ASK_WITHOUT_A_REASON
+        ));
+    }
+
+    #[test]
+    fn an_ask_beside_a_block_a_repeat_or_a_malformed_field_is_a_denial() {
+        for text in [
+            r#"{"decision":"block","hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"ask"}}"#,
+            r#"{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow","permissionDecision":"ask"}}"#,
+            r#"{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"ask"},"continue":"yes"}"#,
+        ] {
+            let (answer, _) = decode(Event::PreToolUse, text);
+            assert!(
+                matches!(
+                    answer.as_ref().map(|v| &v.decision),
+                    Ok(Decision::Deny { .. })
+                ),
+                "{text}: {answer:?}"
             );
-            let (answer, _) = decode(Event::PreToolUse, &text);
-            let Decision::Deny { reason } = answer.unwrap().decision else {
-                panic!("{decision} was not a denial")
-            };
-            assert!(reason.contains("person"), "{reason}");
         }
+    }
+
+    #[test]
+    fn defer_becomes_a_denial_that_says_a_person_was_needed() {
+        let text =
+            r#"{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"defer"}}"#;
+        let (answer, _) = decode(Event::PreToolUse, text);
+        let Decision::Deny { reason } = answer.unwrap().decision else {
+            panic!("defer was not a denial")
+        };
+        assert!(reason.contains("person"), "{reason}");
     }
 
     #[test]

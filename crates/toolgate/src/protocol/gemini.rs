@@ -246,6 +246,16 @@ fn decode_first(event: Event, json: &Value) -> (Result<Verdict, HookFailure>, Op
             Some(Value::String(d)) if d == "deny" || d == "block" => Ok(Decision::Deny {
                 reason: reason.unwrap_or_else(|| "No reason provided".into()),
             }),
+            // Before the call, toolgate's own `ask` (the agent's
+            // confirmation where a person is watching, a denial saying so
+            // elsewhere); after it, there is nothing left to confirm.
+            Some(Value::String(d)) if d == "ask" && event == Event::PreToolUse => {
+                Ok(Decision::Ask {
+                    reason: reason
+                        .unwrap_or_else(|| crate::contract::ASK_WITHOUT_A_REASON.to_owned()),
+                    input: None,
+                })
+            }
             Some(Value::String(d)) if d == "ask" => Ok(Decision::Deny {
                 reason: "this call needs a person's confirmation, which toolgate cannot ask for"
                     .into(),

@@ -172,13 +172,14 @@ fn parse(
 /// `command`: an argv array of strings, never a shell string.
 fn parse_argv(value: &Value, ctx: &mut HookCtx<'_>) -> Option<Vec<String>> {
     let argv: Vec<String> = match value {
-        Value::String(s) => {
+        Value::String(_) => {
+            // The string is not repeated: an error never quotes the file
+            // (a command line may carry a secret).
             ctx.problem(
                 "command",
-                format!(
-                    "must be an argv array, not a shell string; write [\"sh\", \"-c\", {s:?}] \
-                     if a shell is really meant"
-                ),
+                "must be an argv array, not a shell string; write [\"sh\", \"-c\", \"<the \
+                 command>\"] if a shell is really meant"
+                    .to_owned(),
             );
             return None;
         }
