@@ -19,6 +19,11 @@ command -v minisign >/dev/null || missing+=(minisign)
 # Prometheus (and its promtool) scrapes `toolgate serve --metrics` and reads the
 # series back through its own HTTP API (tests/all/metrics.rs).
 command -v prometheus >/dev/null && command -v promtool >/dev/null || missing+=(prometheus)
+# unshare (util-linux) and mount give the doctor's live tests a private
+# mount namespace with an overlay over /etc, so managed settings are set
+# for the agent without touching the machine's /etc (tests/all/live/).
+command -v unshare >/dev/null || missing+=(util-linux)
+command -v mount >/dev/null || missing+=(mount)
 # The CNCF distribution registry, started on 127.0.0.1 by tests/all/oci.rs.
 command -v docker-registry >/dev/null || missing+=(docker-registry)
 # Apache's htpasswd writes the password file of a registry that wants
