@@ -115,13 +115,7 @@ impl Place {
         let home = super::env::dir("HOME")
             .ok_or_else(|| anyhow!("HOME is not set: cannot find the user's settings"))?;
         let spec = agent.install();
-        let moved = match spec.user_dir {
-            toolgate::agent::UserDir::Home => None,
-            toolgate::agent::UserDir::Var { var: agent_var, .. } => super::env::dir(agent_var),
-        };
-        let file = spec
-            .user_dir
-            .resolve(&home, spec.user_file, moved.as_deref())
+        let file = moved_by(spec.user_dir, &home, spec.user_file)
             .ok_or_else(|| anyhow!("{agent}: its user_file is not under its user_dir"))?;
         Ok(Place {
             file,
@@ -420,22 +414,45 @@ pub(crate) fn uninstall(args: UninstallArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The agent's MCP config file for this scope.
+/// The agent's MCP config file for this scope: for the user's, where the
+/// agent's variable moves it when that is set. Refuses where the agent
+/// may read its servers from another file that exists (Claude Code's
+/// legacy `.config.json`): a rewrite of a file the agent does not read
+/// guards nothing, and toolgate does not guess which it reads.
 pub(crate) fn mcp_place(agent: Outward, project: Option<&Path>) -> anyhow::Result<Place> {
-    let (user_file, project_file) = match agent.install().mcp {
+    let (user_file, user_dir, shadowed_by, project_file) = match agent.install().mcp {
         McpConfig::Servers {
             user_file,
+            user_dir,
+            shadowed_by,
             project_file,
             ..
-        } => (user_file, project_file),
+        } => (user_file, user_dir, shadowed_by, project_file),
         McpConfig::NotYet(why) => bail!("{agent}: {why}"),
     };
     match project {
         None => {
             let home = super::env::dir("HOME")
                 .ok_or_else(|| anyhow!("HOME is not set: cannot find the user's MCP config"))?;
+            let file = moved_by(user_dir, &home, user_file)
+                .ok_or_else(|| anyhow!("{agent}: its MCP user_file is not under its user_dir"))?;
+            for other in shadowed_by {
+                let other = moved_by(agent.install().user_dir, &home, other).ok_or_else(|| {
+                    anyhow!("{agent}: a file shadowing its MCP config is not under its user_dir")
+                })?;
+                if std::fs::symlink_metadata(&other).is_ok() {
+                    bail!(
+                        "{agent} may read its MCP servers from {} (an older release's config file) \
+                         instead of {}, and toolgate cannot tell which it reads: it changes \
+                         neither. Merge the older file into the newer one and remove it, then \
+                         run this again",
+                        other.display(),
+                        file.display()
+                    );
+                }
+            }
             Ok(Place {
-                file: home.join(user_file),
+                file,
                 project: None,
             })
         }
@@ -451,6 +468,15 @@ pub(crate) fn mcp_place(agent: Outward, project: Option<&Path>) -> anyhow::Resul
             })
         }
     }
+}
+
+/// `file` (relative to `$HOME`) where `dir`'s variable moves it, when set.
+fn moved_by(dir: toolgate::agent::UserDir, home: &Path, file: &str) -> Option<PathBuf> {
+    let moved = match dir {
+        toolgate::agent::UserDir::Home => None,
+        toolgate::agent::UserDir::Var { var: agent_var, .. } => super::env::dir(agent_var),
+    };
+    dir.resolve(home, file, moved.as_deref())
 }
 
 /// How the agent's MCP config lays out a server.

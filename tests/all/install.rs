@@ -1015,3 +1015,120 @@ fn install_follows_the_variable_that_moves_an_agents_settings_and_doctor_flags_t
         assert!(!problems.contains("not read"), "{agent}: {problems}");
     }
 }
+
+/// A server entry in `shape`, as an agent's MCP config holds it.
+fn mcp_config(shape: toolgate::agent::McpShape, program: &str) -> String {
+    use toolgate::agent::McpShape;
+    match shape {
+        McpShape::McpServers => {
+            json!({"mcpServers": {"fs": {"command": program, "args": ["a"]}}}).to_string()
+        }
+        McpShape::CommandArray => {
+            json!({"mcp": {"fs": {"type": "local", "command": [program, "a"]}}}).to_string()
+        }
+        McpShape::Toml => format!("[mcp_servers.fs]\ncommand = \"{program}\"\nargs = [\"a\"]\n"),
+    }
+}
+
+/// Issue 39 with issue 40's variables: where an agent's variable moves
+/// the file it reads its MCP servers from (`CLAUDE_CONFIG_DIR` moves
+/// `~/.claude.json` to `$CLAUDE_CONFIG_DIR/.claude.json`, `CODEX_HOME`,
+/// `GEMINI_CLI_HOME`, `QWEN_HOME`, `COPILOT_HOME`, `XDG_CONFIG_HOME`),
+/// `install --mcp` rewrites the moved file and never `$HOME`'s, doctor
+/// lists the moved file's servers, and `uninstall --mcp` restores it.
+#[test]
+fn install_mcp_rewrites_the_file_the_agents_variable_moves_its_servers_to() {
+    use toolgate::agent::{McpConfig, UserDir};
+    let env = Env::new();
+    let moved = env.dir.path().join("moved");
+    let mut seen = 0;
+    for &agent in Outward::ALL {
+        let McpConfig::Servers {
+            user_file,
+            user_dir: user_dir @ UserDir::Var { var, .. },
+            shape,
+            ..
+        } = agent.install().mcp
+        else {
+            continue;
+        };
+        seen += 1;
+        let read = user_dir
+            .resolve(&env.home(), user_file, Some(&moved))
+            .unwrap();
+        let unread = env.home().join(user_file);
+        assert_ne!(read, unread, "{agent}");
+        std::fs::create_dir_all(read.parent().unwrap()).unwrap();
+        let config = mcp_config(shape, "/usr/bin/mcp-fs");
+        std::fs::write(&read, &config).unwrap();
+        let with_var = |args: &[&str]| {
+            home_only(&mut toolgate())
+                .args(args)
+                .env("HOME", env.home())
+                .env("PATH", "/usr/bin:/bin")
+                .env(var, &moved)
+                .current_dir(env.project())
+                .output()
+                .unwrap()
+        };
+        ok(&with_var(&["install", agent.name(), "--mcp"]));
+        let text = std::fs::read_to_string(&read).unwrap();
+        assert!(
+            text.contains("\"--name\"") || text.contains("--name"),
+            "{agent}: {text}"
+        );
+        assert!(text.contains(&exe()), "{agent}: {text}");
+        assert!(!unread.exists(), "{agent}: {} written", unread.display());
+        let report = stdout_json(&with_var(&["doctor", "--json"]));
+        let listed = &doctor_agent(&report, agent)["mcp_servers"];
+        assert_eq!(listed[0]["state"], "guarded", "{agent}: {listed}");
+        assert_eq!(listed[0]["file"], read.display().to_string(), "{agent}");
+        ok(&with_var(&["uninstall", agent.name(), "--mcp"]));
+        let back = std::fs::read_to_string(&read).unwrap();
+        match shape {
+            toolgate::agent::McpShape::Toml => assert_eq!(back, config, "{agent}"),
+            _ => assert_eq!(
+                read_json(&read),
+                serde_json::from_str::<Value>(&config).unwrap()
+            ),
+        }
+    }
+    assert_eq!(seen, 6, "every agent but Cursor has a variable");
+}
+
+/// Claude Code reads its global config, MCP servers included, from a
+/// legacy `.config.json` in its config folder when that exists (2.1.197:
+/// always; 2.1.332: by a rule on its size, mode and the newer file's).
+/// toolgate cannot tell which file it reads, so `install --mcp` changes
+/// neither and says why, and doctor says the same.
+#[test]
+fn install_mcp_refuses_to_guess_when_claude_codes_legacy_config_may_be_read_instead() {
+    let env = Env::new();
+    let file = env.home().join(".claude.json");
+    let config = mcp_config(toolgate::agent::McpShape::McpServers, "/usr/bin/mcp-fs");
+    std::fs::write(&file, &config).unwrap();
+    let legacy = env.home().join(".claude/.config.json");
+    std::fs::create_dir_all(legacy.parent().unwrap()).unwrap();
+    std::fs::write(&legacy, &config).unwrap();
+    let out = env.toolgate(&["install", "claude-code", "--mcp"]);
+    assert!(!out.status.success());
+    let said = stderr(&out);
+    assert!(
+        said.contains(&legacy.display().to_string())
+            && said.contains("toolgate cannot tell which it reads"),
+        "{said}"
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), config);
+    assert_eq!(std::fs::read_to_string(&legacy).unwrap(), config);
+    let (_, report) = env.doctor_json("/nonexistent");
+    let claude = doctor_agent(&report, Outward::ClaudeCode);
+    assert!(
+        claude
+            .to_string()
+            .contains("toolgate cannot tell which it reads"),
+        "{claude:#}"
+    );
+    std::fs::remove_file(&legacy).unwrap();
+    ok(&env.toolgate(&["install", "claude-code", "--mcp"]));
+    assert!(std::fs::read_to_string(&file).unwrap().contains("--name"));
+}

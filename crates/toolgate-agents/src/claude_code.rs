@@ -115,6 +115,11 @@ impl Dialect for ClaudeCode {
             }),
             mcp: McpConfig::Servers {
                 user_file: ".claude.json",
+                user_dir: UserDir::Var {
+                    var: "CLAUDE_CONFIG_DIR",
+                    dir: "",
+                },
+                shadowed_by: &[".claude/.config.json"],
                 project_file: Some(".mcp.json"),
                 shape: McpShape::McpServers,
             },

@@ -114,6 +114,11 @@ impl Dialect for Codex {
             http: None,
             mcp: McpConfig::Servers {
                 user_file: ".codex/config.toml",
+                user_dir: UserDir::Var {
+                    var: "CODEX_HOME",
+                    dir: ".codex",
+                },
+                shadowed_by: &[],
                 project_file: None,
                 shape: McpShape::Toml,
             },

@@ -282,6 +282,11 @@ impl Dialect for Copilot {
             http: None,
             mcp: McpConfig::Servers {
                 user_file: ".copilot/mcp-config.json",
+                user_dir: UserDir::Var {
+                    var: "COPILOT_HOME",
+                    dir: ".copilot",
+                },
+                shadowed_by: &[],
                 project_file: None,
                 shape: McpShape::McpServers,
             },

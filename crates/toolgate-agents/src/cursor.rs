@@ -257,6 +257,8 @@ impl Dialect for Cursor {
             http: None,
             mcp: McpConfig::Servers {
                 user_file: ".cursor/mcp.json",
+                user_dir: UserDir::Home,
+                shadowed_by: &[],
                 project_file: Some(".cursor/mcp.json"),
                 shape: McpShape::McpServers,
             },

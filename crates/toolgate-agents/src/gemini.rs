@@ -136,6 +136,11 @@ impl Dialect for Gemini {
             http: None,
             mcp: McpConfig::Servers {
                 user_file: ".gemini/settings.json",
+                user_dir: UserDir::Var {
+                    var: "GEMINI_CLI_HOME",
+                    dir: "",
+                },
+                shadowed_by: &[],
                 project_file: Some(".gemini/settings.json"),
                 shape: McpShape::McpServers,
             },

@@ -317,6 +317,18 @@ pub enum McpConfig {
     Servers {
         /// The user's file, relative to `$HOME`.
         user_file: &'static str,
+        /// The variable that moves the user's file, where the agent has
+        /// one. Required apart from [`Install::user_dir`]: an agent may
+        /// keep its MCP servers in a file its variable moves differently
+        /// (Claude Code's `~/.claude.json` moves to `$CLAUDE_CONFIG_DIR/`,
+        /// its `~/.claude/settings.json` to the same folder).
+        user_dir: UserDir,
+        /// Files that, where they exist, the agent may read its user
+        /// servers from instead of `user_file` (Claude Code's legacy
+        /// `~/.claude/.config.json`), relative to `$HOME` and moved by
+        /// [`Install::user_dir`]. `install --mcp` refuses to guess
+        /// between them.
+        shadowed_by: &'static [&'static str],
         /// The project's file, relative to its root, where it has one.
         project_file: Option<&'static str>,
         /// How the entries are laid out.

@@ -249,6 +249,11 @@ impl Dialect for OpenCode {
             http: None,
             mcp: McpConfig::Servers {
                 user_file: ".config/opencode/opencode.json",
+                user_dir: UserDir::Var {
+                    var: "XDG_CONFIG_HOME",
+                    dir: ".config",
+                },
+                shadowed_by: &[],
                 project_file: Some("opencode.json"),
                 shape: McpShape::CommandArray,
             },

@@ -241,6 +241,11 @@ impl Dialect for QwenCode {
             http: None,
             mcp: McpConfig::Servers {
                 user_file: ".qwen/settings.json",
+                user_dir: UserDir::Var {
+                    var: "QWEN_HOME",
+                    dir: ".qwen",
+                },
+                shadowed_by: &[],
                 project_file: Some(".qwen/settings.json"),
                 shape: McpShape::McpServers,
             },

@@ -322,17 +322,20 @@ fn mcp_servers(agent: Outward, root: &Path, notes: &mut Vec<String>) -> Vec<McpS
     use toolgate::agent::{McpState, mcp_servers};
     let mut found = Vec::new();
     let mut places = Vec::new();
-    if let Ok(user) = super::super::install::mcp_place(agent, None) {
-        places.push(("user", user));
+    let Ok(shape) = super::super::install::mcp_shape(agent) else {
+        return found;
+    };
+    match super::super::install::mcp_place(agent, None) {
+        Ok(user) => places.push(("user", user)),
+        // The user's servers cannot be told apart (Claude Code's legacy
+        // file beside its config): said, not skipped in silence.
+        Err(e) => notes.push(format!("MCP config: {e:#}")),
     }
     if let Ok(project) = super::super::install::mcp_place(agent, Some(root))
         && !places.iter().any(|(_, p)| p.file == project.file)
     {
         places.push(("project", project));
     }
-    let Ok(shape) = super::super::install::mcp_shape(agent) else {
-        return found;
-    };
     let mut unguarded = Vec::new();
     for (scope, place) in places {
         let file = place.file.display().to_string();

@@ -1370,62 +1370,76 @@ fn assert_mcp_verdicts(
 
 /// The same, from the user's `~/.claude.json` as `toolgate install
 /// claude-code --mcp` rewrote it (no `--mcp-config`): the entry install
-/// writes is one Claude Code starts.
+/// writes is one Claude Code starts. And with `CLAUDE_CONFIG_DIR` set,
+/// where Claude Code reads that file then (`$CLAUDE_CONFIG_DIR/.claude.json`,
+/// not `~/.claude.json`), and where `install --mcp` writes it.
 #[test]
 fn live_claude_runs_the_mcp_servers_install_mcp_wrapped() {
     use crate::mcp::{
         LIVE_CALLS, assert_live_verdicts, everything, judged_fixture, live_server, state,
     };
     for release in RELEASES {
-        let fx = judged_fixture();
-        let _ = live_server(&fx);
-        let home = home_of(&fx);
-        std::fs::write(
-            home.join(".claude.json"),
-            json!({"mcpServers": {"everything": {"command": everything(), "args": ["stdio"]}}})
-                .to_string(),
-        )
-        .unwrap();
-        let out = toolgate()
-            .args(["install", "claude-code", "--mcp"])
-            .env("HOME", &home)
-            .output()
+        for moved in [false, true] {
+            let fx = judged_fixture();
+            let _ = live_server(&fx);
+            let home = home_of(&fx);
+            let config_dir = fx.dir.path().join("claude-config");
+            std::fs::create_dir_all(&config_dir).unwrap();
+            let dir = if moved { &config_dir } else { &home };
+            std::fs::write(
+                dir.join(".claude.json"),
+                json!({"mcpServers": {"everything": {"command": everything(), "args": ["stdio"]}}})
+                    .to_string(),
+            )
             .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let calls = LIVE_CALLS
-            .iter()
-            .map(|(tool, args)| {
-                json!({"name": format!("mcp__everything__{tool}"),
-                   "input": serde_json::from_str::<Value>(args).unwrap()})
-            })
-            .collect();
-        let state = state(&fx);
-        let run = claude_run(
-            release,
-            &fx,
-            calls,
-            &["--allowedTools", "mcp__everything"],
-            &[("XDG_STATE_HOME", state.to_str().unwrap())],
-        );
-        let results: Vec<Value> = run
-            .tool_results()
-            .into_iter()
-            .map(|r| (r["tool_use_id"].to_string(), r))
-            .collect::<std::collections::BTreeMap<_, _>>()
-            .into_values()
-            .collect();
-        let shown: Vec<String> = results.iter().map(|r| r["content"].to_string()).collect();
-        let told: String = run.mock.requests().iter().map(Value::to_string).collect();
-        assert_live_verdicts(
-            &format!("{release:?}"),
-            &shown,
-            &told,
-            "mcp__everything__echo",
-        );
+            let mut install = toolgate();
+            install
+                .args(["install", "claude-code", "--mcp"])
+                .env("HOME", &home);
+            if moved {
+                install.env("CLAUDE_CONFIG_DIR", &config_dir);
+            }
+            let out = install.output().unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let calls = LIVE_CALLS
+                .iter()
+                .map(|(tool, args)| {
+                    json!({"name": format!("mcp__everything__{tool}"),
+                       "input": serde_json::from_str::<Value>(args).unwrap()})
+                })
+                .collect();
+            let state = state(&fx);
+            let mut env = vec![("XDG_STATE_HOME", state.to_str().unwrap())];
+            if moved {
+                env.push(("CLAUDE_CONFIG_DIR", config_dir.to_str().unwrap()));
+            }
+            let run = claude_run(
+                release,
+                &fx,
+                calls,
+                &["--allowedTools", "mcp__everything"],
+                &env,
+            );
+            let results: Vec<Value> = run
+                .tool_results()
+                .into_iter()
+                .map(|r| (r["tool_use_id"].to_string(), r))
+                .collect::<std::collections::BTreeMap<_, _>>()
+                .into_values()
+                .collect();
+            let shown: Vec<String> = results.iter().map(|r| r["content"].to_string()).collect();
+            let told: String = run.mock.requests().iter().map(Value::to_string).collect();
+            assert_live_verdicts(
+                &format!("{release:?} CLAUDE_CONFIG_DIR set: {moved}"),
+                &shown,
+                &told,
+                "mcp__everything__echo",
+            );
+        }
     }
 }
 
