@@ -37,11 +37,13 @@ mod copilot;
 mod cursor;
 mod gemini;
 pub mod import;
+mod mcp_config;
 mod opencode;
 mod qwen_code;
 pub mod settings;
 mod switch;
 mod user_dir;
+pub use mcp_config::{McpConfig, McpShape};
 pub use switch::{Decided, HookSwitch, Read, Setting, Source, root_owned_chain};
 pub use user_dir::UserDir;
 
@@ -295,47 +297,6 @@ pub struct Install {
     /// without a word (`toolgate doctor` flags each one set). Required, so
     /// every agent says; `&[]` says it has none toolgate knows of.
     pub switches: &'static [HookSwitch],
-}
-
-/// How an agent's MCP config lays out a local server.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum McpShape {
-    /// `mcpServers.<name>`: `command` (a string) and `args` (most agents).
-    McpServers,
-    /// `mcp.<name>`: `command`, one array of the program and its arguments
-    /// (OpenCode).
-    CommandArray,
-    /// `[mcp_servers.<name>]` tables in TOML: `command` and `args` (Codex).
-    Toml,
-}
-
-/// Where an agent keeps its MCP servers. Every agent says, one way or the
-/// other: an agent whose servers toolgate cannot rewrite says why.
-#[derive(Debug, Clone, Copy)]
-pub enum McpConfig {
-    /// A JSON file that maps each server's name to its entry.
-    Servers {
-        /// The user's file, relative to `$HOME`.
-        user_file: &'static str,
-        /// The variable that moves the user's file, where the agent has
-        /// one. Required apart from [`Install::user_dir`]: an agent may
-        /// keep its MCP servers in a file its variable moves differently
-        /// (Claude Code's `~/.claude.json` moves to `$CLAUDE_CONFIG_DIR/`,
-        /// its `~/.claude/settings.json` to the same folder).
-        user_dir: UserDir,
-        /// Files that, where they exist, the agent may read its user
-        /// servers from instead of `user_file` (Claude Code's legacy
-        /// `~/.claude/.config.json`), relative to `$HOME` and moved by
-        /// [`Install::user_dir`]. `install --mcp` refuses to guess
-        /// between them.
-        shadowed_by: &'static [&'static str],
-        /// The project's file, relative to its root, where it has one.
-        project_file: Option<&'static str>,
-        /// How the entries are laid out.
-        shape: McpShape,
-    },
-    /// Not rewritten by `install --mcp` yet: why, and what to do instead.
-    NotYet(&'static str),
 }
 
 /// An agent's hook handler that POSTs to `toolgate serve --http`.
