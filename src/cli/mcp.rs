@@ -63,6 +63,13 @@ pub(crate) struct Args {
     /// URL (`--listen`), with the secret of `toolgate serve --http`.
     #[arg(long, value_name = "URL", conflicts_with = "command")]
     upstream: Option<String>,
+    /// With --upstream: a header the server is given on every request,
+    /// `Name: value` (repeatable), for a server that wants a key or a
+    /// token. `${VAR}` in it is replaced by that environment variable
+    /// (quote it so the shell leaves it: the secret then never sits in
+    /// the process's arguments). Only over https://, or to loopback.
+    #[arg(long, value_name = "HEADER", requires = "upstream")]
+    upstream_header: Vec<String>,
     /// With --upstream: the loopback address to listen on, an IP literal
     /// with a port; port 0 picks a free one (printed on stderr).
     #[arg(
@@ -84,10 +91,64 @@ pub(crate) struct Args {
     command: Vec<OsString>,
 }
 
-/// Where the server is: started by a command, or at a URL.
+/// Where the server is: started by a command, or at a URL (with the
+/// headers it is given, as written on the command line).
 enum Server<'a> {
     Command(&'a [OsString]),
-    Url(&'a str),
+    Url(&'a str, &'a [String]),
+}
+
+impl<'a> Server<'a> {
+    fn of(upstream: Option<&'a str>, headers: &'a [String], command: &'a [OsString]) -> Self {
+        upstream.map_or(Server::Command(command), |url| Server::Url(url, headers))
+    }
+}
+
+/// The server at `url`, given `headers` with each `${VAR}` replaced.
+fn upstream(url: &str, headers: &[String]) -> anyhow::Result<toolgate_mcp::Upstream> {
+    let expanded = headers
+        .iter()
+        .enumerate()
+        .map(|(at, header)| expand(header, at + 1))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    Ok(toolgate_mcp::Upstream::new(url, &expanded)?)
+}
+
+/// `${NAME}` in the `at`th `--upstream-header`, replaced by the variable
+/// `NAME`; a `$` not followed by `{` is kept. A variable that is not set,
+/// or is empty, is an error (a server given `Bearer ` and nothing would
+/// answer 401 with no word on why), as is `${` left open. The message
+/// names the variable, never a value.
+fn expand(template: &str, at: usize) -> anyhow::Result<String> {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let end = after
+            .find('}')
+            .with_context(|| format!("--upstream-header #{at}: `${{` without its `}}`"))?;
+        let named_by_user = &after[..end];
+        if named_by_user.is_empty()
+            || !named_by_user
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        {
+            anyhow::bail!(
+                "--upstream-header #{at}: `${{…}}` holds a variable's name (letters, digits, `_`)"
+            );
+        }
+        // The user names this variable on the command line: it is not one
+        // toolgate reads of its own (see docs/environment.md).
+        let value = std::env::var(named_by_user).unwrap_or_default();
+        if value.is_empty() {
+            anyhow::bail!("--upstream-header #{at}: {named_by_user} is not set, or is empty");
+        }
+        out.push_str(&value);
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
 }
 
 impl Server<'_> {
@@ -111,7 +172,22 @@ impl Server<'_> {
                     .collect();
                 format!("-- {}", words.join(" "))
             }
-            Server::Url(url) => format!("--upstream '{}'", url.replace('\'', "'\\''")),
+            Server::Url(url, headers) => {
+                let quote = |w: &str| format!("'{}'", w.replace('\'', "'\\''"));
+                let mut words = format!("--upstream {}", quote(url));
+                for header in *headers {
+                    // A header written with `${VAR}` is shown as written;
+                    // one holding its value is not (this line may reach
+                    // the model, in the message about a changed tool).
+                    let shown = match header.split_once(':') {
+                        Some(_) if header.contains("${") => header.clone(),
+                        Some((name, _)) => format!("{name}: <value>"),
+                        None => "<header>".to_owned(),
+                    };
+                    words.push_str(&format!(" --upstream-header {}", quote(&shown)));
+                }
+                words
+            }
         }
     }
 }
@@ -142,6 +218,11 @@ enum Action {
         /// The server's URL, as given to `toolgate mcp --upstream`.
         #[arg(long, value_name = "URL", conflicts_with = "command")]
         upstream: Option<String>,
+        /// With --upstream: a header the server is given, as given to
+        /// `toolgate mcp --upstream-header` (repeatable; `${VAR}` is
+        /// replaced by that environment variable).
+        #[arg(long, value_name = "HEADER", requires = "upstream")]
+        upstream_header: Vec<String>,
         /// The server's command and its arguments, as given to `toolgate mcp`.
         #[arg(
             trailing_var_arg = true,
@@ -166,11 +247,10 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
             name,
             yes,
             upstream,
+            upstream_header,
             command,
         }) => {
-            let server = upstream
-                .as_deref()
-                .map_or(Server::Command(&command), Server::Url);
+            let server = Server::of(upstream.as_deref(), &upstream_header, &command);
             trust(&name, yes, &server)
         }
         Some(Action::Revoke { name }) => {
@@ -215,14 +295,15 @@ fn trust(name: &str, yes: Option<String>, server: &Server<'_>) -> anyhow::Result
     let store = pin_store()?;
     let kept = store.load(&name)?;
     let runtime = super::runtime()?;
-    let listed = runtime.block_on(async {
-        match server {
-            Server::Command(command) => {
-                toolgate_mcp::list_tools(command, DEFAULT_MAX_MESSAGE).await
-            }
-            Server::Url(url) => toolgate_mcp::list_tools_http(url, DEFAULT_MAX_MESSAGE).await,
+    let listed = match server {
+        Server::Command(command) => {
+            runtime.block_on(toolgate_mcp::list_tools(command, DEFAULT_MAX_MESSAGE))
         }
-    });
+        Server::Url(url, headers) => {
+            let at = upstream(url, headers)?;
+            runtime.block_on(toolgate_mcp::list_tools_http(&at, DEFAULT_MAX_MESSAGE))
+        }
+    };
     runtime.shutdown_background();
     let now = Pins::of(&listed?);
     let review = kept.clone().unwrap_or_default().review(&now);
@@ -332,10 +413,11 @@ fn proxy(args: Args) -> anyhow::Result<ExitCode> {
         .session_store(std::sync::Arc::new(toolgate::sessions::MemoryStore::new()))
         .build();
     let pins = pin_store()?.load(&name)?;
-    let server = args
-        .upstream
-        .as_deref()
-        .map_or(Server::Command(&args.command), Server::Url);
+    let server = Server::of(
+        args.upstream.as_deref(),
+        &args.upstream_header,
+        &args.command,
+    );
     let review = review_command(&name, &server, None);
     let proxy = Proxy::new(name, runner)?
         .max_message(args.max_message)
@@ -343,12 +425,13 @@ fn proxy(args: Args) -> anyhow::Result<ExitCode> {
     let runtime = super::runtime()?;
     let code = match server {
         Server::Command(command) => runtime.block_on(proxy.run_stdio(command)),
-        Server::Url(url) => {
+        Server::Url(url, headers) => {
+            let upstream = upstream(url, headers)?;
             let listen = toolgate_server::http::parse_loopback("--listen", &args.listen)?;
             let token = toolgate_server::http::token_path()
                 .context("no state directory for the HTTP secret: set XDG_STATE_HOME or HOME")
                 .and_then(|path| toolgate_server::http::Token::load_or_create(&path))?;
-            runtime.block_on(proxy.run_http(url, listen, token))
+            runtime.block_on(proxy.run_http(upstream, listen, token))
         }
     };
     // The read of stdin may still be blocked in a thread of the runtime's
@@ -357,4 +440,45 @@ fn proxy(args: Args) -> anyhow::Result<ExitCode> {
     runtime.shutdown_background();
     let code = code?;
     Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_review_command_shows_a_headers_variable_and_never_its_value() {
+        let headers = [
+            "Authorization: Bearer ${TOKEN}".to_owned(),
+            "X-Api-Key: s3cret".to_owned(),
+        ];
+        let words = Server::Url("https://h/mcp", &headers).words();
+        assert_eq!(
+            words,
+            "--upstream 'https://h/mcp' --upstream-header 'Authorization: Bearer ${TOKEN}' \
+             --upstream-header 'X-Api-Key: <value>'"
+        );
+    }
+
+    #[test]
+    fn a_headers_variables_are_replaced_and_a_lone_dollar_is_kept() {
+        // SAFETY: no other test of this binary reads or writes these.
+        #[allow(unsafe_code)]
+        unsafe {
+            std::env::set_var("TOOLGATE_TEST_HEADER_A", "one");
+        }
+        assert_eq!(
+            expand("$5 ${TOOLGATE_TEST_HEADER_A}-${TOOLGATE_TEST_HEADER_A}", 1).unwrap(),
+            "$5 one-one"
+        );
+        let why = expand("${TOOLGATE_TEST_HEADER_UNSET}", 2)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            why.contains("#2: TOOLGATE_TEST_HEADER_UNSET is not set"),
+            "{why}"
+        );
+        let why = expand("${not a name}", 1).unwrap_err().to_string();
+        assert!(why.contains("holds a variable's name"), "{why}");
+    }
 }

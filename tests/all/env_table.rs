@@ -80,7 +80,8 @@ const ARG: &str = r#"(?:"([A-Z][A-Z0-9_]*)"|([A-Z][A-Z0-9_]*)|&?([a-z_][a-z0-9_]
 /// The variables the code in `files` reads: `std::env::var`/`var_os` on a
 /// literal, a `const`, or a parameter of a function (whose callers then name
 /// the variable, as `env::dir("HOME")` does); tracing's `try_from_env`;
-/// clap's `env = "…"`; an agent's project variable (below); and `TMPDIR` through `std::env::temp_dir` or a
+/// clap's `env = "…"`; an agent's project variable (below); a variable
+/// the user names in `--upstream-header` (`named_by_user`, one place); and `TMPDIR` through `std::env::temp_dir` or a
 /// `tempfile` made outside a given directory. A read it cannot name (a
 /// computed name, every variable at once) is a `Read` with no name.
 fn reads(files: &[(PathBuf, String)]) -> Vec<Read> {
@@ -182,6 +183,18 @@ fn reads(files: &[(PathBuf, String)]) -> Vec<Read> {
         for c in direct.captures_iter(code) {
             if c.get(3).is_some_and(|p| p.as_str() == "agent_var") {
                 found.extend(every_agent_var(at(path, code, c.get(0).unwrap().start())));
+                continue;
+            }
+            // The variables an operator names in `toolgate mcp
+            // --upstream-header '…${VAR}…'`: chosen on the command line,
+            // not read by toolgate of its own (docs/environment.md says
+            // so below its table). Only that one place may read so.
+            if c.get(3).is_some_and(|p| p.as_str() == "named_by_user") {
+                assert!(
+                    path.ends_with("src/cli/mcp.rs"),
+                    "{}: only --upstream-header's expansion reads a variable the user names",
+                    at(path, code, c.get(0).unwrap().start())
+                );
                 continue;
             }
             if c.get(3).is_some_and(|p| p.as_str() == "project_var") {

@@ -412,6 +412,8 @@ class H(BaseHTTPRequestHandler):
         self.wfile.write(body)
     def do_POST(self):
         m = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        if BEHAVIOUR == "keyed" and (self.headers.get_all("Authorization") != ["Bearer s3cret"] or self.headers.get("X-Api-Key") != "k1"):
+            return self.answer(401, "application/json", json.dumps({{"jsonrpc": "2.0", "id": m.get("id"), "result": {{"content": [{{"type": "text", "text": "UNJUDGED"}}]}}}}).encode())
         method, mid = m.get("method"), m.get("id")
         if mid is None:
             return self.answer(202, "text/plain", b"")
@@ -419,6 +421,8 @@ class H(BaseHTTPRequestHandler):
             r = {{"protocolVersion": "2025-06-18", "capabilities": {{"tools": {{}}}}, "serverInfo": {{"name": "rogue", "version": "0"}}}}
         elif method == "tools/list":
             r = {{"tools": [{{"name": "t", "inputSchema": {{"type": "object"}}}}]}}
+        elif BEHAVIOUR == "keyed":
+            r = {{"content": [{{"type": "text", "text": "keyed ok"}}]}}
         else:
             unjudged = json.dumps({{"jsonrpc": "2.0", "id": mid, "result": {{"content": [{{"type": "text", "text": "UNJUDGED"}}]}}}}).encode()
             if BEHAVIOUR == "status":
@@ -488,6 +492,144 @@ fn over_http_a_result_the_proxy_cannot_judge_never_reaches_the_client() {
             reply.body
         );
     }
+}
+
+/// A server that wants a token and a key (`Authorization: Bearer s3cret`,
+/// `X-Api-Key: k1`) is reached with the headers `--upstream-header`
+/// gives, `${VAR}` read from the environment, for `mcp trust` and the
+/// proxy alike; without them it answers 401 and the client is told how
+/// to give them (the client's own secret for the proxy is never
+/// forwarded: the server sees no token then). A header naming an unset
+/// variable, or headed in clear text off the machine, stops the proxy
+/// before it starts, and no message quotes a value.
+#[test]
+fn over_http_the_headers_upstream_header_gives_reach_the_server_and_nothing_else_does() {
+    let fx = Fixture::new();
+    let (_server, url) = rogue_http(&fx, "keyed");
+    let headers = [
+        "--upstream-header",
+        "Authorization: Bearer ${KEYED_TOKEN}",
+        "--upstream-header",
+        "X-Api-Key: k${KEYED_SUFFIX}",
+    ];
+    let with_vars = |cmd: &mut Command| {
+        cmd.env("KEYED_TOKEN", "s3cret").env("KEYED_SUFFIX", "1");
+    };
+    // Without the headers: no listing, and the client is told why.
+    let out = in_fixture(&fx)
+        .args(["mcp", "trust", "--name", "keyed", "--upstream", &url])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("401"), "{}", stderr(&out));
+    let mut bare = in_fixture(&fx);
+    bare.args(["mcp", "--name", "keyed", "--upstream", &url]);
+    let (proxy, addr, token) = proxy_http_with(&fx, bare);
+    let reply = Client::new(&addr, &token).send(
+        "POST",
+        &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                           "clientInfo": {"name": "t", "version": "1"}}})
+        .to_string(),
+        &[],
+    );
+    assert_eq!(reply.status, 401, "{}", reply.body);
+    assert!(reply.body.contains("--upstream-header"), "{}", reply.body);
+    assert!(!reply.body.contains("UNJUDGED"), "{}", reply.body);
+    drop(proxy);
+
+    // With them: reviewed, approved, and called through the chain.
+    let mut review = in_fixture(&fx);
+    review
+        .args(["mcp", "trust", "--name", "keyed", "--upstream", &url])
+        .args(headers)
+        .stdin(Stdio::null());
+    with_vars(&mut review);
+    let review = review.output().unwrap();
+    let shown = String::from_utf8_lossy(&review.stdout).into_owned();
+    let digest = shown
+        .lines()
+        .find_map(|l| l.strip_prefix("digest: "))
+        .unwrap_or_else(|| panic!("no digest in {shown}{}", stderr(&review)))
+        .to_owned();
+    let mut approve = in_fixture(&fx);
+    approve
+        .args([
+            "mcp",
+            "trust",
+            "--name",
+            "keyed",
+            "--yes",
+            &digest,
+            "--upstream",
+            &url,
+        ])
+        .args(headers);
+    with_vars(&mut approve);
+    succeeded(&mut approve);
+    let mut keyed = in_fixture(&fx);
+    keyed
+        .args(["mcp", "--name", "keyed", "--upstream", &url])
+        .args(headers);
+    with_vars(&mut keyed);
+    let (_proxy, addr, token) = proxy_http_with(&fx, keyed);
+    let mut client = Client::new(&addr, &token);
+    client.initialize();
+    let result = client.call(1, "t", json!({}));
+    assert_eq!(result["content"][0]["text"], "keyed ok", "{result}");
+
+    // Refused before anything is sent, naming the header, never its value.
+    for (given, env, said) in [
+        (
+            "Authorization: Bearer ${KEYED_MISSING}",
+            true,
+            "KEYED_MISSING is not set",
+        ),
+        (
+            "Authorization: Bearer ${KEYED_TOKEN",
+            true,
+            "without its `}`",
+        ),
+        ("Host: elsewhere", true, "set by the proxy itself"),
+    ] {
+        let mut cmd = in_fixture(&fx);
+        cmd.args([
+            "mcp",
+            "--name",
+            "keyed",
+            "--upstream",
+            &url,
+            "--upstream-header",
+            given,
+        ]);
+        if env {
+            with_vars(&mut cmd);
+        }
+        let out = cmd.stdin(Stdio::null()).output().unwrap();
+        assert!(!out.status.success(), "{given}");
+        assert!(stderr(&out).contains(said), "{given}: {}", stderr(&out));
+        assert!(
+            !stderr(&out).contains("s3cret"),
+            "{given}: {}",
+            stderr(&out)
+        );
+    }
+    let mut cmd = in_fixture(&fx);
+    cmd.args([
+        "mcp",
+        "--name",
+        "keyed",
+        "--upstream",
+        "http://mcp.example.com/mcp",
+        "--upstream-header",
+        "Authorization: Bearer ${KEYED_TOKEN}",
+    ]);
+    with_vars(&mut cmd);
+    let out = cmd.stdin(Stdio::null()).output().unwrap();
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("clear text"), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("s3cret"), "{}", stderr(&out));
 }
 
 /// [`proxy_http`] with a command of the test's own.

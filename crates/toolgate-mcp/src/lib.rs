@@ -38,7 +38,7 @@ pub mod pins;
 mod shape;
 mod stdio;
 
-pub use http::{PATH as HTTP_PATH, list_tools_http};
+pub use http::{PATH as HTTP_PATH, Upstream, list_tools_http};
 pub use list::{LIST_TIMEOUT, list_tools};
 pub use toolgate_server::http::Token;
 
@@ -155,11 +155,11 @@ impl Proxy {
     ///
     /// # Errors
     ///
-    /// [`McpError`] when `upstream` is not an http(s) URL or `listen`
-    /// cannot be bound.
+    /// [`McpError`] when `listen` cannot be bound, or no client for the
+    /// server can be made.
     pub async fn run_http(
         self,
-        upstream: &str,
+        upstream: Upstream,
         listen: std::net::SocketAddr,
         token: Token,
     ) -> Result<i32, McpError> {
@@ -192,6 +192,15 @@ pub enum McpError {
     Upstream {
         /// What was given.
         url: String,
+        /// Why it is refused.
+        why: String,
+    },
+    /// A header given for the server (`--upstream-header`, counted from 1)
+    /// is refused. The value is never quoted: it is usually a secret.
+    #[error("--upstream-header #{at}: {why}")]
+    UpstreamHeader {
+        /// Which one, counted from 1.
+        at: usize,
         /// Why it is refused.
         why: String,
     },

@@ -3,7 +3,7 @@
 //! capabilities, the same pages); only the transport differs.
 
 use super::sse::Reader;
-use super::{client_for, upstream_url};
+use super::{Upstream, client_for};
 use crate::McpError;
 use crate::list::{Ask, LIST_TIMEOUT, SETTLE, failed, initialize_params, pages};
 use reqwest::header::{ACCEPT, CONTENT_TYPE};
@@ -112,20 +112,21 @@ impl Ask for Talk {
     }
 }
 
-/// The tools the MCP server at `url` lists, asked as `toolgate mcp trust`
-/// asks a server it starts.
+/// The tools the MCP server at `upstream` lists (given its headers), asked
+/// as `toolgate mcp trust` asks a server it starts.
 ///
 /// # Errors
 ///
-/// [`McpError`] when `url` is not an http(s) URL, or the server cannot be
-/// reached, does not answer within [`LIST_TIMEOUT`], or answers with an
+/// [`McpError`] when the server cannot be reached, does not answer within [`LIST_TIMEOUT`], or answers with an
 /// error.
-pub async fn list_tools_http(url: &str, max_message: usize) -> Result<Vec<Value>, McpError> {
-    let url = upstream_url(url)?;
-    let client = client_for(&url)?;
+pub async fn list_tools_http(
+    upstream: &Upstream,
+    max_message: usize,
+) -> Result<Vec<Value>, McpError> {
+    let client = client_for(upstream)?;
     let mut talk = Talk {
         client,
-        url,
+        url: upstream.url.clone(),
         session: None,
         version: None,
         next_id: 0,

@@ -39,18 +39,20 @@
 //! read as messages: its status reaches the client with toolgate's text,
 //! not the server's body, which could carry an unjudged result.
 //!
-//! # What it does not do (yet)
+//! # Authorization toward the server
 //!
-//! Authorization toward the server (an OAuth flow, a token the server
-//! wants) is not carried: the client's `Authorization` is the proxy's
-//! secret and is never forwarded. Servers behind their own authorization
-//! answer 401, and the client is told so.
+//! The client's `Authorization` is the proxy's secret and is never
+//! forwarded. A key or token the server wants is given by the operator
+//! (`--upstream-header`, see `upstream`); an OAuth flow toward the server
+//! is not done: such a server answers 401, and the client is told so.
 
 mod list;
 mod relay;
 pub(crate) mod sse;
+mod upstream;
 
 pub use list::list_tools_http;
+pub use upstream::Upstream;
 
 use crate::judge::Judge;
 use crate::{McpError, Proxy};
@@ -186,43 +188,22 @@ fn keep(sessions: &mut Sessions, id: &str, session: &Arc<Session>) {
     sessions.by_id.insert(id.to_owned(), Arc::clone(session));
 }
 
-/// Parses and checks `--upstream`: an `http` or `https` URL.
-fn upstream_url(given: &str) -> Result<reqwest::Url, McpError> {
-    let refuse = |why: &str| McpError::Upstream {
-        url: given.to_owned(),
-        why: why.to_owned(),
-    };
-    let url = reqwest::Url::parse(given).map_err(|e| refuse(&e.to_string()))?;
-    if !matches!(url.scheme(), "http" | "https") {
-        return Err(refuse("only http:// and https:// URLs are MCP servers"));
-    }
-    if url.host().is_none() {
-        return Err(refuse("it names no host"));
-    }
-    Ok(url)
-}
-
-/// The client that reaches `upstream`.
-fn client_for(upstream: &reqwest::Url) -> Result<reqwest::Client, McpError> {
+/// The client that reaches `upstream`, giving it its headers on every
+/// request.
+fn client_for(upstream: &Upstream) -> Result<reqwest::Client, McpError> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let mut client = reqwest::Client::builder()
         .connect_timeout(CONNECT_TIMEOUT)
-        // A redirect would send the session somewhere the user did not name.
+        .default_headers(upstream.headers.clone())
+        // A redirect would send the session, and the headers given for
+        // this server, somewhere the user did not name.
         .redirect(reqwest::redirect::Policy::none());
-    let loopback = match upstream.host_str() {
-        Some("localhost") => true,
-        Some(host) => host
-            .trim_matches(['[', ']'])
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback()),
-        None => false,
-    };
-    if loopback {
+    if upstream::is_loopback(&upstream.url) {
         // A proxy from the environment has no business with loopback.
         client = client.no_proxy();
     }
     client.build().map_err(|e| McpError::Upstream {
-        url: upstream.to_string(),
+        url: upstream.url.to_string(),
         why: e.to_string(),
     })
 }
@@ -231,12 +212,12 @@ fn client_for(upstream: &reqwest::Url) -> Result<reqwest::Client, McpError> {
 /// until a signal stops it; returns the exit code (128 + the signal).
 pub(crate) async fn run(
     proxy: Proxy,
-    upstream: &str,
+    upstream: Upstream,
     addr: SocketAddr,
     token: Token,
 ) -> Result<i32, McpError> {
-    let upstream = upstream_url(upstream)?;
     let client = client_for(&upstream)?;
+    let Upstream { url: upstream, .. } = upstream;
     let (listener, host) = bind(addr)
         .await
         .map_err(|e| McpError::Listen(format!("{e:#}")))?;

@@ -299,7 +299,8 @@ fn refused(shared: &Shared, status: reqwest::StatusCode) -> Response<Body> {
     let why = match status {
         StatusCode::NOT_FOUND => "the MCP server does not know this session (start a new one)",
         StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => {
-            "the MCP server wants authorization, which toolgate mcp does not carry"
+            "the MCP server wants authorization: give toolgate mcp its key or token with \
+             --upstream-header (an OAuth flow toward the server is not done)"
         }
         _ => "the MCP server refused the request",
     };

@@ -1,0 +1,202 @@
+//! The server at a URL, and the headers the proxy gives it on every
+//! request (`--upstream-header`): most remote MCP servers want a key or a
+//! token, and the client's own `Authorization` is the proxy's secret, never
+//! forwarded.
+//!
+//! # Why static headers, and why these refusals
+//!
+//! A header the operator gives is what gateways (Envoy's
+//! `request_headers_to_add`, agentgateway's backend auth) and the clients
+//! themselves (`headers` in Claude Code's and Gemini CLI's MCP config)
+//! offer first; an OAuth flow toward the server is a program of its own
+//! and is not done here. The headers are set once on the client that
+//! reaches the server, so the relay and `mcp trust --upstream` send the
+//! same. What is refused, before anything is sent:
+//!
+//! - a header the proxy sets itself or that frames the request (`Host`,
+//!   `Content-Type`, `Mcp-Session-Id`, …): one given twice would make the
+//!   request ambiguous, and the proxy's own are what the transport needs;
+//! - any header toward a plain `http://` server that is not on loopback:
+//!   a token would cross the network in clear text (use `https://`);
+//! - a name or value that is not a valid header, said by the header's
+//!   name and position, never by its value (it is usually a secret).
+//!
+//! Each value is marked sensitive, so it is never printed by the HTTP
+//! stack's debug output; redirects are not followed (see `client_for`),
+//! so a header never reaches a host the operator did not name.
+
+use crate::McpError;
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+
+/// Headers the proxy sets itself, or that frame the request.
+const RESERVED: [&str; 12] = [
+    "host",
+    "content-length",
+    "content-type",
+    "accept",
+    "transfer-encoding",
+    "connection",
+    "te",
+    "upgrade",
+    "keep-alive",
+    "mcp-session-id",
+    "mcp-protocol-version",
+    "last-event-id",
+];
+
+/// An MCP server at a URL, with the headers it is given.
+#[derive(Debug, Clone)]
+pub struct Upstream {
+    pub(crate) url: reqwest::Url,
+    pub(crate) headers: HeaderMap,
+}
+
+impl Upstream {
+    /// The server at `url` (an `http` or `https` URL), given `headers`
+    /// (each `Name: value`) on every request.
+    ///
+    /// # Errors
+    ///
+    /// [`McpError::Upstream`] when `url` is not an http(s) URL with a
+    /// host, and [`McpError::UpstreamHeader`] when a header is malformed,
+    /// reserved, or would be sent in clear text off the machine.
+    pub fn new(url: &str, headers: &[String]) -> Result<Self, McpError> {
+        let refuse = |why: &str| McpError::Upstream {
+            url: url.to_owned(),
+            why: why.to_owned(),
+        };
+        let parsed = reqwest::Url::parse(url).map_err(|e| refuse(&e.to_string()))?;
+        if !matches!(parsed.scheme(), "http" | "https") {
+            return Err(refuse("only http:// and https:// URLs are MCP servers"));
+        }
+        if parsed.host().is_none() {
+            return Err(refuse("it names no host"));
+        }
+        let mut map = HeaderMap::new();
+        for (at, given) in headers.iter().enumerate() {
+            let (name, value) =
+                header(given).map_err(|why| McpError::UpstreamHeader { at: at + 1, why })?;
+            if parsed.scheme() == "http" && !is_loopback(&parsed) {
+                return Err(McpError::UpstreamHeader {
+                    at: at + 1,
+                    why: format!(
+                        "{name} would cross the network in clear text to {}: use an https:// URL",
+                        parsed.host_str().unwrap_or_default()
+                    ),
+                });
+            }
+            map.append(name, value);
+        }
+        Ok(Upstream {
+            url: parsed,
+            headers: map,
+        })
+    }
+
+    /// The server's URL.
+    pub fn url(&self) -> &str {
+        self.url.as_str()
+    }
+}
+
+/// One `Name: value`, checked; the error names the header, never its value.
+fn header(given: &str) -> Result<(HeaderName, HeaderValue), String> {
+    let Some((name, value)) = given.split_once(':') else {
+        return Err("not `Name: value` (no colon)".to_owned());
+    };
+    let name = HeaderName::from_bytes(name.trim().as_bytes())
+        .map_err(|_| "its name is not a valid HTTP header name".to_owned())?;
+    if RESERVED.contains(&name.as_str()) {
+        return Err(format!(
+            "{name} is set by the proxy itself (the transport needs its own)"
+        ));
+    }
+    let value = value.trim();
+    if value.is_empty() {
+        return Err(format!("{name} has an empty value"));
+    }
+    let mut value = HeaderValue::from_str(value).map_err(|_| {
+        format!("the value of {name} is not a valid header value (a control character?)")
+    })?;
+    value.set_sensitive(true);
+    Ok((name, value))
+}
+
+/// Whether `url` names this machine: `localhost` or a loopback address.
+pub(crate) fn is_loopback(url: &reqwest::Url) -> bool {
+    match url.host_str() {
+        Some("localhost") => true,
+        Some(host) => host
+            .trim_matches(['[', ']'])
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback()),
+        None => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refused(url: &str, header: &str) -> String {
+        match Upstream::new(url, &[header.to_owned()]) {
+            Err(e) => e.to_string(),
+            Ok(_) => panic!("{header} was accepted"),
+        }
+    }
+
+    #[test]
+    fn a_header_never_crosses_the_network_in_clear_text() {
+        let why = refused("http://mcp.example.com/mcp", "Authorization: Bearer s3cret");
+        assert!(why.contains("clear text"), "{why}");
+        assert!(!why.contains("s3cret"), "{why}");
+        for url in [
+            "https://mcp.example.com/mcp",
+            "http://127.0.0.1:9/mcp",
+            "http://[::1]:9/",
+        ] {
+            assert!(
+                Upstream::new(url, &["Authorization: Bearer x".into()]).is_ok(),
+                "{url}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_transports_own_headers_cannot_be_given() {
+        for name in [
+            "Host",
+            "content-type",
+            "Mcp-Session-Id",
+            "Accept",
+            "Content-Length",
+        ] {
+            let why = refused("https://h/mcp", &format!("{name}: x"));
+            assert!(why.contains("set by the proxy"), "{name}: {why}");
+        }
+    }
+
+    #[test]
+    fn a_malformed_header_is_named_by_position_and_never_quoted() {
+        for (given, said) in [
+            ("Authorization Bearer s3cret", "no colon"),
+            ("Bad Name: s3cret", "not a valid HTTP header name"),
+            ("X-Key: s3cret\u{1}", "not a valid header value"),
+            ("X-Key:   ", "empty value"),
+        ] {
+            let why = refused("https://h/mcp", given);
+            assert!(why.contains(said), "{given:?}: {why}");
+            assert!(why.contains("--upstream-header #1"), "{why}");
+            assert!(!why.contains("s3cret"), "{given:?}: {why}");
+        }
+    }
+
+    #[test]
+    fn each_value_is_marked_sensitive() {
+        let upstream =
+            Upstream::new("https://h/mcp", &["Authorization: Bearer s3cret".into()]).unwrap();
+        let value = upstream.headers.get("authorization").unwrap();
+        assert!(value.is_sensitive());
+        assert!(!format!("{upstream:?}").contains("s3cret"));
+    }
+}
