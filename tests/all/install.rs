@@ -56,6 +56,18 @@ impl Env {
 
     /// `toolgate doctor --json` with `path` as `PATH` (where it finds the
     /// agents' CLIs).
+    /// `toolgate args` with the agent's variable `var` set to `value`.
+    fn toolgate_with(&self, var: &str, value: &Path, args: &[&str]) -> Output {
+        home_only(&mut toolgate())
+            .args(args)
+            .env("HOME", self.home())
+            .env("PATH", "/usr/bin:/bin")
+            .env(var, value)
+            .current_dir(self.project())
+            .output()
+            .unwrap()
+    }
+
     fn doctor_json(&self, path: &str) -> (Option<i32>, Value) {
         let out = home_only(&mut toolgate())
             .args(["doctor", "--json"])
@@ -980,16 +992,7 @@ fn install_follows_the_variable_that_moves_an_agents_settings_and_doctor_flags_t
         ok(&env.toolgate(&["install", agent.name()]));
         let left = env.user_file(agent);
         assert!(left.is_file(), "{agent}");
-        let with_var = |args: &[&str]| {
-            home_only(&mut toolgate())
-                .args(args)
-                .env("HOME", env.home())
-                .env("PATH", "/usr/bin:/bin")
-                .env(var, &moved)
-                .current_dir(env.project())
-                .output()
-                .unwrap()
-        };
+        let with_var = |args: &[&str]| env.toolgate_with(var, &moved, args);
         let report = stdout_json(&with_var(&["doctor", "--json"]));
         let problems = doctor_agent(&report, agent)["problems"].to_string();
         assert!(
@@ -1061,16 +1064,7 @@ fn install_mcp_rewrites_the_file_the_agents_variable_moves_its_servers_to() {
         std::fs::create_dir_all(read.parent().unwrap()).unwrap();
         let config = mcp_config(shape, "/usr/bin/mcp-fs");
         std::fs::write(&read, &config).unwrap();
-        let with_var = |args: &[&str]| {
-            home_only(&mut toolgate())
-                .args(args)
-                .env("HOME", env.home())
-                .env("PATH", "/usr/bin:/bin")
-                .env(var, &moved)
-                .current_dir(env.project())
-                .output()
-                .unwrap()
-        };
+        let with_var = |args: &[&str]| env.toolgate_with(var, &moved, args);
         ok(&with_var(&["install", agent.name(), "--mcp"]));
         let text = std::fs::read_to_string(&read).unwrap();
         assert!(

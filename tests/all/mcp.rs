@@ -218,9 +218,21 @@ pub(crate) fn trust(fx: &Fixture, name: &str, server: &[&str], approve: bool) ->
 /// `toolgate mcp trust` for the server `at` names (`-- command…` or
 /// `--upstream URL`), as [`trust`].
 pub(crate) fn trust_at(fx: &Fixture, name: &str, at: &[&str], approve: bool) -> String {
+    trust_with(fx, name, at, approve, &[])
+}
+
+/// [`trust_at`], with `env` set for each `mcp trust`.
+pub(crate) fn trust_with(
+    fx: &Fixture,
+    name: &str,
+    at: &[&str],
+    approve: bool,
+    env: &[(&str, &str)],
+) -> String {
     let review = in_fixture(fx)
         .args(["mcp", "trust", "--name", name])
         .args(at)
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .output()
         .unwrap();
@@ -234,7 +246,8 @@ pub(crate) fn trust_at(fx: &Fixture, name: &str, at: &[&str], approve: bool) -> 
         succeeded(
             in_fixture(fx)
                 .args(["mcp", "trust", "--name", name, "--yes", &digest])
-                .args(at),
+                .args(at)
+                .envs(env.iter().copied()),
         );
     }
     shown

@@ -512,9 +512,6 @@ fn over_http_the_headers_upstream_header_gives_reach_the_server_and_nothing_else
         "--upstream-header",
         "X-Api-Key: k${KEYED_SUFFIX}",
     ];
-    let with_vars = |cmd: &mut Command| {
-        cmd.env("KEYED_TOKEN", "s3cret").env("KEYED_SUFFIX", "1");
-    };
     // Without the headers: no listing, and the client is told why.
     let out = in_fixture(&fx)
         .args(["mcp", "trust", "--name", "keyed", "--upstream", &url])
@@ -540,39 +537,15 @@ fn over_http_the_headers_upstream_header_gives_reach_the_server_and_nothing_else
     drop(proxy);
 
     // With them: reviewed, approved, and called through the chain.
-    let mut review = in_fixture(&fx);
-    review
-        .args(["mcp", "trust", "--name", "keyed", "--upstream", &url])
-        .args(headers)
-        .stdin(Stdio::null());
-    with_vars(&mut review);
-    let review = review.output().unwrap();
-    let shown = String::from_utf8_lossy(&review.stdout).into_owned();
-    let digest = shown
-        .lines()
-        .find_map(|l| l.strip_prefix("digest: "))
-        .unwrap_or_else(|| panic!("no digest in {shown}{}", stderr(&review)))
-        .to_owned();
-    let mut approve = in_fixture(&fx);
-    approve
-        .args([
-            "mcp",
-            "trust",
-            "--name",
-            "keyed",
-            "--yes",
-            &digest,
-            "--upstream",
-            &url,
-        ])
-        .args(headers);
-    with_vars(&mut approve);
-    succeeded(&mut approve);
+    let vars = [("KEYED_TOKEN", "s3cret"), ("KEYED_SUFFIX", "1")];
+    let mut at = vec!["--upstream", url.as_str()];
+    at.extend(headers);
+    crate::mcp::trust_with(&fx, "keyed", &at, true, &vars);
     let mut keyed = in_fixture(&fx);
     keyed
         .args(["mcp", "--name", "keyed", "--upstream", &url])
         .args(headers);
-    with_vars(&mut keyed);
+    keyed.envs(vars);
     let (_proxy, addr, token) = proxy_http_with(&fx, keyed);
     let mut client = Client::new(&addr, &token);
     client.initialize();
@@ -580,33 +553,38 @@ fn over_http_the_headers_upstream_header_gives_reach_the_server_and_nothing_else
     assert_eq!(result["content"][0]["text"], "keyed ok", "{result}");
 
     // Refused before anything is sent, naming the header, never its value.
-    for (given, env, said) in [
+    for (to, given, said) in [
         (
+            url.as_str(),
             "Authorization: Bearer ${KEYED_MISSING}",
-            true,
             "KEYED_MISSING is not set",
         ),
         (
+            url.as_str(),
             "Authorization: Bearer ${KEYED_TOKEN",
-            true,
             "without its `}`",
         ),
-        ("Host: elsewhere", true, "set by the proxy itself"),
+        (url.as_str(), "Host: elsewhere", "set by the proxy itself"),
+        (
+            "http://mcp.example.com/mcp",
+            "Authorization: Bearer ${KEYED_TOKEN}",
+            "clear text",
+        ),
     ] {
-        let mut cmd = in_fixture(&fx);
-        cmd.args([
-            "mcp",
-            "--name",
-            "keyed",
-            "--upstream",
-            &url,
-            "--upstream-header",
-            given,
-        ]);
-        if env {
-            with_vars(&mut cmd);
-        }
-        let out = cmd.stdin(Stdio::null()).output().unwrap();
+        let out = in_fixture(&fx)
+            .args([
+                "mcp",
+                "--name",
+                "keyed",
+                "--upstream",
+                to,
+                "--upstream-header",
+                given,
+            ])
+            .envs(vars)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
         assert!(!out.status.success(), "{given}");
         assert!(stderr(&out).contains(said), "{given}: {}", stderr(&out));
         assert!(
@@ -615,21 +593,6 @@ fn over_http_the_headers_upstream_header_gives_reach_the_server_and_nothing_else
             stderr(&out)
         );
     }
-    let mut cmd = in_fixture(&fx);
-    cmd.args([
-        "mcp",
-        "--name",
-        "keyed",
-        "--upstream",
-        "http://mcp.example.com/mcp",
-        "--upstream-header",
-        "Authorization: Bearer ${KEYED_TOKEN}",
-    ]);
-    with_vars(&mut cmd);
-    let out = cmd.stdin(Stdio::null()).output().unwrap();
-    assert!(!out.status.success());
-    assert!(stderr(&out).contains("clear text"), "{}", stderr(&out));
-    assert!(!stderr(&out).contains("s3cret"), "{}", stderr(&out));
 }
 
 /// [`proxy_http`] with a command of the test's own.

@@ -1316,20 +1316,14 @@ fn assert_mcp_verdicts(
     how: &str,
     env: &[(&str, &str)],
 ) {
-    use crate::mcp::{LIVE_CALLS, assert_live_verdicts};
+    use crate::mcp::assert_live_verdicts;
     let config = fx.dir.path().join("mcp.json");
     std::fs::write(
         &config,
         json!({"mcpServers": {"everything": entry}}).to_string(),
     )
     .unwrap();
-    let calls = LIVE_CALLS
-        .iter()
-        .map(|(tool, args)| {
-            json!({"name": format!("mcp__everything__{tool}"),
-                   "input": serde_json::from_str::<Value>(args).unwrap()})
-        })
-        .collect();
+    let calls = live_mcp_calls();
     let run = claude_run(
         release,
         fx,
@@ -1345,13 +1339,7 @@ fn assert_mcp_verdicts(
     );
     // One result per call (the conversation is sent again with each
     // request, once with a cache mark).
-    let results: Vec<Value> = run
-        .tool_results()
-        .into_iter()
-        .map(|r| (r["tool_use_id"].to_string(), r))
-        .collect::<std::collections::BTreeMap<_, _>>()
-        .into_values()
-        .collect();
+    let results = one_result_per_call(&run);
     assert_eq!(
         results[0]["is_error"], true,
         "{release:?} {how}: {results:#?}"
@@ -1368,6 +1356,29 @@ fn assert_mcp_verdicts(
     );
 }
 
+/// [`LIVE_CALLS`](crate::mcp::LIVE_CALLS) as the model's tool calls to
+/// server-everything, named as Claude Code names them.
+fn live_mcp_calls() -> Vec<Value> {
+    crate::mcp::LIVE_CALLS
+        .iter()
+        .map(|(tool, args)| {
+            json!({"name": format!("mcp__everything__{tool}"),
+                   "input": serde_json::from_str::<Value>(args).unwrap()})
+        })
+        .collect()
+}
+
+/// One result per call (the conversation is sent again with each request,
+/// once with a cache mark), in the order of their ids.
+fn one_result_per_call(run: &Run) -> Vec<Value> {
+    run.tool_results()
+        .into_iter()
+        .map(|r| (r["tool_use_id"].to_string(), r))
+        .collect::<std::collections::BTreeMap<_, _>>()
+        .into_values()
+        .collect()
+}
+
 /// The same, from the user's `~/.claude.json` as `toolgate install
 /// claude-code --mcp` rewrote it (no `--mcp-config`): the entry install
 /// writes is one Claude Code starts. And with `CLAUDE_CONFIG_DIR` set,
@@ -1375,9 +1386,7 @@ fn assert_mcp_verdicts(
 /// not `~/.claude.json`), and where `install --mcp` writes it.
 #[test]
 fn live_claude_runs_the_mcp_servers_install_mcp_wrapped() {
-    use crate::mcp::{
-        LIVE_CALLS, assert_live_verdicts, everything, judged_fixture, live_server, state,
-    };
+    use crate::mcp::{assert_live_verdicts, everything, judged_fixture, live_server, state};
     for release in RELEASES {
         for moved in [false, true] {
             let fx = judged_fixture();
@@ -1405,13 +1414,7 @@ fn live_claude_runs_the_mcp_servers_install_mcp_wrapped() {
                 "{}",
                 String::from_utf8_lossy(&out.stderr)
             );
-            let calls = LIVE_CALLS
-                .iter()
-                .map(|(tool, args)| {
-                    json!({"name": format!("mcp__everything__{tool}"),
-                       "input": serde_json::from_str::<Value>(args).unwrap()})
-                })
-                .collect();
+            let calls = live_mcp_calls();
             let state = state(&fx);
             let mut env = vec![("XDG_STATE_HOME", state.to_str().unwrap())];
             if moved {
@@ -1424,13 +1427,7 @@ fn live_claude_runs_the_mcp_servers_install_mcp_wrapped() {
                 &["--allowedTools", "mcp__everything"],
                 &env,
             );
-            let results: Vec<Value> = run
-                .tool_results()
-                .into_iter()
-                .map(|r| (r["tool_use_id"].to_string(), r))
-                .collect::<std::collections::BTreeMap<_, _>>()
-                .into_values()
-                .collect();
+            let results = one_result_per_call(&run);
             let shown: Vec<String> = results.iter().map(|r| r["content"].to_string()).collect();
             let told: String = run.mock.requests().iter().map(Value::to_string).collect();
             assert_live_verdicts(
