@@ -1380,6 +1380,17 @@ pub(crate) const LIVE_CALLS: [(&str, &str); 4] = [
     ("echo", r#"{"message": "my SECRET"}"#),
 ];
 
+/// [`LIVE_CALLS`] as a model's tool calls, each tool named as the agent
+/// names it (`name` of the server's tool name).
+pub(crate) fn live_calls(name: impl Fn(&str) -> String) -> Vec<Value> {
+    LIVE_CALLS
+        .iter()
+        .map(|(tool, args)| {
+            json!({"name": name(tool), "input": serde_json::from_str::<Value>(args).unwrap()})
+        })
+        .collect()
+}
+
 /// What a live agent's model must have been shown for [`LIVE_CALLS`]
 /// (`shown`, one text per call), and told of the tools (`told`, every
 /// request it was sent): each verdict, and never the unapproved tool.

@@ -1323,7 +1323,7 @@ fn assert_mcp_verdicts(
         json!({"mcpServers": {"everything": entry}}).to_string(),
     )
     .unwrap();
-    let calls = live_mcp_calls();
+    let calls = crate::mcp::live_calls(|tool| format!("mcp__everything__{tool}"));
     let run = claude_run(
         release,
         fx,
@@ -1354,18 +1354,6 @@ fn assert_mcp_verdicts(
         &told,
         "mcp__everything__echo",
     );
-}
-
-/// [`LIVE_CALLS`](crate::mcp::LIVE_CALLS) as the model's tool calls to
-/// server-everything, named as Claude Code names them.
-fn live_mcp_calls() -> Vec<Value> {
-    crate::mcp::LIVE_CALLS
-        .iter()
-        .map(|(tool, args)| {
-            json!({"name": format!("mcp__everything__{tool}"),
-                   "input": serde_json::from_str::<Value>(args).unwrap()})
-        })
-        .collect()
 }
 
 /// One result per call (the conversation is sent again with each request,
@@ -1414,7 +1402,7 @@ fn live_claude_runs_the_mcp_servers_install_mcp_wrapped() {
                 "{}",
                 String::from_utf8_lossy(&out.stderr)
             );
-            let calls = live_mcp_calls();
+            let calls = crate::mcp::live_calls(|tool| format!("mcp__everything__{tool}"));
             let state = state(&fx);
             let mut env = vec![("XDG_STATE_HOME", state.to_str().unwrap())];
             if moved {

@@ -416,3 +416,41 @@ fn live_copilot_runs_toolgate_despite_disable_all_hooks_in_every_file_it_might_r
         assert_eq!(report["called"], true, "{file}: {report:#}");
     }
 }
+
+/// `toolgate mcp` between Copilot CLI and server-everything, from the
+/// `~/.copilot/mcp-config.json` that `toolgate install copilot --mcp`
+/// rewrote: each verdict of the chain reaches the model (a deny, a modify,
+/// a replace, a rewritten result), and the tools the user did not approve
+/// or a `list_tools` hook hid are never offered.
+#[test]
+fn live_copilot_mcp_tools_are_guarded_through_the_entry_install_mcp_wrote() {
+    use crate::mcp::{LIVE_CALLS, assert_live_verdicts, everything, judged_fixture, live_server};
+    let fx = judged_fixture();
+    let (_, env) = live_server(&fx);
+    let home = fx.dir.path().join("copilot-home");
+    std::fs::create_dir_all(home.join(".copilot")).unwrap();
+    let config = home.join(".copilot/mcp-config.json");
+    std::fs::write(
+        &config,
+        json!({"mcpServers": {"everything": {"type": "local", "command": everything(),
+            "args": ["stdio"], "tools": ["*"], "env": env}}})
+        .to_string(),
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        .args(["install", "copilot", "--mcp"])
+        .env("HOME", &home)
+        .env_remove("COPILOT_HOME")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let calls = crate::mcp::live_calls(|tool| format!("everything-{tool}"));
+    let mock = copilot(&fx, calls);
+    let told: String = mock.requests().iter().map(Value::to_string).collect();
+    assert_live_verdicts(
+        "GitHub Copilot CLI",
+        &tool_messages(&mock, LIVE_CALLS.len()),
+        &told,
+        "everything-echo",
+    );
+}

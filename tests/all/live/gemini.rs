@@ -558,20 +558,14 @@ fn live_gemini_mcp_tools_are_guarded_through_toolgate_mcp_over_http() {
 /// [`crate::mcp::LIVE_CALLS`]: each verdict of `fx`'s chain reaches the
 /// model, and the unapproved tool is never offered.
 fn assert_mcp_verdicts(fx: &Fixture, entry: Value, how: &str) {
-    use crate::mcp::{LIVE_CALLS, assert_live_verdicts};
+    use crate::mcp::assert_live_verdicts;
     let settings = json!({
         "security": {"auth": {"selectedType": "gemini-api-key"}},
         "mcpServers": {"everything": entry}
     });
     // Gemini CLI names an MCP tool `mcp_<server>_<tool>`; hooks still see
     // `mcp__everything__<tool>` from the proxy.
-    let calls = LIVE_CALLS
-        .iter()
-        .map(|(tool, args)| {
-            json!({"name": format!("mcp_everything_{tool}"),
-                   "input": serde_json::from_str::<Value>(args).unwrap()})
-        })
-        .collect();
+    let calls = crate::mcp::live_calls(|tool| format!("mcp_everything_{tool}"));
     let run = gemini_with(fx, settings, calls, true, &[]);
     let told: String = run.mock.requests().iter().map(Value::to_string).collect();
     assert_live_verdicts(

@@ -62,6 +62,17 @@ enum Plugin {
 /// Runs `opencode run` in the workspace on `calls` (`{"name", "input"}`),
 /// with `permission` in its opencode.json.
 fn opencode(fx: &Fixture, plugin: Plugin, permission: Value, calls: Vec<Value>) -> MockModel {
+    opencode_with(fx, plugin, permission, json!({}), calls)
+}
+
+/// [`opencode`], with `more` added to its opencode.json.
+fn opencode_with(
+    fx: &Fixture,
+    plugin: Plugin,
+    permission: Value,
+    more: Value,
+    calls: Vec<Value>,
+) -> MockModel {
     let ws = fx.workspace();
     let config_home = fx.dir.path().join("opencode-config");
     let mock = MockModel::chat(calls);
@@ -78,6 +89,9 @@ fn opencode(fx: &Fixture, plugin: Plugin, permission: Value, calls: Vec<Value>) 
         "share": "disabled",
         "permission": permission,
     });
+    if let (Some(config), Some(more)) = (config.as_object_mut(), more.as_object()) {
+        config.extend(more.clone());
+    }
     match plugin {
         Plugin::File(text) => {
             std::fs::create_dir_all(ws.join(".opencode/plugin")).unwrap();
@@ -392,4 +406,33 @@ fn live_opencode_runs_unguarded_without_its_plugin_unless_the_sentinel_refuses()
         shown[0]
     );
     assert!(!fx.workspace().join("ran.txt").exists(), "the call ran");
+}
+
+/// `toolgate mcp` between OpenCode and server-everything, as a local
+/// server of its `mcp` config: each verdict of the chain reaches the model
+/// (a deny, a modify, a replace, a rewritten result), and the tools the
+/// user did not approve or a `list_tools` hook hid are never offered.
+/// OpenCode names an MCP tool `<server>_<tool>`.
+#[test]
+fn live_opencode_mcp_tools_are_guarded_through_toolgate_mcp() {
+    use crate::mcp::{LIVE_CALLS, assert_live_verdicts, judged_fixture, live_server};
+    let fx = judged_fixture();
+    let (argv, env) = live_server(&fx);
+    let more = json!({"mcp": {"everything": {"type": "local", "command": argv,
+        "environment": env, "enabled": true}}});
+    let calls = crate::mcp::live_calls(|tool| format!("everything_{tool}"));
+    let mock = opencode_with(
+        &fx,
+        Plugin::File(plugin_for(env!("CARGO_BIN_EXE_toolgate"))),
+        json!({"*": "allow"}),
+        more,
+        calls,
+    );
+    let told: String = mock.requests().iter().map(Value::to_string).collect();
+    assert_live_verdicts(
+        "OpenCode",
+        &model_saw(&mock, LIVE_CALLS.len()),
+        &told,
+        "everything_echo",
+    );
 }

@@ -432,3 +432,31 @@ fn live_qwen_disable_all_hooks_skips_toolgate_and_doctor_says_so() {
         doctor_agrees(&format!("{set:?}"), ran, &report, off_by.map(path));
     }
 }
+
+/// `toolgate mcp` between Qwen Code and server-everything, as its
+/// `mcpServers` entry: each verdict of the chain reaches the model (a deny,
+/// a modify, a replace, a rewritten result), and the tools the user did not
+/// approve or a `list_tools` hook hid are never offered. Qwen Code names
+/// an MCP tool as Claude Code does, `mcp__<server>__<tool>`.
+#[test]
+fn live_qwen_mcp_tools_are_guarded_through_toolgate_mcp() {
+    use crate::mcp::{LIVE_CALLS, assert_live_verdicts, judged_fixture, live_server};
+    let fx = judged_fixture();
+    let (argv, env) = live_server(&fx);
+    let entry = json!({"command": argv[0], "args": &argv[1..], "trust": true, "env": env});
+    let calls = crate::mcp::live_calls(|tool| format!("mcp__everything__{tool}"));
+    let mock = qwen_env(
+        &fx,
+        json!({}),
+        json!({"mcpServers": {"everything": entry}}),
+        calls,
+        &[],
+    );
+    let told: String = mock.requests().iter().map(Value::to_string).collect();
+    assert_live_verdicts(
+        "Qwen Code",
+        &results(&mock, LIVE_CALLS.len()),
+        &told,
+        "mcp__everything__echo",
+    );
+}
