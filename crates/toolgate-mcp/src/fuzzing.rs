@@ -11,12 +11,22 @@
 //!   `get` to a parser that keeps the last of duplicate keys (serde_json,
 //!   JavaScript's `JSON.parse`), and none has duplicate keys (so a parser
 //!   that keeps the first reads the same);
-//! - no answer shown to the client carries `RAW`, unless it answers a
-//!   request whose id is a string starting with `p` (the streams' other
-//!   requests use those: their answers may carry anything).
+//! - no answer shown to the client carries `RAW` where it answers a
+//!   `tools/call` the proxy forwarded (the request in flight under that
+//!   id, as the proxy pairs them). The answers to the client's other
+//!   requests (`ping`, `resources/read`, a method the proxy does not
+//!   know) pass through as the server sent them, by design; an answer to
+//!   no forwarded request must not reach the client at all, and the
+//!   proxy's own answers carry only what the client sent.
+//!
+//! (The first campaign found, in its first second, that the invariant
+//! read every answer as a tool's unless its id began with `p`: a request
+//! of an unknown method, answered by the server as it liked, broke it.
+//! The proxy was right; the invariant now says what the proxy promises.)
 
 use crate::judge::{Judge, Route};
 use serde_json::Value;
+use std::collections::HashMap;
 use toolgate::contract::{HookRequest, ToolResult, Verdict};
 use toolgate::{BoxError, HookRunner, Interceptor};
 
@@ -54,6 +64,9 @@ pub fn judge_stream(steps: &[(bool, Vec<u8>)]) -> Vec<String> {
     };
     let judge = strict_judge();
     let mut broken = Vec::new();
+    // Each forwarded request's method, by the key the proxy pairs its
+    // answer with.
+    let mut forwarded: HashMap<String, String> = HashMap::new();
     for (from_client, line) in steps {
         let routes = runtime.block_on(async {
             if *from_client {
@@ -63,7 +76,7 @@ pub fn judge_stream(steps: &[(bool, Vec<u8>)]) -> Vec<String> {
             }
         });
         for route in routes {
-            broken.extend(check(&route));
+            broken.extend(check(&route, &mut forwarded));
         }
     }
     broken
@@ -113,7 +126,7 @@ pub fn exchange_events(data: &[u8]) -> Vec<String> {
     judge_stream(&steps)
 }
 
-fn check(route: &Route) -> Option<String> {
+fn check(route: &Route, forwarded: &mut HashMap<String, String>) -> Option<String> {
     match route {
         Route::ToServer(bytes) => {
             let text = String::from_utf8_lossy(bytes);
@@ -123,16 +136,36 @@ fn check(route: &Route) -> Option<String> {
             if toolgate_contract::strict_json::parse(bytes).is_err() {
                 return Some(format!("forwarded with duplicate keys or not JSON: {text}"));
             }
+            let message = serde_json::from_slice::<Value>(bytes).unwrap_or(Value::Null);
+            if let (Some(method), Some(key)) =
+                (message["method"].as_str(), read_as_a_client(&message))
+            {
+                forwarded.insert(key, method.to_owned());
+            }
             None
         }
         Route::ToClient(bytes) => {
             let text = String::from_utf8_lossy(bytes);
             let message = serde_json::from_slice::<Value>(bytes).unwrap_or(Value::Null);
-            let answer = message.get("method").is_none();
-            let other = message["id"].as_str().is_some_and(|id| id.starts_with('p'));
-            (answer && !other && text.contains("RAW"))
+            if message.get("method").is_some() {
+                return None;
+            }
+            let asked = read_as_a_client(&message).and_then(|key| forwarded.remove(&key));
+            (asked.as_deref() == Some("tools/call") && text.contains("RAW"))
                 .then(|| format!("an unjudged result reached the client: {text}"))
         }
+    }
+}
+
+/// The id of `message` as the MCP SDKs' clients pair an answer with its
+/// request: a number by its value as a double (JavaScript's `Map` and
+/// Python's `dict` both take `5` and `5.0` for one key), a string as
+/// itself. Not the proxy's own key: the invariant is what a client reads.
+fn read_as_a_client(message: &Value) -> Option<String> {
+    match message.get("id")? {
+        Value::Number(n) => n.as_f64().map(|f| format!("n:{f}")),
+        Value::String(s) => Some(format!("s:{s}")),
+        _ => None,
     }
 }
 

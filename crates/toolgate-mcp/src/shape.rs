@@ -2,10 +2,20 @@
 //! answers the proxy writes itself, and a `CallToolResult` as hooks see it.
 //!
 //! Hooks see a tool's result as `{"content": [...], "structuredContent":
-//! {...}}` with the result's `isError` as the error flag: the two fields the
+//! {...}}` with the result's `isError` as the error flag: the fields the
 //! model and the client read, in MCP's own shape, so a hook written for
-//! one MCP server reads every other's. `_meta` and fields this build does
-//! not know stay with the result for the client, unseen and unchanged.
+//! one MCP server reads every other's.
+//!
+//! # Closed world: the client is given only what was judged
+//!
+//! A `CallToolResult` reaches the client with `content`,
+//! `structuredContent` and `isError` and nothing else: `_meta`, the
+//! protocol's older `toolResult` and any field this build does not know
+//! are dropped, because no hook saw them and a client may show them to the
+//! model. Claude Code 2.1.332 does exactly that with `toolResult`: when a
+//! result has one, the model reads it *instead of* `content` (found by the
+//! `mcp` fuzz target's first campaign; before, a server could put any
+//! text there and the post chain judged the harmless `content` beside it).
 
 use serde_json::{Map, Value, json};
 use toolgate::contract::ToolResult;
@@ -35,10 +45,12 @@ pub(crate) fn result(id: &Value, result: Map<String, Value>) -> Vec<u8> {
     encode(&json!({ "jsonrpc": "2.0", "id": id, "result": result }))
 }
 
+/// The fields of a `CallToolResult` hooks see and the client is given.
+pub(crate) const JUDGED_FIELDS: [&str; 3] = ["content", "structuredContent", "isError"];
+
 /// What hooks see of a `CallToolResult`: its `content` and, when the
 /// tool gave one, its `structuredContent`; `isError` is the result's
-/// error flag. `_meta` and unknown fields are kept for the client but not
-/// shown to hooks.
+/// error flag. Nothing else of it reaches the client (see the module doc).
 pub(crate) fn tool_result(result: &Map<String, Value>) -> ToolResult {
     let mut output = Map::new();
     output.insert(
@@ -57,13 +69,12 @@ pub(crate) fn tool_result(result: &Map<String, Value>) -> ToolResult {
     }
 }
 
-/// A `CallToolResult` showing `shown`, keeping the original's other fields.
-/// An output in the shape hooks were shown (`content`, optionally
-/// `structuredContent`) is used as is; any other output is shown as text,
-/// so a hook may answer a plain string.
-pub(crate) fn call_result(original: &Map<String, Value>, shown: &ToolResult) -> Map<String, Value> {
-    let mut result = original.clone();
-    result.remove("structuredContent");
+/// A `CallToolResult` showing `shown`, and nothing else. An output in the
+/// shape hooks were shown (`content`, optionally `structuredContent`) is
+/// used as is; any other output is shown as text, so a hook may answer a
+/// plain string.
+pub(crate) fn call_result(shown: &ToolResult) -> Map<String, Value> {
+    let mut result = Map::new();
     match &shown.output {
         Value::Object(output) if output.get("content").is_some_and(Value::is_array) => {
             result.insert("content".into(), output["content"].clone());
@@ -83,8 +94,6 @@ pub(crate) fn call_result(original: &Map<String, Value>, shown: &ToolResult) -> 
     }
     if shown.is_error {
         result.insert("isError".into(), Value::Bool(true));
-    } else {
-        result.remove("isError");
     }
     result
 }

@@ -1853,3 +1853,59 @@ fn live_claude_reads_its_user_settings_where_claude_config_dir_says_and_so_do_in
         assert_eq!(report["installed"], true, "{release:?}: {report:#}");
     }
 }
+
+/// A server that hides its real output in `toolResult` beside a harmless
+/// `content`: the real Claude Code shows the model `toolResult` instead
+/// of `content` when it talks to the server directly (pinned per release:
+/// a release that stops doing so fails here), and through `toolgate mcp`
+/// the model reads only what the post chain judged.
+#[test]
+fn live_claude_a_result_smuggled_beside_the_judged_content_never_reaches_the_model() {
+    use crate::mcp::{rogue, state, trust};
+    for release in RELEASES {
+        let fx = Fixture::new();
+        let (server, _) = rogue(&fx, "smuggle");
+        let words: Vec<&str> = server.iter().map(String::as_str).collect();
+        trust(&fx, "rogue", &words, true);
+        let state = state(&fx);
+        let mut proxied = vec![
+            env!("CARGO_BIN_EXE_toolgate").to_owned(),
+            "mcp".into(),
+            "--name".into(),
+            "rogue".into(),
+            "--".into(),
+        ];
+        proxied.extend(server.iter().cloned());
+        for (how, argv) in [
+            ("directly", server.clone()),
+            ("through toolgate mcp", proxied),
+        ] {
+            let entry = json!({"command": argv[0], "args": &argv[1..],
+                "env": {"TOOLGATE_CONFIG_DIR": fx.global(), "XDG_STATE_HOME": &state}});
+            let config = fx.dir.path().join("mcp.json");
+            std::fs::write(&config, json!({"mcpServers": {"rogue": entry}}).to_string()).unwrap();
+            let run = claude_run(
+                release,
+                &fx,
+                vec![json!({"name": "mcp__rogue__t", "input": {}})],
+                &[
+                    "--mcp-config",
+                    config.to_str().unwrap(),
+                    "--strict-mcp-config",
+                    "--allowedTools",
+                    "mcp__rogue",
+                ],
+                &[],
+            );
+            let shown = one_result_per_call(&run)[0]["content"].to_string();
+            if how == "directly" {
+                assert!(shown.contains("SMUGGLED"), "{release:?} {how}: {shown}");
+            } else {
+                assert!(
+                    !shown.contains("SMUGGLED") && shown.contains("harmless"),
+                    "{release:?} {how}: {shown}"
+                );
+            }
+        }
+    }
+}

@@ -76,10 +76,7 @@ impl Judge {
              the user can review it with: {}",
             self.server, approval.review
         ));
-        Some(vec![Route::ToClient(result(
-            id,
-            call_result(&Map::new(), &shown),
-        ))])
+        Some(vec![Route::ToClient(result(id, call_result(&shown)))])
     }
 
     /// A `tools/list` answer as the client is shown it: without the tools
@@ -249,10 +246,7 @@ impl Judge {
             "toolgate: call blocked: tool `{tool}` of MCP server `{}` is not offered ({why})",
             self.server
         ));
-        Some(vec![Route::ToClient(result(
-            id,
-            call_result(&Map::new(), &shown),
-        ))])
+        Some(vec![Route::ToClient(result(id, call_result(&shown)))])
     }
 
     /// The output schemas of the tools the client was shown, for checking

@@ -48,8 +48,8 @@
 //! which every SDK's reader accepts.
 
 use crate::shape::{
-    INVALID_PARAMS, INVALID_REQUEST, NOT_JUDGED, PARSE_ERROR, call_result, encode, error,
-    initialized, result, tool_result,
+    INVALID_PARAMS, INVALID_REQUEST, JUDGED_FIELDS, NOT_JUDGED, PARSE_ERROR, call_result, encode,
+    error, initialized, result, tool_result,
 };
 use serde_json::{Map, Value, json};
 use std::collections::HashMap;
@@ -299,10 +299,7 @@ impl Judge {
             Decision::Replace { result: replaced } => {
                 // `shown` is the replacement after the post chain.
                 let shown = outcome.shown.unwrap_or(replaced);
-                vec![Route::ToClient(result(
-                    id,
-                    call_result(&Map::new(), &shown),
-                ))]
+                vec![Route::ToClient(result(id, call_result(&shown)))]
             }
         }
     }
@@ -381,10 +378,17 @@ impl Judge {
         input: Value,
         bytes: Vec<u8>,
     ) -> Vec<u8> {
-        let (real, original) = match (answer.get("result"), answer.get("error")) {
-            (Some(Value::Object(result)), _) => (tool_result(result), result.clone()),
-            // A protocol error's text reaches the model too.
-            (_, Some(err)) => (ToolResult::error(json!({ "error": err })), Map::new()),
+        // Whether the server's bytes may reach the client as they are: a
+        // result holding only what hooks judge (anything else is dropped,
+        // see `shape`), or an error.
+        let (real, only_judged) = match (answer.get("result"), answer.get("error")) {
+            (Some(Value::Object(result)), _) => (
+                tool_result(result),
+                result.keys().all(|k| JUDGED_FIELDS.contains(&k.as_str())),
+            ),
+            // A protocol error's text reaches the model too; hooks see all
+            // of it.
+            (_, Some(err)) => (ToolResult::error(json!({ "error": err })), true),
             _ => {
                 return error(
                     id,
@@ -398,9 +402,13 @@ impl Judge {
         request.result = Some(real.clone());
         let outcome = self.runner.post_tool_use(&request).await;
         match outcome.shown {
-            Some(shown) if shown == real && matches!(outcome.decision, Decision::Allow) => bytes,
+            Some(shown)
+                if shown == real && only_judged && matches!(outcome.decision, Decision::Allow) =>
+            {
+                bytes
+            }
             Some(shown) => {
-                let rewritten = call_result(&original, &shown);
+                let rewritten = call_result(&shown);
                 let bare = tool
                     .strip_prefix(&format!("mcp__{}__", self.server))
                     .unwrap_or(&tool);
@@ -412,7 +420,7 @@ impl Judge {
                             "toolgate: output withheld: hook `{by}` failed: its rewrite of the \
                              result breaks the tool's declared outputSchema ({why})"
                         ));
-                        result(id, call_result(&original, &failed))
+                        result(id, call_result(&failed))
                     }
                 }
             }
@@ -516,14 +524,24 @@ impl Judge {
 /// `isError`, carrying the reason (what the model reads), never a drop.
 fn blocked(id: &Value, reason: &str) -> Vec<Route> {
     let shown = ToolResult::error(format!("toolgate: call blocked: {reason}"));
-    vec![Route::ToClient(result(
-        id,
-        call_result(&Map::new(), &shown),
-    ))]
+    vec![Route::ToClient(result(id, call_result(&shown)))]
 }
 
+/// The key a request and its answer are paired by, as the SDKs' clients
+/// pair them: a number by its value as a double (JavaScript's `Map` and
+/// Python's `dict` take `5`, `5.0` and `-0` for `5`, `5` and `0`), so a
+/// request whose id a client would read as one in flight is refused as a
+/// reused id, and no answer to one is handed on as the answer to another.
+/// A string stays quoted: `"5"` is not `5` to either.
 fn id_key(id: &Value) -> String {
-    id.to_string()
+    match id {
+        Value::Number(n) => match n.as_f64() {
+            Some(0.0) => "0".to_owned(),
+            Some(f) => format!("{f}"),
+            None => id.to_string(),
+        },
+        _ => id.to_string(),
+    }
 }
 
 /// The key of the request `message` is (a method and an id), if it is one.

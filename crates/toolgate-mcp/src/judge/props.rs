@@ -96,3 +96,28 @@ proptest! {
         prop_assert!(broken.is_empty(), "{broken:#?}");
     }
 }
+
+/// A client that pairs answers by id as the SDKs do (`5` and `5.0` one
+/// key) must not be handed a server's answer to one request as the
+/// answer to a tool call: the proxy refuses a request whose id a client
+/// would read as one already in flight.
+#[test]
+fn an_id_a_client_reads_as_one_in_flight_is_refused() {
+    let steps = [
+        (true, r#"{"jsonrpc":"2.0","id":5.0,"method":"ping"}"#),
+        (
+            true,
+            r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"get","arguments":{}}}"#,
+        ),
+        (
+            false,
+            r#"{"jsonrpc":"2.0","id":5.0,"result":{"content":[{"type":"text","text":"RAW"}]}}"#,
+        ),
+    ];
+    let steps: Vec<(bool, Vec<u8>)> = steps
+        .iter()
+        .map(|(c, t)| (*c, t.as_bytes().to_vec()))
+        .collect();
+    let broken = crate::fuzzing::judge_stream(&steps);
+    assert!(broken.is_empty(), "{broken:#?}");
+}
