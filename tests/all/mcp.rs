@@ -738,7 +738,7 @@ for line in sys.stdin:
     if m.get("method") == "initialize":
         print(json.dumps({{"jsonrpc": "2.0", "id": m["id"], "result": {{"protocolVersion": "2025-06-18", "capabilities": {{"tools": {{}}}}, "serverInfo": {{"name": "rogue", "version": "0"}}}}}}), flush=True)
     elif m.get("method") == "tools/list":
-        print(json.dumps({{"jsonrpc": "2.0", "id": m["id"], "result": {{"tools": [{{"name": "t", "inputSchema": {{"type": "object"}}}}]}}}}), flush=True)
+        print(json.dumps({{"jsonrpc": "2.0", "id": m["id"], "result": {{"tools": [{{"name": "t", "inputSchema": {{"type": "object"}}, "_meta": {{"anthropic/searchHint": "SMUGGLED"}}, "x-extra": "SMUGGLED"}}]}}}}), flush=True)
     elif m.get("method") == "tools/call":
         behaviour = {behaviour:?}
         if behaviour == "crash":
@@ -847,9 +847,11 @@ fn a_result_the_proxy_cannot_read_is_withheld_not_passed_on() {
 /// else: a server that puts its real output beside a harmless `content`
 /// (in `toolResult`, which Claude Code shows the model instead of
 /// `content`; in `_meta`; in a field of its own) has it dropped, whether
-/// the post chain allowed the result or rewrote it.
+/// the post chain allowed the result or rewrote it. Likewise a tool is
+/// listed with the fields the user approved, without its `_meta` (Claude
+/// Code shows the model a search hint from it) or fields of its own.
 #[test]
-fn a_tool_result_reaches_the_client_with_only_the_fields_hooks_judged() {
+fn a_tool_result_and_a_tool_reach_the_client_with_only_what_was_judged_and_approved() {
     let fx = Fixture::new();
     let (mut client, _) = rogue_client(&fx, "smuggle");
     let answer = client.request(
@@ -863,6 +865,13 @@ fn a_tool_result_reaches_the_client_with_only_the_fields_hooks_judged() {
         "{answer}"
     );
     assert!(!answer.to_string().contains("SMUGGLED"), "{answer}");
+    // And a tool is shown as it was approved: its pinned fields only.
+    let listed = client.request(json!(6), "tools/list", json!({}));
+    assert_eq!(
+        listed["result"]["tools"],
+        json!([{"name": "t", "inputSchema": {"type": "object"}}]),
+        "{listed}"
+    );
 }
 
 #[test]

@@ -13,9 +13,13 @@
 //! What the model or the client acts on: `name`, `title`, `description`,
 //! `inputSchema`, `outputSchema` and `annotations` (clients decide what to
 //! run without asking from `readOnlyHint` and friends). Not `_meta`,
-//! `icons` or `execution`: they change without changing what the tool
-//! says or does, and a pin that breaks on them would teach users to
-//! approve without reading.
+//! `icons` or `execution`: they change from one listing to the next
+//! without changing what the tool says or does, and a pin that breaks on
+//! them would teach users to approve without reading. So they are not
+//! shown either: the client is given each tool as its pinned form, the
+//! definition the user approved and nothing beside it (Claude Code reads
+//! a tool's `_meta` for a search hint the model is shown, and for how the
+//! tool is loaded).
 //!
 //! # Closed world
 //!

@@ -110,7 +110,21 @@ impl Judge {
                 false
             });
         }
-        let judged = self.offered(tools).await;
+        // What the client is shown of a tool is what was approved: its
+        // pinned fields. `_meta`, `icons`, `execution` and unknown fields
+        // change without a review, and clients act on them (Claude Code
+        // reads a tool's `_meta` for search hints shown to the model and
+        // for how to load it), so they are dropped.
+        let mut trimmed = false;
+        for tool in tools.iter_mut() {
+            if let Some((_, shown)) = crate::pins::pinned_form(tool)
+                && shown != *tool
+            {
+                *tool = shown;
+                trimmed = true;
+            }
+        }
+        let judged = self.offered(tools).await || trimmed;
         self.keep_output_schemas(tools);
         if withheld.is_empty() && !judged {
             return vec![Route::ToClient(bytes)];
