@@ -305,7 +305,7 @@ fn trust(name: &str, yes: Option<String>, server: &Server<'_>) -> anyhow::Result
         }
     };
     runtime.shutdown_background();
-    let now = Pins::of(&listed?);
+    let now = Pins::of_listed(&listed?);
     let review = kept.clone().unwrap_or_default().review(&now);
     print_review(&name, &review);
     let digest = now.digest();
@@ -398,6 +398,17 @@ fn print_review(name: &str, review: &Review) {
     }
     for tool in &review.removed {
         outln!("- {}", toolgate::text::sanitize(tool));
+    }
+    if let Some((was, now)) = &review.instructions {
+        // What the model is told by the server on connecting (clients put
+        // it in the prompt): shown whole, as a description is.
+        let said = |text: &Option<String>| {
+            text.as_deref()
+                .map_or("(none)".into(), |t| shown(&serde_json::Value::from(t)))
+        };
+        outln!("~ the server's instructions (clients put them in the model's prompt)");
+        outln!("    was: {}", said(was));
+        outln!("    now: {}", said(now));
     }
 }
 

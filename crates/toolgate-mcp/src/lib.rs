@@ -39,7 +39,7 @@ mod shape;
 mod stdio;
 
 pub use http::{PATH as HTTP_PATH, Upstream, list_tools_http};
-pub use list::{LIST_TIMEOUT, list_tools};
+pub use list::{LIST_TIMEOUT, Listed, list_tools};
 pub use toolgate_server::http::Token;
 
 use std::ffi::OsString;

@@ -32,13 +32,32 @@ pub(crate) const SETTLE: Duration = Duration::from_millis(500);
 /// Pages of `tools/list` followed at most.
 const MAX_PAGES: usize = 100;
 
-/// The tools the server `command` starts lists.
+/// What a server shows a client, for review: its tools, and the
+/// `instructions` of its `initialize` answer (clients put them in the
+/// model's prompt: Claude Code does).
+#[derive(Debug, Clone, Default)]
+pub struct Listed {
+    /// Its tools, as `tools/list` gave them.
+    pub tools: Vec<Value>,
+    /// Its instructions, when it gave a string.
+    pub instructions: Option<String>,
+}
+
+/// The instructions in an `initialize` result, when they are a string.
+pub(crate) fn instructions_of(initialized: &Value) -> Option<String> {
+    initialized
+        .get("instructions")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+}
+
+/// The tools (and instructions) the server `command` starts shows.
 ///
 /// # Errors
 ///
 /// [`McpError`] when the server cannot be started, does not answer within
 /// [`LIST_TIMEOUT`], or answers with an error.
-pub async fn list_tools(command: &[OsString], max_message: usize) -> Result<Vec<Value>, McpError> {
+pub async fn list_tools(command: &[OsString], max_message: usize) -> Result<Listed, McpError> {
     let mut server = spawn(command)?;
     let listed = tokio::time::timeout(LIST_TIMEOUT, ask(&mut server, max_message)).await;
     server.kill();
@@ -114,7 +133,7 @@ impl Conversation<'_> {
     }
 }
 
-async fn ask(server: &mut Server, max: usize) -> Result<Vec<Value>, McpError> {
+async fn ask(server: &mut Server, max: usize) -> Result<Listed, McpError> {
     let (tx, messages) = mpsc::channel(64);
     let stdout = server
         .stdout
@@ -143,7 +162,7 @@ async fn ask(server: &mut Server, max: usize) -> Result<Vec<Value>, McpError> {
         messages,
         next_id: 0,
     };
-    talk.request("initialize", initialize_params()).await?;
+    let initialized = talk.request("initialize", initialize_params()).await?;
     send(
         talk.stdin,
         &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
@@ -152,7 +171,10 @@ async fn ask(server: &mut Server, max: usize) -> Result<Vec<Value>, McpError> {
     while talk.next(SETTLE).await?.is_some() {}
     let tools = pages(&mut talk).await;
     reader.abort();
-    tools
+    Ok(Listed {
+        tools: tools?,
+        instructions: instructions_of(&initialized),
+    })
 }
 
 /// What this client says of itself in `initialize`.

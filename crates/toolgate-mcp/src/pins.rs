@@ -10,7 +10,11 @@
 //!
 //! # What is pinned
 //!
-//! What the model or the client acts on: `name`, `title`, `description`,
+//! The server's `instructions` (its `initialize` answer's): clients put
+//! them in the model's prompt, so they are reviewed and pinned as a tool's
+//! description is, and withheld from the client when they are not the
+//! approved ones. Of each tool, what the model or the client acts on:
+//! `name`, `title`, `description`,
 //! `inputSchema`, `outputSchema` and `annotations` (clients decide what to
 //! run without asking from `readOnlyHint` and friends). Not `_meta`,
 //! `icons` or `execution`: they change from one listing to the next
@@ -57,10 +61,12 @@ const PINNED_FIELDS: [&str; 6] = [
 const MAX_PIN_FILE: u64 = 16 * 1024 * 1024;
 const FILE_SCHEMA: u64 = 1;
 
-/// A server's approved tool definitions, by name.
+/// A server's approved tool definitions, by name, and its approved
+/// instructions.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Pins {
     tools: BTreeMap<String, Value>,
+    instructions: Option<String>,
 }
 
 /// A tool definition as pinned: the pinned fields only.
@@ -79,7 +85,23 @@ impl Pins {
     pub fn of(tools: &[Value]) -> Self {
         Pins {
             tools: tools.iter().filter_map(pinned_form).collect(),
+            instructions: None,
         }
+    }
+
+    /// The pins of what a server showed for review: its tools and its
+    /// instructions.
+    pub fn of_listed(listed: &crate::Listed) -> Self {
+        Pins {
+            instructions: listed.instructions.clone(),
+            ..Pins::of(&listed.tools)
+        }
+    }
+
+    /// Whether `instructions` (what a server's `initialize` answer gives)
+    /// are the approved ones.
+    pub(crate) fn approves_instructions(&self, instructions: &Value) -> bool {
+        instructions.as_str().is_some() && self.instructions.as_deref() == instructions.as_str()
     }
 
     /// Whether `tool` (a definition as the server sent it) is one approved.
@@ -107,7 +129,12 @@ impl Pins {
     /// The digest of these pins, as `toolgate mcp trust --yes` takes it:
     /// blake3 over the canonical JSON (keys sorted) of every definition.
     pub fn digest(&self) -> String {
-        let text = serde_json::to_string(&self.tools).unwrap_or_default();
+        let mut text = serde_json::to_string(&self.tools).unwrap_or_default();
+        // Without instructions, the digest an earlier build printed.
+        if let Some(instructions) = &self.instructions {
+            text.push('\n');
+            text.push_str(&Value::from(instructions.as_str()).to_string());
+        }
         format!("blake3:{}", blake3::hash(text.as_bytes()).to_hex())
     }
 
@@ -131,6 +158,9 @@ impl Pins {
             .filter(|name| !new.tools.contains_key(*name))
             .cloned()
             .collect();
+        if self.instructions != new.instructions {
+            review.instructions = Some((self.instructions.clone(), new.instructions.clone()));
+        }
         review
     }
 }
@@ -167,12 +197,17 @@ pub struct Review {
     pub removed: Vec<String>,
     /// Tools whose definition is the approved one.
     pub unchanged: Vec<String>,
+    /// The server's instructions, when they changed: approved, now.
+    pub instructions: Option<(Option<String>, Option<String>)>,
 }
 
 impl Review {
     /// Whether anything differs from what was approved.
     pub fn is_empty(&self) -> bool {
-        self.added.is_empty() && self.changed.is_empty() && self.removed.is_empty()
+        self.added.is_empty()
+            && self.changed.is_empty()
+            && self.removed.is_empty()
+            && self.instructions.is_none()
     }
 }
 
@@ -283,8 +318,14 @@ impl PinStore {
         let Some(Value::Object(tools)) = kept.get("tools") else {
             return Err(damaged("no `tools` object".into()));
         };
+        let instructions = match kept.get("instructions") {
+            None => None,
+            Some(Value::String(text)) => Some(text.clone()),
+            Some(_) => return Err(damaged("`instructions` is not a string".into())),
+        };
         Ok(Some(Pins {
             tools: tools.clone().into_iter().collect(),
+            instructions,
         }))
     }
 
@@ -297,13 +338,16 @@ impl PinStore {
     pub fn save(&self, server: &str, pins: &Pins) -> Result<PathBuf, PinStoreError> {
         toolgate_fs::private_dir(&self.dir)?;
         let path = self.path(server);
-        let text = serde_json::to_vec_pretty(&serde_json::json!({
+        let mut kept = serde_json::json!({
             "schema": FILE_SCHEMA,
             "server": server,
             "digest": pins.digest(),
             "tools": pins.tools,
-        }))
-        .unwrap_or_default();
+        });
+        if let Some(instructions) = &pins.instructions {
+            kept["instructions"] = Value::from(instructions.as_str());
+        }
+        let text = serde_json::to_vec_pretty(&kept).unwrap_or_default();
         let staged = self
             .dir
             .join(format!(".{server}.json.{}", std::process::id()));
@@ -411,5 +455,31 @@ mod tests {
         ));
         assert!(store.forget("s").unwrap());
         assert_eq!(store.load("s").unwrap(), None);
+    }
+
+    #[test]
+    fn instructions_are_pinned_with_the_tools_and_change_the_digest() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = PinStore::new(dir.path().join("pins"));
+        let tools = [echo("Echoes")];
+        let listed = |instructions: Option<&str>| {
+            Pins::of_listed(&crate::Listed {
+                tools: tools.to_vec(),
+                instructions: instructions.map(str::to_owned),
+            })
+        };
+        let pins = listed(Some("Use echo."));
+        store.save("s", &pins).unwrap();
+        let kept = store.load("s").unwrap().unwrap();
+        assert_eq!(kept, pins);
+        assert!(kept.approves_instructions(&json!("Use echo.")));
+        assert!(!kept.approves_instructions(&json!("Use echo. And more.")));
+        assert!(!kept.approves_instructions(&json!({"text": "Use echo."})));
+        // Without instructions, the digest an earlier build printed.
+        assert_eq!(listed(None).digest(), Pins::of(&tools).digest());
+        assert_ne!(pins.digest(), Pins::of(&tools).digest());
+        let review = Pins::of(&tools).review(&pins);
+        assert_eq!(review.instructions, Some((None, Some("Use echo.".into()))));
+        assert!(!review.is_empty());
     }
 }

@@ -5,7 +5,9 @@
 use super::sse::Reader;
 use super::{Upstream, client_for};
 use crate::McpError;
-use crate::list::{Ask, LIST_TIMEOUT, SETTLE, failed, initialize_params, pages};
+use crate::list::{
+    Ask, LIST_TIMEOUT, Listed, SETTLE, failed, initialize_params, instructions_of, pages,
+};
 use reqwest::header::{ACCEPT, CONTENT_TYPE};
 use serde_json::{Value, json};
 
@@ -119,10 +121,7 @@ impl Ask for Talk {
 ///
 /// [`McpError`] when the server cannot be reached, does not answer within [`LIST_TIMEOUT`], or answers with an
 /// error.
-pub async fn list_tools_http(
-    upstream: &Upstream,
-    max_message: usize,
-) -> Result<Vec<Value>, McpError> {
+pub async fn list_tools_http(upstream: &Upstream, max_message: usize) -> Result<Listed, McpError> {
     let client = client_for(upstream)?;
     let mut talk = Talk {
         client,
@@ -142,7 +141,10 @@ pub async fn list_tools_http(
             .post(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
             .await?;
         tokio::time::sleep(SETTLE).await;
-        pages(&mut talk).await
+        Ok(Listed {
+            tools: pages(&mut talk).await?,
+            instructions: instructions_of(&initialized),
+        })
     })
     .await
     .map_err(|_| failed(format!("no answer within {LIST_TIMEOUT:?}")))?;

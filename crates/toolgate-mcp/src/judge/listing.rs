@@ -151,6 +151,41 @@ impl Judge {
         vec![Route::ToClient(encode(&note)), Route::ToClient(answer)]
     }
 
+    /// The server's `initialize` answer without its `instructions` unless
+    /// they are the approved ones (clients put them in the model's prompt,
+    /// as a tool's description: a server could change them after review).
+    /// Unchanged bytes when they are, or when there are none.
+    pub(super) fn approved_instructions(
+        &self,
+        mut answer: Map<String, Value>,
+        bytes: Vec<u8>,
+    ) -> (Map<String, Value>, Vec<u8>) {
+        let Some(approval) = &self.approval else {
+            return (answer, bytes);
+        };
+        let Some(result) = answer.get_mut("result").and_then(Value::as_object_mut) else {
+            return (answer, bytes);
+        };
+        let approved = match (result.get("instructions"), &approval.pins) {
+            (None, _) => return (answer, bytes),
+            (Some(given), Some(pins)) => pins.approves_instructions(given),
+            (Some(_), None) => false,
+        };
+        if approved {
+            return (answer, bytes);
+        }
+        result.remove("instructions");
+        let said = format!(
+            "toolgate withheld the instructions of MCP server `{}`: they are not the ones \
+             approved. Review them with: {}",
+            self.server, approval.review
+        );
+        tracing::warn!("{said}");
+        eprintln!("{}", toolgate::text::sanitize(&said));
+        let bytes = encode(&Value::Object(answer.clone()));
+        (answer, bytes)
+    }
+
     /// Takes each listed tool through the `list_tools` chain, as
     /// `mcp__<server>__<tool>` with its definition as the input: allowed,
     /// it stays; denied (or a hook failed and its `on_failure` denies), it

@@ -360,7 +360,10 @@ impl Judge {
         match asked {
             InFlight::Other => vec![Route::ToClient(bytes)],
             InFlight::Cancelled => Vec::new(),
-            InFlight::Initialize => vec![Route::ToClient(initialized(object, bytes))],
+            InFlight::Initialize => {
+                let (object, bytes) = self.approved_instructions(object, bytes);
+                vec![Route::ToClient(initialized(object, bytes))]
+            }
             InFlight::ToolsList => self.listed(object, bytes).await,
             InFlight::ToolCall { tool, input } => {
                 vec![Route::ToClient(
