@@ -299,8 +299,7 @@ fn refused(shared: &Shared, status: reqwest::StatusCode) -> Response<Body> {
     let why = match status {
         StatusCode::NOT_FOUND => "the MCP server does not know this session (start a new one)",
         StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => {
-            "the MCP server wants authorization: give toolgate mcp its key or token with \
-             --upstream-header (an OAuth flow toward the server is not done)"
+            "the MCP server wants authorization: give its token with --upstream-header (no OAuth)"
         }
         _ => "the MCP server refused the request",
     };
