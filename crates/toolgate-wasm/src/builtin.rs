@@ -22,7 +22,7 @@ use super::{DEFAULT_MEMORY_MB, WasmHook};
 use serde_json::{Map, Value, json};
 use std::path::PathBuf;
 use std::sync::Arc;
-use toolgate_seam::parse::{Common, Field, HookCtx};
+use toolgate_seam::parse::{Common, Field, HookCtx, type_name};
 use toolgate_seam::{Configurable, Decider};
 
 /// The fuel a built-in guard gets per call: ten times a third-party
@@ -157,7 +157,10 @@ fn parse_use(
         Some(other) => {
             ctx.problem(
                 "use",
-                format!("expected the name of a guard toolgate ships, got {other}"),
+                format!(
+                    "expected the name of a guard toolgate ships, got {}",
+                    type_name(other)
+                ),
             );
             return None;
         }

@@ -15,7 +15,7 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 use std::path::PathBuf;
 use std::sync::Arc;
-use toolgate_seam::parse::{Common, Field, HookCtx, whole_number};
+use toolgate_seam::parse::{Common, Field, HookCtx, type_name, whole_number};
 use toolgate_seam::{Binding, Configurable, Decider, WorkspaceTrust};
 
 /// `signed`: absent is `Some(None)`; `None` is a problem reported.
@@ -231,7 +231,14 @@ fn parse(obj: &Map<String, Value>, common: &Common<'_>, ctx: &mut HookCtx<'_>) -
         Some(other) => {
             ctx.problem(
                 "wasm",
-                format!("expected the path of a component, got {other}"),
+                format!(
+                    "expected the path of a component, got {}",
+                    if other.as_str() == Some("") {
+                        "an empty path"
+                    } else {
+                        type_name(other)
+                    }
+                ),
             );
             return None;
         }

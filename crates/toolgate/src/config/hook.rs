@@ -415,7 +415,10 @@ impl<'a> TopFields<'a> {
             return false;
         };
         value.as_bool().unwrap_or_else(|| {
-            self.problem(field, format!("expected true or false, got {value}"));
+            self.problem(
+                field,
+                format!("expected true or false, got {}", type_name(value)),
+            );
             false
         })
     }
@@ -507,7 +510,10 @@ impl<'a> TopFields<'a> {
         )?;
         let parsed = value.as_str().and_then(|s| s.parse().ok());
         if parsed.is_none() {
-            let message = format!("expected \"deny\" (the default) or \"skip\", got {value}");
+            let message = format!(
+                "expected \"deny\" (the default) or \"skip\", got {}",
+                refused_word(value)
+            );
             self.problem("untrusted_hooks", message);
         }
         parsed
@@ -517,7 +523,7 @@ impl<'a> TopFields<'a> {
         let value = self.operator_only("require_confinement", CONFINEMENT_IS_THE_OPERATORS)?;
         let parsed = value.as_bool();
         if parsed.is_none() {
-            let message = format!("expected true or false, got {value}");
+            let message = format!("expected true or false, got {}", type_name(value));
             self.problem("require_confinement", message);
         }
         parsed
@@ -1011,7 +1017,14 @@ fn parse_tools(value: Option<&Value>, ctx: &mut HookCtx<'_>) -> Option<Option<Ve
             other => {
                 ctx.problem(
                     "tools",
-                    format!("expected non-empty tool names, got {other}"),
+                    format!(
+                        "expected non-empty tool names, got {}",
+                        if other.as_str() == Some("") {
+                            "an empty name"
+                        } else {
+                            type_name(other)
+                        }
+                    ),
                 );
                 return None;
             }
@@ -1052,7 +1065,24 @@ fn parse_mode(value: &Value) -> Option<crate::failure::Mode> {
 }
 
 fn mode_problem(value: &Value) -> String {
-    format!("unknown mode {value}; expected \"enforce\" (the default) or \"shadow\"")
+    format!(
+        "unknown mode {}; expected \"enforce\" (the default) or \"shadow\"",
+        refused_word(value)
+    )
+}
+
+/// A refused value of a field that takes one of a few words: the value
+/// when it is a word (a string, so a typo is seen) or a number, `true`,
+/// `false` or `null`; only its kind when it is an object or an array,
+/// whose contents are the file's, not a word (found by
+/// `props::hooks_json_errors_never_quote_the_file`: an `on_failure`
+/// object was quoted whole).
+fn refused_word(value: &Value) -> String {
+    match value {
+        Value::Object(_) => "(an object)".to_owned(),
+        Value::Array(_) => "(an array)".to_owned(),
+        word => word.to_string(),
+    }
 }
 
 fn parse_on_failure(value: Option<&Value>, ctx: &mut HookCtx<'_>) -> Option<OnFailure> {
@@ -1063,7 +1093,10 @@ fn parse_on_failure(value: Option<&Value>, ctx: &mut HookCtx<'_>) -> Option<OnFa
         Some(other) => {
             ctx.problem(
                 "on_failure",
-                format!("unknown policy {other}; expected \"deny\" (the default) or \"allow\""),
+                format!(
+                    "unknown policy {}; expected \"deny\" (the default) or \"allow\"",
+                    refused_word(other)
+                ),
             );
             None
         }
