@@ -250,6 +250,16 @@ pub fn type_name(value: &Value) -> &'static str {
     }
 }
 
+/// What was given where a non-empty string was expected, in words: `empty`
+/// for `""`, else the value's type (never the value: it is the file's).
+pub fn got_instead_of_text(value: &Value, empty: &'static str) -> &'static str {
+    if value.as_str() == Some("") {
+        empty
+    } else {
+        type_name(value)
+    }
+}
+
 /// One thing wrong with a config file.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Problem {

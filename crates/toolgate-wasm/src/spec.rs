@@ -15,7 +15,7 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 use std::path::PathBuf;
 use std::sync::Arc;
-use toolgate_seam::parse::{Common, Field, HookCtx, type_name, whole_number};
+use toolgate_seam::parse::{Common, Field, HookCtx, got_instead_of_text, whole_number};
 use toolgate_seam::{Binding, Configurable, Decider, WorkspaceTrust};
 
 /// `signed`: absent is `Some(None)`; `None` is a problem reported.
@@ -233,11 +233,7 @@ fn parse(obj: &Map<String, Value>, common: &Common<'_>, ctx: &mut HookCtx<'_>) -
                 "wasm",
                 format!(
                     "expected the path of a component, got {}",
-                    if other.as_str() == Some("") {
-                        "an empty path"
-                    } else {
-                        type_name(other)
-                    }
+                    got_instead_of_text(other, "an empty path")
                 ),
             );
             return None;

@@ -1019,11 +1019,7 @@ fn parse_tools(value: Option<&Value>, ctx: &mut HookCtx<'_>) -> Option<Option<Ve
                     "tools",
                     format!(
                         "expected non-empty tool names, got {}",
-                        if other.as_str() == Some("") {
-                            "an empty name"
-                        } else {
-                            type_name(other)
-                        }
+                        toolgate_seam::parse::got_instead_of_text(other, "an empty name")
                     ),
                 );
                 return None;
