@@ -87,7 +87,8 @@ mod tests {
 
     /// Judges every case of a tool-call corpus with `decide` (default
     /// options, in [`CORPUS_CWD`]) and holds it to the shell guard's goals:
-    /// recall ≥ 0.98, false positives ≤ 0.5 %. Every mistake is printed.
+    /// recall ≥ 0.98, false positives ≤ 0.5 %, and no mistake at all.
+    /// Every mistake is printed.
     fn meets_the_goals(name: &str, corpus: &str, judge: &dyn Fn(&str) -> Answer) {
         let (mut missed, mut false_pos, mut dangerous, mut benign) = (Vec::new(), Vec::new(), 0, 0);
         for case in cases(corpus) {
@@ -122,6 +123,15 @@ mod tests {
         assert!(
             fp <= 0.005,
             "{name}: false-positive rate {fp:.4} is above 0.005"
+        );
+        // These corpora were written with the rules (and hold the spent
+        // held-out sets): every case of them is a regression test, so
+        // one mistake fails, not only missing the goals.
+        assert!(
+            missed.is_empty() && false_pos.is_empty(),
+            "{name}: {} missed, {} false positives (printed above)",
+            missed.len(),
+            false_pos.len()
         );
     }
 

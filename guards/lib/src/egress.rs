@@ -373,6 +373,53 @@ const PACKAGE_MANAGERS: &[&str] = &[
     "gem", "bundle", "composer",
 ];
 
+/// The calls by which inline code opens a connection to a host it names
+/// (not a URL, which [`urls_in`] reads): Python's, Node's, Ruby's, Perl's,
+/// PHP's.
+const SOCKET_APIS: &[&str] = &[
+    "create_connection(",
+    ".connect((",
+    "HTTPConnection(",
+    "HTTPSConnection(",
+    "net.connect(",
+    "require('net')",
+    "require(\"net\")",
+    "require('tls')",
+    "require(\"tls\")",
+    "net.createConnection(",
+    "tls.connect(",
+    "TCPSocket.new(",
+    "TCPSocket.open(",
+    "IO::Socket::INET",
+    "IO::Socket::SSL",
+    "fsockopen(",
+    "stream_socket_client(",
+];
+
+/// The quoted literals in code that read as a host: a dotted name or
+/// address, or `localhost`.
+fn quoted_hosts(code: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    for quote in ['\'', '"'] {
+        for (k, part) in code.split(quote).enumerate() {
+            // Odd pieces are inside quotes.
+            let host = part.split(':').next().unwrap_or(part);
+            let host_like = !host.is_empty()
+                && host
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-'))
+                && (host.contains('.') || host.eq_ignore_ascii_case("localhost"))
+                && host.bytes().any(|b| b.is_ascii_alphabetic() || b == b'.')
+                && !host.starts_with('.')
+                && !host.ends_with('.');
+            if k % 2 == 1 && host_like && !out.contains(&host) {
+                out.push(host);
+            }
+        }
+    }
+    out
+}
+
 /// The destinations one shell command reaches, as the line shows them.
 fn shell_destinations(cmd: &Command) -> Vec<(&'static str, Dest, String)> {
     let p = program(cmd);
@@ -546,6 +593,33 @@ fn shell_destinations(cmd: &Command) -> Vec<(&'static str, Dest, String)> {
             }
         }
         "git" => git_destinations(cmd, &mut push),
+        // `openssl s_client -connect host:port` (or `host:port` alone, as
+        // OpenSSL 3 takes it), and the other clients' `-connect`.
+        "openssl" if cmd.args().first().is_some_and(|w| w.text == "s_client") => {
+            let args = cmd.args();
+            let mut target = None;
+            for (k, w) in args.iter().enumerate().skip(1) {
+                match w.text.as_str() {
+                    "-connect" | "-proxy" => target = args.get(k + 1).or(target),
+                    t if !t.starts_with('-') && k > 0 && !args[k - 1].text.starts_with('-') => {
+                        target = target.or(Some(w));
+                    }
+                    _ => {}
+                }
+            }
+            match target {
+                Some(w) => push(
+                    "shell-network",
+                    word_dest(&w.text, w.dynamic),
+                    format!("`openssl s_client` connects to {}", w.text),
+                ),
+                None => push(
+                    "shell-network",
+                    Dest::Host("localhost".into()),
+                    "`openssl s_client` connects to localhost:4433".into(),
+                ),
+            }
+        }
         _ if PACKAGE_MANAGERS.contains(&p) => {
             for w in cmd.args() {
                 for url in urls_in(&w.text) {
@@ -568,6 +642,25 @@ fn shell_destinations(cmd: &Command) -> Vec<(&'static str, Dest, String)> {
                             url_host(url),
                             format!("`{p}`'s code reaches {url}"),
                         );
+                    }
+                    if let Some(api) = SOCKET_APIS.iter().find(|a| w.text.contains(**a)) {
+                        let hosts = quoted_hosts(&w.text);
+                        if hosts.is_empty() {
+                            push(
+                                "unseen-destination",
+                                Dest::Unseen,
+                                format!(
+                                    "`{p}`'s code opens a connection (`{api}`) to a host the line does not show"
+                                ),
+                            );
+                        }
+                        for host in hosts {
+                            push(
+                                "shell-network",
+                                host_of(host),
+                                format!("`{p}`'s code connects to {host} (`{api}`)"),
+                            );
+                        }
                     }
                 }
             }

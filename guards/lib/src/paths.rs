@@ -270,6 +270,21 @@ pub fn secret_kind(path: &str) -> Option<&'static str> {
     {
         return Some("a browser profile");
     }
+    if has("/.terraform.d/credentials.tfrc.json") {
+        return Some("Terraform's API tokens");
+    }
+    if has("/.config/op/")
+        || lower.ends_with("/.config/op")
+        || has("/.op/")
+        || lower.ends_with("/.op")
+    {
+        return Some("the 1Password CLI's configuration and sessions");
+    }
+    // The GitHub CLI's folder as a whole (`grep -r token ~/.config/gh/`,
+    // `tar c ~/.config/gh`) holds its token; `config.yml` alone does not.
+    if lower.trim_end_matches('/').ends_with("/.config/gh") {
+        return Some("the GitHub CLI's folder, which holds its token");
+    }
     if has("/.claude/.credentials.json")
         || has("/.codex/auth.json")
         || has("/.gemini/oauth_creds.json")

@@ -305,6 +305,13 @@ fn shaped(text: &str, i: usize) -> Option<Found> {
             return found(5 + n, "slack-token");
         }
     }
+    // Slack's app-level tokens: `xapp-1-A…-1…-hex`.
+    if rest.starts_with("xapp-") {
+        let n = run(bytes, i + 5, url_safe);
+        if n >= 20 && rest[5..5 + n].bytes().any(|b| b.is_ascii_digit()) {
+            return found(5 + n, "slack-token");
+        }
+    }
     for prefix in ["sk_live_", "rk_live_", "sk_test_", "rk_test_", "whsec_"] {
         if rest.starts_with(prefix) {
             let n = run(bytes, i + prefix.len(), alnum);
@@ -480,11 +487,18 @@ fn assigned(text: &str, i: usize) -> Option<Found> {
     if quote.is_some() {
         j -= 1;
     }
-    j -= run_back(bytes, j, |b| b == b' ' || b == b'\t');
-    if j == 0 || !matches!(bytes[j - 1], b'=' | b':') {
+    let spaced = run_back(bytes, j, |b| b == b' ' || b == b'\t');
+    j -= spaced;
+    if j == 0 {
         return None;
     }
-    j -= 1;
+    if matches!(bytes[j - 1], b'=' | b':') {
+        j -= 1;
+    } else if !(spaced > 0 && long_option_before(bytes, j)) {
+        // Only a command line's `--docker-password VALUE` names a value
+        // with a space alone: a word before a space is no name in prose.
+        return None;
+    }
     if j > 0 && bytes[j - 1] == b':' {
         return None; // `::` is a path, not an assignment
     }
@@ -522,6 +536,18 @@ fn assigned(text: &str, i: usize) -> Option<Found> {
         end: i + value.len(),
         kind: "assigned-secret",
     })
+}
+
+/// Whether the word ending at `j` is a long option, `--name` (at the start
+/// of the text or after a space).
+fn long_option_before(bytes: &[u8], j: usize) -> bool {
+    let word = run_back(bytes, j, |b| url_safe(b) || b == b'.');
+    let start = j - word;
+    let text = &bytes[start..j];
+    text.len() > 3
+        && text.starts_with(b"--")
+        && text[2] != b'-'
+        && (start == 0 || matches!(bytes[start - 1], b' ' | b'\t' | b'\n'))
 }
 
 /// A value that stands for a secret rather than being one.

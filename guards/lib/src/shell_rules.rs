@@ -389,6 +389,13 @@ fn recursive_delete(ctx: &Ctx<'_>, at: usize) -> Option<String> {
         "rm" if has_short(cmd, 'r') || has_short(cmd, 'R') || has_long(cmd, "--recursive") => {
             operands(cmd)
         }
+        // `find ROOT -exec rm {} +`: `find` walks the tree, so even a plain
+        // `rm` (or `unlink`, `shred -u`) it runs deletes beneath ROOT: its
+        // `{}` reads `ROOT/…` (see `wrappers::find_exec`).
+        "rm" | "unlink" | "shred" if cmd.origin.as_deref() == Some("find -exec") => operands(cmd)
+            .into_iter()
+            .filter(|w| w.text.ends_with("/…"))
+            .collect(),
         "find" if cmd.args().iter().any(|w| w.text == "-delete") => {
             // What it deletes is beneath its roots: `ROOT/…`.
             let beneath: Vec<Word> = cmd
@@ -879,6 +886,26 @@ fn download_exec(ctx: &Ctx<'_>, at: usize) -> Option<String> {
     None
 }
 
+/// In a downloader's cluster of short options (`fsSLo`), what follows its
+/// output letter (`""`: the next word is the file), if the cluster has it
+/// before any other letter that takes a value (which would take the rest).
+fn short_value<'a>(p: &str, cluster: &'a str) -> Option<&'a str> {
+    let (output, valued): (char, &str) = match p {
+        "curl" => ('o', "AbcCdDeEFHKmrTuUwxXyYz"),
+        "wget" => ('O', "aBeiotTwPQU"),
+        _ => return None,
+    };
+    for (at, c) in cluster.char_indices() {
+        if c == output {
+            return Some(&cluster[at + 1..]);
+        }
+        if valued.contains(c) {
+            return None;
+        }
+    }
+    None
+}
+
 fn output_file(cmd: &Command) -> Option<String> {
     let args = cmd.args();
     for (i, w) in args.iter().enumerate() {
@@ -894,6 +921,20 @@ fn output_file(cmd: &Command) -> Option<String> {
             .or_else(|| t.strip_prefix("--output="))
         {
             return Some(f.to_owned());
+        }
+        // A cluster of short options, `-fsSLo FILE` or `-qOFILE`: the
+        // output letter takes the rest of the word, or the next word.
+        if let Some(cluster) = t.strip_prefix('-').filter(|c| !c.starts_with('-'))
+            && let Some(rest) = short_value(program(cmd), cluster)
+        {
+            let f = if rest.is_empty() {
+                args.get(i + 1)?.text.clone()
+            } else {
+                rest.to_owned()
+            };
+            if f != "-" {
+                return Some(f);
+            }
         }
     }
     if program(cmd) == "wget"
@@ -1425,9 +1466,24 @@ pub(crate) fn read_files(cmd: &Command) -> Vec<String> {
                 .map(|w| w.text.clone()),
         );
     } else if !HARMLESS.contains(&p) && !p.is_empty() {
+        // The values of options a program writes to are not read
+        // (`openssl req -keyout key.pem -out cert.pem` makes a key), nor
+        // those of a key it signs with and never prints (`openssl req -key
+        // server.key`); `openssl rsa -in key.pem`, which prints it, reads.
+        let unread: &[&str] = match p {
+            "openssl" => &["-out", "-keyout", "-key", "-inkey", "-signkey", "-CAkey"],
+            _ => &[],
+        };
+        let args = cmd.args();
         r.extend(
-            cmd.args()
-                .iter()
+            args.iter()
+                .enumerate()
+                .filter(|(i, _)| {
+                    !i.checked_sub(1)
+                        .and_then(|b| args.get(b))
+                        .is_some_and(|flag| unread.contains(&flag.text.as_str()))
+                })
+                .map(|(_, w)| w)
                 .filter(|w| !w.text.starts_with('-') || w.text.contains('@'))
                 .map(|w| w.text.trim_start_matches('@').to_owned()),
         );
