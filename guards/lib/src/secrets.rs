@@ -393,7 +393,8 @@ fn connection_password(text: &str, i: usize) -> Option<Found> {
     }
     // Walk back over the user to `://`.
     let user_start = i - run_back(bytes, i, |b| url_safe(b) || b == b'.' || b == b'%');
-    if user_start == i || user_start < 3 || &bytes[user_start - 3..user_start] != b"://" {
+    // The user may be empty: `redis://:password@host` is Redis's own form.
+    if user_start < 3 || &bytes[user_start - 3..user_start] != b"://" {
         return None;
     }
     let n = run(bytes, i + 1, |b| {
@@ -469,6 +470,19 @@ const NOT_SECRET_NAMES: &[&str] = &[
     "enabled",
 ];
 
+/// Whether a name says its value is a secret (`API_KEY`, `db.password`,
+/// `--docker-password`), and no part of it says otherwise (`token_count`).
+pub(crate) fn secret_name(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    let parts: Vec<&str> = name.split(['_', '-', '.']).collect();
+    SECRET_NAMES.iter().any(|s| {
+        name.ends_with(s)
+            || parts
+                .iter()
+                .any(|p| p == s || p.ends_with(s) && s.len() > 5)
+    }) && !parts.iter().any(|p| NOT_SECRET_NAMES.contains(p))
+}
+
 /// A value assigned to a secret-like name starting at `i` (the value's
 /// first byte, after `=`, `:` or `: "`): `API_KEY=q8Zr…`, `"password": "…"`.
 fn assigned(text: &str, i: usize) -> Option<Found> {
@@ -510,15 +524,7 @@ fn assigned(text: &str, i: usize) -> Option<Found> {
     if name_len == 0 {
         return None;
     }
-    let name = text[j - name_len..j].to_ascii_lowercase();
-    let parts: Vec<&str> = name.split(['_', '-', '.']).collect();
-    let secret_name = SECRET_NAMES.iter().any(|s| {
-        name.ends_with(s)
-            || parts
-                .iter()
-                .any(|p| p == s || p.ends_with(s) && s.len() > 5)
-    });
-    if !secret_name || parts.iter().any(|p| NOT_SECRET_NAMES.contains(p)) {
+    if !secret_name(&text[j - name_len..j]) {
         return None;
     }
     let n = match quote {

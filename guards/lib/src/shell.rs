@@ -104,6 +104,8 @@ pub struct Command {
     /// Where it came from, when not from the line itself: `sh -c`,
     /// `eval`, `$(…)`, `base64 -d | sh`…
     pub origin: Option<String>,
+    /// It ends with `&`: the line goes on without waiting for it.
+    pub background: bool,
 }
 
 impl Command {
@@ -132,6 +134,20 @@ pub struct Script {
     pub functions: BTreeMap<String, Vec<usize>>,
     /// Nesting went past [`MAX_DEPTH`]: some text was not read.
     pub too_deep: bool,
+    /// The `while`/`until` loops the line runs, in the order they close.
+    pub loops: Vec<Loop>,
+}
+
+/// A `while`/`until` loop: its commands are `first..end` of
+/// [`Script::commands`], `first` being (the start of) its condition.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Loop {
+    /// Its first command (the condition's).
+    pub first: usize,
+    /// One past its last command.
+    pub end: usize,
+    /// `until` rather than `while`.
+    pub until: bool,
 }
 
 /// Parses a command line.
@@ -192,6 +208,8 @@ struct Parser<'a> {
     next_is_function_name: bool,
     /// The variable of the `for` loop being read.
     for_var: Option<String>,
+    /// Open `while`/`until` loops: their first command, and whether `until`.
+    open_loops: Vec<(usize, bool)>,
 }
 
 /// Which command a here-document feeds: the one being read, or one already finished.
@@ -234,6 +252,7 @@ impl<'a> Parser<'a> {
             function_stack: Vec::new(),
             next_is_function_name: false,
             for_var: None,
+            open_loops: Vec::new(),
         }
     }
 
@@ -291,6 +310,8 @@ impl<'a> Parser<'a> {
                     self.i += 1;
                     if self.peek() == Some('&') {
                         self.i += 1;
+                    } else {
+                        self.cur.background = true;
                     }
                     self.end_command(false);
                 }
@@ -498,6 +519,21 @@ impl<'a> Parser<'a> {
                 }
                 "function" => {
                     self.next_is_function_name = true;
+                    return;
+                }
+                "while" | "until" if self.cur.assigns.is_empty() => {
+                    self.open_loops
+                        .push((self.script.commands.len(), word.text == "until"));
+                    return;
+                }
+                "done" if self.cur.assigns.is_empty() => {
+                    if let Some((first, until)) = self.open_loops.pop() {
+                        self.script.loops.push(Loop {
+                            first,
+                            end: self.script.commands.len(),
+                            until,
+                        });
+                    }
                     return;
                 }
                 k if KEYWORDS.contains(&k) && self.cur.assigns.is_empty() => return,

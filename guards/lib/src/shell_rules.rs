@@ -126,11 +126,7 @@ pub struct Finding {
 /// The first danger in `line`, if any. `cwd` is the agent's working folder.
 pub fn check(line: &str, cwd: Option<&str>, options: &ShellOptions) -> Option<Finding> {
     let script = parse(line);
-    let ctx = Ctx {
-        script: &script,
-        cwd,
-        options,
-    };
+    let heres = folders(&script, cwd);
     if script.too_deep {
         return Some(Finding {
             class: "download-exec",
@@ -142,7 +138,13 @@ pub fn check(line: &str, cwd: Option<&str>, options: &ShellOptions) -> Option<Fi
         if options.allow_classes.iter().any(|c| c == class) {
             continue;
         }
-        for at in 0..script.commands.len() {
+        for (at, here) in heres.iter().enumerate() {
+            let ctx = Ctx {
+                script: &script,
+                cwd,
+                here: here.as_deref(),
+                options,
+            };
             if let Some(why) = rule(&ctx, at) {
                 return Some(Finding { class, why });
             }
@@ -205,12 +207,41 @@ pub fn decide(call: &Call<'_>, config: &Map<String, Value>) -> Result<Answer, St
     })
 }
 
+/// The folder each command runs in: the agent's, until a `cd DIR` or
+/// `pushd DIR` the line shows moves it (`cd` alone: the home). A `cd` to a
+/// folder the line does not show (`cd "$D"`, `cd -`) leaves it where it
+/// was: the guard cannot follow it, and the workspace is what the agent
+/// was in. A subshell's `cd` is read as lasting (the parser keeps no
+/// scopes): later relative paths may be judged as in that folder, which
+/// errs toward refusing.
+fn folders(script: &Script, cwd: Option<&str>) -> Vec<Option<String>> {
+    let mut here = cwd.map(str::to_owned);
+    let mut out = Vec::with_capacity(script.commands.len());
+    for cmd in &script.commands {
+        out.push(here.clone());
+        if matches!(cmd.program(), Some("cd" | "pushd")) {
+            match cmd.args().iter().find(|w| !w.text.starts_with('-')) {
+                None if cmd.args().is_empty() => here = Some("~".into()),
+                Some(w) if !w.dynamic && !w.text.contains(['$', '`']) => {
+                    here = Some(resolve(&w.text, here.as_deref()));
+                }
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
 /// One class's rule: what it found in the command at an index, if anything.
 type Rule = fn(&Ctx<'_>, usize) -> Option<String>;
 
 struct Ctx<'a> {
     script: &'a Script,
+    /// The agent's working directory: the workspace.
     cwd: Option<&'a str>,
+    /// Where this command runs (after the line's `cd`s): what its relative
+    /// paths mean.
+    here: Option<&'a str>,
     options: &'a ShellOptions,
 }
 
@@ -220,7 +251,7 @@ impl Ctx<'_> {
     }
 
     fn path(&self, word: &str) -> String {
-        resolve(word, self.cwd)
+        resolve(word, self.here)
     }
 
     fn in_workspace(&self, resolved: &str) -> bool {
@@ -530,7 +561,20 @@ fn filesystem_format(ctx: &Ctx<'_>, at: usize) -> Option<String> {
                 .iter()
                 .any(|w| w.text == "luksFormat" || w.text == "erase")
         || p == "mdadm" && has_long(cmd, "--zero-superblock");
-    formats.then(|| format!("`{p}` formats or repartitions a disk"))
+    // `mkfs.ext4 -F disk.img`: a file that names itself an image, and no
+    // device or word the line does not show, is no disk.
+    let ops = operands(cmd);
+    let image = !ops.is_empty()
+        && !ops
+            .iter()
+            .any(|w| w.dynamic || w.text.starts_with("/dev/") || w.text.contains('$'))
+        && ops.iter().any(|w| {
+            const IMAGES: &[&str] = &[
+                ".img", ".raw", ".iso", ".qcow2", ".vhd", ".vmdk", ".ext4", ".fs",
+            ];
+            IMAGES.iter().any(|e| w.text.ends_with(e))
+        });
+    (formats && !image).then(|| format!("`{p}` formats or repartitions a disk"))
 }
 
 fn system_permissions(ctx: &Ctx<'_>, at: usize) -> Option<String> {
@@ -572,7 +616,13 @@ fn system_permissions(ctx: &Ctx<'_>, at: usize) -> Option<String> {
         if ctx.in_workspace(base) && !ctx.workspace_root(base) || f.text.starts_with('$') {
             continue;
         }
-        let system = is_system(base);
+        // Application data beneath the system's folders (`/var/www/site`,
+        // `/srv/app`, `/opt/app`) is what a deploy hands to its service
+        // user; the folders themselves and the rest are the system's.
+        let app_data = ["/var/www/", "/srv/", "/opt/"]
+            .iter()
+            .any(|r| base.strip_prefix(r).is_some_and(|rest| !rest.is_empty()));
+        let system = is_system(base) && !app_data;
         let home = base == "~" || is_a_home(base) || base == "~/.ssh";
         if recursive && (system || home) {
             return Some(format!(
@@ -618,11 +668,52 @@ fn fork_bomb(ctx: &Ctx<'_>, at: usize) -> Option<String> {
             ));
         }
     }
+    // `while true; do bash & done`: a loop that never ends starting
+    // processes it never waits for.
+    if cmd.background
+        && let Some(l) = ctx
+            .script
+            .loops
+            .iter()
+            .find(|l| l.first < at && at < l.end && endless(ctx, l))
+        && !(l.first..l.end).any(|i| ctx.cmd(i).program() == Some("wait"))
+    {
+        return Some(format!(
+            "an endless `{}` loop starts `{}` in the background each time round: a fork bomb",
+            if l.until { "until" } else { "while" },
+            program(cmd)
+        ));
+    }
     let code = inline_code(cmd)?;
     let lower = code.to_ascii_lowercase();
-    (lower.contains("fork")
-        && (lower.contains("while") || lower.contains("for(;;)") || lower.contains("loop")))
-    .then(|| format!("`{}` forks in a loop: a fork bomb", program(cmd)))
+    const ENDLESS: &[&str] = &[
+        "while",
+        "for(;;)",
+        "for (;;)",
+        "loop",
+        "iter(int, 1)",
+        "iter(int,1)",
+        "itertools.count",
+        "until",
+        "repeat",
+    ];
+    (lower.contains("fork") && ENDLESS.iter().any(|e| lower.contains(e)))
+        .then(|| format!("`{}` forks in a loop: a fork bomb", program(cmd)))
+}
+
+/// Whether a loop's condition never changes: `while true`, `while :`,
+/// `while [ 1 ]`, `until false`.
+fn endless(ctx: &Ctx<'_>, l: &crate::shell::Loop) -> bool {
+    let cond = ctx.cmd(l.first);
+    let words: Vec<&str> = cond.words.iter().map(|w| w.text.as_str()).collect();
+    if l.until {
+        words == ["false"]
+    } else {
+        matches!(
+            words.as_slice(),
+            ["true"] | [":"] | ["[", "1", "]"] | ["[[", "1", "]]"] | ["/bin/true"]
+        )
+    }
 }
 
 /// The code an interpreter runs from its command line (`python -c`, `perl -e`…).
@@ -856,6 +947,58 @@ fn download_exec(ctx: &Ctx<'_>, at: usize) -> Option<String> {
             }
         }
     }
+    // Inline code that fetches code and runs it: `python3 -c
+    // "exec(urlopen(URL).read())"`, `pwsh -c "iwr URL | iex"`.
+    if let Some(code) = inline_code(cmd) {
+        let lower = code.to_ascii_lowercase();
+        let words: Vec<&str> = lower
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_'))
+            .collect();
+        const FETCHES: &[&str] = &[
+            "urlopen",
+            "urllib",
+            "requests.get",
+            "httpx.get",
+            "fetch(",
+            "http.get(",
+            "https.get(",
+            "downloadstring",
+            "net.webclient",
+            "open-uri",
+            "net::http",
+            "lwp::",
+            "curl_exec",
+            "file_get_contents(\"http",
+            "file_get_contents('http",
+        ];
+        const FETCH_WORDS: &[&str] = &["iwr", "irm", "invoke-webrequest", "invoke-restmethod"];
+        const RUNS: &[&str] = &[
+            "exec(",
+            "eval(",
+            "new function(",
+            "instance_eval",
+            "compile(",
+        ];
+        const RUN_WORDS: &[&str] = &["iex", "invoke-expression"];
+        let fetch = FETCHES
+            .iter()
+            .find(|f| lower.contains(**f))
+            .or_else(|| FETCH_WORDS.iter().find(|f| words.contains(f)));
+        let run = RUNS
+            .iter()
+            .find(|r| lower.contains(**r))
+            .or_else(|| RUN_WORDS.iter().find(|r| words.contains(r)));
+        if let (Some(fetch), Some(run)) = (fetch, run) {
+            let url = urls_in_code(&code);
+            if !url.is_some_and(|u| trusted(ctx, u)) {
+                return Some(format!(
+                    "`{p}`'s code fetches code (`{}`) and runs it (`{}`)",
+                    fetch.trim_end_matches(['(', '"', '\'']),
+                    run.trim_end_matches('(')
+                ));
+            }
+        }
+    }
     // `curl -o x.sh URL && sh x.sh`: a file downloaded and run in one line.
     if DOWNLOADERS.contains(&p) {
         let out = output_file(cmd)?;
@@ -904,6 +1047,18 @@ fn short_value<'a>(p: &str, cluster: &'a str) -> Option<&'a str> {
         }
     }
     None
+}
+
+/// The first URL in a piece of code, if it has one.
+fn urls_in_code(code: &str) -> Option<&str> {
+    let at = code.find("://")?;
+    let start = code[..at]
+        .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '+' || c == '-' || c == '.'))
+        .map_or(0, |s| s + 1);
+    let end = code[at..]
+        .find(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '`' | ')' | '>' | '<'))
+        .map_or(code.len(), |e| at + e);
+    Some(&code[start..end])
 }
 
 fn output_file(cmd: &Command) -> Option<String> {
@@ -1095,6 +1250,20 @@ fn system_damage(ctx: &Ctx<'_>, at: usize) -> Option<String> {
         "kill" | "pkill" if args.contains(&"-1") && !args.contains(&"-l") => {
             Some("`kill -1` signals every process the user can reach".into())
         }
+        // `kill -9 1`: PID 1 is init; killing it brings the machine down.
+        "kill"
+            if args.iter().enumerate().any(|(k, a)| {
+                *a == "1"
+                    && !k
+                        .checked_sub(1)
+                        .is_some_and(|b| matches!(args[b], "-s" | "-n" | "--signal"))
+            }) =>
+        {
+            Some("`kill 1` signals init (PID 1), which takes the machine down".into())
+        }
+        "userdel" | "deluser" | "dscl" if p != "dscl" || args.contains(&"-delete") => {
+            Some(format!("`{p}` deletes a user account"))
+        }
         "crontab" if args.contains(&"-r") => {
             Some("`crontab -r` deletes every scheduled job".into())
         }
@@ -1110,7 +1279,15 @@ fn system_damage(ctx: &Ctx<'_>, at: usize) -> Option<String> {
     if found.is_some() {
         return found;
     }
-    for target in written_files(cmd) {
+    // Removing or moving one is changing it: `rm /etc/passwd`, `mv /bin x`.
+    let removed = match p {
+        "rm" | "unlink" | "shred" | "mv" | "rmdir" => operands(cmd),
+        _ => Vec::new(),
+    };
+    let targets = written_files(cmd)
+        .into_iter()
+        .chain(removed.iter().map(|w| w.text.clone()));
+    for target in targets {
         if target.starts_with('$') {
             continue;
         }
@@ -1125,7 +1302,7 @@ fn system_damage(ctx: &Ctx<'_>, at: usize) -> Option<String> {
         }
         if critical_system_file(&resolved) && !ctx.in_workspace(&resolved) {
             return Some(format!(
-                "`{}` writes to `{resolved}`, a system file",
+                "`{}` changes `{resolved}`, a system file",
                 if p.is_empty() { "a redirection" } else { p }
             ));
         }
@@ -1372,6 +1549,51 @@ fn credential_dump(ctx: &Ctx<'_>, at: usize) -> Option<String> {
             args.join(" ")
         ));
     }
+    // The environment, searched for its secrets: `printenv | grep -i token`.
+    let dumps_env = matches!(
+        p,
+        "printenv" | "env" | "set" | "declare" | "typeset" | "export"
+    ) && args.iter().all(|a| a.starts_with('-'));
+    if dumps_env {
+        for r in ctx.readers(at) {
+            let reader = ctx.cmd(r);
+            if matches!(
+                program(reader),
+                "grep" | "egrep" | "rg" | "ag" | "awk" | "sed"
+            ) && reader.args().iter().any(|w| {
+                let lower = w.text.to_ascii_lowercase();
+                ["key", "token", "secret", "pass", "cred", "auth"]
+                    .iter()
+                    .any(|s| lower.contains(s))
+            }) {
+                return Some(format!(
+                    "`{p}` prints the environment and `{}` picks out its secrets",
+                    program(reader)
+                ));
+            }
+        }
+    }
+    // A secret variable printed: `printenv OPENAI_API_KEY`, `echo $GITHUB_TOKEN`.
+    if matches!(p, "printenv" | "echo" | "printf") {
+        for w in cmd.args() {
+            let name = if p == "printenv" {
+                Some(w.text.as_str())
+            } else {
+                w.text
+                    .strip_prefix("${")
+                    .and_then(|n| n.strip_suffix('}'))
+                    .or_else(|| w.text.strip_prefix('$'))
+            };
+            if let Some(name) = name
+                && crate::shell::is_name(name)
+                && crate::secrets::secret_name(name)
+            {
+                return Some(format!(
+                    "`{p}` prints `{name}`, a secret the environment holds"
+                ));
+            }
+        }
+    }
     let reads = read_files(cmd);
     for file in reads {
         if file.starts_with('$') || file.contains("://") || !crate::paths::may_be_secret(&file) {
@@ -1593,10 +1815,25 @@ fn history_rewrite(ctx: &Ctx<'_>, at: usize) -> Option<String> {
                 .find(|b| protected(ctx, b))
                 .map(|b| format!("`git branch -D` deletes the protected branch `{b}`"))
         }
-        "update-ref" if flag_words.contains(&"-d") => positional
-            .iter()
-            .find(|b| protected(ctx, b))
-            .map(|b| format!("`git update-ref -d` deletes `{b}`")),
+        "branch" if flag_words.iter().any(|f| matches!(*f, "-f" | "--force")) => positional
+            .first()
+            .filter(|b| protected(ctx, b))
+            .map(|b| format!("`git branch -f` moves the protected branch `{b}`")),
+        // `git update-ref refs/heads/main X` moves it; `-d` deletes it.
+        "update-ref" => positional
+            .first()
+            .map(|r| r.strip_prefix("refs/heads/").unwrap_or(r))
+            .filter(|b| protected(ctx, b))
+            .map(|b| {
+                format!(
+                    "`git update-ref` {} the protected branch `{b}`",
+                    if flag_words.contains(&"-d") {
+                        "deletes"
+                    } else {
+                        "moves"
+                    }
+                )
+            }),
         _ => None,
     }
 }
