@@ -331,6 +331,8 @@ fn takes_value(p: &str, flag: &str) -> bool {
             "--rsync-path",
         ],
         "telnet" => &["-l", "-b", "-n"],
+        "lftp" => &["-u", "-p", "-e", "-c", "-f"],
+        "ftp" | "tftp" | "ncftp" => &["-P", "-s", "-u", "-p"],
         _ => &[],
     };
     list.contains(&flag)
@@ -499,7 +501,7 @@ fn shell_destinations(cmd: &Command) -> Vec<(&'static str, Dest, String)> {
                 );
             }
         }
-        "nc" | "ncat" | "netcat" | "telnet" | "cryptcat" => {
+        "nc" | "ncat" | "netcat" | "telnet" | "cryptcat" | "ftp" | "lftp" | "tftp" | "ncftp" => {
             let listens = cmd.args().iter().any(|w| {
                 w.text.starts_with('-') && !w.text.starts_with("--") && w.text.contains('l')
             });

@@ -475,12 +475,43 @@ const NOT_SECRET_NAMES: &[&str] = &[
 pub(crate) fn secret_name(name: &str) -> bool {
     let name = name.to_ascii_lowercase();
     let parts: Vec<&str> = name.split(['_', '-', '.']).collect();
-    SECRET_NAMES.iter().any(|s| {
-        name.ends_with(s)
-            || parts
-                .iter()
-                .any(|p| p == s || p.ends_with(s) && s.len() > 5)
-    }) && !parts.iter().any(|p| NOT_SECRET_NAMES.contains(p))
+    // A `…_KEY` is a secret when the rest says what kind of key
+    // (`JWT_SIGNING_KEY`), not any key (`CACHE_KEY`, `SORT_KEY`).
+    const KEY_KINDS: &[&str] = &[
+        "signing",
+        "encryption",
+        "hmac",
+        "jwt",
+        "master",
+        "session",
+        "crypt",
+        "cipher",
+        "app",
+        "license",
+        "service",
+        "deploy",
+        "ssh",
+        "gpg",
+        "pgp",
+        "webhook",
+        "sign",
+        "aes",
+        "rsa",
+        "cookie",
+        "csrf",
+    ];
+    let kind_of_key = parts.last() == Some(&"key")
+        && parts[..parts.len() - 1]
+            .iter()
+            .any(|p| KEY_KINDS.contains(p));
+    (kind_of_key
+        || SECRET_NAMES.iter().any(|s| {
+            name.ends_with(s)
+                || parts
+                    .iter()
+                    .any(|p| p == s || p.ends_with(s) && s.len() > 5)
+        }))
+        && !parts.iter().any(|p| NOT_SECRET_NAMES.contains(p))
 }
 
 /// A value assigned to a secret-like name starting at `i` (the value's

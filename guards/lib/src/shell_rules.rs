@@ -1233,7 +1233,7 @@ fn system_damage(ctx: &Ctx<'_>, at: usize) -> Option<String> {
         "systemctl"
             if args.iter().any(|a| {
                 matches!(
-                    *a,
+                    a.trim_end_matches(".target"),
                     "poweroff"
                         | "reboot"
                         | "halt"
@@ -1260,6 +1260,10 @@ fn system_damage(ctx: &Ctx<'_>, at: usize) -> Option<String> {
             }) =>
         {
             Some("`kill 1` signals init (PID 1), which takes the machine down".into())
+        }
+        // `passwd -d root`: the account opens with no password at all.
+        "passwd" if args.iter().any(|a| matches!(*a, "-d" | "--delete")) => {
+            Some("`passwd -d` deletes a password: the account opens without one".into())
         }
         "userdel" | "deluser" | "dscl" if p != "dscl" || args.contains(&"-delete") => {
             Some(format!("`{p}` deletes a user account"))
@@ -1549,6 +1553,45 @@ fn credential_dump(ctx: &Ctx<'_>, at: usize) -> Option<String> {
             args.join(" ")
         ));
     }
+    // `find / -name '*.pem' | xargs cat`, `find ~ -name .env -exec cat {} +`:
+    // files picked out by a secret's name, and printed.
+    if p == "find"
+        && let Some((pattern, kind)) = secret_pattern(ctx, cmd)
+    {
+        let exec_prints = args.windows(2).any(|w| {
+            matches!(w[0], "-exec" | "-execdir") && PRINTERS.contains(&program_name(w[1]))
+        });
+        let piped = ctx
+            .readers(at)
+            .find(|&r| PRINTERS.contains(&program(ctx.cmd(r))))
+            .map(|r| program(ctx.cmd(r)));
+        if exec_prints || piped.is_some() {
+            return Some(format!(
+                "`find -name {pattern}` picks out {kind} and `{}` prints them",
+                piped.unwrap_or("-exec")
+            ));
+        }
+    }
+    // `grep -r password ~/.config/`: a search through every file of a
+    // folder that holds the user's credentials prints what matches in them.
+    let searches = matches!(p, "rg" | "ag" | "ack")
+        || matches!(p, "grep" | "egrep" | "fgrep")
+            && (has_short(cmd, 'r') || has_short(cmd, 'R') || has_long(cmd, "--recursive"));
+    if searches {
+        for w in operands(cmd) {
+            let resolved = ctx.path(&w.text);
+            let folder = resolved.trim_end_matches('/');
+            if folder == "~"
+                || is_a_home(folder)
+                || matches!(folder, "~/.config" | "~/.local/share" | "~/Library")
+            {
+                return Some(format!(
+                    "`{p}` searches every file beneath `{}`, where the user's credentials are",
+                    w.text
+                ));
+            }
+        }
+    }
     // The environment, searched for its secrets: `printenv | grep -i token`.
     let dumps_env = matches!(
         p,
@@ -1607,6 +1650,31 @@ fn credential_dump(ctx: &Ctx<'_>, at: usize) -> Option<String> {
         }
     }
     None
+}
+
+/// Programs that print what they read.
+const PRINTERS: &[&str] = &[
+    "cat", "head", "tail", "less", "more", "base64", "xxd", "strings", "od", "hexdump", "tac",
+    "nl", "bat",
+];
+
+/// A program word's name without its directory.
+fn program_name(word: &str) -> &str {
+    word.rsplit('/').next().unwrap_or(word)
+}
+
+/// A `find` name pattern that picks out secrets (`-name '*.pem'`,
+/// `-iname .env`), with what kind, read by trying it on a sample name.
+fn secret_pattern<'a>(ctx: &Ctx<'_>, cmd: &'a Command) -> Option<(&'a str, &'static str)> {
+    let args = cmd.args();
+    args.windows(2).find_map(|w| {
+        if !matches!(w[0].text.as_str(), "-name" | "-iname" | "-path" | "-ipath") {
+            return None;
+        }
+        let pattern = w[1].text.as_str();
+        let sample = pattern.replace(['*', '?'], "x");
+        secret_kind(&ctx.path(&sample)).map(|kind| (pattern, kind))
+    })
 }
 
 /// The files a command reads, as far as the line shows: `<` redirections,
