@@ -401,25 +401,20 @@ const SOCKET_APIS: &[&str] = &[
 /// The quoted literals in code that read as a host: a dotted name or
 /// address, or `localhost`.
 fn quoted_hosts(code: &str) -> Vec<&str> {
-    let mut out = Vec::new();
-    for quote in ['\'', '"'] {
-        for (k, part) in code.split(quote).enumerate() {
-            // Odd pieces are inside quotes.
-            let host = part.split(':').next().unwrap_or(part);
-            let host_like = !host.is_empty()
+    crate::shell_rules::quoted_literals(code)
+        .into_iter()
+        .map(|lit| lit.split(':').next().unwrap_or(lit))
+        .filter(|host| {
+            !host.is_empty()
                 && host
                     .bytes()
                     .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-'))
                 && (host.contains('.') || host.eq_ignore_ascii_case("localhost"))
                 && host.bytes().any(|b| b.is_ascii_alphabetic() || b == b'.')
                 && !host.starts_with('.')
-                && !host.ends_with('.');
-            if k % 2 == 1 && host_like && !out.contains(&host) {
-                out.push(host);
-            }
-        }
-    }
-    out
+                && !host.ends_with('.')
+        })
+        .collect()
 }
 
 /// The destinations one shell command reaches, as the line shows them.
@@ -595,6 +590,24 @@ fn shell_destinations(cmd: &Command) -> Vec<(&'static str, Dest, String)> {
             }
         }
         "git" => git_destinations(cmd, &mut push),
+        // Programs that reach whatever URL they are given, wherever it is
+        // on their command line (`rclone … --http-url URL`, `ffmpeg -i URL`).
+        "rclone" | "yt-dlp" | "youtube-dl" | "ffmpeg" | "ffprobe" | "streamlink" | "grpcurl"
+        | "websocat" | "wscat" | "hey" | "ab" | "wrk" | "k6" | "siege" | "httpx" => {
+            for w in cmd.args() {
+                for url in urls_in(&w.text) {
+                    push(
+                        "shell-network",
+                        if w.dynamic {
+                            Dest::Unseen
+                        } else {
+                            url_host(url)
+                        },
+                        format!("`{p}` reaches {url}"),
+                    );
+                }
+            }
+        }
         // `openssl s_client -connect host:port` (or `host:port` alone, as
         // OpenSSL 3 takes it), and the other clients' `-connect`.
         "openssl" if cmd.args().first().is_some_and(|w| w.text == "s_client") => {

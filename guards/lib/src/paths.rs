@@ -270,6 +270,11 @@ pub fn secret_kind(path: &str) -> Option<&'static str> {
     {
         return Some("a browser profile");
     }
+    // Secrets mounted into a container: Kubernetes' service-account token,
+    // Docker's and Compose's `/run/secrets`.
+    if lower.starts_with("/var/run/secrets/") || lower.starts_with("/run/secrets/") {
+        return Some("a secret mounted into the container");
+    }
     if has("/.terraform.d/credentials.tfrc.json") {
         return Some("Terraform's API tokens");
     }

@@ -504,7 +504,10 @@ pub(crate) fn secret_name(name: &str) -> bool {
         && parts[..parts.len() - 1]
             .iter()
             .any(|p| KEY_KINDS.contains(p));
+    // `DB_PASS`, `DB_PWD`: the short forms, as a whole part only.
+    let short = parts.iter().any(|p| matches!(*p, "pass" | "pwd" | "pw"));
     (kind_of_key
+        || short
         || SECRET_NAMES.iter().any(|s| {
             name.ends_with(s)
                 || parts

@@ -455,7 +455,31 @@ fn recursive_delete(ctx: &Ctx<'_>, at: usize) -> Option<String> {
             operands(cmd).last().copied().into_iter().collect()
         }
         "shred" if has_short(cmd, 'u') || has_long(cmd, "--remove") => operands(cmd),
-        _ => return None,
+        // `python3 -c "shutil.rmtree('/home/dev')"`: a tree deleted by
+        // inline code, at a path the code names.
+        _ => {
+            let code = inline_code(cmd)?;
+            const RMTREE: &[&str] = &[
+                "rmtree(",
+                ".rmSync(",
+                ".rmdirSync(",
+                ".rm(",
+                "rimraf",
+                "FileUtils.rm_r",
+                "remove_dir_all(",
+                "Remove-Item",
+                "File.delete(",
+            ];
+            let api = RMTREE.iter().find(|a| code.contains(**a))?;
+            return quoted_literals(&code).into_iter().find_map(|lit| {
+                let word = Word {
+                    text: lit.to_owned(),
+                    ..Word::default()
+                };
+                delete_danger(ctx, &word)
+                    .map(|why| format!("`{}`'s code deletes a tree (`{api}`): {why}", program(cmd)))
+            });
+        }
     };
     for word in targets {
         if let Some(why) = delete_danger(ctx, word) {
@@ -487,10 +511,18 @@ fn device_write(ctx: &Ctx<'_>, at: usize) -> Option<String> {
         }
     }
     match program(cmd) {
-        "dd" => cmd.args().iter().find_map(|w| {
+        "dd" | "dcfldd" | "dc3dd" => cmd.args().iter().find_map(|w| {
             let of = w.text.strip_prefix("of=")?;
-            device_target(of).map(|d| format!("`dd` writes to the device `{d}`"))
+            device_target(of).map(|d| format!("`{}` writes to the device `{d}`", program(cmd)))
         }),
+        // `ddrescue IN OUT [MAP]`: OUT is written.
+        "ddrescue" => operands(cmd)
+            .get(1)
+            .and_then(|w| device_target(&w.text))
+            .map(|d| format!("`ddrescue` writes to the device `{d}`")),
+        "flashrom" if has_short(cmd, 'w') || has_long(cmd, "--write") => {
+            Some("`flashrom -w` rewrites the machine's firmware flash".into())
+        }
         "shred" | "wipefs" | "blkdiscard" | "badblocks" | "cp" | "tee" | "cat" | "pv"
         | "hdparm" | "sg_format" | "nvme" => {
             if program(cmd) == "badblocks" && !has_short(cmd, 'w') {
@@ -699,6 +731,20 @@ fn fork_bomb(ctx: &Ctx<'_>, at: usize) -> Option<String> {
     ];
     (lower.contains("fork") && ENDLESS.iter().any(|e| lower.contains(e)))
         .then(|| format!("`{}` forks in a loop: a fork bomb", program(cmd)))
+}
+
+/// The string literals in a piece of code (between `'…'` or `"…"`).
+pub(crate) fn quoted_literals(code: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    for quote in ['\'', '"'] {
+        // Odd pieces are inside quotes.
+        for (k, part) in code.split(quote).enumerate() {
+            if k % 2 == 1 && !part.is_empty() && !out.contains(&part) {
+                out.push(part);
+            }
+        }
+    }
+    out
 }
 
 /// Whether a loop's condition never changes: `while true`, `while :`,
@@ -1013,6 +1059,21 @@ fn download_exec(ctx: &Ctx<'_>, at: usize) -> Option<String> {
             return None;
         }
         for later in ctx.script.commands.iter().skip(at + 1) {
+            // `dpkg -i x.deb`, `rpm -i x.rpm`, `apt install ./x.deb`: a
+            // package's scripts run as root when it is installed.
+            let installs = matches!(
+                program(later),
+                "dpkg" | "rpm" | "apt" | "apt-get" | "yum" | "dnf" | "zypper" | "installer" | "pkg"
+            ) && later
+                .args()
+                .iter()
+                .any(|w| w.text.rsplit('/').next() == Some(name.as_str()));
+            if installs {
+                return Some(format!(
+                    "`{p}` downloads `{out}` and the same line installs it with `{}`",
+                    program(later)
+                ));
+            }
             let runs_it = later.program() == Some(name.as_str())
                 || (SHELLS.contains(&program(later))
                     || INTERPRETERS.contains(&program(later))
@@ -1121,6 +1182,22 @@ fn output_file(cmd: &Command) -> Option<String> {
 }
 
 fn reverse_shell(ctx: &Ctx<'_>, at: usize) -> Option<String> {
+    // `ssh -R PORT:localhost:22 host`: a port on another machine that
+    // leads back into this one.
+    {
+        let cmd = ctx.cmd(at);
+        if matches!(program(cmd), "ssh" | "autossh")
+            && cmd
+                .args()
+                .iter()
+                .any(|w| w.text == "-R" || w.text.starts_with("-R") && w.text.len() > 2)
+        {
+            return Some(format!(
+                "`{} -R` opens a port on another machine that leads back into this one",
+                program(cmd)
+            ));
+        }
+    }
     let cmd = ctx.cmd(at);
     let p = program(cmd);
     for r in &cmd.redirects {
@@ -1570,6 +1647,22 @@ fn credential_dump(ctx: &Ctx<'_>, at: usize) -> Option<String> {
                 "`find -name {pattern}` picks out {kind} and `{}` prints them",
                 piped.unwrap_or("-exec")
             ));
+        }
+    }
+    // `cat $(find ~ -name id_rsa)`: the files a substitution's `find`
+    // picks out by a secret's name, printed.
+    if PRINTERS.contains(&p) {
+        for w in cmd.args() {
+            for i in ctx.substituted_programs(w) {
+                let inner = ctx.cmd(i);
+                if program(inner) == "find"
+                    && let Some((pattern, kind)) = secret_pattern(ctx, inner)
+                {
+                    return Some(format!(
+                        "`{p}` prints what `find -name {pattern}` picks out: {kind}"
+                    ));
+                }
+            }
         }
     }
     // `grep -r password ~/.config/`: a search through every file of a
