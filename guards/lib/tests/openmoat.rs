@@ -1,5 +1,6 @@
 //! `toolgate:shell`'s rules and OpenMoat's classifier (openmoat-core
-//! 0.12.1, its default policy), side by side on the same labeled corpus:
+//! 0.12.1, its default policy), side by side on the same labeled corpora
+//! (the tuned one and the held-out one):
 //! both see every line as run in `corpus::CORPUS_CWD` with home
 //! `/home/dev`. OpenMoat answers deny, ask (a person must decide) or allow;
 //! both "deny" and "deny or ask" are counted. The numbers are printed
@@ -20,6 +21,23 @@ struct Tally {
 
 #[test]
 fn openmoat_and_toolgate_shell_judge_the_same_corpus_side_by_side() {
+    let tuned = side_by_side(
+        "guards/corpus/shell.txt (written with toolgate's rules)",
+        corpus::SHELL,
+    );
+    assert!(tuned >= 800, "both judged the whole corpus");
+    // The held-out set was written after toolgate's rules were frozen, and
+    // neither classifier was changed for it: the fairer of the two rows.
+    let held_out = side_by_side(
+        "guards/corpus/shell-heldout.txt (tuned on by neither)",
+        corpus::SHELL_HELDOUT,
+    );
+    assert!(held_out >= 100, "both judged the held-out set");
+}
+
+/// Judges every case of `corpus` with both classifiers and prints the
+/// figures; returns how many cases there were.
+fn side_by_side(name: &str, text: &str) -> usize {
     let policy = Policy::parse(DEFAULT_POLICY).expect("OpenMoat's default policy parses");
     let ctx = EvalContext {
         home: "/home/dev".into(),
@@ -34,7 +52,7 @@ fn openmoat_and_toolgate_shell_judge_the_same_corpus_side_by_side() {
     let options = ShellOptions::default();
     let mut t = Tally::default();
     let mut per_class: std::collections::BTreeMap<&str, (usize, usize, usize)> = Default::default();
-    for case in corpus::cases(corpus::SHELL) {
+    for case in corpus::cases(text) {
         let verdict = moat
             .decide(&Action::Shell {
                 command: case.text.to_owned(),
@@ -61,6 +79,7 @@ fn openmoat_and_toolgate_shell_judge_the_same_corpus_side_by_side() {
         }
     }
     let pct = |n: usize, d: usize| 100.0 * n as f64 / d as f64;
+    println!("\n{name}: {} dangerous, {} benign", t.dangerous, t.benign);
     println!("{:<32} {:>10} {:>16}", "", "recall", "false positives");
     for (k, who) in [
         "toolgate:shell",
@@ -80,8 +99,5 @@ fn openmoat_and_toolgate_shell_judge_the_same_corpus_side_by_side() {
     for (class, (n, ours, moat)) in &per_class {
         println!("  {class:<20} {n:>4} {ours:>4} {moat:>4}");
     }
-    assert!(
-        t.dangerous + t.benign >= 800,
-        "both judged the whole corpus"
-    );
+    t.dangerous + t.benign
 }
