@@ -23,6 +23,8 @@ if req['event'] == 'pre_tool_use':
         answer = {'decision': 'deny', 'reason': 'denied by the guard'}
     elif 'rewrite-me' in cmd:
         answer = {'decision': 'modify', 'input': dict(req['input'], command='echo rewritten')}
+    elif 'ask-me' in cmd:
+        answer = {'decision': 'ask', 'reason': 'a person decides this'}
     elif 'answer-me' in cmd:
         answer = {'decision': 'replace', 'result': {'output': 'answered', 'is_error': False}}
 else:
@@ -107,6 +109,46 @@ fn batch_call(command: &str, status: &str, error: Option<(&str, &str)>) -> Value
     json!({"tool_name": "run_shell_command", "tool_input": {"command": command},
            "tool_use_id": "call_0", "tool_call_id": "call_0", "status": status,
            "tool_response": response})
+}
+
+#[test]
+fn an_ask_is_qwen_codes_own_ask_unless_it_carries_a_rewrite_qwen_code_cannot_apply() {
+    let fx = fixture();
+    // Its own `ask`: a confirmation in its terminal, a refusal with the
+    // reason in `-p` (live::qwen). Context rides in the reason, as beside a deny.
+    assert_eq!(
+        answer(&fx, pre("echo ask-me advise")),
+        json!({"hookSpecificOutput": {"hookEventName": "PreToolUse",
+            "permissionDecision": "ask",
+            "permissionDecisionReason": "a person decides this\n\na note"}})
+    );
+    // An ask about a rewritten call: the rewrite cannot ride along, so the
+    // call is refused, saying both.
+    let fx = Fixture::new();
+    let rewriter = fx.script(
+        "rewrite.py",
+        "#!/usr/bin/env python3\nimport json, sys\nreq = json.load(sys.stdin)\nprint(json.dumps({'decision': 'modify', 'input': dict(req['input'], command='echo rewritten')}))\n",
+    );
+    let asker = fx.script(
+        "ask.py",
+        "#!/usr/bin/env python3\nprint('{\"decision\": \"ask\", \"reason\": \"a person decides this\"}')\n",
+    );
+    fx.workspace_hooks(json!([
+        {"name": "rewriter", "command": [&rewriter]},
+        {"name": "asker", "command": [&asker]},
+    ]));
+    fx.trust();
+    let said = answer(&fx, pre("echo original"));
+    assert_eq!(said["hookSpecificOutput"]["permissionDecision"], "deny", "{said}");
+    let reason = said["hookSpecificOutput"]["permissionDecisionReason"]
+        .as_str()
+        .unwrap();
+    assert!(
+        reason.contains("needs a person's confirmation")
+            && reason.contains("a person decides this")
+            && reason.contains("echo rewritten"),
+        "{reason}"
+    );
 }
 
 #[test]

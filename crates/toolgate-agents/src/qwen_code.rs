@@ -32,6 +32,10 @@
 //!   The output is withheld one step later, at `PostToolBatch`, whose stop
 //!   replaces the result of the batch's last call: toolgate judges that
 //!   call again there and stops on a deny or replace.
+//! - a chain's `ask` is Qwen Code's own `permissionDecision: "ask"` with
+//!   the reason: a confirmation in its terminal, a refusal with the reason
+//!   in `-p` (checked live, and in its code: the ask is bounced to a
+//!   confirmation only when the session is interactive).
 //! - toolgate's own failure is a stop on stdout ([`QwenCode::blocked`]):
 //!   exit 2 is honoured only before the call.
 //!
@@ -373,7 +377,29 @@ fn pre(decision: &Decision, context: Option<&str>) -> Option<Value> {
             context,
         )),
         Decision::Replace { result } => Some(deny(&answered_for_the_tool(&result.output), context)),
-        Decision::Ask { reason, .. } => Some(deny(&needs_a_person(reason), context)),
+        // Qwen Code's own `ask`: its terminal asks the person (live,
+        // 0.24.4: yes runs the call, no does not), and where nobody can
+        // answer (`-p`, any approval mode) it refuses the call and the model
+        // reads the reason. A rewrite cannot ride along (Qwen Code applies
+        // none), so an ask about a rewritten call is refused as a `modify`
+        // is.
+        Decision::Ask {
+            reason,
+            input: None,
+        } => Some(json!({"hookSpecificOutput": {
+            "permissionDecision": "ask",
+            "permissionDecisionReason": with_context(reason, context),
+        }})),
+        Decision::Ask {
+            reason,
+            input: Some(input),
+        } => Some(deny(
+            &format!(
+                "{}; and toolgate would run it rewritten, which Qwen Code cannot apply: {input}",
+                needs_a_person(reason)
+            ),
+            context,
+        )),
     }
 }
 

@@ -22,6 +22,8 @@ pub(crate) enum Row {
     Deny,
     #[strum(serialize = "modify")]
     Modify,
+    #[strum(serialize = "ask (before)")]
+    Ask,
     #[strum(serialize = "context")]
     Context,
     #[strum(serialize = "replace (before)")]

@@ -718,3 +718,64 @@ fn live_gemini_settings_that_turn_hooks_off_skip_toolgate_and_doctor_says_so() {
         }
     }
 }
+
+/// A Gemini CLI hook (its own protocol, not toolgate) answering `ask` for
+/// every call.
+fn raw_ask_hook(fx: &Fixture) -> Value {
+    let hook = fx.script(
+        "raw-ask.py",
+        "#!/usr/bin/env python3\nimport json, sys\nreq = json.load(sys.stdin)\nif req.get('hook_event_name') == 'BeforeTool':\n    print(json.dumps({'decision': 'ask', 'reason': 'a person decides', 'systemMessage': 'a person decides'}))\nelse:\n    print('{}')\n",
+    );
+    let hook = fx.workspace().join(hook.trim_start_matches("./"));
+    json!({"type": "command", "command": hook})
+}
+
+#[test]
+fn live_gemini_an_ask_is_a_refusal_with_the_reason_because_its_own_ask_waits_forever_headless() {
+    // toolgate's answer: a denial whose reason says a person was needed.
+    let fx = Fixture::new();
+    let guard = py_hook(
+        &fx,
+        "ask.py",
+        "if 'touch' in req['input']['command']:\n    answer = {'decision': 'ask', 'reason': 'creating files needs a person here'}",
+    );
+    fx.workspace_hooks(json!([{"name": "asker", "command": [&guard]}]));
+    let handler = json!({"type": "command", "command": toolgate_gemini()});
+    let run = gemini(&fx, every_tool(handler), vec![shell("touch made.txt")], true, &[]);
+    assert!(!fx.workspace().join("sub/made.txt").exists(), "the command ran");
+    let shown = run.shown();
+    assert!(
+        shown[0].contains("needs a person's confirmation")
+            && shown[0].contains("creating files needs a person here"),
+        "{shown:?}"
+    );
+    saw(
+        Row::Ask,
+        "a denial whose reason says a person was needed (its own `ask` waits forever for a confirmation in `-p`, even in `--yolo`, and toolgate cannot tell `-p` from its terminal)",
+        Some(&shown[0]),
+    );
+
+    // Why: Gemini CLI's own `ask` from a hook, in `-p --yolo`, waits for a
+    // confirmation nobody can give. The run is still waiting when killed
+    // after 30 s, and the call never ran. A release that refuses instead
+    // fails this, and toolgate can then answer with Gemini CLI's `ask`.
+    let fx = Fixture::new();
+    let run = gemini_env(
+        &fx,
+        json!({"security": {"auth": {"selectedType": "gemini-api-key"}},
+               "hooks": every_tool(raw_ask_hook(&fx))}),
+        vec![shell("touch made.txt")],
+        true,
+        &[],
+        &[],
+        &["timeout".to_owned(), "30".to_owned()],
+    );
+    assert_eq!(
+        run.out.status.code(),
+        Some(124),
+        "Gemini CLI finished instead of waiting: {}",
+        run.stderr()
+    );
+    assert!(!fx.workspace().join("sub/made.txt").exists(), "the command ran");
+    assert!(run.stderr().contains("a person decides"), "{}", run.stderr());
+}
