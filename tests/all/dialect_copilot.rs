@@ -39,6 +39,8 @@ if req["event"] == "pre_tool_use":
         answer = {"decision": "deny", "reason": "no force pushes", "context": "said why"}
     elif cmd == "ls":
         answer = {"decision": "modify", "input": {"command": "ls -la"}, "context": "long form"}
+    elif cmd == "ask-me":
+        answer = {"decision": "ask", "reason": "a person decides this"}
     elif cmd == "cached":
         answer = {"decision": "replace", "result": {"output": "a b c", "is_error": False}}
     else:
@@ -127,6 +129,43 @@ fn toolgate_as_a_copilot_hook_answers_in_its_format() {
         json!({"sessionId": "s", "timestamp": 1, "cwd": "/", "source": "new"}),
     );
     assert_eq!((out.status.code(), out.stdout.is_empty()), (Some(0), true));
+}
+
+#[test]
+fn an_ask_is_copilots_own_ask_unless_it_carries_a_rewrite() {
+    // Its own `ask`: a confirmation in its terminal, a refusal with the
+    // reason in `-p` (live::copilot).
+    let fx = Fixture::new();
+    policy(&fx);
+    let out = copilot(&fx, pre("ask-me"));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        stdout_json(&out),
+        json!({"permissionDecision": "ask", "permissionDecisionReason": "a person decides this"})
+    );
+    // About a rewritten call: refused, saying both.
+    let fx = Fixture::new();
+    let rewriter = fx.script(
+        "rewrite.py",
+        "#!/usr/bin/env python3\nimport json, sys\nreq = json.load(sys.stdin)\nprint(json.dumps({'decision': 'modify', 'input': dict(req['input'], command='echo rewritten')}))\n",
+    );
+    let asker = fx.script(
+        "ask.py",
+        "#!/usr/bin/env python3\nprint('{\"decision\": \"ask\", \"reason\": \"a person decides this\"}')\n",
+    );
+    fx.workspace_hooks(json!([
+        {"name": "rewriter", "command": [&rewriter]},
+        {"name": "asker", "command": [&asker]},
+    ]));
+    let said = stdout_json(&copilot(&fx, pre("echo original")));
+    assert_eq!(said["permissionDecision"], "deny", "{said}");
+    let reason = said["permissionDecisionReason"].as_str().unwrap();
+    assert!(
+        reason.contains("needs a person's confirmation")
+            && reason.contains("a person decides this")
+            && reason.contains("echo rewritten"),
+        "{reason}"
+    );
 }
 
 #[test]

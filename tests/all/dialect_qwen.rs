@@ -139,7 +139,10 @@ fn an_ask_is_qwen_codes_own_ask_unless_it_carries_a_rewrite_qwen_code_cannot_app
     ]));
     fx.trust();
     let said = answer(&fx, pre("echo original"));
-    assert_eq!(said["hookSpecificOutput"]["permissionDecision"], "deny", "{said}");
+    assert_eq!(
+        said["hookSpecificOutput"]["permissionDecision"], "deny",
+        "{said}"
+    );
     let reason = said["hookSpecificOutput"]["permissionDecisionReason"]
         .as_str()
         .unwrap();

@@ -17,6 +17,11 @@
 //! - `modify` is `modifiedArgs` alone: Copilot replaces the whole argument
 //!   object and, without a decision beside it, still applies its own
 //!   permission rules to the rewritten call;
+//! - a chain's `ask` is Copilot's own `permissionDecision: "ask"` with the
+//!   reason: a "Hook permission request" in its terminal, whatever its
+//!   permission flags (`--allow-all-tools`, `--yolo`), and a refusal whose
+//!   reason the model reads in `-p`; an ask about a rewritten call is
+//!   refused instead;
 //! - a pre `replace` cannot be expressed (a hook cannot answer for a tool):
 //!   it becomes a denial whose reason carries the replacement;
 //! - after a call, `modifiedResult` replaces what the model is shown: a post
@@ -184,7 +189,31 @@ impl Dialect for Copilot {
                 Decision::Replace { result } => {
                     deny(&mut answer, &answered_for_the_tool(&result.output));
                 }
-                Decision::Ask { reason, .. } => deny(&mut answer, &needs_a_person(reason)),
+                // Copilot's own `ask`: a "Hook permission request" in its
+                // terminal, whatever its permission flags (live, 1.0.102:
+                // yes runs the call, no does not); in `-p` it refuses the
+                // call ("unable to ask user for confirmation") and the model
+                // reads the reason. An ask about a rewritten call is refused:
+                // whether Copilot would show and run the rewrite beside an
+                // `ask` was not seen, and a person approving the original
+                // call would undo a guard's rewrite.
+                Decision::Ask {
+                    reason,
+                    input: None,
+                } => {
+                    answer.insert("permissionDecision".into(), json!("ask"));
+                    answer.insert("permissionDecisionReason".into(), json!(reason));
+                }
+                Decision::Ask {
+                    reason,
+                    input: Some(input),
+                } => deny(
+                    &mut answer,
+                    &format!(
+                        "{}; and toolgate would run it rewritten: {input}",
+                        needs_a_person(reason)
+                    ),
+                ),
             },
             (Event::PostToolUse, FAILURE) => {
                 let said = match decision {

@@ -1467,6 +1467,11 @@ fn live_claude_an_ask_in_print_mode_refuses_the_call_and_the_model_reads_why() {
                 "{release:?} {mode}: {result}"
             );
         }
+        release.saw(
+            Row::Ask,
+            "its own `ask`: a confirmation in its terminal; in `-p` (every permission mode) the call is refused and the model reads the reason",
+            Some("creating files needs a person here"),
+        );
     }
 }
 

@@ -454,3 +454,150 @@ fn live_copilot_mcp_tools_are_guarded_through_the_entry_install_mcp_wrote() {
         "everything-echo",
     );
 }
+
+/// Runs Copilot CLI's terminal interface (`-i`, every tool allowed by its
+/// rules, so that only a hook asks) on a pseudo-terminal with `handler` as
+/// the hook, scripted to make `calls`; once the screen shows `needle`,
+/// types `keys`. Returns whether it saw the needle, and the screen's text.
+fn copilot_terminal(
+    fx: &Fixture,
+    handler: Value,
+    calls: Vec<Value>,
+    needle: &str,
+    keys: &str,
+) -> (bool, String) {
+    let home = fx.dir.path().join("copilot-home");
+    let hooks = home.join(".copilot/hooks");
+    std::fs::create_dir_all(&hooks).unwrap();
+    let events = json!({"preToolUse": [handler], "postToolUse": [handler],
+        "postToolUseFailure": [handler]});
+    std::fs::write(
+        hooks.join("toolgate.json"),
+        json!({"version": 1, "hooks": events}).to_string(),
+    )
+    .unwrap();
+    // A user who trusted this folder ("Yes, and remember this folder").
+    let ws = fx.workspace().canonicalize().unwrap();
+    std::fs::write(
+        home.join(".copilot/config.json"),
+        json!({"trustedFolders": [ws]}).to_string(),
+    )
+    .unwrap();
+    let mock = MockModel::chat(calls);
+    crate::support::trust(&fx.workspace());
+    let screen = fx.dir.path().join("screen.txt");
+    let driver = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/agents/pty-drive.py");
+    let mut cmd = Command::new("python3");
+    hermetic(&mut cmd)
+        .arg(driver)
+        .args([screen.to_str().unwrap(), needle, keys, "90", "10", "--"])
+        .arg(copilot_bin())
+        .args([
+            "-i",
+            "run the scripted commands",
+            "--no-auto-update",
+            "--allow-all-tools",
+        ])
+        .current_dir(fx.workspace())
+        .env("HOME", &home)
+        .env("COPILOT_OFFLINE", "true")
+        .env("COPILOT_AUTO_UPDATE", "false")
+        .env("COPILOT_PKG_CACHE_HOME", package_cache())
+        .env(
+            "COPILOT_PROVIDER_BASE_URL",
+            format!("{}/v1", mock.base_url()),
+        )
+        .env("COPILOT_PROVIDER_API_KEY", "dummy")
+        .env("COPILOT_MODEL", "gpt-4.1")
+        .env("TOOLGATE_CONFIG_DIR", fx.global())
+        .env("TERM", "xterm-256color")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if let Some(path) = cmd
+        .get_envs()
+        .find(|(k, _)| *k == "PATH")
+        .and_then(|(_, v)| v.map(|v| v.to_owned()))
+        .or_else(|| std::env::var_os("PATH"))
+    {
+        cmd.env("PTY_DRIVE_PATH", path);
+    }
+    let child = cmd.spawn().expect("the terminal driver starts");
+    let out = finish_within(child, Duration::from_secs(150), "pty-drive");
+    let said: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "the driver printed no JSON ({e}): {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    let text = std::fs::read_to_string(&screen).unwrap_or_default();
+    (said["saw"] == true, text)
+}
+
+/// A guard that answers `ask` for `touch`: what a person is asked about.
+fn asking_guard(fx: &Fixture) {
+    let guard = py_hook(
+        fx,
+        "ask.py",
+        "if 'touch' in req['input']['command']:\n    answer = {'decision': 'ask', 'reason': 'creating files needs a person here'}",
+    );
+    fx.workspace_hooks(json!([{"name": "asker", "command": [&guard]}]));
+}
+
+#[test]
+fn live_copilot_an_ask_in_prompt_mode_refuses_the_call_and_the_model_reads_why() {
+    // `-p` has nobody to ask: Copilot refuses the call whatever its
+    // permission flags, and the model reads the reason.
+    for flags in [&["--allow-all-tools"][..], &["--yolo"][..]] {
+        let fx = Fixture::new();
+        asking_guard(&fx);
+        let mock = copilot_with(
+            &fx,
+            toolgate_handler(&[]),
+            vec![sh("touch made.txt")],
+            flags,
+        );
+        assert!(
+            !fx.workspace().join("made.txt").exists(),
+            "{flags:?}: the command ran"
+        );
+        let shown = tool_messages(&mock, 1);
+        assert_eq!(
+            shown[0],
+            "Denied by preToolUse hook (unable to ask user for confirmation): creating files needs a person here",
+            "{flags:?}"
+        );
+        saw(
+            Row::Ask,
+            "its own `ask`: a \"Hook permission request\" in its terminal (also with `--allow-all-tools`); in `-p` the call is refused and the model reads the reason",
+            Some(&shown[0]),
+        );
+    }
+}
+
+#[test]
+fn live_copilot_an_ask_is_a_confirmation_in_its_terminal_even_with_every_tool_allowed() {
+    for (keys, yes) in [("\\r", true), ("\\x1b", false)] {
+        let fx = Fixture::new();
+        asking_guard(&fx);
+        let (saw, screen) = copilot_terminal(
+            &fx,
+            toolgate_handler(&[]),
+            vec![sh("touch made.txt")],
+            "creating files needs a person here",
+            keys,
+        );
+        let flat: String = screen.split_whitespace().collect();
+        assert!(
+            saw && flat.contains("Hookpermissionrequest")
+                && flat.contains("Doyouwanttoallowthistoolcall?"),
+            "no confirmation with the reason on the screen:\n{screen}"
+        );
+        assert_eq!(
+            fx.workspace().join("made.txt").exists(),
+            yes,
+            "answered {keys}, the command ran: {}\n{screen}",
+            !yes
+        );
+    }
+}

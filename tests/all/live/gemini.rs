@@ -741,8 +741,17 @@ fn live_gemini_an_ask_is_a_refusal_with_the_reason_because_its_own_ask_waits_for
     );
     fx.workspace_hooks(json!([{"name": "asker", "command": [&guard]}]));
     let handler = json!({"type": "command", "command": toolgate_gemini()});
-    let run = gemini(&fx, every_tool(handler), vec![shell("touch made.txt")], true, &[]);
-    assert!(!fx.workspace().join("sub/made.txt").exists(), "the command ran");
+    let run = gemini(
+        &fx,
+        every_tool(handler),
+        vec![shell("touch made.txt")],
+        true,
+        &[],
+    );
+    assert!(
+        !fx.workspace().join("sub/made.txt").exists(),
+        "the command ran"
+    );
     let shown = run.shown();
     assert!(
         shown[0].contains("needs a person's confirmation")
@@ -776,6 +785,13 @@ fn live_gemini_an_ask_is_a_refusal_with_the_reason_because_its_own_ask_waits_for
         "Gemini CLI finished instead of waiting: {}",
         run.stderr()
     );
-    assert!(!fx.workspace().join("sub/made.txt").exists(), "the command ran");
-    assert!(run.stderr().contains("a person decides"), "{}", run.stderr());
+    assert!(
+        !fx.workspace().join("sub/made.txt").exists(),
+        "the command ran"
+    );
+    assert!(
+        run.stderr().contains("a person decides"),
+        "{}",
+        run.stderr()
+    );
 }
