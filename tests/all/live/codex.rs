@@ -386,3 +386,53 @@ fn assert_mcp_verdicts(fx: &Fixture, entry: &str, how: &str) {
     let told: String = mock.requests().iter().map(Value::to_string).collect();
     assert_live_verdicts(&format!("Codex {how}"), &shown, &told, "\"get_env\"");
 }
+
+#[test]
+fn live_codex_an_ask_is_a_refusal_with_the_reason_because_codex_has_no_ask() {
+    // toolgate's answer: a denial whose reason says a person was needed.
+    let fx = Fixture::new();
+    let guard = py_hook(
+        &fx,
+        "ask.py",
+        "if 'touch' in json.dumps(req['input']):\n    answer = {'decision': 'ask', 'reason': 'creating files needs a person here'}",
+    );
+    fx.workspace_hooks(json!([{"name": "asker", "command": [&guard]}]));
+    let mock = codex(&fx, &["touch made.txt"], true);
+    assert!(
+        !fx.workspace().join("sub/made.txt").exists(),
+        "the command ran"
+    );
+    let shown = only_output(&mock);
+    assert!(
+        shown.contains("needs a person's confirmation")
+            && shown.contains("creating files needs a person here"),
+        "{shown}"
+    );
+    saw(
+        Row::Ask,
+        "a denial whose reason says a person was needed (Codex has no `ask`: it calls one unsupported)",
+        Some(&shown),
+    );
+
+    // Why: Codex 0.171.0 calls a hook's `ask` unsupported and runs the
+    // call, as if the hook had said nothing. Answering `ask` here would be
+    // an allow. A release that honours it fails this, and toolgate can then
+    // answer with Codex's own `ask`.
+    let fx = Fixture::new();
+    let hook = fx.script(
+        "raw-ask.py",
+        "#!/usr/bin/env python3\nimport json, sys\nreq = json.load(sys.stdin)\nif req.get('hook_event_name') == 'PreToolUse':\n    print(json.dumps({'hookSpecificOutput': {'hookEventName': 'PreToolUse', 'permissionDecision': 'ask', 'permissionDecisionReason': 'a person decides'}}))\n",
+    );
+    let hook = fx.workspace().join(hook.trim_start_matches("./"));
+    let mock = codex_with(
+        &fx,
+        json!({"type": "command", "command": hook}),
+        &["touch made.txt"],
+        true,
+    );
+    assert!(
+        fx.workspace().join("sub/made.txt").exists(),
+        "Codex no longer runs a call its hook asks about: {:?}",
+        mock.function_outputs()
+    );
+}
