@@ -805,7 +805,7 @@ else:
 /// to confirm one here), with the reason and the word that a person's
 /// confirmation was needed: never an allow, never silence.
 #[test]
-fn every_other_agent_refuses_an_ask_and_says_a_person_was_needed() {
+fn an_ask_is_the_agents_own_where_a_person_is_really_asked_and_a_refusal_elsewhere() {
     use toolgate::agent::{Outward, render_outcome};
     let outcome = toolgate::Outcome {
         event: toolgate::Event::PreToolUse,
@@ -831,9 +831,16 @@ fn every_other_agent_refuses_an_ask_and_says_a_person_was_needed() {
             .unwrap_or_else(|| panic!("{agent:?} said nothing"))
             .to_string();
         assert!(said.contains("pushes need a person"), "{agent:?}: {said}");
+        // Each agent's answer was checked live (docs/agents.md): its own
+        // `ask` only where every mode of it asks a person or refuses.
         match agent {
-            Outward::ClaudeCode => assert!(said.contains(r#""permissionDecision":"ask""#)),
-            _ => assert!(
+            Outward::ClaudeCode | Outward::QwenCode | Outward::Copilot => {
+                assert!(
+                    said.contains(r#""permissionDecision":"ask""#),
+                    "{agent:?}: {said}"
+                )
+            }
+            Outward::Codex | Outward::Gemini | Outward::Cursor | Outward::OpenCode => assert!(
                 said.contains("confirmation") && !said.contains(r#""ask""#),
                 "{agent:?}: {said}"
             ),

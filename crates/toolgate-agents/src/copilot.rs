@@ -179,42 +179,7 @@ impl Dialect for Copilot {
         let decision = &outcome.decision;
         let mut context = outcome.context.clone();
         match (outcome.event, hook_event_name) {
-            (Event::PreToolUse | Event::ListTools, _) => match decision {
-                Decision::Allow => {}
-                Decision::Deny { reason } => deny(&mut answer, reason),
-                // Without a decision Copilot still applies its own rules.
-                Decision::Modify { input } => {
-                    answer.insert("modifiedArgs".into(), input.clone());
-                }
-                Decision::Replace { result } => {
-                    deny(&mut answer, &answered_for_the_tool(&result.output));
-                }
-                // Copilot's own `ask`: a "Hook permission request" in its
-                // terminal, whatever its permission flags (live, 1.0.102:
-                // yes runs the call, no does not); in `-p` it refuses the
-                // call ("unable to ask user for confirmation") and the model
-                // reads the reason. An ask about a rewritten call is refused:
-                // whether Copilot would show and run the rewrite beside an
-                // `ask` was not seen, and a person approving the original
-                // call would undo a guard's rewrite.
-                Decision::Ask {
-                    reason,
-                    input: None,
-                } => {
-                    answer.insert("permissionDecision".into(), json!("ask"));
-                    answer.insert("permissionDecisionReason".into(), json!(reason));
-                }
-                Decision::Ask {
-                    reason,
-                    input: Some(input),
-                } => deny(
-                    &mut answer,
-                    &format!(
-                        "{}; and toolgate would run it rewritten: {input}",
-                        needs_a_person(reason)
-                    ),
-                ),
-            },
+            (Event::PreToolUse | Event::ListTools, _) => before(&mut answer, decision),
             (Event::PostToolUse, FAILURE) => {
                 let said = match decision {
                     // Never after the call (the chain makes it a failure).
@@ -349,6 +314,46 @@ fn folder_trusted(config: &Value, project: &std::path::Path) -> bool {
 }
 
 /// A decision that blocks the call, with its reason.
+/// Before the call: what Copilot reads from `answer` for `decision`.
+fn before(answer: &mut Map<String, Value>, decision: &Decision) {
+    match decision {
+        Decision::Allow => {}
+        Decision::Deny { reason } => deny(answer, reason),
+        // Without a decision Copilot still applies its own rules.
+        Decision::Modify { input } => {
+            answer.insert("modifiedArgs".into(), input.clone());
+        }
+        Decision::Replace { result } => {
+            deny(answer, &answered_for_the_tool(&result.output));
+        }
+        // Copilot's own `ask`: a "Hook permission request" in its
+        // terminal, whatever its permission flags (live, 1.0.102: yes
+        // runs the call, no does not); in `-p` it refuses the call
+        // ("unable to ask user for confirmation") and the model reads the
+        // reason. An ask about a rewritten call is refused: whether
+        // Copilot would show and run the rewrite beside an `ask` was not
+        // seen, and a person approving the original call would undo a
+        // guard's rewrite.
+        Decision::Ask {
+            reason,
+            input: None,
+        } => {
+            answer.insert("permissionDecision".into(), json!("ask"));
+            answer.insert("permissionDecisionReason".into(), json!(reason));
+        }
+        Decision::Ask {
+            reason,
+            input: Some(input),
+        } => deny(
+            answer,
+            &format!(
+                "{}; and toolgate would run it rewritten: {input}",
+                needs_a_person(reason)
+            ),
+        ),
+    }
+}
+
 fn deny(answer: &mut Map<String, Value>, reason: &str) {
     answer.insert("permissionDecision".into(), json!("deny"));
     answer.insert("permissionDecisionReason".into(), json!(reason));
