@@ -605,6 +605,41 @@ fn either_allocator_can_be_forced_and_runs_the_same_guests() {
     }
 }
 
+/// The pool's memory slots hold the largest `memory_mb` of the hooks read
+/// before it was made (at least the default), not the 4 GiB any hook may
+/// ask for; and a hook with that budget runs in it.
+#[test]
+fn the_pools_memory_slots_are_sized_from_the_hooks_it_was_made_for() {
+    for (memory_mb, slot) in [(None, 128), (Some(64), 128), (Some(512), 512)] {
+        let fx = Fixture::new();
+        let mut hook = json!({"name": "g", "wasm": crate::guests::path("deny")});
+        if let Some(mb) = memory_mb {
+            hook["memory_mb"] = json!(mb);
+        }
+        fx.workspace_hooks(json!([hook]));
+        let mut cmd = toolgate();
+        cmd.args(["hooks", "--json", "--workspace"])
+            .arg(fx.workspace())
+            .env("TOOLGATE_CONFIG_DIR", fx.global())
+            .env("TOOLGATE_WASM_ALLOCATOR", "pooling");
+        let v: Value = serde_json::from_slice(&cmd.output().unwrap().stdout).unwrap();
+        assert_eq!(v["wasm_engine"]["allocator"]["kind"], "pooling", "{v}");
+        assert_eq!(
+            v["wasm_engine"]["pool_memory_slot_mb"], slot,
+            "{memory_mb:?}: {v}"
+        );
+
+        let mut cmd = toolgate();
+        cmd.args(["check", "--workspace"])
+            .arg(fx.workspace())
+            .env("TOOLGATE_CONFIG_DIR", fx.global())
+            .env("TOOLGATE_WASM_ALLOCATOR", "pooling");
+        let out = run_with_stdin(&mut cmd, PRE_SHELL);
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        assert_eq!(stdout_json(&out)["decided_by"], "g");
+    }
+}
+
 /// A deny-everything workspace hook, for seeing whether a workspace was used.
 fn denying_workspace(fx: &Fixture) {
     let deny = fx.script(

@@ -25,13 +25,23 @@
 //!
 //! The choice is an option of each load, not a process-wide switch: each
 //! allocator has its own shared engine, created on first use.
+//! - **The pool's memory slots are sized from the guests**, not from the
+//!   largest budget a hook may ask for: each slot holds the largest
+//!   `memory_mb` any hook configuration the process has read asks for
+//!   (at least the default 128 MiB) when the pool is made. The alternative,
+//!   a slot of [`MAX_MEMORY_MB`] (4 GiB) for every one of the pool's 512
+//!   memories, reserved 2 TiB of address space: nothing resident, but a
+//!   process under an address-space limit (`ulimit -v`, a container's)
+//!   could not make the pool at all and fell back to on-demand for every
+//!   guest. A hook read later that asks for more than the slot is loaded
+//!   with the on-demand engine, and says so ([`Runtime::pool_slot_mb`]).
 //! - **An explicit max wasm stack** so unbounded recursion is a clean
 //!   `stack_overflow`, not a crash; fiber stacks are sized above it.
 //! - **No component-model concurrency**: the hook world is synchronous, and
 //!   turning it off keeps per-call overhead down.
 
 use super::host::HostState;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::Duration;
 use wasmtime::component::Linker;
@@ -52,6 +62,16 @@ pub const EPOCH_TICK: Duration = Duration::from_millis(1);
 const LINGER_TICKS: u32 = 20;
 /// Concurrent component instances the pool holds.
 const POOL_INSTANCES: u32 = 256;
+
+/// The largest `memory_mb` a hook configuration this process has read asks
+/// for (at least the default): the pool's memory slot when it is made.
+static LARGEST_BUDGET_MB: AtomicU64 = AtomicU64::new(crate::DEFAULT_MEMORY_MB);
+
+/// Notes that a hook may use `memory_mb` of linear memory, before any
+/// component is loaded, so that a pool made afterwards has room for it.
+pub(crate) fn note_budget(memory_mb: u64) {
+    LARGEST_BUDGET_MB.fetch_max(memory_mb.min(MAX_MEMORY_MB), Ordering::Relaxed);
+}
 
 /// Which instance allocator the engine ended up with, and why.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -89,6 +109,8 @@ pub(crate) struct Runtime {
     /// use by a component that imports WASI.
     wasi_linker: OnceLock<Result<Linker<HostState>, StartEngineError>>,
     pub(crate) allocator: AllocatorInfo,
+    /// The pool's memory slot, in MiB; `None` for on-demand allocation.
+    pub(crate) pool_slot_mb: Option<u64>,
     ticker: Arc<Ticker>,
 }
 
@@ -110,6 +132,26 @@ pub enum Allocator {
 
 static RUNTIMES: [OnceLock<Result<Arc<Runtime>, StartEngineError>>; 3] =
     [OnceLock::new(), OnceLock::new(), OnceLock::new()];
+
+/// The shared runtime for a hook that may use `memory_mb`: `allocator`'s,
+/// unless that is a pool whose slots are smaller, then the on-demand one.
+pub(crate) fn runtime_for(
+    allocator: Allocator,
+    memory_mb: u64,
+) -> Result<Arc<Runtime>, StartEngineError> {
+    let runtime = runtime(allocator)?;
+    match runtime.pool_slot_mb {
+        Some(slot) if memory_mb > slot => {
+            tracing::info!(
+                "a hook asks for {memory_mb} MiB, more than the pool's {slot} MiB slots \
+                 (sized from the hooks read before the pool was made): it is loaded with \
+                 on-demand allocation"
+            );
+            self::runtime(Allocator::OnDemand)
+        }
+        _ => Ok(runtime),
+    }
+}
 
 /// The shared runtime for `allocator`, created on first use.
 pub(crate) fn runtime(allocator: Allocator) -> Result<Arc<Runtime>, StartEngineError> {
@@ -138,7 +180,7 @@ fn base_config() -> Config {
     config
 }
 
-fn pooling() -> PoolingAllocationConfig {
+fn pooling(slot_mb: u64) -> PoolingAllocationConfig {
     let mut pool = PoolingAllocationConfig::new();
     pool.total_component_instances(POOL_INSTANCES)
         .total_core_instances(POOL_INSTANCES * 8)
@@ -152,7 +194,7 @@ fn pooling() -> PoolingAllocationConfig {
         .max_tables_per_module(super::host::MAX_TABLES as u32)
         .table_elements(100_000)
         .total_stacks(POOL_INSTANCES)
-        .max_memory_size((MAX_MEMORY_MB as usize) << 20)
+        .max_memory_size(usize::try_from(slot_mb << 20).unwrap_or(usize::MAX))
         .max_core_instance_size(4 << 20)
         .linear_memory_keep_resident(1 << 20)
         .table_keep_resident(64 << 10)
@@ -166,6 +208,7 @@ fn pooling() -> PoolingAllocationConfig {
 
 impl Runtime {
     fn new(allocator: Allocator) -> Result<Runtime, StartEngineError> {
+        let slot_mb = LARGEST_BUDGET_MB.load(Ordering::Relaxed);
         let (engine, allocator) = match allocator {
             Allocator::OnDemand => (
                 on_demand()?,
@@ -189,7 +232,7 @@ impl Runtime {
             ),
             Allocator::Pooling => {
                 let mut config = base_config();
-                config.allocation_strategy(InstanceAllocationStrategy::Pooling(pooling()));
+                config.allocation_strategy(InstanceAllocationStrategy::Pooling(pooling(slot_mb)));
                 match Engine::new(&config) {
                     Ok(engine) => (
                         engine,
@@ -215,11 +258,13 @@ impl Runtime {
         let mut bare_linker = Linker::new(&engine);
         add_world_imports(&mut bare_linker)?;
         let ticker = Ticker::start(engine.clone());
+        let pool_slot_mb = (allocator.kind == "pooling").then_some(slot_mb);
         Ok(Runtime {
             engine,
             bare_linker,
             wasi_linker: OnceLock::new(),
             allocator,
+            pool_slot_mb,
             ticker,
         })
     }
@@ -329,5 +374,29 @@ pub(crate) struct RunningGuard(Arc<Ticker>);
 impl Drop for RunningGuard {
     fn drop(&mut self) {
         self.0.running.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A hook that may use more memory than the pool's slots hold is given
+    /// the on-demand engine (its calls could not grow into a slot); one
+    /// that fits keeps the pool.
+    #[test]
+    fn a_budget_larger_than_the_pools_slots_is_loaded_on_demand() {
+        let pool = runtime(Allocator::Pooling).expect("an engine");
+        let Some(slot) = pool.pool_slot_mb else {
+            // No pool on this machine: everything is on-demand already.
+            assert_eq!(pool.allocator.kind, "on_demand");
+            return;
+        };
+        assert!(slot < MAX_MEMORY_MB || LARGEST_BUDGET_MB.load(Ordering::Relaxed) == MAX_MEMORY_MB);
+        let fits = runtime_for(Allocator::Pooling, slot).expect("an engine");
+        assert_eq!(fits.allocator.kind, "pooling");
+        let larger = runtime_for(Allocator::Pooling, slot + 1).expect("an engine");
+        assert_eq!(larger.allocator.kind, "on_demand");
+        assert_eq!(larger.pool_slot_mb, None);
     }
 }

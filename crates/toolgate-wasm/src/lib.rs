@@ -206,6 +206,10 @@ pub struct ComponentInfo {
     /// What the component imports besides the hook world's own
     /// `about-to-fail` (empty for a build that imports no WASI).
     pub imports: Vec<String>,
+    /// The instance allocator its calls use: `pooling`, or `on_demand`
+    /// (asked for, a one-shot process, no pool on this machine, or a
+    /// `memory_mb` larger than the pool's slots).
+    pub allocator: &'static str,
     /// The identity of the file whose bytes were loaded (taken before they
     /// were read and checked after; see [`crate::safe_fs::FileIdentity`]),
     /// for a program that reloads when the file changes.
@@ -355,7 +359,8 @@ pub(crate) fn load(
     pulled_as: Option<&str>,
 ) -> Result<(WasmHook, ComponentInfo), LoadComponentError> {
     let cache_dir = options.cache_dir.as_deref();
-    let runtime = engine::runtime(options.allocator).map_err(LoadComponentError::Engine)?;
+    let runtime = engine::runtime_for(options.allocator, limits.memory_mb)
+        .map_err(LoadComponentError::Engine)?;
     let started = Instant::now();
     let is_wat = path.extension().is_some_and(|e| e == "wat");
     let limit = if is_wat {
@@ -462,7 +467,8 @@ pub(crate) fn load_builtin(
     limits: CallBudget,
     config: Option<&serde_json::Value>,
 ) -> Result<(WasmHook, ComponentInfo), LoadComponentError> {
-    let runtime = engine::runtime(options.allocator).map_err(LoadComponentError::Engine)?;
+    let runtime = engine::runtime_for(options.allocator, limits.memory_mb)
+        .map_err(LoadComponentError::Engine)?;
     let started = Instant::now();
     check_component_header(guard.bytes).map_err(LoadComponentError::Format)?;
     let label = format!("{}{}", builtin::SCHEME, guard.name);
@@ -553,6 +559,7 @@ fn finish(
         cache_warning: cache_warning.clone(),
         load_time: started.elapsed(),
         imports,
+        allocator: runtime.allocator.kind,
         identity,
         signature: signature.as_ref().map(|(verified, _)| verified.clone()),
         signature_file: signature.map(|(_, file)| file),
@@ -598,6 +605,7 @@ pub fn engine_info(options: &WasmOptions) -> Result<serde_json::Value, StartEngi
     Ok(serde_json::json!({
         "wasmtime": wasmtime_version(),
         "allocator": runtime.allocator,
+        "pool_memory_slot_mb": runtime.pool_slot_mb,
         "fuel": true,
         "epoch_tick_ms": EPOCH_TICK.as_millis() as u64,
         "max_wasm_stack": MAX_WASM_STACK,

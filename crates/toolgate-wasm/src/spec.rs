@@ -225,6 +225,9 @@ fn parse(obj: &Map<String, Value>, common: &Common<'_>, ctx: &mut HookCtx<'_>) -
         DEFAULT_MEMORY_MB,
         " MiB",
     );
+    if let Some(mb) = memory_mb {
+        crate::engine::note_budget(mb);
+    }
     let signed = parse_signed(obj.get("signed"), ctx);
     let written = match obj.get("wasm") {
         Some(Value::String(s)) if !s.is_empty() => s,
