@@ -145,18 +145,7 @@ fn an_ask_is_copilots_own_ask_unless_it_carries_a_rewrite() {
     );
     // About a rewritten call: refused, saying both.
     let fx = Fixture::new();
-    let rewriter = fx.script(
-        "rewrite.py",
-        "#!/usr/bin/env python3\nimport json, sys\nreq = json.load(sys.stdin)\nprint(json.dumps({'decision': 'modify', 'input': dict(req['input'], command='echo rewritten')}))\n",
-    );
-    let asker = fx.script(
-        "ask.py",
-        "#!/usr/bin/env python3\nprint('{\"decision\": \"ask\", \"reason\": \"a person decides this\"}')\n",
-    );
-    fx.workspace_hooks(json!([
-        {"name": "rewriter", "command": [&rewriter]},
-        {"name": "asker", "command": [&asker]},
-    ]));
+    rewrite_then_ask(&fx);
     let said = stdout_json(&copilot(&fx, pre("echo original")));
     assert_eq!(said["permissionDecision"], "deny", "{said}");
     let reason = said["permissionDecisionReason"].as_str().unwrap();

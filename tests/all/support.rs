@@ -818,3 +818,21 @@ pub(crate) fn free_port() -> u16 {
         .expect("a loopback port")
         .port()
 }
+
+/// A workspace chain whose first hook rewrites a shell call's command to
+/// `echo rewritten` and whose second asks a person about it ("a person
+/// decides this"): an `ask` that carries a rewrite.
+pub(crate) fn rewrite_then_ask(fx: &Fixture) {
+    let rewriter = fx.script(
+        "rewrite.py",
+        "#!/usr/bin/env python3\nimport json, sys\nreq = json.load(sys.stdin)\nprint(json.dumps({'decision': 'modify', 'input': dict(req['input'], command='echo rewritten')}))\n",
+    );
+    let asker = fx.script(
+        "ask.py",
+        "#!/usr/bin/env python3\nprint('{\"decision\": \"ask\", \"reason\": \"a person decides this\"}')\n",
+    );
+    fx.workspace_hooks(serde_json::json!([
+        {"name": "rewriter", "command": [&rewriter]},
+        {"name": "asker", "command": [&asker]},
+    ]));
+}

@@ -391,12 +391,7 @@ fn assert_mcp_verdicts(fx: &Fixture, entry: &str, how: &str) {
 fn live_codex_an_ask_is_a_refusal_with_the_reason_because_codex_has_no_ask() {
     // toolgate's answer: a denial whose reason says a person was needed.
     let fx = Fixture::new();
-    let guard = py_hook(
-        &fx,
-        "ask.py",
-        "if 'touch' in json.dumps(req['input']):\n    answer = {'decision': 'ask', 'reason': 'creating files needs a person here'}",
-    );
-    fx.workspace_hooks(json!([{"name": "asker", "command": [&guard]}]));
+    asking_guard(&fx);
     let mock = codex(&fx, &["touch made.txt"], true);
     assert!(
         !fx.workspace().join("sub/made.txt").exists(),

@@ -52,34 +52,9 @@ fn copilot_env(
     flags: &[&str],
     env: &[(&str, &str)],
 ) -> MockModel {
-    let home = fx.dir.path().join("copilot-home");
-    let hooks = home.join(".copilot/hooks");
-    std::fs::create_dir_all(&hooks).unwrap();
-    let events = json!({"preToolUse": [handler], "postToolUse": [handler],
-        "postToolUseFailure": [handler]});
-    std::fs::write(
-        hooks.join("toolgate.json"),
-        json!({"version": 1, "hooks": events}).to_string(),
-    )
-    .unwrap();
     let mock = MockModel::chat(calls);
-    crate::support::trust(&fx.workspace());
-    let mut cmd = Command::new(copilot_bin());
-    hermetic(&mut cmd)
-        .args(["-p", "run the scripted commands", "--no-auto-update"])
-        .args(flags)
-        .current_dir(fx.workspace())
-        .env("HOME", &home)
-        .env("COPILOT_OFFLINE", "true")
-        .env("COPILOT_AUTO_UPDATE", "false")
-        .env("COPILOT_PKG_CACHE_HOME", package_cache())
-        .env(
-            "COPILOT_PROVIDER_BASE_URL",
-            format!("{}/v1", mock.base_url()),
-        )
-        .env("COPILOT_PROVIDER_API_KEY", "dummy")
-        .env("COPILOT_MODEL", "gpt-4.1")
-        .env("TOOLGATE_CONFIG_DIR", fx.global())
+    let mut cmd = copilot_command(fx, handler, &mock, &["-p", "run the scripted commands"]);
+    cmd.args(flags)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -96,6 +71,39 @@ fn copilot_env(
         String::from_utf8_lossy(&out.stderr)
     );
     mock
+}
+
+/// Copilot CLI with `args`, in the workspace, against `mock`, with
+/// `handler` as the hook for every tool event.
+fn copilot_command(fx: &Fixture, handler: Value, mock: &MockModel, args: &[&str]) -> Command {
+    let home = fx.dir.path().join("copilot-home");
+    let hooks = home.join(".copilot/hooks");
+    std::fs::create_dir_all(&hooks).unwrap();
+    let events = json!({"preToolUse": [handler], "postToolUse": [handler],
+        "postToolUseFailure": [handler]});
+    std::fs::write(
+        hooks.join("toolgate.json"),
+        json!({"version": 1, "hooks": events}).to_string(),
+    )
+    .unwrap();
+    crate::support::trust(&fx.workspace());
+    let mut cmd = Command::new(copilot_bin());
+    hermetic(&mut cmd)
+        .args(args)
+        .arg("--no-auto-update")
+        .current_dir(fx.workspace())
+        .env("HOME", &home)
+        .env("COPILOT_OFFLINE", "true")
+        .env("COPILOT_AUTO_UPDATE", "false")
+        .env("COPILOT_PKG_CACHE_HOME", package_cache())
+        .env(
+            "COPILOT_PROVIDER_BASE_URL",
+            format!("{}/v1", mock.base_url()),
+        )
+        .env("COPILOT_PROVIDER_API_KEY", "dummy")
+        .env("COPILOT_MODEL", "gpt-4.1")
+        .env("TOOLGATE_CONFIG_DIR", fx.global());
+    cmd
 }
 
 /// `toolgate copilot` as the hook, every tool allowed by Copilot's rules.
@@ -466,82 +474,17 @@ fn copilot_terminal(
     needle: &str,
     keys: &str,
 ) -> (bool, String) {
-    let home = fx.dir.path().join("copilot-home");
-    let hooks = home.join(".copilot/hooks");
-    std::fs::create_dir_all(&hooks).unwrap();
-    let events = json!({"preToolUse": [handler], "postToolUse": [handler],
-        "postToolUseFailure": [handler]});
-    std::fs::write(
-        hooks.join("toolgate.json"),
-        json!({"version": 1, "hooks": events}).to_string(),
-    )
-    .unwrap();
+    let mock = MockModel::chat(calls);
+    let mut cmd = copilot_command(fx, handler, &mock, &["-i", "run the scripted commands"]);
+    cmd.arg("--allow-all-tools");
     // A user who trusted this folder ("Yes, and remember this folder").
     let ws = fx.workspace().canonicalize().unwrap();
     std::fs::write(
-        home.join(".copilot/config.json"),
+        fx.dir.path().join("copilot-home/.copilot/config.json"),
         json!({"trustedFolders": [ws]}).to_string(),
     )
     .unwrap();
-    let mock = MockModel::chat(calls);
-    crate::support::trust(&fx.workspace());
-    let screen = fx.dir.path().join("screen.txt");
-    let driver = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/agents/pty-drive.py");
-    let mut cmd = Command::new("python3");
-    hermetic(&mut cmd)
-        .arg(driver)
-        .args([screen.to_str().unwrap(), needle, keys, "90", "10", "--"])
-        .arg(copilot_bin())
-        .args([
-            "-i",
-            "run the scripted commands",
-            "--no-auto-update",
-            "--allow-all-tools",
-        ])
-        .current_dir(fx.workspace())
-        .env("HOME", &home)
-        .env("COPILOT_OFFLINE", "true")
-        .env("COPILOT_AUTO_UPDATE", "false")
-        .env("COPILOT_PKG_CACHE_HOME", package_cache())
-        .env(
-            "COPILOT_PROVIDER_BASE_URL",
-            format!("{}/v1", mock.base_url()),
-        )
-        .env("COPILOT_PROVIDER_API_KEY", "dummy")
-        .env("COPILOT_MODEL", "gpt-4.1")
-        .env("TOOLGATE_CONFIG_DIR", fx.global())
-        .env("TERM", "xterm-256color")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    if let Some(path) = cmd
-        .get_envs()
-        .find(|(k, _)| *k == "PATH")
-        .and_then(|(_, v)| v.map(|v| v.to_owned()))
-        .or_else(|| std::env::var_os("PATH"))
-    {
-        cmd.env("PTY_DRIVE_PATH", path);
-    }
-    let child = cmd.spawn().expect("the terminal driver starts");
-    let out = finish_within(child, Duration::from_secs(150), "pty-drive");
-    let said: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "the driver printed no JSON ({e}): {}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
-    let text = std::fs::read_to_string(&screen).unwrap_or_default();
-    (said["saw"] == true, text)
-}
-
-/// A guard that answers `ask` for `touch`: what a person is asked about.
-fn asking_guard(fx: &Fixture) {
-    let guard = py_hook(
-        fx,
-        "ask.py",
-        "if 'touch' in req['input']['command']:\n    answer = {'decision': 'ask', 'reason': 'creating files needs a person here'}",
-    );
-    fx.workspace_hooks(json!([{"name": "asker", "command": [&guard]}]));
+    in_a_terminal(&cmd, &fx.dir.path().join("screen.txt"), needle, keys)
 }
 
 #[test]
@@ -580,24 +523,19 @@ fn live_copilot_an_ask_is_a_confirmation_in_its_terminal_even_with_every_tool_al
     for (keys, yes) in [("\\r", true), ("\\x1b", false)] {
         let fx = Fixture::new();
         asking_guard(&fx);
-        let (saw, screen) = copilot_terminal(
+        let seen = copilot_terminal(
             &fx,
             toolgate_handler(&[]),
             vec![sh("touch made.txt")],
             "creating files needs a person here",
             keys,
         );
-        let flat: String = screen.split_whitespace().collect();
-        assert!(
-            saw && flat.contains("Hookpermissionrequest")
-                && flat.contains("Doyouwanttoallowthistoolcall?"),
-            "no confirmation with the reason on the screen:\n{screen}"
-        );
-        assert_eq!(
-            fx.workspace().join("made.txt").exists(),
+        let ran = fx.workspace().join("made.txt").exists();
+        confirmed_only_on_yes(
+            seen,
+            &["Hookpermissionrequest", "Doyouwanttoallowthistoolcall?"],
+            ran,
             yes,
-            "answered {keys}, the command ran: {}\n{screen}",
-            !yes
         );
     }
 }

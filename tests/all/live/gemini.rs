@@ -734,12 +734,7 @@ fn raw_ask_hook(fx: &Fixture) -> Value {
 fn live_gemini_an_ask_is_a_refusal_with_the_reason_because_its_own_ask_waits_forever_headless() {
     // toolgate's answer: a denial whose reason says a person was needed.
     let fx = Fixture::new();
-    let guard = py_hook(
-        &fx,
-        "ask.py",
-        "if 'touch' in req['input']['command']:\n    answer = {'decision': 'ask', 'reason': 'creating files needs a person here'}",
-    );
-    fx.workspace_hooks(json!([{"name": "asker", "command": [&guard]}]));
+    asking_guard(&fx);
     let handler = json!({"type": "command", "command": toolgate_gemini()});
     let run = gemini(
         &fx,

@@ -189,6 +189,94 @@ pub(crate) fn bash(command: &str) -> Value {
 }
 
 /// A wire-v1 python hook from a body that sets `answer` from `req`.
+/// Runs `agent` (a command built as for a headless run, its program,
+/// arguments, variables and folder) on a pseudo-terminal through
+/// `tests/agents/pty-drive.py`: once the screen shows `needle`, types
+/// `keys`, reads on for a few seconds, and stops it. Returns whether it saw
+/// the needle, and the screen's text (also kept in `screen`).
+pub(crate) fn in_a_terminal(
+    agent: &std::process::Command,
+    screen: &std::path::Path,
+    needle: &str,
+    keys: &str,
+) -> (bool, String) {
+    let driver = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/agents/pty-drive.py");
+    let mut cmd = std::process::Command::new("python3");
+    cmd.arg(driver)
+        .arg(screen)
+        .args([needle, keys, "90", "10", "--"])
+        .arg(agent.get_program())
+        .args(agent.get_args())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    for (key, value) in agent.get_envs() {
+        match value {
+            Some(value) => cmd.env(key, value),
+            None => cmd.env_remove(key),
+        };
+    }
+    // A terminal that draws, whatever the headless runs were given.
+    cmd.env("TERM", "xterm-256color");
+    if let Some(dir) = agent.get_current_dir() {
+        cmd.current_dir(dir);
+    }
+    // The agent gets the PATH its headless runs get, whatever a python3
+    // shim (pyenv) puts in front of it for the driver.
+    let path = agent
+        .get_envs()
+        .find(|(k, _)| *k == "PATH")
+        .and_then(|(_, v)| v.map(|v| v.to_owned()))
+        .or_else(|| std::env::var_os("PATH"));
+    if let Some(path) = path {
+        cmd.env("PTY_DRIVE_PATH", path);
+    }
+    let child = cmd.spawn().expect("the terminal driver starts");
+    let out = finish_within(child, std::time::Duration::from_secs(150), "pty-drive");
+    let said: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "the driver printed no JSON ({e}): {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    let text = std::fs::read_to_string(screen).unwrap_or_default();
+    (said["saw"] == true, text)
+}
+
+/// A workspace guard that answers `ask` for a call that touches a file
+/// ("creating files needs a person here"): what a person is asked about.
+pub(crate) fn asking_guard(fx: &Fixture) {
+    let guard = py_hook(
+        fx,
+        "ask.py",
+        "if 'touch' in json.dumps(req['input']):\n    answer = {'decision': 'ask', 'reason': 'creating files needs a person here'}",
+    );
+    fx.workspace_hooks(json!([{"name": "asker", "command": [&guard]}]));
+}
+
+/// Asserts that a terminal run showed a confirmation (`saw` its reason
+/// and every one of `markers`), and that the call ran exactly when the
+/// person said yes.
+pub(crate) fn confirmed_only_on_yes(
+    (saw, screen): (bool, String),
+    markers: &[&str],
+    ran: bool,
+    yes: bool,
+) {
+    let flat: String = screen.split_whitespace().collect();
+    assert!(
+        saw && markers.iter().all(|m| flat.contains(m)),
+        "no confirmation with the reason on the screen:\n{screen}"
+    );
+    assert_eq!(
+        ran,
+        yes,
+        "answered {}, and the call {}:\n{screen}",
+        if yes { "yes" } else { "no" },
+        if ran { "ran" } else { "did not run" }
+    );
+}
+
 pub(crate) fn py_hook(fx: &Fixture, name: &str, body: &str) -> String {
     fx.script(
         name,

@@ -61,35 +61,9 @@ fn qwen_env(
     calls: Vec<Value>,
     env: &[(&str, &std::path::Path)],
 ) -> MockModel {
-    let home = fx.dir.path().join("home");
-    std::fs::create_dir_all(home.join(".qwen")).unwrap();
-    let mut settings = json!({
-        "security": {"auth": {"selectedType": "openai"}},
-        "model": {"name": "mock"},
-        "hooks": hooks,
-    });
-    if let (Some(settings), Some(more)) = (settings.as_object_mut(), more.as_object()) {
-        settings.extend(more.clone());
-    }
-    std::fs::write(home.join(".qwen/settings.json"), settings.to_string()).unwrap();
-    let sub = fx.workspace().join("sub");
-    std::fs::create_dir_all(&sub).unwrap();
     let mock = MockModel::chat(calls);
-    // The user trusted this workspace's hooks (the gate has its own tests).
-    crate::support::trust(&fx.workspace());
-    let mut cmd = Command::new(qwen_bin());
-    hermetic(&mut cmd)
-        .args(["-p", "run the scripted commands", "--approval-mode", "yolo"])
-        .current_dir(&sub)
-        .env("HOME", &home)
-        .env("OPENAI_BASE_URL", format!("{}/v1", mock.base_url()))
-        .env("OPENAI_API_KEY", "sk-test")
-        .env("OPENAI_MODEL", "mock")
-        .env("QWEN_CODE_SUPPRESS_YOLO_WARNING", "1")
-        .env("TOOLGATE_CONFIG_DIR", fx.global())
-        .env_remove("QWEN_CODE_SYSTEM_SETTINGS_PATH")
-        .env_remove("QWEN_CODE_SYSTEM_DEFAULTS_PATH")
-        .envs(env.iter().copied())
+    let mut cmd = qwen_command(fx, hooks, more, &mock, &["-p", "run the scripted commands"]);
+    cmd.envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -103,6 +77,47 @@ fn qwen_env(
         String::from_utf8_lossy(&out.stderr)
     );
     mock
+}
+
+/// Qwen Code (approval mode `yolo`) with `args`, in `<workspace>/sub`,
+/// against `mock`, with these settings `hooks` and `more` in the user's
+/// settings.
+fn qwen_command(
+    fx: &Fixture,
+    hooks: Value,
+    more: Value,
+    mock: &MockModel,
+    args: &[&str],
+) -> Command {
+    let home = fx.dir.path().join("home");
+    std::fs::create_dir_all(home.join(".qwen")).unwrap();
+    let mut settings = json!({
+        "security": {"auth": {"selectedType": "openai"}},
+        "model": {"name": "mock"},
+        "hooks": hooks,
+    });
+    if let (Some(settings), Some(more)) = (settings.as_object_mut(), more.as_object()) {
+        settings.extend(more.clone());
+    }
+    std::fs::write(home.join(".qwen/settings.json"), settings.to_string()).unwrap();
+    let sub = fx.workspace().join("sub");
+    std::fs::create_dir_all(&sub).unwrap();
+    // The user trusted this workspace's hooks (the gate has its own tests).
+    crate::support::trust(&fx.workspace());
+    let mut cmd = Command::new(qwen_bin());
+    hermetic(&mut cmd)
+        .args(args)
+        .args(["--approval-mode", "yolo"])
+        .current_dir(&sub)
+        .env("HOME", &home)
+        .env("OPENAI_BASE_URL", format!("{}/v1", mock.base_url()))
+        .env("OPENAI_API_KEY", "sk-test")
+        .env("OPENAI_MODEL", "mock")
+        .env("QWEN_CODE_SUPPRESS_YOLO_WARNING", "1")
+        .env("TOOLGATE_CONFIG_DIR", fx.global())
+        .env_remove("QWEN_CODE_SYSTEM_SETTINGS_PATH")
+        .env_remove("QWEN_CODE_SYSTEM_DEFAULTS_PATH");
+    cmd
 }
 
 /// [`qwen_with`] with toolgate as the hook for every event.
@@ -461,73 +476,21 @@ fn live_qwen_mcp_tools_are_guarded_through_toolgate_mcp() {
     );
 }
 
-/// A guard that answers `ask` for `touch`: what a person is asked about.
-fn asking_guard(fx: &Fixture) {
-    let guard = py_hook(
-        fx,
-        "ask.py",
-        "if 'touch' in req['input']['command']:\n    answer = {'decision': 'ask', 'reason': 'creating files needs a person here'}",
-    );
-    fx.workspace_hooks(json!([{"name": "asker", "command": [&guard]}]));
-}
-
 /// Runs Qwen Code's terminal interface (approval mode `yolo`, so that
 /// only a hook asks) on a pseudo-terminal, scripted to make `calls`; once
 /// the screen shows `needle`, types `keys`. Returns whether it saw the
 /// needle, and the screen's text.
 fn qwen_terminal(fx: &Fixture, calls: Vec<Value>, needle: &str, keys: &str) -> (bool, String) {
-    let home = fx.dir.path().join("home");
-    std::fs::create_dir_all(home.join(".qwen")).unwrap();
     let handler = toolgate_handler(json!({}));
-    let settings = json!({
-        "security": {"auth": {"selectedType": "openai"}},
-        "model": {"name": "mock"},
-        "hooks": hooks(handler.clone(), handler),
-    });
-    std::fs::write(home.join(".qwen/settings.json"), settings.to_string()).unwrap();
-    let sub = fx.workspace().join("sub");
-    std::fs::create_dir_all(&sub).unwrap();
     let mock = MockModel::chat(calls);
-    crate::support::trust(&fx.workspace());
-    let screen = fx.dir.path().join("screen.txt");
-    let driver = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/agents/pty-drive.py");
-    let mut cmd = Command::new("python3");
-    hermetic(&mut cmd)
-        .arg(driver)
-        .args([screen.to_str().unwrap(), needle, keys, "90", "10", "--"])
-        .arg(qwen_bin())
-        .args(["--approval-mode", "yolo", "-i", "run the scripted commands"])
-        .current_dir(&sub)
-        .env("HOME", &home)
-        .env("OPENAI_BASE_URL", format!("{}/v1", mock.base_url()))
-        .env("OPENAI_API_KEY", "sk-test")
-        .env("OPENAI_MODEL", "mock")
-        .env("QWEN_CODE_SUPPRESS_YOLO_WARNING", "1")
-        .env("TOOLGATE_CONFIG_DIR", fx.global())
-        .env("TERM", "xterm-256color")
-        .env_remove("QWEN_CODE_SYSTEM_SETTINGS_PATH")
-        .env_remove("QWEN_CODE_SYSTEM_DEFAULTS_PATH")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    if let Some(path) = cmd
-        .get_envs()
-        .find(|(k, _)| *k == "PATH")
-        .and_then(|(_, v)| v.map(|v| v.to_owned()))
-        .or_else(|| std::env::var_os("PATH"))
-    {
-        cmd.env("PTY_DRIVE_PATH", path);
-    }
-    let child = cmd.spawn().expect("the terminal driver starts");
-    let out = finish_within(child, Duration::from_secs(150), "pty-drive");
-    let said: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "the driver printed no JSON ({e}): {}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
-    let text = std::fs::read_to_string(&screen).unwrap_or_default();
-    (said["saw"] == true, text)
+    let cmd = qwen_command(
+        fx,
+        hooks(handler.clone(), handler),
+        json!({}),
+        &mock,
+        &["-i", "run the scripted commands"],
+    );
+    in_a_terminal(&cmd, &fx.dir.path().join("screen.txt"), needle, keys)
 }
 
 #[test]
@@ -555,22 +518,13 @@ fn live_qwen_an_ask_is_a_confirmation_in_its_terminal_even_in_yolo_and_the_call_
     for (keys, yes) in [("\\r", true), ("\\x1b", false)] {
         let fx = Fixture::new();
         asking_guard(&fx);
-        let (saw, screen) = qwen_terminal(
+        let seen = qwen_terminal(
             &fx,
             vec![shell("touch made.txt")],
             "creating files needs a person here",
             keys,
         );
-        let flat: String = screen.split_whitespace().collect();
-        assert!(
-            saw && flat.contains("Doyouwanttoproceed?") && flat.contains("Yes,allowonce"),
-            "no confirmation with the reason on the screen:\n{screen}"
-        );
-        assert_eq!(
-            fx.workspace().join("sub/made.txt").exists(),
-            yes,
-            "answered {keys}, the command ran: {}\n{screen}",
-            !yes
-        );
+        let ran = fx.workspace().join("sub/made.txt").exists();
+        confirmed_only_on_yes(seen, &["Doyouwanttoproceed?", "Yes,allowonce"], ran, yes);
     }
 }
