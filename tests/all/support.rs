@@ -641,6 +641,24 @@ pub(crate) fn run_with_stdin(cmd: &mut std::process::Command, stdin: &str) -> st
         .expect("the command ends")
 }
 
+/// Spawns `cmd`, again while its program is "text file busy": a test that
+/// has just written an executable can lose this race to another test's
+/// fork, whose child holds the written file open until it execs (the
+/// descriptor is close-on-exec, but the window between fork and exec is
+/// the child's). Seen once in CI, on the lean client the test had copied.
+pub(crate) fn spawn_retrying_busy(cmd: &mut std::process::Command) -> std::process::Child {
+    let mut tries = 0;
+    loop {
+        match cmd.spawn() {
+            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy && tries < 100 => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            spawned => return spawned.expect("the command runs"),
+        }
+    }
+}
+
 /// Starts a command with `stdin` written to it (and closed), its output
 /// piped.
 pub(crate) fn spawn_with_stdin(
@@ -649,12 +667,10 @@ pub(crate) fn spawn_with_stdin(
 ) -> std::process::Child {
     use std::io::Write;
     use std::process::Stdio;
-    let mut child = cmd
-        .stdin(Stdio::piped())
+    cmd.stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the command runs");
+        .stderr(Stdio::piped());
+    let mut child = spawn_retrying_busy(cmd);
     let written = child
         .stdin
         .take()
