@@ -46,8 +46,8 @@
 
 use super::{
     AgentCall, Blocked, Dialect, Help, Import, Install, Layout, McpConfig, McpShape,
-    ReadAgentInputError, UserDir, answered_for_the_tool, needs_a_person, output_text, string_field,
-    withheld,
+    ReadAgentInputError, UserDir, answered_for_the_tool, needs_a_person_about_a_rewrite,
+    output_text, string_field, withheld,
 };
 use super::{Call, TrustCheck, TrustStep};
 use crate::contract::{Decision, Event, Request, ToolResult};
@@ -313,7 +313,6 @@ fn folder_trusted(config: &Value, project: &std::path::Path) -> bool {
         .any(|folder| project.starts_with(folder))
 }
 
-/// A decision that blocks the call, with its reason.
 /// Before the call: what Copilot reads from `answer` for `decision`.
 fn before(answer: &mut Map<String, Value>, decision: &Decision) {
     match decision {
@@ -344,16 +343,11 @@ fn before(answer: &mut Map<String, Value>, decision: &Decision) {
         Decision::Ask {
             reason,
             input: Some(input),
-        } => deny(
-            answer,
-            &format!(
-                "{}; and toolgate would run it rewritten: {input}",
-                needs_a_person(reason)
-            ),
-        ),
+        } => deny(answer, &needs_a_person_about_a_rewrite(reason, input, "")),
     }
 }
 
+/// A decision that blocks the call, with its reason.
 fn deny(answer: &mut Map<String, Value>, reason: &str) {
     answer.insert("permissionDecision".into(), json!("deny"));
     answer.insert("permissionDecisionReason".into(), json!(reason));

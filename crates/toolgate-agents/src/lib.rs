@@ -555,6 +555,16 @@ pub(crate) fn needs_a_person(reason: &str) -> String {
     )
 }
 
+/// [`needs_a_person`] for a call a hook also rewrote: the agent would ask
+/// about the original call, so it is refused, naming the rewrite (and, in
+/// `why`, why the rewrite cannot ride along, when the agent has a reason).
+pub(crate) fn needs_a_person_about_a_rewrite(reason: &str, input: &Value, why: &str) -> String {
+    format!(
+        "{}; and toolgate would run it rewritten{why}: {input}",
+        needs_a_person(reason)
+    )
+}
+
 /// `argv` as one shell command line, for agents whose handler is a shell
 /// string. Each word is quoted as needed; a word with a NUL byte cannot be
 /// quoted, and cannot be a path or an argument either, so it never occurs.

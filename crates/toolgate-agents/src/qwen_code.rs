@@ -48,7 +48,7 @@ use super::claude_code::read_envelope;
 use super::{
     AgentCall, AgentEvent, Blocked, Call, Dialect, Help, HookSwitch, Import, Install, Layout,
     McpConfig, McpShape, ReadAgentInputError, Role, Setting, Source, TrustStep, UserDir,
-    answered_for_the_tool, needs_a_person, output_text, string_field, withheld,
+    answered_for_the_tool, needs_a_person_about_a_rewrite, output_text, string_field, withheld,
 };
 use crate::contract::{Decision, Event, Request, ToolResult};
 use crate::outcome::Outcome;
@@ -394,10 +394,7 @@ fn pre(decision: &Decision, context: Option<&str>) -> Option<Value> {
             reason,
             input: Some(input),
         } => Some(deny(
-            &format!(
-                "{}; and toolgate would run it rewritten, which Qwen Code cannot apply: {input}",
-                needs_a_person(reason)
-            ),
+            &needs_a_person_about_a_rewrite(reason, input, ", which Qwen Code cannot apply"),
             context,
         )),
     }

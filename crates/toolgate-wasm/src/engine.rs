@@ -209,13 +209,14 @@ fn pooling(slot_mb: u64) -> PoolingAllocationConfig {
 impl Runtime {
     fn new(allocator: Allocator) -> Result<Runtime, StartEngineError> {
         let slot_mb = LARGEST_BUDGET_MB.load(Ordering::Relaxed);
-        let (engine, allocator) = match allocator {
+        let (engine, allocator, pool_slot_mb) = match allocator {
             Allocator::OnDemand => (
                 on_demand()?,
                 AllocatorInfo {
                     kind: "on_demand",
                     fallback_reason: Some("on-demand allocation was asked for".into()),
                 },
+                None,
             ),
             Allocator::OneShot => (
                 // Memory images stay on: a cache hit maps the artifact, and
@@ -229,6 +230,7 @@ impl Runtime {
                             .into(),
                     ),
                 },
+                None,
             ),
             Allocator::Pooling => {
                 let mut config = base_config();
@@ -240,6 +242,7 @@ impl Runtime {
                             kind: "pooling",
                             fallback_reason: None,
                         },
+                        Some(slot_mb),
                     ),
                     Err(e) => {
                         let reason = format!("the pooling allocator is unavailable here: {e:#}");
@@ -250,6 +253,7 @@ impl Runtime {
                                 kind: "on_demand",
                                 fallback_reason: Some(reason),
                             },
+                            None,
                         )
                     }
                 }
@@ -258,7 +262,6 @@ impl Runtime {
         let mut bare_linker = Linker::new(&engine);
         add_world_imports(&mut bare_linker)?;
         let ticker = Ticker::start(engine.clone());
-        let pool_slot_mb = (allocator.kind == "pooling").then_some(slot_mb);
         Ok(Runtime {
             engine,
             bare_linker,

@@ -166,7 +166,7 @@ pub fn allowed(host: &str, list: &[String]) -> bool {
 }
 
 /// The URLs (with a scheme) in a text.
-fn urls_in(text: &str) -> Vec<&str> {
+pub(crate) fn urls_in(text: &str) -> Vec<&str> {
     let mut out = Vec::new();
     let mut from = 0;
     while let Some(at) = text[from..].find("://") {

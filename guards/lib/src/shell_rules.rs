@@ -1035,7 +1035,7 @@ fn download_exec(ctx: &Ctx<'_>, at: usize) -> Option<String> {
             .find(|r| lower.contains(**r))
             .or_else(|| RUN_WORDS.iter().find(|r| words.contains(r)));
         if let (Some(fetch), Some(run)) = (fetch, run) {
-            let url = urls_in_code(&code);
+            let url = crate::egress::urls_in(&code).first().copied();
             if !url.is_some_and(|u| trusted(ctx, u)) {
                 return Some(format!(
                     "`{p}`'s code fetches code (`{}`) and runs it (`{}`)",
@@ -1108,18 +1108,6 @@ fn short_value<'a>(p: &str, cluster: &'a str) -> Option<&'a str> {
         }
     }
     None
-}
-
-/// The first URL in a piece of code, if it has one.
-fn urls_in_code(code: &str) -> Option<&str> {
-    let at = code.find("://")?;
-    let start = code[..at]
-        .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '+' || c == '-' || c == '.'))
-        .map_or(0, |s| s + 1);
-    let end = code[at..]
-        .find(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '`' | ')' | '>' | '<'))
-        .map_or(code.len(), |e| at + e);
-    Some(&code[start..end])
 }
 
 fn output_file(cmd: &Command) -> Option<String> {
