@@ -148,7 +148,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
             let managed = super::env::managed_dir();
             let loader = Config::loader()
                 .managed_dir(&managed)
-                .wasm(super::env::wasm(false));
+                .wasm(super::env::wasm(false).slow_lane());
             (managed, loader)
         }),
         warm: Some(Arc::new(warm_in_a_child)),

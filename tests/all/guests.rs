@@ -316,6 +316,16 @@ fn build_all(dir: &Path) {
     }
     .write(dir, "recursion");
     Guest {
+        // Counts a global down from 400,000: about 2.4 million fuel, past
+        // the server's slow-lane line (1 million), then denies.
+        fields: "(global $left (mut i32) (i32.const 400000))",
+        prelude: "(loop $more
+                    (global.set $left (i32.sub (global.get $left) (i32.const 1)))
+                    (br_if $more (global.get $left)))",
+        ..Guest::answering(Deny("slow guard"))
+    }
+    .write(dir, "slow-deny");
+    Guest {
         prelude: "unreachable",
         ..Guest::answering(Allow)
     }

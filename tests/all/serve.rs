@@ -1654,6 +1654,63 @@ fn deny_guard(fx: &Fixture) {
     .unwrap();
 }
 
+/// A guest whose call burned past the slow-lane line runs its next calls
+/// on the server's low-priority threads (so that it never holds the
+/// workers a fast guard's call needs), and answers the same there. A new
+/// hook starts on the workers: nothing is known of it yet.
+#[test]
+fn a_guest_proven_slow_runs_its_next_calls_on_low_priority_threads_with_the_same_answer() {
+    let fx = Fixture::new();
+    std::fs::write(
+        fx.global().join("hooks.json"),
+        json!({"schema": 1, "hooks": [{"name": "g", "wasm": crate::guests::path("slow-deny")}]})
+            .to_string(),
+    )
+    .unwrap();
+    let server = Server::start_for(&fx);
+    // (name, nice) of each of the server's threads.
+    let threads = || -> Vec<(String, String)> {
+        let tasks = std::fs::read_dir(format!("/proc/{}/task", server.child.id())).unwrap();
+        tasks
+            .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("stat")).ok())
+            .filter_map(|stat| {
+                let (head, tail) = stat.rsplit_once(')')?;
+                let name = head.split_once('(')?.1.to_owned();
+                Some((name, tail.split_whitespace().nth(16)?.to_owned()))
+            })
+            .collect()
+    };
+    let lane = |threads: &[(String, String)]| -> Vec<String> {
+        threads
+            .iter()
+            .filter(|(name, _)| name.starts_with("toolgate-slow"))
+            .map(|(_, nice)| nice.clone())
+            .collect()
+    };
+    for round in 0..3 {
+        let answer =
+            the_answer(server.exchange(&[agent_evaluate(&format!("c{round}"), &fx, 10_000)], 1));
+        assert!(
+            denies(Outward::ClaudeCode, &answer["stdout"])
+                && answer.to_string().contains("slow guard"),
+            "call {round}: {answer}"
+        );
+        let on_lane = lane(&threads());
+        if round == 0 {
+            assert!(
+                on_lane.is_empty(),
+                "the first call runs on a worker: {on_lane:?}"
+            );
+        } else {
+            assert!(!on_lane.is_empty(), "call {round} went to the slow lane");
+            assert!(
+                on_lane.iter().all(|nice| nice == "10"),
+                "nice +10: {on_lane:?}"
+            );
+        }
+    }
+}
+
 /// `check`'s exit codes are computed by the server as by the local path
 /// (`check::answer`): 0 allow, 2 a decided deny, 3 a failed hook, 1 a
 /// request it cannot read.

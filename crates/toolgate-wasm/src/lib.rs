@@ -53,6 +53,7 @@ mod cache;
 mod compile;
 mod engine;
 mod host;
+mod lane;
 /// Only the bench (the toolgate-bench crate) measures.
 mod measure;
 pub mod oci;
@@ -83,6 +84,7 @@ use host::HostState;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use toolgate_contract::session::StateChanges;
 use toolgate_seam::{Decider, Metrics, Reply};
 use wasmtime::Store;
 
@@ -236,6 +238,8 @@ pub struct WasmHook {
     may_block: bool,
     /// Something the operator should see on every call (an untrusted cache).
     load_warning: Option<String>,
+    /// Where its next call runs.
+    lane: lane::Lane,
 }
 
 impl std::fmt::Debug for WasmHook {
@@ -264,6 +268,9 @@ pub struct WasmOptions {
     pub progress: Option<fn(&str)>,
     /// How `oci://` components are pulled (stored under `cache_dir`).
     pub oci: oci::OciOptions,
+    /// Whether guests that have proven slow run on low-priority threads of
+    /// their own (see `lane.rs`): for a server answering many callers.
+    pub slow_lane: bool,
     /// Debug builds only, for the tests that race a swap against a load:
     /// called with a component's path after its bytes were read and before
     /// their identity is recorded (in the stat index, in a server's stamps).
@@ -301,6 +308,13 @@ impl WasmOptions {
     /// Pulls `oci://` components as `oci` says.
     pub fn oci(mut self, oci: oci::OciOptions) -> Self {
         self.oci = oci;
+        self
+    }
+
+    /// Runs guests that have proven slow on low-priority threads of their
+    /// own, so that they never hold up a fast guest's call.
+    pub fn slow_lane(mut self) -> Self {
+        self.slow_lane = true;
         self
     }
 
@@ -385,7 +399,7 @@ pub(crate) fn load(
         };
         let size = identity.size();
         return finish(
-            runtime,
+            (runtime, options.slow_lane),
             loaded,
             (size, Some(identity)),
             started,
@@ -448,7 +462,7 @@ pub(crate) fn load(
     }
     let size = bytes.len() as u64;
     finish(
-        runtime,
+        (runtime, options.slow_lane),
         loaded,
         (size, Some(identity)),
         started,
@@ -480,7 +494,7 @@ pub(crate) fn load_builtin(
     )
     .map_err(LoadComponentError::Compile)?;
     finish(
-        runtime,
+        (runtime, options.slow_lane),
         loaded,
         (guard.bytes.len() as u64, None),
         started,
@@ -510,7 +524,7 @@ fn verify_signature(
 
 /// Links a loaded component and wraps it as a hook.
 fn finish(
-    runtime: Arc<Runtime>,
+    (runtime, slow_lane): (Arc<Runtime>, bool),
     loaded: cache::ObtainedComponent,
     (size, identity): (u64, Option<crate::safe_fs::FileIdentity>),
     started: Instant,
@@ -573,6 +587,7 @@ fn finish(
         memory_bytes: usize::try_from(memory_mb << 20).unwrap_or(usize::MAX),
         timeout: Duration::from_millis(timeout_ms),
         config_json: config.map(|c| c.to_string()),
+        lane: lane::Lane::new(slow_lane),
     };
     Ok((hook, info))
 }
@@ -637,8 +652,75 @@ impl Decider for WasmHook {
             }
         });
 
-        let wit_request = to_wit(request, self.config_json.as_deref());
-        let call = ask(&self.pre, &mut store, wit_request);
+        let call = Call {
+            pre: self.pre.clone(),
+            store,
+            request: to_wit(request, self.config_json.as_deref()),
+            may_block: self.may_block,
+            timeout: self.timeout,
+        };
+        let fuel = self.fuel;
+        let timeout = self.timeout;
+        let done = if self.lane.slow() {
+            match lane::run(call.run(fuel)).await {
+                Ok(done) => done,
+                Err(message) => return Reply::from(Err(HookFailure::Trap { message })),
+            }
+        } else {
+            call.run(fuel).await
+        };
+        let answer = match done.result {
+            Err(_elapsed) => Err(timed_out(timeout)),
+            Ok(Ok(Ok(verdict))) => from_wit(verdict),
+            Ok(Ok(Err(message))) => Err(HookFailure::GuestError { message }),
+            Ok(Err(error)) => Err(explained(
+                classify(error, done.memory_limit_hit, timeout),
+                done.about_to_fail,
+            )),
+        };
+        self.lane.record(done.fuel_used.unwrap_or(0));
+        Reply {
+            answer: answer.into(),
+            diagnostics: done.log,
+            warning: self.load_warning.clone(),
+            state: done.state_writes,
+            metrics: done
+                .fuel_used
+                .map(|used| ("fuel_used", used))
+                .into_iter()
+                .collect::<Metrics>(),
+        }
+    }
+}
+
+/// One guest call, owned, so that it can run on either lane.
+struct Call {
+    pre: Speaks<HostState>,
+    store: Store<HostState>,
+    request: bindings::Request,
+    may_block: bool,
+    timeout: Duration,
+}
+
+/// What a finished call leaves, read out of its store before the store is
+/// dropped on the thread it ran on: returning a large guest's memory slot
+/// to the pool is part of its cost, and a slow guest's belongs on the slow
+/// lane, not on the worker that awaits it.
+struct Done {
+    /// Timed out (the outer `Err`), failed, or answered.
+    result:
+        Result<Result<Result<bindings::Verdict, String>, GuestError>, tokio::time::error::Elapsed>,
+    memory_limit_hit: bool,
+    about_to_fail: Option<String>,
+    log: Option<String>,
+    state_writes: StateChanges,
+    fuel_used: Option<u64>,
+}
+
+impl Call {
+    /// Instantiates and calls the guest, given `fuel` to start with.
+    async fn run(mut self, fuel: u64) -> Done {
+        let call = ask(&self.pre, &mut self.store, self.request);
         // The epoch callback stops a computing guest; the async timeout stops
         // one blocked in a host call (a WASI poll), where no epoch check runs.
         // A zero-import guest has no host call to block in, so it skips the
@@ -648,26 +730,19 @@ impl Decider for WasmHook {
         } else {
             Ok(call.await)
         };
-        let answer = match result {
-            Err(_elapsed) => Err(timed_out(self.timeout)),
-            Ok(Ok(Ok(verdict))) => from_wit(verdict),
-            Ok(Ok(Err(message))) => Err(HookFailure::GuestError { message }),
-            Ok(Err(error)) => Err(explained(
-                classify(error, store.data().limiter.hit, self.timeout),
-                store.data_mut().about_to_fail.take(),
-            )),
-        };
-        Reply {
-            answer: answer.into(),
-            diagnostics: store.data().log.take(),
-            warning: self.load_warning.clone(),
-            state: std::mem::take(&mut store.data_mut().state_writes),
-            metrics: store
-                .get_fuel()
-                .ok()
-                .map(|left| ("fuel_used", self.fuel.saturating_sub(left)))
-                .into_iter()
-                .collect::<Metrics>(),
+        let fuel_used = self
+            .store
+            .get_fuel()
+            .ok()
+            .map(|left| fuel.saturating_sub(left));
+        let state = self.store.data_mut();
+        Done {
+            result,
+            memory_limit_hit: state.limiter.hit,
+            about_to_fail: state.about_to_fail.take(),
+            log: state.log.take(),
+            state_writes: std::mem::take(&mut state.state_writes),
+            fuel_used,
         }
     }
 }

@@ -81,6 +81,18 @@ pub(crate) enum Speaks<T: 'static> {
     V0_1(v0_1::HookPre<T>),
 }
 
+/// A handle on the same pre-linked component (cheap: reference counted), for
+/// a call that runs on another thread (`lane.rs`).
+impl<T: 'static> Clone for Speaks<T> {
+    fn clone(&self) -> Self {
+        match self {
+            Speaks::Current(pre) => Speaks::Current(pre.clone()),
+            Speaks::V0_2(pre) => Speaks::V0_2(pre.clone()),
+            Speaks::V0_1(pre) => Speaks::V0_1(pre.clone()),
+        }
+    }
+}
+
 /// An event an older world has no name for: the component is not called.
 fn not_spoken(speaks: &'static str, event: WitEvent) -> HookFailure {
     HookFailure::EventNotSpoken {
