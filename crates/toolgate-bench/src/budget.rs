@@ -15,6 +15,7 @@ pub(crate) fn budget(
     let mut budget = wasm_targets(rows, reference, reference_name);
     budget.extend(rows.iter().filter_map(agent_path_target));
     budget.extend(lean_client_targets(rows));
+    budget.extend(served_python_target(rows));
     budget.push(Target::new(
         "calls/s with 2 threads ≥ 1.7× one thread".into(),
         threads_ratio,
@@ -129,6 +130,28 @@ fn lean_client_targets(rows: &[Row]) -> Vec<Target> {
             ))
         })
         .collect()
+}
+
+/// The Python guest through the server against the same guard as a Python
+/// subprocess hook through the same server, both as the agent calls them
+/// (a process per call): what moving a Python hook into a component buys.
+fn served_python_target(rows: &[Row]) -> Option<Target> {
+    const SERVED: &str = "agent path via `toolgate serve` + ";
+    let served = |what: &str| {
+        rows.iter().find(|r| {
+            r.scenario
+                .strip_prefix(SERVED)
+                .is_some_and(|s| s.starts_with(what))
+        })
+    };
+    let (guest, script) = (served("wasm: python-")?, served("python script")?);
+    Some(Target::new(
+        "agent path via the server, Python guest ≤ 0.1× the Python subprocess hook".into(),
+        guest.median_us / script.median_us,
+        0.1,
+        "×",
+        true,
+    ))
 }
 
 /// The agent path (fast where agents call it): a fresh process per call

@@ -244,6 +244,55 @@ impl SocketClient {
     }
 }
 
+/// The floor under the socket request: a thread of this process that
+/// answers every line on a Unix socket with an acknowledgement and an
+/// allow, reading nothing of it, so that [`SocketClient`] talking to it
+/// pays only the kernel's round trip and its own parsing. On a VM a
+/// wake-up on the other core is most of a round trip (two of them per
+/// request), which no server can avoid.
+pub(crate) fn floor_server(dir: &std::path::Path) -> Result<std::path::PathBuf, BenchError> {
+    use std::io::{BufRead, Write};
+    use toolgate::serve::{Answer, Body};
+    let path = dir.join("floor.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&path)?;
+    let mut answer = Vec::new();
+    Answer {
+        id: serde_json::json!(1),
+        body: Body::ack(),
+    }
+    .write_line(&mut answer);
+    Answer {
+        id: serde_json::json!(1),
+        body: Body::Evaluated {
+            exit: 0,
+            stdout: None,
+            warning: None,
+        },
+    }
+    .write_line(&mut answer);
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { return };
+            let answer = answer.clone();
+            std::thread::spawn(move || {
+                let mut writer = match stream.try_clone() {
+                    Ok(writer) => writer,
+                    Err(_) => return,
+                };
+                let mut reader = std::io::BufReader::new(stream);
+                let mut line = Vec::new();
+                while reader.read_until(b'\n', &mut line).is_ok_and(|n| n > 0) {
+                    line.clear();
+                    if writer.write_all(&answer).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    Ok(path)
+}
+
 /// A kept-alive connection to `toolgate serve --http` and the one hook
 /// request it repeats, as Claude Code sends it.
 pub(crate) struct HttpClient {

@@ -32,6 +32,11 @@ pub(crate) fn lean_client_of(scenario: &str) -> Option<&str> {
     Some(rest.split(THROUGH_SERVER).next().unwrap_or(rest))
 }
 
+/// The socket request's floor: the same client against a thread that
+/// answers without reading (`scenario::floor_server`).
+pub(crate) const SOCKET_FLOOR_ROW: &str =
+    "the same request over a Unix socket to a thread that answers at once (the floor)";
+
 /// The row of a C program that does nothing, spawned as an agent spawns
 /// its hook (the budget's floor for the lean client).
 pub(crate) const DO_NOTHING_ROW: &str =
@@ -254,6 +259,9 @@ impl<'a> Setup<'a> {
                     Kind::Socket(client),
                     300,
                 );
+                let floor = scenario::floor_server(&dir)?;
+                let client = scenario::SocketClient::connect(&floor, &dir, &request)?;
+                self.push(SOCKET_FLOOR_ROW.into(), Kind::Socket(client), 300);
                 // Claude Code's http hook: its input names the cwd, the
                 // server's own global config (`http_global`) the hook.
                 let mut http = request.clone();
