@@ -117,7 +117,7 @@ mod diag {
             (IpAddr::V4(_), IpAddr::V4(_)) => nix::libc::AF_INET,
             (IpAddr::V6(_), IpAddr::V6(_)) => nix::libc::AF_INET6,
             // One v4 end and one v6 end is no connection.
-            _ => return Ok(None),
+            (IpAddr::V4(_), IpAddr::V6(_)) | (IpAddr::V6(_), IpAddr::V4(_)) => return Ok(None),
         };
         let fd = socket(
             AddressFamily::Netlink,
@@ -212,11 +212,23 @@ mod diag {
         let message = reply.get(HEADER..HEADER + UID_END).ok_or_else(short)?;
         let family = i32::from(message[0]);
         let port = |at: usize| u16::from_be_bytes([message[at], message[at + 1]]);
+        // A family other than the two asked for is not an answer this
+        // reads: the caller falls back to the tables.
+        let v4 = match family {
+            nix::libc::AF_INET => true,
+            nix::libc::AF_INET6 => false,
+            other => {
+                return Err(std::io::Error::other(format!(
+                    "a sock_diag answer of family {other}"
+                )));
+            }
+        };
         let ip = |at: usize| -> Option<IpAddr> {
             let raw: [u8; 16] = message.get(at..at + 16)?.try_into().ok()?;
-            Some(match family {
-                nix::libc::AF_INET => IpAddr::from([raw[0], raw[1], raw[2], raw[3]]),
-                _ => IpAddr::from(raw),
+            Some(if v4 {
+                IpAddr::from([raw[0], raw[1], raw[2], raw[3]])
+            } else {
+                IpAddr::from(raw)
             })
         };
         let (Some(here), Some(there)) = (ip(8), ip(24)) else {

@@ -653,21 +653,23 @@ impl Decider for WasmHook {
         });
 
         let call = Call {
-            pre: self.pre.clone(),
             store,
             request: to_wit(request, self.config_json.as_deref()),
             may_block: self.may_block,
             timeout: self.timeout,
+            fuel: self.fuel,
         };
-        let fuel = self.fuel;
         let timeout = self.timeout;
         let done = if self.lane.slow() {
-            match lane::run(call.run(fuel)).await {
+            // Only a call that leaves this thread needs its own handle on
+            // the component.
+            let pre = self.pre.clone();
+            match lane::run(async move { call.run(&pre).await }).await {
                 Ok(done) => done,
                 Err(message) => return Reply::from(Err(HookFailure::Trap { message })),
             }
         } else {
-            call.run(fuel).await
+            call.run(&self.pre).await
         };
         let answer = match done.result {
             Err(_elapsed) => Err(timed_out(timeout)),
@@ -695,11 +697,12 @@ impl Decider for WasmHook {
 
 /// One guest call, owned, so that it can run on either lane.
 struct Call {
-    pre: Speaks<HostState>,
     store: Store<HostState>,
     request: bindings::Request,
     may_block: bool,
     timeout: Duration,
+    /// The fuel the store was given.
+    fuel: u64,
 }
 
 /// What a finished call leaves, read out of its store before the store is
@@ -718,9 +721,9 @@ struct Done {
 }
 
 impl Call {
-    /// Instantiates and calls the guest, given `fuel` to start with.
-    async fn run(mut self, fuel: u64) -> Done {
-        let call = ask(&self.pre, &mut self.store, self.request);
+    /// Instantiates `pre` and calls the guest.
+    async fn run(mut self, pre: &Speaks<HostState>) -> Done {
+        let call = ask(pre, &mut self.store, self.request);
         // The epoch callback stops a computing guest; the async timeout stops
         // one blocked in a host call (a WASI poll), where no epoch check runs.
         // A zero-import guest has no host call to block in, so it skips the
@@ -734,7 +737,7 @@ impl Call {
             .store
             .get_fuel()
             .ok()
-            .map(|left| fuel.saturating_sub(left));
+            .map(|left| self.fuel.saturating_sub(left));
         let state = self.store.data_mut();
         Done {
             result,
