@@ -17,19 +17,20 @@
 //! | no signals to processes outside the hook, no abstract UNIX sockets outside it | a hook kills or steers the agent | Landlock scopes (ABI 6) |
 //! | no code from the environment | `PYTHONPATH`, `NODE_OPTIONS`, `BASH_ENV`, `OPENSSL_CONF`, `BASH_FUNC_*%%`, `LD_PRELOAD`… set by a repository's `.envrc` | an empty environment plus an allowlist ([`environment`]): `PATH` without empty, relative or workspace entries, `HOME` and `TMPDIR` the scratch folder, the locale; bytecode neither written nor read beside the pinned code (the snapshot holds none and is read-only) |
 //! | no socket at all, no change to file metadata, no keyring | a hook talks to `toolgate serve` or another local service over a pathname UNIX socket; chmods a file outside its scratch folder; reads the user's kernel keyring | a seccomp filter ([`network_filter`]) |
-//! | no descriptor but its three pipes | a hook writes through a descriptor the agent left open | every descriptor above 2 close-on-exec ([`no_inherited_descriptors`]) |
+//! | no descriptor but its three pipes | a hook writes through a descriptor the agent left open | every descriptor above 2 close-on-exec (`close_range`, in `spawn`) |
 //!
-//! Landlock and the seccomp filter are applied in the child between fork
-//! and exec, with the ruleset and the filter built beforehand in the
-//! parent, so the child only makes three system calls
-//! (`prctl(PR_SET_NO_NEW_PRIVS)`, `landlock_restrict_self`, `seccomp`), all
-//! async-signal-safe, and allocates nothing. Where the kernel has no
+//! Landlock and the seccomp filter are applied in the child between its
+//! clone and its exec (`spawn`, which shares the server's memory rather than
+//! copying it), with the ruleset and the filter built beforehand in the
+//! parent, so the child only makes system calls
+//! (`prctl(PR_SET_NO_NEW_PRIVS)`, `landlock_restrict_self`, `close_range`,
+//! `seccomp`) and allocates nothing. Where the kernel has no
 //! Landlock (or an ABI older than 6), the hook runs unconfined and every run
 //! record says so — unless the global config sets `require_confinement`,
 //! and then the hook fails closed.
 
 use std::ffi::OsString;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -369,53 +370,3 @@ pub(crate) fn network_filter() -> Result<Arc<seccompiler::BpfProgram>, ConfineEr
 
 /// `fchmodat2` (Linux 6.6), the same number on every architecture.
 const FCHMODAT2: nix::libc::c_long = 452;
-
-/// Marks every descriptor above 2 close-on-exec: a hook gets its three
-/// pipes and nothing else toolgate's own parent (the agent) left open.
-/// Close-on-exec rather than closed, so the spawn's own error pipe still
-/// reports a failed `exec`. One system call (Linux 5.11); an older kernel
-/// is an error, and the hook does not run.
-#[allow(unsafe_code)]
-pub(crate) fn no_inherited_descriptors() -> std::io::Result<()> {
-    // SAFETY: close_range takes plain integers and only sets flags on this
-    // process's own descriptors.
-    let done = unsafe {
-        nix::libc::syscall(
-            nix::libc::SYS_close_range,
-            3u32,
-            u32::MAX,
-            nix::libc::CLOSE_RANGE_CLOEXEC,
-        )
-    };
-    if done == 0 {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error())
-    }
-}
-
-/// Restricts the calling process with `ruleset` and `filter`: for the
-/// child, between fork and exec. Three system calls, no allocation.
-#[allow(unsafe_code)]
-pub(crate) fn restrict_self(
-    ruleset: &OwnedFd,
-    filter: &seccompiler::BpfProgram,
-) -> std::io::Result<()> {
-    // SAFETY: prctl and landlock_restrict_self take plain integers; the
-    // ruleset descriptor is open (owned by the caller) and not closed here.
-    unsafe {
-        if nix::libc::prctl(nix::libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        if nix::libc::syscall(
-            nix::libc::SYS_landlock_restrict_self,
-            ruleset.as_raw_fd(),
-            0u32,
-        ) != 0
-        {
-            return Err(std::io::Error::last_os_error());
-        }
-    }
-    no_inherited_descriptors()?;
-    seccompiler::apply_filter(filter).map_err(std::io::Error::other)
-}

@@ -28,6 +28,7 @@
 //! `supervise.rs`.
 
 pub(crate) mod confine;
+mod spawn;
 mod spec;
 mod supervise;
 

@@ -40,7 +40,7 @@ use std::path::Path;
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
-use tokio::process::{Child, Command};
+use tokio::process::Command;
 use tokio::time::Instant;
 
 /// Bounds on one hook process.
@@ -136,8 +136,7 @@ pub(crate) async fn run(
     bounds: &ProcessBounds,
     confined: Option<&Confined>,
 ) -> Ran {
-    let mut command = command(program, args, cwd, envs, confined);
-    let mut child = match spawn(&mut command).await {
+    let mut child = match start(program, args, cwd, envs, confined).await {
         Ok(child) => child,
         Err(source) => {
             return Ran {
@@ -190,61 +189,102 @@ pub(crate) async fn run(
     }
 }
 
-/// The command for the hook: its own process group, piped stdio, and (when
-/// confined) the environment and the restrictions it applies before exec.
-fn command(
+/// A running hook, started one of two ways (see `spawn`): a confined hook
+/// by `spawn`, which confines it without copying the server; any other by
+/// std's `posix_spawn`.
+enum Child {
+    Spawned(super::spawn::Process),
+    Std(tokio::process::Child),
+}
+
+type Writer = Box<dyn tokio::io::AsyncWrite + Unpin + Send>;
+type Reader = Box<dyn AsyncRead + Unpin + Send>;
+
+impl Child {
+    fn id(&self) -> Option<u32> {
+        match self {
+            Self::Spawned(process) => u32::try_from(process.id()).ok(),
+            Self::Std(child) => child.id(),
+        }
+    }
+
+    async fn wait(&mut self) -> std::io::Result<ExitStatus> {
+        match self {
+            Self::Spawned(process) => process.wait().await,
+            Self::Std(child) => child.wait().await,
+        }
+    }
+
+    fn take_pipes(&mut self) -> (Option<Writer>, Option<Reader>, Option<Reader>) {
+        match self {
+            Self::Spawned(p) => (
+                p.stdin.take().map(|s| Box::new(s) as Writer),
+                p.stdout.take().map(|s| Box::new(s) as Reader),
+                p.stderr.take().map(|s| Box::new(s) as Reader),
+            ),
+            Self::Std(c) => (
+                c.stdin.take().map(|s| Box::new(s) as Writer),
+                c.stdout.take().map(|s| Box::new(s) as Reader),
+                c.stderr.take().map(|s| Box::new(s) as Reader),
+            ),
+        }
+    }
+}
+
+/// Starts the hook in its own process group with piped stdio: confined
+/// (the environment given, Landlock, seccomp, no inherited descriptor) by
+/// `spawn`, otherwise by std with the environment inherited.
+async fn start(
     program: &Path,
     args: &[String],
     cwd: &Path,
     envs: &[(&str, std::ffi::OsString)],
     confined: Option<&Confined>,
-) -> Command {
-    let mut command = Command::new(program);
-    command.args(args).current_dir(cwd);
-    if let Some(confined) = confined {
-        command.env_clear();
-        command.envs(confined.set.iter().map(|(k, v)| (k, v)));
-        match confined.ruleset.clone() {
-            Some((ruleset, filter)) => {
-                #[allow(unsafe_code)]
-                // SAFETY: the closure runs in the child between fork and
-                // exec; it only makes four system calls, on a descriptor the
-                // parent keeps open until the spawn returns and a filter it
-                // built before (see `confine`), and allocates nothing.
-                unsafe {
-                    command.pre_exec(move || super::confine::restrict_self(&ruleset, &filter));
-                }
-            }
-            None => {
-                #[allow(unsafe_code)]
-                // SAFETY: one system call on this process's descriptors,
-                // no allocation.
-                unsafe {
-                    command.pre_exec(super::confine::no_inherited_descriptors);
-                }
-            }
-        }
-    }
-    command
-        .envs(envs.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
-    command
+) -> std::io::Result<Child> {
+    let Some(confined) = confined else {
+        let mut command = Command::new(program);
+        command
+            .args(args)
+            .current_dir(cwd)
+            .envs(envs.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true);
+        return retry_busy(|| std::future::ready(command.spawn()))
+            .await
+            .map(Child::Std);
+    };
+    let request = std::sync::Arc::new(super::spawn::Request {
+        program: program.to_owned(),
+        args: args.to_vec(),
+        cwd: cwd.to_owned(),
+        env: confined
+            .set
+            .iter()
+            .cloned()
+            .chain(envs.iter().map(|(k, v)| ((*k).into(), v.clone())))
+            .collect(),
+        ruleset: confined.ruleset.clone(),
+    });
+    retry_busy(|| super::spawn::Process::start(request.clone()))
+        .await
+        .map(Child::Spawned)
 }
 
-/// Spawns `command`. ETXTBSY: the program was just written and another
-/// thread's fork still holds it open for writing (until that child execs).
-/// It clears within milliseconds; cargo retries it the same way.
-async fn spawn(command: &mut Command) -> std::io::Result<Child> {
-    let mut spawned = command.spawn();
+/// Retries a spawn that met ETXTBSY: the program was just written and
+/// another thread's fork still holds it open for writing (until that child
+/// execs). It clears within milliseconds; cargo retries it the same way.
+async fn retry_busy<T, F: std::future::Future<Output = std::io::Result<T>>>(
+    mut spawn: impl FnMut() -> F,
+) -> std::io::Result<T> {
+    let mut spawned = spawn().await;
     for _ in 0..10 {
         match &spawned {
             Err(e) if e.raw_os_error() == Some(nix::libc::ETXTBSY) => {
                 tokio::time::sleep(Duration::from_millis(5)).await;
-                spawned = command.spawn();
+                spawned = spawn().await;
             }
             _ => break,
         }
@@ -264,7 +304,7 @@ async fn exchange(
 ) -> (End, Output) {
     let deadline = Instant::now() + bounds.timeout;
     let mut output = Output::default();
-    let (stdin, stdout, stderr) = (child.stdin.take(), child.stdout.take(), child.stderr.take());
+    let (stdin, stdout, stderr) = child.take_pipes();
     let mut warning = None;
     // A block: the pinned readers borrow `output` until it ends.
     let end = {
