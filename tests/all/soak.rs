@@ -208,7 +208,14 @@ fn a_short_load_run_drives_both_transports_at_each_level_without_error() {
         .iter()
         .map(|c| c["class"].as_str().unwrap())
         .collect();
-    assert_eq!(classes, ["subprocess: allow", "wasm: trivial (WAT)"]);
+    assert_eq!(
+        classes,
+        [
+            "subprocess: allow",
+            "subprocess: allow-confined",
+            "wasm: trivial (WAT)"
+        ]
+    );
     let fairness = report["fairness"].as_array().unwrap();
     assert_eq!(
         fairness.len(),

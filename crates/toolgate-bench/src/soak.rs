@@ -695,8 +695,20 @@ fn cycle(lanes: &[Lane]) -> Vec<usize> {
 
 /// Subprocess hooks of the mix, as (tool, script body, expected kind,
 /// weight, timeout).
+/// The script lane run confined.
+pub(crate) const CONFINED: &str = "allow-confined";
+
 const SCRIPTS: &[(&str, &str, &str, u32, Option<u64>)] = &[
     ("allow", r#"echo '{"decision":"allow"}'"#, "allow", 30, None),
+    // The same hook confined (`"confine": true`), as every workspace hook
+    // runs: its start is the one that confines itself in the child.
+    (
+        CONFINED,
+        r#"echo '{"decision":"allow"}'"#,
+        "allow",
+        12,
+        None,
+    ),
     (
         "deny",
         r#"echo '{"decision":"deny","reason":"soak: denied"}'"#,
@@ -808,6 +820,9 @@ pub(crate) fn mix(work: &Path, guests_dir: &Path) -> Result<Mix, BenchError> {
                               "event": "pre_tool_use"});
         if let Some(ms) = timeout {
             hook["timeout_ms"] = json!(ms);
+        }
+        if *what == CONFINED {
+            hook["confine"] = json!(true);
         }
         hooks.push(hook);
         let request = Request::pre(tool, json!({"command": "ls"}));

@@ -59,29 +59,12 @@ pub fn serve(
         if let Some(addr) = metrics_addr {
             crate::metrics::listen(server.clone(), addr).await?;
         }
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-        let mut backoff = Backoff::default();
-        loop {
-            let accepted = tokio::select! {
-                accepted = listener.accept() => accepted,
-                _ = tokio::signal::ctrl_c() => break,
-                _ = term.recv() => break,
-            };
-            match accepted {
-                Ok((stream, _)) => {
-                    backoff.succeeded();
-                    tokio::spawn(connection(server.clone(), stream));
-                }
-                Err(e) => {
-                    let pause = backoff.failed(&e);
-                    tokio::select! {
-                        () = tokio::time::sleep(pause) => {}
-                        _ = tokio::signal::ctrl_c() => break,
-                        _ = term.recv() => break,
-                    }
-                }
-            }
-        }
+        // The accept loop runs on a worker, not on this thread: a
+        // connection spawned from a worker starts on that same worker
+        // (its LIFO slot), while one spawned from `block_on`'s thread is
+        // queued for a worker to be woken, a cross-core hand-off on every
+        // call (docs/performance.md, "the socket request").
+        tokio::spawn(accept_each(listener, server)).await??;
         let _ = std::fs::remove_file(socket);
         if let Some(checkpoints) = checkpoints {
             // The last records before a stop are signed too.
@@ -90,6 +73,34 @@ pub fn serve(
         eprintln!("toolgate serve: stopped");
         Ok::<_, anyhow::Error>(())
     })
+}
+
+/// Accepts and serves connections until SIGINT or SIGTERM; a failing
+/// `accept` (out of descriptors) backs off instead of spinning.
+async fn accept_each(listener: UnixListener, server: Arc<Server>) -> std::io::Result<()> {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    let mut backoff = Backoff::default();
+    loop {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            _ = tokio::signal::ctrl_c() => return Ok(()),
+            _ = term.recv() => return Ok(()),
+        };
+        match accepted {
+            Ok((stream, _)) => {
+                backoff.succeeded();
+                tokio::spawn(connection(server.clone(), stream));
+            }
+            Err(e) => {
+                let pause = backoff.failed(&e);
+                tokio::select! {
+                    () = tokio::time::sleep(pause) => {}
+                    _ = tokio::signal::ctrl_c() => return Ok(()),
+                    _ = term.recv() => return Ok(()),
+                }
+            }
+        }
+    }
 }
 
 /// `--checkpoint-key`: the server signs its decision log now and then
@@ -380,35 +391,27 @@ impl Restrictions {
 /// the server has not, or with more seccomp filters than the server, is
 /// refused. An agent run in a sandbox of its own is refused too, and its
 /// calls are evaluated in its own process, as when no server runs: never
-/// let through. The process is the one that connected, held by a pidfd
-/// (`SO_PEERPIDFD`, Linux 6.5; `SO_PEERCRED`'s pid before), and checked to
-/// be alive after its status was read, so a recycled pid is not judged in
-/// its place.
+/// let through. The process is the one that connected (`SO_PEERCRED`'s
+/// pid), held by a pidfd (`SO_PEERPIDFD`, Linux 6.5) and checked to be
+/// alive after its status was read, so a recycled pid is not judged in its
+/// place. Three system calls and one procfs read a connection.
 fn unconfined_peer(stream: &impl std::os::fd::AsFd) -> Result<(), String> {
     use nix::sys::socket::{getsockopt, sockopt};
+    // Both name the process that connected (the socket's peer pid); the
+    // pid is 0 once it was reaped.
+    let pid = getsockopt(stream, sockopt::PeerCredentials)
+        .ok()
+        .map(|c| c.pid())
+        .filter(|pid| *pid > 0)
+        .ok_or("cannot be identified (it may have exited)")?;
     let pidfd = getsockopt(stream, sockopt::PeerPidfd).ok();
-    let pid_of = |fd: &std::os::fd::OwnedFd| -> Option<i64> {
-        use std::os::fd::AsRawFd;
-        let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{}", fd.as_raw_fd())).ok()?;
-        info.lines()
-            .find_map(|line| line.strip_prefix("Pid:"))
-            .and_then(|v| v.trim().parse().ok())
-    };
-    let pid = match &pidfd {
-        Some(fd) => pid_of(fd),
-        None => getsockopt(stream, sockopt::PeerCredentials)
-            .ok()
-            .map(|c| i64::from(c.pid())),
-    }
-    .filter(|pid| *pid > 0)
-    .ok_or("cannot be identified (it may have exited)")?;
     let peer = Restrictions::read(Path::new(&format!("/proc/{pid}/status")))?;
-    if let Some(fd) = &pidfd
-        && pid_of(fd) != Some(pid)
+    if let Some(pidfd) = &pidfd
+        && !alive(pidfd)
     {
         return Err("exited while it was being checked".to_owned());
     }
-    let own = Restrictions::read(Path::new("/proc/self/status"))?;
+    let own = own_restrictions()?;
     if peer.no_new_privs > own.no_new_privs || peer.seccomp_filters > own.seccomp_filters {
         return Err(format!(
             "is confined (no_new_privs {}, {} seccomp filters; this server: {}, {}): a confined \
@@ -417,6 +420,37 @@ fn unconfined_peer(stream: &impl std::os::fd::AsFd) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// This server's own restrictions, read once: they never lessen (neither
+/// `no_new_privs` nor a seccomp filter can be dropped), so a value read at
+/// the first connection can only make a later judgement stricter, never
+/// looser. Saves a render of `/proc/self/status` per connection.
+fn own_restrictions() -> Result<Restrictions, String> {
+    static OWN: std::sync::OnceLock<Result<Restrictions, String>> = std::sync::OnceLock::new();
+    OWN.get_or_init(|| Restrictions::read(Path::new("/proc/self/status")))
+        .clone()
+}
+
+/// Whether the process `pidfd` holds has not been reaped: signal 0 through
+/// the pidfd (`pidfd_send_signal`, Linux 5.1) checks existence and sends
+/// nothing. While it exists its pid is not recycled, so the status read
+/// under that pid was its own.
+#[allow(unsafe_code)]
+fn alive(pidfd: &std::os::fd::OwnedFd) -> bool {
+    use std::os::fd::AsRawFd;
+    // SAFETY: plain integers and a null siginfo, which the call allows;
+    // the descriptor is open (borrowed for the call).
+    let sent = unsafe {
+        nix::libc::syscall(
+            nix::libc::SYS_pidfd_send_signal,
+            pidfd.as_raw_fd(),
+            0,
+            std::ptr::null::<nix::libc::siginfo_t>(),
+            0u32,
+        )
+    };
+    sent == 0
 }
 
 /// One line, without its newline; an error past [`MAX_LINE`] bytes.

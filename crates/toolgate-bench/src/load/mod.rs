@@ -18,7 +18,9 @@
 //!
 //! Each client cycles through the soak's lanes that a server answers by a
 //! hook's verdict: every built guest example (Rust, Go, JS, Python, C, the
-//! trivial WAT guest) and a subprocess hook that allows, each starting at
+//! trivial WAT guest) and a subprocess hook that allows, once as the
+//! operator's own hook and once confined as every workspace hook runs
+//! (Landlock, seccomp: its start is the costlier one), each starting at
 //! its own offset so every class is in flight at every moment. Latency is
 //! reported per class (p50, p99, p99.9). A slow class must not make a fast
 //! one wait: at each level the socket is driven a second time with the
@@ -123,7 +125,7 @@ impl LoadOptions {
 #[derive(Clone, Debug, Serialize)]
 #[non_exhaustive]
 pub struct ClassLatency {
-    /// The lane (`wasm: <guest>`, `subprocess: allow`).
+    /// The lane (`wasm: <guest>`, `subprocess: allow`, `subprocess: allow-confined`).
     pub class: String,
     /// Calls timed.
     pub calls: usize,
@@ -277,7 +279,11 @@ pub fn run_load(options: &LoadOptions) -> Result<LoadReport, BenchError> {
     let classes: Vec<Class> = mixed
         .lanes
         .iter()
-        .filter(|l| l.name.starts_with("wasm: ") || l.name == "subprocess: allow")
+        .filter(|l| {
+            l.name.starts_with("wasm: ")
+                || l.name == "subprocess: allow"
+                || l.name == format!("subprocess: {}", crate::soak::CONFINED)
+        })
         .filter_map(class_of)
         .collect();
     let fast = classes

@@ -24,9 +24,10 @@
 //!   hook printed, and warn the operator. A process that left the group
 //!   (`setsid`) is beyond a group signal; we stop waiting for it after a
 //!   bounded time rather than hang.
-//! - **Reaping**: the child is always waited for, on every path, by tokio's
-//!   SIGCHLD-driven reaper — the blocking `waitpid` never sits on an async
-//!   worker thread, and no zombie is left.
+//! - **Reaping**: the child is always waited for, on every path, without a
+//!   blocking `waitpid` on an async worker: a confined hook through its
+//!   pidfd on tokio's reactor (`spawn`), any other by tokio's SIGCHLD-driven
+//!   reaper. No zombie is left.
 //! - **Cut off from outside**: when the chain's own deadline passes, the
 //!   runner drops this future mid-run; a guard then SIGKILLs the whole
 //!   process group (tokio's `kill_on_drop` alone reaches only the hook, not
