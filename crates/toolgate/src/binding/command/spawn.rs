@@ -10,9 +10,10 @@
 //! caller: the kernel copies the page tables of the whole process with its
 //! memory map locked against every other thread, then write-protects every
 //! page the server owns, so each page any worker writes afterwards takes a
-//! copy-on-write fault. Profiled under load (128 clients, a subprocess hook
-//! in the mix), those faults were the largest cost a subprocess hook put on
-//! the *other* calls (docs/performance.md).
+//! copy-on-write fault. Under load (128 clients, a confined hook in the
+//! mix) that halved the server's throughput and tripled the confined
+//! hook's median (docs/performance.md, "Confined hooks start without
+//! copying the server").
 //!
 //! So a confined hook is started the way glibc's `posix_spawn` starts any
 //! program: `clone(CLONE_VM | CLONE_VFORK)`. The child runs on a stack of
@@ -66,7 +67,8 @@ pub(crate) struct Request {
 /// A started hook: its pipes (taken by the supervisor) and its exit.
 pub(crate) struct Process {
     pid: libc::pid_t,
-    /// `None` only while `drop` hands it to the reaper.
+    /// `None` before it is registered and once `drop` handed it to the
+    /// reaper.
     pidfd: Option<AsyncFd<OwnedFd>>,
     status: Option<ExitStatus>,
     pub(crate) stdin: Option<pipe::Sender>,
@@ -81,18 +83,25 @@ impl Process {
         let started = tokio::task::spawn_blocking(move || start(&request))
             .await
             .map_err(io::Error::other)??;
-        Ok(Self {
+        // Held from here on: should a step below fail, the drop kills and
+        // reaps the hook, which is running already.
+        let mut process = Self {
             pid: started.pid,
-            // SAFETY: an OwnedFd stays open, on the same descriptor, for
-            // as long as the AsyncFd owns it.
-            pidfd: Some(unsafe {
-                AsyncFd::register_with_interest(started.pidfd, tokio::io::Interest::READABLE)
-            }?),
+            pidfd: None,
             status: None,
-            stdin: Some(pipe::Sender::from_owned_fd(started.stdin)?),
-            stdout: Some(pipe::Receiver::from_owned_fd(started.stdout)?),
-            stderr: Some(pipe::Receiver::from_owned_fd(started.stderr)?),
-        })
+            stdin: None,
+            stdout: None,
+            stderr: None,
+        };
+        // SAFETY: an OwnedFd stays open, on the same descriptor, for as
+        // long as the AsyncFd owns it.
+        process.pidfd = Some(unsafe {
+            AsyncFd::register_with_interest(started.pidfd, tokio::io::Interest::READABLE)
+        }?);
+        process.stdin = Some(pipe::Sender::from_owned_fd(started.stdin)?);
+        process.stdout = Some(pipe::Receiver::from_owned_fd(started.stdout)?);
+        process.stderr = Some(pipe::Receiver::from_owned_fd(started.stderr)?);
+        Ok(process)
     }
 
     /// Its process id (and process group: it leads one).
@@ -130,17 +139,20 @@ impl Drop for Process {
         // SAFETY: plain integers; the pid is our unreaped child, so it names
         // no other process.
         unsafe { libc::kill(pid, libc::SIGKILL) };
-        let pidfd = self.pidfd.take();
-        match tokio::runtime::Handle::try_current() {
-            Ok(runtime) => {
+        match (self.pidfd.take(), tokio::runtime::Handle::try_current()) {
+            (Some(pidfd), Ok(runtime)) => {
                 runtime.spawn(async move {
-                    if let Some(pidfd) = &pidfd {
-                        let _ = pidfd.readable().await;
+                    while let Ok(mut ready) = pidfd.readable().await {
+                        match reap(pid, libc::WNOHANG) {
+                            Ok(None) => ready.clear_ready(),
+                            Ok(Some(_)) | Err(_) => return,
+                        }
                     }
-                    let _ = reap(pid, 0);
+                    // The reactor cannot say: a thread waits instead.
+                    std::thread::spawn(move || reap(pid, 0));
                 });
             }
-            Err(_) => {
+            (pidfd, _) => {
                 std::thread::spawn(move || {
                     let _ = reap(pid, 0);
                     drop(pidfd);
