@@ -36,6 +36,13 @@
 //!
 //! The whole module may use `unsafe`: it is the one place toolgate does
 //! what `posix_spawn` does, and every block says why it holds.
+//!
+//! # Why one module
+//!
+//! The parent's side (the plan, the stack, the blocked signals, the pidfd)
+//! and the child's (what it may touch before exec) are one contract: each
+//! `unsafe` block in one half holds only because of what the other half
+//! does, so they are read and reviewed together.
 #![allow(unsafe_code)]
 
 use std::ffi::{CString, OsStr, OsString};
@@ -353,46 +360,62 @@ fn program_path(program: &Path, env: &[(OsString, OsString)]) -> PathBuf {
         .unwrap_or_else(|| program.to_owned())
 }
 
-/// Clones the child, which makes itself the hook and execs. Returns once
-/// the exec happened (or the child failed a step and exited).
-fn start(request: &Request) -> io::Result<Started> {
-    let program = program_path(&request.program, &request.env);
-    let program = c_string(program.as_os_str().as_bytes(), "program path")?;
-    let mut argv = vec![program.clone()];
-    for arg in &request.args {
-        argv.push(c_string(arg.as_bytes(), "argument")?);
-    }
-    // Later entries win, as with `Command::env`.
-    let mut env: Vec<(&OsStr, &OsStr)> = Vec::with_capacity(request.env.len());
-    for (key, value) in &request.env {
-        env.retain(|(k, _)| *k != key.as_os_str());
-        env.push((key, value));
-    }
-    let envp = env
-        .into_iter()
-        .map(|(k, v)| {
-            let mut pair = k.as_bytes().to_vec();
-            pair.push(b'=');
-            pair.extend_from_slice(v.as_bytes());
-            c_string(&pair, "environment")
-        })
-        .collect::<io::Result<Vec<_>>>()?;
-    let cwd = c_string(request.cwd.as_os_str().as_bytes(), "working folder")?;
-    let argv_ptrs: Vec<*const libc::c_char> = argv
-        .iter()
-        .map(|a| a.as_ptr())
-        .chain(std::iter::once(std::ptr::null()))
-        .collect();
-    let envp_ptrs: Vec<*const libc::c_char> = envp
-        .iter()
-        .map(|e| e.as_ptr())
-        .chain(std::iter::once(std::ptr::null()))
-        .collect();
+/// The child's C strings and the pointer arrays into them, owned by the
+/// parent until the child exec'd.
+struct Strings {
+    program: CString,
+    cwd: CString,
+    /// Kept alive for the pointers in `argv_ptrs` and `envp_ptrs`.
+    _owned: Vec<CString>,
+    argv_ptrs: Vec<*const libc::c_char>,
+    envp_ptrs: Vec<*const libc::c_char>,
+}
 
-    let (stdin_child, stdin) = pipe_above_stdio()?;
-    let (stdout, stdout_child) = pipe_above_stdio()?;
-    let (stderr, stderr_child) = pipe_above_stdio()?;
-    let (ruleset, filter) = match &request.ruleset {
+impl Strings {
+    fn of(request: &Request) -> io::Result<Self> {
+        let program = program_path(&request.program, &request.env);
+        let program = c_string(program.as_os_str().as_bytes(), "program path")?;
+        let mut argv = vec![program.clone()];
+        for arg in &request.args {
+            argv.push(c_string(arg.as_bytes(), "argument")?);
+        }
+        // Later entries win, as with `Command::env`.
+        let mut env: Vec<(&OsStr, &OsStr)> = Vec::with_capacity(request.env.len());
+        for (key, value) in &request.env {
+            env.retain(|(k, _)| *k != key.as_os_str());
+            env.push((key, value));
+        }
+        let envp = env
+            .into_iter()
+            .map(|(k, v)| {
+                let mut pair = k.as_bytes().to_vec();
+                pair.push(b'=');
+                pair.extend_from_slice(v.as_bytes());
+                c_string(&pair, "environment")
+            })
+            .collect::<io::Result<Vec<_>>>()?;
+        let pointers = |strings: &[CString]| -> Vec<*const libc::c_char> {
+            strings
+                .iter()
+                .map(|s| s.as_ptr())
+                .chain(std::iter::once(std::ptr::null()))
+                .collect()
+        };
+        let (argv_ptrs, envp_ptrs) = (pointers(&argv), pointers(&envp));
+        Ok(Self {
+            program,
+            cwd: c_string(request.cwd.as_os_str().as_bytes(), "working folder")?,
+            _owned: argv.into_iter().chain(envp).collect(),
+            argv_ptrs,
+            envp_ptrs,
+        })
+    }
+}
+
+/// The ruleset's descriptor (`-1`: none) and the filter as the kernel
+/// takes it (empty: none).
+fn restrictions(request: &Request) -> io::Result<(RawFd, libc::sock_fprog)> {
+    Ok(match &request.ruleset {
         Some((ruleset, filter)) => (
             ruleset.as_raw_fd(),
             libc::sock_fprog {
@@ -413,12 +436,22 @@ fn start(request: &Request) -> io::Result<Started> {
                 filter: std::ptr::null_mut(),
             },
         ),
-    };
+    })
+}
+
+/// Starts the child, which makes itself the hook and execs. Returns once
+/// the exec happened (or the child failed a step and exited).
+fn start(request: &Request) -> io::Result<Started> {
+    let strings = Strings::of(request)?;
+    let (stdin_child, stdin) = pipe_above_stdio()?;
+    let (stdout, stdout_child) = pipe_above_stdio()?;
+    let (stderr, stderr_child) = pipe_above_stdio()?;
+    let (ruleset, filter) = restrictions(request)?;
     let mut plan = Plan {
-        program: program.as_ptr(),
-        argv: argv_ptrs.as_ptr(),
-        envp: envp_ptrs.as_ptr(),
-        cwd: cwd.as_ptr(),
+        program: strings.program.as_ptr(),
+        argv: strings.argv_ptrs.as_ptr(),
+        envp: strings.envp_ptrs.as_ptr(),
+        cwd: strings.cwd.as_ptr(),
         stdio: [
             stdin_child.as_raw_fd(),
             stdout_child.as_raw_fd(),
@@ -429,46 +462,7 @@ fn start(request: &Request) -> io::Result<Started> {
         failed_step: 0,
         failed_errno: 0,
     };
-    let stack = Stack::new()?;
-    let mut pidfd: libc::c_int = -1;
-
-    // Every signal stays blocked from before the clone until the child has
-    // reset the handlers it inherited: a server's handler must never run in
-    // the child, on the server's memory.
-    // SAFETY: sigset_t is plain data, filled and read by libc.
-    let mut all: libc::sigset_t = unsafe { std::mem::zeroed() };
-    // SAFETY: as above.
-    let mut saved: libc::sigset_t = unsafe { std::mem::zeroed() };
-    // SAFETY: valid pointers to the two sets above.
-    unsafe {
-        libc::sigfillset(&mut all);
-        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut saved);
-    }
-    // SAFETY: `child` only reads `plan` (alive on this frame, which sleeps
-    // until the child exec'd or exited: CLONE_VFORK) and writes its failure
-    // fields; it runs on `stack`, mapped for it; it allocates nothing and
-    // never returns into Rust code of ours. The pidfd out-pointer is valid.
-    let pid = unsafe {
-        libc::clone(
-            child,
-            stack.top(),
-            libc::CLONE_VM | libc::CLONE_VFORK | libc::CLONE_PIDFD | libc::SIGCHLD,
-            (&raw mut plan).cast(),
-            &raw mut pidfd,
-        )
-    };
-    let cloned = io::Error::last_os_error();
-    // SAFETY: restores this thread's mask saved above.
-    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &saved, std::ptr::null_mut()) };
-    drop(stack);
-    if pid < 0 {
-        return Err(io::Error::new(
-            cloned.kind(),
-            format!("starting the hook: clone: {cloned}"),
-        ));
-    }
-    // SAFETY: CLONE_PIDFD wrote a new descriptor (close-on-exec) we own.
-    let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd) };
+    let (pid, pidfd) = clone_child(&mut plan)?;
     // The child wrote these before it exited, and has exited: a volatile
     // read, since the compiler did not see that write.
     // SAFETY: reads of fields of a live local.
@@ -495,6 +489,52 @@ fn start(request: &Request) -> io::Result<Started> {
         stdout,
         stderr,
     })
+}
+
+/// `clone(CLONE_VM | CLONE_VFORK | CLONE_PIDFD)` into [`child`] with
+/// `plan`, every signal blocked on this thread meanwhile. Returns when the
+/// child exec'd or exited: its pid and pidfd.
+fn clone_child(plan: &mut Plan) -> io::Result<(libc::pid_t, OwnedFd)> {
+    let stack = Stack::new()?;
+    let mut pidfd: libc::c_int = -1;
+    // Every signal stays blocked from before the clone until the child has
+    // reset the handlers it inherited: a server's handler must never run in
+    // the child, on the server's memory.
+    // SAFETY: sigset_t is plain data, filled and read by libc.
+    let mut all: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    let mut saved: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: valid pointers to the two sets above.
+    unsafe {
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut saved);
+    }
+    // SAFETY: `child` only reads `plan` (alive on the caller's frame, and
+    // this thread sleeps until the child exec'd or exited: CLONE_VFORK)
+    // and writes its failure fields; it runs on `stack`, mapped for it; it
+    // allocates nothing and never returns into Rust code of ours. The
+    // pidfd out-pointer is valid.
+    let pid = unsafe {
+        libc::clone(
+            child,
+            stack.top(),
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::CLONE_PIDFD | libc::SIGCHLD,
+            std::ptr::from_mut(plan).cast(),
+            &raw mut pidfd,
+        )
+    };
+    let cloned = io::Error::last_os_error();
+    // SAFETY: restores this thread's mask saved above.
+    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &saved, std::ptr::null_mut()) };
+    drop(stack);
+    if pid < 0 {
+        return Err(io::Error::new(
+            cloned.kind(),
+            format!("starting the hook: clone: {cloned}"),
+        ));
+    }
+    // SAFETY: CLONE_PIDFD wrote a new descriptor (close-on-exec) we own.
+    Ok((pid, unsafe { OwnedFd::from_raw_fd(pidfd) }))
 }
 
 /// The child, between clone and exec. It shares the server's memory while
