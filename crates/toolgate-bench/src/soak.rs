@@ -693,11 +693,11 @@ fn cycle(lanes: &[Lane]) -> Vec<usize> {
     order
 }
 
-/// Subprocess hooks of the mix, as (tool, script body, expected kind,
-/// weight, timeout).
 /// The script lane run confined.
 pub(crate) const CONFINED: &str = "allow-confined";
 
+/// Subprocess hooks of the mix, as (tool, script body, expected kind,
+/// weight, timeout).
 const SCRIPTS: &[(&str, &str, &str, u32, Option<u64>)] = &[
     ("allow", r#"echo '{"decision":"allow"}'"#, "allow", 30, None),
     // The same hook confined (`"confine": true`), as every workspace hook

@@ -281,8 +281,9 @@ pub fn run_load(options: &LoadOptions) -> Result<LoadReport, BenchError> {
         .iter()
         .filter(|l| {
             l.name.starts_with("wasm: ")
-                || l.name == "subprocess: allow"
-                || l.name == format!("subprocess: {}", crate::soak::CONFINED)
+                || l.name
+                    .strip_prefix("subprocess: ")
+                    .is_some_and(|s| s == "allow" || s == crate::soak::CONFINED)
         })
         .filter_map(class_of)
         .collect();

@@ -2,6 +2,7 @@
 //! reviews it, when a process loads the config, and just before each call.
 
 use super::snapshot::Entry;
+use crate::binding::command::lookup;
 use crate::binding::{Binding, WorkspaceTrust};
 use serde::{Deserialize, Serialize};
 use std::ffi::{OsStr, OsString};
@@ -439,16 +440,4 @@ pub(crate) fn pin_of(
         files,
     };
     Ok((pin, false))
-}
-
-/// `program` looked up on `search_path` as exec does: the first entry
-/// holding an executable regular file of that name.
-fn lookup(program: &str, search_path: Option<&OsStr>) -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
-    std::env::split_paths(search_path?)
-        .filter(|dir| !dir.as_os_str().is_empty())
-        .map(|dir| dir.join(program))
-        .find(|p| {
-            std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        })
 }

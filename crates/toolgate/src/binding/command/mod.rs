@@ -29,6 +29,7 @@
 
 pub(crate) mod confine;
 mod spawn;
+pub(crate) use spawn::lookup;
 mod spec;
 mod supervise;
 

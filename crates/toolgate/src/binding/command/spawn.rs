@@ -340,24 +340,33 @@ fn above_stdio(fd: OwnedFd) -> io::Result<OwnedFd> {
 }
 
 /// A program named without a slash is looked up on the `PATH` the hook
-/// gets, as `execvp` would in the child (which may not search: `execvp`
-/// can allocate).
+/// gets, as exec would ([`lookup`], which trust pins with too), here in
+/// the parent: the
+/// child may not search, since `execvp` can allocate. Not found, it stays
+/// bare, and the exec fails with ENOENT.
 fn program_path(program: &Path, env: &[(OsString, OsString)]) -> PathBuf {
-    if program.as_os_str().as_bytes().contains(&b'/') {
+    let bare = program.to_str().filter(|p| !p.contains('/'));
+    let Some(bare) = bare else {
         return program.to_owned();
-    }
+    };
     let path = env
         .iter()
         .rev()
         .find(|(k, _)| k == "PATH")
         .map(|(_, v)| v.as_os_str());
-    std::env::split_paths(path.unwrap_or(OsStr::new("")))
+    lookup(bare, path).unwrap_or_else(|| program.to_owned())
+}
+
+/// `program` looked up on `search_path` as exec does: the first entry
+/// holding an executable regular file of that name.
+pub(crate) fn lookup(program: &str, search_path: Option<&OsStr>) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    std::env::split_paths(search_path?)
+        .filter(|dir| !dir.as_os_str().is_empty())
         .map(|dir| dir.join(program))
-        .find(|candidate| {
-            nix::unistd::access(candidate, nix::unistd::AccessFlags::X_OK).is_ok()
-                && candidate.is_file()
+        .find(|p| {
+            std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
         })
-        .unwrap_or_else(|| program.to_owned())
 }
 
 /// The child's C strings and the pointer arrays into them, owned by the
@@ -739,6 +748,24 @@ mod tests {
         let real = folder.path().canonicalize().expect("canonical");
         assert_eq!(lines[1], real.to_str().expect("utf-8"), "{out}");
         assert_eq!(lines[2..], ["ONLY=given", "PATH=/usr/bin:/bin"], "{out}");
+    }
+
+    #[tokio::test]
+    async fn a_bare_program_is_looked_up_on_the_path_the_hook_gets() {
+        let bare = |path: &str| {
+            Arc::new(Request {
+                program: "sh".into(),
+                env: vec![("PATH".into(), path.into())],
+                ..(*sh("exit 4", Path::new("/"))).clone()
+            })
+        };
+        let (_, status) = output(bare("/nonexistent:/usr/bin:/bin")).await;
+        assert_eq!(status.code(), Some(4));
+        let error = Process::start(bare("/nonexistent"))
+            .await
+            .err()
+            .expect("not on PATH");
+        assert_eq!(error.raw_os_error(), Some(libc::ENOENT), "{error}");
     }
 
     #[tokio::test]
