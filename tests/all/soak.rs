@@ -125,7 +125,8 @@ fn a_short_soak_passes_samples_every_gauge_and_writes_a_chart_beside_its_report(
 
 /// `toolgate bench --load`: a short run through the real binary drives a
 /// real server over its socket and over HTTP at each level, with no error,
-/// and reports every class's percentiles, the fairness ratio, the server's
+/// and reports every class's percentiles (and its clients' lateness), the
+/// fairness ratio (from when each call was due and from its start), the server's
 /// peak memory and descriptors, and a chart beside its JSON.
 #[test]
 fn a_short_load_run_drives_both_transports_at_each_level_without_error() {
@@ -200,6 +201,13 @@ fn a_short_load_run_drives_both_transports_at_each_level_without_error() {
             let p = |k: &str| class[k].as_f64().unwrap();
             assert!(p("p50_us") > 0.0 && p("p50_us") <= p("p99_us"), "{class}");
             assert!(p("p99_us") <= p("p999_us"), "{class}");
+            // The client's own lateness is part of each latency, and
+            // taking it out leaves no more than the whole.
+            assert!(p("late_p99_us") >= 0.0, "{class}");
+            assert!(
+                p("started_p99_us") > 0.0 && p("started_p99_us") <= p("p99_us"),
+                "{class}"
+            );
         }
     }
     let classes: Vec<&str> = levels[0]["classes"]
@@ -222,7 +230,12 @@ fn a_short_load_run_drives_both_transports_at_each_level_without_error() {
         4,
         "closed loop and paced, per level: {report:#}"
     );
-    assert!(fairness.iter().all(|f| f["ratio"].as_f64().unwrap() > 0.0));
+    assert!(
+        fairness
+            .iter()
+            .all(|f| f["ratio"].as_f64().unwrap() > 0.0
+                && f["started_ratio"].as_f64().unwrap() > 0.0)
+    );
     assert!(
         report["goals"]
             .as_array()

@@ -45,6 +45,7 @@ impl Level<'_> {
 pub(super) fn drive(level: &Level<'_>, pid: u32) -> Result<LoadLevel, BenchError> {
     let recorded = Mutex::new(Recorded {
         samples: vec![Vec::new(); level.classes.len()],
+        late: vec![Vec::new(); level.classes.len()],
         ..Recorded::default()
     });
     let running = AtomicBool::new(true);
@@ -105,14 +106,25 @@ fn summary(
         .lanes
         .iter()
         .map(|&i| {
+            // Recorded side by side: a call's time from when it began.
+            let mut started: Vec<f64> = r.samples[i]
+                .iter()
+                .zip(&r.late[i])
+                .map(|(us, late)| us - late)
+                .collect();
+            started.sort_by(f64::total_cmp);
             let samples = &mut r.samples[i];
             samples.sort_by(f64::total_cmp);
+            let late = &mut r.late[i];
+            late.sort_by(f64::total_cmp);
             ClassLatency {
                 class: level.classes[i].name.clone(),
                 calls: samples.len(),
                 p50_us: percentile(samples, 0.5),
                 p99_us: percentile(samples, 0.99),
                 p999_us: percentile(samples, 0.999),
+                late_p99_us: percentile(late, 0.99),
+                started_p99_us: percentile(&started, 0.99),
             }
         })
         .collect();
@@ -176,7 +188,7 @@ fn client(
     let end = *window
         .get()
         .ok_or(BenchError::Missing("the load window was never set"))?;
-    let mut mine: Vec<(usize, f64)> = Vec::new();
+    let mut mine: Vec<(usize, f64, f64)> = Vec::new();
     let mut wrong: Vec<String> = Vec::new();
     let mut not_taken = 0;
     let mut k = n;
@@ -188,13 +200,14 @@ fn client(
         // From when the call was due: a client that fell behind its pace
         // counts the wait (no coordinated omission).
         let t = due;
+        let late = t.elapsed().as_secs_f64() * 1e6;
         let got = match conn.as_mut() {
             Some(conn) => conn.call(level.http, &workspace, class, &session),
             None => call_socket(&level.options.client, &workspace, class, &session),
         };
         let us = t.elapsed().as_secs_f64() * 1e6;
         match got {
-            Ok(()) => mine.push((lane, us)),
+            Ok(()) => mine.push((lane, us, late)),
             Err(why) if why == NOT_TAKEN => not_taken += 1,
             Err(why) => wrong.push(format!("{}: {why}", class.name)),
         }
@@ -202,8 +215,9 @@ fn client(
     let mut r = recorded
         .lock()
         .map_err(|_| BenchError::Missing("a load client panicked"))?;
-    for (lane, us) in mine {
+    for (lane, us, late) in mine {
         r.samples[lane].push(us);
+        r.late[lane].push(late);
     }
     r.errors += wrong.len() as u64;
     r.not_taken += not_taken;

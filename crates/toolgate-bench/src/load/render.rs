@@ -146,12 +146,13 @@ impl LoadReport {
         );
         for f in &self.fairness {
             out.push_str(&format!(
-                "  {:<11} {:>4} clients: {:.3} ms / {:.3} ms = {:.2}×\n",
+                "  {:<11} {:>4} clients: {:.3} ms / {:.3} ms = {:.2}× ({:.2}× from each call's start)\n",
                 f.mode,
                 f.clients,
                 f.mixed_p99_us / 1e3,
                 f.alone_p99_us / 1e3,
-                f.ratio
+                f.ratio,
+                f.started_ratio
             ));
         }
         out.push_str(&format!(
@@ -197,6 +198,7 @@ impl LoadReport {
                 "p50 ms",
                 "p99 ms",
                 "p99.9 ms",
+                "late p99 ms",
                 "errors",
                 "not taken",
                 "peak RSS MiB",
@@ -219,6 +221,7 @@ impl LoadReport {
                     format!("{:.3}", c.p50_us / 1e3),
                     format!("{:.3}", c.p99_us / 1e3),
                     format!("{:.3}", c.p999_us / 1e3),
+                    format!("{:.3}", c.late_p99_us / 1e3),
                     on_first(l.errors.to_string()),
                     on_first(l.not_taken.to_string()),
                     on_first(format!("{:.1}", l.peak_rss_kib as f64 / 1024.0)),
