@@ -86,10 +86,27 @@ pub(crate) struct Process {
 impl Process {
     /// Starts the hook. The clone and the child's work before its exec run
     /// on a blocking thread, so an async worker never sleeps through them.
+    #[cfg(test)]
     pub(crate) async fn start(request: Arc<Request>) -> io::Result<Self> {
-        let started = tokio::task::spawn_blocking(move || start(&request))
+        Self::start_made(move || Ok(((), request)))
             .await
-            .map_err(io::Error::other)??;
+            .map(|((), process)| process)
+    }
+
+    /// Starts the hook `make` describes, with what else `make` made: the
+    /// request is made on the same blocking thread as the clone, just
+    /// before it (a confined call's scratch folder and ruleset are a few
+    /// hundred system calls an async worker should not sleep through
+    /// either), in one hand-off.
+    pub(crate) async fn start_made<T: Send + 'static>(
+        make: impl FnOnce() -> io::Result<(T, Arc<Request>)> + Send + 'static,
+    ) -> io::Result<(T, Self)> {
+        let (made, started) = tokio::task::spawn_blocking(move || {
+            let (made, request) = make()?;
+            start(&request).map(|started| (made, started))
+        })
+        .await
+        .map_err(io::Error::other)??;
         // Held from here on: should a step below fail, the drop kills and
         // reaps the hook, which is running already.
         let mut process = Self {
@@ -108,7 +125,7 @@ impl Process {
         process.stdin = Some(pipe::Sender::from_owned_fd(started.stdin)?);
         process.stdout = Some(pipe::Receiver::from_owned_fd(started.stdout)?);
         process.stderr = Some(pipe::Receiver::from_owned_fd(started.stderr)?);
-        Ok(process)
+        Ok((made, process))
     }
 
     /// Its process id (and process group: it leads one).
