@@ -22,7 +22,8 @@
 //! Landlock and the seccomp filter are applied in the child between its
 //! clone and its exec (`spawn`, which shares the server's memory rather than
 //! copying it), with the ruleset and the filter built beforehand in the
-//! parent, so the child only makes system calls
+//! parent (on the blocking thread that then clones, the system's paths
+//! held open between calls: see [`Held`]), so the child only makes system calls
 //! (`prctl(PR_SET_NO_NEW_PRIVS)`, `landlock_restrict_self`, `close_range`,
 //! `seccomp`) and allocates nothing. Where the kernel has no
 //! Landlock (or an ABI older than 6), the hook runs unconfined and every run
