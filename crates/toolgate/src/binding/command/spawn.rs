@@ -101,12 +101,16 @@ impl Process {
     pub(crate) async fn start_made<T: Send + 'static>(
         make: impl FnOnce() -> io::Result<(T, Arc<Request>)> + Send + 'static,
     ) -> io::Result<(T, Self)> {
-        let (made, started) = tokio::task::spawn_blocking(move || {
+        let (made, mut unclaimed) = tokio::task::spawn_blocking(move || {
             let (made, request) = make()?;
-            start(&request).map(|started| (made, started))
+            start(&request).map(|started| (made, Unclaimed(Some(started))))
         })
         .await
         .map_err(io::Error::other)??;
+        let started = unclaimed
+            .0
+            .take()
+            .ok_or_else(|| io::Error::other("the started hook was lost"))?;
         // Held from here on: should a step below fail, the drop kills and
         // reaps the hook, which is running already.
         let mut process = Self {
@@ -212,6 +216,32 @@ struct Started {
     stdin: OwnedFd,
     stdout: OwnedFd,
     stderr: OwnedFd,
+}
+
+/// A started hook on its way from the blocking thread to its caller. Should
+/// the caller have gone meanwhile (its call cut off by the chain's deadline
+/// while the clone ran), nothing else holds the hook: it is killed, with
+/// its group, and reaped on a thread of its own, so no hook runs on for a
+/// call that is over and no zombie is left.
+struct Unclaimed(Option<Started>);
+
+impl Drop for Unclaimed {
+    fn drop(&mut self) {
+        let Some(started) = self.0.take() else {
+            return;
+        };
+        let pid = started.pid;
+        // SAFETY: plain integers; the pid is our unreaped child and leads
+        // its own process group, so neither names another process.
+        unsafe {
+            libc::kill(-pid, libc::SIGKILL);
+            libc::kill(pid, libc::SIGKILL);
+        }
+        std::thread::spawn(move || {
+            let _ = reap(pid, 0);
+            drop(started);
+        });
+    }
 }
 
 /// A step of the child's, named in the error when it fails.
@@ -801,6 +831,23 @@ mod tests {
         let pid = process.id();
         drop(process);
         // Gone from the process table: neither running nor a zombie.
+        let stat = PathBuf::from(format!("/proc/{pid}/stat"));
+        for _ in 0..500 {
+            if !stat.exists() {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        panic!("{pid} still exists: {:?}", std::fs::read_to_string(&stat));
+    }
+
+    #[tokio::test]
+    async fn a_hook_whose_caller_went_away_during_its_start_is_killed_and_reaped() {
+        // The caller's future dropped while the blocking thread cloned: the
+        // started hook reaches no one, and is not left running.
+        let started = start(&sh("exec sleep 30", Path::new("/"))).expect("started");
+        let pid = started.pid;
+        drop(Unclaimed(Some(started)));
         let stat = PathBuf::from(format!("/proc/{pid}/stat"));
         for _ in 0..500 {
             if !stat.exists() {
