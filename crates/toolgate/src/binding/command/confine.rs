@@ -22,8 +22,7 @@
 //! Landlock and the seccomp filter are applied in the child between its
 //! clone and its exec (`spawn`, which shares the server's memory rather than
 //! copying it), with the ruleset and the filter built beforehand in the
-//! parent (on the blocking thread that then clones, the system's paths
-//! held open between calls: see [`Held`]), so the child only makes system calls
+//! parent, so the child only makes system calls
 //! (`prctl(PR_SET_NO_NEW_PRIVS)`, `landlock_restrict_self`, `close_range`,
 //! `seccomp`) and allocates nothing. Where the kernel has no
 //! Landlock (or an ABI older than 6), the hook runs unconfined and every run
@@ -134,7 +133,6 @@ pub(crate) fn ruleset(scratch: &Path, reads: &[PathBuf]) -> Result<OwnedFd, Conf
         ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset,
         RulesetAttr, RulesetCreatedAttr, Scope,
     };
-    use std::os::fd::AsFd;
     let abi = ABI::V6;
     let why = |e: landlock::RulesetError| ConfineError::Landlock(Arc::new(e));
     let mut created = Ruleset::default()
@@ -144,30 +142,19 @@ pub(crate) fn ruleset(scratch: &Path, reads: &[PathBuf]) -> Result<OwnedFd, Conf
         .and_then(|r| r.scope(Scope::from_all(abi)))
         .and_then(|r| r.create())
         .map_err(why)?;
-    // A file takes only the rights a file has (listing is a folder's).
-    let access = |dir: bool| match dir {
-        true => AccessFs::from_read(abi),
-        false => AccessFs::from_read(abi) & AccessFs::from_file(abi),
-    };
-    for (path, slot) in system_reads().iter().zip(held_system_reads()) {
-        let mut slot = slot
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+    for path in system_reads().iter().chain(reads) {
         // Gone since it was listed, or never there: nothing to allow.
-        let Some(held) = Held::current(path, &mut slot) else {
+        let Ok(fd) = PathFd::new(path) else {
             continue;
         };
-        created = created
-            .add_rule(PathBeneath::new(held.fd.as_fd(), access(held.dir)))
-            .map_err(why)?;
-    }
-    for path in reads {
-        let mut slot = None;
-        let Some(held) = Held::current(path, &mut slot) else {
-            continue;
+        // A file takes only the rights a file has (listing is a folder's).
+        let access = match std::fs::metadata(path) {
+            Ok(meta) if meta.is_dir() => AccessFs::from_read(abi),
+            Ok(_) => AccessFs::from_read(abi) & AccessFs::from_file(abi),
+            Err(_) => continue,
         };
         created = created
-            .add_rule(PathBeneath::new(held.fd.as_fd(), access(held.dir)))
+            .add_rule(PathBeneath::new(fd, access))
             .map_err(why)?;
     }
     let scratch = PathFd::new(scratch).map_err(|e| ConfineError::OpenPath {
@@ -187,69 +174,6 @@ pub(crate) fn ruleset(scratch: &Path, reads: &[PathBuf]) -> Result<OwnedFd, Conf
     }
     let fd: Option<OwnedFd> = created.into();
     fd.ok_or(ConfineError::NoLandlock)
-}
-
-/// A path a ruleset allows, open (`O_PATH`), with the identity and kind of
-/// what it named when it was opened.
-///
-/// # Why the system's paths are held open between calls
-///
-/// A rule is a descriptor, not a path: Landlock allows what lies beneath
-/// the inode the descriptor names. Opening every path of
-/// [`system_reads`] afresh for each call (187 of them on this machine,
-/// most the public entries of `/etc`) cost an `openat`, a `statx` and a
-/// `close` each, on every confined call. So they are opened once and held;
-/// before each use the path is looked up again (one `stat`) and the held
-/// descriptor is used only while the path still names the same inode (device
-/// and inode number: the held descriptor keeps its inode alive, so the
-/// number cannot be reused meanwhile). A path replaced since (a package
-/// upgrade renames a new `/etc/passwd` over the old one) is reopened, so
-/// the hook is allowed what the path names now, as a fresh open would;
-/// a path gone is allowed nothing. A held descriptor is never more than a
-/// fresh open would give.
-pub(crate) struct Held {
-    fd: landlock::PathFd,
-    id: (u64, u64),
-    dir: bool,
-}
-
-impl Held {
-    /// What `path` names now: `slot` when it still names the same inode,
-    /// else `path` opened again (and kept in `slot`); `None` when nothing
-    /// can be opened there.
-    pub(crate) fn current<'s>(path: &Path, slot: &'s mut Option<Held>) -> Option<&'s Held> {
-        use std::os::fd::AsFd;
-        let identity = |st: nix::sys::stat::FileStat| {
-            let id = (st.st_dev, st.st_ino);
-            (id, st.st_mode & nix::libc::S_IFMT == nix::libc::S_IFDIR)
-        };
-        if let Some(held) = slot.as_ref() {
-            let now = nix::sys::stat::stat(path).ok().map(|st| identity(st).0);
-            if now != Some(held.id) {
-                // Replaced or gone since it was opened.
-                *slot = None;
-            }
-        }
-        if slot.is_none() {
-            *slot = landlock::PathFd::new(path).ok().and_then(|fd| {
-                let (id, dir) = identity(nix::sys::stat::fstat(fd.as_fd()).ok()?);
-                Some(Held { fd, id, dir })
-            });
-        }
-        slot.as_ref()
-    }
-}
-
-/// One slot per path of [`system_reads`], in its order.
-fn held_system_reads() -> &'static [std::sync::Mutex<Option<Held>>] {
-    static HELD: std::sync::OnceLock<Vec<std::sync::Mutex<Option<Held>>>> =
-        std::sync::OnceLock::new();
-    HELD.get_or_init(|| {
-        system_reads()
-            .iter()
-            .map(|_| std::sync::Mutex::new(None))
-            .collect()
-    })
 }
 
 /// What every confined hook may read (and execute): the system's
@@ -450,57 +374,13 @@ const FCHMODAT2: nix::libc::c_long = 452;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::fd::{AsFd, AsRawFd};
-
-    fn inode(path: &Path) -> (u64, u64) {
-        let st = nix::sys::stat::stat(path).expect("stat");
-        (st.st_dev, st.st_ino)
-    }
-
-    #[test]
-    fn a_held_path_is_kept_while_it_names_the_same_inode_and_reopened_once_replaced() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join("passwd");
-        std::fs::write(&path, "old").expect("write");
-        let mut slot = None;
-        let first = Held::current(&path, &mut slot).expect("held");
-        let (fd, id) = (first.fd.as_fd().as_raw_fd(), first.id);
-        assert_eq!(id, inode(&path));
-        assert!(!first.dir);
-        // Unchanged: the same descriptor, not a new open.
-        let again = Held::current(&path, &mut slot).expect("held");
-        assert_eq!((again.fd.as_fd().as_raw_fd(), again.id), (fd, id));
-        // Replaced as a package upgrade does (a new file renamed over it):
-        // what the path names now, not the inode held.
-        let new = dir.path().join("passwd.new");
-        std::fs::write(&new, "new").expect("write");
-        std::fs::rename(&new, &path).expect("rename");
-        let replaced = Held::current(&path, &mut slot).expect("held");
-        assert_ne!(replaced.id, id);
-        assert_eq!(replaced.id, inode(&path));
-    }
-
-    #[test]
-    fn a_held_path_that_is_gone_allows_nothing() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join("gone");
-        std::fs::create_dir(&path).expect("mkdir");
-        let mut slot = None;
-        assert!(Held::current(&path, &mut slot).expect("held").dir);
-        std::fs::remove_dir(&path).expect("rmdir");
-        assert!(Held::current(&path, &mut slot).is_none());
-        assert!(slot.is_none(), "the old inode is let go");
-    }
 
     #[tokio::test]
-    async fn a_ruleset_made_again_from_held_paths_allows_the_system_and_nothing_else() {
+    async fn a_hook_restricted_by_its_ruleset_reads_the_system_and_nothing_else() {
         use tokio::io::AsyncReadExt;
         let outside = tempfile::tempdir().expect("tempdir");
         std::fs::write(outside.path().join("secret"), "SECRET").expect("write");
         let scratch = tempfile::tempdir().expect("tempdir");
-        // The first ruleset opens the system's paths; the second uses them
-        // held, and is the one the hook gets.
-        drop(ruleset(scratch.path(), &[]).expect("ruleset"));
         let fd = ruleset(scratch.path(), &[]).expect("ruleset");
         let script = format!(
             "head -c 5 /etc/passwd; echo; cat {}/secret || echo refused",

@@ -40,7 +40,7 @@ use crate::protocol::{Exit, Inward};
 use crate::text::sanitize;
 pub(crate) use spec::CONFIG;
 pub use spec::{CommandSpec, DEFAULT_TIMEOUT_MS};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 pub(crate) use supervise::ProcessBounds;
 use toolgate_contract::{session::StateChanges, wire};
@@ -73,61 +73,54 @@ pub(crate) struct CommandHook {
     pub(crate) cwd: PathBuf,
     pub(crate) limits: ProcessBounds,
     pub(crate) protocol: Inward,
-    pub(crate) sandbox: Option<std::sync::Arc<confine::Sandbox>>,
+    pub(crate) sandbox: Option<confine::Sandbox>,
 }
 
 impl CommandHook {
-    /// How one call's confinement is made, when the hook is confined: on
-    /// the blocking thread that starts it (see [`prepare`]).
-    fn confinement(&self) -> Option<supervise::Prepare> {
-        let sandbox = self.sandbox.clone()?;
-        let program = self.program.clone();
-        Some(std::sync::Arc::new(move || prepare(&sandbox, &program)))
-    }
-}
-
-/// One call's confinement: its scratch folder (removed when the call
-/// ends), environment and ruleset; a warning when it cannot be confined; a
-/// failure when it must be and cannot. A few hundred system calls (a
-/// folder made, a rule per path the hook may read), so it is made on the
-/// blocking thread that then starts the hook, never on an async worker,
-/// whose other calls would wait meanwhile.
-fn prepare(sandbox: &confine::Sandbox, program: &Path) -> std::io::Result<supervise::Confined> {
-    let failed = |why: String| std::io::Error::other(why);
-    crate::safe_fs::private_dir(&sandbox.scratch).map_err(|e| failed(e.to_string()))?;
-    let scratch = tempfile::Builder::new()
-        .prefix("call-")
-        .tempdir_in(&sandbox.scratch)
-        .map_err(|e| failed(format!("no scratch folder: {e}")))?;
-    let (ruleset, warning) = if sandbox.landlock {
-        let made = match &sandbox.unavailable {
-            Some(why) => Err(why.clone()),
-            None => confine::ruleset(
-                scratch.path(),
-                &confine::hook_reads(&sandbox.reads, program, &sandbox.path),
-            )
-            .and_then(|fd| Ok((std::sync::Arc::new(fd), confine::network_filter()?)))
-            .map_err(|e| e.to_string()),
+    /// The confinement for one call: its scratch folder (removed when the
+    /// call ends), environment and ruleset; a warning when it cannot be
+    /// confined; a failure when it must be and cannot.
+    fn confine(
+        &self,
+    ) -> Result<Option<(tempfile::TempDir, supervise::Confined, Option<String>)>, HookFailure> {
+        let Some(sandbox) = &self.sandbox else {
+            return Ok(None);
         };
-        match made {
-            Ok(both) => (Some(both), None),
-            Err(why) if sandbox.required => {
-                return Err(failed(format!(
-                    "{why}; the global config sets require_confinement"
-                )));
+        let failed = |why: Box<dyn std::error::Error + Send + Sync>| HookFailure::SpawnFailed {
+            program: self.program.display().to_string(),
+            source: std::io::Error::other(why),
+        };
+        crate::safe_fs::private_dir(&sandbox.scratch).map_err(|e| failed(e.into()))?;
+        let scratch = tempfile::Builder::new()
+            .prefix("call-")
+            .tempdir_in(&sandbox.scratch)
+            .map_err(|e| failed(format!("no scratch folder: {e}").into()))?;
+        let (ruleset, warning) = if sandbox.landlock {
+            let made = match &sandbox.unavailable {
+                Some(why) => Err(why.clone()),
+                None => confine::ruleset(
+                    scratch.path(),
+                    &confine::hook_reads(&sandbox.reads, &self.program, &sandbox.path),
+                )
+                .and_then(|fd| Ok((std::sync::Arc::new(fd), confine::network_filter()?)))
+                .map_err(|e| e.to_string()),
+            };
+            match made {
+                Ok(both) => (Some(both), None),
+                Err(why) if sandbox.required => {
+                    return Err(failed(
+                        format!("{why}; the global config sets require_confinement").into(),
+                    ));
+                }
+                Err(why) => (None, Some(format!("not confined: {why}"))),
             }
-            Err(why) => (None, Some(format!("not confined: {why}"))),
-        }
-    } else {
-        (None, None)
-    };
-    let set = confine::environment(&sandbox.path, scratch.path(), &sandbox.env);
-    Ok(supervise::Confined {
-        set,
-        ruleset,
-        _scratch: scratch,
-        warning,
-    })
+        } else {
+            (None, None)
+        };
+        let set = confine::environment(&sandbox.path, scratch.path(), &sandbox.env);
+        let confined = supervise::Confined { set, ruleset };
+        Ok(Some((scratch, confined, warning)))
+    }
 }
 
 #[async_trait::async_trait]
@@ -137,16 +130,27 @@ impl Decider for CommandHook {
             Ok(encoded) => encoded,
             Err(failure) => return Reply::from(Err(failure)),
         };
-        let ran = supervise::run(
+        let (_scratch, confined, confine_warning) = match self.confine() {
+            Ok(Some((scratch, confined, warning))) => (Some(scratch), Some(confined), warning),
+            Ok(None) => (None, None, None),
+            Err(failure) => return Reply::from(Err(failure)),
+        };
+        let mut ran = supervise::run(
             &self.program,
             &self.args,
             &self.cwd,
             &envs,
             &input,
             &self.limits,
-            self.confinement(),
+            confined.as_ref(),
         )
         .await;
+        if let Some(note) = confine_warning {
+            ran.warning = Some(match ran.warning.take() {
+                Some(w) => format!("{note}; {w}"),
+                None => note,
+            });
+        }
         let mut state = StateChanges::new();
         let (answer, note) = match ran.exit {
             Err(failure) => (Err(failure), None),

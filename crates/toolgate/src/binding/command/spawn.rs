@@ -86,27 +86,11 @@ pub(crate) struct Process {
 impl Process {
     /// Starts the hook. The clone and the child's work before its exec run
     /// on a blocking thread, so an async worker never sleeps through them.
-    #[cfg(test)]
     pub(crate) async fn start(request: Arc<Request>) -> io::Result<Self> {
-        Self::start_made(move || Ok(((), request)))
-            .await
-            .map(|((), process)| process)
-    }
-
-    /// Starts the hook `make` describes, with what else `make` made: the
-    /// request is made on the same blocking thread as the clone, just
-    /// before it (a confined call's scratch folder and ruleset are a few
-    /// hundred system calls an async worker should not sleep through
-    /// either), in one hand-off.
-    pub(crate) async fn start_made<T: Send + 'static>(
-        make: impl FnOnce() -> io::Result<(T, Arc<Request>)> + Send + 'static,
-    ) -> io::Result<(T, Self)> {
-        let (made, mut unclaimed) = tokio::task::spawn_blocking(move || {
-            let (made, request) = make()?;
-            start(&request).map(|started| (made, Unclaimed(Some(started))))
-        })
-        .await
-        .map_err(io::Error::other)??;
+        let mut unclaimed =
+            tokio::task::spawn_blocking(move || start(&request).map(|s| Unclaimed(Some(s))))
+                .await
+                .map_err(io::Error::other)??;
         let started = unclaimed
             .0
             .take()
@@ -129,7 +113,7 @@ impl Process {
         process.stdin = Some(pipe::Sender::from_owned_fd(started.stdin)?);
         process.stdout = Some(pipe::Receiver::from_owned_fd(started.stdout)?);
         process.stderr = Some(pipe::Receiver::from_owned_fd(started.stderr)?);
-        Ok((made, process))
+        Ok(process)
     }
 
     /// Its process id (and process group: it leads one).

@@ -117,7 +117,7 @@ impl Binding for CommandSpec {
             cwd: self.cwd.clone(),
             limits: limits(Duration::from_millis(timeout_ms)),
             protocol: self.protocol,
-            sandbox: self.sandbox.clone().map(Arc::new),
+            sandbox: self.sandbox.clone(),
         })
     }
 

@@ -116,17 +116,7 @@ pub(crate) struct Confined {
         std::sync::Arc<std::os::fd::OwnedFd>,
         std::sync::Arc<seccompiler::BpfProgram>,
     )>,
-    /// The call's scratch folder (its `HOME` and `TMPDIR`), removed when
-    /// the call ends.
-    pub(crate) _scratch: tempfile::TempDir,
-    /// Why it runs unconfined, where the operator allows that.
-    pub(crate) warning: Option<String>,
 }
-
-/// Makes one call's [`Confined`]: run on the blocking thread that then
-/// starts the hook (`spawn::Process::start_made`), again for a retried
-/// start. An error is why the hook must not run.
-pub(crate) type Prepare = std::sync::Arc<dyn Fn() -> std::io::Result<Confined> + Send + Sync>;
 
 /// What was read from the hook's pipes while it ran.
 #[derive(Default)]
@@ -145,11 +135,10 @@ pub(crate) async fn run(
     envs: &[(&str, std::ffi::OsString)],
     input: &[u8],
     bounds: &ProcessBounds,
-    confined: Option<Prepare>,
+    confined: Option<&Confined>,
 ) -> Ran {
-    // Held until the call ends: its scratch folder goes with it.
-    let (confined, mut child) = match start(program, args, cwd, envs, confined).await {
-        Ok(started) => started,
+    let mut child = match start(program, args, cwd, envs, confined).await {
+        Ok(child) => child,
         Err(source) => {
             return Ran {
                 exit: Err(HookFailure::SpawnFailed {
@@ -193,15 +182,11 @@ pub(crate) async fn run(
         }
     };
     guard.armed = false;
-    let warning = match (confined.and_then(|c| c.warning), output.warning) {
-        (Some(note), Some(w)) => Some(format!("{note}; {w}")),
-        (note, w) => note.or(w),
-    };
     Ran {
         exit,
         stderr: output.stderr,
         stderr_dropped: output.stderr_dropped,
-        warning,
+        warning: output.warning,
     }
 }
 
@@ -249,16 +234,15 @@ impl Child {
 
 /// Starts the hook in its own process group with piped stdio: confined
 /// (the environment given, Landlock, seccomp, no inherited descriptor) by
-/// `spawn`, its confinement made just before on the same blocking thread;
-/// otherwise by std with the environment inherited.
+/// `spawn`, otherwise by std with the environment inherited.
 async fn start(
     program: &Path,
     args: &[String],
     cwd: &Path,
     envs: &[(&str, std::ffi::OsString)],
-    confined: Option<Prepare>,
-) -> std::io::Result<(Option<Confined>, Child)> {
-    let Some(prepare) = confined else {
+    confined: Option<&Confined>,
+) -> std::io::Result<Child> {
+    let Some(confined) = confined else {
         let mut command = Command::new(program);
         command
             .args(args)
@@ -271,28 +255,23 @@ async fn start(
             .kill_on_drop(true);
         return retry_busy(|| std::future::ready(command.spawn()))
             .await
-            .map(|child| (None, Child::Std(child)));
+            .map(Child::Std);
     };
-    let protocol: Vec<(std::ffi::OsString, std::ffi::OsString)> =
-        envs.iter().map(|(k, v)| ((*k).into(), v.clone())).collect();
-    let (program, args, cwd) = (program.to_owned(), args.to_vec(), cwd.to_owned());
-    retry_busy(|| {
-        let (prepare, protocol) = (prepare.clone(), protocol.clone());
-        let (program, args, cwd) = (program.clone(), args.clone(), cwd.clone());
-        super::spawn::Process::start_made(move || {
-            let confined = prepare()?;
-            let request = std::sync::Arc::new(super::spawn::Request {
-                program,
-                args,
-                cwd,
-                env: confined.set.iter().cloned().chain(protocol).collect(),
-                ruleset: confined.ruleset.clone(),
-            });
-            Ok((confined, request))
-        })
-    })
-    .await
-    .map(|(confined, process)| (Some(confined), Child::Spawned(process)))
+    let request = std::sync::Arc::new(super::spawn::Request {
+        program: program.to_owned(),
+        args: args.to_vec(),
+        cwd: cwd.to_owned(),
+        env: confined
+            .set
+            .iter()
+            .cloned()
+            .chain(envs.iter().map(|(k, v)| ((*k).into(), v.clone())))
+            .collect(),
+        ruleset: confined.ruleset.clone(),
+    });
+    retry_busy(|| super::spawn::Process::start(request.clone()))
+        .await
+        .map(Child::Spawned)
 }
 
 /// Retries a spawn that met ETXTBSY: the program was just written and
