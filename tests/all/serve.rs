@@ -946,9 +946,26 @@ fn out_of_descriptors_the_server_backs_off_instead_of_spinning_and_recovers() {
         log.matches("accepting connections again").count() + 1,
         "{log}"
     );
-    // Descriptors free again: it answers, and says it recovered.
+    // Descriptors free again: it answers, and says it recovered. The
+    // server frees a closed connection's descriptor when its task notices
+    // the close, so the first connection after may still meet the limit
+    // (its peer check needs descriptors too) and be refused; it answers
+    // once they are noticed, within a bound. (It once never did: a failed
+    // read of its own status, out of descriptors, was remembered.)
     drop(clients);
-    assert!(server.status()["pid"].is_u64());
+    let status = json!({"id": "s", "version": VERSION, "op": "status"}).to_string();
+    let started = Instant::now();
+    loop {
+        let answers = server.exchange(std::slice::from_ref(&status), 1);
+        if answers.first().is_some_and(|a| a["status"]["pid"].is_u64()) {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "it never answered again: {answers:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
     server.said("accepting connections again");
 }
 

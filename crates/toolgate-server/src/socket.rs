@@ -425,11 +425,17 @@ fn unconfined_peer(stream: &impl std::os::fd::AsFd) -> Result<(), String> {
 /// This server's own restrictions, read once: they never lessen (neither
 /// `no_new_privs` nor a seccomp filter can be dropped), so a value read at
 /// the first connection can only make a later judgement stricter, never
-/// looser. Saves a render of `/proc/self/status` per connection.
+/// looser. Saves a render of `/proc/self/status` per connection. Only a
+/// value is kept: a read that failed (out of descriptors) refuses that
+/// connection and is tried again at the next, or the server would refuse
+/// every connection until it restarts.
 fn own_restrictions() -> Result<Restrictions, String> {
-    static OWN: std::sync::OnceLock<Result<Restrictions, String>> = std::sync::OnceLock::new();
-    OWN.get_or_init(|| Restrictions::read(Path::new("/proc/self/status")))
-        .clone()
+    static OWN: std::sync::OnceLock<Restrictions> = std::sync::OnceLock::new();
+    if let Some(own) = OWN.get() {
+        return Ok(*own);
+    }
+    let read = Restrictions::read(Path::new("/proc/self/status"))?;
+    Ok(*OWN.get_or_init(|| read))
 }
 
 /// Whether the process `pidfd` holds has not been reaped: signal 0 through
