@@ -817,15 +817,7 @@ mod tests {
             .expect("started");
         let pid = process.id();
         drop(process);
-        // Gone from the process table: neither running nor a zombie.
-        let stat = PathBuf::from(format!("/proc/{pid}/stat"));
-        for _ in 0..500 {
-            if !stat.exists() {
-                return;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-        }
-        panic!("{pid} still exists: {:?}", std::fs::read_to_string(&stat));
+        gone(pid).await;
     }
 
     #[tokio::test]
@@ -835,6 +827,12 @@ mod tests {
         let started = start(&sh("exec sleep 30", Path::new("/"))).expect("started");
         let pid = started.pid;
         drop(Unclaimed(Some(started)));
+        gone(pid).await;
+    }
+
+    /// Waits (5 s at most) until `pid` is gone from the process table:
+    /// neither running nor a zombie.
+    async fn gone(pid: libc::pid_t) {
         let stat = PathBuf::from(format!("/proc/{pid}/stat"));
         for _ in 0..500 {
             if !stat.exists() {
