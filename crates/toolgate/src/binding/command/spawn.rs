@@ -161,17 +161,22 @@ impl Drop for Process {
                         }
                     }
                     // The reactor cannot say: a thread waits instead.
-                    std::thread::spawn(move || reap(pid, 0));
+                    reap_on_a_thread(pid, ());
                 });
             }
-            (pidfd, _) => {
-                std::thread::spawn(move || {
-                    let _ = reap(pid, 0);
-                    drop(pidfd);
-                });
-            }
+            (pidfd, _) => reap_on_a_thread(pid, pidfd),
         }
     }
+}
+
+/// Waits for our killed child `pid` on a thread of its own, dropping `held`
+/// (its pidfd, its pipes) once it is reaped: nothing blocks the caller and
+/// no zombie is left.
+fn reap_on_a_thread<T: Send + 'static>(pid: libc::pid_t, held: T) {
+    std::thread::spawn(move || {
+        let _ = reap(pid, 0);
+        drop(held);
+    });
 }
 
 /// `waitpid` on our own child: its status once it exited (`None` while it
@@ -221,10 +226,7 @@ impl Drop for Unclaimed {
             libc::kill(-pid, libc::SIGKILL);
             libc::kill(pid, libc::SIGKILL);
         }
-        std::thread::spawn(move || {
-            let _ = reap(pid, 0);
-            drop(started);
-        });
+        reap_on_a_thread(pid, started);
     }
 }
 
