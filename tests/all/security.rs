@@ -1409,3 +1409,75 @@ fn logs_and_errors_strip_terminal_control_sequences() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Core-module parts of a guest that makes its `call_indirect` need a
+/// function-subtype check (GHSA-rc4p-x33f-vpr2): wasmtime 48.0.8 built
+/// without its `gc` feature ran a stub there that panics where it cannot
+/// unwind, and the process aborted.
+const SUBTYPE_CHECK: (&str, &str) = (
+    "(type $t (sub (func))) (type $u (sub $t (func)))
+     (table $tab 1 funcref) (elem (table $tab) (i32.const 0) func $f)
+     (func $f (type $u))",
+    "(call_indirect $tab (type $t) (i32.const 0))",
+);
+
+/// The same for atomics without the `threads` feature (GHSA-2674-w29h-wqvj).
+const ATOMIC_NOTIFY: (&str, &str) = (
+    "",
+    "(drop (memory.atomic.notify (i32.const 0) (i32.const 1)))",
+);
+
+#[test]
+fn a_guest_that_reaches_for_a_runtime_part_the_build_leaves_out_is_refused_and_aborts_nothing() {
+    for (name, (fields, prelude), why) in [
+        (
+            "subtype-check",
+            SUBTYPE_CHECK,
+            "gc proposal must be enabled",
+        ),
+        ("atomic-notify", ATOMIC_NOTIFY, "threads"),
+    ] {
+        let fx = Fixture::new();
+        Guest {
+            fields,
+            prelude,
+            ..Guest::answering(G::Allow)
+        }
+        .write(&fx.workspace(), name);
+        // No trust asked: a repository's wasm hook runs untrusted.
+        fx.workspace_hooks(json!([{"name": "evil", "wasm": format!("{name}.wasm")}]));
+
+        // One-shot: refused at load, naming the hook, the field and why;
+        // the process exits on its own (an abort has no exit code).
+        let out = check_bounded(&fx.workspace(), &fx.global());
+        assert_refused(&out, "\"evil\"");
+        assert!(stderr(&out).contains("field `wasm`"), "{}", stderr(&out));
+        assert!(stderr(&out).contains(why), "{name}: {}", stderr(&out));
+
+        // As the agent's hook, the refusal blocks the call (exit 2).
+        let out = agent_bounded(&fx, &["claude-code"], &[]);
+        assert_eq!(out.status.code(), Some(2), "{name}: {}", stderr(&out));
+
+        // Through the server: the call is refused, and the server still
+        // answers the next one.
+        let server = crate::serve::Server::start_for(&fx);
+        let out = bounded(
+            server
+                .client()
+                .args(["check", "--workspace"])
+                .arg(fx.workspace())
+                .env("TOOLGATE_CONFIG_DIR", fx.global()),
+            &pre_request("ls"),
+            Duration::from_secs(30),
+        );
+        assert_refused(&out, "\"evil\"");
+        assert!(
+            server.status()["pid"].is_u64(),
+            "{name}: the server answers after the refusal"
+        );
+        assert!(
+            Path::new(&format!("/proc/{}", server.pid())).exists(),
+            "{name}: the server is still running"
+        );
+    }
+}

@@ -39,13 +39,39 @@
 //!   `stack_overflow`, not a crash; fiber stacks are sized above it.
 //! - **No component-model concurrency**: the hook world is synchronous, and
 //!   turning it off keeps per-call overhead down.
+//! - **No wasm proposal whose runtime this build leaves out.** wasmtime
+//!   is built without its `gc` and `threads` features (a guard needs
+//!   neither, and each is more code a guest can reach), yet its default
+//!   proposal set still lets a module *declare* what only those parts
+//!   can run: function subtypes (the GC proposal's `sub` types, with
+//!   typed function references) and atomics. In wasmtime 48.0.8 a guest
+//!   that made a `call_indirect` need a subtype check reached a stub that
+//!   panics where it cannot unwind, and **aborted the whole process**
+//!   (GHSA-rc4p-x33f-vpr2: no trust needed, since wasm hooks run from a
+//!   repository untrusted; a dead `toolgate` is a call the agent lets
+//!   through). Whatever wasmtime's defaults say, [`REFUSED_PROPOSALS`]
+//!   are turned off here, so such a module fails validation at load, and
+//!   the hook fails closed, naming why. The alternative, trusting each
+//!   patch release to have caught every stub, is what failed.
 
 use super::host::HostState;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::Duration;
 use wasmtime::component::Linker;
-use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, WasmFeatures};
+
+/// The wasm proposals a guest may not use, whatever wasmtime's defaults:
+/// each needs a part of wasmtime this build leaves out (see the module
+/// docs). Rust, C, Go, JavaScript and Python guests use none of them.
+pub(crate) const REFUSED_PROPOSALS: WasmFeatures = WasmFeatures::GC
+    .union(WasmFeatures::FUNCTION_REFERENCES)
+    .union(WasmFeatures::GC_TYPES)
+    .union(WasmFeatures::EXCEPTIONS)
+    .union(WasmFeatures::LEGACY_EXCEPTIONS)
+    .union(WasmFeatures::THREADS)
+    .union(WasmFeatures::SHARED_EVERYTHING_THREADS)
+    .union(WasmFeatures::STACK_SWITCHING);
 
 /// Max wasm stack per call.
 pub const MAX_WASM_STACK: usize = 512 * 1024;
@@ -173,6 +199,7 @@ fn base_config() -> Config {
         .epoch_interruption(true)
         .max_wasm_stack(MAX_WASM_STACK)
         .concurrency_support(false)
+        .wasm_features(REFUSED_PROPOSALS, false)
         .memory_init_cow(true)
         .signals_based_traps(false)
         .memory_guard_size(0)
