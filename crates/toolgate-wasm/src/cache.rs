@@ -128,7 +128,7 @@ pub(crate) fn key(engine: &Engine, component_hash: &blake3::Hash) -> String {
 /// The wasmtime version this build links.
 pub fn wasmtime_version() -> &'static str {
     // Kept in step with Cargo.toml by the test `cache_key_names_the_linked_wasmtime`.
-    "48.0.8"
+    "48.0.10"
 }
 
 /// The stat index: a component file's identity (device, inode, size, mtime

@@ -47,9 +47,9 @@
 //!   typed function references) and atomics. In wasmtime 48.0.8 a guest
 //!   that made a `call_indirect` need a subtype check reached a stub that
 //!   panics where it cannot unwind, and **aborted the whole process**
-//!   (GHSA-rc4p-x33f-vpr2: no trust needed, since wasm hooks run from a
-//!   repository untrusted; a dead `toolgate` is a call the agent lets
-//!   through). Whatever wasmtime's defaults say, [`REFUSED_PROPOSALS`]
+//!   (GHSA-rc4p-x33f-vpr2, fixed upstream in 48.0.9: no trust needed,
+//!   since wasm hooks run from a repository untrusted; a dead `toolgate`
+//!   is a call the agent lets through). Whatever wasmtime's defaults say, [`REFUSED_PROPOSALS`]
 //!   are turned off here, so such a module fails validation at load, and
 //!   the hook fails closed, naming why. The alternative, trusting each
 //!   patch release to have caught every stub, is what failed.
