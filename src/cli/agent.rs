@@ -34,6 +34,11 @@
 //! - a panic anywhere answers "blocked" (exit 2) from the panic hook, before
 //!   any unwinding, instead of the exit code 101 the agent would read as a
 //!   non-blocking error;
+//! - a fatal signal (a fault, or an abort: a panic where Rust cannot
+//!   unwind, a stack overflow, glibc's heap checks) answers "blocked" from a
+//!   signal handler that writes a block rendered before the call was read
+//!   (`hook_process::crash`), instead of the death by signal the agent
+//!   would read as a non-blocking error;
 //! - a failure to write the answer exits 2 as well: a closed stdout, one
 //!   open only for reading (EBADF), `/dev/null`, or a reader that went away
 //!   (EPIPE; SIGPIPE is ignored, so this is an error, not a death by signal).

@@ -1035,10 +1035,12 @@ fn assert_blocked(agent: Outward, out: &Output, says: &str) {
 }
 
 #[test]
-fn in_agent_mode_a_panic_or_a_hang_answers_blocked_as_each_agent_honours() {
+fn in_agent_mode_a_panic_a_crash_or_a_hang_answers_blocked_as_each_agent_honours() {
     let fx = Fixture::new();
     for (fault, says) in [
         ("panic", "a bug"),
+        ("abort", "toolgate crashed (SIGABRT: a bug)"),
+        ("segv", "toolgate crashed (SIGSEGV: a bug)"),
         ("hang", "did not finish within its deadline"),
     ] {
         for agent in Outward::ALL.iter().copied() {

@@ -100,6 +100,12 @@ pub fn run(
         Duration::from_millis,
     );
     DEADLINE_MS.store(deadline_ms(deadline), Ordering::SeqCst);
+    if let Err(e) = crash::arm(dialect) {
+        return ExitCode::from(block(
+            dialect,
+            &format!("toolgate cannot arm its crash answer ({e}), so this call is blocked"),
+        ));
+    }
     std::panic::set_hook(Box::new(move |info| {
         let what = info
             .payload()
@@ -216,9 +222,19 @@ fn say(line: std::fmt::Arguments<'_>) {
 fn write_answer(json: &serde_json::Value) -> anyhow::Result<()> {
     use anyhow::Context;
     use std::io::Write;
+    let mut out = stdout_the_agent_reads()?;
+    out.write_all(&answer_line(json))
+        .and_then(|()| out.flush())
+        .context("writing to stdout failed")
+}
+
+/// A handle on stdout, if it is somewhere the agent can read (see
+/// [`write_answer`]).
+fn stdout_the_agent_reads() -> anyhow::Result<std::fs::File> {
+    use anyhow::Context;
     use std::os::fd::AsFd;
     use std::os::unix::fs::{FileTypeExt, MetadataExt};
-    let mut out = std::fs::File::from(
+    let out = std::fs::File::from(
         std::io::stdout()
             .as_fd()
             .try_clone_to_owned()
@@ -229,11 +245,138 @@ fn write_answer(json: &serde_json::Value) -> anyhow::Result<()> {
     if meta.file_type().is_char_device() && meta.rdev() == null.rdev() {
         anyhow::bail!("stdout is closed or /dev/null, where the agent cannot read it");
     }
+    Ok(out)
+}
+
+/// An answer as the agent reads it: one line of JSON.
+fn answer_line(json: &serde_json::Value) -> Vec<u8> {
     let mut line = json.to_string().into_bytes();
     line.push(b'\n');
-    out.write_all(&line)
-        .and_then(|()| out.flush())
-        .context("writing to stdout failed")
+    line
+}
+
+/// A crash answers "blocked" too.
+///
+/// A panic is caught by the panic hook, but a fatal signal is not a panic:
+/// a fault in wasmtime's generated code or in a C library, `abort()` from
+/// glibc's heap checks or from Rust itself (a panic where it cannot
+/// unwind, a stack overflow) ends the process with a signal, which Claude
+/// Code and Codex read as a non-blocking error and let the call through.
+/// So the process handles SIGSEGV, SIGBUS, SIGILL, SIGFPE and SIGABRT: the
+/// handler writes a block rendered before anything was evaluated and exits
+/// with the block's code. A signal handler may only make async-signal-safe
+/// calls, so it does no formatting, allocation or locking: `write(2)` of
+/// the bytes rendered at [`crash::arm`], an atomic to learn whether another
+/// thread is already answering, and `_exit(2)`. The alternative, a
+/// supervising parent process, costs a process per call, for the same
+/// answer. What still cannot be answered: SIGKILL and the OOM killer.
+mod crash {
+    // Installing a signal handler is `unsafe` in any binding, and inside
+    // one only raw `write(2)` and `_exit(2)` are safe to call (std's
+    // stdout takes a lock and may allocate).
+    #![allow(unsafe_code)]
+    use super::{EXIT_DENIED, claim_answer};
+    use nix::libc;
+    use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, sigaction};
+    use std::sync::OnceLock;
+    use toolgate_agents::AgentHook as _;
+    use toolgate_agents::Outward as Dialect;
+
+    const FATAL: [Signal; 5] = [
+        Signal::SIGSEGV,
+        Signal::SIGBUS,
+        Signal::SIGILL,
+        Signal::SIGFPE,
+        Signal::SIGABRT,
+    ];
+
+    /// The block for one signal, ready to write.
+    struct Rendered {
+        signal: libc::c_int,
+        stdout: Vec<u8>,
+        stderr: Vec<u8>,
+        exit: u8,
+    }
+
+    static RENDERED: OnceLock<Vec<Rendered>> = OnceLock::new();
+
+    /// Renders the block for each fatal signal, then installs the handler.
+    pub(super) fn arm(dialect: Dialect) -> nix::Result<()> {
+        // Where stdout is not somewhere the agent reads, the block is exit
+        // 2 alone, as `block` does when its write fails.
+        let stdout_readable = super::stdout_the_agent_reads().is_ok();
+        let rendered = FATAL
+            .iter()
+            .map(|signal| {
+                let blocked = dialect.blocked(&format!(
+                    "toolgate crashed ({}: a bug), so this call is blocked",
+                    signal.as_str()
+                ));
+                let (stdout, exit) = match (&blocked.stdout, stdout_readable) {
+                    (Some(json), true) => (super::answer_line(json), blocked.exit),
+                    (Some(_), false) => (Vec::new(), EXIT_DENIED),
+                    (None, _) => (Vec::new(), blocked.exit),
+                };
+                Rendered {
+                    signal: *signal as libc::c_int,
+                    stdout,
+                    stderr: format!("{}\n", blocked.stderr).into_bytes(),
+                    exit,
+                }
+            })
+            .collect();
+        // Armed once a process: a second `run` keeps the first rendering.
+        let _ = RENDERED.set(rendered);
+        // On the alternate stack std gives each of its threads, so a stack
+        // overflow is answered too.
+        let action = SigAction::new(
+            SigHandler::Handler(on_fatal_signal),
+            SaFlags::SA_ONSTACK,
+            SigSet::all(),
+        );
+        for signal in FATAL {
+            // SAFETY: the handler makes only async-signal-safe calls (see
+            // the module docs) and reads `RENDERED`, set before this.
+            unsafe { sigaction(signal, &action) }?;
+        }
+        Ok(())
+    }
+
+    /// All of `bytes` to `fd`, or false.
+    fn write_all(fd: libc::c_int, mut bytes: &[u8]) -> bool {
+        while !bytes.is_empty() {
+            // SAFETY: a valid buffer and its length.
+            let n = unsafe { libc::write(fd, bytes.as_ptr().cast(), bytes.len()) };
+            if n <= 0 {
+                return false;
+            }
+            bytes = bytes.get(n.unsigned_abs()..).unwrap_or_default();
+        }
+        true
+    }
+
+    extern "C" fn on_fatal_signal(signal: libc::c_int) {
+        // A thread already answering may have written an allow: exit 2
+        // overrides it for every agent that honours exit 2.
+        let first = claim_answer();
+        let rendered = RENDERED
+            .get()
+            .and_then(|all| all.iter().find(|r| r.signal == signal));
+        let code = match rendered {
+            Some(r) => {
+                let delivered = !first || write_all(libc::STDOUT_FILENO, &r.stdout);
+                write_all(libc::STDERR_FILENO, &r.stderr);
+                if first && delivered {
+                    r.exit
+                } else {
+                    EXIT_DENIED
+                }
+            }
+            None => EXIT_DENIED,
+        };
+        // SAFETY: `_exit` is async-signal-safe and never returns.
+        unsafe { libc::_exit(libc::c_int::from(code)) }
+    }
 }
 
 /// The chain's share of what is left of the deadline.
@@ -277,6 +420,10 @@ pub fn forward(
     #[cfg(debug_assertions)]
     match std::env::var("TOOLGATE_DEBUG_FAULT").as_deref() {
         Ok("panic") => panic!("injected by TOOLGATE_DEBUG_FAULT"),
+        Ok("abort") => std::process::abort(),
+        Ok("segv") => {
+            let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGSEGV);
+        }
         Ok("hang") => loop {
             std::thread::park();
         },
