@@ -261,8 +261,14 @@ fn agent_call(fx: &Fixture) -> String {
 }
 
 fn check_bounded(workspace: &Path, global: &Path) -> Output {
+    check_bounded_by(toolgate(), workspace, global)
+}
+
+/// [`check_bounded`] run by `toolgate`, a command made elsewhere (one that
+/// uses a test's server, say).
+fn check_bounded_by(mut toolgate: Command, workspace: &Path, global: &Path) -> Output {
     bounded(
-        toolgate()
+        toolgate
             .args(["check", "--workspace"])
             .arg(workspace)
             .env("TOOLGATE_CONFIG_DIR", global),
@@ -1463,15 +1469,7 @@ fn a_guest_that_reaches_for_a_runtime_part_the_build_leaves_out_is_refused_and_a
         // Through the server: the call is refused, and the server still
         // answers the next one.
         let server = crate::serve::Server::start_for(&fx);
-        let out = bounded(
-            server
-                .client()
-                .args(["check", "--workspace"])
-                .arg(fx.workspace())
-                .env("TOOLGATE_CONFIG_DIR", fx.global()),
-            &pre_request("ls"),
-            Duration::from_secs(30),
-        );
+        let out = check_bounded_by(server.client(), &fx.workspace(), &fx.global());
         assert_refused(&out, "\"evil\"");
         assert!(
             server.status()["pid"].is_u64(),
