@@ -39,20 +39,25 @@
 //!   `stack_overflow`, not a crash; fiber stacks are sized above it.
 //! - **No component-model concurrency**: the hook world is synchronous, and
 //!   turning it off keeps per-call overhead down.
-//! - **No wasm proposal whose runtime this build leaves out.** wasmtime
-//!   is built without its `gc` and `threads` features (a guard needs
-//!   neither, and each is more code a guest can reach), yet its default
-//!   proposal set still lets a module *declare* what only those parts
-//!   can run: function subtypes (the GC proposal's `sub` types, with
-//!   typed function references) and atomics. In wasmtime 48.0.8 a guest
-//!   that made a `call_indirect` need a subtype check reached a stub that
-//!   panics where it cannot unwind, and **aborted the whole process**
-//!   (GHSA-rc4p-x33f-vpr2, fixed upstream in 48.0.9: no trust needed,
-//!   since wasm hooks run from a repository untrusted; a dead `toolgate`
-//!   is a call the agent lets through). Whatever wasmtime's defaults say, [`REFUSED_PROPOSALS`]
-//!   are turned off here, so such a module fails validation at load, and
-//!   the hook fails closed, naming why. The alternative, trusting each
-//!   patch release to have caught every stub, is what failed.
+//! - **Only the wasm proposals listed in [`ALLOWED_PROPOSALS`], whatever
+//!   wasmtime's defaults.** The engine turns every proposal off, then turns
+//!   on that list: the WebAssembly 2.0 core, tail calls, extended constant
+//!   expressions, multi-memory, relaxed SIMD, memory64 and the component
+//!   model, which is what Rust, C, Go, JavaScript and Python guests are
+//!   built with. The alternative, wasmtime's default set with a deny-list
+//!   taken out, is what failed: wasmtime is built here without its `gc`
+//!   and `threads` features (a guard needs neither, and each is more code a
+//!   guest can reach), yet its defaults still let a module *declare* what
+//!   only those parts can run. In wasmtime 48.0.8 a guest that made a
+//!   `call_indirect` need a function-subtype check (the GC proposal's `sub`
+//!   types) reached a stub that panics where it cannot unwind, and
+//!   **aborted the whole process** (GHSA-rc4p-x33f-vpr2, fixed upstream in
+//!   48.0.9: no trust needed, since wasm hooks run from a repository
+//!   untrusted; a dead `toolgate` is a call the agent lets through). A
+//!   deny-list also admits, silently, whatever proposal a later wasmtime
+//!   turns on by default; the allow-list refuses it until it is added here
+//!   on purpose. A module that uses anything else fails validation at load,
+//!   and the hook fails closed, naming the proposal.
 
 use super::host::HostState;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -61,17 +66,18 @@ use std::time::Duration;
 use wasmtime::component::Linker;
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, WasmFeatures};
 
-/// The wasm proposals a guest may not use, whatever wasmtime's defaults:
-/// each needs a part of wasmtime this build leaves out (see the module
-/// docs). Rust, C, Go, JavaScript and Python guests use none of them.
-pub(crate) const REFUSED_PROPOSALS: WasmFeatures = WasmFeatures::GC
-    .union(WasmFeatures::FUNCTION_REFERENCES)
-    .union(WasmFeatures::GC_TYPES)
-    .union(WasmFeatures::EXCEPTIONS)
-    .union(WasmFeatures::LEGACY_EXCEPTIONS)
-    .union(WasmFeatures::THREADS)
-    .union(WasmFeatures::SHARED_EVERYTHING_THREADS)
-    .union(WasmFeatures::STACK_SWITCHING);
+/// The wasm proposals a guest may use; every other one is off (see the
+/// module docs). Adding one here is a security decision: it must be one
+/// whose runtime this build compiles in.
+pub(crate) const ALLOWED_PROPOSALS: WasmFeatures = WasmFeatures::WASM2
+    // `externref` and the other GC types need the `gc` runtime.
+    .difference(WasmFeatures::GC_TYPES)
+    .union(WasmFeatures::TAIL_CALL)
+    .union(WasmFeatures::EXTENDED_CONST)
+    .union(WasmFeatures::MULTI_MEMORY)
+    .union(WasmFeatures::RELAXED_SIMD)
+    .union(WasmFeatures::MEMORY64)
+    .union(WasmFeatures::COMPONENT_MODEL);
 
 /// Max wasm stack per call.
 pub const MAX_WASM_STACK: usize = 512 * 1024;
@@ -199,7 +205,9 @@ fn base_config() -> Config {
         .epoch_interruption(true)
         .max_wasm_stack(MAX_WASM_STACK)
         .concurrency_support(false)
-        .wasm_features(REFUSED_PROPOSALS, false)
+        // Closed world: nothing, then the list.
+        .wasm_features(WasmFeatures::all(), false)
+        .wasm_features(ALLOWED_PROPOSALS, true)
         .memory_init_cow(true)
         .signals_based_traps(false)
         .memory_guard_size(0)
@@ -410,6 +418,127 @@ impl Drop for RunningGuard {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The smallest core module that needs each proposal, by its wasmparser
+    /// flag name, and whether a guest may use it.
+    const PROBES: &[(&str, bool, &str)] = &[
+        ("FLOATS", true, "(func (result f32) (f32.const 1))"),
+        (
+            "MUTABLE_GLOBAL",
+            true,
+            r#"(global (export "g") (mut i32) (i32.const 0))"#,
+        ),
+        (
+            "SIGN_EXTENSION",
+            true,
+            "(func (param i32) (result i32) (i32.extend8_s (local.get 0)))",
+        ),
+        (
+            "SATURATING_FLOAT_TO_INT",
+            true,
+            "(func (param f32) (result i32) (i32.trunc_sat_f32_s (local.get 0)))",
+        ),
+        (
+            "MULTI_VALUE",
+            true,
+            "(func (result i32 i32) (i32.const 1) (i32.const 2))",
+        ),
+        (
+            "BULK_MEMORY",
+            true,
+            "(memory 1) (func (memory.copy (i32.const 0) (i32.const 0) (i32.const 0)))",
+        ),
+        (
+            "REFERENCE_TYPES",
+            true,
+            "(table 1 funcref) (table 1 funcref) (func (drop (table.get 1 (i32.const 0))))",
+        ),
+        (
+            "SIMD",
+            true,
+            "(func (result v128) (v128.const i32x4 0 0 0 0))",
+        ),
+        (
+            "RELAXED_SIMD",
+            true,
+            "(func (param v128) (result v128) \
+             (f32x4.relaxed_madd (local.get 0) (local.get 0) (local.get 0)))",
+        ),
+        ("TAIL_CALL", true, "(func $f (return_call $f))"),
+        (
+            "EXTENDED_CONST",
+            true,
+            "(global i32 (i32.add (i32.const 1) (i32.const 2)))",
+        ),
+        ("MULTI_MEMORY", true, "(memory 1) (memory 1)"),
+        ("MEMORY64", true, "(memory i64 1)"),
+        // Off: each needs a runtime part this build leaves out, or is not
+        // finished upstream.
+        ("GC_TYPES", false, "(func (param externref))"),
+        ("GC", false, "(type (struct (field i32)))"),
+        ("GC", false, "(type $t (sub (func))) (type (sub $t (func)))"),
+        ("FUNCTION_REFERENCES", false, "(func (param (ref func)))"),
+        ("EXCEPTIONS", false, "(tag) (func (throw 0))"),
+        ("LEGACY_EXCEPTIONS", false, "(tag) (func try catch 0 end)"),
+        ("THREADS", false, "(memory 1 1 shared)"),
+        (
+            "THREADS",
+            false,
+            "(memory 1) (func (drop (memory.atomic.notify (i32.const 0) (i32.const 1))))",
+        ),
+        (
+            "WIDE_ARITHMETIC",
+            false,
+            "(func (param i64 i64 i64 i64) (result i64 i64) \
+             (i64.add128 (local.get 0) (local.get 1) (local.get 2) (local.get 3)))",
+        ),
+        ("CUSTOM_PAGE_SIZES", false, "(memory 1 (pagesize 1))"),
+        (
+            "MEMORY_CONTROL",
+            false,
+            "(memory 1) (func (memory.discard (i32.const 0) (i32.const 0)))",
+        ),
+        (
+            "STACK_SWITCHING",
+            false,
+            "(type $f (func)) (type (cont $f))",
+        ),
+    ];
+
+    /// Pins the closed world: each listed proposal validates, each other one
+    /// is refused, on every engine this process can make; and no proposal
+    /// is on the list without a probe that shows a guest reaching it.
+    #[test]
+    fn a_guest_may_use_the_listed_wasm_proposals_and_no_other() {
+        for allocator in [Allocator::Pooling, Allocator::OneShot, Allocator::OnDemand] {
+            let engine = &runtime(allocator).expect("an engine").engine;
+            for (flag, allowed, body) in PROBES {
+                let text = format!("(module {body})");
+                let buf = wast::parser::ParseBuffer::new(&text).expect("a probe lexes");
+                let mut wat = wast::parser::parse::<wast::Wat<'_>>(&buf)
+                    .unwrap_or_else(|e| panic!("the {flag} probe parses: {e}"));
+                let bytes = wat.encode().expect("a probe encodes");
+                let verdict = wasmtime::Module::validate(engine, &bytes);
+                assert_eq!(
+                    verdict.is_ok(),
+                    *allowed,
+                    "{allocator:?}: {flag} ({body}): {verdict:?}"
+                );
+            }
+        }
+        for (name, flag) in ALLOWED_PROPOSALS.iter_names() {
+            if flag == WasmFeatures::COMPONENT_MODEL {
+                // Every hook is a component: the whole suite is its probe.
+                continue;
+            }
+            assert!(
+                PROBES
+                    .iter()
+                    .any(|(probe, allowed, _)| *probe == name && *allowed),
+                "{name} is allowed without a probe"
+            );
+        }
+    }
 
     /// A hook that may use more memory than the pool's slots hold is given
     /// the on-demand engine (its calls could not grow into a slot); one
