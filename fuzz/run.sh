@@ -3,7 +3,7 @@
 #
 #   fuzz/run.sh <target> <seconds> [more afl-fuzz options]
 #
-# <target> is protocol, config, guest or mcp; the campaign stops after <seconds>
+# <target> is protocol, config, guest, mcp or module; the campaign stops after <seconds>
 # of wall clock. Output goes to $FUZZ_OUT/<target> (default
 # ${TMPDIR:-/tmp}/toolgate-fuzz/<target>), never into the repository; an
 # existing output directory is resumed. Stats: `cargo afl whatsup -s
@@ -11,7 +11,7 @@
 # fuzz/README.md.
 set -eu
 if [ $# -lt 2 ]; then
-    echo "usage: $0 <protocol|config|guest|mcp> <seconds> [afl-fuzz options]" >&2
+    echo "usage: $0 <protocol|config|guest|mcp|module> <seconds> [afl-fuzz options]" >&2
     exit 2
 fi
 target=$1

@@ -730,3 +730,125 @@ pub fn mcp(data: &[u8]) {
     let broken = toolgate_mcp::fuzzing::exchange_events(data);
     assert!(broken.is_empty(), "over HTTP: {broken:#?}");
 }
+
+// ---------------------------------------------------------------------------
+// module
+// ---------------------------------------------------------------------------
+
+/// The exports the hook world's core module must have (as
+/// `crates/toolgate-wasm/src/wat.rs` builds them): wasm-smith makes a
+/// module with exactly these, and whatever else the bytes ask for.
+const MODULE_EXPORTS: &str = r#"(module
+  (memory (export "memory") 1)
+  (func (export "cabi_realloc") (param i32 i32 i32 i32) (result i32) unreachable)
+  (func (export "decide") (param i32) (result i32) unreachable))"#;
+
+/// The proposals SECURITY.md says a guest may use (class 24), restated
+/// here as the oracle rather than read from the engine: a module that
+/// needs anything else must be refused at load.
+const LISTED: wasmparser::WasmFeatures = wasmparser::WasmFeatures::WASM2
+    .difference(wasmparser::WasmFeatures::GC_TYPES)
+    .union(wasmparser::WasmFeatures::TAIL_CALL)
+    .union(wasmparser::WasmFeatures::EXTENDED_CONST)
+    .union(wasmparser::WasmFeatures::MULTI_MEMORY)
+    .union(wasmparser::WasmFeatures::RELAXED_SIMD)
+    .union(wasmparser::WasmFeatures::MEMORY64);
+
+/// The `module` target: the bytes drive wasm-smith to make a core module
+/// with the hook's exports and *every* proposal it knows (GC, exceptions,
+/// threads, wide arithmetic, custom page sizes, …), printed as a `.wat`
+/// hook and loaded as a repository's would be, through a `HookRunner`. A
+/// module is a guest's whole body, so this reaches what the `guest`
+/// target's fixed code cannot: validation, compilation and every runtime
+/// path a module can make wasmtime take (the class of SECURITY.md 24, an
+/// abort there, is a crash AFL records). Invariants: a module that needs a
+/// proposal off the list never loads; one that loads is decided within
+/// the limits, whatever it does.
+#[derive(Debug)]
+pub struct ModuleTarget {
+    dir: tempfile::TempDir,
+    exports: Vec<u8>,
+    runtime: OnceLock<tokio::runtime::Runtime>,
+}
+
+impl ModuleTarget {
+    /// Makes the folder the hook is written to.
+    pub fn new() -> ModuleTarget {
+        let dir = tempfile::Builder::new()
+            .prefix("toolgate-fuzz-module.")
+            .tempdir()
+            .expect("a temporary directory");
+        ModuleTarget {
+            dir,
+            exports: wat::parse_str(MODULE_EXPORTS).expect("the exports module"),
+            runtime: OnceLock::new(),
+        }
+    }
+
+    /// Makes the module `data` describes and runs it as a hook: `None`
+    /// when the bytes make no module or the module is refused at load,
+    /// else the chain's decision.
+    ///
+    /// The first byte's low six bits say what off the list wasm-smith may
+    /// use (GC, exceptions, threads, custom page sizes, wide arithmetic,
+    /// and reference types, with which it makes `externref`, a GC type):
+    /// with none, it makes modules a guest may run, which wasm-smith would
+    /// otherwise rarely make, since it reaches for GC types early.
+    pub fn run(&self, data: &[u8]) -> Option<Decision> {
+        let (&off_list, data) = data.split_first()?;
+        let may = |bit: u8| off_list & (1 << bit) != 0;
+        let mut config = wasm_smith::Config {
+            exports: Some(self.exports.clone()),
+            max_imports: 0,
+            max_funcs: 20,
+            max_instructions: 200,
+            gc_enabled: may(0),
+            exceptions_enabled: may(1),
+            threads_enabled: may(2),
+            custom_page_sizes_enabled: may(3),
+            wide_arithmetic_enabled: may(4),
+            reference_types_enabled: may(5),
+            ..wasm_smith::Config::default()
+        };
+        config.max_memory32_bytes = 1 << 26;
+        config.max_memory64_bytes = 1 << 26;
+        let mut bytes = arbitrary::Unstructured::new(data);
+        let module = wasm_smith::Module::new(config, &mut bytes).ok()?;
+        let binary = module.to_bytes();
+        let listed = wasmparser::Validator::new_with_features(LISTED)
+            .validate_all(&binary)
+            .is_ok();
+        let text = wasmprinter::print_bytes(&binary).ok()?;
+        let wat = self.dir.path().join("fuzzed.wat");
+        std::fs::write(&wat, text).expect("the hook's file");
+        let loaded = toolgate::Config::from_hooks(
+            [toolgate::config::HookDef::wasm("fuzzed", &wat)],
+            self.dir.path(),
+            &toolgate::wasm::WasmOptions::new(),
+        );
+        let config = match loaded {
+            Ok(config) => config,
+            Err(_) => return None,
+        };
+        assert!(
+            listed,
+            "a module that needs a proposal off the list was loaded:\n{}",
+            wasmprinter::print_bytes(&binary).unwrap_or_default()
+        );
+        let runtime = self.runtime.get_or_init(|| {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("a tokio runtime")
+        });
+        let runner = toolgate::HookRunner::builder().config(config).build();
+        let request = Request::pre("fuzz", json!({"command": "ls"}));
+        Some(runtime.block_on(runner.pre_tool_use(&request)).decision)
+    }
+}
+
+impl Default for ModuleTarget {
+    fn default() -> Self {
+        ModuleTarget::new()
+    }
+}

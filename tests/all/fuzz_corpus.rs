@@ -81,6 +81,25 @@ fn every_guest_corpus_input_and_saved_crash_keeps_the_invariants() {
     });
 }
 
+/// Every module the corpus makes either is refused at load or is decided,
+/// and the corpus reaches both sides: modules that run as hooks, and
+/// modules refused for a proposal off the list (or any other reason).
+#[test]
+fn every_module_corpus_input_and_saved_crash_keeps_the_invariants() {
+    let target = harness::ModuleTarget::new();
+    let (ran, refused) = (std::cell::Cell::new(0), std::cell::Cell::new(0));
+    holds("module", 5, |data| match target.run(data) {
+        Some(_) => ran.set(ran.get() + 1),
+        None => refused.set(refused.get() + 1),
+    });
+    assert!(
+        ran.get() > 0 && refused.get() > 0,
+        "the corpus reaches one side only: {} ran, {} refused",
+        ran.get(),
+        refused.get()
+    );
+}
+
 /// The guest's canonical-ABI offsets are what the seeds encode: an all-zero
 /// answer is `ok(allow)`, `ok(deny("no"))` denies with its reason, and a
 /// deny whose reason points outside the guest's memory is a failure (which
