@@ -608,10 +608,7 @@ impl GuestTarget {
             )
             .unwrap_or_else(|e| panic!("the hostile guest does not load: {e}"));
             Chain {
-                runtime: tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .expect("a tokio runtime"),
+                runtime: current_thread(),
                 runner: toolgate::HookRunner::builder().config(config).build(),
             }
         })
@@ -645,6 +642,15 @@ impl GuestTarget {
         guest_verdict(data);
         outcome.decision
     }
+}
+
+/// The runtime a target drives its chain on, made in the fuzzing child
+/// (wasmtime's epoch thread does not survive a fork).
+fn current_thread() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
 }
 
 impl Default for GuestTarget {
@@ -797,7 +803,7 @@ impl ModuleTarget {
     pub fn run(&self, data: &[u8]) -> Option<Decision> {
         let (&off_list, data) = data.split_first()?;
         let may = |bit: u8| off_list & (1 << bit) != 0;
-        let mut config = wasm_smith::Config {
+        let config = wasm_smith::Config {
             exports: Some(self.exports.clone()),
             max_imports: 0,
             max_funcs: 20,
@@ -808,10 +814,10 @@ impl ModuleTarget {
             custom_page_sizes_enabled: may(3),
             wide_arithmetic_enabled: may(4),
             reference_types_enabled: may(5),
+            max_memory32_bytes: 1 << 26,
+            max_memory64_bytes: 1 << 26,
             ..wasm_smith::Config::default()
         };
-        config.max_memory32_bytes = 1 << 26;
-        config.max_memory64_bytes = 1 << 26;
         let mut bytes = arbitrary::Unstructured::new(data);
         let module = wasm_smith::Module::new(config, &mut bytes).ok()?;
         let binary = module.to_bytes();
@@ -820,27 +826,18 @@ impl ModuleTarget {
             .is_ok();
         let text = wasmprinter::print_bytes(&binary).ok()?;
         let wat = self.dir.path().join("fuzzed.wat");
-        std::fs::write(&wat, text).expect("the hook's file");
-        let loaded = toolgate::Config::from_hooks(
+        std::fs::write(&wat, &text).expect("the hook's file");
+        let config = toolgate::Config::from_hooks(
             [toolgate::config::HookDef::wasm("fuzzed", &wat)],
             self.dir.path(),
             &toolgate::wasm::WasmOptions::new(),
-        );
-        let config = match loaded {
-            Ok(config) => config,
-            Err(_) => return None,
-        };
+        )
+        .ok()?;
         assert!(
             listed,
-            "a module that needs a proposal off the list was loaded:\n{}",
-            wasmprinter::print_bytes(&binary).unwrap_or_default()
+            "a module that needs a proposal off the list was loaded:\n{text}"
         );
-        let runtime = self.runtime.get_or_init(|| {
-            tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("a tokio runtime")
-        });
+        let runtime = self.runtime.get_or_init(current_thread);
         let runner = toolgate::HookRunner::builder().config(config).build();
         let request = Request::pre("fuzz", json!({"command": "ls"}));
         Some(runtime.block_on(runner.pre_tool_use(&request)).decision)

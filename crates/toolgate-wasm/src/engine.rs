@@ -513,11 +513,8 @@ mod tests {
         for allocator in [Allocator::Pooling, Allocator::OneShot, Allocator::OnDemand] {
             let engine = &runtime(allocator).expect("an engine").engine;
             for (flag, allowed, body) in PROBES {
-                let text = format!("(module {body})");
-                let buf = wast::parser::ParseBuffer::new(&text).expect("a probe lexes");
-                let mut wat = wast::parser::parse::<wast::Wat<'_>>(&buf)
-                    .unwrap_or_else(|e| panic!("the {flag} probe parses: {e}"));
-                let bytes = wat.encode().expect("a probe encodes");
+                let bytes = crate::wat::wat_to_module(&format!("(module {body})"))
+                    .unwrap_or_else(|e| panic!("the {flag} probe assembles: {e}"));
                 let verdict = wasmtime::Module::validate(engine, &bytes);
                 assert_eq!(
                     verdict.is_ok(),

@@ -84,7 +84,7 @@ fn encode(e: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> BuildCompon
     BuildComponentError::Encode(e.into())
 }
 
-fn wat_to_module(text: &str) -> Result<Vec<u8>, BuildComponentError> {
+pub(crate) fn wat_to_module(text: &str) -> Result<Vec<u8>, BuildComponentError> {
     let at = |e: wast::Error| {
         let (line, col) = e.span().linecol_in(text);
         BuildComponentError::Syntax {
