@@ -198,12 +198,16 @@ fn evaluate(
         .build();
     // The chain must answer before the watchdog; loading took some of it.
     let budget = hook_process::chain_budget(started);
+    let ledger = toolgate_hook::env::calls_dir().map(toolgate_server::ledger::Ledger::file);
     Ok(runtime()?.block_on(toolgate_server::answer::agent(
         &runner,
         call,
         dialect,
         budget,
-        log.as_ref(),
-        None,
+        toolgate_server::answer::Sinks {
+            log: log.as_ref(),
+            metrics: None,
+            ledger: ledger.as_ref(),
+        },
     )))
 }

@@ -21,7 +21,9 @@ use std::process::ExitCode;
 use toolgate::agent::AgentHook as _;
 use toolgate::agent::{Edit, Layout, Outward, Wiring, read_settings};
 
+mod claude_mod;
 mod mcp;
+pub(crate) use claude_mod::mod_dir;
 use mcp::{mcp, moved_by};
 pub(crate) use mcp::{mcp_place, mcp_shape};
 
@@ -57,7 +59,8 @@ pub(crate) struct Target {
     toolgate install claude-code\n  \
     toolgate install codex --dry-run\n  \
     toolgate install claude-code --project ~/src/app\n  \
-    toolgate install claude-code --http     # for a running `toolgate serve --http`\n\n\
+    toolgate install claude-code --http     # for a running `toolgate serve --http`\n  \
+    toolgate install claude-code --mod      # and toolgate's mod, seated outermost\n\n\
     `toolgate <agent> --help` shows the entry; `toolgate doctor` checks it.")]
 pub(crate) struct InstallArgs {
     #[command(flatten)]
@@ -68,9 +71,15 @@ pub(crate) struct InstallArgs {
     /// $TOOLGATE_HTTP_TOKEN.
     #[arg(long)]
     http: bool,
-    /// The server's URL for --http [default: the running server's]
-    #[arg(long, value_name = "URL", requires = "http")]
+    /// The server's URL for --http or --mod [default: the running server's]
+    #[arg(long, value_name = "URL")]
     http_url: Option<String>,
+    /// Claude Code: also install toolgate's own mod, seated outermost
+    /// (first in the user's `prependPlugins`), so no other mod can answer
+    /// a call around toolgate; it asks the same `toolgate serve --http` as
+    /// the http hooks, which --mod writes too (the user's settings only).
+    #[arg(long = "mod", conflicts_with = "mcp")]
+    with_mod: bool,
     /// Instead of the hooks, run each of the agent's local MCP servers
     /// through `toolgate mcp` (its MCP config: ~/.claude.json or .mcp.json,
     /// the mcpServers of Gemini CLI's and Qwen Code's settings, Cursor's
@@ -98,6 +107,10 @@ pub(crate) struct UninstallArgs {
     /// (undoes `install --mcp`).
     #[arg(long)]
     mcp: bool,
+    /// Claude Code: also remove toolgate's mod and its `prependPlugins`
+    /// seat (undoes `install --mod`).
+    #[arg(long = "mod", conflicts_with = "mcp")]
+    with_mod: bool,
 }
 
 /// One scope's settings file for an agent.
@@ -277,11 +290,19 @@ pub(crate) fn install(args: InstallArgs) -> anyhow::Result<ExitCode> {
     if args.mcp {
         return mcp(&args.target, true);
     }
-    let url = if args.http {
+    if args.with_mod && agent(&args.target.agent)? != Outward::ClaudeCode {
+        bail!("--mod is for Claude Code: only it runs mods");
+    }
+    if args.http_url.is_some() && !args.http && !args.with_mod {
+        bail!("--http-url names the server for --http or --mod: give one of them");
+    }
+    let url = if args.http || args.with_mod {
         Some(http_url(&args.target, args.http_url)?)
     } else {
         None
     };
+    let mod_url = url.clone().filter(|_| args.with_mod);
+    let dry_run = args.target.dry_run;
     let over_http = url.is_some();
     let mut at = args.target.open_with(url)?;
     if !over_http && let Some(lean) = lean_client(at.agent)? {
@@ -335,6 +356,9 @@ pub(crate) fn install(args: InstallArgs) -> anyhow::Result<ExitCode> {
              (it stays in that 0600 file; the settings name only the variable)",
             http.token_var
         );
+    }
+    if let Some(url) = mod_url {
+        claude_mod::install(&url, dry_run)?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -399,6 +423,12 @@ fn older(a: &str, b: &str) -> bool {
 pub(crate) fn uninstall(args: UninstallArgs) -> anyhow::Result<ExitCode> {
     if args.mcp {
         return mcp(&args.target, false);
+    }
+    if args.with_mod {
+        if agent(&args.target.agent)? != Outward::ClaudeCode {
+            bail!("--mod is for Claude Code: only it runs mods");
+        }
+        claude_mod::uninstall(args.target.dry_run)?;
     }
     let at = args.target.open()?;
     let (agent, file) = (at.agent, at.file.display());

@@ -152,6 +152,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
             (managed, loader)
         }),
         warm: Some(Arc::new(warm_in_a_child)),
+        calls_dir: toolgate_hook::env::calls_dir(),
     };
     toolgate_server::serve(options, &socket, http, metrics_addr, checkpoints)?;
     Ok(ExitCode::SUCCESS)

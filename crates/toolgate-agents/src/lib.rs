@@ -32,6 +32,7 @@
 //! whatever the arm next to it did.
 
 mod claude_code;
+pub mod claude_mod;
 mod codex;
 mod copilot;
 mod cursor;

@@ -52,7 +52,8 @@ mod owner;
 pub mod workspace;
 
 pub use owner::{
-    OwnershipError, PrivateDirError, owned_by_me, owner_only, private_dir, writable_only_by_owner,
+    OpenPrivateError, OwnershipError, PrivateDirError, open_private, owned_by_me, owner_only,
+    private_dir, writable_only_by_owner,
 };
 
 use std::fs::File;

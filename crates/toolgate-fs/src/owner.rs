@@ -188,3 +188,75 @@ pub fn private_dir(dir: &Path) -> Result<(), PrivateDirError> {
         why,
     })
 }
+
+/// Why a private file could not be opened (see [`open_private`]).
+#[derive(Debug, thiserror::Error)]
+pub enum OpenPrivateError {
+    /// It is a symlink (never followed).
+    #[error("{} is a symlink", path.display())]
+    Symlink {
+        /// The file.
+        path: PathBuf,
+    },
+    /// It could not be opened or inspected.
+    #[error("{}: {error}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        error: std::io::Error,
+    },
+    /// Something other than a regular file is there.
+    #[error("{} is not a regular file", path.display())]
+    NotAFile {
+        /// The path.
+        path: PathBuf,
+    },
+    /// Another user owns it, or others may read or write it.
+    #[error("{} {why}", path.display())]
+    NotPrivate {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        why: OwnershipError,
+    },
+}
+
+/// Opens (creating it `0600` when missing) a file of the user's own state
+/// for reading and appending: never through a symlink, never a FIFO or a
+/// device (opened non-blocking, checked on the descriptor), and refused
+/// when another user owns it or others may read or write it. Its folder
+/// is the caller's to check ([`private_dir`]).
+pub fn open_private(path: &Path) -> Result<std::fs::File, OpenPrivateError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .append(true)
+        .create(true)
+        .mode(0o600)
+        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK | nix::libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|error| match error.raw_os_error() {
+            Some(nix::libc::ELOOP) => OpenPrivateError::Symlink {
+                path: path.to_owned(),
+            },
+            _ => OpenPrivateError::Io {
+                path: path.to_owned(),
+                error,
+            },
+        })?;
+    let meta = file.metadata().map_err(|error| OpenPrivateError::Io {
+        path: path.to_owned(),
+        error,
+    })?;
+    if !meta.file_type().is_file() {
+        return Err(OpenPrivateError::NotAFile {
+            path: path.to_owned(),
+        });
+    }
+    owned_by_me(&meta, 0o077).map_err(|why| OpenPrivateError::NotPrivate {
+        path: path.to_owned(),
+        why,
+    })?;
+    Ok(file)
+}

@@ -47,6 +47,15 @@ pub fn sessions_dir() -> Option<PathBuf> {
     state_dir().map(|d| d.join("sessions"))
 }
 
+/// Where toolgate records what it answered before each agent call ran
+/// (tamper evidence: `toolgate_server::ledger`):
+/// `$XDG_STATE_HOME/toolgate/calls`, else `$HOME/.local/state/toolgate/calls`.
+/// No `TOOLGATE_*` override: a folder someone else chose could hide the
+/// evidence.
+pub fn calls_dir() -> Option<PathBuf> {
+    state_dir().map(|d| d.join("calls"))
+}
+
 /// Where `toolgate mcp trust` keeps the tool definitions the user
 /// approved, one file per server: `$XDG_STATE_HOME/toolgate/mcp`, else
 /// `$HOME/.local/state/toolgate/mcp`. No `TOOLGATE_*` override, for the

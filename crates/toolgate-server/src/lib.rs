@@ -177,6 +177,7 @@ mod backoff;
 pub mod decision_log;
 pub mod http;
 mod in_flight;
+pub mod ledger;
 pub mod metrics;
 mod options;
 mod peers;

@@ -177,6 +177,11 @@ struct ReasonLabels {
     reason: &'static str,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TamperLabels {
+    kind: &'static str,
+}
+
 type Histograms<L> = Family<L, Histogram, fn() -> Histogram>;
 
 /// 100 µs to about 3.3 s, doubling: an in-process hook to a slow subprocess.
@@ -199,6 +204,7 @@ pub struct Metrics {
     errors: Counter,
     load_timeouts: Counter,
     in_flight: Gauge,
+    tamper: Family<TamperLabels, Counter>,
     /// The hook names that are label values.
     names: Mutex<HashSet<String>>,
 }
@@ -225,6 +231,7 @@ impl Metrics {
         let errors = Counter::default();
         let load_timeouts = Counter::default();
         let in_flight = Gauge::default();
+        let tamper = Family::default();
         let mut registry = Registry::with_prefix("toolgate");
         registry.register(
             "decisions",
@@ -296,8 +303,17 @@ impl Metrics {
              answers busy and the caller evaluates the call itself)",
             in_flight.clone(),
         );
+        registry.register(
+            "tamper_evidence",
+            "Results of calls that ran past toolgate (Claude Code: a call it denied \
+             (ran_after_deny), or was never asked about (never_judged), reported after it ran), \
+             each withheld from the model: something (a mod) answers around the guard \
+             (deploy/prometheus/toolgate-alerts.yml)",
+            tamper.clone(),
+        );
         Metrics {
             registry,
+            tamper,
             decisions,
             last_call,
             shadow,
@@ -311,6 +327,14 @@ impl Metrics {
             load_timeouts,
             in_flight,
             names: Mutex::new(HashSet::new()),
+        }
+    }
+
+    /// Counts a result withheld as tamper evidence (`kind`:
+    /// [`crate::ledger::Before::tamper`]).
+    pub(crate) fn tamper(&self, kind: Option<&'static str>) {
+        if let Some(kind) = kind {
+            self.tamper.get_or_create(&TamperLabels { kind }).inc();
         }
     }
 

@@ -38,6 +38,10 @@ pub struct Options {
     /// the server loads it, so the compiler's memory is never the server's
     /// (see the crate docs, "Memory"); `None`: the server compiles itself.
     pub warm: Option<Arc<Warm>>,
+    /// Where what toolgate answered before each call ran is recorded
+    /// ([`crate::ledger`]: tamper evidence, and a call judged once);
+    /// `None`: nowhere (no evidence can be had).
+    pub calls_dir: Option<std::path::PathBuf>,
 }
 
 /// What a load starts from: see [`Options::base`].

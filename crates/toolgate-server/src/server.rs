@@ -112,6 +112,8 @@ pub(crate) struct Server {
     /// vanish because a config file was edited). Scoped by hook and
     /// session, so sharing grants nothing.
     sessions: Arc<toolgate::sessions::MemoryStore>,
+    /// [`crate::Options::calls_dir`]'s record.
+    ledger: Option<crate::ledger::Ledger>,
 }
 
 impl Server {
@@ -123,6 +125,7 @@ impl Server {
             metrics,
             base,
             warm,
+            calls_dir,
         } = options;
         Server {
             loaded: Mutex::new(HashMap::new()),
@@ -138,7 +141,13 @@ impl Server {
             base,
             warm,
             sessions: Arc::new(toolgate::sessions::MemoryStore::new()),
+            ledger: calls_dir.map(crate::ledger::Ledger::served),
         }
+    }
+
+    /// What toolgate answered before each call ran ([`crate::ledger`]).
+    pub(crate) fn ledger(&self) -> Option<&crate::ledger::Ledger> {
+        self.ledger.as_ref()
     }
 
     /// The server's own configuration (see [`Server::refusal`]).
@@ -273,8 +282,18 @@ async fn evaluate_timed(server: &Arc<Server>, evaluation: Evaluate, started: Ins
                     .map(|d| d.saturating_duration_since(Instant::now()))
                     .unwrap_or(toolgate::runner::DEFAULT_CHAIN_TIMEOUT);
                 Ok((
-                    crate::answer::agent(&runner, call, dialect, budget, log, server.metrics())
-                        .await,
+                    crate::answer::agent(
+                        &runner,
+                        call,
+                        dialect,
+                        budget,
+                        crate::answer::Sinks {
+                            log,
+                            metrics: server.metrics(),
+                            ledger: server.ledger(),
+                        },
+                    )
+                    .await,
                     0,
                 ))
             }

@@ -109,9 +109,10 @@ pub mod agent {
         AgentCall, Imported, Matcher, Outward, ReadAgentInputError, event_name, import_settings,
         read_agent_input, render_outcome, translate_matcher,
     };
+    pub use toolgate_agents::claude_mod;
     pub use toolgate_agents::settings::{
         Edit, EditSettingsError, Entry, MAX_SETTINGS_BYTES, McpServer, McpState, Wiring,
-        guard_mcp_servers, mcp_servers, read_settings, trust_done, unguard_mcp_servers,
+        guard_mcp_servers, mcp_servers, read_settings, seat, trust_done, unguard_mcp_servers,
     };
     pub use toolgate_agents::{
         AgentHook, Blocked, Decided, HELP_BINARY, Help, HookSwitch, HttpHook, Import, Install,

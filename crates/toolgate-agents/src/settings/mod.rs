@@ -45,6 +45,7 @@ mod json;
 mod mcp_servers;
 mod mcp_toml;
 mod plugin_file;
+pub mod seat;
 
 use super::{AgentHook, Install, Layout, Outward, TrustCheck};
 use crate::safe_fs::ReadFileError;

@@ -133,6 +133,10 @@ struct Line<'a> {
     /// would have made of it.
     #[serde(skip_serializing_if = "Option::is_none")]
     shadow: Option<toolgate::Shadowed>,
+    /// Evidence that the call ran past toolgate (`ran_after_deny`,
+    /// `never_judged`: [`crate::ledger::Before`]); its output was withheld.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tamper: Option<&'a str>,
     duration_us: u64,
     runs: Runs<'a>,
     #[serde(skip_serializing_if = "is_zero")]
@@ -180,6 +184,29 @@ impl Logging {
         self.write(line, &outcome.runs)
     }
 
+    /// Logs a result withheld because the call ran past toolgate
+    /// (`tamper`: what the evidence is, [`crate::ledger::Before::tamper`]).
+    pub fn tamper(
+        &self,
+        request: &Request,
+        outcome: &Outcome,
+        tamper: Option<&'static str>,
+        took: Duration,
+    ) -> Option<String> {
+        let reason = match &outcome.decision {
+            toolgate::Decision::Deny { reason } => Some(toolgate::text::excerpt(reason, EXCERPT)),
+            _ => None,
+        };
+        let line = Line {
+            decision: outcome.decision.name(),
+            decided_by: outcome.decided_by.as_deref(),
+            reason,
+            tamper,
+            ..self.line(Some(request), took)
+        };
+        self.write(line, &outcome.runs)
+    }
+
     /// Logs that toolgate could not evaluate the call (it was blocked):
     /// `request` when it was read.
     pub fn error(&self, request: Option<&Request>, error: &str, took: Duration) -> Option<String> {
@@ -213,6 +240,7 @@ impl Logging {
             reason: None,
             error: None,
             shadow: None,
+            tamper: None,
             duration_us: u64::try_from(took.as_micros()).unwrap_or(u64::MAX),
             runs: Runs::Cut(Vec::new()),
             runs_omitted: 0,
