@@ -23,7 +23,6 @@ use toolgate::agent::{Edit, Layout, Outward, Wiring, read_settings};
 
 mod claude_mod;
 mod mcp;
-pub(crate) use claude_mod::mod_dir;
 use mcp::{mcp, moved_by};
 pub(crate) use mcp::{mcp_place, mcp_shape};
 

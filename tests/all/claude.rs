@@ -310,14 +310,25 @@ use std::process::Output;
 
 fn agent(fx: &Fixture, dialect: &str, input: Value, env_project: bool) -> Output {
     fx.trust();
-    let mut cmd = toolgate();
-    cmd.arg(dialect)
-        .env("TOOLGATE_CONFIG_DIR", fx.global())
-        .env_remove("CLAUDE_PROJECT_DIR");
-    if env_project {
-        cmd.env("CLAUDE_PROJECT_DIR", fx.workspace());
+    let run = |input: &Value| {
+        let mut cmd = toolgate();
+        cmd.arg(dialect)
+            .env("TOOLGATE_CONFIG_DIR", fx.global())
+            .env("TOOLGATE_CALLS_DIR", fx.calls_dir())
+            .env_remove("CLAUDE_PROJECT_DIR");
+        if env_project {
+            cmd.env("CLAUDE_PROJECT_DIR", fx.workspace());
+        }
+        run_with_stdin(&mut cmd, &input.to_string())
+    };
+    // Claude Code asks about a call before it reports its result: a result
+    // alone would be one toolgate never saw (tamper evidence).
+    if dialect == "claude-code"
+        && let Some(pre) = pre_of(&input)
+    {
+        run(&pre);
     }
-    run_with_stdin(&mut cmd, &input.to_string())
+    run(&input)
 }
 
 fn pre_input(fx: &Fixture, command: &str) -> Value {

@@ -32,6 +32,16 @@ impl Fixture {
         self.dir.path().join("global")
     }
 
+    /// The fixture's record of what toolgate answered before each call
+    /// ran (`TOOLGATE_CALLS_DIR`), private as toolgate wants it: every
+    /// process of one test that sets it reads one record.
+    pub(crate) fn calls_dir(&self) -> PathBuf {
+        use std::os::unix::fs::DirBuilderExt;
+        let dir = self.dir.path().join("calls-record");
+        let _ = std::fs::DirBuilder::new().mode(0o700).create(&dir);
+        dir
+    }
+
     /// A path inside the fixture for a hook to leave evidence in.
     pub(crate) fn marker(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
@@ -354,6 +364,9 @@ pub(crate) const BINARY_ENV: &[(&str, Given)] = &[
     ("TOOLGATE_SOCKET", Given::Removed),
     ("TOOLGATE_LOG", Given::Removed),
     ("TOOLGATE_DECISION_LOG", Given::Removed),
+    // Each command's own: one test's calls never read as another's (the
+    // tests that follow one call from its pre to its post set one folder).
+    ("TOOLGATE_CALLS_DIR", Given::Fresh("calls-record")),
     ("TOOLGATE_DEBUG_DECISION_LOG_MAX_BYTES", Given::Removed),
     ("TOOLGATE_WASM_ALLOCATOR", Given::Removed),
     ("TOOLGATE_DEBUG_FAULT", Given::Removed),
@@ -429,6 +442,19 @@ pub(crate) fn toolgate_hook() -> std::process::Command {
 /// no global config, the suite's compile cache and the run's trust store,
 /// no server, and none of the switches in [`BINARY_ENV`]. A test that wants
 /// one (the fixture's global config, a server, a fault) sets it afterwards.
+/// The PreToolUse Claude Code sends before the `PostToolUse` hook input
+/// `post` (the same session, call and input); `None` for any other input.
+pub(crate) fn pre_of(post: &serde_json::Value) -> Option<serde_json::Value> {
+    if post["hook_event_name"] != "PostToolUse" {
+        return None;
+    }
+    let mut pre = post.clone();
+    let fields = pre.as_object_mut()?;
+    fields.remove("tool_response");
+    fields.insert("hook_event_name".into(), "PreToolUse".into());
+    Some(pre)
+}
+
 pub(crate) fn hermetic(cmd: &mut std::process::Command) -> &mut std::process::Command {
     use std::os::unix::fs::DirBuilderExt;
     static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);

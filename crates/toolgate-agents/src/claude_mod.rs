@@ -59,7 +59,7 @@ pub fn bypassing<'a>(hooked: &'a [String]) -> Vec<&'a str> {
 /// `*`, a glob ending in `.*` over its prefix, any other `classic.` name
 /// for a `classic.` event (every classic event fires in the same chain
 /// around the settings hooks), or a negation of another event.
-fn selects(pattern: &str, event: &str) -> bool {
+pub fn selects(pattern: &str, event: &str) -> bool {
     if let Some(negated) = pattern.strip_prefix('!') {
         return negated != event;
     }

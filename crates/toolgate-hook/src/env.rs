@@ -48,12 +48,15 @@ pub fn sessions_dir() -> Option<PathBuf> {
 }
 
 /// Where toolgate records what it answered before each agent call ran
-/// (tamper evidence: `toolgate_server::ledger`):
-/// `$XDG_STATE_HOME/toolgate/calls`, else `$HOME/.local/state/toolgate/calls`.
-/// No `TOOLGATE_*` override: a folder someone else chose could hide the
-/// evidence.
+/// (tamper evidence: `toolgate_server::ledger`): `$TOOLGATE_CALLS_DIR`
+/// (the operator's, as the decision log's is), else
+/// `$XDG_STATE_HOME/toolgate/calls`, else
+/// `$HOME/.local/state/toolgate/calls`. Whichever it is must be the user's
+/// and private, or the record refuses it.
 pub fn calls_dir() -> Option<PathBuf> {
-    state_dir().map(|d| d.join("calls"))
+    dir("TOOLGATE_CALLS_DIR")
+        .filter(|d| d.is_absolute())
+        .or_else(|| state_dir().map(|d| d.join("calls")))
 }
 
 /// Where `toolgate mcp trust` keeps the tool definitions the user

@@ -343,7 +343,9 @@ mod tests {
             .record("s", "a", &input, "allow", &None)
             .unwrap();
         assert_eq!(
-            Ledger::served(dir.path().join("calls")).before("s", "a").unwrap(),
+            Ledger::served(dir.path().join("calls"))
+                .before("s", "a")
+                .unwrap(),
             Before::Allowed
         );
     }

@@ -13,6 +13,7 @@
 //! agent's spec, and says for each problem what fixes it. It runs nothing
 //! a project chose: a binary inside the project is not asked its version.
 
+mod mods;
 mod versions;
 mod wiring;
 
@@ -21,7 +22,7 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use toolgate::agent::AgentHook as _;
 use toolgate::agent::{Entry, Outward, Wiring, trust_done};
 pub(crate) use versions::agent_version;
@@ -87,6 +88,9 @@ struct AgentReport {
     /// The agent's configured MCP servers, each guarded by `toolgate mcp`
     /// or not.
     mcp_servers: Vec<McpServerReport>,
+    /// Claude Code's mods: each one it would load, and toolgate's own.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    mods: Option<mods::ModsReport>,
 }
 
 #[derive(Serialize)]

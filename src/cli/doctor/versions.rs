@@ -78,34 +78,55 @@ fn on_path(program: &str) -> Option<PathBuf> {
 /// What `program --version` prints (stdout, else stderr), within
 /// [`VERSION_TIMEOUT`].
 fn version_output(program: &Path) -> Option<String> {
-    let mut child = Command::new(program)
-        .arg("--version")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .ok()?;
-    let deadline = Instant::now() + VERSION_TIMEOUT;
-    loop {
-        match child.try_wait() {
-            Ok(Some(_)) => break,
-            Ok(None) if Instant::now() < deadline => {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            _ => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return None;
-            }
-        }
-    }
-    let out = child.wait_with_output().ok()?;
+    let out = output_within(Command::new(program).arg("--version"), VERSION_TIMEOUT)?;
     let text = if out.stdout.iter().any(|b| !b.is_ascii_whitespace()) {
         out.stdout
     } else {
         out.stderr
     };
     Some(String::from_utf8_lossy(&text).into_owned())
+}
+
+/// What `program args…` prints on stdout, run in `dir`, when it exits 0
+/// within `timeout` (killed past it).
+pub(super) fn run_bounded(
+    program: &str,
+    args: &[&str],
+    dir: &Path,
+    timeout: Duration,
+) -> Option<String> {
+    let out = output_within(Command::new(program).args(args).current_dir(dir), timeout)?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// `cmd`'s output, its stdin closed, read as it runs (a large output never
+/// fills a pipe), or `None` when it cannot start or outlives `timeout`.
+fn output_within(cmd: &mut Command, timeout: Duration) -> Option<std::process::Output> {
+    let child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .ok()?;
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(timeout) {
+        Ok(out) => out.ok(),
+        Err(_) => {
+            if let Ok(pid) = i32::try_from(pid) {
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(pid),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
+            None
+        }
+    }
 }
 
 /// The first `x.y.z` in `text`.

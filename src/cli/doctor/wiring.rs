@@ -179,7 +179,37 @@ pub(super) fn check_agent(
         ));
     }
     let mcp_servers = mcp_servers(agent, root, &mut notes);
-    let called = installed
+    // Claude Code's mods run around its settings hooks: one ahead of
+    // toolgate can switch it off (closed world: checked installed or not).
+    let mods = match agent {
+        Outward::ClaudeCode => {
+            let claude_dir = user.file.parent().unwrap_or(Path::new("."));
+            let mut found = Vec::new();
+            let report = super::mods::check(
+                root,
+                claude_dir,
+                cli.path.as_deref(),
+                &mut found,
+                &mut notes,
+            );
+            for problem in found {
+                if installed {
+                    problems.add(problem.problem, String::new(), problem.fix);
+                } else {
+                    notes.push(problem.problem);
+                }
+            }
+            Some(report)
+        }
+        Outward::Codex
+        | Outward::Gemini
+        | Outward::QwenCode
+        | Outward::Copilot
+        | Outward::Cursor
+        | Outward::OpenCode => None,
+    };
+    let called = mods.as_ref().is_none_or(|m| !m.bypassed)
+        && installed
         && switched
             .iter()
             .all(|(_, decided, ..)| *decided == Decided::On)
@@ -194,6 +224,7 @@ pub(super) fn check_agent(
         problems: problems.into_list(),
         notes,
         mcp_servers,
+        mods,
     })
 }
 

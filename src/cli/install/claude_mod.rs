@@ -36,7 +36,7 @@ use toolgate::agent::seat::{seat_first, unseat};
 use toolgate::agent::{Edit, Outward};
 
 /// The folder toolgate's mod is written to: `<claude dir>/skills/toolgate`.
-pub(crate) fn mod_dir() -> anyhow::Result<PathBuf> {
+fn mod_dir() -> anyhow::Result<PathBuf> {
     let settings = Place::user(Outward::ClaudeCode)?.file;
     let claude = settings
         .parent()
