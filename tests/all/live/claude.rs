@@ -20,13 +20,13 @@ use std::time::Duration;
 
 /// One pinned Claude Code release.
 #[derive(Clone, Copy, Debug)]
-struct Release {
+pub(super) struct Release {
     /// Its variable in tests/agents/versions.env.
     var: &'static str,
 }
 
 /// Every pinned release: each test runs on each.
-const RELEASES: [Release; 2] = [
+pub(super) const RELEASES: [Release; 2] = [
     Release {
         var: "CLAUDE_CODE_VERSION",
     },
@@ -36,11 +36,11 @@ const RELEASES: [Release; 2] = [
 ];
 
 impl Release {
-    fn bin(self) -> PathBuf {
+    pub(super) fn bin(self) -> PathBuf {
         agent_bin(self.var, "claude")
     }
 
-    fn version(self) -> String {
+    pub(super) fn version(self) -> String {
         pinned(self.var)
     }
 
@@ -62,14 +62,14 @@ impl Release {
 }
 
 /// What one `claude -p` run did.
-struct Run {
-    mock: MockModel,
+pub(super) struct Run {
+    pub(super) mock: MockModel,
     /// Claude Code's `--output-format json` result.
-    result: Value,
+    pub(super) result: Value,
 }
 
 impl Run {
-    fn tool_results(&self) -> Vec<Value> {
+    pub(super) fn tool_results(&self) -> Vec<Value> {
         self.mock.tool_results()
     }
 
@@ -171,7 +171,7 @@ fn write_hooks<const N: usize>(fx: &Fixture, hooks: [(&str, Value); N]) {
 }
 
 /// Claude Code's `HOME` in a run of `fx` (the user's settings are there).
-fn home_of(fx: &Fixture) -> PathBuf {
+pub(super) fn home_of(fx: &Fixture) -> PathBuf {
     let home = fx.dir.path().join("home");
     std::fs::create_dir_all(&home).unwrap();
     home
@@ -213,7 +213,7 @@ fn claude_in(
 }
 
 /// [`claude_in`] with these arguments for Claude Code.
-fn claude_run(
+pub(super) fn claude_run(
     release: Release,
     fx: &Fixture,
     calls: Vec<Value>,

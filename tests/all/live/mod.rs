@@ -5,6 +5,7 @@
 //! (`conformance`), which the README's table is generated from.
 
 mod claude;
+mod claude_mods;
 mod codex;
 pub(crate) mod conformance;
 mod copilot;
