@@ -41,9 +41,10 @@ pub(crate) struct Args {
     #[arg(long, value_name = "PATH", conflicts_with_all = ["agent", "soak"])]
     lean_client: Vec<PathBuf>,
     /// Measure instead what a hook costs per tool call inside the real
-    /// Claude Code (no hook, the HTTP hook, the command hook fresh and
-    /// through the server, a Python hook), against a mock model API. Its
-    /// own section: `--quick` alone leaves it out.
+    /// Claude Code (no hook, the HTTP hook, toolgate's mod with and without
+    /// the HTTP hooks beside it, the command hook fresh and through the
+    /// server, a Python hook), against a mock model API. Its own section:
+    /// `--quick` alone leaves it out.
     #[arg(long)]
     agent: bool,
     /// With --agent: this Claude Code (repeatable); default, the pinned

@@ -454,6 +454,23 @@ fn the_server_says_when_it_last_heard_from_each_agent_and_the_alert_rules_pass_p
         &claude.to_string(),
     );
     assert_eq!(out.status.code(), Some(0));
+    // The result of a call the server was never asked about (a mod ran it
+    // past the guard): withheld, and counted for ToolgateTamperEvidence.
+    let mut past = claude.clone();
+    past["hook_event_name"] = json!("PostToolUse");
+    past["tool_use_id"] = json!("never-asked");
+    past["tool_response"] =
+        json!({"stdout": "out", "stderr": "", "interrupted": false, "isImage": false});
+    let out = run_with_stdin(
+        server
+            .client()
+            .args(["claude-code", "--workspace"])
+            .arg(fx.workspace())
+            .env("TOOLGATE_CONFIG_DIR", fx.global()),
+        &past.to_string(),
+    );
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("ran it past the guard"), "{said}");
 
     let heard = server.status()["heard"].clone();
     let find = |agent: &str, session: Value| {
@@ -467,7 +484,7 @@ fn the_server_says_when_it_last_heard_from_each_agent_and_the_alert_rules_pass_p
     };
     assert_eq!(find("check", Value::Null)["calls"], 2);
     assert_eq!(find("check", json!("s-7"))["calls"], 2);
-    assert_eq!(find("claude-code", json!("s-9"))["calls"], 1);
+    assert_eq!(find("claude-code", json!("s-9"))["calls"], 2);
     assert!(
         find("claude-code", Value::Null)["last_unix_s"]
             .as_u64()

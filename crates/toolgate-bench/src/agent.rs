@@ -202,15 +202,22 @@ enum Hook {
     /// toolgate's server adds.
     HttpStub,
     Http,
+    /// toolgate's Claude Code mod, seated outermost, with the http hooks
+    /// beside it: what `toolgate install claude-code --mod` writes.
+    Mod,
+    /// toolgate's mod alone (no settings hook): the mod's own cost.
+    ModAlone,
     Fresh,
     Served,
     Python,
 }
 
-const HOOKS: [Hook; 6] = [
+const HOOKS: [Hook; 8] = [
     Hook::None,
     Hook::HttpStub,
     Hook::Http,
+    Hook::Mod,
+    Hook::ModAlone,
     Hook::Fresh,
     Hook::Served,
     Hook::Python,
@@ -228,12 +235,17 @@ impl Hook {
             Hook::None => NO_HOOK,
             Hook::HttpStub => HTTP_STUB,
             Hook::Http => HTTP,
+            Hook::Mod => "toolgate's mod, outermost, + its HTTP hooks (`install --mod`)",
+            Hook::ModAlone => "toolgate's mod alone → `toolgate serve`",
             Hook::Fresh => "`toolgate claude-code`, fresh process (no server)",
             Hook::Served => "`toolgate claude-code` via `toolgate serve` (socket)",
             Hook::Python => "Python command hook, same job",
         }
     }
 }
+
+/// The first Claude Code release that runs mods.
+const MODS_FROM: &str = "2.1.287";
 
 /// The reason the guard gives on the probe, in both the guest's and the
 /// Python hook's words.
@@ -327,7 +339,7 @@ pub fn run_agent(options: &AgentOptions) -> Result<AgentReport, BenchError> {
     for session in 0..report.sessions {
         for (r, (claude, version)) in claudes.iter().enumerate() {
             for (h, hook) in HOOKS.iter().enumerate() {
-                if bench.skip(*hook).is_some() {
+                if bench.skip(*hook, version).is_some() {
                     continue;
                 }
                 progress(&format!(
@@ -348,7 +360,7 @@ pub fn run_agent(options: &AgentOptions) -> Result<AgentReport, BenchError> {
         let mut rows: Vec<AgentRow> = HOOKS
             .iter()
             .zip(rows)
-            .map(|(hook, s)| s.row(*hook, bench.skip(*hook)))
+            .map(|(hook, s)| s.row(*hook, bench.skip(*hook, &version)))
             .collect();
         let none = rows[0].median_us;
         for row in &mut rows {
@@ -592,18 +604,30 @@ impl Bench {
         ))
     }
 
-    /// Why `hook`'s row is not measured, if it is not.
-    fn skip(&self, hook: Hook) -> Option<String> {
+    /// Why `hook`'s row is not measured on Claude Code `version`, if it
+    /// is not.
+    fn skip(&self, hook: Hook, version: &str) -> Option<String> {
+        let parts = |v: &str| -> Vec<u64> { v.split('.').map(|p| p.parse().unwrap_or(0)).collect() };
         match (hook, &self.http) {
-            (Hook::Http, Err(why)) => Some(why.clone()),
+            (Hook::Http | Hook::Mod | Hook::ModAlone, Err(why)) => Some(why.clone()),
+            (Hook::Mod | Hook::ModAlone, _) if parts(version) < parts(MODS_FROM) => Some(format!(
+                "Claude Code {version} runs no mods (they came in {MODS_FROM})"
+            )),
             _ => None,
         }
     }
 
     /// Claude Code's user settings for `hook`.
     fn settings(&self, hook: Hook) -> Value {
+        let seat = json!([toolgate::agent::claude_mod::MOD_ID]);
         let handler = match hook {
             Hook::None => return json!({}),
+            Hook::ModAlone => return json!({"prependPlugins": seat}),
+            Hook::Mod => {
+                let mut settings = self.settings(Hook::Http);
+                settings["prependPlugins"] = seat;
+                return settings;
+            }
             Hook::HttpStub => json!({"type": "http", "url": self.stub,
                                      "timeout": 30, "onFailure": "block"}),
             Hook::Http => {
@@ -646,6 +670,29 @@ impl Bench {
             home.join(".claude/settings.json"),
             self.settings(hook).to_string(),
         )?;
+        if matches!(hook, Hook::Mod | Hook::ModAlone) {
+            // As `toolgate install claude-code --mod` writes it.
+            let url = self
+                .http
+                .as_ref()
+                .map(|(u, _)| format!("{u}/claude-code"))
+                .unwrap_or_default();
+            let folder = home
+                .join(".claude/skills")
+                .join(toolgate::agent::claude_mod::MOD_NAME);
+            let token = self.root.join("state/toolgate/http-token");
+            for (name, text) in toolgate::agent::claude_mod::mod_files(
+                env!("CARGO_PKG_VERSION"),
+                &url,
+                &token.display().to_string(),
+            ) {
+                let path = folder.join(name);
+                if let Some(parent) = path.parent() {
+                    std::fs::create_dir_all(parent)?;
+                }
+                std::fs::write(path, text)?;
+            }
+        }
         let mut cmd = Command::new(claude);
         cmd.args([
             "-p",
@@ -670,7 +717,7 @@ impl Bench {
             .env("DISABLE_AUTOUPDATER", "1");
         match hook {
             Hook::Served => cmd.env("TOOLGATE_SOCKET", &self.server.socket),
-            Hook::Http => cmd.env(
+            Hook::Http | Hook::Mod | Hook::ModAlone => cmd.env(
                 "TOOLGATE_HTTP_TOKEN",
                 self.http.as_ref().map(|(_, t)| t.as_str()).unwrap_or(""),
             ),

@@ -488,3 +488,39 @@ fn live_claude_toolgates_mod_and_classic_hook_judge_a_call_once_before_it_runs()
     // PreToolUse (answered from what the mod's question decided).
     assert!(server.status()["requests"].as_u64().unwrap() >= 3);
 }
+
+#[test]
+fn live_claude_an_ask_from_toolgates_mod_is_claude_codes_own_and_no_mod_beneath_answers_it() {
+    // In print mode nobody can answer Claude Code's confirmation: the call
+    // is refused with toolgate's reason, whatever a mod beneath says.
+    let fx = Fixture::new();
+    let asker = fx.global_script(
+        "ask.py",
+        r#"#!/usr/bin/env python3
+import json, sys
+req = json.load(sys.stdin)
+answer = {"decision": "allow"}
+if "ASKME" in json.dumps(req["input"]):
+    answer = {"decision": "ask", "reason": "a person must confirm this (toolgate)"}
+print(json.dumps(answer))
+"#,
+    );
+    fx.global_hooks(json!([{"name": "asker", "command": [&asker]}]));
+    let server = server(&fx);
+    install(&fx, &server, &["--mod"]);
+    for (technique, source) in [TECHNIQUES[0], TECHNIQUES[1]] {
+        let (_, args) = place_mod(&fx, Place::UserSkills, technique, source);
+        let run = run(&fx, vec![bash("echo ASKME > asked.txt")], &args);
+        let shown = shown(&run);
+        assert!(
+            !fx.workspace().join("asked.txt").exists(),
+            "{technique}: {shown}"
+        );
+        assert!(
+            shown.contains("needs approval")
+                && shown.contains("a person must confirm this (toolgate)"),
+            "{technique}: {shown}"
+        );
+        assert_eq!(run.result["permission_denials"][0]["tool_name"], "Bash");
+    }
+}
