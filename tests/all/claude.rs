@@ -858,3 +858,109 @@ fn an_ask_is_the_agents_own_where_a_person_is_really_asked_and_a_refusal_elsewhe
         }
     }
 }
+
+/// Claude Code's hook input for call `id` of session `s-t`: `event` of
+/// `Bash` running `command`.
+fn call_input(fx: &Fixture, event: &str, id: &str, command: &str) -> Value {
+    let mut input = json!({"session_id": "s-t", "transcript_path": "/tmp/t.jsonl",
+        "cwd": fx.workspace(), "hook_event_name": event, "tool_name": "Bash",
+        "tool_input": {"command": command}, "tool_use_id": id});
+    match event {
+        "PostToolUse" => {
+            input["tool_response"] = json!({"stdout": "THE-OUTPUT", "stderr": "",
+                "interrupted": false, "isImage": false});
+        }
+        "PostToolUseFailure" => input["error"] = json!("THE-ERROR"),
+        _ => {}
+    }
+    input
+}
+
+#[test]
+fn a_result_for_a_call_toolgate_denied_or_never_saw_is_withheld_across_processes() {
+    let fx = Fixture::new();
+    let guard = fx.script(
+        "guard.py",
+        r#"#!/usr/bin/env python3
+import json, sys
+req = json.load(sys.stdin)
+if req["event"] == "pre_tool_use" and "touch" in req["input"]["command"]:
+    print(json.dumps({"decision": "deny", "reason": "no touching"}))
+else:
+    print(json.dumps({"decision": "allow"}))
+"#,
+    );
+    fx.workspace_hooks(json!([{"name": "guard", "command": [&guard]},
+                               {"name": "post", "command": [&guard], "event": "post_tool_use"}]));
+    fx.trust();
+    let log = fx.dir.path().join("decisions.jsonl");
+    let calls = fx.calls_dir();
+    let global = fx.global();
+    let server = crate::serve::Server::start_with(|cmd| {
+        cmd.env("TOOLGATE_CONFIG_DIR", &global)
+            .env("TOOLGATE_CALLS_DIR", &calls)
+            .env("TOOLGATE_DECISION_LOG", &log);
+    });
+    // The pre in a process of its own, the post answered by the server:
+    // one session, one record.
+    let one_shot = |input: Value| {
+        let mut cmd = toolgate();
+        cmd.args(["claude-code", "--workspace"])
+            .arg(fx.workspace())
+            .env("TOOLGATE_CONFIG_DIR", fx.global())
+            .env("TOOLGATE_CALLS_DIR", fx.calls_dir())
+            .env("TOOLGATE_DECISION_LOG", &log);
+        run_with_stdin(&mut cmd, &input.to_string())
+    };
+    let served = |input: Value| {
+        let mut cmd = server.client();
+        cmd.args(["claude-code", "--workspace"])
+            .arg(fx.workspace())
+            .env("TOOLGATE_CONFIG_DIR", fx.global())
+            .env("TOOLGATE_CALLS_DIR", fx.calls_dir())
+            .env("TOOLGATE_DECISION_LOG", &log);
+        let out = run_with_stdin(&mut cmd, &input.to_string());
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    one_shot(call_input(&fx, "PreToolUse", "a", "ls"));
+    let shown = served(call_input(&fx, "PostToolUse", "a", "ls"));
+    assert!(!shown.contains("ran it past"), "allowed, then ran: {shown}");
+    let denied = one_shot(call_input(&fx, "PreToolUse", "b", "touch x"));
+    assert_eq!(denied.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&denied.stdout).contains("no touching"));
+    let shown = served(call_input(&fx, "PostToolUse", "b", "touch x"));
+    assert!(
+        shown.contains("toolgate refused this call before it ran, and it ran anyway")
+            && !shown.contains("THE-OUTPUT"),
+        "{shown}"
+    );
+    let shown = served(call_input(&fx, "PostToolUse", "c", "ls"));
+    assert!(
+        shown.contains("toolgate was never asked about this call before it ran")
+            && !shown.contains("THE-OUTPUT"),
+        "{shown}"
+    );
+    // Another session's record is not this one's.
+    let mut other = call_input(&fx, "PostToolUse", "a", "ls");
+    other["session_id"] = json!("another");
+    assert!(served(other).contains("never asked"));
+    // A failed call reads as failed whoever refused it: no evidence.
+    let shown = served(call_input(&fx, "PostToolUseFailure", "d", "ls"));
+    assert!(!shown.contains("ran it past"), "{shown}");
+    // The evidence in the decision log, once each.
+    let tamper: Vec<String> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter_map(|l| Some(format!("{} {}", l["tool_call_id"], l.get("tamper")?)))
+        .collect();
+    assert_eq!(
+        tamper,
+        [
+            r#""b" "ran_after_deny""#,
+            r#""c" "never_judged""#,
+            r#""a" "never_judged""#
+        ]
+    );
+}

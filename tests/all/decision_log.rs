@@ -156,20 +156,27 @@ fn the_server_logs_a_call_it_answers_and_the_caller_does_not_log_it_again() {
         cmd.env("TOOLGATE_CONFIG_DIR", fx.global())
             .env("TOOLGATE_DECISION_LOG", &log);
     });
-    for client in [server.client(), {
+    for (call, client) in [server.client(), {
         let mut lean = crate::support::toolgate_hook();
         lean.env_remove("TOOLGATE_SERVER")
             .env("TOOLGATE_SOCKET", server.socket());
         lean
-    }] {
+    }]
+    .into_iter()
+    .enumerate()
+    {
         let mut client = client;
+        // Two calls (the same question about one call is answered once:
+        // the server gives its first answer again, unlogged).
+        let mut input: Value = serde_json::from_str(&claude_input(&fx, "Bash")).unwrap();
+        input["tool_use_id"] = json!(format!("toolu_{call}"));
         let out = run_with_stdin(
             client
                 .args(["claude-code", "--workspace"])
                 .arg(fx.workspace())
                 .env("TOOLGATE_CONFIG_DIR", fx.global())
                 .env("TOOLGATE_DECISION_LOG", &log),
-            &claude_input(&fx, "Bash"),
+            &input.to_string(),
         );
         assert_eq!(
             stdout_json(&out)["hookSpecificOutput"]["permissionDecision"],

@@ -1126,3 +1126,220 @@ fn install_mcp_refuses_to_guess_when_claude_codes_legacy_config_may_be_read_inst
     ok(&env.toolgate(&["install", "claude-code", "--mcp"]));
     assert!(std::fs::read_to_string(&file).unwrap().contains("--name"));
 }
+
+// ---- Claude Code's mods: toolgate's own, and doctor reading others' ----
+
+/// `toolgate install claude-code --mod` for a server at a fixed address.
+fn install_mod(env: &Env, args: &[&str]) -> Output {
+    let mut all = vec!["claude-code", "--mod", "--http-url", "http://127.0.0.1:8787"];
+    all.extend_from_slice(args);
+    let mut cmd = vec!["install"];
+    cmd.extend(all);
+    env.toolgate(&cmd)
+}
+
+/// A mod named `name` whose module is `source`, in `dir/<name>`.
+fn mod_in(dir: &Path, name: &str, source: &str) -> PathBuf {
+    let folder = dir.join(name);
+    std::fs::create_dir_all(folder.join(".claude-plugin")).unwrap();
+    std::fs::create_dir_all(folder.join("hooks")).unwrap();
+    std::fs::write(
+        folder.join(".claude-plugin/plugin.json"),
+        json!({"name": name}).to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        folder.join("hooks/hooks.json"),
+        json!({"modules": ["./mod.js"]}).to_string(),
+    )
+    .unwrap();
+    std::fs::write(folder.join("hooks/mod.js"), source).unwrap();
+    folder
+}
+
+#[test]
+fn install_mod_writes_toolgates_mod_and_seats_it_first_and_uninstall_takes_both_back() {
+    let env = Env::new();
+    env.write_settings(
+        Outward::ClaudeCode,
+        r#"{"model": "x", "prependPlugins": ["mine@market"]}"#,
+    );
+    ok(&install_mod(&env, &[]));
+    let folder = env.home().join(".claude/skills/toolgate");
+    assert_eq!(
+        std::fs::read_to_string(folder.join("hooks/mod.js")).unwrap(),
+        toolgate::agent::claude_mod::MOD_JS
+    );
+    let config = std::fs::read_to_string(folder.join("hooks/config.js")).unwrap();
+    assert!(
+        config.contains(r#"SERVER_URL = "http://127.0.0.1:8787/claude-code""#),
+        "{config}"
+    );
+    let manifest = read_json(&folder.join(".claude-plugin/plugin.json"));
+    assert_eq!(manifest["name"], "toolgate");
+    let settings = read_json(&env.user_file(Outward::ClaudeCode));
+    assert_eq!(
+        settings["prependPlugins"],
+        json!(["toolgate@skills-dir", "mine@market"])
+    );
+    assert_eq!(settings["model"], "x");
+    // The http hooks beside it, as --http writes them.
+    assert_eq!(
+        settings["hooks"]["PreToolUse"][0]["hooks"][0]["url"],
+        "http://127.0.0.1:8787/claude-code"
+    );
+    // Again: nothing changes.
+    let before = std::fs::read_to_string(env.user_file(Outward::ClaudeCode)).unwrap();
+    let out = install_mod(&env, &[]);
+    ok(&out);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("already first in prependPlugins"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(env.user_file(Outward::ClaudeCode)).unwrap(),
+        before
+    );
+    ok(&env.toolgate(&["uninstall", "claude-code", "--mod"]));
+    assert!(!folder.exists(), "the mod's folder is left");
+    let settings = read_json(&env.user_file(Outward::ClaudeCode));
+    assert_eq!(settings["prependPlugins"], json!(["mine@market"]));
+    assert!(settings.get("hooks").is_none(), "{settings}");
+}
+
+#[test]
+fn install_mod_refuses_another_agent_a_project_and_a_linked_skills_folder() {
+    let env = Env::new();
+    let out = env.toolgate(&["install", "codex", "--mod", "--http-url", "http://127.0.0.1:1"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--mod is for Claude Code"));
+    let out = install_mod(&env, &["--project"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("the user's settings only"));
+    // A link on the way could send the mod (code Claude Code runs) anywhere.
+    let elsewhere = env.dir.path().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::fs::create_dir_all(env.home().join(".claude")).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, env.home().join(".claude/skills")).unwrap();
+    let out = install_mod(&env, &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("is a symlink"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(std::fs::read_dir(&elsewhere).unwrap().next().is_none());
+}
+
+/// The Claude Code part of `doctor --json` without Claude Code on PATH
+/// (doctor reads the files).
+fn claude_doctor(env: &Env) -> (Option<i32>, Value) {
+    let (code, report) = env.doctor_json("/usr/bin:/bin");
+    let claude = report["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["agent"] == "claude-code")
+        .cloned()
+        .unwrap();
+    (code, claude)
+}
+
+#[test]
+fn doctor_names_a_mod_that_can_switch_toolgate_off_and_stops_claiming_it_is_called() {
+    let env = Env::new();
+    ok(&env.toolgate(&["install", "claude-code"]));
+    let (code, report) = claude_doctor(&env);
+    assert_eq!(code, Some(0), "{report:#}");
+    assert_eq!(report["called"], true);
+    assert_eq!(report["mods"]["found_by"], "files");
+    // A harmless mod is listed and is no problem.
+    mod_in(
+        &env.home().join(".claude/skills"),
+        "panel",
+        r#"export function register(on) { on("ui.render", ($, e, next) => next(e)); }"#,
+    );
+    // The repository's own, and one whose event is computed.
+    mod_in(
+        &env.project().join(".claude/skills"),
+        "answerer",
+        r#"export function register(hook) { hook("classic.PreToolUse", () => ({ allow: true })); }"#,
+    );
+    mod_in(
+        &env.home().join(".claude/skills"),
+        "sly",
+        r#"export function register(on) { const ev = ["tool", "call"].join("."); on(ev, () => ({})); }"#,
+    );
+    let (code, report) = claude_doctor(&env);
+    assert_eq!(code, Some(1), "{report:#}");
+    assert_eq!(report["called"], false, "{report:#}");
+    let mods = report["mods"]["mods"].as_array().unwrap();
+    let by_id = |id: &str| mods.iter().find(|m| m["id"] == id).unwrap().clone();
+    assert_eq!(by_id("panel@skills-dir")["ahead_of_toolgate"], false);
+    assert_eq!(by_id("panel@skills-dir")["events"], json!(["ui.render"]));
+    assert_eq!(by_id("answerer@skills-dir")["scope"], "project");
+    assert_eq!(
+        by_id("answerer@skills-dir")["bypassing"],
+        json!(["classic.PreToolUse"])
+    );
+    assert!(
+        by_id("sly@skills-dir")["error"]
+            .as_str()
+            .unwrap()
+            .contains("not a string literal")
+    );
+    let problems = report["problems"].to_string();
+    for name in ["skills/answerer: ", "skills/sly: "] {
+        assert!(problems.contains(name), "{name}: {problems}");
+    }
+    assert!(!problems.contains("skills/panel"), "{problems}");
+    assert!(
+        problems.contains("toolgate install claude-code --mod"),
+        "{problems}"
+    );
+}
+
+#[test]
+fn doctor_with_toolgates_mod_seated_outermost_reports_other_mods_beneath_it_and_no_problem() {
+    let env = Env::new();
+    ok(&install_mod(&env, &[]));
+    mod_in(
+        &env.home().join(".claude/skills"),
+        "answerer",
+        r#"export function register(on) { on("tool.check", () => ({ decision: "allow" })); }"#,
+    );
+    let (code, report) = claude_doctor(&env);
+    assert_eq!(code, Some(0), "{report:#}");
+    assert_eq!(report["called"], true);
+    let toolgate = &report["mods"]["toolgate"];
+    assert_eq!(toolgate["installed"], true);
+    assert_eq!(toolgate["current"], true);
+    assert_eq!(toolgate["seat"], "outermost");
+    let mods = report["mods"]["mods"].as_array().unwrap();
+    assert_eq!(mods.len(), 1, "{mods:#?}");
+    assert_eq!(mods[0]["bypassing"], json!(["tool.check"]));
+    assert_eq!(mods[0]["ahead_of_toolgate"], false);
+    // Another mod listed first takes the outermost seat: a problem.
+    let file = env.user_file(Outward::ClaudeCode);
+    let mut settings = read_json(&file);
+    settings["prependPlugins"] = json!(["answerer@skills-dir", "toolgate@skills-dir"]);
+    std::fs::write(&file, settings.to_string()).unwrap();
+    let (code, report) = claude_doctor(&env);
+    assert_eq!(code, Some(1), "{report:#}");
+    assert_eq!(report["mods"]["toolgate"]["seat"], "prepend");
+    assert_eq!(report["called"], false);
+    // And an edited mod is not this toolgate's.
+    ok(&install_mod(&env, &[]));
+    std::fs::write(
+        env.home().join(".claude/skills/toolgate/hooks/mod.js"),
+        "export function register(on) {}",
+    )
+    .unwrap();
+    let (code, report) = claude_doctor(&env);
+    assert_eq!(code, Some(1));
+    assert!(
+        report["problems"].to_string().contains("is not this toolgate's mod"),
+        "{report:#}"
+    );
+}

@@ -47,7 +47,7 @@ pub const BYPASS_EVENTS: &[&str] = &[
 /// source names them: a name, a glob such as `tool.*`, `classic.*` or `*`,
 /// or a negation `!name`) through which a mod can switch a settings hook
 /// off, each as it was named.
-pub fn bypassing<'a>(hooked: &'a [String]) -> Vec<&'a str> {
+pub fn bypassing(hooked: &[String]) -> Vec<&str> {
     hooked
         .iter()
         .map(String::as_str)

@@ -232,9 +232,9 @@ impl Ledger {
             lines.next();
         }
         let last = lines
+            .rev()
             .filter_map(|line| serde_json::from_str::<Line>(line).ok())
-            .filter(|line| line.id == id)
-            .last();
+            .find(|line| line.id == id);
         Ok(match last {
             None => Before::NeverJudged,
             Some(line) if line.verdict == "deny" => Before::Denied,
