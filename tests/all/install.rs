@@ -1131,7 +1131,12 @@ fn install_mcp_refuses_to_guess_when_claude_codes_legacy_config_may_be_read_inst
 
 /// `toolgate install claude-code --mod` for a server at a fixed address.
 fn install_mod(env: &Env, args: &[&str]) -> Output {
-    let mut all = vec!["claude-code", "--mod", "--http-url", "http://127.0.0.1:8787"];
+    let mut all = vec![
+        "claude-code",
+        "--mod",
+        "--http-url",
+        "http://127.0.0.1:8787",
+    ];
     all.extend_from_slice(args);
     let mut cmd = vec!["install"];
     cmd.extend(all);
@@ -1211,7 +1216,13 @@ fn install_mod_writes_toolgates_mod_and_seats_it_first_and_uninstall_takes_both_
 #[test]
 fn install_mod_refuses_another_agent_a_project_and_a_linked_skills_folder() {
     let env = Env::new();
-    let out = env.toolgate(&["install", "codex", "--mod", "--http-url", "http://127.0.0.1:1"]);
+    let out = env.toolgate(&[
+        "install",
+        "codex",
+        "--mod",
+        "--http-url",
+        "http://127.0.0.1:1",
+    ]);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--mod is for Claude Code"));
     let out = install_mod(&env, &["--project"]);
@@ -1339,7 +1350,9 @@ fn doctor_with_toolgates_mod_seated_outermost_reports_other_mods_beneath_it_and_
     let (code, report) = claude_doctor(&env);
     assert_eq!(code, Some(1));
     assert!(
-        report["problems"].to_string().contains("is not this toolgate's mod"),
+        report["problems"]
+            .to_string()
+            .contains("is not this toolgate's mod"),
         "{report:#}"
     );
 }

@@ -607,7 +607,8 @@ impl Bench {
     /// Why `hook`'s row is not measured on Claude Code `version`, if it
     /// is not.
     fn skip(&self, hook: Hook, version: &str) -> Option<String> {
-        let parts = |v: &str| -> Vec<u64> { v.split('.').map(|p| p.parse().unwrap_or(0)).collect() };
+        let parts =
+            |v: &str| -> Vec<u64> { v.split('.').map(|p| p.parse().unwrap_or(0)).collect() };
         match (hook, &self.http) {
             (Hook::Http | Hook::Mod | Hook::ModAlone, Err(why)) => Some(why.clone()),
             (Hook::Mod | Hook::ModAlone, _) if parts(version) < parts(MODS_FROM) => Some(format!(
