@@ -214,6 +214,7 @@ impl Hostile {
             ("TOOLGATE_SOCKET", Some(at("run/toolgate/serve.sock"))),
             ("TOOLGATE_LOG", value("trace")),
             ("TOOLGATE_DECISION_LOG", Some(at("decisions.jsonl"))),
+            ("TOOLGATE_CALLS_DIR", Some(at("calls"))),
             ("TOOLGATE_DEBUG_DECISION_LOG_MAX_BYTES", value("1")),
             ("TOOLGATE_WASM_ALLOCATOR", value("pooling")),
             ("TOOLGATE_DEBUG_FAULT", value("panic")),

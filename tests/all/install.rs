@@ -1320,9 +1320,13 @@ fn doctor_with_toolgates_mod_seated_outermost_reports_other_mods_beneath_it_and_
         "answerer",
         r#"export function register(on) { on("tool.check", () => ({ decision: "allow" })); }"#,
     );
-    let (code, report) = claude_doctor(&env);
-    assert_eq!(code, Some(0), "{report:#}");
-    assert_eq!(report["called"], true);
+    // (No server answers here: doctor says so, and that is all it says.)
+    let (_, report) = claude_doctor(&env);
+    assert_eq!(report["called"], true, "{report:#}");
+    assert!(
+        !report["problems"].to_string().contains("skills/"),
+        "{report:#}"
+    );
     let toolgate = &report["mods"]["toolgate"];
     assert_eq!(toolgate["installed"], true);
     assert_eq!(toolgate["current"], true);
@@ -1338,6 +1342,10 @@ fn doctor_with_toolgates_mod_seated_outermost_reports_other_mods_beneath_it_and_
     std::fs::write(&file, settings.to_string()).unwrap();
     let (code, report) = claude_doctor(&env);
     assert_eq!(code, Some(1), "{report:#}");
+    assert!(
+        report["problems"].to_string().contains("skills/answerer: "),
+        "{report:#}"
+    );
     assert_eq!(report["mods"]["toolgate"]["seat"], "prepend");
     assert_eq!(report["called"], false);
     // And an edited mod is not this toolgate's.

@@ -459,7 +459,10 @@ const CRATES: &[(&str, &[&str])] = &[
             "toolgate-wasm",
         ],
     ),
-    ("toolgate-server", &["toolgate", "toolgate-hook"]),
+    (
+        "toolgate-server",
+        &["toolgate", "toolgate-hook", "toolgate-fs"],
+    ),
     // Above the server: it measures the decision log's cost per record in
     // process.
     (

@@ -656,6 +656,47 @@ impl Bench {
                          "PostToolUseFailure": group}})
     }
 
+    /// Claude Code's home under `dir` for `hook`: its user settings, and
+    /// toolgate's mod where the row has it.
+    fn home(&self, dir: &Path, hook: Hook) -> Result<PathBuf, BenchError> {
+        let home = dir.join("home");
+        std::fs::create_dir_all(home.join(".claude"))?;
+        std::fs::write(
+            home.join(".claude/settings.json"),
+            self.settings(hook).to_string(),
+        )?;
+        if matches!(hook, Hook::Mod | Hook::ModAlone) {
+            self.write_mod(&home)?;
+        }
+        Ok(home)
+    }
+
+    /// toolgate's mod in `home`, as `toolgate install claude-code --mod`
+    /// writes it for the bench's server.
+    fn write_mod(&self, home: &Path) -> Result<(), BenchError> {
+        let url = self
+            .http
+            .as_ref()
+            .map(|(u, _)| format!("{u}/claude-code"))
+            .unwrap_or_default();
+        let folder = home
+            .join(".claude/skills")
+            .join(toolgate::agent::claude_mod::MOD_NAME);
+        let token = self.root.join("state/toolgate/http-token");
+        for (name, text) in toolgate::agent::claude_mod::mod_files(
+            env!("CARGO_PKG_VERSION"),
+            &url,
+            &token.display().to_string(),
+        ) {
+            let path = folder.join(name);
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent)?;
+            }
+            std::fs::write(path, text)?;
+        }
+        Ok(())
+    }
+
     /// One `claude -p` session of `calls` calls (and the probe) with `hook`.
     fn session(
         &self,
@@ -665,35 +706,7 @@ impl Bench {
         calls: usize,
     ) -> Result<Session, BenchError> {
         let dir = self.root.join(format!("claude-{hook:?}"));
-        let home = dir.join("home");
-        std::fs::create_dir_all(home.join(".claude"))?;
-        std::fs::write(
-            home.join(".claude/settings.json"),
-            self.settings(hook).to_string(),
-        )?;
-        if matches!(hook, Hook::Mod | Hook::ModAlone) {
-            // As `toolgate install claude-code --mod` writes it.
-            let url = self
-                .http
-                .as_ref()
-                .map(|(u, _)| format!("{u}/claude-code"))
-                .unwrap_or_default();
-            let folder = home
-                .join(".claude/skills")
-                .join(toolgate::agent::claude_mod::MOD_NAME);
-            let token = self.root.join("state/toolgate/http-token");
-            for (name, text) in toolgate::agent::claude_mod::mod_files(
-                env!("CARGO_PKG_VERSION"),
-                &url,
-                &token.display().to_string(),
-            ) {
-                let path = folder.join(name);
-                if let Some(parent) = path.parent() {
-                    std::fs::create_dir_all(parent)?;
-                }
-                std::fs::write(path, text)?;
-            }
-        }
+        let home = self.home(&dir, hook)?;
         let mut cmd = Command::new(claude);
         cmd.args([
             "-p",

@@ -119,11 +119,6 @@ pub(super) fn check(
 ) -> ModsReport {
     let managed = managed_settings();
     let user = settings_at(&claude_dir.join("settings.json"));
-    let mut report = ModsReport {
-        sec_default_seated: managed.is_some(),
-        allow_managed_mods_only: managed.as_ref().is_some_and(allow_managed_mods_only),
-        ..ModsReport::default()
-    };
     // The list Claude Code seats: managed settings', else the user's.
     let prepend: Vec<String> = match (&managed, &user) {
         (Some(m), _) => strings(&m["prependPlugins"]),
@@ -133,150 +128,24 @@ pub(super) fn check(
     let ours = claude_dir
         .join("skills")
         .join(toolgate::agent::claude_mod::MOD_NAME);
-    let ours_js = std::fs::read_to_string(ours.join("hooks/mod.js")).ok();
-    report.toolgate = ToolgateMod {
-        installed: ours_js.is_some(),
-        folder: ours.display().to_string(),
-        current: ours_js.as_deref() == Some(MOD_JS),
-        seat: match prepend.iter().position(|id| id == MOD_ID) {
-            Some(0) => "outermost",
-            Some(_) => "prepend",
-            None if managed.is_some()
-                && user.as_ref().is_some_and(|u| {
-                    strings(&u["prependPlugins"]).iter().any(|id| id == MOD_ID)
-                }) =>
-            {
-                "set-aside"
-            }
-            None => "not-seated",
-        },
+    let mut report = ModsReport {
+        sec_default_seated: managed.is_some(),
+        allow_managed_mods_only: managed.as_ref().is_some_and(allow_managed_mods_only),
+        toolgate: toolgates_mod(&ours, &prepend, &managed, &user, problems),
+        ..ModsReport::default()
     };
-    let outermost = report.toolgate.installed && report.toolgate.seat == "outermost";
-    if report.toolgate.installed {
-        match report.toolgate.seat {
-            "outermost" => {}
-            "set-aside" => problems.push(Problem {
-                problem: format!(
-                    "{MANAGED}: managed settings set the user's prependPlugins aside, so \
-                     toolgate's mod ({}) is not seated outermost: a mod ahead of it can answer \
-                     around it",
-                    report.toolgate.folder
-                ),
-                fix: format!(
-                    "whoever manages {MANAGED} lists {MOD_ID} first in its prependPlugins"
-                ),
-            }),
-            _ => problems.push(Problem {
-                problem: format!(
-                    "toolgate's mod ({}) is not first in prependPlugins: a mod ahead of it can \
-                     answer around it",
-                    report.toolgate.folder
-                ),
-                fix: "`toolgate install claude-code --mod` seats it first".into(),
-            }),
-        }
-        if !report.toolgate.current {
-            problems.push(Problem {
-                problem: format!(
-                    "{}/hooks/mod.js is not this toolgate's mod (an older toolgate's, or \
-                     changed)",
-                    report.toolgate.folder
-                ),
-                fix: "`toolgate install claude-code --mod` writes this toolgate's".into(),
-            });
-        }
-    }
-    let from_files = found_in_files(root, claude_dir, &managed, &user);
-    let (found, found_by) = match cli.and_then(|cli| listed_by_cli(cli, root)) {
-        Some(mut found) => {
-            // A repository's own mods load once the folder is trusted (the
-            // list leaves them out until then): the user trusts every
-            // folder they work in, so they count now.
-            for file in from_files {
-                if file.scope == "project" && !found.iter().any(|f| f.folder == file.folder) {
-                    found.push(Found {
-                        scope: "project (loads once this folder is trusted)".into(),
-                        ..file
-                    });
-                }
-            }
-            (found, "claude plugin list")
-        }
-        None => (from_files, "files"),
-    };
+    let (found, found_by) = found(root, claude_dir, cli, &managed, &user);
     report.found_by = found_by;
     for mod_ in found {
         if mod_.id == MOD_ID && mod_.folder == ours {
             continue;
         }
-        let Some(modules) = modules_of(&mod_.folder) else {
-            // A plugin without a hooks module is not a mod.
-            continue;
-        };
-        let (events, read_by, error) = match cli.and_then(|cli| events_by_cli(cli, &mod_.folder)) {
-            Some(events) => (events, "claude plugin validate", None),
-            None => match events_in_files(&mod_.folder, &modules) {
-                Ok(events) => (events, "source", None),
-                Err(e) => (Vec::new(), "source", Some(e)),
-            },
-        };
-        let tier = if prepend.contains(&mod_.id) {
-            "prepend"
-        } else {
-            "user"
-        };
-        let mut through: Vec<String> = if error.is_some() {
-            vec!["(events that could not be read)".to_owned()]
-        } else {
-            bypassing(&events).into_iter().map(str::to_owned).collect()
-        };
-        if report.sec_default_seated && error.is_none() {
-            through.retain(|pattern| PAST_SEC_DEFAULT.iter().any(|e| selects(pattern, e)));
+        // A plugin without a hooks module is not a mod.
+        if let Some(modules) = modules_of(&mod_.folder) {
+            let judged = judge(&report, &prepend, mod_, &modules, cli, problems, notes);
+            report.bypassed |= judged.ahead_of_toolgate;
+            report.mods.push(judged);
         }
-        let loads = !(report.allow_managed_mods_only && mod_.scope != "managed");
-        // Beneath toolgate's mod, outermost, it hears every call after
-        // toolgate judged it.
-        let ahead = loads && !through.is_empty() && !outermost;
-        if ahead {
-            report.bypassed = true;
-            problems.push(Problem {
-                problem: format!(
-                    "{}: Claude Code loads the mod {} ({} scope, {tier} tier), which hooks {} \
-                     ahead of toolgate: it can run a call toolgate denied, skip toolgate or show \
-                     the model an output toolgate withheld",
-                    mod_.folder.display(),
-                    toolgate::text::sanitize(&mod_.id),
-                    mod_.scope,
-                    through.join(", "),
-                ),
-                fix: if outermost {
-                    format!("take {} out of prependPlugins, or remove the mod", mod_.id)
-                } else {
-                    "`toolgate install claude-code --mod` seats toolgate's own mod outermost \
-                     (it judges every call before any other mod); or remove this mod"
-                        .to_owned()
-                },
-            });
-        } else if !through.is_empty() && !loads {
-            notes.push(format!(
-                "{}: the mod {} hooks {} but does not load: managed settings set \
-                 allowManagedModsOnly",
-                mod_.folder.display(),
-                toolgate::text::sanitize(&mod_.id),
-                through.join(", ")
-            ));
-        }
-        report.mods.push(ModReport {
-            id: toolgate::text::sanitize(&mod_.id),
-            scope: mod_.scope,
-            folder: mod_.folder.display().to_string(),
-            tier,
-            events: events.iter().map(|e| toolgate::text::sanitize(e)).collect(),
-            bypassing: through,
-            read_by,
-            error,
-            ahead_of_toolgate: ahead,
-        });
     }
     notes.push(format!(
         "mods: {} found by {found_by}; toolgate's mod is {}{}; a `--plugin-dir` mod exists \
@@ -290,6 +159,196 @@ pub(super) fn check(
         protection(&report),
     ));
     report
+}
+
+/// toolgate's own mod in `ours`: installed, current, and where it is
+/// seated in `prepend`; its problems added to `problems`.
+fn toolgates_mod(
+    ours: &Path,
+    prepend: &[String],
+    managed: &Option<Value>,
+    user: &Option<Value>,
+    problems: &mut Vec<Problem>,
+) -> ToolgateMod {
+    let js = std::fs::read_to_string(ours.join("hooks/mod.js")).ok();
+    let in_users = user
+        .as_ref()
+        .is_some_and(|u| strings(&u["prependPlugins"]).iter().any(|id| id == MOD_ID));
+    let toolgate = ToolgateMod {
+        installed: js.is_some(),
+        folder: ours.display().to_string(),
+        current: js.as_deref() == Some(MOD_JS),
+        seat: match prepend.iter().position(|id| id == MOD_ID) {
+            Some(0) => "outermost",
+            Some(_) => "prepend",
+            None if managed.is_some() && in_users => "set-aside",
+            None => "not-seated",
+        },
+    };
+    if !toolgate.installed {
+        return toolgate;
+    }
+    match toolgate.seat {
+        "outermost" => {}
+        "set-aside" => problems.push(Problem {
+            problem: format!(
+                "{MANAGED}: managed settings set the user's prependPlugins aside, so toolgate's \
+                 mod ({}) is not seated outermost: a mod ahead of it can answer around it",
+                toolgate.folder
+            ),
+            fix: format!("whoever manages {MANAGED} lists {MOD_ID} first in its prependPlugins"),
+        }),
+        _ => problems.push(Problem {
+            problem: format!(
+                "toolgate's mod ({}) is not first in prependPlugins: a mod ahead of it can \
+                 answer around it",
+                toolgate.folder
+            ),
+            fix: "`toolgate install claude-code --mod` seats it first".into(),
+        }),
+    }
+    if !toolgate.current {
+        problems.push(Problem {
+            problem: format!(
+                "{}/hooks/mod.js is not this toolgate's mod (an older toolgate's, or changed)",
+                toolgate.folder
+            ),
+            fix: "`toolgate install claude-code --mod` writes this toolgate's".into(),
+        });
+    }
+    toolgate
+}
+
+/// The mods Claude Code would load, and who said so: Claude Code itself
+/// (with the repository's own mods it leaves out until the folder is
+/// trusted), else the files.
+fn found(
+    root: &Path,
+    claude_dir: &Path,
+    cli: Option<&str>,
+    managed: &Option<Value>,
+    user: &Option<Value>,
+) -> (Vec<Found>, &'static str) {
+    let from_files = found_in_files(root, claude_dir, managed, user);
+    let Some(mut found) = cli.and_then(|cli| listed_by_cli(cli, root)) else {
+        return (from_files, "files");
+    };
+    // A repository's own mods load once the folder is trusted: the user
+    // trusts every folder they work in, so they count now.
+    for file in from_files {
+        if file.scope == "project" && !found.iter().any(|f| f.folder == file.folder) {
+            found.push(Found {
+                scope: "project (loads once this folder is trusted)".into(),
+                ..file
+            });
+        }
+    }
+    (found, "claude plugin list")
+}
+
+/// One mod, judged: its events, and whether it sits ahead of toolgate
+/// where it can switch it off (a problem, added to `problems`).
+fn judge(
+    report: &ModsReport,
+    prepend: &[String],
+    mod_: Found,
+    modules: &[String],
+    cli: Option<&str>,
+    problems: &mut Vec<Problem>,
+    notes: &mut Vec<String>,
+) -> ModReport {
+    let (events, read_by, error) = match cli.and_then(|cli| events_by_cli(cli, &mod_.folder)) {
+        Some(events) => (events, "claude plugin validate", None),
+        None => match events_in_files(&mod_.folder, modules) {
+            Ok(events) => (events, "source", None),
+            Err(e) => (Vec::new(), "source", Some(e)),
+        },
+    };
+    let tier = if prepend.contains(&mod_.id) {
+        "prepend"
+    } else {
+        "user"
+    };
+    let mut through: Vec<String> = if error.is_some() {
+        vec!["(events that could not be read)".to_owned()]
+    } else {
+        bypassing(&events).into_iter().map(str::to_owned).collect()
+    };
+    if report.sec_default_seated && error.is_none() {
+        through.retain(|pattern| PAST_SEC_DEFAULT.iter().any(|e| selects(pattern, e)));
+    }
+    let outermost = report.toolgate.installed && report.toolgate.seat == "outermost";
+    let loads = !(report.allow_managed_mods_only && mod_.scope != "managed");
+    // Beneath toolgate's mod, outermost, it hears every call after toolgate
+    // judged it.
+    let ahead = loads && !through.is_empty() && !outermost;
+    let id = toolgate::text::sanitize(&mod_.id);
+    if ahead {
+        problems.push(Problem {
+            problem: format!(
+                "{}: Claude Code loads the mod {id} ({} scope, {tier} tier), which hooks {} \
+                 ahead of toolgate: it can run a call toolgate denied, skip toolgate or show the \
+                 model an output toolgate withheld",
+                mod_.folder.display(),
+                mod_.scope,
+                through.join(", "),
+            ),
+            fix: "`toolgate install claude-code --mod` seats toolgate's own mod outermost (it \
+                  judges every call before any other mod); or remove this mod"
+                .to_owned(),
+        });
+    } else if !through.is_empty() && !loads {
+        notes.push(format!(
+            "{}: the mod {id} hooks {} but does not load: managed settings set \
+             allowManagedModsOnly",
+            mod_.folder.display(),
+            through.join(", ")
+        ));
+    }
+    ModReport {
+        id,
+        scope: mod_.scope,
+        folder: mod_.folder.display().to_string(),
+        tier,
+        events: events.iter().map(|e| toolgate::text::sanitize(e)).collect(),
+        bypassing: through,
+        read_by,
+        error,
+        ahead_of_toolgate: ahead,
+    }
+}
+
+/// Claude Code's mods in `root` for `agent` (`None` for an agent without
+/// mods), their problems added to `problems` where toolgate is
+/// `installed` (to the notes otherwise).
+pub(super) fn for_agent(
+    agent: toolgate::agent::Outward,
+    root: &Path,
+    user: &crate::cli::install::Place,
+    cli: &super::CliReport,
+    installed: bool,
+    notes: &mut Vec<String>,
+) -> (Option<ModsReport>, Vec<Problem>) {
+    let claude_dir = user.file.parent().unwrap_or(Path::new("."));
+    let cli = cli.path.as_deref();
+    use toolgate::agent::Outward;
+    match agent {
+        Outward::ClaudeCode => {}
+        Outward::Codex
+        | Outward::Gemini
+        | Outward::QwenCode
+        | Outward::Copilot
+        | Outward::Cursor
+        | Outward::OpenCode => return (None, Vec::new()),
+    }
+    let mut found = Vec::new();
+    let report = check(root, claude_dir, cli, &mut found, notes);
+    if installed {
+        (Some(report), found)
+    } else {
+        notes.extend(found.into_iter().map(|p| p.problem));
+        (Some(report), Vec::new())
+    }
 }
 
 /// What protects the classic hooks on this machine besides toolgate's mod.

@@ -179,35 +179,12 @@ pub(super) fn check_agent(
         ));
     }
     let mcp_servers = mcp_servers(agent, root, &mut notes);
-    // Claude Code's mods run around its settings hooks: one ahead of
-    // toolgate can switch it off (closed world: checked installed or not).
-    let mods = match agent {
-        Outward::ClaudeCode => {
-            let claude_dir = user.file.parent().unwrap_or(Path::new("."));
-            let mut found = Vec::new();
-            let report = super::mods::check(
-                root,
-                claude_dir,
-                cli.path.as_deref(),
-                &mut found,
-                &mut notes,
-            );
-            for problem in found {
-                if installed {
-                    problems.add(problem.problem, String::new(), problem.fix);
-                } else {
-                    notes.push(problem.problem);
-                }
-            }
-            Some(report)
-        }
-        Outward::Codex
-        | Outward::Gemini
-        | Outward::QwenCode
-        | Outward::Copilot
-        | Outward::Cursor
-        | Outward::OpenCode => None,
-    };
+    // Claude Code's mods can switch toolgate off (closed world: checked
+    // whether it is installed or not).
+    let (mods, found) = super::mods::for_agent(agent, root, &user, &cli, installed, &mut notes);
+    found
+        .into_iter()
+        .for_each(|p| problems.add(p.problem, String::new(), p.fix));
     let called = mods.as_ref().is_none_or(|m| !m.bypassed)
         && installed
         && switched
