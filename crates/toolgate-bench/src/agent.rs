@@ -235,7 +235,7 @@ impl Hook {
             Hook::None => NO_HOOK,
             Hook::HttpStub => HTTP_STUB,
             Hook::Http => HTTP,
-            Hook::Mod => "toolgate's mod, outermost, + its HTTP hooks (`install --mod`)",
+            Hook::Mod => "toolgate's mod + its HTTP hooks (`install --mod`) → `toolgate serve`",
             Hook::ModAlone => "toolgate's mod alone → `toolgate serve`",
             Hook::Fresh => "`toolgate claude-code`, fresh process (no server)",
             Hook::Served => "`toolgate claude-code` via `toolgate serve` (socket)",
