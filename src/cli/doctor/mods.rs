@@ -370,7 +370,7 @@ fn protection(report: &ModsReport) -> &'static str {
 }
 
 /// The merged managed settings (the file, then its drop-ins in name
-/// order, later keys over earlier), when there are any.
+/// order, later keys over earlier), when they set anything.
 fn managed_settings() -> Option<Value> {
     let mut merged: Option<serde_json::Map<String, Value>> = None;
     let mut files = vec![PathBuf::from(MANAGED)];
@@ -388,7 +388,9 @@ fn managed_settings() -> Option<Value> {
             merged.get_or_insert_with(Default::default).extend(map);
         }
     }
-    merged.map(Value::Object)
+    // Live on 2.1.332: a managed file holding `{}` seats nothing; one
+    // setting in it seats `cc-plugin-sec-default`.
+    merged.filter(|m| !m.is_empty()).map(Value::Object)
 }
 
 fn allow_managed_mods_only(managed: &Value) -> bool {

@@ -225,7 +225,7 @@ pub(super) fn claude_run(
 
 /// [`claude_run`], with Claude Code started by the program `wrap` names
 /// (empty: directly).
-fn claude_run_in(
+pub(super) fn claude_run_in(
     release: Release,
     fx: &Fixture,
     calls: Vec<Value>,

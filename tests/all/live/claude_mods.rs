@@ -524,3 +524,73 @@ print(json.dumps(answer))
         assert_eq!(run.result["permission_denials"][0]["tool_name"], "Bash");
     }
 }
+
+/// What managed settings do for the classic hook without toolgate's mod,
+/// in the real agent (a private mount namespace lays the managed file over
+/// `/etc`): their mere presence seats `cc-plugin-sec-default` outermost,
+/// which keeps a mod off the classic events but not one answering
+/// `tool.call` itself; `allowManagedModsOnly` keeps every mod the
+/// organization did not deliver from loading. Doctor says each.
+#[test]
+fn live_claude_managed_settings_protect_the_classic_hook_as_far_as_doctor_says() {
+    // Any setting will do (an empty managed file seats nothing, live).
+    let sec_default = json!({"cleanupPeriodDays": 30});
+    let managed_only = json!({"cleanupPeriodDays": 30, "pluginConfigs": {"cc-plugin-sec-default@builtin":
+        {"options": {"allowManagedModsOnly": true}}}});
+    // (managed settings, technique, whether the command runs)
+    let cases = [
+        (&sec_default, TECHNIQUES[0], false),
+        (&sec_default, TECHNIQUES[3], true),
+        (&managed_only, TECHNIQUES[3], false),
+    ];
+    for (managed, (technique, source), runs) in cases {
+        let fx = Fixture::new();
+        operator_guards(&fx);
+        let server = server(&fx);
+        install(&fx, &server, &["--http"]);
+        let upper = fx.dir.path().join("etc-upper");
+        std::fs::create_dir_all(upper.join("claude-code")).unwrap();
+        std::fs::write(
+            upper.join("claude-code/managed-settings.json"),
+            managed.to_string(),
+        )
+        .unwrap();
+        let wrap = etc_overlay(&fx, &upper);
+        let (folder, _) = place_mod(&fx, Place::UserSkills, technique, source);
+        let label = format!("{technique} under {managed}");
+        let token = crate::serve_http::token();
+        let run = super::claude::claude_run_in(
+            MODS,
+            &fx,
+            vec![bash(TOUCH)],
+            &["--allowedTools", "Bash,Read"],
+            &[("TOOLGATE_HTTP_TOKEN", token.as_str())],
+            &wrap,
+        );
+        let ran = fx.workspace().join("ran.txt").exists();
+        assert_eq!(ran, runs, "{label}: {}", shown(&run));
+        let claude_dir = MODS.bin().parent().unwrap().to_owned();
+        let path = format!("{}:/usr/bin:/bin", claude_dir.display());
+        let report = doctor_report(
+            "claude-code",
+            &fx.workspace(),
+            &home_of(&fx),
+            &fx,
+            &[("PATH", Path::new(&path))],
+            &wrap,
+        );
+        let mods = &report["mods"];
+        assert_eq!(mods["sec_default_seated"], true, "{label}: {report:#}");
+        assert_eq!(
+            mods["allow_managed_mods_only"],
+            *managed == managed_only,
+            "{label}"
+        );
+        // Doctor calls it a problem exactly when the command ran.
+        let named = report["problems"]
+            .to_string()
+            .contains(&format!("skills/{technique}: "));
+        assert_eq!(named, runs, "{label}: {} {report:#}", folder.display());
+        assert_eq!(report["called"], !runs, "{label}: {report:#}");
+    }
+}
