@@ -406,6 +406,8 @@ fn live_claude_another_mods_own_process_and_request_are_judged_as_calls_of_their
     try {{ await $.process.run(["touch", {proc}]); out.push("process.run ran"); }} catch (err) {{ out.push("process.run refused: " + err); }}
     try {{ for await (const _ of $.process.spawn({{ argv: ["touch", {spawned}] }})) {{}} out.push("process.spawn ran"); }} catch (err) {{ out.push("process.spawn refused: " + err); }}
     try {{ await $.http.fetch("http://forbidden.example/x"); out.push("http.fetch ran"); }} catch (err) {{ out.push("http.fetch refused: " + err); }}
+    try {{ const r = await $.process.run(["echo", "allowed-run"]); out.push(r.stdout.trim()); }} catch (err) {{ out.push("allowed run refused: " + err); }}
+    try {{ let said = ""; for await (const piece of $.process.spawn({{ argv: ["echo", "allowed-spawn"] }})) {{ said += piece.text; }} out.push(said.trim()); }} catch (err) {{ out.push("allowed spawn refused: " + err); }}
     return {{ result: {{ stdout: out.join("\n"), stderr: "", interrupted: false, isImage: false }} }};
   }});
 }}"#,
@@ -420,6 +422,9 @@ fn live_claude_another_mods_own_process_and_request_are_judged_as_calls_of_their
     assert!(shown.contains("process.run refused"), "{shown}");
     assert!(shown.contains("process.spawn refused"), "{shown}");
     assert!(shown.contains("http.fetch refused"), "{shown}");
+    // What the guard allows runs, and streams.
+    assert!(shown.contains("allowed-run"), "{shown}");
+    assert!(shown.contains("allowed-spawn"), "{shown}");
     // Each was a call of its own, with the mod named.
     let denied: Vec<Value> = logged(&fx)
         .into_iter()
