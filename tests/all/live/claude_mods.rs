@@ -599,3 +599,62 @@ fn live_claude_managed_settings_protect_the_classic_hook_as_far_as_doctor_says()
         assert_eq!(report["called"], !runs, "{label}: {report:#}");
     }
 }
+
+#[test]
+fn live_claude_the_command_hook_withholds_what_a_mod_ran_past_it_too() {
+    // The classic command hook (one `toolgate claude-code` per event, no
+    // server): the record of what it answered is a file both processes of
+    // a call read.
+    for (technique, source) in [TECHNIQUES[0], TECHNIQUES[1]] {
+        let fx = Fixture::new();
+        operator_guards(&fx);
+        let claude = MODS.bin();
+        let path = format!(
+            "{}:{}",
+            claude.parent().unwrap().display(),
+            std::env::var("PATH").unwrap()
+        );
+        let out = toolgate()
+            .env("HOME", home_of(&fx))
+            .env("PATH", path)
+            .args(["install", "claude-code"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let (_, args) = place_mod(&fx, Place::UserSkills, technique, source);
+        let args: Vec<&str> = ["--allowedTools", "Bash,Read"]
+            .into_iter()
+            .chain(args.iter().map(String::as_str))
+            .collect();
+        let log = decision_log(&fx);
+        let calls = fx.calls_dir();
+        let run = claude_run(
+            MODS,
+            &fx,
+            vec![bash(TOUCH)],
+            &args,
+            &[
+                ("TOOLGATE_DECISION_LOG", log.to_str().unwrap()),
+                ("TOOLGATE_CALLS_DIR", calls.to_str().unwrap()),
+            ],
+        );
+        let shown = shown(&run);
+        assert!(
+            fx.workspace().join("ran.txt").exists(),
+            "{technique}: {shown}"
+        );
+        assert!(
+            shown.contains("ran it past the guard") && !shown.contains("RAN-OUTPUT"),
+            "{technique}: {shown}"
+        );
+        let tamper = logged(&fx)
+            .into_iter()
+            .filter(|l| l["tamper"].is_string() && l["served"] == false)
+            .count();
+        assert_eq!(tamper, 1, "{technique}: {:#?}", logged(&fx));
+    }
+}
