@@ -35,7 +35,9 @@ use wiring::check_agent;
 /// this toolgate and is what `toolgate install` writes now (the fail-closed
 /// switch where the agent has one), the agent's version against the
 /// releases toolgate was tested with (`<agent> --version`, found on PATH),
-/// and the agent's own trust step. Each problem comes with its fix.
+/// and the agent's own trust step; for Claude Code, every mod it would load
+/// here (`claude plugin list`/`validate`, else its files), one that can
+/// answer around toolgate being a problem. Each problem comes with its fix.
 #[derive(clap::Args)]
 #[command(
     after_help = "Exit status: 0 when no problem was found, 1 otherwise. An agent toolgate \
