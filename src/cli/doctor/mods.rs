@@ -430,10 +430,13 @@ fn listed_by_cli(cli: &str, root: &Path) -> Option<Vec<Found>> {
             .iter()
             .filter(|p| p["enabled"] != false)
             .filter_map(|p| {
+                // A folder marketplace's plugin runs from that folder, not
+                // from the copy install made (2.1.332: `readFromFolder`).
+                let folder = p["readFromFolder"].as_str().or(p["installPath"].as_str())?;
                 Some(Found {
                     id: p["id"].as_str()?.to_owned(),
                     scope: p["scope"].as_str().unwrap_or("unknown").to_owned(),
-                    folder: PathBuf::from(p["installPath"].as_str()?),
+                    folder: PathBuf::from(folder),
                 })
             })
             .collect(),

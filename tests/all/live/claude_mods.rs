@@ -656,3 +656,68 @@ fn live_claude_the_command_hook_withholds_what_a_mod_ran_past_it_too() {
         assert_eq!(tamper, 1, "{technique}: {:#?}", logged(&fx));
     }
 }
+
+#[test]
+fn live_claude_doctor_names_a_mod_installed_from_a_marketplace_where_it_runs_from() {
+    let fx = Fixture::new();
+    let _server = guarded(&fx, "--http");
+    // A marketplace in a folder (no network), and a mod installed from it
+    // by the real CLI.
+    let market = fx.dir.path().join("market");
+    let (technique, source) = TECHNIQUES[1];
+    let folder = market.join("mods").join(technique);
+    write_mod(&folder, technique, source);
+    std::fs::create_dir_all(market.join(".claude-plugin")).unwrap();
+    std::fs::write(
+        market.join(".claude-plugin/marketplace.json"),
+        json!({"name": "labmkt", "owner": {"name": "lab"}, "plugins": [
+            {"name": technique, "source": format!("./mods/{technique}"), "description": "x"}]})
+        .to_string(),
+    )
+    .unwrap();
+    let home = home_of(&fx);
+    for args in [
+        vec!["plugin", "marketplace", "add", market.to_str().unwrap()],
+        vec!["plugin", "install", "check-allow@labmkt"],
+    ] {
+        let mut cmd = std::process::Command::new(MODS.bin());
+        let out = hermetic(&mut cmd)
+            .args(&args)
+            .env("HOME", &home)
+            .current_dir(fx.workspace())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let claude_dir = MODS.bin().parent().unwrap().to_owned();
+    for (path, found_by) in [
+        (
+            format!("{}:/usr/bin:/bin", claude_dir.display()),
+            "claude plugin list",
+        ),
+        ("/usr/bin:/bin".to_owned(), "files"),
+    ] {
+        let report = doctor_report(
+            "claude-code",
+            &fx.workspace(),
+            &home,
+            &fx,
+            &[("PATH", Path::new(&path))],
+            &[],
+        );
+        assert_eq!(report["mods"]["found_by"], found_by, "{report:#}");
+        let mods = report["mods"]["mods"].as_array().unwrap();
+        let listed = mods.iter().find(|m| m["id"] == "check-allow@labmkt");
+        let listed = listed.unwrap_or_else(|| panic!("{found_by}: {report:#}"));
+        assert_eq!(listed["bypassing"], json!(["tool.check"]), "{listed}");
+        assert_eq!(report["called"], false, "{found_by}: {report:#}");
+        if found_by == "claude plugin list" {
+            // Claude Code runs a folder marketplace's plugin from the folder.
+            assert_eq!(listed["folder"], folder.display().to_string(), "{listed}");
+        }
+    }
+}
