@@ -948,6 +948,21 @@ else:
     // A failed call reads as failed whoever refused it: no evidence.
     let shown = served(call_input(&fx, "PostToolUseFailure", "d", "ls"));
     assert!(!shown.contains("ran it past"), "{shown}");
+    // A permission request about a call the server judged is answered in
+    // its own shape, never with the answer remembered for the call.
+    assert!(served(call_input(&fx, "PreToolUse", "e", "touch y")).contains("no touching"));
+    let asked: Value = serde_json::from_str(&served(call_input(
+        &fx,
+        "PermissionRequest",
+        "e",
+        "touch y",
+    )))
+    .unwrap();
+    assert_eq!(
+        asked["hookSpecificOutput"]["hookEventName"], "PermissionRequest",
+        "{asked}"
+    );
+    assert_eq!(asked["hookSpecificOutput"]["decision"]["behavior"], "deny");
     // The evidence in the decision log, once each.
     let tamper: Vec<String> = std::fs::read_to_string(&log)
         .unwrap()

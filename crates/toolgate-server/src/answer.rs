@@ -71,8 +71,14 @@ pub async fn agent(
 ) -> Option<serde_json::Value> {
     let request = call.request?;
     let started = Instant::now();
+    // Claude Code's tool events only: a `PermissionRequest` is judged as its
+    // call too, but answered in a shape of its own, never from a record.
+    let tool_event = matches!(
+        call.hook_event_name.as_str(),
+        "PreToolUse" | "PostToolUse" | "PostToolUseFailure"
+    );
     let ledger = match (dialect, sinks.ledger) {
-        (Outward::ClaudeCode, Some(ledger)) => request
+        (Outward::ClaudeCode, Some(ledger)) if tool_event => request
             .session_id
             .as_deref()
             .zip(request.tool_call_id.as_deref())
