@@ -721,3 +721,53 @@ fn live_claude_doctor_names_a_mod_installed_from_a_marketplace_where_it_runs_fro
         }
     }
 }
+
+#[test]
+fn live_claude_validate_finds_a_catch_on_every_gating_hook_of_toolgates_mod() {
+    // Claude Code skips a gating hook that fails unless its `.catch`
+    // answers: its own validator reads toolgate's mod as install writes it.
+    let fx = Fixture::new();
+    let _server = guarded(&fx, "--mod");
+    let folder = home_of(&fx).join(".claude/skills/toolgate");
+    let mut cmd = std::process::Command::new(MODS.bin());
+    let out = hermetic(&mut cmd)
+        .args(["plugin", "validate", "--json"])
+        .arg(&folder)
+        .env("HOME", home_of(&fx))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let gating: Vec<Value> = report["contents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|c| c["gatingHooks"].as_array().cloned().unwrap_or_default())
+        .collect();
+    let hooks: Vec<&str> = gating.iter().map(|g| g["hook"].as_str().unwrap()).collect();
+    for event in [
+        "tool.call",
+        "tool.check",
+        "tool.run",
+        "process.run",
+        "process.spawn",
+        "http.fetch",
+    ] {
+        assert!(
+            hooks.contains(&event),
+            "{event} is not a gating hook: {report:#}"
+        );
+    }
+    for hook in &gating {
+        assert_eq!(hook["hasCatch"], true, "{hook}");
+    }
+    // And what it hooks is what doctor reads from its source.
+    let module = &report["contents"][0]["modules"][0]["uses"]["events"];
+    let from_source =
+        toolgate::agent::claude_mod::events_in_source(toolgate::agent::claude_mod::MOD_JS).unwrap();
+    assert_eq!(*module, json!(from_source));
+}
