@@ -82,25 +82,42 @@ function remember(id, entry) {
   while (judged.size > MAX_JUDGED) judged.delete(judged.keys().next().value);
 }
 
+// The server's secret, read once (each `$` call is a hop through the
+// engine): from Claude Code's environment, else the file install named.
+// Forgotten when the server refuses it (a server started afresh).
+let secret;
+
 async function token($) {
+  if (secret !== undefined) return secret;
   const fromEnv = await $.env.get("TOOLGATE_HTTP_TOKEN");
-  if (typeof fromEnv === "string" && fromEnv.trim() !== "") return fromEnv.trim();
-  return String(await $.fs.read(TOKEN_FILE)).trim();
+  secret =
+    typeof fromEnv === "string" && fromEnv.trim() !== ""
+      ? fromEnv.trim()
+      : String(await $.fs.read(TOKEN_FILE)).trim();
+  return secret;
+}
+
+// Where a question is asked from: the session and its folder (the server
+// finds the workspace's `.toolgate/` from it), read once per tool call.
+async function where($) {
+  return { session_id: await $.session.id(), cwd: await $.session.cwd() };
 }
 
 // One question to toolgate: the hook input Claude Code's settings hooks
 // get, answered as toolgate answers them. Throws on anything but an answer.
-async function ask($, fields) {
-  const body = {
-    session_id: await $.session.id(),
-    cwd: await $.session.cwd(),
-    ...fields,
-  };
-  const r = await $.http.fetch(SERVER_URL, {
-    method: "POST",
-    headers: { "content-type": "application/json", authorization: `Bearer ${await token($)}` },
-    body: JSON.stringify(body),
-  });
+async function ask($, at, fields) {
+  const body = JSON.stringify({ ...at, ...fields });
+  const post = async () =>
+    $.http.fetch(SERVER_URL, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${await token($)}` },
+      body,
+    });
+  let r = await post();
+  if (r.status === 401 || r.status === 403) {
+    secret = undefined;
+    r = await post();
+  }
   if (!r.ok) throw new Error(`toolgate serve answered HTTP ${r.status}: ${String(r.text).slice(0, 300)}`);
   const text = String(r.text).trim();
   if (text === "") return {};
@@ -112,8 +129,8 @@ async function ask($, fields) {
 }
 
 // toolgate's `pre_tool_use` answer, in the mod's terms.
-async function judgePre($, tool, id, input) {
-  const a = await ask($, { hook_event_name: "PreToolUse", tool_name: tool, tool_input: input, tool_use_id: id });
+async function judgePre($, at, tool, id, input) {
+  const a = await ask($, at, { hook_event_name: "PreToolUse", tool_name: tool, tool_input: input, tool_use_id: id });
   const s = a.hookSpecificOutput ?? {};
   const context = typeof s.additionalContext === "string" ? [s.additionalContext] : [];
   if (a.continue === false) return { deny: String(a.stopReason ?? "toolgate stopped the agent") };
@@ -132,9 +149,9 @@ async function judgePre($, tool, id, input) {
 
 // toolgate's `post_tool_use` answer for `result` (what `next(e)` resolved
 // to), in the mod's terms.
-async function judgePost($, tool, id, input, result) {
+async function judgePost($, at, tool, id, input, result) {
   const failed = result.isError === true;
-  const a = await ask($, {
+  const a = await ask($, at, {
     hook_event_name: failed ? "PostToolUseFailure" : "PostToolUse",
     tool_name: tool,
     tool_input: input,
@@ -162,7 +179,7 @@ function withInput(e, input) {
 const foreign = (next) => next.origin.plugin !== SELF && next.origin.plugin !== "engine" && next.origin.tier !== "core";
 
 async function judgeForeign($, next, tool, input) {
-  const verdict = await judgePre($, tool, undefined, { ...input, plugin: next.origin.plugin });
+  const verdict = await judgePre($, await where($), tool, undefined, { ...input, plugin: next.origin.plugin });
   if ("deny" in verdict) return verdict.deny;
   if ("ask" in verdict) return `${verdict.ask} (a mod's own call cannot be confirmed)`;
   return undefined;
@@ -191,7 +208,8 @@ export function register(on) {
 
   on("tool.call", async ($, e, next) => {
     const input = inputOf(e);
-    const verdict = await judgePre($, e.tool, e.tool_use_id, input);
+    const at = await where($);
+    const verdict = await judgePre($, at, e.tool, e.tool_use_id, input);
     if ("deny" in verdict) {
       remember(e.tool_use_id, { input: null });
       return { deny: verdict.deny };
@@ -200,7 +218,7 @@ export function register(on) {
     remember(e.tool_use_id, { input: canon(runs), ask: verdict.ask });
     const result = await next(verdict.input !== undefined ? withInput(e, runs) : e);
     if ("deny" in result) return result;
-    const shown = await judgePost($, e.tool, e.tool_use_id, runs, result);
+    const shown = await judgePost($, at, e.tool, e.tool_use_id, runs, result);
     if (verdict.context.length > 0 && !("deny" in shown)) {
       return { ...shown, context: [...verdict.context, ...(shown.context ?? [])] };
     }
@@ -218,7 +236,7 @@ export function register(on) {
     const seen = judged.get(e.tool_use_id);
     if (seen !== undefined && seen.input === canon(input)) return next(e);
     // Changed beneath toolgate (or never judged): judge what will run.
-    const verdict = await judgePre($, e.tool, e.tool_use_id, input);
+    const verdict = await judgePre($, await where($), e.tool, e.tool_use_id, input);
     if ("deny" in verdict) return { deny: verdict.deny };
     if ("ask" in verdict) return { deny: `${verdict.ask} (the call was changed after it was judged, so it cannot be confirmed)` };
     if (verdict.input !== undefined && canon(verdict.input) !== canon(input)) {
