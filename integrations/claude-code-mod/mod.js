@@ -35,11 +35,13 @@
 //   run nobody can answer refuses it).
 // - `tool.run`: the call as it will run; if a mod beneath changed it after
 //   toolgate judged it, it is judged again, and refused if it is refused.
-// - `process.run`, `process.spawn`, `http.fetch`: another mod's own process
-//   or request, judged as a call of its own: tools `mod:process.run`,
-//   `mod:process.spawn`, `mod:http.fetch`, input `{argv, cwd, plugin}` or
-//   `{url, method, plugin}`. The engine's own requests (the model's) and
-//   this mod's pass.
+// - `process.run`, `process.spawn`, `http.fetch`, `fs.write`: another mod's
+//   own process, request or file write, judged as a call of its own: tools
+//   `mod:process.run`, `mod:process.spawn` (input `{command: argv, cwd,
+//   plugin}`: the standard guards read it as a shell command),
+//   `mod:http.fetch` (`{url, method, plugin}`), `mod:fs.write` (`{path,
+//   text, plugin}`: the paths guard reads it as a write). The engine's own
+//   calls (the model's requests) and this mod's pass.
 // - `session.id`, `session.cwd`, `env.get`, `fs.read`, `http.fetch` when
 //   this mod asks: straight to the engine (`next.to(e, "core")`), so no mod
 //   beneath can forge the server's answer or the session it judges.
@@ -247,13 +249,13 @@ export function register(on) {
 
   on("process.run", async ($, e, next) => {
     if (!foreign(next)) return next(e);
-    const no = await judgeForeign($, next, "mod:process.run", { argv: e.argv, cwd: e.init?.cwd ?? null });
+    const no = await judgeForeign($, next, "mod:process.run", { command: e.argv, cwd: e.init?.cwd ?? null });
     return no === undefined ? next(e) : { deny: no };
   }).catch(($, e, next) => (next.called ? next(e) : { deny: refusal(next.error.message ?? next.error.kind) }));
 
   on("process.spawn", async function* ($, e, next) {
     if (foreign(next)) {
-      const no = await judgeForeign($, next, "mod:process.spawn", { argv: e.argv, cwd: e.cwd ?? null });
+      const no = await judgeForeign($, next, "mod:process.spawn", { command: e.argv, cwd: e.cwd ?? null });
       if (no !== undefined) return { deny: no };
     }
     return yield* next(e);
@@ -261,6 +263,12 @@ export function register(on) {
     if (next.called) return yield* next(e);
     return { deny: refusal(next.error.message ?? next.error.kind) };
   });
+
+  on("fs.write", async ($, e, next) => {
+    if (!foreign(next)) return next(e);
+    const no = await judgeForeign($, next, "mod:fs.write", { path: e.path, text: e.text });
+    return no === undefined ? next(e) : { deny: no };
+  }).catch(($, e, next) => (next.called ? next(e) : { deny: refusal(next.error.message ?? next.error.kind) }));
 
   on("http.fetch", async ($, e, next) => {
     if (next.origin.plugin === SELF) return next.to(e, "core");

@@ -217,6 +217,7 @@ mod tests {
                 "tool.run",
                 "process.run",
                 "process.spawn",
+                "fs.write",
                 "http.fetch"
             ]
         );

@@ -13,9 +13,14 @@
 
 use serde_json::Value;
 
-/// Every agent's name for its shell tool (and toolgate's own, `shell`).
+/// Every agent's name for its shell tool (and toolgate's own, `shell`; and
+/// the process a Claude Code mod starts itself, which toolgate's mod asks
+/// about as `mod:process.run` / `mod:process.spawn` with its argv as
+/// `command`: a command all the same).
 pub const SHELL_TOOLS: &[&str] = &[
     "shell",
+    "mod:process.run",
+    "mod:process.spawn",
     "Bash",
     "bash",
     "run_shell_command",
