@@ -1484,6 +1484,18 @@ fn claude_terminal(
     needle: &str,
     keys: &str,
 ) -> (bool, String) {
+    claude_terminal_env(release, fx, calls, needle, keys, &[])
+}
+
+/// [`claude_terminal`], with `env` set for Claude Code.
+pub(super) fn claude_terminal_env(
+    release: Release,
+    fx: &Fixture,
+    calls: Vec<Value>,
+    needle: &str,
+    keys: &str,
+    env: &[(&str, &str)],
+) -> (bool, String) {
     let home = home_of(fx);
     let workspace = fx.workspace().canonicalize().unwrap();
     // A user past Claude Code's first-run screens, who trusted this folder
@@ -1502,6 +1514,7 @@ fn claude_terminal(
     let mut cmd = Command::new(release.bin());
     cmd.arg("run the scripted tool calls");
     claude_env(&mut cmd, fx, &home, &mock);
+    cmd.envs(env.iter().copied());
     in_a_terminal(&cmd, &fx.dir.path().join("screen.txt"), needle, keys)
 }
 

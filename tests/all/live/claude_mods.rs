@@ -818,3 +818,37 @@ fn live_claude_the_standard_guards_judge_another_mods_own_process_and_write() {
         "{shown}"
     );
 }
+
+#[test]
+fn live_claude_an_ask_from_toolgates_mod_is_a_confirmation_in_its_terminal_and_runs_only_on_yes() {
+    for (keys, yes) in [("\\r", true), ("\\x1b", false)] {
+        let fx = Fixture::new();
+        asking_guard(&fx);
+        let server = server(&fx);
+        install(&fx, &server, &["--mod"]);
+        // A mod that would answer the settings hook away: the ask is the
+        // mod's, at `tool.check`, where nothing beneath can answer it.
+        let (technique, source) = TECHNIQUES[0];
+        place_mod(&fx, Place::UserSkills, technique, source);
+        let token = crate::serve_http::token();
+        let seen = super::claude::claude_terminal_env(
+            MODS,
+            &fx,
+            vec![bash("touch made.txt")],
+            "creating files needs a person here",
+            keys,
+            &[("TOOLGATE_HTTP_TOKEN", token.as_str())],
+        );
+        let ran = fx.workspace().join("made.txt").exists();
+        confirmed_only_on_yes(
+            seen,
+            &[
+                "tool.checkrequiresconfirmation",
+                "[plugin:toolgate]",
+                "Doyouwanttoproceed",
+            ],
+            ran,
+            yes,
+        );
+    }
+}
