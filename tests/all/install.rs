@@ -1364,3 +1364,50 @@ fn doctor_with_toolgates_mod_seated_outermost_reports_other_mods_beneath_it_and_
         "{report:#}"
     );
 }
+
+#[test]
+fn doctor_counts_a_mod_whose_hooks_file_it_cannot_read_as_one_that_can_switch_toolgate_off() {
+    // Closed world: neither a hooks.json doctor cannot parse nor a missing
+    // manifest reads as "not a mod".
+    let env = Env::new();
+    ok(&env.toolgate(&["install", "claude-code"]));
+    let folder = env.home().join(".claude/skills/unreadable");
+    std::fs::create_dir_all(folder.join("hooks")).unwrap();
+    std::fs::write(
+        folder.join("hooks/hooks.json"),
+        "{\n  // a comment Claude Code may forgive\n  \"modules\": [\"./mod.js\"]\n}",
+    )
+    .unwrap();
+    let odd = mod_in(
+        &env.home().join(".claude/skills"),
+        "odd",
+        "export function register(on) {}",
+    );
+    std::fs::write(odd.join("hooks/hooks.json"), r#"{"modules": "./mod.js"}"#).unwrap();
+    let (code, report) = claude_doctor(&env);
+    assert_eq!(code, Some(1), "{report:#}");
+    assert_eq!(report["called"], false);
+    let mods = report["mods"]["mods"].as_array().unwrap();
+    let by_id = |id: &str| {
+        mods.iter()
+            .find(|m| m["id"] == id)
+            .unwrap_or_else(|| panic!("{id} not listed: {mods:#?}"))
+            .clone()
+    };
+    assert!(
+        by_id("unreadable@skills-dir")["error"]
+            .as_str()
+            .unwrap()
+            .contains("not JSON doctor can read")
+    );
+    assert!(
+        by_id("odd@skills-dir")["error"]
+            .as_str()
+            .unwrap()
+            .contains("`modules` is not a list of paths")
+    );
+    let problems = report["problems"].to_string();
+    for name in ["skills/unreadable: ", "skills/odd: "] {
+        assert!(problems.contains(name), "{name}: {problems}");
+    }
+}

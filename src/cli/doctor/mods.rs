@@ -142,7 +142,7 @@ pub(super) fn check(
         }
         // A plugin without a hooks module is not a mod.
         if let Some(modules) = modules_of(&mod_.folder) {
-            let judged = judge(&report, &prepend, mod_, &modules, cli, problems, notes);
+            let judged = judge(&report, &prepend, mod_, modules, cli, problems, notes);
             report.bypassed |= judged.ahead_of_toolgate;
             report.mods.push(judged);
         }
@@ -252,14 +252,14 @@ fn judge(
     report: &ModsReport,
     prepend: &[String],
     mod_: Found,
-    modules: &[String],
+    modules: Result<Vec<String>, String>,
     cli: Option<&str>,
     problems: &mut Vec<Problem>,
     notes: &mut Vec<String>,
 ) -> ModReport {
     let (events, read_by, error) = match cli.and_then(|cli| events_by_cli(cli, &mod_.folder)) {
         Some(events) => (events, "claude plugin validate", None),
-        None => match events_in_files(&mod_.folder, modules) {
+        None => match modules.and_then(|modules| events_in_files(&mod_.folder, &modules)) {
             Ok(events) => (events, "source", None),
             Err(e) => (Vec::new(), "source", Some(e)),
         },
@@ -472,10 +472,37 @@ fn events_by_cli(cli: &str, folder: &Path) -> Option<Vec<String>> {
 }
 
 /// The hooks modules `folder/hooks/hooks.json` names (`None`: not a mod).
-fn modules_of(folder: &Path) -> Option<Vec<String>> {
-    let hooks = settings_at(&folder.join("hooks/hooks.json"))?;
-    let modules = strings(&hooks["modules"]);
-    (!modules.is_empty()).then_some(modules)
+///
+/// Closed world: a `hooks.json` doctor cannot read, or whose `modules` is
+/// not a list of paths, may name a module Claude Code loads: it is a mod
+/// whose events cannot be read (`Err`), never "not a mod".
+fn modules_of(folder: &Path) -> Option<Result<Vec<String>, String>> {
+    let file = folder.join("hooks/hooks.json");
+    let text = match read_settings(&file) {
+        Ok(None) => return None,
+        Ok(Some(text)) => text,
+        Err(e) => return Some(Err(format!("{}: {e}", file.display()))),
+    };
+    let hooks: Value = match serde_json::from_str(&text) {
+        Ok(hooks) => hooks,
+        Err(e) => {
+            return Some(Err(format!(
+                "{}: not JSON doctor can read: {e}",
+                file.display()
+            )));
+        }
+    };
+    match &hooks["modules"] {
+        Value::Null => None,
+        Value::Array(items) if items.iter().all(Value::is_string) => {
+            let modules = strings(&hooks["modules"]);
+            (!modules.is_empty()).then_some(Ok(modules))
+        }
+        _ => Some(Err(format!(
+            "{}: `modules` is not a list of paths",
+            file.display()
+        ))),
+    }
 }
 
 /// The events a mod's modules hook, read from their source (with the
@@ -516,9 +543,16 @@ fn found_in_files(
         let mut folders: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
         folders.sort();
         for folder in folders {
+            // Closed world: a folder with a hooks.json but no manifest
+            // doctor can read is still listed (by the folder's name).
             let manifest = settings_at(&folder.join(".claude-plugin/plugin.json"));
-            let Some(name) = manifest.as_ref().and_then(|m| m["name"].as_str()) else {
-                continue;
+            let named = manifest.as_ref().and_then(|m| m["name"].as_str());
+            let name = match named {
+                Some(name) => name.to_owned(),
+                None if folder.join("hooks/hooks.json").exists() => folder
+                    .file_name()
+                    .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
+                None => continue,
             };
             found.push(Found {
                 id: format!("{name}@skills-dir"),
