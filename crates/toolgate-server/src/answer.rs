@@ -93,7 +93,7 @@ pub async fn agent(
                 }
             }
             Event::PostToolUse if call.hook_event_name == "PostToolUse" => {
-                let before = ledger.before(session, id).unwrap_or_else(|e| {
+                let before = crate::blocking(|| ledger.before(session, id)).unwrap_or_else(|e| {
                     decision_log::warn(Some(format!("toolgate: {e}")));
                     Before::NeverJudged
                 });
@@ -126,13 +126,15 @@ pub async fn agent(
     count(sinks.metrics, |m| m.outcome(&outcome));
     let answer = render_outcome(&outcome, dialect, &call.hook_event_name);
     if let (Some((ledger, session, id)), Event::PreToolUse) = (ledger, request.event) {
-        let recorded = ledger.record(
-            session,
-            id,
-            &request.input,
-            outcome.decision.name(),
-            &answer,
-        );
+        let recorded = crate::blocking(|| {
+            ledger.record(
+                session,
+                id,
+                &request.input,
+                outcome.decision.name(),
+                &answer,
+            )
+        });
         if let Err(e) = recorded {
             decision_log::warn(Some(format!("toolgate: {e}")));
         }

@@ -173,6 +173,20 @@
 //! an accept succeeds) and says so once per episode; see `Backoff`.
 
 pub mod answer;
+
+/// Runs `f`, which blocks on a file (a lock, a read, an append), off the
+/// async worker when there is a multi-threaded runtime (the server's),
+/// else right here (a one-shot process's current-thread runtime, where
+/// `block_in_place` is not allowed).
+pub(crate) fn blocking<T>(f: impl FnOnce() -> T) -> T {
+    let multi_thread = tokio::runtime::Handle::try_current()
+        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+    if multi_thread {
+        tokio::task::block_in_place(f)
+    } else {
+        f()
+    }
+}
 mod backoff;
 pub mod decision_log;
 pub mod http;

@@ -258,15 +258,9 @@ impl Logging {
             line.torn_bytes = (torn > 0).then_some(torn);
             chain::seal(bounded(&mut line, runs).trim_end())
         };
-        let mut append = || append(&self.path, Some(&self.workspace), &mut next, max_bytes());
+        let append = || append(&self.path, Some(&self.workspace), &mut next, max_bytes());
         // In the server, off the async worker while it waits for the lock.
-        let multi_thread = tokio::runtime::Handle::try_current()
-            .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
-        let appended = if multi_thread {
-            tokio::task::block_in_place(append)
-        } else {
-            append()
-        };
+        let appended = crate::blocking(append);
         match appended {
             Ok(_) => None,
             Err(why) => Some(format!(
