@@ -353,12 +353,18 @@ const FIELDS: [&str; 5] = [
     "annotations",
 ];
 
-/// One line of JSON (a string as its text), sanitised: what a server says reaches the terminal.
-fn shown(value: &serde_json::Value) -> String {
-    match value {
-        serde_json::Value::String(text) => toolgate::text::sanitize(text),
-        other => toolgate::text::sanitize(&other.to_string()),
-    }
+/// What a server wrote, shown as data (`toolgate::text::quoted`): a string
+/// in quotes, anything else as its JSON, on one line, with every line
+/// break, control and invisible code point escaped, so that nothing a
+/// server wrote can pass for the review's own lines, and nothing it hid is
+/// shown as nothing. Adds the invisible code points it held to `hidden`.
+fn shown(value: &serde_json::Value, hidden: &mut usize) -> String {
+    let (text, count) = match value {
+        serde_json::Value::String(text) => toolgate::text::quoted(text),
+        other => toolgate::text::visible_json(&other.to_string()),
+    };
+    *hidden += count;
+    text
 }
 
 fn print_review(name: &str, review: &Review) {
@@ -373,42 +379,51 @@ fn print_review(name: &str, review: &Review) {
         review.removed.len(),
         review.unchanged.len()
     );
+    let mut hidden = 0;
+    let tool_name = |tool: &str, hidden: &mut usize| shown(&tool.into(), hidden);
     for (tool, definition) in &review.added {
-        outln!("+ {}", toolgate::text::sanitize(tool));
+        outln!("+ tool {}", tool_name(tool, &mut hidden));
         for field in FIELDS {
             if let Some(value) = definition.get(field) {
-                outln!("    {field}: {}", shown(value));
+                outln!("    {field}: {}", shown(value, &mut hidden));
             }
         }
     }
     for (tool, old, new) in &review.changed {
-        outln!("~ {}", toolgate::text::sanitize(tool));
+        outln!("~ tool {}", tool_name(tool, &mut hidden));
         for field in FIELDS {
             if old.get(field) != new.get(field) {
-                outln!(
-                    "    {field} was: {}",
-                    old.get(field).map_or("(none)".into(), shown)
-                );
-                outln!(
-                    "    {field} now: {}",
-                    new.get(field).map_or("(none)".into(), shown)
-                );
+                let mut said = |value: Option<&serde_json::Value>| {
+                    value.map_or("(none)".into(), |v| shown(v, &mut hidden))
+                };
+                outln!("    {field} was: {}", said(old.get(field)));
+                outln!("    {field} now: {}", said(new.get(field)));
             }
         }
     }
     for tool in &review.removed {
-        outln!("- {}", toolgate::text::sanitize(tool));
+        outln!("- tool {}", tool_name(tool, &mut hidden));
     }
     if let Some((was, now)) = &review.instructions {
         // What the model is told by the server on connecting (clients put
         // it in the prompt): shown whole, as a description is.
-        let said = |text: &Option<String>| {
+        let mut said = |text: &Option<String>| {
             text.as_deref()
-                .map_or("(none)".into(), |t| shown(&serde_json::Value::from(t)))
+                .map_or("(none)".into(), |t| shown(&t.into(), &mut hidden))
         };
         outln!("~ the server's instructions (clients put them in the model's prompt)");
         outln!("    was: {}", said(was));
         outln!("    now: {}", said(now));
+    }
+    if hidden > 0 {
+        // Counted over what the review shows (a changed field's old and new
+        // text both), so a rug pull that only appends such characters is
+        // both seen and said.
+        outln!(
+            "! {hidden} invisible or format character(s) in what `{name}` wrote above, shown as \\u{{…}}: \
+             a person does not see them, a model reads them. toolgate strips them from what the \
+             client is shown (docs/mcp.md)"
+        );
     }
 }
 

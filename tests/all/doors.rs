@@ -527,7 +527,7 @@ fn each_client_blocks(liar: &Liar) -> Vec<(&'static str, bool, String)> {
 #[test]
 fn a_malformed_answer_after_the_acknowledgement_blocks_the_call_in_both_clients() {
     type Lie = fn(&Value) -> Vec<u8>;
-    let lies: [(&str, Lie); 7] = [
+    let lies: [(&str, Lie); 10] = [
         ("no stdout", |id| {
             format!("{}\n", json!({"id": id, "exit": 0})).into_bytes()
         }),
@@ -548,6 +548,29 @@ fn a_malformed_answer_after_the_acknowledgement_blocks_the_call_in_both_clients(
             json!({"id": id, "exit": 0, "stdout": {"decision": "allow"}})
                 .to_string()
                 .into_bytes()
+        }),
+        // The fields of two kinds of answer: read as serde's untagged enum,
+        // the first kind won and the `error` was ignored (class 36).
+        ("an allow with an error", |id| {
+            format!(
+                "{}\n",
+                json!({"id": id, "exit": 0, "stdout": null, "error": "x"})
+            )
+            .into_bytes()
+        }),
+        ("an empty answer with an error", |id| {
+            format!(
+                "{}\n",
+                json!({"id": id, "exit": 0, "stdout": {}, "error": "x"})
+            )
+            .into_bytes()
+        }),
+        ("an answer that is also busy", |id| {
+            format!(
+                "{}\n",
+                json!({"id": id, "exit": 0, "stdout": {}, "busy": {"in_flight": 1, "limit": 1}})
+            )
+            .into_bytes()
         }),
         ("ack again", |id| {
             format!("{}\n", json!({"id": id, "ack": true})).into_bytes()

@@ -1634,3 +1634,78 @@ proptest! {
         never_judged_nor_silent(Outward::OpenCode, &name, &envelope)?;
     }
 }
+
+// ---------------------------------------------------------------------------
+// A serve answer reads as exactly one kind, or not at all
+// ---------------------------------------------------------------------------
+
+/// Each kind of serve answer's own fields, with values a server could send.
+fn serve_answer_kinds() -> Vec<Vec<(&'static str, Value)>> {
+    vec![
+        vec![("ack", json!(true))],
+        vec![("exit", json!(0)), ("stdout", json!(null))],
+        vec![("exit", json!(0)), ("stdout", json!({}))],
+        vec![("error", json!("x"))],
+        vec![("busy", json!({"in_flight": 1, "limit": 1}))],
+        vec![("metrics", json!(""))],
+    ]
+}
+
+/// A line with the fields of two or more kinds (the first two never the
+/// same kind), or of none (only `warning`, or a field no kind has).
+fn ambiguous_serve_answer() -> impl Strategy<Value = Value> {
+    let kinds = serve_answer_kinds();
+    let several = prop::sample::subsequence((0..kinds.len()).collect::<Vec<_>>(), 2..=4)
+        .prop_filter("two kinds, not the two spellings of evaluated", |picked| {
+            !(picked.len() == 2 && picked == &[1, 2])
+        })
+        .prop_map(move |picked| {
+            let mut fields = serde_json::Map::new();
+            for kind in picked {
+                for (key, value) in &kinds[kind] {
+                    fields.insert((*key).to_owned(), value.clone());
+                }
+            }
+            fields
+        });
+    let none = prop_oneof![
+        Just(serde_json::Map::new()),
+        hostile_string().prop_map(|w| [("warning".to_owned(), json!(w))].into_iter().collect()),
+        (hostile_string(), exact_value())
+            .prop_filter("a field no kind has", |(key, _)| {
+                ![
+                    "id", "ack", "exit", "stdout", "error", "busy", "status", "metrics",
+                ]
+                .contains(&key.as_str())
+            })
+            .prop_map(|(key, value)| [(key, value)].into_iter().collect()),
+    ];
+    (prop_oneof![4 => several, 1 => none], any::<bool>()).prop_map(|(mut fields, warning)| {
+        fields.insert("id".to_owned(), json!(1));
+        if warning {
+            fields.insert("warning".to_owned(), json!("stale"));
+        }
+        Value::Object(fields)
+    })
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    /// Read as serde's untagged enum, `{"exit": 0, "stdout": null, "error":
+    /// "x"}` was an allow (the first kind whose fields were there won). No
+    /// answer with the fields of several kinds, or of none, reads at all —
+    /// neither as an `Answer` nor by the clients' strict reader, whatever
+    /// the mode — so the call it answers is blocked.
+    #[test]
+    fn a_serve_answer_with_the_fields_of_several_kinds_or_none_never_reads(answer in ambiguous_serve_answer()) {
+        use toolgate::agent::Outward;
+        use toolgate::serve::{Answer, Mode};
+        prop_assert!(serde_json::from_value::<Answer>(answer.clone()).is_err(), "{}", answer);
+        let line = format!("{answer}\n");
+        for mode in [Mode::Check, Mode::Agent(Outward::ClaudeCode)] {
+            let read = toolgate_hook::client::read_taken(line.as_bytes(), &json!(1), mode);
+            prop_assert!(read.is_err(), "{:?} read {} as {:?}", mode, answer, read);
+        }
+    }
+}

@@ -245,8 +245,9 @@ pub fn read_request(line: &[u8]) -> Result<Request, (Value, ReadRequestError)> {
     })
 }
 
-/// One answer line.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// One answer line. It reads only as exactly one kind of [`Body`]: see
+/// [`Body`]'s own reading.
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Answer {
     /// The request's `id`.
     pub id: Value,
@@ -256,7 +257,15 @@ pub struct Answer {
 }
 
 /// What an answer says.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+///
+/// Written untagged (each kind is told by its own fields), and read
+/// *exactly*: an answer carrying the fields of two kinds (`exit` and
+/// `error`), of none, or a field no kind has, does not read at all, and an
+/// unreadable answer blocks the call. Read as serde's untagged enum, the
+/// first kind whose fields were present won and the rest were ignored, so
+/// `{"exit": 0, "stdout": null, "error": "x"}` read as an allow: the kindest
+/// form of an ambiguous message (SECURITY.md, class 36).
+#[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum Body {
     /// The server took the request: from here it answers, or the call is
@@ -300,6 +309,157 @@ pub enum Body {
         /// The text exposition format.
         metrics: String,
     },
+}
+
+impl<'de> Deserialize<'de> for Answer {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Answer, D::Error> {
+        use serde::de::Error as _;
+        let mut fields = serde_json::Map::<String, Value>::deserialize(d)?;
+        let id = fields
+            .remove("id")
+            .ok_or_else(|| D::Error::missing_field("id"))?;
+        let body = Body::exactly_one(fields).map_err(D::Error::custom)?;
+        Ok(Answer { id, body })
+    }
+}
+
+impl<'de> Deserialize<'de> for Body {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Body, D::Error> {
+        use serde::de::Error as _;
+        let fields = serde_json::Map::<String, Value>::deserialize(d)?;
+        Body::exactly_one(fields).map_err(D::Error::custom)
+    }
+}
+
+/// The kinds of [`Body`], as their fields tell them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Ack,
+    Evaluated,
+    Error,
+    Busy,
+    Status,
+    Metrics,
+}
+
+/// Each field only one kind has, and that kind. (`warning` is shared by
+/// two kinds, so it tells none.)
+const TELLS: [(&str, Kind); 7] = [
+    ("ack", Kind::Ack),
+    ("exit", Kind::Evaluated),
+    ("stdout", Kind::Evaluated),
+    ("error", Kind::Error),
+    ("busy", Kind::Busy),
+    ("status", Kind::Status),
+    ("metrics", Kind::Metrics),
+];
+
+/// Each kind's fields exactly: no field of another kind, none unknown.
+mod exact {
+    use serde::Deserialize;
+    use serde_json::Value;
+
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub(super) struct Ack {
+        pub(super) ack: bool,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub(super) struct Evaluated {
+        pub(super) exit: u8,
+        /// Required (a `Value`, not an `Option`): `null` is "nothing
+        /// printed", a missing `stdout` is no answer.
+        pub(super) stdout: Value,
+        #[serde(default)]
+        pub(super) warning: Option<String>,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub(super) struct Error {
+        pub(super) error: String,
+        #[serde(default)]
+        pub(super) warning: Option<String>,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub(super) struct Busy {
+        pub(super) busy: super::Busy,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub(super) struct Status {
+        pub(super) status: super::Status,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub(super) struct Metrics {
+        pub(super) metrics: String,
+    }
+}
+
+impl Body {
+    /// The one kind `fields` are, or why they are none.
+    fn exactly_one(fields: serde_json::Map<String, Value>) -> Result<Body, String> {
+        let mut kinds: Vec<Kind> = Vec::new();
+        for (field, kind) in TELLS {
+            if fields.contains_key(field) && !kinds.contains(&kind) {
+                kinds.push(kind);
+            }
+        }
+        let kind = match kinds.as_slice() {
+            [kind] => *kind,
+            [] => return Err("an answer with the fields of no kind of answer".to_owned()),
+            several => {
+                return Err(format!(
+                    "an answer with the fields of {} kinds of answer ({several:?})",
+                    several.len()
+                ));
+            }
+        };
+        let fields = Value::Object(fields);
+        let read = |e: serde_json::Error| format!("a {kind:?} answer that does not read: {e}");
+        Ok(match kind {
+            Kind::Ack => {
+                let exact::Ack { ack } = serde_json::from_value(fields).map_err(read)?;
+                Body::Ack { ack }
+            }
+            Kind::Evaluated => {
+                let exact::Evaluated {
+                    exit,
+                    stdout,
+                    warning,
+                } = serde_json::from_value(fields).map_err(read)?;
+                Body::Evaluated {
+                    exit,
+                    stdout: (!stdout.is_null()).then_some(stdout),
+                    warning,
+                }
+            }
+            Kind::Error => {
+                let exact::Error { error, warning } =
+                    serde_json::from_value(fields).map_err(read)?;
+                Body::Error { error, warning }
+            }
+            Kind::Busy => {
+                let exact::Busy { busy } = serde_json::from_value(fields).map_err(read)?;
+                Body::Busy { busy }
+            }
+            Kind::Status => {
+                let exact::Status { status } = serde_json::from_value(fields).map_err(read)?;
+                Body::Status { status }
+            }
+            Kind::Metrics => {
+                let exact::Metrics { metrics } = serde_json::from_value(fields).map_err(read)?;
+                Body::Metrics { metrics }
+            }
+        })
+    }
 }
 
 /// What a busy server says of its load.
@@ -541,6 +701,48 @@ mod tests {
             Body::error("no workspace"),
         ];
         for body in answers {
+            let answer = Answer { id: json!(7), body };
+            let line = answer.to_line();
+            assert_eq!(
+                serde_json::from_str::<Answer>(&line).unwrap(),
+                answer,
+                "{line}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_answer_with_the_fields_of_two_kinds_or_of_none_does_not_read() {
+        for line in [
+            json!({"id": 1, "exit": 0, "stdout": null, "error": "x"}),
+            json!({"id": 1, "exit": 0, "stdout": {}, "ack": true}),
+            json!({"id": 1, "error": "x", "metrics": ""}),
+            json!({"id": 1, "exit": 0, "stdout": {}, "surprise": 1}),
+            json!({"id": 1, "exit": 0}),
+            json!({"id": 1}),
+            json!({"id": 1, "warning": "w"}),
+            json!({"exit": 0, "stdout": {}}),
+        ] {
+            assert!(
+                serde_json::from_value::<Answer>(line.clone()).is_err(),
+                "{line}"
+            );
+        }
+    }
+
+    #[test]
+    fn answers_read_back_as_what_was_sent_once_more() {
+        for body in [
+            Body::Busy {
+                busy: Busy {
+                    in_flight: 1,
+                    limit: 1,
+                },
+            },
+            Body::Metrics {
+                metrics: "m".into(),
+            },
+        ] {
             let answer = Answer { id: json!(7), body };
             let line = answer.to_line();
             assert_eq!(

@@ -64,6 +64,99 @@ fn is_bidi_control(c: char) -> bool {
     matches!(c, '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
 }
 
+/// A code point a terminal shows as nothing, or that only changes what is
+/// around it: Unicode's `Default_Ignorable_Code_Point` (zero-width
+/// characters, word joiners, variation selectors, the tag characters
+/// U+E0000–E0FFF, fillers, the soft hyphen) and the other format (`Cf`)
+/// characters. A model reads them; a person never sees them. (From
+/// Unicode 16's DerivedCoreProperties.txt and the `Cf` category; a table
+/// here rather than a crate, so a reviewer can read it whole.)
+pub fn is_invisible(c: char) -> bool {
+    matches!(
+        u32::from(c),
+        0x00AD
+            | 0x034F
+            | 0x0600..=0x0605
+            | 0x061C
+            | 0x06DD
+            | 0x070F
+            | 0x0890..=0x0891
+            | 0x08E2
+            | 0x115F..=0x1160
+            | 0x17B4..=0x17B5
+            | 0x180B..=0x180F
+            | 0x200B..=0x200F
+            | 0x202A..=0x202E
+            | 0x2060..=0x206F
+            | 0x3164
+            | 0xFE00..=0xFE0F
+            | 0xFEFF
+            | 0xFFA0
+            | 0xFFF0..=0xFFFB
+            | 0x110BD
+            | 0x110CD
+            | 0x13430..=0x1343F
+            | 0x1BCA0..=0x1BCA3
+            | 0x1D173..=0x1D17A
+            | 0xE0000..=0xE0FFF
+    )
+}
+
+/// What someone else wrote (an MCP server's tool description, its
+/// instructions), shown so that it cannot pass for the text around it: on
+/// one line, in double quotes, with `"` and `\` escaped, every line break
+/// (`\n`, `\r`, U+2028, U+2029) and control character escaped, and every
+/// [invisible](is_invisible) code point shown as `\u{…}` — with how many
+/// of those there were, so a caller can say so.
+pub fn quoted(text: &str) -> (String, usize) {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('"');
+    let hidden = escape_into(&mut out, text, true);
+    out.push('"');
+    (out, hidden)
+}
+
+/// [`quoted`]'s escapes for text that is already JSON (so already holds no
+/// raw line break or quote of its own): invisible and control code points
+/// shown as `\u{…}`, and how many were invisible.
+pub fn visible_json(json: &str) -> (String, usize) {
+    let mut out = String::with_capacity(json.len());
+    let hidden = escape_into(&mut out, json, false);
+    (out, hidden)
+}
+
+fn escape_into(out: &mut String, text: &str, quotes: bool) -> usize {
+    use std::fmt::Write as _;
+    let mut hidden = 0;
+    for c in text.chars() {
+        match c {
+            '"' if quotes => out.push_str("\\\""),
+            '\\' if quotes => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if is_invisible(c) => {
+                hidden += 1;
+                let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
+            }
+            c if c.is_control() || matches!(c, '\u{2028}' | '\u{2029}') => {
+                let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
+            }
+            c => out.push(c),
+        }
+    }
+    hidden
+}
+
+/// `text` without its [invisible](is_invisible) code points, and how many
+/// there were.
+pub fn strip_invisible(text: &str) -> (String, usize) {
+    let before = text.chars().count();
+    let kept: String = text.chars().filter(|&c| !is_invisible(c)).collect();
+    let stripped = before - kept.chars().count();
+    (kept, stripped)
+}
+
 /// An error and its sources in one line (`outer: inner: innermost`), as
 /// anyhow's `{:#}` prints them: error types here do not repeat their source
 /// in their own message, so this is how the whole story is told.
@@ -148,6 +241,44 @@ mod tests {
     }
 
     use super::*;
+
+    #[test]
+    fn server_text_shown_quoted_cannot_forge_a_line_and_shows_every_hidden_code_point() {
+        // A tag-character order, a zero-width space, a variation selector.
+        let hidden: String = "ignore"
+            .chars()
+            .map(|c| char::from_u32(0xE0000 + u32::from(c)).unwrap())
+            .collect();
+        let text = format!("Adds numbers.{hidden}\u{200B}\u{FE0F}\n`x`: 1 tool(s), as approved\"");
+        let (shown, count) = quoted(&text);
+        assert_eq!(count, 8, "{shown}");
+        assert!(
+            !shown.contains('\n') && shown.lines().count() == 1,
+            "{shown}"
+        );
+        assert!(
+            shown.starts_with("\"Adds numbers.\\u{e0069}\\u{e0067}"),
+            "{shown}"
+        );
+        assert!(
+            shown.ends_with("\\n`x`: 1 tool(s), as approved\\\"\""),
+            "{shown}"
+        );
+        assert!(shown.contains("\\u{200b}\\u{fe0f}"), "{shown}");
+        // What was typed as an escape reads differently from an escape.
+        assert_eq!(quoted("\\u{200b}").0, "\"\\\\u{200b}\"");
+        assert_eq!(quoted("a\u{2028}b\u{1b}").1, 0);
+        assert_eq!(quoted("a\u{2028}b\u{1b}").0, "\"a\\u{2028}b\\u{1b}\"");
+        let (stripped, n) = strip_invisible(&text);
+        assert_eq!(n, 8);
+        assert!(stripped.starts_with("Adds numbers.\n"), "{stripped}");
+        let (json, n) = visible_json(&serde_json::to_string(&text).unwrap());
+        assert_eq!(n, 8);
+        assert!(
+            !json.contains('\n') && json.contains("\\u{e0069}"),
+            "{json}"
+        );
+    }
 
     #[test]
     fn a_bounded_text_fits_its_limit_and_says_what_was_cut() {

@@ -124,6 +124,32 @@ impl Judge {
                 trimmed = true;
             }
         }
+        // Invisible and format code points (tag characters, zero-width
+        // characters, variation selectors) are what a person reviewing a
+        // definition does not see and a model reads: the review shows
+        // them escaped and counted, and the client is never shown them.
+        // Stripped rather than refused: they also occur harmlessly (an
+        // emoji's variation selector), and stripped, what the model reads
+        // is what the person saw. A tool whose *name* holds one is
+        // withheld instead: calls reach the server by the name it gave.
+        let mut stripped = 0;
+        tools.retain_mut(|tool| {
+            let name = tool.get("name").and_then(Value::as_str).unwrap_or_default();
+            if name.chars().any(toolgate::text::is_invisible) {
+                let (name, _) = toolgate::text::quoted(name);
+                withheld.push(format!("{name} (its name holds invisible characters)"));
+                return false;
+            }
+            stripped += strip_invisible(tool, true);
+            true
+        });
+        if stripped > 0 {
+            tracing::info!(
+                stripped,
+                "invisible characters stripped from tool definitions"
+            );
+            trimmed = true;
+        }
         let judged = self.offered(tools).await || trimmed;
         self.keep_output_schemas(tools);
         if withheld.is_empty() && !judged {
@@ -142,7 +168,7 @@ impl Judge {
             approval.review
         );
         tracing::warn!("{said}");
-        eprintln!("{}", toolgate::text::sanitize(&said));
+        eprintln!("{}", toolgate::text::one_line(&said));
         let note = json!({
             "jsonrpc": "2.0",
             "method": "notifications/message",
@@ -172,6 +198,16 @@ impl Judge {
             (Some(_), None) => false,
         };
         if approved {
+            let Some(Value::String(given)) = result.get_mut("instructions") else {
+                return (answer, bytes);
+            };
+            // As a tool's definition: never shown with what nobody sees.
+            let (kept, stripped) = toolgate::text::strip_invisible(given);
+            if stripped == 0 {
+                return (answer, bytes);
+            }
+            *given = kept;
+            let bytes = encode(&Value::Object(answer.clone()));
             return (answer, bytes);
         }
         result.remove("instructions");
@@ -181,7 +217,7 @@ impl Judge {
             self.server, approval.review
         );
         tracing::warn!("{said}");
-        eprintln!("{}", toolgate::text::sanitize(&said));
+        eprintln!("{}", toolgate::text::one_line(&said));
         let bytes = encode(&Value::Object(answer.clone()));
         (answer, bytes)
     }
@@ -350,5 +386,35 @@ impl Judge {
             None => Ok(()),
             Some(e) => Err(format!("at `{}`: {e}", e.instance_path())),
         }
+    }
+}
+
+/// Strips [invisible](toolgate::text::is_invisible) code points from every
+/// string and key in `value`, except a tool's own `name` at the top
+/// (`top`); how many.
+fn strip_invisible(value: &mut Value, top: bool) -> usize {
+    match value {
+        Value::String(text) => {
+            let (kept, n) = toolgate::text::strip_invisible(text);
+            if n > 0 {
+                *text = kept;
+            }
+            n
+        }
+        Value::Array(items) => items.iter_mut().map(|v| strip_invisible(v, false)).sum(),
+        Value::Object(map) => {
+            let mut n = 0;
+            let entries = std::mem::take(map);
+            for (key, mut item) in entries {
+                if !(top && key == "name") {
+                    n += strip_invisible(&mut item, false);
+                }
+                let (key, k) = toolgate::text::strip_invisible(&key);
+                n += k;
+                map.insert(key, item);
+            }
+            n
+        }
+        Value::Null | Value::Bool(_) | Value::Number(_) => 0,
     }
 }
