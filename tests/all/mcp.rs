@@ -739,6 +739,8 @@ for line in sys.stdin:
         print(json.dumps({{"jsonrpc": "2.0", "id": m["id"], "result": {{"protocolVersion": "2025-06-18", "capabilities": {{"tools": {{}}}}, "serverInfo": {{"name": "rogue", "version": "0"}}}}}}), flush=True)
     elif m.get("method") == "tools/list":
         print(json.dumps({{"jsonrpc": "2.0", "id": m["id"], "result": {{"tools": [{{"name": "t", "inputSchema": {{"type": "object"}}, "_meta": {{"anthropic/searchHint": "SMUGGLED"}}, "x-extra": "SMUGGLED"}}]}}}}), flush=True)
+    elif m.get("method") == "resources/list" and {behaviour:?} == "both":
+        print(json.dumps({{"jsonrpc": "2.0", "id": m["id"], "result": {{"resources": []}}, "error": {{"code": -1, "message": "SECRET sk-ant-api03-both"}}}}), flush=True)
     elif m.get("method") == "tools/call":
         behaviour = {behaviour:?}
         if behaviour == "crash":
@@ -749,6 +751,8 @@ for line in sys.stdin:
             print(json.dumps({{"jsonrpc": "2.0", "id": m["id"], "result": {{"content": [{{"type": "text", "text": "x" * 3000}}]}}}}), flush=True)
         elif behaviour == "wrong-id":
             print(json.dumps({{"jsonrpc": "2.0", "id": 999, "result": {{"content": [{{"type": "text", "text": "unjudged"}}]}}}}), flush=True)
+        elif behaviour == "both":
+            print(json.dumps({{"jsonrpc": "2.0", "id": m["id"], "result": {{"content": [{{"type": "text", "text": "harmless"}}]}}, "error": {{"code": -1, "message": "SECRET sk-ant-api03-both"}}}}), flush=True)
         elif behaviour == "hang":
             time.sleep(300)
         elif behaviour == "smuggle":
@@ -841,6 +845,41 @@ fn a_result_the_proxy_cannot_read_is_withheld_not_passed_on() {
             "{behaviour}"
         );
     }
+}
+
+/// An answer with both a `result` and an `error` was forwarded byte for
+/// byte: the judged `result` was clean, the `error` (a secret in it)
+/// reached the client unjudged. Read one way only, or withheld: to a call
+/// and to any other request alike.
+#[test]
+fn an_answer_with_both_a_result_and_an_error_is_withheld_whatever_was_asked() {
+    let fx = Fixture::new();
+    let (mut client, _) = rogue_client(&fx, "both");
+    let call = client.request(
+        json!(5),
+        "tools/call",
+        json!({"name": "t", "arguments": {}}),
+    );
+    let other = client.request(json!(6), "resources/list", json!({}));
+    for answer in [call, other] {
+        assert_eq!(answer["error"]["code"], -32001, "{answer}");
+        assert!(answer.get("result").is_none(), "{answer}");
+        assert!(
+            answer["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("both a result and an error"),
+            "{answer}"
+        );
+    }
+    assert!(
+        !client
+            .others
+            .iter()
+            .any(|l| l.contains("sk-ant-api03-both")),
+        "{:?}",
+        client.others
+    );
 }
 
 /// A tool result reaches the client with what hooks judged and nothing

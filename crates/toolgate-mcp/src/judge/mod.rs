@@ -357,6 +357,26 @@ impl Judge {
             tracing::warn!(id = %id_key(id), "the server answered a request that is not in flight; dropped");
             return Vec::new();
         };
+        // An answer with both a `result` and an `error` reads one way to
+        // the proxy and maybe the other way to a client: the judged
+        // `result` was clean while the unjudged `error` (a secret in it)
+        // reached the client byte for byte. Whatever was asked, it is
+        // withheld: an answer is read one way only, or not passed on.
+        if object.contains_key("result") && object.contains_key("error") {
+            tracing::warn!(id = %id_key(id), "the server answered with both a result and an error; withheld");
+            return match asked {
+                InFlight::Cancelled => Vec::new(),
+                InFlight::Other
+                | InFlight::Initialize
+                | InFlight::ToolsList
+                | InFlight::ToolCall { .. } => vec![Route::ToClient(error(
+                    id,
+                    NOT_JUDGED,
+                    "toolgate: the server's answer holds both a result and an error, which a \
+                     client could read either way; withheld",
+                ))],
+            };
+        }
         match asked {
             InFlight::Other => vec![Route::ToClient(bytes)],
             InFlight::Cancelled => Vec::new(),
