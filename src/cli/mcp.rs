@@ -174,7 +174,9 @@ impl Server<'_> {
             }
             Server::Url(url, headers) => {
                 let quote = |w: &str| format!("'{}'", w.replace('\'', "'\\''"));
-                let mut words = format!("--upstream {}", quote(url));
+                // The URL masked as the headers are: this line reaches the
+                // model too, and a URL often carries a key.
+                let mut words = format!("--upstream {}", quote(&toolgate_mcp::masked_url(url)));
                 for header in *headers {
                     // A header written with `${VAR}` is shown as written;
                     // one holding its value is not (this line may reach

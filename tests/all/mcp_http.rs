@@ -390,6 +390,76 @@ fn over_http_a_server_that_cannot_be_reached_is_an_error_answer_not_a_pass() {
     );
 }
 
+/// A key in the `--upstream` URL (`?api_key=…`, `user:key@`) was echoed in
+/// what the client and the model read — a refusal, a 401, a server that
+/// cannot be reached, the command that reviews the server — where header
+/// values were already masked. Every such message shows the URL masked.
+#[test]
+fn over_http_a_secret_in_the_upstream_url_is_never_shown_to_the_client() {
+    const KEY: &str = "SECRETKEY1";
+    let leaks = |what: &str, text: &str| {
+        assert!(!text.contains(KEY), "{what} shows the key: {text}");
+    };
+    // Cannot be reached.
+    let fx = judged_fixture();
+    let url = format!("http://127.0.0.1:{}/mcp?api_key={KEY}", free_port());
+    let (_proxy, addr, token) = proxy_http(&fx, "everything", &url);
+    let mut client = Client::new(&addr, &token);
+    let (_, carried) = client.post(&json!({"jsonrpc": "2.0", "id": 8, "method": "ping"}));
+    let said = carried[0]["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        said.contains("cannot be reached") && said.contains("api_key=<value>"),
+        "{carried:?}"
+    );
+    leaks("an unreachable server's error", &carried[0].to_string());
+    // Refused (401) and never reviewed (the review command).
+    for (behaviour, url_of) in [
+        (
+            "keyed",
+            (|u: &str| format!("{u}?api_key={KEY}")) as fn(&str) -> String,
+        ),
+        ("plain", |u: &str| format!("{u}?api_key={KEY}")),
+        ("plain", |u: &str| {
+            u.replacen("http://", &format!("http://me:{KEY}@"), 1)
+        }),
+    ] {
+        let fx = Fixture::new();
+        let (_server, url) = rogue_http(&fx, behaviour);
+        let (_proxy, addr, token) = proxy_http(&fx, "rogue", &url_of(&url));
+        let mut client = Client::new(&addr, &token);
+        let (reply, carried) = client.post(&json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}));
+        leaks(behaviour, &reply.body);
+        if behaviour == "keyed" {
+            assert_eq!(reply.status, 401, "{}", reply.body);
+            assert!(reply.body.contains("answered 401"), "{}", reply.body);
+            continue;
+        }
+        assert!(carried[0].get("result").is_some(), "{carried:?}");
+        let (reply, _) = client.post(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "t", "arguments": {}}}));
+        assert!(
+            reply
+                .body
+                .contains("toolgate mcp trust --name rogue --upstream"),
+            "{}",
+            reply.body
+        );
+        leaks("the review command", &reply.body);
+    }
+    // `mcp trust` of a server that cannot be reached.
+    let out = in_fixture(&fx)
+        .args(["mcp", "trust", "--name", "x", "--upstream", &url])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    leaks(
+        "mcp trust",
+        &format!("{}{}", stderr(&out), String::from_utf8_lossy(&out.stdout)),
+    );
+}
+
 /// A Python Streamable HTTP server that answers `initialize` and
 /// `tools/list` properly and misbehaves as `behaviour` says when a tool is
 /// called; its URL.

@@ -38,7 +38,7 @@ pub mod pins;
 mod shape;
 mod stdio;
 
-pub use http::{PATH as HTTP_PATH, Upstream, list_tools_http};
+pub use http::{PATH as HTTP_PATH, Upstream, list_tools_http, masked_url};
 pub use list::{LIST_TIMEOUT, Listed, list_tools};
 pub use toolgate_server::http::Token;
 

@@ -14,6 +14,8 @@ use serde_json::{Value, json};
 struct Talk {
     client: reqwest::Client,
     url: reqwest::Url,
+    /// `url` as messages show it (`upstream::masked`).
+    shown: String,
     session: Option<reqwest::header::HeaderValue>,
     version: Option<String>,
     next_id: u64,
@@ -37,11 +39,11 @@ impl Talk {
         let response = request
             .send()
             .await
-            .map_err(|e| failed(format!("cannot reach {}: {e}", self.url)))?;
+            .map_err(|e| failed(format!("cannot reach {}: {}", self.shown, e.without_url())))?;
         if !response.status().is_success() {
             return Err(failed(format!(
                 "{} answered {}",
-                self.url,
+                self.shown,
                 response.status()
             )));
         }
@@ -126,6 +128,7 @@ pub async fn list_tools_http(upstream: &Upstream, max_message: usize) -> Result<
     let mut talk = Talk {
         client,
         url: upstream.url.clone(),
+        shown: upstream.shown.clone(),
         session: None,
         version: None,
         next_id: 0,

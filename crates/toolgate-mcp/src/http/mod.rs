@@ -52,7 +52,7 @@ pub(crate) mod sse;
 mod upstream;
 
 pub use list::list_tools_http;
-pub use upstream::Upstream;
+pub use upstream::{Upstream, masked_str as masked_url};
 
 use crate::judge::Judge;
 use crate::{McpError, Proxy};
@@ -89,6 +89,8 @@ type Body = Either<Full<Bytes>, sse::Stream>;
 pub(crate) struct Shared {
     proxy: Proxy,
     upstream: reqwest::Url,
+    /// `upstream` as messages show it (`upstream::masked`).
+    shown: String,
     client: reqwest::Client,
     host: String,
     token: Token,
@@ -203,8 +205,8 @@ fn client_for(upstream: &Upstream) -> Result<reqwest::Client, McpError> {
         client = client.no_proxy();
     }
     client.build().map_err(|e| McpError::Upstream {
-        url: upstream.url.to_string(),
-        why: e.to_string(),
+        url: upstream.shown.clone(),
+        why: e.without_url().to_string(),
     })
 }
 
@@ -217,7 +219,11 @@ pub(crate) async fn run(
     token: Token,
 ) -> Result<i32, McpError> {
     let client = client_for(&upstream)?;
-    let Upstream { url: upstream, .. } = upstream;
+    let Upstream {
+        url: upstream,
+        shown,
+        ..
+    } = upstream;
     let (listener, host) = bind(addr)
         .await
         .map_err(|e| McpError::Listen(format!("{e:#}")))?;
@@ -225,12 +231,13 @@ pub(crate) async fn run(
     let mut interrupt = signal(SignalKind::interrupt()).map_err(McpError::Signals)?;
     let mut hangup = signal(SignalKind::hangup()).map_err(McpError::Signals)?;
     eprintln!(
-        "toolgate mcp: {} on http://{host}{PATH}, in front of {upstream}",
+        "toolgate mcp: {} on http://{host}{PATH}, in front of {shown}",
         proxy.server
     );
     let shared = Arc::new(Shared {
         proxy,
         upstream,
+        shown,
         client,
         host,
         token,

@@ -284,10 +284,12 @@ async fn forward(
             .body(body);
     }
     request.send().await.map_err(|e| {
+        // reqwest's message names the URL it was sent to: said once, masked.
+        let e = e.without_url();
         let cause = std::error::Error::source(&e).map_or_else(String::new, |s| format!(": {s}"));
         format!(
             "the MCP server at {} cannot be reached ({e}{cause})",
-            shared.upstream
+            shared.shown
         )
     })
 }
@@ -305,7 +307,7 @@ fn refused(shared: &Shared, status: reqwest::StatusCode) -> Response<Body> {
     };
     text(
         status,
-        &format!("{why}: {} answered {status}", shared.upstream),
+        &format!("{why}: {} answered {status}", shared.shown),
     )
 }
 

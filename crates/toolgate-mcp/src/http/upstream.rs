@@ -49,6 +49,8 @@ const RESERVED: [&str; 12] = [
 pub struct Upstream {
     pub(crate) url: reqwest::Url,
     pub(crate) headers: HeaderMap,
+    /// The URL as messages show it ([`masked`]).
+    pub(crate) shown: String,
 }
 
 impl Upstream {
@@ -62,7 +64,7 @@ impl Upstream {
     /// reserved, or would be sent in clear text off the machine.
     pub fn new(url: &str, headers: &[String]) -> Result<Self, McpError> {
         let refuse = |why: &str| McpError::Upstream {
-            url: url.to_owned(),
+            url: masked_str(url),
             why: why.to_owned(),
         };
         let parsed = reqwest::Url::parse(url).map_err(|e| refuse(&e.to_string()))?;
@@ -88,6 +90,7 @@ impl Upstream {
             map.append(name, value);
         }
         Ok(Upstream {
+            shown: masked(&parsed),
             url: parsed,
             headers: map,
         })
@@ -96,6 +99,11 @@ impl Upstream {
     /// The server's URL.
     pub fn url(&self) -> &str {
         self.url.as_str()
+    }
+
+    /// The server's URL as a message may show it: [`masked`].
+    pub fn shown(&self) -> &str {
+        &self.shown
     }
 }
 
@@ -120,6 +128,77 @@ fn header(given: &str) -> Result<(HeaderName, HeaderValue), String> {
     })?;
     value.set_sensitive(true);
     Ok((name, value))
+}
+
+/// `url` as a message shows it. Messages about the server (a refusal, a
+/// 404, a server that cannot be reached, the command that reviews it)
+/// reach the client and the model; a URL often carries a key (`?api_key=`,
+/// `user:token@`, a token as a path segment), and header values were
+/// already masked where URLs were not. So: the user info, every query
+/// value, the fragment, and any path segment that looks like a token (20
+/// characters or more, letters and digits mixed) are shown as `<…>`;
+/// the scheme, host, port and the rest of the path stay, so the server is
+/// still recognisable.
+pub(crate) fn masked(url: &reqwest::Url) -> String {
+    let mut shown = format!("{}://", url.scheme());
+    if !url.username().is_empty() || url.password().is_some() {
+        shown.push_str("<userinfo>@");
+    }
+    shown.push_str(url.host_str().unwrap_or_default());
+    if let Some(port) = url.port() {
+        shown.push_str(&format!(":{port}"));
+    }
+    let path: Vec<&str> = url
+        .path()
+        .split('/')
+        .map(|segment| {
+            if looks_like_token(segment) {
+                "<token>"
+            } else {
+                segment
+            }
+        })
+        .collect();
+    shown.push_str(&path.join("/"));
+    if let Some(query) = url.query() {
+        let pairs: Vec<String> = query
+            .split('&')
+            .map(|pair| match pair.split_once('=') {
+                Some((key, _)) => format!("{key}=<value>"),
+                None => "<value>".to_owned(),
+            })
+            .collect();
+        shown.push('?');
+        shown.push_str(&pairs.join("&"));
+    }
+    if url.fragment().is_some() {
+        shown.push_str("#<fragment>");
+    }
+    shown
+}
+
+/// [`masked`] for what was given, even when it is not a URL: cut at the
+/// query and fragment, without what precedes an `@`.
+pub fn masked_str(given: &str) -> String {
+    if let Ok(url) = reqwest::Url::parse(given) {
+        return masked(&url);
+    }
+    let cut = given.split(['?', '#']).next().unwrap_or_default();
+    let cut = match (cut.split_once("://"), cut.rsplit_once('@')) {
+        (Some((scheme, _)), Some((_, host))) => format!("{scheme}://<userinfo>@{host}"),
+        _ => cut.to_owned(),
+    };
+    if cut.len() < given.len() && !given.contains('@') {
+        format!("{cut}<…>")
+    } else {
+        cut
+    }
+}
+
+fn looks_like_token(segment: &str) -> bool {
+    segment.len() >= 20
+        && segment.bytes().any(|b| b.is_ascii_digit())
+        && segment.bytes().any(|b| b.is_ascii_alphabetic())
 }
 
 /// Whether `url` names this machine: `localhost` or a loopback address.
@@ -189,6 +268,35 @@ mod tests {
             assert!(why.contains("--upstream-header #1"), "{why}");
             assert!(!why.contains("s3cret"), "{given:?}: {why}");
         }
+    }
+
+    #[test]
+    fn a_urls_secrets_are_never_shown() {
+        for (given, shown) in [
+            (
+                "https://mcp.example.com/mcp?api_key=s3cret&v=2",
+                "https://mcp.example.com/mcp?api_key=<value>&v=<value>",
+            ),
+            (
+                "https://me:s3cret@mcp.example.com:8443/mcp#s3cret",
+                "https://<userinfo>@mcp.example.com:8443/mcp#<fragment>",
+            ),
+            (
+                "https://actions.example.com/mcp/sk-ak-s3cret0123456789abcdef/sse",
+                "https://actions.example.com/mcp/<token>/sse",
+            ),
+            ("http://127.0.0.1:9/mcp", "http://127.0.0.1:9/mcp"),
+        ] {
+            let upstream = Upstream::new(given, &[]).unwrap();
+            assert_eq!(upstream.shown(), shown);
+        }
+        let why = match Upstream::new("ftp://h/mcp?key=s3cret", &[]) {
+            Err(e) => e.to_string(),
+            Ok(_) => panic!("ftp accepted"),
+        };
+        assert!(!why.contains("s3cret"), "{why}");
+        assert!(!masked_str("not a url ?key=s3cret").contains("s3cret"));
+        assert!(!masked_str("http://u:s3cret@[bad/").contains("s3cret"));
     }
 
     #[test]
