@@ -703,7 +703,7 @@ fn the_lean_client_runs_only_a_toolgate_of_its_user_or_root() {
 
 /// `cmd` as uid 65534 (`nobody`): the other user on the machine. The
 /// suite runs as root (as the permission tests do).
-fn as_nobody(program: &str) -> std::process::Command {
+pub(crate) fn as_nobody(program: &str) -> std::process::Command {
     let mut cmd = std::process::Command::new("setpriv");
     cmd.args([
         "--reuid=65534",

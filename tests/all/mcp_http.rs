@@ -460,6 +460,89 @@ fn over_http_a_secret_in_the_upstream_url_is_never_shown_to_the_client() {
     );
 }
 
+/// Another local user listening on a loopback upstream's port (a server
+/// that is not running) received the `--upstream-header` token from `mcp
+/// trust` and from the proxy, and answered as the server: the upstream
+/// listener's owner was never checked. Now nothing is sent to a listener
+/// that is not this user's, and both say who listens.
+#[test]
+fn over_http_nothing_is_sent_to_an_upstream_port_another_user_squats() {
+    assert!(
+        nix::unistd::geteuid().is_root(),
+        "this test plays another user (setpriv): run the suite as root, as CI does"
+    );
+    const TOKEN: &str = "Bearer SQUATTED-TOKEN-1";
+    let port = free_port();
+    let seen = tempfile::tempdir().unwrap();
+    crate::support::chown_to_nobody(seen.path());
+    let log = seen.path().join("received");
+    let mut squatter = crate::doors::as_nobody("/usr/bin/python3")
+        .arg("-c")
+        .arg(format!(
+            "import socket\n\
+             s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n\
+             s.bind(('127.0.0.1', {port})); s.listen(8); print('listening', flush=True)\n\
+             while True:\n\
+             \x20   c, _ = s.accept(); c.settimeout(2)\n\
+             \x20   try:\n        data = c.recv(65536)\n    except OSError:\n        data = b''\n\
+             \x20   open({log:?}, 'ab').write(data)\n\
+             \x20   body = b'{{\"jsonrpc\": \"2.0\", \"id\": 1, \"result\": {{}}}}'\n\
+             \x20   c.sendall(b'HTTP/1.1 200 OK\\r\\nContent-Type: application/json\\r\\nContent-Length: ' + str(len(body)).encode() + b'\\r\\n\\r\\n' + body); c.close()\n",
+            log = log.display().to_string()
+        ))
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut said = String::new();
+    BufReader::new(squatter.stdout.take().unwrap())
+        .read_line(&mut said)
+        .unwrap();
+    assert_eq!(said.trim(), "listening");
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let header = format!("Authorization: {TOKEN}");
+    let fx = Fixture::new();
+    let trust = in_fixture(&fx)
+        .args([
+            "mcp",
+            "trust",
+            "--name",
+            "x",
+            "--upstream",
+            &url,
+            "--upstream-header",
+            &header,
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let mut cmd = in_fixture(&fx);
+    cmd.args([
+        "mcp",
+        "--name",
+        "x",
+        "--upstream",
+        &url,
+        "--upstream-header",
+        &header,
+    ]);
+    let (proxy, addr, token) = proxy_http_with(&fx, cmd);
+    let mut client = Client::new(&addr, &token);
+    let (_, carried) = client.post(&json!({"jsonrpc": "2.0", "id": 8, "method": "ping"}));
+    drop(proxy);
+    let _ = squatter.kill();
+    let _ = squatter.wait();
+    let received = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(received.is_empty(), "the squatter received: {received}");
+    assert!(!trust.status.success());
+    assert!(
+        stderr(&trust).contains("runs as uid 65534, not as this user"),
+        "{}",
+        stderr(&trust)
+    );
+    let refused = carried[0]["error"]["message"].as_str().unwrap_or_default();
+    assert!(refused.contains("runs as uid 65534"), "{carried:?}");
+}
+
 /// A Python Streamable HTTP server that answers `initialize` and
 /// `tools/list` properly and misbehaves as `behaviour` says when a tool is
 /// called; its URL.

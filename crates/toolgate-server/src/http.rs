@@ -647,6 +647,27 @@ pub fn running_url() -> Option<String> {
     probe(&url).ok().map(|()| url)
 }
 
+/// Whether what listens on `addr` (a loopback address another program
+/// serves) is this user's, before anything is sent to it: a loopback port
+/// is open to every user, and one who listens on the port of a server that
+/// is not running receives whatever is sent there (a token in a header).
+/// `Err` says who listens instead, or that nothing does (closed world: a
+/// listener that cannot be found is not this user's).
+pub fn listener_is_this_users(addr: SocketAddr) -> Result<(), String> {
+    let me = nix::unistd::geteuid().as_raw();
+    let uids = crate::peers::listener_uids(addr);
+    match uids.iter().find(|&&uid| uid != me) {
+        Some(uid) => Err(format!(
+            "what listens on {addr} runs as uid {uid}, not as this user (uid {me}): nothing was \
+             sent to it"
+        )),
+        None if uids.is_empty() => Err(format!(
+            "nothing of this user's listens on {addr}: nothing was sent"
+        )),
+        None => Ok(()),
+    }
+}
+
 /// Whether the server at `url` answers a hook with this user's secret
 /// (an event toolgate has no part in, so nothing is evaluated).
 pub fn probe(url: &str) -> Result<(), String> {

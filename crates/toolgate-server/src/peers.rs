@@ -70,6 +70,28 @@ pub(crate) fn peer_uid(ours: SocketAddr, theirs: SocketAddr) -> Option<u32> {
     owner(theirs, ours)
 }
 
+/// The uids of every listening socket that could take a connection to
+/// `addr`: one bound to `addr` itself, or to the wildcard address of
+/// either family on its port (a dual-stack `[::]` takes v4 too). Two
+/// listeners of different users can both be candidates (a v4 wildcard and
+/// a v6-only one), so all are returned; empty: nothing listens there.
+pub(crate) fn listener_uids(addr: SocketAddr) -> Vec<u32> {
+    let port = addr.port();
+    let v4_any = SocketAddr::from(([0, 0, 0, 0], 0));
+    let v6_any = SocketAddr::from((Ipv6Addr::UNSPECIFIED, 0));
+    let any_of = |at: SocketAddr| if at.is_ipv4() { v4_any } else { v6_any };
+    let mut candidates = vec![addr, SocketAddr::from((Ipv6Addr::UNSPECIFIED, port))];
+    if addr.is_ipv4() {
+        candidates.push(SocketAddr::from((Ipv4Addr::UNSPECIFIED, port)));
+    }
+    let mut uids: Vec<u32> = candidates
+        .into_iter()
+        .filter_map(|at| owner(at, any_of(at)))
+        .collect();
+    uids.dedup();
+    uids
+}
+
 /// `0100007F:1F90` (IPv4) or 32 hex digits and a port (IPv6): each 32-bit
 /// word as the kernel holds it in memory, printed as a native integer.
 fn address(field: &str) -> Option<SocketAddr> {
@@ -291,6 +313,23 @@ mod tests {
         let nobody = SocketAddr::from(([127, 0, 0, 1], 9));
         assert_eq!(diag::owner(at, nobody).unwrap(), None);
         assert_eq!(owner(at, nobody), None);
+    }
+
+    #[test]
+    fn a_listener_is_found_by_the_address_a_client_would_connect_to() {
+        let me = nix::unistd::geteuid().as_raw();
+        for bind in ["127.0.0.1:0", "0.0.0.0:0", "[::1]:0"] {
+            let listener = std::net::TcpListener::bind(bind).unwrap();
+            let port = listener.local_addr().unwrap().port();
+            let asked = if bind.starts_with('[') {
+                SocketAddr::from((Ipv6Addr::LOCALHOST, port))
+            } else {
+                SocketAddr::from(([127, 0, 0, 1], port))
+            };
+            assert_eq!(listener_uids(asked), [me], "{bind}");
+            drop(listener);
+            assert_eq!(listener_uids(asked), Vec::<u32>::new(), "{bind}, closed");
+        }
     }
 
     #[test]

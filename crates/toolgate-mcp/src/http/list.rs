@@ -24,6 +24,8 @@ struct Talk {
 
 impl Talk {
     async fn post(&self, message: &Value) -> Result<reqwest::Response, McpError> {
+        super::upstream::owned_here(&self.url)
+            .map_err(|why| failed(format!("cannot reach {}: {why}", self.shown)))?;
         let mut request = self
             .client
             .post(self.url.clone())
@@ -151,7 +153,9 @@ pub async fn list_tools_http(upstream: &Upstream, max_message: usize) -> Result<
     })
     .await
     .map_err(|_| failed(format!("no answer within {LIST_TIMEOUT:?}")))?;
-    if let Some(session) = &talk.session {
+    if let Some(session) = &talk.session
+        && super::upstream::owned_here(&talk.url).is_ok()
+    {
         let _ = talk
             .client
             .delete(talk.url.clone())

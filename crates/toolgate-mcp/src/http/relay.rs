@@ -267,6 +267,12 @@ async fn forward(
     headers: &HeaderMap,
     body: Option<Vec<u8>>,
 ) -> Result<reqwest::Response, String> {
+    super::upstream::owned_here(&shared.upstream).map_err(|why| {
+        format!(
+            "the MCP server at {} cannot be reached: {why}",
+            shared.shown
+        )
+    })?;
     let mut request = shared.client.request(method, shared.upstream.clone());
     for name in FORWARDED {
         if let Some(value) = headers.get(name) {

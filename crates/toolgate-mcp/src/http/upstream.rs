@@ -201,6 +201,49 @@ fn looks_like_token(segment: &str) -> bool {
         && segment.bytes().any(|b| b.is_ascii_alphabetic())
 }
 
+/// Before anything is sent to a server on this machine: whether what
+/// listens there is this user's. A loopback port is open to every user;
+/// one who listens on the port of an upstream that is not running received
+/// the `--upstream-header` token (from the proxy and from `mcp trust`) and
+/// answered for the server. Checked before every request (the kernel is
+/// asked by address, tens of microseconds), so a port taken over between
+/// two requests is caught too; a server elsewhere is the network's, and
+/// TLS's to authenticate. `localhost` is checked as both loopback
+/// addresses a client may try.
+pub(crate) fn owned_here(url: &reqwest::Url) -> Result<(), String> {
+    use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+    if !is_loopback(url) {
+        return Ok(());
+    }
+    let port = url.port_or_known_default().unwrap_or(80);
+    let ips: Vec<IpAddr> = match url.host_str() {
+        Some("localhost") | None => vec![Ipv4Addr::LOCALHOST.into(), Ipv6Addr::LOCALHOST.into()],
+        Some(host) => host
+            .trim_matches(['[', ']'])
+            .parse::<IpAddr>()
+            .map(|ip| vec![ip])
+            .unwrap_or_default(),
+    };
+    let mut found = false;
+    for ip in ips {
+        match toolgate_server::http::listener_is_this_users(SocketAddr::new(ip, port)) {
+            Ok(()) => found = true,
+            // Nothing on one of localhost's two addresses is fine if this
+            // user's server is on the other.
+            Err(why) if why.starts_with("nothing of this user's") => {}
+            Err(why) => return Err(why),
+        }
+    }
+    if found {
+        Ok(())
+    } else {
+        Err(format!(
+            "nothing of this user's listens on port {port} of {}: nothing was sent",
+            url.host_str().unwrap_or_default()
+        ))
+    }
+}
+
 /// Whether `url` names this machine: `localhost` or a loopback address.
 pub(crate) fn is_loopback(url: &reqwest::Url) -> bool {
     match url.host_str() {
