@@ -255,7 +255,7 @@ pub(crate) fn trust_with(
 
 /// A global wire-v1 hook in Python: `body` sees `r` (the request) and
 /// returns the answer.
-fn policy(fx: &Fixture, name: &str, event: &str, body: &str) -> Value {
+pub(crate) fn policy(fx: &Fixture, name: &str, event: &str, body: &str) -> Value {
     let script = fx.global_script(
         &format!("{name}.py"),
         &format!(

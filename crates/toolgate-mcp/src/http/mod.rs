@@ -136,28 +136,35 @@ impl Shared {
 
     /// The session a request belongs to: by its `Mcp-Session-Id`; a new
     /// one for an `initialize` without one (kept once the server names it,
-    /// see [`Shared::adopt`]); else the stateless server's.
-    fn session(&self, id: Option<&str>, initialize: bool) -> Arc<Session> {
+    /// see [`Shared::adopt`]); else the stateless server's. `None`: an id
+    /// no `initialize` answer named (or one dropped since).
+    ///
+    /// An unknown id used to start a session of its own, with a fresh
+    /// judge: a server that renamed its session in a later answer (which
+    /// the client then used) got a judge that had forgotten the tools a
+    /// `list_tools` hook hid and every hook's session state. A session
+    /// exists only as the server named it in its answer to `initialize`;
+    /// any other id is answered 404, which the MCP transport tells a
+    /// client to meet with a new `initialize`.
+    fn session(&self, id: Option<&str>, initialize: bool) -> Option<Arc<Session>> {
         let mut sessions = lock(&self.sessions);
         match id {
-            Some(id) => {
-                if let Some(session) = sessions.by_id.get(id) {
-                    return Arc::clone(session);
-                }
-                let session = self.new_session(&mut sessions);
-                keep(&mut sessions, id, &session);
-                session
-            }
-            None if initialize => self.new_session(&mut sessions),
+            Some(id) => sessions.by_id.get(id).cloned(),
+            None if initialize => Some(self.new_session(&mut sessions)),
             None => {
                 if let Some(session) = &sessions.stateless {
-                    return Arc::clone(session);
+                    return Some(Arc::clone(session));
                 }
                 let session = self.new_session(&mut sessions);
                 sessions.stateless = Some(Arc::clone(&session));
-                session
+                Some(session)
             }
         }
+    }
+
+    /// Whether `id` names a session the server named at `initialize`.
+    fn knows(&self, id: &str) -> bool {
+        lock(&self.sessions).by_id.contains_key(id)
     }
 
     /// The server answered `initialize` in `session`, naming it `id` (or

@@ -300,6 +300,17 @@ async fn forward(
     })
 }
 
+/// A session id no `initialize` answer named here (see `Shared::session`):
+/// 404, which tells a client to start a new session. Nothing is sent to
+/// the server.
+fn unknown_session() -> Response<Body> {
+    text(
+        StatusCode::NOT_FOUND,
+        "toolgate does not know this MCP session: a session is the one the server named in its \
+         answer to initialize (start a new one)",
+    )
+}
+
 /// The status a server's refusal reaches the client with, and why, in
 /// toolgate's words: the server's body is never relayed as messages.
 fn refused(shared: &Shared, status: reqwest::StatusCode) -> Response<Body> {
@@ -405,7 +416,9 @@ pub(super) async fn post(shared: Arc<Shared>, request: Request<Incoming>) -> Res
     };
     let named = parts.headers.get(SESSION).and_then(|v| v.to_str().ok());
     let initialize = !parts.headers.contains_key(SESSION) && is_initialize(&bytes);
-    let session = shared.session(named, initialize);
+    let Some(session) = shared.session(named, initialize) else {
+        return unknown_session();
+    };
     let mut to_server = Vec::new();
     let mut early = Vec::new();
     for route in session.judge.on_client(&bytes).await {
@@ -474,10 +487,21 @@ async fn one(
         }
         return refused(&shared, response.status());
     }
-    let given = response.headers().get(SESSION).cloned();
-    if initialize {
+    // The session is the one `initialize` named: a later answer naming
+    // another is not passed on (the client keeps the name the proxy
+    // knows the session by).
+    let given = if initialize {
+        let given = response.headers().get(SESSION).cloned();
         shared.adopt(given.as_ref().and_then(|v| v.to_str().ok()), &session);
-    }
+        given
+    } else {
+        let asked = headers.get(SESSION).cloned();
+        let answered = response.headers().get(SESSION);
+        if answered.is_some() && answered != asked.as_ref() {
+            tracing::warn!("the MCP server named its session anew in an answer; not passed on");
+        }
+        asked
+    };
     if is_event_stream(response.headers()) {
         tokio::spawn(async move {
             let mut sink = Sink::Stream(tx);
@@ -555,6 +579,11 @@ async fn batch(
 /// (and a resumed stream's answers), judged.
 pub(super) async fn get(shared: Arc<Shared>, request: Request<Incoming>) -> Response<Body> {
     let headers = request.headers().clone();
+    if let Some(named) = headers.get(SESSION).and_then(|v| v.to_str().ok())
+        && !shared.knows(named)
+    {
+        return unknown_session();
+    }
     let response = match forward(&shared, reqwest::Method::GET, &headers, None).await {
         Ok(response) => response,
         Err(why) => return text(StatusCode::BAD_GATEWAY, &why),
@@ -579,7 +608,9 @@ pub(super) async fn get(shared: Arc<Shared>, request: Request<Incoming>) -> Resp
         return refused(&shared, response.status());
     }
     let named = headers.get(SESSION).and_then(|v| v.to_str().ok());
-    let session = shared.session(named, false);
+    let Some(session) = shared.session(named, false) else {
+        return unknown_session();
+    };
     let (tx, rx) = mpsc::channel(64);
     let me = session.streams.fetch_add(1, Ordering::Relaxed);
     tokio::spawn(async move {
