@@ -164,6 +164,69 @@ fn a_shadow_hooks_failure_never_blocks_nor_eats_the_chains_deadline() {
     assert_eq!(answer["shadow"], json!({"would": "deny", "by": "crashes"}));
 }
 
+/// A slow shadow hook turned an allowed call into a block: the chain's
+/// deadline was moved on by what it took, but the process's watchdog
+/// (fixed to the agent's own hook timeout) was not, so the enforcing hook
+/// after it ran past the watchdog. A shadow hook now runs beside the
+/// chain: the enforcing hook has all its time, the call is allowed, and
+/// the shadow's answer is still recorded.
+///
+/// The times: `--deadline-ms 5000` gives the chain 4 s before the
+/// watchdog at 5 s. The shadow hook takes 3 s and the enforcing one 2.5 s:
+/// in sequence 5.5 s (past the watchdog), side by side 3 s.
+#[test]
+fn a_slow_shadow_hook_never_turns_an_allowed_call_into_a_block_by_time() {
+    let fx = Fixture::new();
+    let slow = answering(
+        &fx,
+        "slow.sh",
+        r#"sleep 3; echo '{"decision":"deny","reason":"would block"}'"#,
+    );
+    let allow_late = answering(&fx, "late.sh", r#"sleep 2.5; echo '{"decision":"allow"}'"#);
+    global_raw(
+        &fx,
+        &json!({
+            "schema": 1,
+            "chain_timeout_ms": 30000,
+            "hooks": [
+                {"name": "trial", "command": [slow], "mode": "shadow", "timeout_ms": 20000},
+                {"name": "enforcing", "command": [allow_late], "timeout_ms": 20000},
+            ],
+        }),
+    );
+    let log = fx.marker("decisions.jsonl");
+    let call = json!({"hook_event_name": "PreToolUse", "tool_name": "Bash",
+        "tool_input": {"command": "ls"}, "cwd": fx.workspace(), "session_id": "s"})
+    .to_string();
+    let mut cmd = toolgate();
+    cmd.args(["claude-code", "--deadline-ms", "5000"])
+        .env("TOOLGATE_CONFIG_DIR", fx.global())
+        .env("CLAUDE_PROJECT_DIR", fx.workspace())
+        .env("TOOLGATE_DECISION_LOG", &log);
+    let out = run_with_stdin(&mut cmd, &call);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !printed.contains("deny") && !stderr(&out).contains("blocked"),
+        "a shadow hook's time blocked the call: {printed} {}",
+        stderr(&out)
+    );
+    // The shadow's answer is recorded, in chain order, as a shadow.
+    let record: Value = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .last()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .unwrap();
+    let runs = record["runs"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{record}"));
+    assert_eq!(runs[0]["name"], "trial", "{record}");
+    assert_eq!(runs[0]["shadow"], true, "{record}");
+    assert_eq!(runs[0]["verdict"], "deny", "{record}");
+    assert_eq!(runs[1]["name"], "enforcing", "{record}");
+}
+
 #[test]
 fn a_shadow_hooks_context_never_reaches_the_model() {
     let fx = Fixture::new();

@@ -222,7 +222,9 @@ fn the_wasm_fields_known_without_the_feature_are_the_bindings_own() {
 }
 
 /// One link of the chain: a decider plus everything the chain needs to know
-/// about it.
+/// about it. (Cloned only for a shadow consultation, which runs as a task
+/// of its own: see `runner::rounds`.)
+#[derive(Clone)]
 pub(crate) struct Participant {
     pub(crate) name: String,
     pub(crate) binding: BindingKind,

@@ -157,6 +157,9 @@ struct ChainState {
     chain_timeout: Duration,
     /// Where hooks' session state is kept.
     store: Arc<dyn SessionStore>,
+    /// Shadow consultations still running beside the chain (see
+    /// `rounds::shadow`); settled before the outcome is made.
+    shadows: Vec<rounds::InShadow>,
 }
 
 /// What the pre chain ended on, before any post processing.
@@ -251,23 +254,30 @@ impl HookRunner {
                     None => Decision::Allow,
                 };
                 self.finish(Event::PreToolUse, state, verdict, decided_by, None, None)
+                    .await
             }
-            PreEnd::Deny { reason, by } => self.finish(
-                Event::PreToolUse,
-                state,
-                Decision::Deny { reason },
-                Some(by),
-                None,
-                None,
-            ),
-            PreEnd::Ask { reason, input, by } => self.finish(
-                Event::PreToolUse,
-                state,
-                Decision::Ask { reason, input },
-                Some(by),
-                None,
-                None,
-            ),
+            PreEnd::Deny { reason, by } => {
+                self.finish(
+                    Event::PreToolUse,
+                    state,
+                    Decision::Deny { reason },
+                    Some(by),
+                    None,
+                    None,
+                )
+                .await
+            }
+            PreEnd::Ask { reason, input, by } => {
+                self.finish(
+                    Event::PreToolUse,
+                    state,
+                    Decision::Ask { reason, input },
+                    Some(by),
+                    None,
+                    None,
+                )
+                .await
+            }
             PreEnd::Replace { input, result, by } => {
                 let input = input.as_ref().unwrap_or(&request.input);
                 let (post_verdict, shown, post_by) =
@@ -297,6 +307,7 @@ impl HookRunner {
                     Some(shown),
                     Some(result),
                 )
+                .await
             }
         }
     }
@@ -320,6 +331,7 @@ impl HookRunner {
             Some(shown),
             Some(real),
         )
+        .await
     }
 
     /// Runs the list chain over one tool's definition (`request.input`),
@@ -369,6 +381,7 @@ impl HookRunner {
             ),
         };
         self.finish(Event::ListTools, state, decision, by, None, None)
+            .await
     }
 
     /// Takes a whole call through the chain: pre, then the tool (unless
@@ -442,10 +455,15 @@ impl HookRunner {
             deadline: tokio::time::Instant::now() + self.chain_timeout,
             chain_timeout: self.chain_timeout,
             store: self.inner.store.clone(),
+            shadows: Vec::new(),
         }
     }
 
-    fn finish(
+    /// The outcome, once the chain has decided. Shadow consultations still
+    /// running are waited for first, never past the chain's deadline (so
+    /// the decision, already made, is neither changed nor delayed past
+    /// the time the chain had anyway).
+    async fn finish(
         &self,
         event: Event,
         state: ChainState,
@@ -454,6 +472,8 @@ impl HookRunner {
         shown: Option<ToolResult>,
         tool_result: Option<ToolResult>,
     ) -> Outcome {
+        let mut state = state;
+        rounds::settle_shadows(&mut state).await;
         Outcome {
             event,
             decision: verdict,

@@ -3,6 +3,7 @@
 //! the input before the call and the shown result after it.
 
 use super::*;
+use crate::failure::{HookFailure, OnFailure};
 
 pub(super) fn too_many_rewrites(what: &str, last: &str) -> String {
     format!(
@@ -84,7 +85,7 @@ pub(super) async fn rounds<S: PartialEq>(
                 round: rewrites + 1,
             };
             if p.shadow {
-                shadow(p, request, asked, state).await;
+                shadow(p, request, asked, state);
                 continue;
             }
             let Some(decision) = consult(p, request, asked, state).await else {
@@ -145,17 +146,114 @@ fn through<S>(askers: Vec<(String, String)>, rewritten: Option<S>, by: Option<St
     }
 }
 
+/// A shadow consultation running beside the chain: what its record is if
+/// it never answers, and its task.
+pub(super) struct InShadow {
+    /// Where in the chain's records its own go (the chain's order).
+    at: usize,
+    unanswered: RunRecord,
+    task: tokio::task::JoinHandle<Vec<RunRecord>>,
+}
+
 /// Consults a shadow participant: it runs as it would and its run is
 /// recorded (marked `shadow`), and whatever it answers is dropped — a
-/// rewrite is not applied, a deny or a failure blocks nothing. Its time is
-/// its own: the chain's deadline is moved on by what it took, so a slow
-/// shadow hook never leaves the enforcing hooks after it without time (a
-/// deadline that passed during it is recorded as its failure, and dropped
-/// like any other answer).
-async fn shadow(p: &Participant, request: &Request, asked: Asked<'_>, state: &mut ChainState) {
-    let started = tokio::time::Instant::now();
-    let deadline = state.deadline;
-    state.deadline = started + state.chain_timeout;
-    let _dropped = consult(p, request, asked, state).await;
-    state.deadline = deadline + started.elapsed();
+/// rewrite is not applied, a deny or a failure blocks nothing.
+///
+/// It runs as a task of its own, beside the chain, never in its sequence:
+/// a shadow hook must never change a decision, including by time. Run in
+/// sequence with the chain's deadline moved on by what it took, a slow one
+/// still pushed the enforcing hooks after it past the process's watchdog
+/// (fixed to the agent's own hook timeout, which cannot move), so an
+/// allowed call was blocked. Beside the chain it takes no time from the
+/// enforcing hooks; its answer is awaited when the chain has decided, up
+/// to the chain's deadline (`settle_shadows`), and it is recorded as
+/// having missed it if it has not answered by then.
+pub(super) fn shadow(p: &Participant, request: &Request, asked: Asked<'_>, state: &mut ChainState) {
+    let Asked {
+        event,
+        input,
+        result,
+        round,
+    } = asked;
+    let (p, request, input, result) = (p.clone(), request.clone(), input.clone(), result.cloned());
+    let mut own = ChainState {
+        // A shadow hook's context is recorded with its run, never shown.
+        context: ContextMerger::new(0),
+        runs: Vec::new(),
+        deadline: state.deadline,
+        chain_timeout: state.chain_timeout,
+        store: Arc::clone(&state.store),
+        shadows: Vec::new(),
+    };
+    let unanswered = RunRecord {
+        name: p.name.clone(),
+        binding: p.binding,
+        source: p.source,
+        event,
+        round,
+        step: Step::Failed,
+        reason: None,
+        failure: None,
+        duration: state.chain_timeout,
+        metrics: std::collections::BTreeMap::new(),
+        warning: None,
+        diagnostics: None,
+        shadow: true,
+    };
+    let task = tokio::spawn(async move {
+        let asked = Asked {
+            event,
+            input: &input,
+            result: result.as_ref(),
+            round,
+        };
+        let _dropped = consult(&p, &request, asked, &mut own).await;
+        own.runs
+    });
+    let at = state.runs.len();
+    state.shadows.push(InShadow {
+        at,
+        unanswered,
+        task,
+    });
+}
+
+/// Waits for the shadow consultations still running, up to the chain's
+/// deadline, and adds their records to the chain's; one that has not
+/// answered by then is stopped and recorded as having run past it.
+pub(super) async fn settle_shadows(state: &mut ChainState) {
+    let mut inserted = 0;
+    for InShadow {
+        at,
+        mut unanswered,
+        mut task,
+    } in std::mem::take(&mut state.shadows)
+    {
+        let at = (at + inserted).min(state.runs.len());
+        let runs = match tokio::time::timeout_at(state.deadline, &mut task).await {
+            Ok(Ok(runs)) => runs,
+            Ok(Err(joined)) => {
+                unanswered.failure = Some(FailureRecord {
+                    kind: crate::failure::FailureKind::InterceptorPanic,
+                    message: format!("its consultation did not finish: {joined}"),
+                    on_failure: OnFailure::Allow,
+                });
+                vec![unanswered]
+            }
+            Err(_) => {
+                task.abort();
+                let failure = HookFailure::ChainDeadline {
+                    timeout_ms: u64::try_from(state.chain_timeout.as_millis()).unwrap_or(u64::MAX),
+                };
+                unanswered.failure = Some(FailureRecord {
+                    kind: failure.kind(),
+                    message: crate::text::error_chain(&failure),
+                    on_failure: OnFailure::Allow,
+                });
+                vec![unanswered]
+            }
+        };
+        inserted += runs.len();
+        state.runs.splice(at..at, runs);
+    }
 }
