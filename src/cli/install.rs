@@ -24,7 +24,7 @@ use toolgate::agent::{Edit, Layout, Outward, Wiring, read_settings};
 mod claude_mod;
 mod mcp;
 use mcp::{mcp, moved_by};
-pub(crate) use mcp::{mcp_place, mcp_shape};
+pub(crate) use mcp::{mcp_per_project, mcp_place, mcp_shape};
 
 /// Which agent, and which of its settings files.
 #[derive(clap::Args)]

@@ -122,6 +122,7 @@ impl Dialect for ClaudeCode {
                 shadowed_by: &[".claude/.config.json"],
                 project_file: Some(".mcp.json"),
                 shape: McpShape::McpServers,
+                per_project: true,
             },
         }
     }

@@ -121,6 +121,7 @@ impl Dialect for Codex {
                 shadowed_by: &[],
                 project_file: None,
                 shape: McpShape::Toml,
+                per_project: false,
             },
             trust: Some(TrustStep {
                 fix: "open /hooks in the Codex TUI once and trust toolgate's entries: Codex skips \

@@ -283,6 +283,7 @@ impl Dialect for Copilot {
                 shadowed_by: &[],
                 project_file: None,
                 shape: McpShape::McpServers,
+                per_project: false,
             },
             trust: Some(TrustStep {
                 fix: "a project's .github/hooks load only in a folder Copilot CLI trusts: run \

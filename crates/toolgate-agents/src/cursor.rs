@@ -261,6 +261,7 @@ impl Dialect for Cursor {
                 shadowed_by: &[],
                 project_file: Some(".cursor/mcp.json"),
                 shape: McpShape::McpServers,
+                per_project: false,
             },
             trust: None,
         }

@@ -143,6 +143,7 @@ impl Dialect for Gemini {
                 shadowed_by: &[],
                 project_file: Some(".gemini/settings.json"),
                 shape: McpShape::McpServers,
+                per_project: false,
             },
             trust: Some(TrustStep {
                 fix: "trust the project folder in Gemini CLI (answer its trust prompt, or \

@@ -41,6 +41,11 @@ pub enum McpConfig {
         project_file: Option<&'static str>,
         /// How the entries are laid out.
         shape: McpShape,
+        /// Whether the user's file also keeps servers per project, under
+        /// `projects["<abs root>"]` (Claude Code's local scope, the
+        /// default of `claude mcp add`, which wins over a project's and
+        /// the user's server of the same name).
+        per_project: bool,
     },
     /// Not rewritten by `install --mcp` yet: why, and what to do instead.
     NotYet(&'static str),

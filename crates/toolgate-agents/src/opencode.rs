@@ -256,6 +256,7 @@ impl Dialect for OpenCode {
                 shadowed_by: &[],
                 project_file: Some("opencode.json"),
                 shape: McpShape::CommandArray,
+                per_project: false,
             },
             trust: None,
         }

@@ -252,6 +252,7 @@ impl Dialect for QwenCode {
                 shadowed_by: &[],
                 project_file: Some(".qwen/settings.json"),
                 shape: McpShape::McpServers,
+                per_project: false,
             },
             trust: Some(TrustStep {
                 fix: "only where Qwen Code's folder trust is on (security.folderTrust.enabled): \

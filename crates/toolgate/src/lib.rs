@@ -112,7 +112,8 @@ pub mod agent {
     pub use toolgate_agents::claude_mod;
     pub use toolgate_agents::settings::{
         Edit, EditSettingsError, Entry, MAX_SETTINGS_BYTES, McpServer, McpState, Wiring,
-        guard_mcp_servers, mcp_servers, read_settings, seat, trust_done, unguard_mcp_servers,
+        guard_mcp_servers, local_mcp_servers, mcp_servers, read_settings, seat, trust_done,
+        unguard_mcp_servers,
     };
     pub use toolgate_agents::{
         AgentHook, Blocked, Decided, HELP_BINARY, Help, HookSwitch, HttpHook, Import, Install,

@@ -97,7 +97,8 @@ struct AgentReport {
 
 #[derive(Serialize)]
 struct McpServerReport {
-    /// `user` or `project`.
+    /// `local` (Claude Code's per-project servers in the user's file),
+    /// `project` or `user`.
     scope: &'static str,
     file: String,
     name: String,
@@ -108,6 +109,10 @@ struct McpServerReport {
     command: Vec<String>,
     /// Why it is skipped.
     why: Option<String>,
+    /// The scope whose server of the same name the agent runs instead
+    /// (its precedence: local, then project, then user).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    overridden_by: Option<&'static str>,
 }
 
 #[derive(Serialize)]
@@ -267,8 +272,11 @@ fn print_report(report: &Report) {
                 "unguarded" => decision("deny", "not guarded"),
                 _ => server.why.clone().unwrap_or_default(),
             };
+            let instead = server.overridden_by.map_or_else(String::new, |by| {
+                format!(" (not run: the {by} scope's wins)")
+            });
             outln!(
-                "  {:<8} {} ({}, {}): {state}",
+                "  {:<8} {} ({}, {}): {state}{instead}",
                 "mcp",
                 toolgate::text::sanitize(&server.name),
                 server.scope,

@@ -86,6 +86,15 @@ pub(crate) fn mcp_shape(agent: Outward) -> anyhow::Result<McpShape> {
     }
 }
 
+/// Whether the agent's user MCP file also keeps servers per project
+/// (Claude Code's local scope).
+pub(crate) fn mcp_per_project(agent: Outward) -> bool {
+    match agent.install().mcp {
+        McpConfig::Servers { per_project, .. } => per_project,
+        McpConfig::NotYet(_) => false,
+    }
+}
+
 /// `install --mcp` (`guard`) and `uninstall --mcp`.
 pub(super) fn mcp(target: &Target, guard: bool) -> anyhow::Result<ExitCode> {
     let agent = agent(&target.agent)?;
@@ -95,11 +104,15 @@ pub(super) fn mcp(target: &Target, guard: bool) -> anyhow::Result<ExitCode> {
     let old = read(&place.file)?;
     let named = |e: toolgate::agent::EditSettingsError| anyhow!("{file}: {e}");
     let shape = mcp_shape(agent)?;
+    // The user's file holds the user's servers and, for Claude Code, each
+    // project's local ones (the default scope of `claude mcp add`, and the
+    // one that wins a name): all of them are the user's, all are guarded.
+    let per_project = target.project.is_none() && mcp_per_project(agent);
     let (edit, servers) = if guard {
-        guard_mcp_servers(old.as_deref(), shape, &this_toolgate()?).map_err(named)?
+        guard_mcp_servers(old.as_deref(), shape, &this_toolgate()?, per_project).map_err(named)?
     } else {
         match &old {
-            Some(text) => unguard_mcp_servers(text, shape).map_err(named)?,
+            Some(text) => unguard_mcp_servers(text, shape, per_project).map_err(named)?,
             None => (Edit::Unchanged, Vec::new()),
         }
     };
@@ -110,7 +123,14 @@ pub(super) fn mcp(target: &Target, guard: bool) -> anyhow::Result<ExitCode> {
     let written = apply(&place.file, old.as_deref(), &edit, target.dry_run)?;
     let mut review = Vec::new();
     for server in &servers {
-        let name = toolgate::text::sanitize(&server.name);
+        let name = match &server.project {
+            Some(project) => format!(
+                "{} (local to {})",
+                toolgate::text::sanitize(&server.name),
+                toolgate::text::sanitize(project)
+            ),
+            None => toolgate::text::sanitize(&server.name),
+        };
         match &server.state {
             McpState::Guarded { server: command } => {
                 eprintln!("  {name}: through toolgate mcp");

@@ -1898,3 +1898,113 @@ fn live_claude_a_result_smuggled_beside_the_judged_content_never_reaches_the_mod
         }
     }
 }
+
+/// `claude mcp add` files a server in the local scope by default
+/// (`projects["<root>"].mcpServers` in `~/.claude.json`), and Claude Code
+/// runs it in place of a user server of the same name. Doctor and
+/// `install --mcp` read only the user's top-level servers: a local server
+/// that overrode the guarded user one went unreported. Now doctor lists it
+/// in the agent's precedence and calls the override a problem, and
+/// `install --mcp` guards it; Claude Code's own `claude mcp get` then
+/// reads toolgate as its command.
+#[test]
+fn live_claude_a_local_scope_mcp_server_is_seen_by_doctor_and_guarded_by_install_mcp() {
+    use crate::mcp::everything;
+    for release in RELEASES {
+        let fx = Fixture::new();
+        let home = home_of(&fx);
+        let everything = everything();
+        std::fs::write(
+            home.join(".claude.json"),
+            json!({"mcpServers": {"srv": {"command": everything, "args": ["stdio"]}}}).to_string(),
+        )
+        .unwrap();
+        let install = |home: &std::path::Path| {
+            let out = toolgate()
+                .args(["install", "claude-code", "--mcp"])
+                .env("HOME", home)
+                .env_remove("CLAUDE_CONFIG_DIR")
+                .current_dir(fx.workspace())
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            String::from_utf8_lossy(&out.stderr).into_owned()
+        };
+        install(&home);
+        let claude = |args: &[&str]| {
+            let mut cmd = Command::new(release.bin());
+            let out = hermetic(&mut cmd)
+                .args(args)
+                .current_dir(fx.workspace())
+                .env("HOME", &home)
+                .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+                .env("DISABLE_TELEMETRY", "1")
+                .output()
+                .unwrap();
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            )
+        };
+        // The default scope of `claude mcp add`: local.
+        let added = claude(&[
+            "mcp",
+            "add",
+            "srv",
+            "--",
+            everything.to_str().unwrap(),
+            "stdio",
+        ]);
+        assert!(added.contains("local config"), "{release:?}: {added}");
+        let got = claude(&["mcp", "get", "srv"]);
+        assert!(
+            got.contains("Local config"),
+            "{release:?}: Claude Code runs the local one: {got}"
+        );
+        let report =
+            crate::live::doctor_report("claude-code", &fx.workspace(), &home, &fx, &[], &[]);
+        let servers = report["mcp_servers"].as_array().unwrap();
+        let of = |scope: &str| {
+            servers
+                .iter()
+                .find(|s| s["name"] == "srv" && s["scope"] == scope)
+                .unwrap_or_else(|| panic!("{release:?}: no {scope} srv in {report:#}"))
+                .clone()
+        };
+        assert_eq!(of("local")["state"], "unguarded", "{report:#}");
+        assert_eq!(of("user")["state"], "guarded", "{report:#}");
+        assert_eq!(of("user")["overridden_by"], "local", "{report:#}");
+        let problems = report["problems"].to_string();
+        assert!(
+            problems.contains("runs the local scope's `srv` in its place"),
+            "{release:?}: {problems}"
+        );
+
+        let said = install(&home);
+        assert!(said.contains("srv (local to "), "{said}");
+        let got = claude(&["mcp", "get", "srv"]);
+        assert!(
+            got.contains("Local config") && got.contains("toolgate"),
+            "{release:?}: {got}"
+        );
+        let report =
+            crate::live::doctor_report("claude-code", &fx.workspace(), &home, &fx, &[], &[]);
+        let servers = report["mcp_servers"].as_array().unwrap();
+        assert!(
+            servers
+                .iter()
+                .filter(|s| s["name"] == "srv")
+                .all(|s| s["state"] == "guarded"),
+            "{release:?}: {report:#}"
+        );
+        assert!(
+            !report["problems"].to_string().contains("srv"),
+            "{release:?}: {report:#}"
+        );
+    }
+}

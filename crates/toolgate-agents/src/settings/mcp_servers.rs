@@ -36,6 +36,10 @@ fn key(shape: McpShape) -> &'static str {
 pub struct McpServer {
     /// Its name (the `mcpServers` key).
     pub name: String,
+    /// The project it is kept for, in a file that keeps servers per
+    /// project (Claude Code's `projects["<root>"].mcpServers`, its local
+    /// scope); `None`: the file's own `mcpServers`.
+    pub project: Option<String>,
     /// How it stands.
     pub state: McpState,
 }
@@ -78,9 +82,66 @@ pub fn mcp_servers(text: &str, shape: McpShape) -> Result<Vec<McpServer>, EditSe
         .iter()
         .map(|(name, entry)| McpServer {
             name: name.clone(),
+            project: None,
             state: state_of(name, entry, shape),
         })
         .collect())
+}
+
+/// The servers `text` keeps per project (`projects["<root>"].mcpServers`,
+/// Claude Code's local scope), each with its project, in the file's order.
+///
+/// # Errors
+///
+/// [`EditSettingsError`] when the file is not JSON, or `projects`, a
+/// project or its `mcpServers` is not an object.
+pub fn local_mcp_servers(text: &str, shape: McpShape) -> Result<Vec<McpServer>, EditSettingsError> {
+    if text.trim().is_empty() || shape == McpShape::Toml {
+        return Ok(Vec::new());
+    }
+    let json = parse(text)?;
+    let mut found = Vec::new();
+    for (project, servers) in projects_of(&json, shape)? {
+        for (name, entry) in servers {
+            found.push(McpServer {
+                name: name.clone(),
+                project: Some(project.clone()),
+                state: state_of(name, entry, shape),
+            });
+        }
+    }
+    Ok(found)
+}
+
+/// Each project of `json` that keeps servers, and its servers.
+fn projects_of(
+    json: &Json,
+    shape: McpShape,
+) -> Result<Vec<(&String, &Vec<(String, Json)>)>, EditSettingsError> {
+    let projects = match json.get("projects") {
+        None => return Ok(Vec::new()),
+        Some(Json::Object(projects)) => projects,
+        Some(_) => {
+            return Err(EditSettingsError::Shape {
+                key: "projects".into(),
+                expected: "an object",
+            });
+        }
+    };
+    let mut out = Vec::new();
+    for (project, entry) in projects {
+        match entry.get(key(shape)) {
+            None => {}
+            Some(Json::Object(servers)) => out.push((project, servers)),
+            Some(_) => {
+                return Err(EditSettingsError::Shape {
+                    key: format!("projects[{project:?}].{}", key(shape)),
+                    expected: "an object",
+                });
+            }
+        }
+    }
+    Ok(out)
 }
 
 fn servers_of(
@@ -226,15 +287,22 @@ fn strings(items: &[String]) -> Json {
 ///
 /// [`EditSettingsError`] when the file is not JSON or `mcpServers` is not
 /// an object.
+///
+/// `per_project`: the file also keeps servers per project (Claude Code's
+/// local scope), and those are guarded too: they are the user's, in the
+/// user's file, and they win over the user's server of the same name.
 pub fn guard_mcp_servers(
     text: Option<&str>,
     shape: McpShape,
     exe: &str,
+    per_project: bool,
 ) -> Result<(Edit, Vec<McpServer>), EditSettingsError> {
     if shape == McpShape::Toml {
         return super::mcp_toml::guard(text, exe);
     }
-    rewrite(text, shape, |name, state| guarded_argv(exe, name, state))
+    rewrite(text, shape, per_project, |name, state| {
+        guarded_argv(exe, name, state)
+    })
 }
 
 /// Runs every server of `text` that runs through `toolgate mcp` directly
@@ -246,6 +314,7 @@ pub fn guard_mcp_servers(
 pub fn unguard_mcp_servers(
     text: &str,
     shape: McpShape,
+    per_project: bool,
 ) -> Result<(Edit, Vec<McpServer>), EditSettingsError> {
     let unguard = |_: &str, state: &McpState| match state {
         McpState::Guarded { server } => Some(server.clone()),
@@ -254,33 +323,50 @@ pub fn unguard_mcp_servers(
     if shape == McpShape::Toml {
         return super::mcp_toml::rewrite(Some(text), unguard);
     }
-    rewrite(Some(text), shape, unguard)
+    rewrite(Some(text), shape, per_project, unguard)
 }
 
-/// Makes each server `change` gives a command for run it.
+/// Makes each server `change` gives a command for run it (with
+/// `per_project`, each project's servers too).
 fn rewrite(
     text: Option<&str>,
     shape: McpShape,
+    per_project: bool,
     change: impl Fn(&str, &McpState) -> Option<Vec<String>>,
 ) -> Result<(Edit, Vec<McpServer>), EditSettingsError> {
     let Some(text) = text.filter(|t| !t.trim().is_empty()) else {
         return Ok((Edit::Unchanged, Vec::new()));
     };
     let mut json = parse(text)?;
-    if servers_of(&json, shape)?.is_none() {
+    let top = servers_of(&json, shape)?.is_some();
+    let local = per_project && !projects_of(&json, shape)?.is_empty();
+    if !top && !local {
         return Ok((Edit::Unchanged, Vec::new()));
     }
     let mut changed = false;
-    if let Some(Json::Object(servers)) = json.get_mut(key(shape)) {
+    let mut each = |servers: &mut Vec<(String, Json)>| {
         for (name, entry) in servers.iter_mut() {
             if let Some(argv) = change(name, &state_of(name, entry, shape)) {
                 set_command(entry, shape, &argv);
                 changed = true;
             }
         }
+    };
+    if let Some(Json::Object(servers)) = json.get_mut(key(shape)) {
+        each(servers);
+    }
+    if per_project && let Some(Json::Object(projects)) = json.get_mut("projects") {
+        for (_, project) in projects.iter_mut() {
+            if let Some(Json::Object(servers)) = project.get_mut(key(shape)) {
+                each(servers);
+            }
+        }
     }
     let rendered = render(&json, &indent_of(text))?;
-    let servers = mcp_servers(&rendered, shape)?;
+    let mut servers = mcp_servers(&rendered, shape)?;
+    if per_project {
+        servers.extend(local_mcp_servers(&rendered, shape)?);
+    }
     Ok((
         if changed {
             Edit::Write(rendered)
@@ -315,8 +401,13 @@ mod tests {
 
     #[test]
     fn guarding_wraps_each_local_server_keeps_the_rest_and_undoing_restores_the_file() {
-        let (edit, servers) =
-            guard_mcp_servers(Some(CONFIG), McpShape::McpServers, "/opt/bin/toolgate").unwrap();
+        let (edit, servers) = guard_mcp_servers(
+            Some(CONFIG),
+            McpShape::McpServers,
+            "/opt/bin/toolgate",
+            false,
+        )
+        .unwrap();
         let guarded = text(&edit);
         let value: serde_json::Value = serde_json::from_str(guarded).unwrap();
         assert_eq!(value["mcpServers"]["fs"]["command"], "/opt/bin/toolgate");
@@ -345,13 +436,18 @@ mod tests {
         assert!(matches!(states[2], ("bad name", McpState::Skipped(_))));
         // Again: nothing to do.
         assert_eq!(
-            guard_mcp_servers(Some(guarded), McpShape::McpServers, "/opt/bin/toolgate")
-                .unwrap()
-                .0,
+            guard_mcp_servers(
+                Some(guarded),
+                McpShape::McpServers,
+                "/opt/bin/toolgate",
+                false
+            )
+            .unwrap()
+            .0,
             Edit::Unchanged
         );
         // Undone: the file as it was, but for the `args` a bare entry gained.
-        let (undone, _) = unguard_mcp_servers(guarded, McpShape::McpServers).unwrap();
+        let (undone, _) = unguard_mcp_servers(guarded, McpShape::McpServers, false).unwrap();
         let undone: serde_json::Value = serde_json::from_str(text(&undone)).unwrap();
         let mut before: serde_json::Value = serde_json::from_str(CONFIG).unwrap();
         before["mcpServers"]["bare"]["args"] = serde_json::json!([]);
@@ -363,7 +459,7 @@ mod tests {
         let config = r#"{"mcp": {"fs": {"type": "local", "command": ["npx", "-y", "server-fs"], "enabled": true},
                                 "web": {"type": "remote", "url": "https://x"}}}"#;
         let (edit, servers) =
-            guard_mcp_servers(Some(config), McpShape::CommandArray, "/t/toolgate").unwrap();
+            guard_mcp_servers(Some(config), McpShape::CommandArray, "/t/toolgate", false).unwrap();
         let value: serde_json::Value = serde_json::from_str(text(&edit)).unwrap();
         assert_eq!(
             value["mcp"]["fs"]["command"],
@@ -380,7 +476,7 @@ mod tests {
         );
         assert!(value["mcp"]["fs"].get("args").is_none());
         assert!(matches!(servers[1].state, McpState::Skipped(_)));
-        let (undone, _) = unguard_mcp_servers(text(&edit), McpShape::CommandArray).unwrap();
+        let (undone, _) = unguard_mcp_servers(text(&edit), McpShape::CommandArray, false).unwrap();
         let undone: serde_json::Value = serde_json::from_str(text(&undone)).unwrap();
         assert_eq!(
             undone,
@@ -391,20 +487,78 @@ mod tests {
     #[test]
     fn a_file_without_servers_is_left_alone_and_a_wrong_shape_is_refused() {
         assert_eq!(
-            guard_mcp_servers(None, McpShape::McpServers, "/t")
+            guard_mcp_servers(None, McpShape::McpServers, "/t", false)
                 .unwrap()
                 .0,
             Edit::Unchanged
         );
         assert_eq!(
-            guard_mcp_servers(Some("{\"a\": 1}"), McpShape::McpServers, "/t")
+            guard_mcp_servers(Some("{\"a\": 1}"), McpShape::McpServers, "/t", false)
                 .unwrap()
                 .0,
             Edit::Unchanged
         );
         assert!(matches!(
-            guard_mcp_servers(Some("{\"mcpServers\": []}"), McpShape::McpServers, "/t"),
+            guard_mcp_servers(
+                Some("{\"mcpServers\": []}"),
+                McpShape::McpServers,
+                "/t",
+                false
+            ),
             Err(EditSettingsError::Shape { .. })
         ));
+    }
+
+    /// Claude Code's local scope (`projects["<root>"].mcpServers`, the
+    /// default of `claude mcp add`) is the user's too: guarded with the
+    /// user's servers, read back with its project, and undone.
+    #[test]
+    fn a_files_per_project_servers_are_guarded_and_read_with_their_project() {
+        let config = r#"{
+  "mcpServers": {"u": {"command": "/usr/bin/u", "args": ["x"]}},
+  "projects": {
+    "/src/app": {"allowedTools": [], "mcpServers": {"loc": {"type": "stdio", "command": "/bin/echo", "args": ["local"]}}},
+    "/src/other": {"allowedTools": []}
+  }
+}
+"#;
+        let local = local_mcp_servers(config, McpShape::McpServers).unwrap();
+        assert_eq!(local.len(), 1);
+        assert_eq!(local[0].project.as_deref(), Some("/src/app"));
+        assert!(matches!(local[0].state, McpState::Unguarded { .. }));
+        // Without per-project, the local server is left as it is.
+        let (edit, servers) = guard_mcp_servers(
+            Some(config),
+            McpShape::McpServers,
+            "/opt/bin/toolgate",
+            false,
+        )
+        .unwrap();
+        assert_eq!(servers.len(), 1);
+        assert!(text(&edit).contains(r#""args": ["local"]"#) || text(&edit).contains("\"local\""));
+        let (edit, servers) = guard_mcp_servers(
+            Some(config),
+            McpShape::McpServers,
+            "/opt/bin/toolgate",
+            true,
+        )
+        .unwrap();
+        assert_eq!(servers.len(), 2);
+        let guarded = text(&edit).to_owned();
+        let value: serde_json::Value = serde_json::from_str(&guarded).unwrap();
+        assert_eq!(
+            value["projects"]["/src/app"]["mcpServers"]["loc"]["args"],
+            serde_json::json!(["mcp", "--name", "loc", "--", "/bin/echo", "local"])
+        );
+        assert_eq!(
+            value["projects"]["/src/other"],
+            serde_json::json!({"allowedTools": []})
+        );
+        let (undone, _) = unguard_mcp_servers(&guarded, McpShape::McpServers, true).unwrap();
+        let undone: serde_json::Value = serde_json::from_str(text(&undone)).unwrap();
+        assert_eq!(
+            undone,
+            serde_json::from_str::<serde_json::Value>(config).unwrap()
+        );
     }
 }

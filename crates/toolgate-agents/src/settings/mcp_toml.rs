@@ -59,6 +59,7 @@ fn servers(doc: &DocumentMut) -> Result<Vec<McpServer>, EditSettingsError> {
     Ok(table
         .iter()
         .map(|(name, entry)| McpServer {
+            project: None,
             name: name.to_owned(),
             state: match entry.as_table_like() {
                 Some(entry) => state_from(name, command_of(entry)),

@@ -51,7 +51,9 @@ use super::{AgentHook, Install, Layout, Outward, TrustCheck};
 use crate::safe_fs::ReadFileError;
 use hook_lists::HookLists;
 use json::parse;
-pub use mcp_servers::{McpServer, McpState, guard_mcp_servers, mcp_servers, unguard_mcp_servers};
+pub use mcp_servers::{
+    McpServer, McpState, guard_mcp_servers, local_mcp_servers, mcp_servers, unguard_mcp_servers,
+};
 use plugin_file::PluginFile;
 use serde_json::Value;
 use std::path::Path;
