@@ -375,6 +375,88 @@ fn a_signed_checkpoint_catches_a_chain_rewritten_with_every_hash_recomputed() {
     assert_eq!(report["problem"]["kind"], "bad_signature", "{report:#}");
 }
 
+/// Signed checkpoints protected only what came before the first one: a
+/// record a later checkpoint covered could be rewritten, the chain
+/// resealed and that checkpoint dropped, and `verify --pubkey` said
+/// whole; a log cut back to its first checkpoint passed too. A witness
+/// file (`log checkpoint --witness`, kept by an account the user cannot
+/// write as) is what the auditor holds: `verify --witness` finds every
+/// checkpoint it kept in the log, with its hash, or says the log was
+/// rolled back or rewritten.
+#[test]
+fn a_witnessed_checkpoint_catches_a_rollback_and_a_rewrite_with_a_later_checkpoint_dropped() {
+    let (fx, log) = log_of(2);
+    let (sk, pk) = key_pair(fx.dir.path());
+    let pk = pk.to_str().unwrap();
+    let witness = fx.dir.path().join("auditor/witness.jsonl");
+    std::fs::create_dir_all(witness.parent().unwrap()).unwrap();
+    let checkpoint_witnessed = || {
+        let out = toolgate()
+            .args(["log", "checkpoint", "--key"])
+            .arg(&sk)
+            .arg("--file")
+            .arg(&log)
+            .arg("--witness")
+            .arg(&witness)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+    };
+    checkpoint_witnessed(); // record 3, over 1..=2
+    call(&fx, &log, "tool-3", None);
+    call(&fx, &log, "tool-4", None);
+    checkpoint_witnessed(); // record 6, over 1..=5
+    call(&fx, &log, "tool-5", None);
+    let w = witness.to_str().unwrap();
+    let (code, report) = verify(&log, &["--pubkey", pk, "--witness", w]);
+    assert_eq!(code, 0, "{report:#}");
+    assert_eq!(report["witnessed"], 2, "{report:#}");
+    assert_eq!(report["witnessed_through"], 6, "{report:#}");
+    let original = lines(&log);
+
+    // Record 4 (covered by the second checkpoint only) rewritten, the
+    // chain resealed, the second checkpoint dropped: the signatures alone
+    // are fooled, the witness is not.
+    let dropped: Vec<String> = original
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != 5)
+        .map(|(_, l)| l.clone())
+        .collect();
+    let forged = rewrite(&dropped, |l| l.replace("tool-3", "tool-X"));
+    write_lines(&log, &forged);
+    let (code, report) = verify(&log, &["--pubkey", pk]);
+    assert_eq!(code, 0, "without a witness this passes: {report:#}");
+    let (code, report) = verify(&log, &["--pubkey", pk, "--witness", w]);
+    assert_eq!(code, 2, "{report:#}");
+    assert_eq!(report["problem"]["kind"], "rewritten", "{report:#}");
+
+    // Cut back to the first checkpoint: the same.
+    write_lines(&log, &original[..3]);
+    let (code, report) = verify(&log, &["--pubkey", pk]);
+    assert_eq!(code, 0, "without a witness this passes: {report:#}");
+    let (code, report) = verify(&log, &["--pubkey", pk, "--witness", w]);
+    assert_eq!(code, 2, "{report:#}");
+    assert_eq!(report["problem"]["kind"], "rolled_back", "{report:#}");
+
+    // A witness file that is not one is an error naming it and the line.
+    write_lines(&log, &original);
+    std::fs::write(fx.dir.path().join("bad.jsonl"), "{\"checkpoint\": 3}\n").unwrap();
+    let out = toolgate()
+        .args(["log", "verify", "--file"])
+        .arg(&log)
+        .args(["--witness"])
+        .arg(fx.dir.path().join("bad.jsonl"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("bad.jsonl, line 1"),
+        "{}",
+        stderr(&out)
+    );
+}
+
 /// `toolgate check` of `tool` through `server`, logging to `log`.
 fn call_via(server: &crate::serve::Server, fx: &Fixture, log: &Path, tool: &str) {
     let mut cmd = server.client();

@@ -88,6 +88,14 @@ struct VerifyArgs {
     /// checkpoint covers is a break.
     #[arg(long, value_name = "KEY")]
     pubkey: Vec<String>,
+    /// A witness file `log checkpoint --witness` appended to (one JSON
+    /// line per checkpoint): each checkpoint it kept must be in the log,
+    /// with its hash. What catches a log cut back to an earlier
+    /// checkpoint, or rewritten and resealed with a later checkpoint
+    /// dropped; worth it when the file is an account's the user cannot
+    /// write (docs/decision-log.md).
+    #[arg(long, value_name = "FILE")]
+    witness: Option<PathBuf>,
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
@@ -110,6 +118,12 @@ struct CheckpointArgs {
     /// The minisign secret key file.
     #[arg(long, value_name = "FILE")]
     key: PathBuf,
+    /// Append the checkpoint's number and hash to this file (created if
+    /// absent, never through a symlink) for `log verify --witness`: run
+    /// as an account the user cannot write as, it is what a rollback or
+    /// a resealed rewrite cannot remove.
+    #[arg(long, value_name = "FILE")]
+    witness: Option<PathBuf>,
     /// The log [default: $TOOLGATE_DECISION_LOG].
     #[arg(long, value_name = "PATH")]
     file: Option<PathBuf>,
@@ -332,7 +346,11 @@ fn verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
         .iter()
         .map(|k| verify::public_key(k))
         .collect::<Result<Vec<_>, _>>()?;
-    let report: Report = verify::verify(&files, &keys)?;
+    let witnessed = match &args.witness {
+        Some(file) => verify::read_witness(file)?,
+        None => Vec::new(),
+    };
+    let report: Report = verify::verify(&files, &keys, &witnessed)?;
     let code = if report.problem.is_some() {
         ExitCode::from(2)
     } else {
@@ -342,7 +360,21 @@ fn verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
         outln!("{}", serde_json::to_string_pretty(&report)?);
         return Ok(code);
     }
-    let lines = report_lines(&report, &path, !keys.is_empty())?;
+    let mut lines = report_lines(&report, &path, !keys.is_empty())?;
+    if args.witness.is_some() && report.problem.is_none() {
+        let through = report
+            .witnessed_through
+            .map_or("none in the log's span".into(), |s| {
+                format!("the newest, {s}")
+            });
+        lines.insert(
+            lines.len().saturating_sub(1),
+            format!(
+                "{} witnessed checkpoint(s) found as kept ({through})",
+                report.witnessed
+            ),
+        );
+    }
     outln!("{}", lines.join("\n"));
     Ok(code)
 }
@@ -425,13 +457,29 @@ fn checkpoint(args: CheckpointArgs) -> anyhow::Result<ExitCode> {
     use decision_log::checkpoint;
     let path = log_path(args.file)?;
     let key = checkpoint::SigningKey::load(&args.key)?;
-    let covered = checkpoint::write(&path, &key)?;
+    let written = checkpoint::write(&path, &key)?;
     outln!(
-        "checkpoint signed by key {} over record {} (hash {})",
+        "checkpoint {} signed by key {} over record {} (hash {})",
+        written.checkpoint.seq,
         key.id,
-        covered.seq,
-        covered.hash
+        written.covered.seq,
+        written.covered.hash
     );
+    if let Some(witness) = &args.witness {
+        use anyhow::Context as _;
+        use std::io::Write as _;
+        use std::os::unix::fs::OpenOptionsExt as _;
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .mode(0o644)
+            .custom_flags(nix::libc::O_NOFOLLOW)
+            .open(witness)
+            .with_context(|| format!("the witness file {}", witness.display()))?;
+        file.write_all(format!("{}\n", checkpoint::witness_line(&written)).as_bytes())
+            .with_context(|| format!("the witness file {}", witness.display()))?;
+        outln!("witnessed in {}", witness.display());
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -203,10 +203,39 @@ struct Line<'a> {
     prev: &'a str,
 }
 
+/// What one checkpoint wrote: the record it vouches for, and itself.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Written {
+    /// The record the checkpoint's signature covers.
+    pub covered: Head,
+    /// The checkpoint record: its number and hash, what a witness keeps
+    /// (see [`witness_line`]).
+    pub checkpoint: Head,
+}
+
 /// Appends a checkpoint signed by `key` to the log at `path`, covering its
-/// last record; returns the record the checkpoint vouches for.
-pub fn write(path: &Path, key: &SigningKey) -> Result<Head, CheckpointError> {
-    write_unless(path, key, None).map(|(covered, _)| covered)
+/// last record.
+pub fn write(path: &Path, key: &SigningKey) -> Result<Written, CheckpointError> {
+    let mut own = None;
+    write_own(path, key, None, &mut own)?;
+    let (covered, checkpoint) =
+        own.ok_or_else(|| CheckpointError::Log(path.to_owned(), "nothing was written".into()))?;
+    Ok(Written {
+        covered,
+        checkpoint,
+    })
+}
+
+/// The line a witness file keeps for a checkpoint: one JSON object (the
+/// checkpoint's number and hash, the record it covers, when).
+pub fn witness_line(written: &Written) -> String {
+    serde_json::json!({
+        "checkpoint": written.checkpoint.seq,
+        "hash": written.checkpoint.hash,
+        "covers": written.covered.seq,
+        "time": toolgate::text::rfc3339(SystemTime::now()),
+    })
+    .to_string()
 }
 
 /// [`write`], unless the log's last record is numbered `unless` (the
@@ -219,6 +248,18 @@ pub fn write_unless(
     path: &Path,
     key: &SigningKey,
     unless: Option<u64>,
+) -> Result<(Head, Option<u64>), CheckpointError> {
+    let mut own = None;
+    write_own(path, key, unless, &mut own)
+}
+
+/// [`write_unless`], keeping in `own` the record covered and the
+/// checkpoint record's own head when one was written.
+fn write_own(
+    path: &Path,
+    key: &SigningKey,
+    unless: Option<u64>,
+    own: &mut Option<(Head, Head)>,
 ) -> Result<(Head, Option<u64>), CheckpointError> {
     let mut failed = None;
     let mut covered = Head::genesis();
@@ -247,7 +288,17 @@ pub fn write_unless(
             seq: head.seq + 1,
             prev: &head.hash,
         };
-        chain::seal(&serde_json::to_string(&line).unwrap_or_default())
+        let sealed = chain::seal(&serde_json::to_string(&line).unwrap_or_default());
+        if let Some((_, hash)) = chain::unseal(sealed.trim_end()) {
+            *own = Some((
+                head.clone(),
+                Head {
+                    seq: head.seq + 1,
+                    hash: hash.to_owned(),
+                },
+            ));
+        }
+        sealed
     };
     let written = append(path, None, &mut next, super::max_bytes());
     if let Some(e) = failed {

@@ -51,6 +51,70 @@ pub enum Break {
     BadSignature,
     /// Public keys were given and no checkpoint signed by them covers a record.
     Unsigned,
+    /// The log ends before a checkpoint a witness kept: records were cut
+    /// from its end (a rollback).
+    RolledBack,
+    /// A checkpoint a witness kept is not the log's record of that number
+    /// (another hash, or not a checkpoint): the chain was rewritten and
+    /// resealed through it.
+    Rewritten,
+}
+
+/// A checkpoint as a witness kept it (`toolgate log checkpoint --witness`,
+/// one JSON line per checkpoint): what the auditor holds that the user
+/// cannot rewrite, when the witness file is another account's.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Witnessed {
+    /// The checkpoint record's number.
+    pub seq: u64,
+    /// Its hash.
+    pub hash: String,
+}
+
+/// Why a witness file could not be read.
+#[derive(Debug, thiserror::Error)]
+#[error("the witness file {}, line {line}: {why}", path.display())]
+pub struct WitnessError {
+    /// The file.
+    pub path: PathBuf,
+    /// The line, from 1 (0: the file itself).
+    pub line: usize,
+    /// What is wrong.
+    pub why: String,
+}
+
+/// Reads a witness file: one `{"checkpoint": N, "hash": "…"}` per line
+/// (other members ignored, blank lines skipped).
+pub fn read_witness(path: &Path) -> Result<Vec<Witnessed>, WitnessError> {
+    let fail = |line: usize, why: String| WitnessError {
+        path: path.to_owned(),
+        line,
+        why,
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| fail(0, e.to_string()))?;
+    let mut out = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let value: Value =
+            serde_json::from_str(line).map_err(|e| fail(n + 1, format!("not JSON ({e})")))?;
+        let seq = value.get("checkpoint").and_then(Value::as_u64);
+        let hash = value.get("hash").and_then(Value::as_str);
+        match (seq, hash) {
+            (Some(seq), Some(hash)) if seq > 0 && hash.len() == 64 => out.push(Witnessed {
+                seq,
+                hash: hash.to_owned(),
+            }),
+            _ => {
+                return Err(fail(
+                    n + 1,
+                    "not a checkpoint (`checkpoint`: its number, `hash`: its 64 hex digits)".into(),
+                ));
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// The first break found.
@@ -94,6 +158,10 @@ pub struct Report {
     pub unsigned_after: u64,
     /// Partial records a writer cut off: (record number, bytes cut).
     pub torn_repaired: Vec<(u64, u64)>,
+    /// Witnessed checkpoints found in the log as kept.
+    pub witnessed: u64,
+    /// The newest of them.
+    pub witnessed_through: Option<u64>,
     /// The first break, if any.
     pub problem: Option<Problem>,
 }
@@ -151,6 +219,7 @@ struct Line {
 pub fn verify(
     files: &[PathBuf],
     keys: &[minisign_verify::PublicKey],
+    witnessed: &[Witnessed],
 ) -> Result<Report, VerifyError> {
     let mut lines = Vec::new();
     for (i, file) in files.iter().enumerate() {
@@ -165,6 +234,7 @@ pub fn verify(
         last: None,
         lines: &lines,
         keys,
+        chained: HashMap::new(),
     };
     for (i, l) in lines.iter().enumerate() {
         if let Seen::Record { hash, .. } = &l.seen {
@@ -183,7 +253,13 @@ pub fn verify(
             break;
         }
     }
+    let chained = std::mem::take(&mut walk.chained);
     let mut report = walk.report;
+    if report.problem.is_none()
+        && let Some(file) = files.last()
+    {
+        report.problem = against_witness(&mut report, &chained, witnessed, file);
+    }
     if let (Some(last), Some(through)) = (report.last_seq, report.signed_through) {
         report.unsigned_after = last - through;
     } else if let Some(last) = report.last_seq {
@@ -220,6 +296,9 @@ struct Walk<'a> {
     last: Option<Head>,
     lines: &'a [Line],
     keys: &'a [minisign_verify::PublicKey],
+    /// Each chained record: its hash, and whether it is a checkpoint whose
+    /// signature verified (or, without keys, a checkpoint).
+    chained: HashMap<u64, (String, bool)>,
 }
 
 impl Walk<'_> {
@@ -267,9 +346,11 @@ impl Walk<'_> {
         }
         self.report.records += 1;
         self.report.last_seq = Some(seq);
-        if body.get("kind").and_then(Value::as_str) == Some("checkpoint") {
+        let checkpoint = body.get("kind").and_then(Value::as_str) == Some("checkpoint");
+        if checkpoint {
             self.checkpoint(seq, prev, body)?;
         }
+        self.chained.insert(seq, (hash.clone(), checkpoint));
         self.last = Some(Head {
             seq,
             hash: hash.clone(),
@@ -294,6 +375,80 @@ impl Walk<'_> {
         self.report.signed_through = Some(seq - 1);
         Ok(())
     }
+}
+
+/// Checks the walked chain against what a witness kept. A checkpoint the
+/// witness kept must be the log's record of that number, with its hash,
+/// and a checkpoint (verified, when keys were given: the walk stops at a
+/// bad signature). Without a witness, a rewrite resealed from before the
+/// last checkpoint with that checkpoint dropped, or a log cut back to an
+/// earlier checkpoint, verifies: nothing the user cannot rewrite says the
+/// log was ever longer. Witnessed checkpoints older than the oldest
+/// record kept were rotated away, and are passed over.
+fn against_witness(
+    report: &mut Report,
+    chained: &HashMap<u64, (String, bool)>,
+    witnessed: &[Witnessed],
+    file: &Path,
+) -> Option<Problem> {
+    let first = report.first_seq.unwrap_or(1);
+    let last = report.last_seq.unwrap_or(0);
+    let problem = |kind, seq, message| Problem {
+        kind,
+        file: file.to_owned(),
+        line: 0,
+        seq: Some(seq),
+        message,
+    };
+    for w in witnessed {
+        if w.seq < first && !report.from_genesis {
+            continue;
+        }
+        if w.seq > last {
+            return Some(problem(
+                Break::RolledBack,
+                w.seq,
+                format!(
+                    "a witness kept checkpoint {} (hash {}), but the log ends at record                      {last}: records were cut from its end",
+                    w.seq, w.hash
+                ),
+            ));
+        }
+        match chained.get(&w.seq) {
+            Some((hash, true)) if *hash == w.hash => {
+                report.witnessed += 1;
+                report.witnessed_through = report.witnessed_through.max(Some(w.seq));
+            }
+            Some((hash, is_checkpoint)) => {
+                return Some(problem(
+                    Break::Rewritten,
+                    w.seq,
+                    format!(
+                        "a witness kept checkpoint {} with hash {}; the log's record {} {}:                          the chain was rewritten and resealed through it",
+                        w.seq,
+                        w.hash,
+                        w.seq,
+                        if *is_checkpoint {
+                            format!("has hash {hash}")
+                        } else {
+                            "is not a checkpoint".to_owned()
+                        }
+                    ),
+                ));
+            }
+            None => {
+                return Some(problem(
+                    Break::Rewritten,
+                    w.seq,
+                    format!(
+                        "a witness kept checkpoint {}, which the log does not hold",
+                        w.seq
+                    ),
+                ));
+            }
+        }
+    }
+    None
 }
 
 /// A line that is not a chained record, as a break.
