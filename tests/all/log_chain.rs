@@ -457,6 +457,80 @@ fn a_witnessed_checkpoint_catches_a_rollback_and_a_rewrite_with_a_later_checkpoi
     );
 }
 
+/// Another user planted `<log>.1` beside the user's log in a shared sticky
+/// folder: the chain continued from it, `verify` said whole, `toolgate
+/// log` showed the planted records, and the planted file made rotation
+/// fail, so every later record was dropped in silence. Now a file that is
+/// not the user's is never read as part of the log (and said), and a
+/// rotation it stands in the way of writes the record in place, said.
+#[test]
+fn a_file_another_user_plants_beside_the_log_is_never_read_and_never_costs_a_record() {
+    use std::os::unix::fs::PermissionsExt;
+    assert!(
+        nix::unistd::geteuid().is_root(),
+        "this test plays another user (chown): run the suite as root, as CI does"
+    );
+    let (fx, _) = fixture();
+    let shared = fx.dir.path().join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let log = shared.join("decisions.jsonl");
+    // The planted file: a real chained log of someone else's, three records.
+    let (other_fx, other_log) = log_of(3);
+    let planted = rotated(&log, 1);
+    std::fs::copy(&other_log, &planted).unwrap();
+    crate::support::chown_to_nobody(&planted);
+    drop(other_fx);
+    let write = |tool: &str| {
+        let mut cmd = toolgate();
+        cmd.args(["check", "--workspace"])
+            .arg(fx.workspace())
+            .env("TOOLGATE_CONFIG_DIR", fx.global())
+            .env("TOOLGATE_DECISION_LOG", &log)
+            .env("TOOLGATE_DEBUG_DECISION_LOG_MAX_BYTES", "1500");
+        let request = json!({"event": "pre_tool_use", "tool": tool, "input": {"n": 1}});
+        let out = run_with_stdin(&mut cmd, &request.to_string());
+        assert!(out.status.success(), "{}", stderr(&out));
+        stderr(&out)
+    };
+    let said = write("mine-1");
+    assert!(said.contains("is not this user's"), "{said}");
+    let first: Value = serde_json::from_str(&lines(&log)[0]).unwrap();
+    assert_eq!(
+        first["seq"], 1,
+        "the chain continued from the planted file: {first}"
+    );
+    // Past the size limit, with `.1` the other user's: nothing is dropped.
+    let mut warned = String::new();
+    for i in 2..=8 {
+        warned.push_str(&write(&format!("mine-{i}")));
+    }
+    assert!(warned.contains("was not rotated"), "{warned}");
+    let out = toolgate()
+        .args(["log", "--json", "--all", "--file"])
+        .arg(&log)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let shown = String::from_utf8_lossy(&out.stdout);
+    let tools: Vec<String> = shown
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .map(|r| r["tool"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(
+        tools,
+        (1..=8).map(|i| format!("mine-{i}")).collect::<Vec<_>>(),
+        "every record, and none planted"
+    );
+    assert!(stderr(&out).contains("is not yours"), "{}", stderr(&out));
+    let (code, report) = verify(&log, &[]);
+    assert_eq!(code, 0, "{report:#}");
+    assert_eq!(report["files"].as_array().unwrap().len(), 1, "{report:#}");
+    assert_eq!(report["from_genesis"], true, "{report:#}");
+    assert_eq!(report["last_seq"], 8, "{report:#}");
+}
+
 /// `toolgate check` of `tool` through `server`, logging to `log`.
 fn call_via(server: &crate::serve::Server, fx: &Fixture, log: &Path, tool: &str) {
     let mut cmd = server.client();

@@ -145,6 +145,14 @@ fn log_path(file: Option<PathBuf>) -> anyhow::Result<PathBuf> {
 
 /// The log's files, oldest first; an error when there are none.
 fn existing_files(path: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    // Another user may put a `<log>.1` beside the log in a shared sticky
+    // folder: never read as the user's records, and said.
+    for (file, why) in decision_log::foreign_files(path) {
+        eprintln!(
+            "toolgate: warning: {} is not yours ({why}): not read as part of the log",
+            file.display()
+        );
+    }
     let files = decision_log::files(path);
     if files.is_empty() {
         anyhow::bail!(

@@ -122,7 +122,11 @@ fn head_of_tail(tail: &str) -> Option<Head> {
 /// is empty the last record of `previous` (the file rotated out before it).
 /// A partial last line is cut off first; the second value is how many
 /// bytes were. One `pread` when the file ends with a whole record.
-pub(crate) fn head(file: &File, len: u64, previous: &Path) -> io::Result<(Head, u64)> {
+///
+/// `previous` is `None` when the file beside the log is not this user's
+/// (another user can create `<log>.1` in a shared sticky folder): a chain
+/// is never continued from a file someone else wrote.
+pub(crate) fn head(file: &File, len: u64, previous: Option<&Path>) -> io::Result<(Head, u64)> {
     if len == 0 {
         return Ok((head_of_file(previous)?, 0));
     }
@@ -142,8 +146,16 @@ pub(crate) fn head(file: &File, len: u64, previous: &Path) -> io::Result<(Head, 
 
 /// The head at the end of a rotated file, read only: nothing is cut from a
 /// file no writer appends to.
-fn head_of_file(path: &Path) -> io::Result<Head> {
-    let file = match File::open(path) {
+fn head_of_file(path: Option<&Path>) -> io::Result<Head> {
+    let Some(path) = path else {
+        return Ok(Head::genesis());
+    };
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let file = match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NOFOLLOW)
+        .open(path)
+    {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Head::genesis()),
         Err(e) => return Err(e),

@@ -304,6 +304,9 @@ fn write_own(
     if let Some(e) = failed {
         return Err(e);
     }
-    written.map_err(|e| CheckpointError::Log(path.to_owned(), e.to_string()))?;
+    let written = written.map_err(|e| CheckpointError::Log(path.to_owned(), e.to_string()))?;
+    for note in written.notes {
+        super::warn(Some(format!("the decision log {}: {note}", path.display())));
+    }
     Ok((covered, wrote))
 }

@@ -70,12 +70,19 @@ static OPEN: std::sync::Mutex<Vec<(PathBuf, Open)>> = std::sync::Mutex::new(Vec:
 /// many bytes of a partial record were cut) to the log at `path`, rotating
 /// it past `max`, if the file and its directory pass the checks in the
 /// module docs; returns the new head.
+/// A record written (or nothing to write): what the writer must say (a
+/// rotation another user's file stood in the way of: the record is
+/// written all the same, past the size limit, never dropped).
+pub(crate) struct Appended {
+    pub(crate) notes: Vec<String>,
+}
+
 pub(crate) fn append(
     path: &Path,
     workspace: Option<&Path>,
     next: &mut dyn FnMut(&chain::Head, u64) -> String,
     max: u64,
-) -> Result<chain::Head, Refused> {
+) -> Result<Appended, Refused> {
     let mut open = OPEN
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -142,9 +149,10 @@ fn append_to(
     entry: &mut Open,
     next: &mut dyn FnMut(&chain::Head, u64) -> String,
     max: u64,
-) -> Result<chain::Head, Refused> {
+) -> Result<Appended, Refused> {
     let path = &entry.path;
     let started = Instant::now();
+    let mut notes = Vec::new();
     // A few times at most: each retry means another writer rotated the
     // file while this one waited for it.
     for _ in 0..16 {
@@ -183,22 +191,47 @@ fn append_to(
         };
         let (head, torn) = match &entry.last {
             Some(last) if known && last.end == len => (last.head.clone(), 0),
-            _ => chain::head(&file, len, &numbered(path, 1))
-                .map_err(|e| Refused::Io("cannot read where its chain stands", e))?,
+            _ => {
+                let previous = numbered(path, 1);
+                let previous = match not_ours(&previous) {
+                    None => Some(previous.as_path()),
+                    Some(why) => {
+                        notes.push(format!(
+                            "{} is not this user's ({why}): the chain is not continued from it",
+                            previous.display()
+                        ));
+                        None
+                    }
+                };
+                chain::head(&file, len, previous)
+                    .map_err(|e| Refused::Io("cannot read where its chain stands", e))?
+            }
         };
         let line = next(&head, torn);
         if line.is_empty() {
             // Nothing to write: the head, and what is known of it, stay.
             let _ = file.unlock();
             entry.file = Some(file);
-            return Ok(head);
+            return Ok(Appended { notes });
         }
         let len = len - torn;
         if len > 0 && len + line.len() as u64 > max {
-            entry.last = None;
-            rotate(path)?;
-            // The lock goes with the old file; the next turn opens a new one.
-            continue;
+            match rotate(path) {
+                Ok(note) => {
+                    notes.extend(note);
+                    entry.last = None;
+                    // The lock goes with the old file; the next turn opens
+                    // a new one.
+                    continue;
+                }
+                // Not rotated (another user's file where a rotated one
+                // goes): the record is written here all the same, past
+                // the limit. A record is never dropped for a rotation.
+                Err(why) => notes.push(format!(
+                    "{} was not rotated ({why}); this record is appended past its size limit",
+                    path.display()
+                )),
+            }
         }
         let written = (&file)
             .write_all(line.as_bytes())
@@ -216,9 +249,33 @@ fn append_to(
             head: head.clone(),
         });
         entry.file = Some(file);
-        return Ok(head);
+        return Ok(Appended { notes });
     }
     Err(Refused::Rotating)
+}
+
+/// Why the file at `path` (beside the log: a rotated one) is not this
+/// user's to read or rename, or `None` when it is, or does not exist.
+/// In a shared sticky folder another user may create `<log>.1`: a chain
+/// continued from it, a `toolgate log` that shows it, or a rotation that
+/// fails on it (a sticky folder refuses the rename over another user's
+/// file) are each that user's word in this user's log.
+pub(crate) fn not_ours(path: &Path) -> Option<String> {
+    let meta = std::fs::symlink_metadata(path).ok()?;
+    if !meta.file_type().is_file() {
+        return Some("it is not a regular file".into());
+    }
+    let me = nix::unistd::geteuid().as_raw();
+    if meta.uid() != me {
+        return Some(format!("it belongs to uid {}", meta.uid()));
+    }
+    if meta.mode() & 0o022 != 0 {
+        return Some(format!(
+            "it is writable by group or others (mode {:o})",
+            meta.mode() & 0o7777
+        ));
+    }
+    None
 }
 
 /// The log's directory, canonical: created `0700` when missing, and refused
@@ -340,22 +397,58 @@ fn numbered(path: &Path, n: u32) -> PathBuf {
 }
 
 /// `path.K-1` → `path.K`, …, `path` → `path.1`; the oldest is overwritten.
-fn rotate(path: &Path) -> Result<(), Refused> {
+/// Only this user's files are renamed over: where `path.n` is another
+/// user's, the rotation stops below it (fewer files kept, and said); where
+/// `path.1` is, nothing can be rotated and the caller writes in place.
+/// Returns what to say.
+fn rotate(path: &Path) -> Result<Option<String>, String> {
     let numbered = |n: u32| numbered(path, n);
-    for n in (1..KEEP).rev() {
+    let foreign = (1..=KEEP).find_map(|n| not_ours(&numbered(n)).map(|why| (n, why)));
+    let keep = foreign.as_ref().map_or(KEEP, |(n, _)| n - 1);
+    if let Some((n, why)) = &foreign
+        && keep == 0
+    {
+        return Err(format!(
+            "{} is not this user's: {why}",
+            numbered(*n).display()
+        ));
+    }
+    for n in (1..keep).rev() {
         match std::fs::rename(numbered(n), numbered(n + 1)) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(Refused::Io("cannot rotate it", e)),
+            Err(e) => return Err(format!("cannot rename {}: {e}", numbered(n).display())),
         }
     }
-    std::fs::rename(path, numbered(1)).map_err(|e| Refused::Io("cannot rotate it", e))
+    std::fs::rename(path, numbered(1))
+        .map_err(|e| format!("cannot rename it to {}: {e}", numbered(1).display()))?;
+    Ok(foreign.map(|(n, why)| {
+        format!(
+            "{} is not this user's ({why}): {keep} rotated file(s) of {} kept",
+            numbered(n).display(),
+            path.display()
+        )
+    }))
+}
+
+/// Files beside the log that are not this user's, and why: they are not
+/// read as part of it (see [`not_ours`]).
+pub fn foreign_files(path: &Path) -> Vec<(PathBuf, String)> {
+    let mut found: Vec<(PathBuf, String)> = (1..=KEEP)
+        .rev()
+        .map(|n| numbered(path, n))
+        .filter_map(|f| not_ours(&f).map(|why| (f, why)))
+        .collect();
+    if let Some(why) = not_ours(path) {
+        found.push((path.to_owned(), why));
+    }
+    found
 }
 
 /// The log and its rotations, oldest first, as far as they exist.
 pub fn files(path: &Path) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = (1..=KEEP).rev().map(|n| numbered(path, n)).collect();
     files.push(path.to_owned());
-    files.retain(|f| f.is_file());
+    files.retain(|f| f.is_file() && not_ours(f).is_none());
     files
 }

@@ -71,7 +71,7 @@ mod file;
 pub mod verify;
 
 pub(crate) use file::append;
-pub use file::files;
+pub use file::{files, foreign_files};
 
 /// The size past which the file is rotated.
 pub const MAX_BYTES: u64 = 8 * 1024 * 1024;
@@ -262,7 +262,12 @@ impl Logging {
         // In the server, off the async worker while it waits for the lock.
         let appended = crate::blocking(append);
         match appended {
-            Ok(_) => None,
+            Ok(appended) if appended.notes.is_empty() => None,
+            Ok(appended) => Some(format!(
+                "the decision log {}: {}",
+                self.path.display(),
+                appended.notes.join("; ")
+            )),
             Err(why) => Some(format!(
                 "the decision log {} was not written ({why}); the decision is unchanged",
                 self.path.display()
