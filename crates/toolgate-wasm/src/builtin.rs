@@ -189,6 +189,7 @@ fn parse_use(
         fuel: BUILTIN_FUEL,
         memory_mb: DEFAULT_MEMORY_MB,
         timeout_ms,
+        owner: super::share::Owner::of(common.source, common.root),
     };
     match super::load_builtin(
         guard,

@@ -215,16 +215,32 @@ fn base_config() -> Config {
     config
 }
 
+/// The pool's totals (what `pooling` makes), for the shares
+/// (`crate::share`).
+pub(crate) const POOL_TOTALS: crate::share::Totals = crate::share::Totals {
+    component_instances: POOL_INSTANCES,
+    core_instances: POOL_INSTANCES * 8,
+    memories: POOL_INSTANCES * 2,
+    tables: POOL_INSTANCES * 4,
+};
+
+impl Runtime {
+    /// The pool's totals, when this engine has a pool.
+    pub(crate) fn pool_totals(&self) -> Option<crate::share::Totals> {
+        self.pool_slot_mb.map(|_| POOL_TOTALS)
+    }
+}
+
 fn pooling(slot_mb: u64) -> PoolingAllocationConfig {
     let mut pool = PoolingAllocationConfig::new();
-    pool.total_component_instances(POOL_INSTANCES)
-        .total_core_instances(POOL_INSTANCES * 8)
+    pool.total_component_instances(POOL_TOTALS.component_instances)
+        .total_core_instances(POOL_TOTALS.core_instances)
         // The same per-call caps the store's limiter enforces on demand.
         .max_core_instances_per_component(super::host::MAX_INSTANCES as u32)
-        .total_memories(POOL_INSTANCES * 2)
+        .total_memories(POOL_TOTALS.memories)
         .max_memories_per_component(super::host::MAX_MEMORIES as u32)
         .max_memories_per_module(super::host::MAX_MEMORIES as u32)
-        .total_tables(POOL_INSTANCES * 4)
+        .total_tables(POOL_TOTALS.tables)
         .max_tables_per_component(super::host::MAX_TABLES as u32)
         .max_tables_per_module(super::host::MAX_TABLES as u32)
         .table_elements(100_000)

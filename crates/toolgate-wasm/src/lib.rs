@@ -28,6 +28,7 @@
 //! | `timeout_ms` (wall clock) | [`DEFAULT_TIMEOUT_MS`] | a guest blocked in a host call, or with a huge fuel budget: epoch deadline → `timed_out` |
 //! | `memory_mb` (linear memory) | [`DEFAULT_MEMORY_MB`] | a `memory.grow` bomb exhausting the host: `memory_limit`; the sum over all the call's memories |
 //! | tables, instances, memories | see `host.rs` | table bombs, instance floods: `memory_limit` |
+//! | a workspace's share of the pool | a quarter; the operator keeps a quarter (`share.rs`) | one repository's guest, called in parallel, taking every pool slot from other workspaces and the operator's guards: waits for its share, then `trap` saying why |
 //! | text handed back | deny reason 4 KiB, error 4 KiB (the runner), rewrite 4 MiB | a 100 MiB reason filling the model's context |
 //! | max wasm stack | 512 KiB | unbounded recursion: `stack_overflow` |
 //! | guest stdout/stderr | 16 KiB kept | log floods: truncated, shown to the operator only |
@@ -57,6 +58,7 @@ mod lane;
 /// Only the bench (the toolgate-bench crate) measures.
 mod measure;
 pub mod oci;
+mod share;
 mod spec;
 mod wat;
 pub mod wit;
@@ -240,6 +242,8 @@ pub struct WasmHook {
     load_warning: Option<String>,
     /// Where its next call runs.
     lane: lane::Lane,
+    /// Its calls' share of the pool (`share`).
+    share: share::Share,
 }
 
 impl std::fmt::Debug for WasmHook {
@@ -340,6 +344,8 @@ pub(crate) struct CallBudget {
     pub(crate) fuel: u64,
     pub(crate) memory_mb: u64,
     pub(crate) timeout_ms: u64,
+    /// Whose share of the pool its calls take (`share`).
+    pub(crate) owner: share::Owner,
 }
 
 impl Default for CallBudget {
@@ -348,6 +354,7 @@ impl Default for CallBudget {
             fuel: DEFAULT_FUEL,
             memory_mb: DEFAULT_MEMORY_MB,
             timeout_ms: DEFAULT_TIMEOUT_MS,
+            owner: share::Owner::Operator,
         }
     }
 }
@@ -385,9 +392,14 @@ pub(crate) fn load(
     // A one-shot process's common case: the stat index names the content
     // hash, the entry is intact, and nothing of the component is read. Not
     // for a signed component: its bytes are verified first, every load.
+    // Nor for a workspace's component on a pool: its share is counted in
+    // its bytes (`share`), so they are read, and what runs is compiled
+    // from (or found in the cache by the hash of) exactly those.
+    let shared = limits.owner != share::Owner::Operator && runtime.pool_totals().is_some();
     if !is_wat
         && signed.is_none()
         && pulled_as.is_none()
+        && !shared
         && let Some(dir) = cache_dir
         && let Some((hash, identity)) = cache::known_hash(dir, path)
         && let Some(component) = cache::load_hit(&runtime.engine, dir, &hash)
@@ -400,7 +412,7 @@ pub(crate) fn load(
         let size = identity.size();
         return finish(
             (runtime, options.slow_lane),
-            loaded,
+            (loaded, None),
             (size, Some(identity)),
             started,
             (limits, config),
@@ -463,7 +475,7 @@ pub(crate) fn load(
     let size = bytes.len() as u64;
     finish(
         (runtime, options.slow_lane),
-        loaded,
+        (loaded, Some(&bytes)),
         (size, Some(identity)),
         started,
         (limits, config),
@@ -495,7 +507,7 @@ pub(crate) fn load_builtin(
     .map_err(LoadComponentError::Compile)?;
     finish(
         (runtime, options.slow_lane),
-        loaded,
+        (loaded, Some(guard.bytes)),
         (guard.bytes.len() as u64, None),
         started,
         (limits, config),
@@ -525,7 +537,7 @@ fn verify_signature(
 /// Links a loaded component and wraps it as a hook.
 fn finish(
     (runtime, slow_lane): (Arc<Runtime>, bool),
-    loaded: cache::ObtainedComponent,
+    (loaded, bytes): (cache::ObtainedComponent, Option<&[u8]>),
     (size, identity): (u64, Option<crate::safe_fs::FileIdentity>),
     started: Instant,
     (limits, config): (CallBudget, Option<&serde_json::Value>),
@@ -535,6 +547,7 @@ fn finish(
         fuel,
         memory_mb,
         timeout_ms,
+        owner,
     } = limits;
     let cache::ObtainedComponent {
         component,
@@ -578,7 +591,23 @@ fn finish(
         signature: signature.as_ref().map(|(verified, _)| verified.clone()),
         signature_file: signature.map(|(_, file)| file),
     };
+    // What one instance holds of the pool: unknown counts as the most a
+    // component may hold (closed world).
+    let required = component.resources_required();
+    let footprint = share::Footprint {
+        core_instances: bytes
+            .and_then(share::core_instances)
+            .unwrap_or(host::MAX_INSTANCES as u32),
+        memories: required
+            .as_ref()
+            .map_or(host::MAX_MEMORIES as u32, |r| r.num_memories),
+        tables: required
+            .as_ref()
+            .map_or(host::MAX_TABLES as u32, |r| r.num_tables),
+    };
+    let share = share::Share::new(&owner, footprint, runtime.pool_totals());
     let hook = WasmHook {
+        share,
         load_warning: cache_warning,
         may_block: !info.imports.is_empty(),
         runtime,
@@ -632,6 +661,19 @@ pub fn engine_info(options: &WasmOptions) -> Result<serde_json::Value, StartEngi
 impl Decider for WasmHook {
     async fn decide(&self, request: &HookRequest<'_>) -> Reply {
         let _running = self.runtime.running();
+        // Before the instance is made, and held until it is gone (the
+        // store, dropped at the end of this call). Waited for half the
+        // hook's timeout at most, so that a call that runs still has at
+        // least half its time; the guest's deadline counts from when it
+        // starts.
+        let _share = match self
+            .share
+            .take(tokio::time::Instant::now() + self.timeout / 2)
+            .await
+        {
+            Ok(held) => held,
+            Err(message) => return Reply::from(Err(HookFailure::Trap { message })),
+        };
         let deadline = Instant::now() + self.timeout;
         let mut store = Store::new(
             &self.runtime.engine,

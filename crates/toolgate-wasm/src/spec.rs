@@ -324,6 +324,7 @@ fn parse(obj: &Map<String, Value>, common: &Common<'_>, ctx: &mut HookCtx<'_>) -
             fuel,
             memory_mb,
             timeout_ms,
+            owner: super::share::Owner::of(common.source, common.root),
         },
         common.config,
         check,
@@ -428,6 +429,7 @@ fn parse_oci(
         fuel,
         memory_mb,
         timeout_ms,
+        owner: super::share::Owner::of(common.source, common.root),
     };
     // The pulled bytes sit in the user's cache: for a hook the user must
     // not replace, they are checked against the manifest stored beside
