@@ -307,7 +307,7 @@ fn trust(name: &str, yes: Option<String>, server: &Server<'_>) -> anyhow::Result
         }
     };
     runtime.shutdown_background();
-    let now = Pins::of_listed(&listed?);
+    let now = Pins::of_listed(&listed?).with_runs(server.words());
     let review = kept.clone().unwrap_or_default().review(&now);
     print_review(&name, &review);
     let digest = now.digest();
@@ -406,6 +406,19 @@ fn print_review(name: &str, review: &Review) {
     for tool in &review.removed {
         outln!("- tool {}", tool_name(tool, &mut hidden));
     }
+    if let Some((was, now)) = &review.runs {
+        // toolgate's own record of the command, not the server's text:
+        // quoted all the same (it may carry a name the user typed).
+        let said = |runs: &Option<String>| {
+            runs.as_deref().map_or(
+                "(not recorded: approved by an earlier toolgate)".into(),
+                |r| toolgate::text::quoted(r).0,
+            )
+        };
+        outln!("~ what runs the server (an approval holds for this command or URL only)");
+        outln!("    was: {}", said(was));
+        outln!("    now: {}", said(now));
+    }
     if let Some((was, now)) = &review.instructions {
         // What the model is told by the server on connecting (clients put
         // it in the prompt): shown whole, as a description is.
@@ -447,6 +460,25 @@ fn proxy(args: Args) -> anyhow::Result<ExitCode> {
         &args.command,
     );
     let review = review_command(&name, &server, None);
+    // An approval is of the server it was given for: another program
+    // started under an approved name is a server never reviewed.
+    let runs = server.words();
+    let pins = match pins {
+        Some(pins) if pins.runs() == Some(runs.as_str()) => Some(pins),
+        Some(pins) => {
+            eprintln!(
+                "toolgate mcp: the approval of `{name}` was made for {}, not for {}: its tools \
+                 are withheld until reviewed with: {review}",
+                pins.runs().map_or_else(
+                    || "a server an earlier toolgate did not record".to_owned(),
+                    |r| toolgate::text::quoted(r).0
+                ),
+                toolgate::text::quoted(&runs).0,
+            );
+            None
+        }
+        None => None,
+    };
     let proxy = Proxy::new(name, runner)?
         .max_message(args.max_message)
         .approved(pins, review);

@@ -1484,6 +1484,42 @@ fn a_server_cannot_make_the_review_lie_and_the_client_never_sees_what_the_review
     );
 }
 
+/// MCP approvals were keyed by the server's name only: another program
+/// started under an approved name ran without review. An approval now
+/// pins what runs the server (its command, or its URL): under another
+/// command the name's tools are withheld and every call refused, and the
+/// review shows what runs, was and now.
+#[test]
+fn an_approval_holds_only_for_the_command_it_was_given_for() {
+    let fx = Fixture::new();
+    let (server, _) = drifting(&fx, "Echoes the message.");
+    let server: Vec<&str> = server.iter().map(String::as_str).collect();
+    trust(&fx, "drifting", &server, true);
+    let mut client = Client::start(proxy(&fx, "drifting", &server));
+    client.initialize("2025-06-18");
+    assert_eq!(listed_names(&mut client, 1), ["add", "echo"]);
+    drop(client);
+    // Another program under the approved name: the rogue server.
+    let (other, _) = rogue(&fx, "smuggle");
+    let other: Vec<&str> = other.iter().map(String::as_str).collect();
+    let mut client = Client::start(proxy(&fx, "drifting", &other));
+    client.initialize("2025-06-18");
+    assert!(listed_names(&mut client, 1).is_empty());
+    let refused = client.call(2, "t", json!({}));
+    assert_eq!(refused["isError"], true, "{refused}");
+    let (_, stderr) = client.close();
+    assert!(
+        stderr.contains("the approval of `drifting` was made for") && stderr.contains("rogue.py"),
+        "{stderr}"
+    );
+    let review = trust(&fx, "drifting", &other, false);
+    assert!(review.contains("~ what runs the server"), "{review}");
+    assert!(
+        review.contains("drifting.py") && review.contains("rogue.py"),
+        "{review}"
+    );
+}
+
 #[test]
 fn an_approval_is_recorded_only_for_the_digest_reviewed() {
     let fx = Fixture::new();

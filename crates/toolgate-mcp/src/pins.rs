@@ -67,6 +67,10 @@ const FILE_SCHEMA: u64 = 1;
 pub struct Pins {
     tools: BTreeMap<String, Value>,
     instructions: Option<String>,
+    /// What runs the server (`-- command args…`, or `--upstream URL`
+    /// masked, as `toolgate mcp trust` was given it): an approval is of a
+    /// server, not of a name another program could be started under.
+    runs: Option<String>,
 }
 
 /// A tool definition as pinned: the pinned fields only.
@@ -86,7 +90,21 @@ impl Pins {
         Pins {
             tools: tools.iter().filter_map(pinned_form).collect(),
             instructions: None,
+            runs: None,
         }
+    }
+
+    /// These pins, of the server `runs` names (see [`Pins::runs`]).
+    pub fn with_runs(mut self, runs: impl Into<String>) -> Self {
+        self.runs = Some(runs.into());
+        self
+    }
+
+    /// What the approved server was run as; `None` for an approval an
+    /// earlier build recorded (which pinned no command: it holds for no
+    /// server until reviewed again).
+    pub fn runs(&self) -> Option<&str> {
+        self.runs.as_deref()
     }
 
     /// The pins of what a server showed for review: its tools and its
@@ -161,6 +179,9 @@ impl Pins {
         if self.instructions != new.instructions {
             review.instructions = Some((self.instructions.clone(), new.instructions.clone()));
         }
+        if self.runs != new.runs {
+            review.runs = Some((self.runs.clone(), new.runs.clone()));
+        }
         review
     }
 }
@@ -199,6 +220,8 @@ pub struct Review {
     pub unchanged: Vec<String>,
     /// The server's instructions, when they changed: approved, now.
     pub instructions: Option<(Option<String>, Option<String>)>,
+    /// What runs the server, when it changed: approved, now.
+    pub runs: Option<(Option<String>, Option<String>)>,
 }
 
 impl Review {
@@ -208,6 +231,7 @@ impl Review {
             && self.changed.is_empty()
             && self.removed.is_empty()
             && self.instructions.is_none()
+            && self.runs.is_none()
     }
 }
 
@@ -323,9 +347,15 @@ impl PinStore {
             Some(Value::String(text)) => Some(text.clone()),
             Some(_) => return Err(damaged("`instructions` is not a string".into())),
         };
+        let runs = match kept.get("runs") {
+            None => None,
+            Some(Value::String(text)) => Some(text.clone()),
+            Some(_) => return Err(damaged("`runs` is not a string".into())),
+        };
         Ok(Some(Pins {
             tools: tools.clone().into_iter().collect(),
             instructions,
+            runs,
         }))
     }
 
@@ -346,6 +376,9 @@ impl PinStore {
         });
         if let Some(instructions) = &pins.instructions {
             kept["instructions"] = Value::from(instructions.as_str());
+        }
+        if let Some(runs) = &pins.runs {
+            kept["runs"] = Value::from(runs.as_str());
         }
         let text = serde_json::to_vec_pretty(&kept).unwrap_or_default();
         let staged = self
