@@ -113,11 +113,11 @@ pub fn local_mcp_servers(text: &str, shape: McpShape) -> Result<Vec<McpServer>, 
     Ok(found)
 }
 
+/// A project's path and its servers' entries, as the file has them.
+type ProjectServers<'a> = (&'a String, &'a Vec<(String, Json)>);
+
 /// Each project of `json` that keeps servers, and its servers.
-fn projects_of(
-    json: &Json,
-    shape: McpShape,
-) -> Result<Vec<(&String, &Vec<(String, Json)>)>, EditSettingsError> {
+fn projects_of(json: &Json, shape: McpShape) -> Result<Vec<ProjectServers<'_>>, EditSettingsError> {
     let projects = match json.get("projects") {
         None => return Ok(Vec::new()),
         Some(Json::Object(projects)) => projects,
