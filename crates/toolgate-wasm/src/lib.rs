@@ -591,20 +591,7 @@ fn finish(
         signature: signature.as_ref().map(|(verified, _)| verified.clone()),
         signature_file: signature.map(|(_, file)| file),
     };
-    // What one instance holds of the pool: unknown counts as the most a
-    // component may hold (closed world).
-    let required = component.resources_required();
-    let footprint = share::Footprint {
-        core_instances: bytes
-            .and_then(share::core_instances)
-            .unwrap_or(host::MAX_INSTANCES as u32),
-        memories: required
-            .as_ref()
-            .map_or(host::MAX_MEMORIES as u32, |r| r.num_memories),
-        tables: required
-            .as_ref()
-            .map_or(host::MAX_TABLES as u32, |r| r.num_tables),
-    };
+    let footprint = share::Footprint::of(&component, bytes);
     let share = share::Share::new(&owner, footprint, runtime.pool_totals());
     let hook = WasmHook {
         share,

@@ -90,6 +90,24 @@ pub(crate) struct Footprint {
 }
 
 impl Footprint {
+    /// What one instance of `component` (made from `bytes`, when they
+    /// were read) holds: unknown counts as the most a component may hold
+    /// (closed world).
+    pub(crate) fn of(component: &wasmtime::component::Component, bytes: Option<&[u8]>) -> Self {
+        let required = component.resources_required();
+        Footprint {
+            core_instances: bytes
+                .and_then(core_instances)
+                .unwrap_or(crate::host::MAX_INSTANCES as u32),
+            memories: required
+                .as_ref()
+                .map_or(crate::host::MAX_MEMORIES as u32, |r| r.num_memories),
+            tables: required
+                .as_ref()
+                .map_or(crate::host::MAX_TABLES as u32, |r| r.num_tables),
+        }
+    }
+
     /// Its units: the largest share of any one resource it holds.
     pub(crate) fn units(self, totals: Totals) -> u32 {
         let share = |n: u32, total: u32| {
@@ -186,6 +204,23 @@ impl Share {
                 _all: None,
             });
         };
+        // Free now (the common case): taken without a timer, which a
+        // caller polling outside a tokio runtime (a guard's load-time
+        // probe) does not have.
+        if let Ok(mine) = Arc::clone(workspace).try_acquire_many_owned(self.units) {
+            if let Ok(all) = Arc::clone(workspaces()).try_acquire_many_owned(self.units) {
+                return Ok(Held {
+                    _workspace: Some(mine),
+                    _all: Some(all),
+                });
+            }
+        }
+        if tokio::runtime::Handle::try_current().is_err() {
+            return Err(format!(
+                "this workspace's share of the wasm pool ({WORKSPACE_UNITS} of {UNITS} units) \
+                 is in use, and this call cannot wait for it here"
+            ));
+        }
         let wait = async {
             let mine = Arc::clone(workspace).acquire_many_owned(self.units).await;
             let all = Arc::clone(workspaces())
@@ -236,6 +271,20 @@ mod tests {
         assert_eq!(tables.units(TOTALS), 64);
         // No workspace's calls can take more tables than its quarter holds.
         assert!(WORKSPACE_UNITS / tables.units(TOTALS) * 64 <= TOTALS.tables / 4);
+    }
+
+    #[test]
+    fn a_share_that_is_free_is_taken_without_a_runtime() {
+        let dir = tempfile::tempdir().unwrap();
+        let heavy = Footprint {
+            core_instances: 1,
+            memories: 1,
+            tables: 64,
+        };
+        let a = Share::new(&Owner::Workspace(dir.path().join("a")), heavy, Some(TOTALS));
+        let soon = tokio::time::Instant::now() + std::time::Duration::from_millis(50);
+        let held = futures_util::FutureExt::now_or_never(a.take(soon));
+        assert!(matches!(held, Some(Ok(_))), "{held:?}");
     }
 
     #[tokio::test]

@@ -13,6 +13,7 @@
 //! agent's spec, and says for each problem what fixes it. It runs nothing
 //! a project chose: a binary inside the project is not asked its version.
 
+mod mcp;
 mod mods;
 mod versions;
 mod wiring;
@@ -266,23 +267,7 @@ fn print_report(report: &Report) {
             outln!("  {} {}", decision("deny", "problem "), problem.problem);
             outln!("  {:<8} {}", "fix", problem.fix);
         }
-        for server in &agent.mcp_servers {
-            let state = match server.state {
-                "guarded" => decision("allow", "guarded"),
-                "unguarded" => decision("deny", "not guarded"),
-                _ => server.why.clone().unwrap_or_default(),
-            };
-            let instead = server.overridden_by.map_or_else(String::new, |by| {
-                format!(" (not run: the {by} scope's wins)")
-            });
-            outln!(
-                "  {:<8} {} ({}, {}): {state}{instead}",
-                "mcp",
-                toolgate::text::sanitize(&server.name),
-                server.scope,
-                server.file
-            );
-        }
+        agent.mcp_servers.iter().for_each(print_mcp_server);
         for note in &agent.notes {
             outln!("  {:<8} {note}", "note");
         }
@@ -293,4 +278,25 @@ fn print_report(report: &Report) {
         1 => outln!("1 problem: its fix is above"),
         n => outln!("{n} problems: each fix is above"),
     }
+}
+
+/// One MCP server's line: guarded or not, and whether another scope's
+/// server of its name runs instead.
+fn print_mcp_server(server: &McpServerReport) {
+    use crate::cli::colour::decision;
+    let state = match server.state {
+        "guarded" => decision("allow", "guarded"),
+        "unguarded" => decision("deny", "not guarded"),
+        _ => server.why.clone().unwrap_or_default(),
+    };
+    let instead = server.overridden_by.map_or_else(String::new, |by| {
+        format!(" (not run: the {by} scope's wins)")
+    });
+    outln!(
+        "  {:<8} {} ({}, {}): {state}{instead}",
+        "mcp",
+        toolgate::text::sanitize(&server.name),
+        server.scope,
+        server.file
+    );
 }

@@ -178,7 +178,7 @@ pub(super) fn check_agent(
             "not installed: `toolgate install {agent}` installs it"
         ));
     }
-    let mcp_servers = mcp_servers(agent, root, &mut notes, &mut problems);
+    let mcp_servers = super::mcp::servers(agent, root, &mut notes, &mut problems);
     // Claude Code's mods can switch toolgate off (closed world: checked
     // whether it is installed or not).
     let (mods, found) = super::mods::for_agent(agent, root, &user, &cli, installed, &mut notes);
@@ -323,170 +323,16 @@ fn switch_files(
     (out, managed, skipped)
 }
 
-/// The agent's MCP servers in every scope it reads them from, in its own
-/// precedence (Claude Code: the local scope — `projects["<root>"]` in its
-/// user file, the default of `claude mcp add` — then the project's
-/// `.mcp.json`, then the user's), each guarded or not, and whether a
-/// server of the same name in a scope that wins takes its place; a note
-/// for the unguarded ones and for a config that cannot be read, and a
-/// problem for a guarded server another scope's unguarded one overrides
-/// (the user ran `install --mcp` and believes it guarded).
-fn mcp_servers(
-    agent: Outward,
-    root: &Path,
-    notes: &mut Vec<String>,
-    problems: &mut Problems,
-) -> Vec<McpServerReport> {
-    use toolgate::agent::{McpServer, McpState, local_mcp_servers, mcp_servers};
-    let mut found = Vec::new();
-    let mut places = Vec::new();
-    let Ok(shape) = super::super::install::mcp_shape(agent) else {
-        return found;
-    };
-    let per_project = super::super::install::mcp_per_project(agent);
-    match super::super::install::mcp_place(agent, None) {
-        Ok(user) => places.push(("user", user)),
-        // The user's servers cannot be told apart (Claude Code's legacy
-        // file beside its config): said, not skipped in silence.
-        Err(e) => notes.push(format!("MCP config: {e:#}")),
-    }
-    if let Ok(project) = super::super::install::mcp_place(agent, Some(root))
-        && !places.iter().any(|(_, p)| p.file == project.file)
-    {
-        places.push(("project", project));
-    }
-    // The key Claude Code files a project's local servers under: the
-    // project's root as an absolute path, as it resolved it.
-    let key = root
-        .canonicalize()
-        .unwrap_or_else(|_| root.to_owned())
-        .display()
-        .to_string();
-    let mut unguarded = Vec::new();
-    for (scope, place) in places {
-        let file = place.file.display().to_string();
-        let listed = match read(&place.file).map(|text| {
-            text.map(|t| {
-                let mut listed: Vec<(&'static str, McpServer)> = Vec::new();
-                if scope == "user" && per_project {
-                    for server in local_mcp_servers(&t, shape)? {
-                        if server.project.as_deref() == Some(key.as_str()) {
-                            listed.push(("local", server));
-                        }
-                    }
-                }
-                listed.extend(mcp_servers(&t, shape)?.into_iter().map(|s| (scope, s)));
-                Ok::<_, toolgate::agent::EditSettingsError>(listed)
-            })
-        }) {
-            Ok(None) => continue,
-            Ok(Some(Ok(listed))) => listed,
-            Ok(Some(Err(e))) => {
-                notes.push(format!("MCP config {file}: {e}"));
-                continue;
-            }
-            Err(e) => {
-                notes.push(format!("MCP config: {e}"));
-                continue;
-            }
-        };
-        for (scope, server) in listed {
-            let (state, command, why) = match server.state {
-                McpState::Guarded { server } => ("guarded", server, None),
-                McpState::Unguarded { server } => {
-                    unguarded.push(scope);
-                    ("unguarded", server, None)
-                }
-                McpState::Skipped(why) => ("skipped", Vec::new(), Some(why)),
-            };
-            let file = match scope {
-                "local" => format!("{file} projects[{key:?}]"),
-                _ => file.clone(),
-            };
-            found.push(McpServerReport {
-                scope,
-                file,
-                name: server.name,
-                state,
-                command,
-                why,
-                overridden_by: None,
-            });
-        }
-    }
-    // The agent's precedence: a name in a scope that wins takes the place
-    // of the same name in the others.
-    let rank = |scope: &str| match scope {
-        "local" => 0,
-        "project" => 1,
-        _ => 2,
-    };
-    let winners: Vec<(String, &'static str, &'static str)> = found
-        .iter()
-        .map(|s| (s.name.clone(), s.scope, s.state))
-        .collect();
-    for server in &mut found {
-        let winner = winners
-            .iter()
-            .filter(|(name, scope, _)| *name == server.name && rank(scope) < rank(server.scope))
-            .min_by_key(|(_, scope, _)| rank(scope));
-        if let Some((_, scope, state)) = winner {
-            server.overridden_by = Some(scope);
-            if server.state == "guarded" && *state != "guarded" {
-                problems.add(
-                    format!(
-                        "the MCP server `{}` of the {} scope is guarded, but {agent} runs the \
-                         {scope} scope's `{}` in its place, which is not",
-                        toolgate::text::sanitize(&server.name),
-                        server.scope,
-                        toolgate::text::sanitize(&server.name),
-                    ),
-                    String::new(),
-                    format!(
-                        "`toolgate install {agent} --mcp`{}",
-                        match *scope {
-                            "project" => format!(" --project {}", root.display()),
-                            _ => String::new(),
-                        }
-                    ),
-                );
-            }
-        }
-    }
-    for scope in ["local", "user", "project"] {
-        let n = unguarded.iter().filter(|s| **s == scope).count();
-        if n > 0 {
-            let project = if scope == "project" {
-                format!(" --project {}", root.display())
-            } else {
-                String::new()
-            };
-            let whose = match scope {
-                "local" => {
-                    "this project's local scope (Claude Code's `projects` in the user's file)"
-                        .to_owned()
-                }
-                other => format!("the {other}'s config"),
-            };
-            notes.push(format!(
-                "{n} MCP server(s) in {whose} run without toolgate: \
-                 `toolgate install {agent} --mcp{project}` runs them through `toolgate mcp`"
-            ));
-        }
-    }
-    found
-}
-
 /// Problems, with those that differ only in their event said once.
 #[derive(Default)]
-struct Problems(
+pub(super) struct Problems(
     BTreeMap<(String, String), Vec<String>>,
     Vec<(String, String)>,
 );
 
 impl Problems {
     /// `what` (said of `event`, when not empty) and its `fix`.
-    fn add(&mut self, what: String, event: String, fix: String) {
+    pub(super) fn add(&mut self, what: String, event: String, fix: String) {
         let key = (what, fix);
         if !self.0.contains_key(&key) {
             self.1.push(key.clone());

@@ -48,6 +48,7 @@
 
 mod list;
 mod relay;
+mod reply;
 pub(crate) mod sse;
 mod upstream;
 

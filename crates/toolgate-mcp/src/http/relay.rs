@@ -3,7 +3,8 @@
 //! event stream when it streamed (or when the answer is more than one
 //! message).
 
-use super::sse::{self, Out, Reader};
+use super::reply::{fixed, refused, streamed, unknown_session};
+use super::sse::{Out, Reader};
 use super::{BODY_TIMEOUT, Body, Session, Shared, lock, text};
 use crate::judge::{Route, answer_key, request_key};
 use bytes::Bytes;
@@ -16,7 +17,7 @@ use std::sync::atomic::Ordering;
 use tokio::sync::mpsc;
 
 /// The session header, both ways.
-const SESSION: &str = "mcp-session-id";
+pub(super) const SESSION: &str = "mcp-session-id";
 /// The client's headers the server is given (never `Authorization`: it is
 /// the proxy's secret, and never `Host`, `Origin` or cookies).
 const FORWARDED: [&str; 3] = [SESSION, "mcp-protocol-version", "last-event-id"];
@@ -298,80 +299,6 @@ async fn forward(
             shared.shown
         )
     })
-}
-
-/// A session id no `initialize` answer named here (see `Shared::session`):
-/// 404, which tells a client to start a new session. Nothing is sent to
-/// the server.
-fn unknown_session() -> Response<Body> {
-    text(
-        StatusCode::NOT_FOUND,
-        "toolgate does not know this MCP session: a session is the one the server named in its \
-         answer to initialize (start a new one)",
-    )
-}
-
-/// The status a server's refusal reaches the client with, and why, in
-/// toolgate's words: the server's body is never relayed as messages.
-fn refused(shared: &Shared, status: reqwest::StatusCode) -> Response<Body> {
-    let status = StatusCode::from_u16(status.as_u16()).unwrap_or(StatusCode::BAD_GATEWAY);
-    let why = match status {
-        StatusCode::NOT_FOUND => "the MCP server does not know this session (start a new one)",
-        StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => {
-            "the MCP server wants authorization: give its token with --upstream-header (no OAuth)"
-        }
-        _ => "the MCP server refused the request",
-    };
-    text(
-        status,
-        &format!("{why}: {} answered {status}", shared.shown),
-    )
-}
-
-/// The answer to a POST whose messages are all known: none (202), one
-/// (a JSON body), or more (an event stream).
-fn fixed(mut messages: Vec<Out>, session: Option<&HeaderValue>) -> Response<Body> {
-    let mut answer = match messages.len() {
-        0 => {
-            let mut answer = Response::new(Either::Left(Full::new(Bytes::new())));
-            *answer.status_mut() = StatusCode::ACCEPTED;
-            answer
-        }
-        1 => {
-            let one = messages.remove(0);
-            let mut answer = Response::new(Either::Left(Full::new(Bytes::from(one.message))));
-            answer
-                .headers_mut()
-                .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-            answer
-        }
-        _ => {
-            let (tx, rx) = mpsc::channel(messages.len());
-            for out in messages {
-                let _ = tx.try_send(out);
-            }
-            streamed(rx, None)
-        }
-    };
-    if let Some(session) = session {
-        answer.headers_mut().insert(SESSION, session.clone());
-    }
-    answer
-}
-
-/// An event stream of what `rx` is sent.
-fn streamed(rx: mpsc::Receiver<Out>, session: Option<&HeaderValue>) -> Response<Body> {
-    let mut answer = Response::new(Either::Right(sse::Stream(rx)));
-    let headers = answer.headers_mut();
-    headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
-    headers.insert(
-        hyper::header::CACHE_CONTROL,
-        HeaderValue::from_static("no-cache"),
-    );
-    if let Some(session) = session {
-        headers.insert(SESSION, session.clone());
-    }
-    answer
 }
 
 /// The request's body, bounded by the message cap and [`BODY_TIMEOUT`].

@@ -124,32 +124,7 @@ impl Judge {
                 trimmed = true;
             }
         }
-        // Invisible and format code points (tag characters, zero-width
-        // characters, variation selectors) are what a person reviewing a
-        // definition does not see and a model reads: the review shows
-        // them escaped and counted, and the client is never shown them.
-        // Stripped rather than refused: they also occur harmlessly (an
-        // emoji's variation selector), and stripped, what the model reads
-        // is what the person saw. A tool whose *name* holds one is
-        // withheld instead: calls reach the server by the name it gave.
-        let mut stripped = 0;
-        tools.retain_mut(|tool| {
-            let name = tool.get("name").and_then(Value::as_str).unwrap_or_default();
-            if name.chars().any(toolgate::text::is_invisible) {
-                let (name, _) = toolgate::text::quoted(name);
-                withheld.push(format!("{name} (its name holds invisible characters)"));
-                return false;
-            }
-            stripped += strip_invisible(tool, true);
-            true
-        });
-        if stripped > 0 {
-            tracing::info!(
-                stripped,
-                "invisible characters stripped from tool definitions"
-            );
-            trimmed = true;
-        }
+        trimmed |= without_invisible(tools, &mut withheld);
         let judged = self.offered(tools).await || trimmed;
         self.keep_output_schemas(tools);
         if withheld.is_empty() && !judged {
@@ -387,6 +362,36 @@ impl Judge {
             Some(e) => Err(format!("at `{}`: {e}", e.instance_path())),
         }
     }
+}
+
+/// Invisible and format code points (tag characters, zero-width
+/// characters, variation selectors) are what a person reviewing a
+/// definition does not see and a model reads: the review shows them
+/// escaped and counted, and the client is never shown them. Stripped
+/// rather than refused: they also occur harmlessly (an emoji's variation
+/// selector), and stripped, what the model reads is what the person saw.
+/// A tool whose *name* holds one is withheld instead (said in `withheld`):
+/// calls reach the server by the name it gave. Whether anything changed.
+fn without_invisible(tools: &mut Vec<Value>, withheld: &mut Vec<String>) -> bool {
+    let before = tools.len();
+    let mut stripped = 0;
+    tools.retain_mut(|tool| {
+        let name = tool.get("name").and_then(Value::as_str).unwrap_or_default();
+        if name.chars().any(toolgate::text::is_invisible) {
+            let (name, _) = toolgate::text::quoted(name);
+            withheld.push(format!("{name} (its name holds invisible characters)"));
+            return false;
+        }
+        stripped += strip_invisible(tool, true);
+        true
+    });
+    if stripped > 0 {
+        tracing::info!(
+            stripped,
+            "invisible characters stripped from tool definitions"
+        );
+    }
+    stripped > 0 || tools.len() != before
 }
 
 /// Strips [invisible](toolgate::text::is_invisible) code points from every

@@ -69,6 +69,7 @@ pub mod chain;
 pub mod checkpoint;
 mod file;
 pub mod verify;
+mod witness;
 
 pub(crate) use file::append;
 pub use file::{files, foreign_files};
