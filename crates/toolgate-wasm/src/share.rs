@@ -207,13 +207,13 @@ impl Share {
         // Free now (the common case): taken without a timer, which a
         // caller polling outside a tokio runtime (a guard's load-time
         // probe) does not have.
-        if let Ok(mine) = Arc::clone(workspace).try_acquire_many_owned(self.units) {
-            if let Ok(all) = Arc::clone(workspaces()).try_acquire_many_owned(self.units) {
-                return Ok(Held {
-                    _workspace: Some(mine),
-                    _all: Some(all),
-                });
-            }
+        if let Ok(mine) = Arc::clone(workspace).try_acquire_many_owned(self.units)
+            && let Ok(all) = Arc::clone(workspaces()).try_acquire_many_owned(self.units)
+        {
+            return Ok(Held {
+                _workspace: Some(mine),
+                _all: Some(all),
+            });
         }
         if tokio::runtime::Handle::try_current().is_err() {
             return Err(format!(

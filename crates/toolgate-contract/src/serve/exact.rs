@@ -57,7 +57,7 @@ const TELLS: [(&str, Kind); 7] = [
 ];
 
 /// Each kind's fields exactly: no field of another kind, none unknown.
-mod exact {
+mod fields {
     use serde::Deserialize;
     use serde_json::Value;
 
@@ -128,11 +128,11 @@ impl Body {
         let read = |e: serde_json::Error| format!("a {kind:?} answer that does not read: {e}");
         Ok(match kind {
             Kind::Ack => {
-                let exact::Ack { ack } = serde_json::from_value(fields).map_err(read)?;
+                let fields::Ack { ack } = serde_json::from_value(fields).map_err(read)?;
                 Body::Ack { ack }
             }
             Kind::Evaluated => {
-                let exact::Evaluated {
+                let fields::Evaluated {
                     exit,
                     stdout,
                     warning,
@@ -144,20 +144,20 @@ impl Body {
                 }
             }
             Kind::Error => {
-                let exact::Error { error, warning } =
+                let fields::Error { error, warning } =
                     serde_json::from_value(fields).map_err(read)?;
                 Body::Error { error, warning }
             }
             Kind::Busy => {
-                let exact::Busy { busy } = serde_json::from_value(fields).map_err(read)?;
+                let fields::Busy { busy } = serde_json::from_value(fields).map_err(read)?;
                 Body::Busy { busy }
             }
             Kind::Status => {
-                let exact::Status { status } = serde_json::from_value(fields).map_err(read)?;
+                let fields::Status { status } = serde_json::from_value(fields).map_err(read)?;
                 Body::Status { status }
             }
             Kind::Metrics => {
-                let exact::Metrics { metrics } = serde_json::from_value(fields).map_err(read)?;
+                let fields::Metrics { metrics } = serde_json::from_value(fields).map_err(read)?;
                 Body::Metrics { metrics }
             }
         })
