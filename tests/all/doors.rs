@@ -703,7 +703,7 @@ fn the_lean_client_runs_only_a_toolgate_of_its_user_or_root() {
 
 /// `cmd` as uid 65534 (`nobody`): the other user on the machine. The
 /// suite runs as root (as the permission tests do).
-pub(crate) fn as_nobody(program: &str) -> std::process::Command {
+fn as_nobody(program: &str) -> std::process::Command {
     let mut cmd = std::process::Command::new("setpriv");
     cmd.args([
         "--reuid=65534",
@@ -780,6 +780,38 @@ fn another_users_idle_connections_never_keep_the_users_own_call_waiting() {
     );
 }
 
+/// Another user (`nobody`) listening on `host:port`: it appends what each
+/// connection sends to `log` (in a folder it can write) and answers HTTP
+/// 200 with `body`. Returned once it listens.
+pub(crate) fn squatter(host: &str, port: u16, log: &Path, body: &str) -> std::process::Child {
+    if let Some(dir) = log.parent() {
+        crate::support::chown_to_nobody(dir);
+    }
+    let mut squatter = as_nobody("/usr/bin/python3")
+        .arg("-c")
+        .arg(format!(
+            "import socket\n\
+             s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n\
+             s.bind(({host:?}, {port})); s.listen(8); print('listening', flush=True)\n\
+             body = {body:?}.encode()\n\
+             while True:\n\
+             \x20   c, _ = s.accept(); c.settimeout(2)\n\
+             \x20   try:\n        data = c.recv(65536)\n    except OSError:\n        data = b''\n\
+             \x20   open({log:?}, 'ab').write(data)\n\
+             \x20   c.sendall(b'HTTP/1.1 200 OK\\r\\nContent-Type: application/json\\r\\nContent-Length: ' + str(len(body)).encode() + b'\\r\\n\\r\\n' + body); c.close()\n",
+            log = log.display().to_string()
+        ))
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut said = String::new();
+    BufReader::new(squatter.stdout.take().unwrap())
+        .read_line(&mut said)
+        .unwrap();
+    assert_eq!(said.trim(), "listening");
+    squatter
+}
+
 /// A server with `--http` recorded its port and stopped; another user
 /// listened on that port. `install --http` (and `doctor`) sent the user's
 /// bearer token there and, answered 200, reported ok. Now the token goes
@@ -799,30 +831,9 @@ fn the_token_is_never_sent_to_a_port_another_user_squats() {
     drop(server);
     let token = std::fs::read_to_string(state.path().join("toolgate/http-token")).unwrap();
     let seen = tempfile::tempdir().unwrap();
-    crate::support::chown_to_nobody(seen.path());
     let log = seen.path().join("received");
     let (host, port) = addr.rsplit_once(':').unwrap();
-    let mut squatter = as_nobody("/usr/bin/python3")
-        .arg("-c")
-        .arg(format!(
-            "import socket\n\
-             s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n\
-             s.bind(({host:?}, {port})); s.listen(8); print('listening', flush=True)\n\
-             while True:\n\
-             \x20   c, _ = s.accept(); c.settimeout(2)\n\
-             \x20   try:\n        data = c.recv(65536)\n    except OSError:\n        data = b''\n\
-             \x20   open({log:?}, 'ab').write(data)\n\
-             \x20   c.sendall(b'HTTP/1.1 200 OK\\r\\nContent-Length: 2\\r\\n\\r\\n{{}}'); c.close()\n",
-            log = log.display().to_string()
-        ))
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut said = String::new();
-    BufReader::new(squatter.stdout.take().unwrap())
-        .read_line(&mut said)
-        .unwrap();
-    assert_eq!(said.trim(), "listening");
+    let mut squatter = squatter(host, port.parse().unwrap(), &log, "{}");
     let home = tempfile::tempdir().unwrap();
     let out = toolgate()
         .env("HOME", home.path())

@@ -474,30 +474,13 @@ fn over_http_nothing_is_sent_to_an_upstream_port_another_user_squats() {
     const TOKEN: &str = "Bearer SQUATTED-TOKEN-1";
     let port = free_port();
     let seen = tempfile::tempdir().unwrap();
-    crate::support::chown_to_nobody(seen.path());
     let log = seen.path().join("received");
-    let mut squatter = crate::doors::as_nobody("/usr/bin/python3")
-        .arg("-c")
-        .arg(format!(
-            "import socket\n\
-             s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n\
-             s.bind(('127.0.0.1', {port})); s.listen(8); print('listening', flush=True)\n\
-             while True:\n\
-             \x20   c, _ = s.accept(); c.settimeout(2)\n\
-             \x20   try:\n        data = c.recv(65536)\n    except OSError:\n        data = b''\n\
-             \x20   open({log:?}, 'ab').write(data)\n\
-             \x20   body = b'{{\"jsonrpc\": \"2.0\", \"id\": 1, \"result\": {{}}}}'\n\
-             \x20   c.sendall(b'HTTP/1.1 200 OK\\r\\nContent-Type: application/json\\r\\nContent-Length: ' + str(len(body)).encode() + b'\\r\\n\\r\\n' + body); c.close()\n",
-            log = log.display().to_string()
-        ))
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut said = String::new();
-    BufReader::new(squatter.stdout.take().unwrap())
-        .read_line(&mut said)
-        .unwrap();
-    assert_eq!(said.trim(), "listening");
+    let mut squatter = crate::doors::squatter(
+        "127.0.0.1",
+        port,
+        &log,
+        r#"{"jsonrpc": "2.0", "id": 1, "result": {}}"#,
+    );
     let url = format!("http://127.0.0.1:{port}/mcp");
     let header = format!("Authorization: {TOKEN}");
     let fx = Fixture::new();

@@ -550,6 +550,15 @@ mod tests {
                 warning: None,
             },
             Body::error("no workspace"),
+            Body::Busy {
+                busy: Busy {
+                    in_flight: 1,
+                    limit: 1,
+                },
+            },
+            Body::Metrics {
+                metrics: "m".into(),
+            },
         ];
         for body in answers {
             let answer = Answer { id: json!(7), body };
@@ -576,29 +585,6 @@ mod tests {
         ] {
             assert!(
                 serde_json::from_value::<Answer>(line.clone()).is_err(),
-                "{line}"
-            );
-        }
-    }
-
-    #[test]
-    fn answers_read_back_as_what_was_sent_once_more() {
-        for body in [
-            Body::Busy {
-                busy: Busy {
-                    in_flight: 1,
-                    limit: 1,
-                },
-            },
-            Body::Metrics {
-                metrics: "m".into(),
-            },
-        ] {
-            let answer = Answer { id: json!(7), body };
-            let line = answer.to_line();
-            assert_eq!(
-                serde_json::from_str::<Answer>(&line).unwrap(),
-                answer,
                 "{line}"
             );
         }

@@ -49,21 +49,7 @@ pub(super) async fn consult(
     let reply = tokio::time::timeout_at(state.deadline, p.decider.decide(&hook_request)).await;
     let duration = started.elapsed();
 
-    let mut record = RunRecord {
-        name: p.name.clone(),
-        binding: p.binding,
-        source: p.source,
-        event,
-        round,
-        step: Step::Failed,
-        reason: None,
-        failure: None,
-        duration,
-        metrics: BTreeMap::new(),
-        warning: None,
-        diagnostics: None,
-        shadow: p.shadow,
-    };
+    let mut record = record_of(p, event, round, duration);
     let Ok(reply) = reply else {
         // The chain's deadline passed while this participant ran. Its own
         // policy does not apply: the participants after it were never asked.
@@ -98,6 +84,31 @@ pub(super) async fn consult(
     trace_answer(&record);
     state.runs.push(record);
     verdict
+}
+
+/// `p`'s run record for one consultation, before anything is known of
+/// what it said: failed until an answer says otherwise.
+pub(super) fn record_of(
+    p: &Participant,
+    event: Event,
+    round: u32,
+    duration: std::time::Duration,
+) -> RunRecord {
+    RunRecord {
+        name: p.name.clone(),
+        binding: p.binding,
+        source: p.source,
+        event,
+        round,
+        step: Step::Failed,
+        reason: None,
+        failure: None,
+        duration,
+        metrics: BTreeMap::new(),
+        warning: None,
+        diagnostics: None,
+        shadow: p.shadow,
+    }
 }
 
 /// What the hook answered, for `TOOLGATE_LOG=debug`; its diagnostics (a

@@ -185,21 +185,7 @@ pub(super) fn shadow(p: &Participant, request: &Request, asked: Asked<'_>, state
         store: Arc::clone(&state.store),
         shadows: Vec::new(),
     };
-    let unanswered = RunRecord {
-        name: p.name.clone(),
-        binding: p.binding,
-        source: p.source,
-        event,
-        round,
-        step: Step::Failed,
-        reason: None,
-        failure: None,
-        duration: state.chain_timeout,
-        metrics: std::collections::BTreeMap::new(),
-        warning: None,
-        diagnostics: None,
-        shadow: true,
-    };
+    let unanswered = super::consult::record_of(&p, event, round, state.chain_timeout);
     let task = tokio::spawn(async move {
         let asked = Asked {
             event,
