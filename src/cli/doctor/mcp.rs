@@ -13,12 +13,27 @@ use super::wiring::Problems;
 use super::*;
 use toolgate::agent::{McpServer, McpState, local_mcp_servers, mcp_servers};
 
-/// A scope's rank in the agent's precedence: lower wins.
-fn rank(scope: &str) -> u8 {
-    match scope {
-        "local" => 0,
-        "project" => 1,
-        _ => 2,
+/// Where an agent keeps an MCP server, in its precedence: a scope earlier
+/// in the list wins a name (Claude Code's order; the derived `Ord` is that
+/// precedence, so a new scope must be placed in it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub(super) enum McpScope {
+    /// Claude Code's per-project servers in the user's file.
+    Local,
+    /// The project's config.
+    Project,
+    /// The user's config.
+    User,
+}
+
+impl std::fmt::Display for McpScope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            McpScope::Local => "local",
+            McpScope::Project => "project",
+            McpScope::User => "user",
+        })
     }
 }
 
@@ -38,23 +53,22 @@ pub(super) fn servers(
 ) -> Vec<McpServerReport> {
     let mut found = listed(agent, root, notes);
     overrides(agent, root, &mut found, problems);
-    for scope in ["local", "user", "project"] {
+    for scope in [McpScope::Local, McpScope::User, McpScope::Project] {
         let n = found
             .iter()
             .filter(|s| s.scope == scope && s.state == "unguarded")
             .count();
         if n > 0 {
-            let project = if scope == "project" {
-                format!(" --project {}", root.display())
-            } else {
-                String::new()
+            let project = match scope {
+                McpScope::Project => format!(" --project {}", root.display()),
+                McpScope::Local | McpScope::User => String::new(),
             };
             let whose = match scope {
-                "local" => {
+                McpScope::Local => {
                     "this project's local scope (Claude Code's `projects` in the user's file)"
                         .to_owned()
                 }
-                other => format!("the {other}'s config"),
+                McpScope::Project | McpScope::User => format!("the {scope}'s config"),
             };
             notes.push(format!(
                 "{n} MCP server(s) in {whose} run without toolgate: \
@@ -74,7 +88,7 @@ fn listed(agent: Outward, root: &Path, notes: &mut Vec<String>) -> Vec<McpServer
     };
     let per_project = super::super::install::mcp_per_project(agent);
     match super::super::install::mcp_place(agent, None) {
-        Ok(user) => places.push(("user", user)),
+        Ok(user) => places.push((McpScope::User, user)),
         // The user's servers cannot be told apart (Claude Code's legacy
         // file beside its config): said, not skipped in silence.
         Err(e) => notes.push(format!("MCP config: {e:#}")),
@@ -82,7 +96,7 @@ fn listed(agent: Outward, root: &Path, notes: &mut Vec<String>) -> Vec<McpServer
     if let Ok(project) = super::super::install::mcp_place(agent, Some(root))
         && !places.iter().any(|(_, p)| p.file == project.file)
     {
-        places.push(("project", project));
+        places.push((McpScope::Project, project));
     }
     // The key Claude Code files a project's local servers under: the
     // project's root as an absolute path, as it resolved it.
@@ -94,11 +108,11 @@ fn listed(agent: Outward, root: &Path, notes: &mut Vec<String>) -> Vec<McpServer
     for (scope, place) in places {
         let file = place.file.display().to_string();
         let read_all = |text: String| {
-            let mut listed: Vec<(&'static str, McpServer)> = Vec::new();
-            if scope == "user" && per_project {
+            let mut listed: Vec<(McpScope, McpServer)> = Vec::new();
+            if scope == McpScope::User && per_project {
                 for server in local_mcp_servers(&text, shape)? {
                     if server.project.as_deref() == Some(key.as_str()) {
-                        listed.push(("local", server));
+                        listed.push((McpScope::Local, server));
                     }
                 }
             }
@@ -124,8 +138,8 @@ fn listed(agent: Outward, root: &Path, notes: &mut Vec<String>) -> Vec<McpServer
                 McpState::Skipped(why) => ("skipped", Vec::new(), Some(why)),
             };
             let file = match scope {
-                "local" => format!("{file} projects[{key:?}]"),
-                _ => file.clone(),
+                McpScope::Local => format!("{file} projects[{key:?}]"),
+                McpScope::Project | McpScope::User => file.clone(),
             };
             found.push(McpServerReport {
                 scope,
@@ -144,19 +158,19 @@ fn listed(agent: Outward, root: &Path, notes: &mut Vec<String>) -> Vec<McpServer
 /// Marks each server a same-named one in a scope that wins takes the
 /// place of; a guarded one an unguarded one overrides is a problem.
 fn overrides(agent: Outward, root: &Path, found: &mut [McpServerReport], problems: &mut Problems) {
-    let all: Vec<(String, &'static str, &'static str)> = found
+    let all: Vec<(String, McpScope, &'static str)> = found
         .iter()
         .map(|s| (s.name.clone(), s.scope, s.state))
         .collect();
     for server in found.iter_mut() {
         let winner = all
             .iter()
-            .filter(|(name, scope, _)| *name == server.name && rank(scope) < rank(server.scope))
-            .min_by_key(|(_, scope, _)| rank(scope));
+            .filter(|(name, scope, _)| *name == server.name && *scope < server.scope)
+            .min_by_key(|(_, scope, _)| *scope);
         let Some((_, scope, state)) = winner else {
             continue;
         };
-        server.overridden_by = Some(scope);
+        server.overridden_by = Some(*scope);
         if server.state == "guarded" && *state != "guarded" {
             let name = toolgate::text::sanitize(&server.name);
             problems.add(
@@ -168,9 +182,9 @@ fn overrides(agent: Outward, root: &Path, found: &mut [McpServerReport], problem
                 String::new(),
                 format!(
                     "`toolgate install {agent} --mcp`{}",
-                    match *scope {
-                        "project" => format!(" --project {}", root.display()),
-                        _ => String::new(),
+                    match scope {
+                        McpScope::Project => format!(" --project {}", root.display()),
+                        McpScope::Local | McpScope::User => String::new(),
                     }
                 ),
             );

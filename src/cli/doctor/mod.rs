@@ -100,7 +100,7 @@ struct AgentReport {
 struct McpServerReport {
     /// `local` (Claude Code's per-project servers in the user's file),
     /// `project` or `user`.
-    scope: &'static str,
+    scope: mcp::McpScope,
     file: String,
     name: String,
     /// `guarded` (through `toolgate mcp`), `unguarded` or `skipped` (a
@@ -113,7 +113,7 @@ struct McpServerReport {
     /// The scope whose server of the same name the agent runs instead
     /// (its precedence: local, then project, then user).
     #[serde(skip_serializing_if = "Option::is_none")]
-    overridden_by: Option<&'static str>,
+    overridden_by: Option<mcp::McpScope>,
 }
 
 #[derive(Serialize)]

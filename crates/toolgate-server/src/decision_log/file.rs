@@ -265,17 +265,9 @@ pub(crate) fn not_ours(path: &Path) -> Option<String> {
     if !meta.file_type().is_file() {
         return Some("it is not a regular file".into());
     }
-    let me = nix::unistd::geteuid().as_raw();
-    if meta.uid() != me {
-        return Some(format!("it belongs to uid {}", meta.uid()));
-    }
-    if meta.mode() & 0o022 != 0 {
-        return Some(format!(
-            "it is writable by group or others (mode {:o})",
-            meta.mode() & 0o7777
-        ));
-    }
-    None
+    toolgate_fs::owned_by_me(&meta, 0o022)
+        .err()
+        .map(|why| why.to_string())
 }
 
 /// The log's directory, canonical: created `0700` when missing, and refused
