@@ -67,3 +67,15 @@ echo "$AGENTS" | while read -r var package bin; do
   version_of "$prefix" "$bin" "$package"
   touch "$prefix/installed"
 done
+# The Python MCP SDK (PyPI), in a venv of its own: the 2026-07-28 client and
+# server of tests/all/mcp_stateless.rs.
+venv="$CACHE/MCP_PYTHON_SDK_VERSION-$MCP_PYTHON_SDK_VERSION/venv"
+if [ -f "$venv/installed" ] && "$venv/bin/python" -c 'import mcp' 2>/dev/null; then
+  echo "agents: mcp (Python) $MCP_PYTHON_SDK_VERSION already in $venv"
+else
+  echo "agents: installing mcp (Python) $MCP_PYTHON_SDK_VERSION into $venv"
+  rm -rf "$venv"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check "mcp==$MCP_PYTHON_SDK_VERSION"
+  touch "$venv/installed"
+fi

@@ -35,6 +35,7 @@ mod http;
 mod judge;
 mod list;
 pub mod pins;
+mod revision;
 mod shape;
 mod stdio;
 

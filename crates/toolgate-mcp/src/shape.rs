@@ -41,6 +41,16 @@ pub(crate) fn error(id: &Value, code: i64, message: &str) -> Vec<u8> {
     }))
 }
 
+/// An error carrying MCP's `data` (what a client may act on, as the
+/// versions it may retry with).
+pub(crate) fn error_with(id: &Value, code: i64, message: &str, data: Value) -> Vec<u8> {
+    encode(&json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "error": { "code": code, "message": message, "data": data },
+    }))
+}
+
 pub(crate) fn result(id: &Value, result: Map<String, Value>) -> Vec<u8> {
     encode(&json!({ "jsonrpc": "2.0", "id": id, "result": result }))
 }

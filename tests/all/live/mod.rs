@@ -160,7 +160,7 @@ pub(crate) fn doctor_agrees(label: &str, ran: bool, report: &Value, off_by: Opti
 }
 
 /// Where tests/agents/install.sh put the agent CLIs.
-fn agents_cache() -> PathBuf {
+pub(crate) fn agents_cache() -> PathBuf {
     std::env::var_os("TOOLGATE_AGENT_CACHE")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/agents/.cache"))

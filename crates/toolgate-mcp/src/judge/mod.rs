@@ -47,17 +47,19 @@
 //! and each message judged on its own; the answers go back one per line,
 //! which every SDK's reader accepts.
 
+use crate::revision::{self, Era, UNSUPPORTED_VERSION, Unknown, said};
 use crate::shape::{
-    INVALID_PARAMS, INVALID_REQUEST, JUDGED_FIELDS, NOT_JUDGED, PARSE_ERROR, call_result, encode,
-    error, initialized, result, tool_result,
+    INVALID_PARAMS, INVALID_REQUEST, NOT_JUDGED, PARSE_ERROR, call_result, encode, error,
+    error_with, initialized, result,
 };
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::sync::Mutex;
 use toolgate::contract::{Decision, ToolResult};
 use toolgate::{HookRunner, Request};
 use toolgate_contract::strict_json;
 
+mod answers;
 /// Where one message goes, as bytes ready to write (no newline).
 mod listing;
 #[cfg(test)]
@@ -75,9 +77,13 @@ pub(crate) enum Route {
 #[derive(Debug)]
 enum InFlight {
     Initialize,
+    /// 2026-07-28's `server/discover`: its instructions are judged as
+    /// `initialize`'s are.
+    Discover,
     ToolCall {
         tool: String,
         input: Value,
+        era: Era,
     },
     ToolsList,
     Other,
@@ -193,8 +199,27 @@ impl Judge {
                         ),
                     ))];
                 }
+                let era = match revision::of_request(object) {
+                    Ok(era) => era,
+                    Err(Unknown(asked)) => {
+                        return vec![Route::ToClient(error_with(
+                            id,
+                            UNSUPPORTED_VERSION,
+                            &format!(
+                                "toolgate: MCP revision {} is not one this proxy knows; \
+                                 not forwarded",
+                                said(&asked)
+                            ),
+                            revision::unsupported_data(&asked),
+                        ))];
+                    }
+                };
                 match method {
-                    "tools/call" => self.tool_call(id, object, bytes).await,
+                    "tools/call" => self.tool_call(id, object, era, bytes).await,
+                    "server/discover" => {
+                        self.in_flight().insert(key, InFlight::Discover);
+                        vec![Route::ToServer(bytes)]
+                    }
                     "initialize" => {
                         self.in_flight().insert(key, InFlight::Initialize);
                         vec![Route::ToServer(bytes)]
@@ -232,6 +257,7 @@ impl Judge {
         &self,
         id: &Value,
         object: &Map<String, Value>,
+        era: Era,
         bytes: Vec<u8>,
     ) -> Vec<Route> {
         let params = object.get("params");
@@ -272,8 +298,14 @@ impl Judge {
             .await;
         match outcome.decision {
             Decision::Allow => {
-                self.in_flight()
-                    .insert(id_key(id), InFlight::ToolCall { tool: name, input });
+                self.in_flight().insert(
+                    id_key(id),
+                    InFlight::ToolCall {
+                        tool: name,
+                        input,
+                        era,
+                    },
+                );
                 vec![Route::ToServer(bytes)]
             }
             Decision::Modify { input } => {
@@ -281,16 +313,23 @@ impl Judge {
                 if let Some(Value::Object(params)) = rewritten.get_mut("params") {
                     params.insert("arguments".into(), input.clone());
                 }
-                self.in_flight()
-                    .insert(id_key(id), InFlight::ToolCall { tool: name, input });
+                self.in_flight().insert(
+                    id_key(id),
+                    InFlight::ToolCall {
+                        tool: name,
+                        input,
+                        era,
+                    },
+                );
                 vec![Route::ToServer(encode(&Value::Object(rewritten)))]
             }
-            Decision::Deny { reason } => blocked(id, &reason),
+            Decision::Deny { reason } => blocked(id, era, &reason),
             // The proxy has no person to ask (an MCP client's elicitation
             // is the server's to start, not a confirmation of a call): a
             // refusal whose reason says what was needed.
             Decision::Ask { reason, .. } => blocked(
                 id,
+                era,
                 &format!(
                     "this call needs a person's confirmation, which toolgate cannot ask for \
                      through MCP: {reason}"
@@ -299,7 +338,10 @@ impl Judge {
             Decision::Replace { result: replaced } => {
                 // `shown` is the replacement after the post chain.
                 let shown = outcome.shown.unwrap_or(replaced);
-                vec![Route::ToClient(result(id, call_result(&shown)))]
+                vec![Route::ToClient(result(
+                    id,
+                    revision::complete(era, call_result(&shown)),
+                ))]
             }
         }
     }
@@ -368,6 +410,7 @@ impl Judge {
                 InFlight::Cancelled => Vec::new(),
                 InFlight::Other
                 | InFlight::Initialize
+                | InFlight::Discover
                 | InFlight::ToolsList
                 | InFlight::ToolCall { .. } => vec![Route::ToClient(error(
                     id,
@@ -381,77 +424,37 @@ impl Judge {
             InFlight::Other => vec![Route::ToClient(bytes)],
             InFlight::Cancelled => Vec::new(),
             InFlight::Initialize => {
+                if let Some(chosen) = object.get("result").and_then(|r| r.get("protocolVersion"))
+                    && !revision::known_handshake(chosen)
+                {
+                    return vec![Route::ToClient(error(
+                        id,
+                        NOT_JUDGED,
+                        &format!(
+                            "toolgate: the server chose MCP revision {}, which this proxy does \
+                             not know; withheld",
+                            said(
+                                &chosen
+                                    .as_str()
+                                    .map_or_else(|| chosen.to_string(), str::to_owned)
+                            )
+                        ),
+                    ))];
+                }
                 let (object, bytes) = self.approved_instructions(object, bytes);
                 vec![Route::ToClient(initialized(object, bytes))]
             }
+            InFlight::Discover => {
+                let (_, bytes) = self.approved_instructions(object, bytes);
+                vec![Route::ToClient(bytes)]
+            }
             InFlight::ToolsList => self.listed(object, bytes).await,
-            InFlight::ToolCall { tool, input } => {
+            InFlight::ToolCall { tool, input, era } => {
                 vec![Route::ToClient(
-                    self.judge_result(id, &object, tool, input, bytes).await,
+                    self.judge_result(id, &object, tool, input, era, bytes)
+                        .await,
                 )]
             }
-        }
-    }
-
-    async fn judge_result(
-        &self,
-        id: &Value,
-        answer: &Map<String, Value>,
-        tool: String,
-        input: Value,
-        bytes: Vec<u8>,
-    ) -> Vec<u8> {
-        // Whether the server's bytes may reach the client as they are: a
-        // result holding only what hooks judge (anything else is dropped,
-        // see `shape`), or an error.
-        let (real, only_judged) = match (answer.get("result"), answer.get("error")) {
-            (Some(Value::Object(result)), _) => (
-                tool_result(result),
-                result.keys().all(|k| JUDGED_FIELDS.contains(&k.as_str())),
-            ),
-            // A protocol error's text reaches the model too; hooks see all
-            // of it.
-            (_, Some(err)) => (ToolResult::error(json!({ "error": err })), true),
-            _ => {
-                return error(
-                    id,
-                    NOT_JUDGED,
-                    "toolgate: the server's answer to tools/call holds no result object; withheld",
-                );
-            }
-        };
-        let mut request = self.request(&tool, input);
-        request.event = toolgate::contract::Event::PostToolUse;
-        request.result = Some(real.clone());
-        let outcome = self.runner.post_tool_use(&request).await;
-        match outcome.shown {
-            Some(shown)
-                if shown == real && only_judged && matches!(outcome.decision, Decision::Allow) =>
-            {
-                bytes
-            }
-            Some(shown) => {
-                let rewritten = call_result(&shown);
-                let bare = tool
-                    .strip_prefix(&format!("mcp__{}__", self.server))
-                    .unwrap_or(&tool);
-                match self.keeps_output_schema(bare, &rewritten) {
-                    Ok(()) => result(id, rewritten),
-                    Err(why) => {
-                        let by = outcome.decided_by.as_deref().unwrap_or("a hook");
-                        let failed = ToolResult::error(format!(
-                            "toolgate: output withheld: hook `{by}` failed: its rewrite of the \
-                             result breaks the tool's declared outputSchema ({why})"
-                        ));
-                        result(id, call_result(&failed))
-                    }
-                }
-            }
-            None => error(
-                id,
-                NOT_JUDGED,
-                "toolgate: the post chain showed nothing; withheld",
-            ),
         }
     }
 
@@ -545,9 +548,12 @@ impl Judge {
 /// An id as a map key: its JSON text, so `1` and `"1"` stay apart.
 /// The answer to a call the chain refused: a tool result marked
 /// `isError`, carrying the reason (what the model reads), never a drop.
-fn blocked(id: &Value, reason: &str) -> Vec<Route> {
+fn blocked(id: &Value, era: Era, reason: &str) -> Vec<Route> {
     let shown = ToolResult::error(format!("toolgate: call blocked: {reason}"));
-    vec![Route::ToClient(result(id, call_result(&shown)))]
+    vec![Route::ToClient(result(
+        id,
+        revision::complete(era, call_result(&shown)),
+    ))]
 }
 
 /// The key a request and its answer are paired by, as the SDKs' clients
