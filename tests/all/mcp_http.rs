@@ -29,7 +29,7 @@ impl Running {
     }
 }
 
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -54,7 +54,7 @@ pub(crate) fn everything_http() -> (Running, String) {
 }
 
 /// `cmd` started quietly, once something listens on `port`; its MCP URL.
-fn serving(mut cmd: Command, port: u16) -> (Running, String) {
+pub(crate) fn serving(mut cmd: Command, port: u16) -> (Running, String) {
     let child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::null())

@@ -5,7 +5,8 @@
 //! never sends (a revision nobody knows, a round of an unknown kind).
 
 use crate::live::{agents_cache, pinned};
-use crate::mcp::{in_fixture, policy, trust};
+use crate::mcp::{in_fixture, policy, trust, trust_at};
+use crate::mcp_http::{Running, free_port, proxy_http, serving};
 use crate::support::*;
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
@@ -70,14 +71,26 @@ return {"decision": "replace", "result": {"output": json.loads(out.replace("SECR
 /// What the SDK client connecting in `mode` through the proxy was shown
 /// (tests/mcp-python/client.py's report), and the proxy's stderr.
 fn sdk_client(fx: &Fixture, mode: &str, env: &[(&str, &str)]) -> (Value, String) {
-    let server = sdk_server();
+    let mut proxy = vec![
+        env!("CARGO_BIN_EXE_toolgate").to_owned(),
+        "mcp".into(),
+        "--name".into(),
+        "py".into(),
+        "--".into(),
+    ];
+    proxy.extend(sdk_server());
+    sdk_client_at(fx, mode, &proxy, env)
+}
+
+/// What the SDK client connecting in `mode` to `at` (a command on whose
+/// stdio it speaks, or a URL) was shown, and its stderr (a proxy it
+/// started writes there too).
+fn sdk_client_at(fx: &Fixture, mode: &str, at: &[String], env: &[(&str, &str)]) -> (Value, String) {
     let mut cmd = Command::new(sdk_python());
     hermetic(&mut cmd);
     cmd.arg(script("client.py"))
         .arg(mode)
-        .arg(env!("CARGO_BIN_EXE_toolgate"))
-        .args(["mcp", "--name", "py", "--"])
-        .args(&server)
+        .args(at)
         .env("TOOLGATE_CONFIG_DIR", fx.global())
         .env("XDG_STATE_HOME", crate::mcp::state(fx))
         .envs(env.iter().copied())
@@ -96,6 +109,15 @@ fn sdk_client(fx: &Fixture, mode: &str, env: &[(&str, &str)]) -> (Value, String)
     )
 }
 
+/// The SDK server over Streamable HTTP, and its URL.
+fn sdk_http_server() -> (Running, String) {
+    let port = free_port();
+    let mut cmd = Command::new(sdk_python());
+    cmd.arg(script("server.py"))
+        .args(["http", &port.to_string()]);
+    serving(cmd, port)
+}
+
 fn approved_sdk_server(fx: &Fixture) {
     let server = sdk_server();
     let server: Vec<&str> = server.iter().map(String::as_str).collect();
@@ -108,41 +130,63 @@ fn the_python_sdks_client_and_server_are_judged_alike_in_every_era() {
     approved_sdk_server(&fx);
     for mode in ["2026-07-28", "auto", "legacy"] {
         let (shown, _) = sdk_client(&fx, mode, &[]);
-        let calls = shown["calls"].as_array().unwrap();
-        let text = |i: usize| calls[i]["text"].as_str().unwrap().to_owned();
+        judged_alike(&shown, mode);
+    }
+}
+
+#[test]
+fn over_http_the_python_sdks_client_and_server_are_judged_alike_in_every_era() {
+    let fx = judged();
+    let (_server, url) = sdk_http_server();
+    trust_at(&fx, "py", &["--upstream", &url], true);
+    let (_proxy, addr, token) = proxy_http(&fx, "py", &url);
+    let at = [format!("http://{addr}/mcp")];
+    for mode in ["2026-07-28", "auto", "legacy"] {
+        // `echo`'s `text` travels in `Mcp-Param-Text` too at 2026-07-28:
+        // the server refuses a call whose header disagrees with its body,
+        // so the rewritten call reaching it shows the proxy wrote the
+        // header from the body it sent.
+        let (shown, _) = sdk_client_at(&fx, mode, &at, &[("TOOLGATE_TOKEN", &token)]);
+        judged_alike(&shown, mode);
+    }
+}
+
+/// What every era's client must have been shown through [`judged`]'s chain.
+fn judged_alike(shown: &Value, mode: &str) {
+    let calls = shown["calls"].as_array().unwrap();
+    let text = |i: usize| calls[i]["text"].as_str().unwrap().to_owned();
+    assert_eq!(
+        shown["tools"],
+        json!(["ask", "echo", "leak", "slow", "sum"]),
+        "{mode}"
+    );
+    // An allowed call, read by a client that requires `resultType`.
+    assert_eq!(text(0), "echo: hello", "{mode}");
+    assert_eq!(text(1), "echo: rewritten by toolgate", "{mode}: modify");
+    assert_eq!(text(2), "echo: my [redacted]", "{mode}: post rewrite");
+    assert_eq!(text(3), "toolgate: call blocked: it leaks", "{mode}: deny");
+    assert_eq!(calls[3]["isError"], json!(true), "{mode}");
+    assert_eq!(text(4), "42, said toolgate", "{mode}: replace");
+    // The elicitation: its message redacted (a round at 2026-07-28, a
+    // request of the server's in the handshake era, which the proxy
+    // does not judge), and the call completed through it (the round's
+    // requestState went back untouched: the SDK seals it).
+    assert_eq!(text(5), "confirmed: True", "{mode}");
+    for call in calls {
+        assert_eq!(call["resultType"], json!("complete"), "{mode}: {call}");
+    }
+    if mode == "legacy" {
         assert_eq!(
-            shown["tools"],
-            json!(["ask", "echo", "leak", "sum"]),
+            shown["elicited"],
+            json!(["Please confirm: is SECRET ok?"]),
             "{mode}"
         );
-        // An allowed call, read by a client that requires `resultType`.
-        assert_eq!(text(0), "echo: hello", "{mode}");
-        assert_eq!(text(1), "echo: rewritten by toolgate", "{mode}: modify");
-        assert_eq!(text(2), "echo: my [redacted]", "{mode}: post rewrite");
-        assert_eq!(text(3), "toolgate: call blocked: it leaks", "{mode}: deny");
-        assert_eq!(calls[3]["isError"], json!(true), "{mode}");
-        assert_eq!(text(4), "42, said toolgate", "{mode}: replace");
-        // The elicitation: its message redacted (a round at 2026-07-28, a
-        // request of the server's in the handshake era, which the proxy
-        // does not judge), and the call completed through it (the round's
-        // requestState went back untouched: the SDK seals it).
-        assert_eq!(text(5), "confirmed: True", "{mode}");
-        for call in calls {
-            assert_eq!(call["resultType"], json!("complete"), "{mode}: {call}");
-        }
-        if mode == "legacy" {
-            assert_eq!(
-                shown["elicited"],
-                json!(["Please confirm: is SECRET ok?"]),
-                "{mode}"
-            );
-        } else {
-            assert_eq!(
-                shown["elicited"],
-                json!(["Please confirm: is [redacted] ok?"]),
-                "{mode}: an input round's text goes through the post chain"
-            );
-        }
+    } else {
+        assert_eq!(
+            shown["elicited"],
+            json!(["Please confirm: is [redacted] ok?"]),
+            "{mode}: an input round's text goes through the post chain"
+        );
     }
 }
 
@@ -214,7 +258,8 @@ fn one_request(fx: &Fixture, server: &[String], request: &Value) -> Value {
 }
 
 fn stateless(id: i64, method: &str, mut params: Value, version: &str) -> Value {
-    params["_meta"] = json!({"io.modelcontextprotocol/protocolVersion": version});
+    params["_meta"] = json!({"io.modelcontextprotocol/protocolVersion": version,
+                             "io.modelcontextprotocol/clientCapabilities": {}});
     json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
 }
 
@@ -311,5 +356,41 @@ fn an_input_round_of_a_kind_the_revision_does_not_define_is_withheld() {
         assert_eq!(answer["error"]["code"], json!(-32001), "{name}: {text}");
         let said = answer["error"]["message"].as_str().unwrap();
         assert!(said.contains(why), "{name}: {said}");
+    }
+}
+
+#[test]
+fn over_http_two_clients_without_a_session_never_share_a_judge() {
+    // Every 2026-07-28 client is sessionless, and each numbers its
+    // requests from 1: two at once used to meet in one judge, and the
+    // second was refused as "already in flight".
+    let fx = Fixture::new();
+    let (_server, url) = sdk_http_server();
+    trust_at(&fx, "py", &["--upstream", &url], true);
+    let (_proxy, addr, token) = proxy_http(&fx, "py", &url);
+    let call = stateless(
+        1,
+        "tools/call",
+        json!({"name": "slow", "arguments": {"seconds": 1.5}}),
+        "2026-07-28",
+    );
+    let answers: Vec<Value> = std::thread::scope(|s| {
+        let both: Vec<_> = (0..2)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut client = crate::mcp_http::Client::new(&addr, &token);
+                    client.post(&call).1
+                })
+            })
+            .collect();
+        both.into_iter().flat_map(|h| h.join().unwrap()).collect()
+    });
+    assert_eq!(answers.len(), 2, "{answers:?}");
+    for answer in &answers {
+        assert_eq!(
+            crate::mcp::text_of(&answer["result"]),
+            "slept",
+            "{answers:?}"
+        );
     }
 }

@@ -3,15 +3,18 @@ tests/agents/mcp-versions.env), serving both eras: the handshake revisions
 and the stateless 2026-07-28. Its instructions come from the environment
 (`INSTRUCTIONS`), so a test can change them under an approval.
 
-Tools: `echo` (echoes `text`), `leak` (returns a secret), `sum` (adds),
+Tools: `echo` (echoes `text`, mirrored in a header over HTTP), `slow`
+(answers after `seconds`), `leak` (returns a secret), `sum` (adds),
 `ask` (asks the user to confirm `question` first: an elicitation, carried
-in an `input_required` round at 2026-07-28).
+in an `input_required` round at 2026-07-28). Over stdio, or Streamable
+HTTP with `http PORT`.
 """
 
 import os
 from typing import Annotated
 
-from pydantic import BaseModel
+import anyio
+from pydantic import BaseModel, Field
 
 from mcp.server.mcpserver import Elicit, MCPServer, Resolve
 
@@ -19,9 +22,18 @@ app = MCPServer("py-sdk", instructions=os.environ.get("INSTRUCTIONS", "Use echo 
 
 
 @app.tool()
-def echo(text: str) -> str:
+def echo(text: Annotated[str, Field(json_schema_extra={"x-mcp-header": "Text"})]) -> str:
     """Echo the text back."""
+    # Over HTTP at 2026-07-28 the client mirrors `text` in `Mcp-Param-Text`,
+    # and the SDK refuses a call whose header disagrees with the body.
     return "echo: " + text
+
+
+@app.tool()
+async def slow(seconds: float) -> str:
+    """Answer after a while."""
+    await anyio.sleep(seconds)
+    return "slept"
 
 
 @app.tool()
@@ -51,4 +63,10 @@ async def ask(question: str, ok: Annotated[Confirm, Resolve(confirm)]) -> str:
 
 
 if __name__ == "__main__":
-    app.run()
+    # `server.py http PORT`: Streamable HTTP on 127.0.0.1:PORT/mcp.
+    import sys
+
+    if sys.argv[1:2] == ["http"]:
+        app.run(transport="streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    else:
+        app.run()

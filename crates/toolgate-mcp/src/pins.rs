@@ -139,6 +139,11 @@ impl Pins {
         self.tools.get(tool)?.get("outputSchema").cloned()
     }
 
+    /// The approved `inputSchema` of `tool`.
+    pub(crate) fn input_schema(&self, tool: &str) -> Option<&Value> {
+        self.tools.get(tool)?.get("inputSchema")
+    }
+
     /// Whether a tool of this name was approved.
     pub(crate) fn knows(&self, name: &str) -> bool {
         self.tools.contains_key(name)

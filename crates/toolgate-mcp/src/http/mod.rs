@@ -13,12 +13,17 @@
 //! call the server's tools through the proxy, judged but under the user's
 //! name.
 //!
-//! # One judge per MCP session
+//! # One judge per MCP session, or per connection without one
 //!
 //! Each MCP session (the server's `Mcp-Session-Id`) has its own judge, so
 //! request ids in flight, the tool list the client was shown and the
 //! session state hooks keep (under `<session-id>-<n>`) are never shared
-//! between two clients of one proxy. A session the proxy has not seen (it
+//! between two clients of one proxy. A request without a session — every
+//! request of MCP 2026-07-28, which has none, and every request to a
+//! server that names none — is judged by its connection's judge: one
+//! shared judge made two clients that used the same JSON-RPC id refuse
+//! each other ("already in flight"), and let one client's list decide
+//! which tools another was refused. A session the proxy has not seen (it
 //! was restarted) gets a fresh judge: the server decides whether the
 //! session is still valid, and the proxy's guarantees do not depend on
 //! what it saw before (a call to a tool outside the pinned definitions is
@@ -49,6 +54,7 @@
 mod list;
 mod relay;
 mod reply;
+mod routing;
 pub(crate) mod sse;
 mod upstream;
 
@@ -101,9 +107,13 @@ pub(crate) struct Shared {
 #[derive(Default)]
 struct Sessions {
     by_id: HashMap<String, Arc<Session>>,
-    /// The session of a server that gives no session id.
-    stateless: Option<Arc<Session>>,
     made: u64,
+}
+
+/// One client connection: the judge of its requests without a session.
+#[derive(Default)]
+pub(crate) struct Connection {
+    sessionless: std::sync::OnceLock<Arc<Session>>,
 }
 
 /// One MCP session: its judge, and which stream waits for each request.
@@ -137,7 +147,7 @@ impl Shared {
 
     /// The session a request belongs to: by its `Mcp-Session-Id`; a new
     /// one for an `initialize` without one (kept once the server names it,
-    /// see [`Shared::adopt`]); else the stateless server's. `None`: an id
+    /// see [`Shared::adopt`]); else the connection's own. `None`: an id
     /// no `initialize` answer named (or one dropped since).
     ///
     /// An unknown id used to start a session of its own, with a fresh
@@ -147,19 +157,21 @@ impl Shared {
     /// exists only as the server named it in its answer to `initialize`;
     /// any other id is answered 404, which the MCP transport tells a
     /// client to meet with a new `initialize`.
-    fn session(&self, id: Option<&str>, initialize: bool) -> Option<Arc<Session>> {
+    fn session(
+        &self,
+        id: Option<&str>,
+        initialize: bool,
+        connection: &Connection,
+    ) -> Option<Arc<Session>> {
         let mut sessions = lock(&self.sessions);
         match id {
             Some(id) => sessions.by_id.get(id).cloned(),
             None if initialize => Some(self.new_session(&mut sessions)),
-            None => {
-                if let Some(session) = &sessions.stateless {
-                    return Some(Arc::clone(session));
-                }
-                let session = self.new_session(&mut sessions);
-                sessions.stateless = Some(Arc::clone(&session));
-                Some(session)
-            }
+            None => Some(Arc::clone(
+                connection
+                    .sessionless
+                    .get_or_init(|| self.new_session(&mut sessions)),
+            )),
         }
     }
 
@@ -169,12 +181,14 @@ impl Shared {
     }
 
     /// The server answered `initialize` in `session`, naming it `id` (or
-    /// not: a stateless server).
-    fn adopt(&self, id: Option<&str>, session: &Arc<Session>) {
-        let mut sessions = lock(&self.sessions);
+    /// not: a server without sessions, whose later requests on this
+    /// connection the same judge takes).
+    fn adopt(&self, id: Option<&str>, session: &Arc<Session>, connection: &Connection) {
         match id {
-            Some(id) => keep(&mut sessions, id, session),
-            None => sessions.stateless = Some(Arc::clone(session)),
+            Some(id) => keep(&mut lock(&self.sessions), id, session),
+            None => {
+                let _ = connection.sessionless.set(Arc::clone(session));
+            }
         }
     }
 
@@ -263,9 +277,11 @@ pub(crate) async fn run(
 }
 
 async fn connection(shared: Arc<Shared>, stream: tokio::net::TcpStream) {
+    let own = Arc::new(Connection::default());
     let service = hyper::service::service_fn(move |request| {
         let shared = Arc::clone(&shared);
-        async move { Ok::<_, std::convert::Infallible>(answer(shared, request).await) }
+        let own = Arc::clone(&own);
+        async move { Ok::<_, std::convert::Infallible>(answer(shared, own, request).await) }
     });
     let _ = hyper::server::conn::http1::Builder::new()
         .timer(hyper_util::rt::TokioTimer::new())
@@ -275,7 +291,11 @@ async fn connection(shared: Arc<Shared>, stream: tokio::net::TcpStream) {
         .await;
 }
 
-async fn answer(shared: Arc<Shared>, request: Request<Incoming>) -> Response<Body> {
+async fn answer(
+    shared: Arc<Shared>,
+    own: Arc<Connection>,
+    request: Request<Incoming>,
+) -> Response<Body> {
     if let Err((status, why)) = loopback_gate(&shared.host, request.headers()) {
         return text(status, &why);
     }
@@ -293,8 +313,8 @@ async fn answer(shared: Arc<Shared>, request: Request<Incoming>) -> Response<Bod
         );
     }
     match *request.method() {
-        Method::POST => relay::post(shared, request).await,
-        Method::GET => relay::get(shared, request).await,
+        Method::POST => relay::post(shared, &own, request).await,
+        Method::GET => relay::get(shared, &own, request).await,
         Method::DELETE => relay::delete(shared, request).await,
         _ => {
             let mut answer = text(StatusCode::METHOD_NOT_ALLOWED, "only POST, GET and DELETE");

@@ -4,8 +4,9 @@
 //! message).
 
 use super::reply::{fixed, refused, streamed, unknown_session};
+use super::routing;
 use super::sse::{Out, Reader};
-use super::{BODY_TIMEOUT, Body, Session, Shared, lock, text};
+use super::{BODY_TIMEOUT, Body, Connection, Session, Shared, lock, text};
 use crate::judge::{Route, answer_key, request_key};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Either, Full, Limited};
@@ -19,7 +20,8 @@ use tokio::sync::mpsc;
 /// The session header, both ways.
 pub(super) const SESSION: &str = "mcp-session-id";
 /// The client's headers the server is given (never `Authorization`: it is
-/// the proxy's secret, and never `Host`, `Origin` or cookies).
+/// the proxy's secret, and never `Host`, `Origin` or cookies; never the
+/// 2026-07-28 routing headers, which `routing` writes from the body).
 const FORWARDED: [&str; 3] = [SESSION, "mcp-protocol-version", "last-event-id"];
 /// What a client must accept, by the transport's rules.
 const ACCEPTS: &str = "application/json, text/event-stream";
@@ -261,9 +263,12 @@ async fn relay_events(
     Relayed::Ended(resumable)
 }
 
-/// Sends the server one request with the client's forwardable headers.
+/// Sends the server one request with the client's forwardable headers and
+/// the routing headers of the body (`routing`), computed with `session`'s
+/// approved tool schemas.
 async fn forward(
     shared: &Shared,
+    session: Option<&Session>,
     method: reqwest::Method,
     headers: &HeaderMap,
     body: Option<Vec<u8>>,
@@ -275,10 +280,21 @@ async fn forward(
         )
     })?;
     let mut request = shared.client.request(method, shared.upstream.clone());
+    let routed = match (&body, session) {
+        (Some(body), Some(session)) => serde_json::from_slice::<serde_json::Value>(body)
+            .map(|message| routing::headers(&message, |tool| session.judge.input_schema(tool)))
+            .unwrap_or_default(),
+        _ => Vec::new(),
+    };
     for name in FORWARDED {
-        if let Some(value) = headers.get(name) {
+        if let Some(value) = headers.get(name)
+            && !routed.iter().any(|(routed, _)| routed == name)
+        {
             request = request.header(name, value.clone());
         }
+    }
+    for (name, value) in routed {
+        request = request.header(name, value);
     }
     let accept = headers
         .get(ACCEPT)
@@ -329,7 +345,11 @@ fn is_initialize(body: &[u8]) -> bool {
 
 /// A client's POST: one message (or a batch), judged, and what the judge
 /// lets through forwarded.
-pub(super) async fn post(shared: Arc<Shared>, request: Request<Incoming>) -> Response<Body> {
+pub(super) async fn post(
+    shared: Arc<Shared>,
+    own: &Arc<Connection>,
+    request: Request<Incoming>,
+) -> Response<Body> {
     if !media_type(request.headers()).is_some_and(|t| t.eq_ignore_ascii_case("application/json")) {
         return text(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -343,7 +363,7 @@ pub(super) async fn post(shared: Arc<Shared>, request: Request<Incoming>) -> Res
     };
     let named = parts.headers.get(SESSION).and_then(|v| v.to_str().ok());
     let initialize = !parts.headers.contains_key(SESSION) && is_initialize(&bytes);
-    let Some(session) = shared.session(named, initialize) else {
+    let Some(session) = shared.session(named, initialize, own) else {
         return unknown_session();
     };
     let mut to_server = Vec::new();
@@ -378,7 +398,7 @@ pub(super) async fn post(shared: Arc<Shared>, request: Request<Incoming>) -> Res
         session,
         parts.headers,
         message,
-        initialize,
+        initialize.then_some(own),
         (tx, rx, pending),
     )
     .await
@@ -391,11 +411,20 @@ async fn one(
     session: Arc<Session>,
     headers: HeaderMap,
     message: Vec<u8>,
-    initialize: bool,
+    // `Some` (the connection it came on) for an `initialize`.
+    initialize: Option<&Arc<Connection>>,
     (tx, mut rx, mut pending): (mpsc::Sender<Out>, mpsc::Receiver<Out>, Pending),
 ) -> Response<Body> {
     let me = pending.stream;
-    let response = match forward(&shared, reqwest::Method::POST, &headers, Some(message)).await {
+    let response = match forward(
+        &shared,
+        Some(&session),
+        reqwest::Method::POST,
+        &headers,
+        Some(message),
+    )
+    .await
+    {
         Ok(response) => response,
         Err(why) => {
             let mut sink = Sink::Collect(Vec::new());
@@ -417,9 +446,9 @@ async fn one(
     // The session is the one `initialize` named: a later answer naming
     // another is not passed on (the client keeps the name the proxy
     // knows the session by).
-    let given = if initialize {
+    let given = if let Some(own) = initialize {
         let given = response.headers().get(SESSION).cloned();
-        shared.adopt(given.as_ref().and_then(|v| v.to_str().ok()), &session);
+        shared.adopt(given.as_ref().and_then(|v| v.to_str().ok()), &session, own);
         given
     } else {
         let asked = headers.get(SESSION).cloned();
@@ -486,7 +515,14 @@ async fn batch(
         }
     }
     for message in to_server {
-        let upstream = forward(&shared, reqwest::Method::POST, &headers, Some(message)).await;
+        let upstream = forward(
+            &shared,
+            Some(&session),
+            reqwest::Method::POST,
+            &headers,
+            Some(message),
+        )
+        .await;
         let relayed = match upstream {
             Ok(response) if response.status().is_success() => {
                 relay_body(&shared, &session, response, me, &mut sink).await
@@ -504,14 +540,18 @@ async fn batch(
 
 /// A client's GET: the server's own stream of requests and notifications
 /// (and a resumed stream's answers), judged.
-pub(super) async fn get(shared: Arc<Shared>, request: Request<Incoming>) -> Response<Body> {
+pub(super) async fn get(
+    shared: Arc<Shared>,
+    own: &Arc<Connection>,
+    request: Request<Incoming>,
+) -> Response<Body> {
     let headers = request.headers().clone();
     if let Some(named) = headers.get(SESSION).and_then(|v| v.to_str().ok())
         && !shared.knows(named)
     {
         return unknown_session();
     }
-    let response = match forward(&shared, reqwest::Method::GET, &headers, None).await {
+    let response = match forward(&shared, None, reqwest::Method::GET, &headers, None).await {
         Ok(response) => response,
         Err(why) => return text(StatusCode::BAD_GATEWAY, &why),
     };
@@ -535,7 +575,7 @@ pub(super) async fn get(shared: Arc<Shared>, request: Request<Incoming>) -> Resp
         return refused(&shared, response.status());
     }
     let named = headers.get(SESSION).and_then(|v| v.to_str().ok());
-    let Some(session) = shared.session(named, false) else {
+    let Some(session) = shared.session(named, false, own) else {
         return unknown_session();
     };
     let (tx, rx) = mpsc::channel(64);
@@ -550,7 +590,7 @@ pub(super) async fn get(shared: Arc<Shared>, request: Request<Incoming>) -> Resp
 /// A client's DELETE: the session ends, at the server and here.
 pub(super) async fn delete(shared: Arc<Shared>, request: Request<Incoming>) -> Response<Body> {
     let headers = request.headers().clone();
-    let response = match forward(&shared, reqwest::Method::DELETE, &headers, None).await {
+    let response = match forward(&shared, None, reqwest::Method::DELETE, &headers, None).await {
         Ok(response) => response,
         Err(why) => return text(StatusCode::BAD_GATEWAY, &why),
     };

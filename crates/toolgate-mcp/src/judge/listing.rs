@@ -293,6 +293,12 @@ impl Judge {
 
     /// The answer to a call of a tool the client is not offered (not
     /// approved, or hidden by a `list_tools` hook), if it is one.
+    /// The approved `inputSchema` of `tool` (what a 2026-07-28 call's
+    /// `Mcp-Param-*` headers are computed from).
+    pub(crate) fn input_schema(&self, tool: &str) -> Option<&Value> {
+        self.approval.as_ref()?.pins.as_ref()?.input_schema(tool)
+    }
+
     pub(super) fn not_offered(&self, id: &Value, tool: &str) -> Option<Vec<Route>> {
         self.unapproved(id, tool)
             .or_else(|| self.hidden_tool(id, tool))
