@@ -121,9 +121,12 @@ fn at_path<'v>(mut node: &'v Value, path: &[String]) -> Option<&'v Value> {
     (!node.is_null()).then_some(node)
 }
 
-/// Every schema position under `root`: its chain of `properties` keys
-/// (`None` once another applicator was crossed) and the schema.
-fn positions(root: &Value) -> Vec<(Option<Vec<String>>, &serde_json::Map<String, Value>)> {
+/// A schema position: its chain of `properties` keys from the root
+/// (`None` once another applicator was crossed), and the schema there.
+type Position<'a> = (Option<Vec<String>>, &'a serde_json::Map<String, Value>);
+
+/// Every schema position under `root`.
+fn positions(root: &Value) -> Vec<Position<'_>> {
     const SINGLE: [&str; 11] = [
         "items",
         "contains",
@@ -201,7 +204,7 @@ fn valid_annotations(schema: &Value) -> bool {
             at.get("type").and_then(Value::as_str),
             Some("string" | "integer" | "boolean")
         );
-        if !path.is_some_and(|p| !p.is_empty())
+        if path.is_none_or(|p| p.is_empty())
             || !is_token
             || !typed
             || !seen.insert(token.to_ascii_lowercase())
