@@ -135,7 +135,8 @@ impl Client {
             "initialize",
             json!({
                 "protocolVersion": version,
-                "capabilities": {"roots": {"listChanged": true}, "sampling": {}, "elicitation": {}},
+                "capabilities": {"roots": {"listChanged": true}, "sampling": {},
+                                 "elicitation": {"form": {}, "url": {}}},
                 "clientInfo": {"name": "toolgate-tests", "version": "1"}
             }),
         );
@@ -1115,6 +1116,30 @@ fn warnings(client: &Client) -> Vec<String> {
         .filter(|m| m["method"] == "notifications/message" && m["params"]["logger"] == "toolgate")
         .map(|m| m["params"]["data"].as_str().unwrap_or_default().to_owned())
         .collect()
+}
+
+#[test]
+fn the_review_asks_with_every_capability_so_a_tool_offered_to_some_clients_can_be_approved() {
+    // server-everything lists `trigger-url-elicitation` only to a client
+    // that declares URL elicitation; a review that asked without it never
+    // showed the tool, and the proxy withheld it from every client for
+    // ever, telling the user to run a review that could not approve it.
+    let fx = Fixture::new();
+    let server = everything();
+    let server = [server.to_str().unwrap(), "stdio"];
+    let review = trust(&fx, "everything", &server, true);
+    assert!(
+        review.contains("+ tool \"trigger-url-elicitation\""),
+        "{review}"
+    );
+    let mut client = Client::start(proxy(&fx, "everything", &server));
+    client.initialize("2025-11-25");
+    let names = listed_names(&mut client, 1);
+    assert!(
+        names.iter().any(|n| n == "trigger-url-elicitation"),
+        "{names:?}"
+    );
+    assert!(warnings(&client).is_empty(), "{:?}", warnings(&client));
 }
 
 #[test]

@@ -9,7 +9,8 @@
 //!
 //! - the client's capabilities: a server may offer a tool only to a client
 //!   that can sample or elicit (server-everything does). This client
-//!   declares roots, sampling and elicitation, so the review shows every
+//!   declares roots, sampling (with context and tools) and elicitation
+//!   (form and URL), so the review shows every
 //!   tool any client could be offered; it answers the server's requests
 //!   for them with errors, as listing never needs them;
 //! - time: a server may register tools after `initialized` (and say so
@@ -178,9 +179,17 @@ async fn ask(server: &mut Server, max: usize) -> Result<Listed, McpError> {
 }
 
 /// What this client says of itself in `initialize`.
+///
+/// Every capability a client can declare, so a server that offers a tool
+/// only to clients with one (server-everything's `trigger-url-elicitation`
+/// needs URL elicitation, which a bare `elicitation: {}` does not declare:
+/// that means form only) shows it here, where it can be approved; a tool
+/// the review never saw is withheld through the proxy for ever.
 pub(crate) fn initialize_params() -> Value {
-    json!({"protocolVersion": "2025-06-18",
-           "capabilities": {"roots": {"listChanged": true}, "sampling": {}, "elicitation": {}},
+    json!({"protocolVersion": "2025-11-25",
+           "capabilities": {"roots": {"listChanged": true},
+                            "sampling": {"context": {}, "tools": {}},
+                            "elicitation": {"form": {}, "url": {}}},
            "clientInfo": {"name": "toolgate-mcp-trust", "version": env!("CARGO_PKG_VERSION")}})
 }
 
