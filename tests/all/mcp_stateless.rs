@@ -394,3 +394,74 @@ fn over_http_two_clients_without_a_session_never_share_a_judge() {
         );
     }
 }
+
+#[test]
+fn a_server_that_speaks_only_2026_07_28_is_reviewed_through_server_discover() {
+    let fx = Fixture::new();
+    let script = fx.global_script(
+        "modern.py",
+        r#"#!/usr/bin/env python3
+import json, sys
+KEY = "io.modelcontextprotocol/protocolVersion"
+def answer(m, **kw):
+    print(json.dumps(dict({"jsonrpc": "2.0", "id": m["id"]}, **kw)), flush=True)
+for line in sys.stdin:
+    m = json.loads(line)
+    meta = (m.get("params") or {}).get("_meta") or {}
+    if "id" not in m:
+        continue
+    if m["method"] == "initialize" or meta.get(KEY) != "2026-07-28":
+        answer(m, error={"code": -32022, "message": "2026-07-28 only",
+                         "data": {"supported": ["2026-07-28"], "requested": "?"}})
+    elif m["method"] == "server/discover":
+        answer(m, result={"resultType": "complete", "supportedVersions": ["2026-07-28"],
+                          "capabilities": {"tools": {}}, "instructions": "Only the new way."})
+    elif m["method"] == "tools/list":
+        answer(m, result={"resultType": "complete", "tools": [
+            {"name": "t", "description": "a modern tool", "inputSchema": {"type": "object"}}]})
+    elif m["method"] == "tools/call":
+        answer(m, result={"resultType": "complete", "content": [{"type": "text", "text": "modern ok"}]})
+"#,
+    );
+    let server = vec![
+        fx.global()
+            .join(script.trim_start_matches("./"))
+            .to_str()
+            .unwrap()
+            .to_owned(),
+    ];
+    let server_ref: Vec<&str> = server.iter().map(String::as_str).collect();
+    let review = trust(&fx, "raw", &server_ref, true);
+    assert!(review.contains("+ tool \"t\""), "{review}");
+    assert!(review.contains("\"Only the new way.\""), "{review}");
+    let called = one_request(
+        &fx,
+        &server,
+        &stateless(
+            1,
+            "tools/call",
+            json!({"name": "t", "arguments": {}}),
+            "2026-07-28",
+        ),
+    );
+    assert_eq!(
+        crate::mcp::text_of(&called["result"]),
+        "modern ok",
+        "{called}"
+    );
+    assert_eq!(
+        called["result"]["resultType"],
+        json!("complete"),
+        "{called}"
+    );
+    let discovered = one_request(
+        &fx,
+        &server,
+        &stateless(2, "server/discover", json!({}), "2026-07-28"),
+    );
+    assert_eq!(
+        discovered["result"]["instructions"],
+        json!("Only the new way."),
+        "approved instructions pass: {discovered}"
+    );
+}

@@ -3,7 +3,8 @@
 //!
 //! It is the same server command the proxy runs, asked the way a client
 //! asks (initialize, `notifications/initialized`, then `tools/list` page
-//! by page), so what the user reviews is what the proxy will compare the
+//! by page; a server that refuses `initialize` is asked as a 2026-07-28
+//! client: `server/discover`, then the pages), so what the user reviews is what the proxy will compare the
 //! client's lists against. Two things a server's list depends on are
 //! taken care of:
 //!
@@ -163,18 +164,52 @@ async fn ask(server: &mut Server, max: usize) -> Result<Listed, McpError> {
         messages,
         next_id: 0,
     };
-    let initialized = talk.request("initialize", initialize_params()).await?;
-    send(
-        talk.stdin,
-        &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-    )
-    .await?;
-    while talk.next(SETTLE).await?.is_some() {}
-    let tools = pages(&mut talk).await;
+    let (instructions, meta) = match talk.request("initialize", initialize_params()).await {
+        Ok(initialized) => {
+            send(
+                talk.stdin,
+                &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+            )
+            .await?;
+            while talk.next(SETTLE).await?.is_some() {}
+            (instructions_of(&initialized), None)
+        }
+        Err(handshake) => {
+            let discovered = discover(&mut talk, handshake).await?;
+            (instructions_of(&discovered), Some(stateless_meta()))
+        }
+    };
+    let tools = pages(&mut talk, meta.as_ref()).await;
     reader.abort();
     Ok(Listed {
         tools: tools?,
-        instructions: instructions_of(&initialized),
+        instructions,
+    })
+}
+
+/// A server that refused `initialize`, asked as a 2026-07-28 client: its
+/// `server/discover` answer (whose instructions are reviewed as
+/// `initialize`'s are).
+pub(crate) async fn discover(talk: &mut impl Ask, handshake: McpError) -> Result<Value, McpError> {
+    talk.request("server/discover", json!({"_meta": stateless_meta()}))
+        .await
+        .map_err(|stateless| {
+            failed(format!(
+                "{}; asked as a 2026-07-28 client: {}",
+                toolgate::text::error_chain(&handshake),
+                toolgate::text::error_chain(&stateless)
+            ))
+        })
+}
+
+/// What each 2026-07-28 request of the review says of its client: the
+/// revision, this client, and every capability (as `initialize` does).
+pub(crate) fn stateless_meta() -> Value {
+    let initialize = initialize_params();
+    json!({
+        crate::revision::VERSION_KEY: crate::revision::STATELESS[0],
+        "io.modelcontextprotocol/clientInfo": initialize["clientInfo"],
+        "io.modelcontextprotocol/clientCapabilities": initialize["capabilities"],
     })
 }
 
@@ -205,12 +240,19 @@ impl Ask for Conversation<'_> {
     }
 }
 
-/// Every page of `tools/list`.
-pub(crate) async fn pages(talk: &mut impl Ask) -> Result<Vec<Value>, McpError> {
+/// Every page of `tools/list`, each request carrying `meta` (a stateless
+/// client's) when given.
+pub(crate) async fn pages(
+    talk: &mut impl Ask,
+    meta: Option<&Value>,
+) -> Result<Vec<Value>, McpError> {
     let mut tools = Vec::new();
     let mut cursor: Option<Value> = None;
     for _ in 0..MAX_PAGES {
-        let params = cursor.map_or_else(|| json!({}), |c| json!({"cursor": c}));
+        let mut params = cursor.map_or_else(|| json!({}), |c| json!({"cursor": c}));
+        if let Some(meta) = meta {
+            params["_meta"] = meta.clone();
+        }
         let page = talk.request("tools/list", params).await?;
         let Some(listed) = page.get("tools").and_then(Value::as_array) else {
             return Err(failed("a tools/list answer without `tools`"));

@@ -6,7 +6,8 @@ use super::sse::Reader;
 use super::{Upstream, client_for};
 use crate::McpError;
 use crate::list::{
-    Ask, LIST_TIMEOUT, Listed, SETTLE, failed, initialize_params, instructions_of, pages,
+    Ask, LIST_TIMEOUT, Listed, SETTLE, discover, failed, initialize_params, instructions_of, pages,
+    stateless_meta,
 };
 use reqwest::header::{ACCEPT, CONTENT_TYPE};
 use serde_json::{Value, json};
@@ -37,6 +38,10 @@ impl Talk {
         }
         if let Some(version) = &self.version {
             request = request.header("mcp-protocol-version", version.clone());
+        }
+        // A 2026-07-28 request's routing headers (its version among them).
+        for (name, value) in super::routing::headers(message, |_| None) {
+            request = request.header(name, value);
         }
         let response = request
             .send()
@@ -137,18 +142,27 @@ pub async fn list_tools_http(upstream: &Upstream, max_message: usize) -> Result<
         max: max_message,
     };
     let listed = tokio::time::timeout(LIST_TIMEOUT, async {
-        let initialized = talk.request("initialize", initialize_params()).await?;
-        talk.version = initialized
-            .get("protocolVersion")
-            .and_then(Value::as_str)
-            .map(str::to_owned);
-        let _ = talk
-            .post(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
-            .await?;
-        tokio::time::sleep(SETTLE).await;
+        let (instructions, meta) = match talk.request("initialize", initialize_params()).await {
+            Ok(initialized) => {
+                talk.version = initialized
+                    .get("protocolVersion")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
+                let _ = talk
+                    .post(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+                    .await?;
+                tokio::time::sleep(SETTLE).await;
+                (instructions_of(&initialized), None)
+            }
+            Err(handshake) => {
+                talk.session = None;
+                let discovered = discover(&mut talk, handshake).await?;
+                (instructions_of(&discovered), Some(stateless_meta()))
+            }
+        };
         Ok(Listed {
-            tools: pages(&mut talk).await?,
-            instructions: instructions_of(&initialized),
+            tools: pages(&mut talk, meta.as_ref()).await?,
+            instructions,
         })
     })
     .await
