@@ -309,7 +309,7 @@ fn trust(name: &str, yes: Option<String>, server: &Server<'_>) -> anyhow::Result
     runtime.shutdown_background();
     let now = Pins::of_listed(&listed?).with_runs(server.words());
     let review = kept.clone().unwrap_or_default().review(&now);
-    print_review(&name, &review);
+    print_review(&name, &review, kept.is_some());
     let digest = now.digest();
     outln!("digest: {digest}");
     if kept.is_some() && review.is_empty() {
@@ -369,7 +369,7 @@ fn shown(value: &serde_json::Value, hidden: &mut usize) -> String {
     text
 }
 
-fn print_review(name: &str, review: &Review) {
+fn print_review(name: &str, review: &Review, approved_before: bool) {
     if review.is_empty() {
         outln!("`{name}`: {} tool(s), as approved", review.unchanged.len());
         return;
@@ -409,11 +409,10 @@ fn print_review(name: &str, review: &Review) {
     if let Some((was, now)) = &review.runs {
         // toolgate's own record of the command, not the server's text:
         // quoted all the same (it may carry a name the user typed).
-        let said = |runs: &Option<String>| {
-            runs.as_deref().map_or(
-                "(not recorded: approved by an earlier toolgate)".into(),
-                |r| toolgate::text::quoted(r).0,
-            )
+        let said = |runs: &Option<String>| match (runs.as_deref(), approved_before) {
+            (Some(r), _) => toolgate::text::quoted(r).0,
+            (None, true) => "(not recorded: approved by an earlier toolgate)".into(),
+            (None, false) => "(none: never approved)".into(),
         };
         outln!("~ what runs the server (an approval holds for this command or URL only)");
         outln!("    was: {}", said(was));
@@ -479,9 +478,19 @@ fn proxy(args: Args) -> anyhow::Result<ExitCode> {
         }
         None => None,
     };
-    let proxy = Proxy::new(name, runner)?
+    let mut proxy = Proxy::new(name, runner)?
         .max_message(args.max_message)
         .approved(pins, review);
+    // Not a server's call: logged by the proxy itself, as a one-shot
+    // agent command logs (`served` false).
+    if let Some(log) = super::env::decision_log() {
+        proxy = proxy.logging(toolgate_server::decision_log::Logging::new(
+            log,
+            "mcp",
+            false,
+            &workspace.root,
+        ));
+    }
     let runtime = super::runtime()?;
     let code = match server {
         Server::Command(command) => runtime.block_on(proxy.run_stdio(command)),

@@ -10,7 +10,7 @@ use crate::mcp_http::{Running, free_port, proxy_http, serving};
 use crate::support::*;
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 /// The Python SDK's interpreter, in its own venv (tests/agents/install.sh).
@@ -237,7 +237,18 @@ fn raw_server(fx: &Fixture, name: &str, answer: &str) -> Vec<String> {
 
 /// One request through a proxy to `server`, and the answer.
 fn one_request(fx: &Fixture, server: &[String], request: &Value) -> Value {
+    one_request_with(fx, server, request, &[])
+}
+
+/// [`one_request`], the proxy run with `env` set.
+fn one_request_with(
+    fx: &Fixture,
+    server: &[String],
+    request: &Value,
+    env: &[(&str, &Path)],
+) -> Value {
     let mut child = in_fixture(fx)
+        .envs(env.iter().copied())
         .args(["mcp", "--name", "raw", "--"])
         .args(server)
         .stdin(Stdio::piped())
@@ -434,6 +445,7 @@ for line in sys.stdin:
     let review = trust(&fx, "raw", &server_ref, true);
     assert!(review.contains("+ tool \"t\""), "{review}");
     assert!(review.contains("\"Only the new way.\""), "{review}");
+    assert!(review.contains("was: (none: never approved)"), "{review}");
     let called = one_request(
         &fx,
         &server,
@@ -464,4 +476,87 @@ for line in sys.stdin:
         json!("Only the new way."),
         "approved instructions pass: {discovered}"
     );
+}
+
+#[test]
+fn an_mcp_decision_is_logged_as_every_other_hosts_are() {
+    // The docs say the decision log covers every call; the proxy wrote
+    // none. One denied call through `check` and through the proxy: the
+    // same record but for the host (`via`), the time and the session.
+    let fx = Fixture::new();
+    fx.global_hooks(json!([policy(
+        &fx,
+        "pre",
+        "pre_tool_use",
+        r#"
+return {"decision": "deny", "reason": "not today"}"#
+    )]));
+    let log = fx.dir.path().join("logs/decisions.jsonl");
+    let server = raw_server(
+        &fx,
+        "logged",
+        "{'content': [{'type': 'text', 'text': 'REACHED'}]}",
+    );
+    let server_ref: Vec<&str> = server.iter().map(String::as_str).collect();
+    trust(&fx, "raw", &server_ref, true);
+    let answer = one_request_with(
+        &fx,
+        &server,
+        &stateless(
+            1,
+            "tools/call",
+            json!({"name": "t", "arguments": {"a": 1}}),
+            "2026-07-28",
+        ),
+        &[("TOOLGATE_DECISION_LOG", &log)],
+    );
+    assert_eq!(
+        crate::mcp::text_of(&answer["result"]),
+        "toolgate: call blocked: not today"
+    );
+    let checked = run_with_stdin(
+        in_fixture(&fx)
+            .args(["check", "--workspace"])
+            .arg(fx.workspace())
+            .env("TOOLGATE_DECISION_LOG", &log),
+        &json!({"event": "pre_tool_use", "tool": "mcp__raw__t", "input": {"a": 1}}).to_string(),
+    );
+    assert_eq!(
+        stdout_json(&checked)["decision"],
+        "deny",
+        "{}",
+        stderr(&checked)
+    );
+    let text = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    let (mcp, check) = (&lines[0], &lines[1]);
+    assert_eq!(mcp["via"], "mcp", "{mcp}");
+    assert_eq!(mcp["served"], false, "{mcp}");
+    assert_eq!(check["via"], "check", "{check}");
+    // What differs by host, by time, and by place in the chain of records.
+    let host_only = [
+        "via",
+        "time",
+        "pid",
+        "duration_us",
+        "seq",
+        "prev",
+        "hash",
+        "session_id",
+    ];
+    let shape = |line: &Value| {
+        let mut kept = line.clone();
+        kept.as_object_mut()
+            .unwrap()
+            .retain(|k, _| !host_only.contains(&k.as_str()));
+        for run in kept["runs"].as_array_mut().unwrap() {
+            run.as_object_mut().unwrap().remove("duration_us");
+        }
+        kept
+    };
+    assert_eq!(shape(mcp), shape(check), "\n{mcp}\n{check}");
 }

@@ -119,7 +119,7 @@ impl Judge {
         let mut request = self.request(tool, input);
         request.event = Event::PostToolUse;
         request.result = Some(real);
-        self.runner.post_tool_use(&request).await
+        self.decide(super::Chain::Post, &request).await
     }
 
     /// A result the proxy builds from what the post chain showed, if it

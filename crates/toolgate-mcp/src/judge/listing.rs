@@ -224,9 +224,8 @@ impl Judge {
             };
             let mut request = self.request(&self.tool_name(&name), tool.clone());
             request.event = Event::ListTools;
-            let runner = &self.runner;
             judging.push(Box::pin(async move {
-                let outcome = runner.list_tools(&request).await;
+                let outcome = self.decide(super::Chain::List, &request).await;
                 (name, tool, outcome)
             }));
         }

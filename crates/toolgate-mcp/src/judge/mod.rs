@@ -58,6 +58,7 @@ use std::sync::Mutex;
 use toolgate::contract::{Decision, ToolResult};
 use toolgate::{HookRunner, Request};
 use toolgate_contract::strict_json;
+use toolgate_server::decision_log::{self, Logging};
 
 mod answers;
 /// Where one message goes, as bytes ready to write (no newline).
@@ -71,6 +72,17 @@ pub(crate) use listing::Approval;
 pub(crate) enum Route {
     ToServer(Vec<u8>),
     ToClient(Vec<u8>),
+}
+
+/// Which of the chain's entries a message is judged by.
+#[derive(Debug, Clone, Copy)]
+enum Chain {
+    /// A `tools/call`, before it reaches the server.
+    Pre,
+    /// The server's answer to one (a result, or an input round).
+    Post,
+    /// A tool of the server's list.
+    List,
 }
 
 /// What a client request in flight was, so its answer is handled.
@@ -104,6 +116,8 @@ pub(crate) struct Judge {
     /// Tools a `list_tools` hook hid from this session's last list that
     /// named them, and why: a call to one is refused.
     hidden: Mutex<HashMap<String, String>>,
+    /// Where each decision is logged, if anywhere.
+    log: Option<Logging>,
 }
 
 impl Judge {
@@ -113,6 +127,7 @@ impl Judge {
         session_id: String,
         cwd: Option<String>,
         approval: Option<Approval>,
+        log: Option<Logging>,
     ) -> Self {
         Judge {
             server,
@@ -123,7 +138,22 @@ impl Judge {
             approval,
             output_schemas: Mutex::new(HashMap::new()),
             hidden: Mutex::new(HashMap::new()),
+            log,
         }
+    }
+
+    /// Asks `chain` about `request`, and logs what it decided.
+    async fn decide(&self, chain: Chain, request: &Request) -> toolgate::Outcome {
+        let started = std::time::Instant::now();
+        let outcome = match chain {
+            Chain::Pre => self.runner.pre_tool_use(request).await,
+            Chain::Post => self.runner.post_tool_use(request).await,
+            Chain::List => self.runner.list_tools(request).await,
+        };
+        if let Some(log) = &self.log {
+            decision_log::warn(log.outcome(request, &outcome, started.elapsed()));
+        }
+        outcome
     }
 
     fn in_flight(&self) -> std::sync::MutexGuard<'_, HashMap<String, InFlight>> {
@@ -293,8 +323,7 @@ impl Judge {
         }
         let name = self.tool_name(tool);
         let outcome = self
-            .runner
-            .pre_tool_use(&self.request(&name, input.clone()))
+            .decide(Chain::Pre, &self.request(&name, input.clone()))
             .await;
         match outcome.decision {
             Decision::Allow => {
