@@ -34,7 +34,7 @@ mod log_chain;
 mod managed;
 pub(crate) mod mcp;
 pub(crate) mod mcp_http;
-mod mcp_stateless;
+pub(crate) mod mcp_stateless;
 mod metrics;
 mod mock_model;
 mod oci;

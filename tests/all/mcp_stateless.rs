@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 /// The Python SDK's interpreter, in its own venv (tests/agents/install.sh).
-fn sdk_python() -> PathBuf {
+pub(crate) fn sdk_python() -> PathBuf {
     let version = pinned("MCP_PYTHON_SDK_VERSION");
     let python = agents_cache()
         .join(format!("MCP_PYTHON_SDK_VERSION-{version}"))
@@ -28,7 +28,7 @@ fn sdk_python() -> PathBuf {
     python
 }
 
-fn script(name: &str) -> String {
+pub(crate) fn script(name: &str) -> String {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("tests/mcp-python")
         .join(name);
@@ -47,7 +47,7 @@ fn sdk_server() -> Vec<String> {
 /// me"`, replaces `sum` (in the shape its output schema asks: the SDK's
 /// client checks), and after each call (and each input round)
 /// redacts `SECRET` in what the client is shown.
-fn judged() -> Fixture {
+pub(crate) fn judged() -> Fixture {
     let fx = Fixture::new();
     fx.global_hooks(json!([
         policy(&fx, "pre", "pre_tool_use", r#"
@@ -107,6 +107,83 @@ fn sdk_client_at(fx: &Fixture, mode: &str, at: &[String], env: &[(&str, &str)]) 
         serde_json::from_str(report).unwrap_or_else(|e| panic!("{e}: {report}{said}")),
         said,
     )
+}
+
+/// The SDK server behind `toolgate mcp --name py`, approved, as an agent's
+/// MCP entry starts it: the proxy's argv and environment, and the file
+/// where `tests/mcp-python/tap.py` writes each line the proxy sends the
+/// server (empty once the review is done).
+pub(crate) fn tapped_sdk_proxy(fx: &Fixture) -> (Vec<String>, Value, PathBuf) {
+    let wire = fx.dir.path().join("wire.log");
+    let python = sdk_python().to_str().unwrap().to_owned();
+    let server = [
+        python.clone(),
+        script("tap.py"),
+        wire.to_str().unwrap().to_owned(),
+        python,
+        script("server.py"),
+    ];
+    let server_ref: Vec<&str> = server.iter().map(String::as_str).collect();
+    trust(fx, "py", &server_ref, true);
+    std::fs::write(&wire, "").unwrap();
+    let mut argv = vec![
+        env!("CARGO_BIN_EXE_toolgate").to_owned(),
+        "mcp".into(),
+        "--name".into(),
+        "py".into(),
+        "--".into(),
+    ];
+    argv.extend(server);
+    let env = json!({"TOOLGATE_CONFIG_DIR": fx.global(), "XDG_STATE_HOME": crate::mcp::state(fx)});
+    (argv, env, wire)
+}
+
+/// The calls a live agent's model makes to the SDK server `py` (`name`
+/// gives each tool its name in that agent), and what the model must be
+/// shown of each through [`judged`]'s chain.
+pub(crate) fn live_sdk_calls(name: impl Fn(&str) -> String) -> (Vec<Value>, [&'static str; 4]) {
+    (
+        vec![
+            json!({"name": name("leak"), "input": {}}),
+            json!({"name": name("echo"), "input": {"text": "rewrite me"}}),
+            json!({"name": name("sum"), "input": {"a": 1, "b": 2}}),
+            json!({"name": name("echo"), "input": {"text": "my SECRET"}}),
+        ],
+        [
+            "toolgate: call blocked: it leaks",
+            "echo: rewritten by toolgate",
+            "42, said toolgate",
+            "echo: my [redacted]",
+        ],
+    )
+}
+
+/// Each message the proxy sent the server, and the revision its client
+/// spoke: `2026-07-28` when no `initialize` was sent and every call named
+/// it; else the version `initialize` asked for.
+pub(crate) fn spoken(wire: &Path) -> (Vec<Value>, String) {
+    let text = std::fs::read_to_string(wire).unwrap();
+    let messages: Vec<Value> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let revision = match messages.iter().find(|m| m["method"] == "initialize") {
+        Some(init) => init["params"]["protocolVersion"]
+            .as_str()
+            .unwrap_or("?")
+            .to_owned(),
+        None => {
+            let named: Vec<&Value> = messages
+                .iter()
+                .filter(|m| m["method"] == "tools/call")
+                .map(|m| &m["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"])
+                .collect();
+            assert!(!named.is_empty(), "no call reached the server: {text}");
+            assert!(named.iter().all(|v| *v == named[0]), "{text}");
+            named[0].as_str().unwrap_or("?").to_owned()
+        }
+    };
+    (messages, revision)
 }
 
 /// The SDK server over Streamable HTTP, and its URL.

@@ -463,6 +463,35 @@ fn live_copilot_mcp_tools_are_guarded_through_the_entry_install_mcp_wrote() {
     );
 }
 
+/// `toolgate mcp` between Copilot CLI and a server that speaks both MCP
+/// eras (the official Python SDK's): Copilot CLI's client probes with
+/// `server/discover` before it falls back to `initialize`, so which
+/// revision the session speaks is read from the server's side of the wire;
+/// each verdict reaches the model either way.
+#[test]
+fn live_copilot_mcp_to_a_server_of_both_eras_is_judged() {
+    use crate::mcp_stateless::{judged, live_sdk_calls, spoken, tapped_sdk_proxy};
+    let fx = judged();
+    let (argv, env, wire) = tapped_sdk_proxy(&fx);
+    let home = fx.dir.path().join("copilot-home");
+    std::fs::create_dir_all(home.join(".copilot")).unwrap();
+    std::fs::write(
+        home.join(".copilot/mcp-config.json"),
+        json!({"mcpServers": {"py": {"type": "local", "command": argv[0],
+            "args": &argv[1..], "tools": ["*"], "env": env}}})
+        .to_string(),
+    )
+    .unwrap();
+    let (calls, expected) = live_sdk_calls(|tool| format!("py-{tool}"));
+    let mock = copilot(&fx, calls);
+    let shown = tool_messages(&mock, 4);
+    for (i, expected) in expected.iter().enumerate() {
+        assert!(shown[i].contains(expected), "call {i}: {shown:#?}");
+    }
+    let (messages, revision) = spoken(&wire);
+    assert_eq!(revision, "2026-07-28", "{messages:#?}");
+}
+
 /// Runs Copilot CLI's terminal interface (`-i`, every tool allowed by its
 /// rules, so that only a hook asks) on a pseudo-terminal with `handler` as
 /// the hook, scripted to make `calls`; once the screen shows `needle`,

@@ -476,6 +476,33 @@ fn live_qwen_mcp_tools_are_guarded_through_toolgate_mcp() {
     );
 }
 
+/// `toolgate mcp` between Qwen Code and a server that speaks both MCP eras
+/// (the official Python SDK's): each verdict reaches the model. Qwen Code
+/// 0.24.4 bundles an SDK that knows 2026-07-28, but its client opens with
+/// `initialize` at 2025-11-25, which the server accepts: the session is a
+/// handshake one (read from the server's side of the wire).
+#[test]
+fn live_qwen_mcp_to_a_server_of_both_eras_is_judged_and_speaks_the_handshake() {
+    use crate::mcp_stateless::{judged, live_sdk_calls, spoken, tapped_sdk_proxy};
+    let fx = judged();
+    let (argv, env, wire) = tapped_sdk_proxy(&fx);
+    let entry = json!({"command": argv[0], "args": &argv[1..], "trust": true, "env": env});
+    let (calls, expected) = live_sdk_calls(|tool| format!("mcp__py__{tool}"));
+    let mock = qwen_env(
+        &fx,
+        json!({}),
+        json!({"mcpServers": {"py": entry}}),
+        calls,
+        &[],
+    );
+    let shown = results(&mock, 4);
+    for (i, expected) in expected.iter().enumerate() {
+        assert!(shown[i].contains(expected), "call {i}: {shown:#?}");
+    }
+    let (messages, revision) = spoken(&wire);
+    assert_eq!(revision, "2025-11-25", "{messages:#?}");
+}
+
 /// Runs Qwen Code's terminal interface (approval mode `yolo`, so that
 /// only a hook asks) on a pseudo-terminal, scripted to make `calls`; once
 /// the screen shows `needle`, types `keys`. Returns whether it saw the
