@@ -102,6 +102,17 @@ pub(crate) struct Args {
     /// direct connection to it).
     #[arg(long, requires = "mcp", conflicts_with_all = ["server", "mcp_call"])]
     mcp_http: bool,
+    /// With --mcp: the MCP revision the clients speak, a handshake one
+    /// (`initialize` first) or the stateless 2026-07-28 (each call names
+    /// it, and each result must say `resultType: complete`).
+    #[arg(
+        long,
+        value_name = "REVISION",
+        value_enum,
+        default_value = "2025-06-18",
+        requires = "mcp"
+    )]
+    mcp_revision: McpRevision,
     /// With --mcp: the server's command.
     #[arg(last = true, value_name = "SERVER", requires = "mcp")]
     server: Vec<String>,
@@ -160,6 +171,10 @@ pub(crate) fn run(args: Args) -> anyhow::Result<std::process::ExitCode> {
         let mut options = toolgate_bench::McpOptions::new(std::env::current_exe()?);
         options.server = args.server;
         options.http = args.mcp_http;
+        options.revision = match args.mcp_revision {
+            McpRevision::Handshake => toolgate_bench::McpRevision::Handshake,
+            McpRevision::Stateless => toolgate_bench::McpRevision::Stateless,
+        };
         options.guard = (args.mcp_guard != "none").then_some(args.mcp_guard);
         if let Some([tool, arguments]) = args.mcp_call.as_deref() {
             options.tool.clone_from(tool);
@@ -396,4 +411,15 @@ fn print(
         outln!("{}", render());
     }
     Ok(std::process::ExitCode::SUCCESS)
+}
+
+/// The MCP revisions `bench --mcp` speaks.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+enum McpRevision {
+    /// `initialize` first.
+    #[value(name = "2025-06-18")]
+    Handshake,
+    /// Stateless: each request names it.
+    #[value(name = "2026-07-28")]
+    Stateless,
 }

@@ -67,7 +67,7 @@ pub use guards::{
     ClassRow, CostRow, GuardReport, GuardsOptions, GuardsReport, Judged, TYPICAL, run_guards,
 };
 pub use load::{ClassLatency, Fairness, LoadGoal, LoadLevel, LoadOptions, LoadReport, run_load};
-pub use mcp::{McpOptions, McpReport, Side, run_mcp};
+pub use mcp::{McpOptions, McpReport, Revision as McpRevision, Side, run_mcp};
 pub use report::{Load, LogCost, Machine, Report, Row, Target, Throughput};
 pub use soak::{
     Answered, Client, Growth, LaneReport, MAX_GROWTH, Sample, SoakOptions, SoakReport, SoakScratch,

@@ -4,6 +4,7 @@
 //! bench times the wire, and an SDK's own tasks and buffering would be in
 //! every sample.
 
+use super::Revision;
 use crate::BenchError;
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
@@ -33,10 +34,11 @@ pub(super) enum Wire {
 pub(super) struct Line {
     wire: Wire,
     next_id: u64,
+    revision: Revision,
 }
 
 impl Line {
-    pub(super) fn start(mut cmd: Command) -> Result<Self, BenchError> {
+    pub(super) fn start(mut cmd: Command, revision: Revision) -> Result<Self, BenchError> {
         let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -45,38 +47,60 @@ impl Line {
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
             return Err(BenchError::Missing("a server's stdio"));
         };
-        Line::begin(Wire::Stdio {
-            child,
-            stdin,
-            stdout: BufReader::new(stdout),
-        })
+        Line::begin(
+            Wire::Stdio {
+                child,
+                stdin,
+                stdout: BufReader::new(stdout),
+            },
+            revision,
+        )
     }
 
     /// A client of the Streamable HTTP server at `host` (`ip:port`).
-    pub(super) fn connect(host: &str, secret: Option<String>) -> Result<Self, BenchError> {
+    pub(super) fn connect(
+        host: &str,
+        secret: Option<String>,
+        revision: Revision,
+    ) -> Result<Self, BenchError> {
         let stream = TcpStream::connect(host)?;
         stream.set_nodelay(true)?;
-        Line::begin(Wire::Http {
-            stream: BufReader::new(stream),
-            host: host.to_owned(),
-            secret,
-            session: None,
-        })
+        Line::begin(
+            Wire::Http {
+                stream: BufReader::new(stream),
+                host: host.to_owned(),
+                secret,
+                session: None,
+            },
+            revision,
+        )
     }
 
-    fn begin(wire: Wire) -> Result<Self, BenchError> {
-        let mut line = Line { wire, next_id: 0 };
+    fn begin(wire: Wire, revision: Revision) -> Result<Self, BenchError> {
+        let mut line = Line {
+            wire,
+            next_id: 0,
+            revision,
+        };
+        if revision == Revision::Stateless {
+            // No handshake: each request names its revision.
+            return Ok(line);
+        }
         line.request(
             "initialize",
             json!({"protocolVersion": "2025-06-18", "capabilities": {},
                    "clientInfo": {"name": "toolgate-bench", "version": "0"}}),
         )?;
-        line.send("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}")?;
+        line.send(
+            "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}",
+            &[],
+        )?;
         Ok(line)
     }
 
-    /// Sends one message; over HTTP, the body of the answer.
-    fn send(&mut self, text: &str) -> Result<String, BenchError> {
+    /// Sends one message (`routing`: a 2026-07-28 request's headers, over
+    /// HTTP); over HTTP, the body of the answer.
+    fn send(&mut self, text: &str, routing: &[(&str, &str)]) -> Result<String, BenchError> {
         match &mut self.wire {
             Wire::Stdio { stdin, .. } => {
                 stdin.write_all(text.as_bytes())?;
@@ -89,16 +113,32 @@ impl Line {
                 host,
                 secret,
                 session,
-            } => http_post(stream, host, secret.as_deref(), session, text),
+            } => http_post(stream, host, secret.as_deref(), session, text, routing),
         }
     }
 
-    fn request(&mut self, method: &str, params: Value) -> Result<Value, BenchError> {
+    fn request(&mut self, method: &str, mut params: Value) -> Result<Value, BenchError> {
         self.next_id += 1;
+        let name = params
+            .get("name")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        let mut routing = Vec::new();
+        if self.revision == Revision::Stateless {
+            params["_meta"] = json!({
+                "io.modelcontextprotocol/protocolVersion": Revision::Stateless.name(),
+                "io.modelcontextprotocol/clientCapabilities": {},
+            });
+            routing.push(("Mcp-Protocol-Version", Revision::Stateless.name()));
+            routing.push(("Mcp-Method", method));
+            if let Some(name) = &name {
+                routing.push(("Mcp-Name", name.as_str()));
+            }
+        }
         let text =
             json!({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
                 .to_string();
-        let answered = self.send(&text)?;
+        let answered = self.send(&text, &routing)?;
         let mine = |message: &Value| {
             message.get("id").and_then(Value::as_u64) == Some(self.next_id)
                 && message.get("method").is_none()
@@ -133,6 +173,12 @@ impl Line {
         if answer.get("error").is_some() || answer["result"]["isError"] == true {
             return Err(BenchError::Denied(format!("{tool}: {answer}")));
         }
+        // A 2026-07-28 client cannot read a result without its kind.
+        if self.revision == Revision::Stateless && answer["result"]["resultType"] != "complete" {
+            return Err(BenchError::Denied(format!(
+                "{tool}: a 2026-07-28 result without `resultType: complete`: {answer}"
+            )));
+        }
         Ok(took)
     }
 }
@@ -145,6 +191,7 @@ fn http_post(
     secret: Option<&str>,
     session: &mut Option<String>,
     body: &str,
+    routing: &[(&str, &str)],
 ) -> Result<String, BenchError> {
     let mut request = format!(
         "POST /mcp HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n\
@@ -156,6 +203,9 @@ fn http_post(
     }
     if let Some(session) = session {
         request.push_str(&format!("Mcp-Session-Id: {session}\r\n"));
+    }
+    for (name, value) in routing {
+        request.push_str(&format!("{name}: {value}\r\n"));
     }
     request.push_str("\r\n");
     request.push_str(body);

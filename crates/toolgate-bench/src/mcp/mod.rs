@@ -39,6 +39,8 @@ def answer(m):
         r = {}
     if r is None or "id" not in m:
         return None
+    if "io.modelcontextprotocol/protocolVersion" in (m.get("params") or {}).get("_meta", {}):
+        r["resultType"] = "complete"
     return json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": r})
 "#;
 
@@ -97,6 +99,31 @@ pub struct McpOptions {
     /// Over Streamable HTTP (`toolgate mcp --upstream`, the bench's own
     /// HTTP echo server) instead of stdio.
     pub http: bool,
+    /// The MCP revision the clients speak: a handshake one (`initialize`
+    /// first) or the stateless 2026-07-28 (each request names it).
+    pub revision: Revision,
+}
+
+/// The MCP revision the bench's clients speak.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Revision {
+    /// 2025-06-18: `initialize`, then calls.
+    #[serde(rename = "2025-06-18")]
+    Handshake,
+    /// 2026-07-28: no handshake; each call carries its `_meta` (and, over
+    /// HTTP, its routing headers) and each result its `resultType`.
+    #[serde(rename = "2026-07-28")]
+    Stateless,
+}
+
+impl Revision {
+    /// Its name, as MCP writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Revision::Handshake => "2025-06-18",
+            Revision::Stateless => "2026-07-28",
+        }
+    }
 }
 
 impl McpOptions {
@@ -111,6 +138,7 @@ impl McpOptions {
             warmup: 100,
             guard: Some("toolgate:paths".into()),
             http: false,
+            revision: Revision::Handshake,
         }
     }
 }
@@ -141,6 +169,8 @@ pub struct McpReport {
     pub server: String,
     /// `stdio` or `HTTP`.
     pub transport: String,
+    /// The MCP revision spoken.
+    pub revision: Revision,
     /// The guard the proxy ran, if any.
     pub guard: Option<String>,
     /// Calls measured on each side.
@@ -162,9 +192,10 @@ impl McpReport {
     /// A readable table.
     pub fn render(&self) -> String {
         let mut out = format!(
-            "toolgate mcp: {} calls each, alternating, to {} ({})\n\n",
+            "toolgate mcp: {} calls each, alternating, to {}, MCP {} ({})\n\n",
             self.calls,
             self.server,
+            self.revision.name(),
             self.guard.as_ref().map_or_else(
                 || "no hook: the proxy alone".to_owned(),
                 |g| format!("guard {g}")
@@ -355,6 +386,7 @@ pub fn run_mcp(options: &McpOptions, progress: fn(&str)) -> Result<McpReport, Be
             options.server.join(" ")
         },
         transport: transport.to_owned(),
+        revision: options.revision,
         guard: options.guard.clone(),
         calls: options.calls,
         added_median_us: sides[1].added_median_us.unwrap_or_default(),
@@ -380,12 +412,13 @@ fn stdio_sides(
     progress("approving the server's tools for the proxy");
     let mut at = vec!["--".to_owned()];
     at.extend(server.iter().cloned());
-    let mut lines = vec![Line::start(server_command(&server))?];
+    let revision = options.revision;
+    let mut lines = vec![Line::start(server_command(&server), revision)?];
     for scratch in scratches {
         approve(&options.exe, scratch, &at)?;
         let mut cmd = toolgate(&options.exe, scratch);
         cmd.args(["mcp", "--name", "bench", "--"]).args(&server);
-        lines.push(Line::start(cmd)?);
+        lines.push(Line::start(cmd, revision)?);
     }
     Ok((lines, Vec::new()))
 }
@@ -409,7 +442,12 @@ fn http_sides(
     let mut running = vec![Running(server)];
     let upstream = format!("http://127.0.0.1:{}/mcp", port.trim());
     progress("approving the server's tools for the proxy");
-    let mut lines = vec![Line::connect(&format!("127.0.0.1:{}", port.trim()), None)?];
+    let revision = options.revision;
+    let mut lines = vec![Line::connect(
+        &format!("127.0.0.1:{}", port.trim()),
+        None,
+        revision,
+    )?];
     for scratch in scratches {
         approve(
             &options.exe,
@@ -431,7 +469,11 @@ fn http_sides(
             .ok_or(BenchError::Missing("the proxy's address on its stderr"))?
             .to_owned();
         let secret = std::fs::read_to_string(scratch.join("state/toolgate/http-token"))?;
-        lines.push(Line::connect(&host, Some(secret.trim().to_owned()))?);
+        lines.push(Line::connect(
+            &host,
+            Some(secret.trim().to_owned()),
+            revision,
+        )?);
     }
     Ok((lines, running))
 }
