@@ -202,6 +202,39 @@ fn a_request_that_is_not_the_agents_is_refused_before_anything_is_evaluated() {
             403,
         ),
         (
+            "an opaque Origin (a sandboxed page's)",
+            request(
+                &addr,
+                "POST",
+                "/claude-code",
+                &[("Origin", some("null"))],
+                &body,
+            ),
+            403,
+        ),
+        (
+            "the listener's own host by another name",
+            request(
+                &addr,
+                "POST",
+                "/claude-code",
+                &[("Origin", some(&format!("http://localhost:{port}")))],
+                &body,
+            ),
+            403,
+        ),
+        (
+            "the listener's own origin over https",
+            request(
+                &addr,
+                "POST",
+                "/claude-code",
+                &[("Origin", some(&format!("https://{addr}")))],
+                &body,
+            ),
+            403,
+        ),
+        (
             "a text/plain simple request",
             request(
                 &addr,

@@ -490,8 +490,11 @@ fn refusal(http: &Http, request: &Request<Incoming>) -> Option<Answer> {
 /// The first rules of every loopback listener that answers a secret
 /// holder (the hook endpoint, `toolgate mcp --upstream`): the `Host` header
 /// is exactly the literal address listened on (no DNS rebinding), and no
-/// `Origin` header (no browser page). `Err`: the status and why, to answer
-/// before anything else is read.
+/// `Origin` header but the listener's own, `http://<host>` (a page of any
+/// other origin is a browser's; the listener serves no page, so its own
+/// origin is no web page's, and the MCP transport tells clients that send
+/// one to send it: the conformance suite's DNS-rebinding scenario does).
+/// `Err`: the status and why, to answer before anything else is read.
 ///
 /// # Errors
 ///
@@ -506,13 +509,19 @@ pub fn loopback_gate(host: &str, headers: &hyper::HeaderMap) -> Result<(), (Stat
             format!("refused: the Host header must be exactly {host}"),
         ));
     }
-    if headers.contains_key(ORIGIN) {
-        return Err((
+    let own = format!("http://{host}");
+    let mut origins = headers.get_all(ORIGIN).iter();
+    match (origins.next(), origins.next()) {
+        (None, _) => Ok(()),
+        (Some(origin), None) if origin.as_bytes() == own.as_bytes() => Ok(()),
+        _ => Err((
             StatusCode::FORBIDDEN,
-            "refused: a request with an Origin header comes from a browser".to_string(),
-        ));
+            format!(
+                "refused: a request with an Origin header other than {own} comes from a \
+                 browser page"
+            ),
+        )),
     }
-    Ok(())
 }
 
 fn too_large() -> Answer {
@@ -727,5 +736,45 @@ pub fn probe(url: &str) -> Result<(), String> {
             "{url} answered {status}: {}",
             toolgate::text::sanitize(why)
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with(pairs: &[(hyper::header::HeaderName, &str)]) -> hyper::HeaderMap {
+        let mut headers = hyper::HeaderMap::new();
+        for (name, value) in pairs {
+            headers.append(name.clone(), value.parse().unwrap());
+        }
+        headers
+    }
+
+    #[test]
+    fn the_gate_takes_the_exact_host_and_no_origin_but_the_listeners_own() {
+        let host = "127.0.0.1:8788";
+        let ok = |pairs: &[(hyper::header::HeaderName, &str)]| {
+            loopback_gate(host, &with(pairs)).map_err(|(status, _)| status.as_u16())
+        };
+        assert_eq!(ok(&[(HOST, host)]), Ok(()));
+        assert_eq!(ok(&[(HOST, host), (ORIGIN, "http://127.0.0.1:8788")]), Ok(()));
+        for origin in [
+            "http://localhost:8788",
+            "https://127.0.0.1:8788",
+            "null",
+            "http://127.0.0.1:8789",
+            "http://evil.example",
+        ] {
+            assert_eq!(ok(&[(HOST, host), (ORIGIN, origin)]), Err(403), "{origin}");
+        }
+        let twice = [
+            (HOST, host),
+            (ORIGIN, "http://127.0.0.1:8788"),
+            (ORIGIN, "http://evil.example"),
+        ];
+        assert_eq!(ok(&twice), Err(403));
+        assert_eq!(ok(&[(HOST, "localhost:8788")]), Err(421));
+        assert_eq!(ok(&[(HOST, host), (HOST, host)]), Err(421));
     }
 }
