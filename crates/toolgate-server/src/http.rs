@@ -758,7 +758,10 @@ mod tests {
             loopback_gate(host, &with(pairs)).map_err(|(status, _)| status.as_u16())
         };
         assert_eq!(ok(&[(HOST, host)]), Ok(()));
-        assert_eq!(ok(&[(HOST, host), (ORIGIN, "http://127.0.0.1:8788")]), Ok(()));
+        assert_eq!(
+            ok(&[(HOST, host), (ORIGIN, "http://127.0.0.1:8788")]),
+            Ok(())
+        );
         for origin in [
             "http://localhost:8788",
             "https://127.0.0.1:8788",
