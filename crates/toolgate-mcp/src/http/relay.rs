@@ -3,15 +3,15 @@
 //! event stream when it streamed (or when the answer is more than one
 //! message).
 
+use super::forward::forward;
 use super::reply::{fixed, refused, streamed, unknown_session};
-use super::routing;
 use super::sse::{Out, Reader};
 use super::{BODY_TIMEOUT, Body, Connection, Session, Shared, lock, text};
 use crate::judge::{Route, answer_key, request_key};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Either, Full, Limited};
 use hyper::body::Incoming;
-use hyper::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderValue};
+use hyper::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
 use hyper::{Request, Response, StatusCode};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -19,13 +19,6 @@ use tokio::sync::mpsc;
 
 /// The session header, both ways.
 pub(super) const SESSION: &str = "mcp-session-id";
-/// The client's headers the server is given (never `Authorization`: it is
-/// the proxy's secret, and never `Host`, `Origin` or cookies; never the
-/// 2026-07-28 routing headers, which `routing` writes from the body).
-const FORWARDED: [&str; 3] = [SESSION, "mcp-protocol-version", "last-event-id"];
-/// What a client must accept, by the transport's rules.
-const ACCEPTS: &str = "application/json, text/event-stream";
-
 /// Where the messages for one client request go.
 enum Sink {
     /// Kept, to answer as one body once the server's answer is judged.
@@ -84,7 +77,11 @@ impl Pending {
         }
         for route in self.session.judge.unanswered(&self.keys, why) {
             if let Route::ToClient(message) = route {
-                sink.push(Out { message, id: None }).await;
+                sink.push(Out {
+                    message,
+                    ..Out::default()
+                })
+                .await;
             }
         }
     }
@@ -108,13 +105,13 @@ impl Drop for Pending {
 impl Session {
     /// Sends each message the judge let through where it belongs: an
     /// answer to the stream whose POST carried its request, the rest to
-    /// `sink` (the event's `id` on the last). `false` once `sink`'s client
-    /// is gone.
+    /// `sink` (the event's `id` and `retry` on the last). `false` once
+    /// `sink`'s client is gone.
     async fn deliver(
         &self,
         routes: Vec<Route>,
         me: u64,
-        id: Option<String>,
+        (id, retry): (Option<String>, Option<u64>),
         sink: &mut Sink,
     ) -> bool {
         let last = routes.len().saturating_sub(1);
@@ -129,15 +126,23 @@ impl Session {
                     .filter(|(stream, _)| *stream != me)
                     .map(|(_, tx)| tx.clone())
             });
-            let id = if at == last { id.clone() } else { None };
+            let (id, retry) = if at == last {
+                (id.clone(), retry)
+            } else {
+                (None, None)
+            };
             match elsewhere {
                 Some(tx) => {
-                    if tx.try_send(Out { message, id: None }).is_err() {
+                    let out = Out {
+                        message,
+                        ..Out::default()
+                    };
+                    if tx.try_send(out).is_err() {
                         tracing::warn!("a client stream is not read; an answer for it was dropped");
                     }
                 }
                 None => {
-                    if !sink.push(Out { message, id }).await {
+                    if !sink.push(Out { message, id, retry }).await {
                         return false;
                     }
                 }
@@ -207,7 +212,7 @@ async fn relay_body(
         None if body.iter().all(u8::is_ascii_whitespace) => Vec::new(),
         None => session.judge.on_server(&body).await,
     };
-    if session.deliver(routes, me, None, sink).await {
+    if session.deliver(routes, me, (None, None), sink).await {
         Relayed::Ended(false)
     } else {
         Relayed::ClientGone
@@ -242,12 +247,15 @@ async fn relay_events(
                     session.judge.on_server(data).await
                 }
                 // A priming event: only its id, for the client to resume
-                // from.
+                // from, and its retry, for how long to wait first.
                 (None, _) => {
-                    let Some(id) = event.id else { continue };
+                    if event.id.is_none() && event.retry.is_none() {
+                        continue;
+                    }
                     let primed = Out {
                         message: Vec::new(),
-                        id: Some(id),
+                        id: event.id,
+                        retry: event.retry,
                     };
                     if !sink.push(primed).await {
                         return Relayed::ClientGone;
@@ -255,66 +263,15 @@ async fn relay_events(
                     continue;
                 }
             };
-            if !session.deliver(routes, me, event.id, sink).await {
+            if !session
+                .deliver(routes, me, (event.id, event.retry), sink)
+                .await
+            {
                 return Relayed::ClientGone;
             }
         }
     }
     Relayed::Ended(resumable)
-}
-
-/// Sends the server one request with the client's forwardable headers and
-/// the routing headers of the body (`routing`), computed with `session`'s
-/// approved tool schemas.
-async fn forward(
-    shared: &Shared,
-    session: Option<&Session>,
-    method: reqwest::Method,
-    headers: &HeaderMap,
-    body: Option<Vec<u8>>,
-) -> Result<reqwest::Response, String> {
-    super::upstream::owned_here(&shared.upstream).map_err(|why| {
-        format!(
-            "the MCP server at {} cannot be reached: {why}",
-            shared.shown
-        )
-    })?;
-    let mut request = shared.client.request(method, shared.upstream.clone());
-    let routed = match (&body, session) {
-        (Some(body), Some(session)) => serde_json::from_slice::<serde_json::Value>(body)
-            .map(|message| routing::headers(&message, |tool| session.judge.input_schema(tool)))
-            .unwrap_or_default(),
-        _ => Vec::new(),
-    };
-    for name in FORWARDED {
-        if let Some(value) = headers.get(name)
-            && !routed.iter().any(|(routed, _)| routed == name)
-        {
-            request = request.header(name, value.clone());
-        }
-    }
-    for (name, value) in routed {
-        request = request.header(name, value);
-    }
-    let accept = headers
-        .get(ACCEPT)
-        .cloned()
-        .unwrap_or(HeaderValue::from_static(ACCEPTS));
-    request = request.header(ACCEPT, accept);
-    if let Some(body) = body {
-        request = request
-            .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
-            .body(body);
-    }
-    request.send().await.map_err(|e| {
-        // reqwest's message names the URL it was sent to: said once, masked.
-        let e = e.without_url();
-        let cause = std::error::Error::source(&e).map_or_else(String::new, |s| format!(": {s}"));
-        format!(
-            "the MCP server at {} cannot be reached ({e}{cause})",
-            shared.shown
-        )
-    })
 }
 
 /// The request's body, bounded by the message cap and [`BODY_TIMEOUT`].
@@ -371,7 +328,10 @@ pub(super) async fn post(
     for route in session.judge.on_client(&bytes).await {
         match route {
             Route::ToServer(message) => to_server.push(message),
-            Route::ToClient(message) => early.push(Out { message, id: None }),
+            Route::ToClient(message) => early.push(Out {
+                message,
+                ..Out::default()
+            }),
         }
     }
     if to_server.is_empty() {
@@ -443,21 +403,7 @@ async fn one(
         }
         return refused(&shared, response.status());
     }
-    // The session is the one `initialize` named: a later answer naming
-    // another is not passed on (the client keeps the name the proxy
-    // knows the session by).
-    let given = if let Some(own) = initialize {
-        let given = response.headers().get(SESSION).cloned();
-        shared.adopt(given.as_ref().and_then(|v| v.to_str().ok()), &session, own);
-        given
-    } else {
-        let asked = headers.get(SESSION).cloned();
-        let answered = response.headers().get(SESSION);
-        if answered.is_some() && answered != asked.as_ref() {
-            tracing::warn!("the MCP server named its session anew in an answer; not passed on");
-        }
-        asked
-    };
+    let given = session_named(&shared, &session, &headers, &response, initialize);
     if is_event_stream(response.headers()) {
         tokio::spawn(async move {
             let mut sink = Sink::Stream(tx);
@@ -494,6 +440,30 @@ async fn one(
         answers.push(out);
     }
     fixed(answers, given.as_ref())
+}
+
+/// The session id the client is given with the answer: the one
+/// `initialize` named (kept), or the one the client sent. A later answer
+/// naming another is not passed on (the client keeps the name the proxy
+/// knows the session by).
+fn session_named(
+    shared: &Shared,
+    session: &Arc<Session>,
+    headers: &HeaderMap,
+    response: &reqwest::Response,
+    initialize: Option<&Arc<Connection>>,
+) -> Option<HeaderValue> {
+    if let Some(own) = initialize {
+        let given = response.headers().get(SESSION).cloned();
+        shared.adopt(given.as_ref().and_then(|v| v.to_str().ok()), session, own);
+        return given;
+    }
+    let asked = headers.get(SESSION).cloned();
+    let answered = response.headers().get(SESSION);
+    if answered.is_some() && answered != asked.as_ref() {
+        tracing::warn!("the MCP server named its session anew in an answer; not passed on");
+    }
+    asked
 }
 
 /// A batch (or a message the judge answered in part): answered as a

@@ -7,7 +7,10 @@
 //! together: a bound on one event's size that holds before the event is
 //! whole (a server that never ends an event must not grow memory), each
 //! event's `id` kept beside its data (the client resumes a stream by it,
-//! through the proxy), and events of another type than `message` dropped
+//! through the proxy) and its `retry` (how long the client waits before it
+//! does: a server that closes a stream on purpose, to be polled, says so
+//! there, and a client that never hears it waits its own default instead),
+//! and events of another type than `message` dropped
 //! rather than delivered: MCP sends only `message` events, and an event a
 //! client would ignore must not reach it as one it reads. The format is
 //! small (fields per line, a blank line ends an event), so the reader is
@@ -27,6 +30,9 @@ pub(crate) struct Event {
     /// Its data lines, joined by `\n`; `None` when it had none (a priming
     /// event carries only an id).
     pub(crate) data: Option<Vec<u8>>,
+    /// Its `retry`, in milliseconds: how long a client waits before it
+    /// reconnects (only ASCII digits make one, as the format says).
+    pub(crate) retry: Option<u64>,
     /// It grew past the cap: this many bytes were skipped, data and all.
     pub(crate) oversized: Option<usize>,
 }
@@ -101,7 +107,9 @@ impl Reader {
                     oversized: Some(self.size),
                     ..Event::default()
                 });
-            } else if !self.foreign && (event.data.is_some() || event.id.is_some()) {
+            } else if !self.foreign
+                && (event.data.is_some() || event.id.is_some() || event.retry.is_some())
+            {
                 events.push(event);
             }
             self.size = 0;
@@ -136,23 +144,30 @@ impl Reader {
             b"id" if !value.contains(&0) => {
                 self.event.id = Some(String::from_utf8_lossy(value).into_owned());
             }
+            b"retry" if !value.is_empty() && value.iter().all(u8::is_ascii_digit) => {
+                self.event.retry = std::str::from_utf8(value).ok().and_then(|v| v.parse().ok());
+            }
             b"event" => self.foreign = value != b"message",
             _ => {}
         }
     }
 }
 
-/// One message for the client, with the server's event id when it came
-/// as an event that had one.
-#[derive(Debug)]
+/// One message for the client, with the server's event id and `retry`
+/// when it came as an event that had them.
+#[derive(Debug, Default)]
 pub(crate) struct Out {
     pub(crate) message: Vec<u8>,
     pub(crate) id: Option<String>,
+    pub(crate) retry: Option<u64>,
 }
 
 /// `out` as one event of the stream the client reads.
 pub(crate) fn encode(out: &Out) -> Bytes {
-    let mut event = Vec::with_capacity(out.message.len() + 32);
+    let mut event = Vec::with_capacity(out.message.len() + 48);
+    if let Some(retry) = out.retry {
+        event.extend_from_slice(format!("retry: {retry}\n").as_bytes());
+    }
     if let Some(id) = &out.id {
         event.extend_from_slice(b"id: ");
         event.extend_from_slice(id.replace(['\r', '\n'], "").as_bytes());
@@ -208,12 +223,15 @@ mod tests {
                     Event {
                         id: Some("7".into()),
                         data: Some(b"{\"a\":\n1}".to_vec()),
-                        oversized: None
+                        ..Event::default()
                     },
                     Event {
-                        id: None,
+                        retry: Some(5),
+                        ..Event::default()
+                    },
+                    Event {
                         data: Some(b"{\"b\":2}".to_vec()),
-                        oversized: None
+                        ..Event::default()
                     },
                 ],
                 "pieces of {piece}"
@@ -279,9 +297,24 @@ mod tests {
         let out = Out {
             message: b"{\"a\":\n1}".to_vec(),
             id: Some("4\n2".into()),
+            retry: Some(1500),
         };
         let got = events(&encode(&out), 1024, 3);
         assert_eq!(got[0].data.as_deref(), Some(&out.message[..]));
         assert_eq!(got[0].id.as_deref(), Some("42"));
+        assert_eq!(got[0].retry, Some(1500));
+    }
+
+    #[test]
+    fn a_retry_is_only_digits() {
+        for (field, retry) in [
+            ("retry: 250", Some(250)),
+            ("retry: 2.5", None),
+            ("retry: -1", None),
+            ("retry:", None),
+        ] {
+            let got = events(format!("{field}\nid: x\n\n").as_bytes(), 1024, 2);
+            assert_eq!(got[0].retry, retry, "{field}");
+        }
     }
 }

@@ -61,6 +61,7 @@ use toolgate_contract::strict_json;
 use toolgate_server::decision_log::{self, Logging};
 
 mod answers;
+mod faults;
 /// Where one message goes, as bytes ready to write (no newline).
 mod listing;
 #[cfg(test)]
@@ -215,55 +216,7 @@ impl Judge {
             ))];
         }
         match (method, id) {
-            // A request.
-            (Some(method), Some(id)) => {
-                let key = id_key(id);
-                if self.in_flight().contains_key(&key) {
-                    return vec![Route::ToClient(error(
-                        id,
-                        INVALID_REQUEST,
-                        &format!(
-                            "toolgate: request id {key} is already in flight; \
-                             a reused id could pair a tool's result with the wrong \
-                             request, so this one is not forwarded"
-                        ),
-                    ))];
-                }
-                let era = match revision::of_request(object) {
-                    Ok(era) => era,
-                    Err(Unknown(asked)) => {
-                        return vec![Route::ToClient(error_with(
-                            id,
-                            UNSUPPORTED_VERSION,
-                            &format!(
-                                "toolgate: MCP revision {} is not one this proxy knows; \
-                                 not forwarded",
-                                said(&asked)
-                            ),
-                            revision::unsupported_data(&asked),
-                        ))];
-                    }
-                };
-                match method {
-                    "tools/call" => self.tool_call(id, object, era, bytes).await,
-                    "server/discover" => {
-                        self.in_flight().insert(key, InFlight::Discover);
-                        vec![Route::ToServer(bytes)]
-                    }
-                    "initialize" => {
-                        self.in_flight().insert(key, InFlight::Initialize);
-                        vec![Route::ToServer(bytes)]
-                    }
-                    "tools/list" => {
-                        self.in_flight().insert(key, InFlight::ToolsList);
-                        vec![Route::ToServer(bytes)]
-                    }
-                    _ => {
-                        self.in_flight().insert(key, InFlight::Other);
-                        vec![Route::ToServer(bytes)]
-                    }
-                }
-            }
+            (Some(method), Some(id)) => self.client_request(method, id, object, bytes).await,
             // A cancelled request's late answer is nobody's: it is dropped
             // when it comes, and its id is not free before.
             (Some("notifications/cancelled"), None) => {
@@ -281,6 +234,52 @@ impl Judge {
             // own requests (sampling, elicitation, roots, ping).
             _ => vec![Route::ToServer(bytes)],
         }
+    }
+
+    /// A request of the client's: kept in flight under its id (which must
+    /// be free), in the revision it names.
+    async fn client_request(
+        &self,
+        method: &str,
+        id: &Value,
+        object: &Map<String, Value>,
+        bytes: Vec<u8>,
+    ) -> Vec<Route> {
+        let key = id_key(id);
+        if self.in_flight().contains_key(&key) {
+            return vec![Route::ToClient(error(
+                id,
+                INVALID_REQUEST,
+                &format!(
+                    "toolgate: request id {key} is already in flight; \
+                     a reused id could pair a tool's result with the wrong \
+                     request, so this one is not forwarded"
+                ),
+            ))];
+        }
+        let era = match revision::of_request(object) {
+            Ok(era) => era,
+            Err(Unknown(asked)) => {
+                return vec![Route::ToClient(error_with(
+                    id,
+                    UNSUPPORTED_VERSION,
+                    &format!(
+                        "toolgate: MCP revision {} is not one this proxy knows; not forwarded",
+                        said(&asked)
+                    ),
+                    revision::unsupported_data(&asked),
+                ))];
+            }
+        };
+        let asked = match method {
+            "tools/call" => return self.tool_call(id, object, era, bytes).await,
+            "server/discover" => InFlight::Discover,
+            "initialize" => InFlight::Initialize,
+            "tools/list" => InFlight::ToolsList,
+            _ => InFlight::Other,
+        };
+        self.in_flight().insert(key, asked);
+        vec![Route::ToServer(bytes)]
     }
 
     async fn tool_call(
@@ -307,16 +306,12 @@ impl Judge {
                  yet); call the tool without `task`",
             ))];
         }
-        let input = match params.and_then(|p| p.get("arguments")) {
-            None | Some(Value::Null) => Value::Object(Map::new()),
-            Some(arguments @ Value::Object(_)) => arguments.clone(),
-            Some(_) => {
-                return vec![Route::ToClient(error(
-                    id,
-                    INVALID_PARAMS,
-                    "toolgate: tools/call arguments must be an object; not forwarded",
-                ))];
-            }
+        let Some(input) = arguments(params) else {
+            return vec![Route::ToClient(error(
+                id,
+                INVALID_PARAMS,
+                "toolgate: tools/call arguments must be an object; not forwarded",
+            ))];
         };
         if let Some(refused) = self.not_offered(id, tool) {
             return refused;
@@ -325,54 +320,45 @@ impl Judge {
         let outcome = self
             .decide(Chain::Pre, &self.request(&name, input.clone()))
             .await;
-        match outcome.decision {
-            Decision::Allow => {
-                self.in_flight().insert(
-                    id_key(id),
-                    InFlight::ToolCall {
-                        tool: name,
-                        input,
-                        era,
-                    },
-                );
-                vec![Route::ToServer(bytes)]
-            }
+        let (input, forwarded) = match outcome.decision {
+            Decision::Allow => (input, bytes),
             Decision::Modify { input } => {
                 let mut rewritten = object.clone();
                 if let Some(Value::Object(params)) = rewritten.get_mut("params") {
                     params.insert("arguments".into(), input.clone());
                 }
-                self.in_flight().insert(
-                    id_key(id),
-                    InFlight::ToolCall {
-                        tool: name,
-                        input,
-                        era,
-                    },
-                );
-                vec![Route::ToServer(encode(&Value::Object(rewritten)))]
+                (input, encode(&Value::Object(rewritten)))
             }
-            Decision::Deny { reason } => blocked(id, era, &reason),
+            Decision::Deny { reason } => return blocked(id, era, &reason),
             // The proxy has no person to ask (an MCP client's elicitation
             // is the server's to start, not a confirmation of a call): a
             // refusal whose reason says what was needed.
-            Decision::Ask { reason, .. } => blocked(
-                id,
-                era,
-                &format!(
-                    "this call needs a person's confirmation, which toolgate cannot ask for \
-                     through MCP: {reason}"
-                ),
-            ),
+            Decision::Ask { reason, .. } => {
+                return blocked(
+                    id,
+                    era,
+                    &format!(
+                        "this call needs a person's confirmation, which toolgate cannot ask \
+                         for through MCP: {reason}"
+                    ),
+                );
+            }
             Decision::Replace { result: replaced } => {
                 // `shown` is the replacement after the post chain.
                 let shown = outcome.shown.unwrap_or(replaced);
-                vec![Route::ToClient(result(
+                return vec![Route::ToClient(result(
                     id,
                     revision::complete(era, call_result(&shown)),
-                ))]
+                ))];
             }
-        }
+        };
+        let asked = InFlight::ToolCall {
+            tool: name,
+            input,
+            era,
+        };
+        self.in_flight().insert(id_key(id), asked);
+        vec![Route::ToServer(forwarded)]
     }
 
     /// One line from the server.
@@ -453,22 +439,8 @@ impl Judge {
             InFlight::Other => vec![Route::ToClient(bytes)],
             InFlight::Cancelled => Vec::new(),
             InFlight::Initialize => {
-                if let Some(chosen) = object.get("result").and_then(|r| r.get("protocolVersion"))
-                    && !revision::known_handshake(chosen)
-                {
-                    return vec![Route::ToClient(error(
-                        id,
-                        NOT_JUDGED,
-                        &format!(
-                            "toolgate: the server chose MCP revision {}, which this proxy does \
-                             not know; withheld",
-                            said(
-                                &chosen
-                                    .as_str()
-                                    .map_or_else(|| chosen.to_string(), str::to_owned)
-                            )
-                        ),
-                    ))];
+                if let Some(refused) = unknown_revision(id, &object) {
+                    return vec![refused];
                 }
                 let (object, bytes) = self.approved_instructions(object, bytes);
                 vec![Route::ToClient(initialized(object, bytes))]
@@ -487,91 +459,43 @@ impl Judge {
         }
     }
 
-    /// The server sent something the proxy cannot read: whatever it was,
-    /// it may have been a tool's result, so every call in flight is answered
-    /// with an error rather than left to a result nobody judged.
-    fn unreadable(&self, what: &str) -> Vec<Route> {
-        tracing::warn!("the server sent {what}; dropped");
-        let calls: Vec<String> = self
-            .in_flight()
-            .iter()
-            .filter(|(_, asked)| matches!(asked, InFlight::ToolCall { .. }))
-            .map(|(key, _)| key.clone())
-            .collect();
-        let mut routes = Vec::new();
-        for key in calls {
-            self.in_flight().remove(&key);
-            let id: Value = serde_json::from_str(&key).unwrap_or(Value::Null);
-            routes.push(Route::ToClient(error(
-                &id,
-                NOT_JUDGED,
-                &format!(
-                    "toolgate: the server sent {what} while this call was in flight; \
-                     its result cannot be judged, so it is withheld"
-                ),
-            )));
-        }
-        routes
-    }
-
-    /// The client sent a line over the cap: it cannot be answered by id,
-    /// so it gets a parse error with a null id, as JSON-RPC says.
-    pub(crate) fn client_oversized(&self, bytes: usize, max: usize) -> Vec<Route> {
-        vec![Route::ToClient(error(
-            &Value::Null,
-            PARSE_ERROR,
-            &format!(
-                "toolgate: a message of {bytes} bytes is over the {max}-byte cap; not forwarded"
-            ),
-        ))]
-    }
-
-    /// The server sent a line over the cap.
-    pub(crate) fn server_oversized(&self, bytes: usize, max: usize) -> Vec<Route> {
-        self.unreadable(&format!(
-            "a message of {bytes} bytes, over the {max}-byte cap"
-        ))
-    }
-
-    /// The server is gone: every request in flight gets an error now,
-    /// instead of waiting for an answer that will not come.
-    pub(crate) fn server_gone(&self, why: &str) -> Vec<Route> {
-        let mut in_flight = self.in_flight();
-        in_flight
-            .drain()
-            .map(|(key, _)| {
-                let id: Value = serde_json::from_str(&key).unwrap_or(Value::Null);
-                Route::ToClient(error(&id, NOT_JUDGED, &format!("toolgate: {why}")))
-            })
-            .collect()
-    }
-
-    /// The requests among `keys` still waiting for the server's answer are
-    /// answered with an error now (a transport that carries each request's
-    /// answer on a stream of its own: that stream ended without it).
-    pub(crate) fn unanswered(&self, keys: &[String], why: &str) -> Vec<Route> {
-        let mut in_flight = self.in_flight();
-        keys.iter()
-            .filter_map(|key| match in_flight.remove(key)? {
-                InFlight::Cancelled => None,
-                _ => {
-                    let id: Value = serde_json::from_str(key).unwrap_or(Value::Null);
-                    Some(Route::ToClient(error(
-                        &id,
-                        NOT_JUDGED,
-                        &format!("toolgate: {why}"),
-                    )))
-                }
-            })
-            .collect()
-    }
-
     fn request(&self, tool: &str, input: Value) -> Request {
         let mut request = Request::pre(tool, input);
         request.session_id = Some(self.session_id.clone());
         request.cwd.clone_from(&self.cwd);
         request
     }
+}
+
+/// A call's `arguments` as the chain's input (none is `{}`); `None` when
+/// they are not an object.
+fn arguments(params: Option<&Value>) -> Option<Value> {
+    match params.and_then(|p| p.get("arguments")) {
+        None | Some(Value::Null) => Some(Value::Object(Map::new())),
+        Some(arguments @ Value::Object(_)) => Some(arguments.clone()),
+        Some(_) => None,
+    }
+}
+
+/// The server's `initialize` answer chose a revision this build does not
+/// know: the client is answered with an error instead (see `revision`).
+fn unknown_revision(id: &Value, answer: &Map<String, Value>) -> Option<Route> {
+    let chosen = answer.get("result")?.get("protocolVersion")?;
+    if revision::known_handshake(chosen) {
+        return None;
+    }
+    let chosen = chosen
+        .as_str()
+        .map_or_else(|| chosen.to_string(), str::to_owned);
+    Some(Route::ToClient(error(
+        id,
+        NOT_JUDGED,
+        &format!(
+            "toolgate: the server chose MCP revision {}, which this proxy does not know; \
+             withheld",
+            said(&chosen)
+        ),
+    )))
 }
 
 /// An id as a map key: its JSON text, so `1` and `"1"` stay apart.
