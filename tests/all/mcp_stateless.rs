@@ -312,6 +312,24 @@ fn raw_server(fx: &Fixture, name: &str, answer: &str) -> Vec<String> {
     ]
 }
 
+/// [`raw_server`], approved as `raw`.
+fn approved_raw_server(fx: &Fixture, name: &str, answer: &str) -> Vec<String> {
+    let server = raw_server(fx, name, answer);
+    let server_ref: Vec<&str> = server.iter().map(String::as_str).collect();
+    trust(fx, "raw", &server_ref, true);
+    server
+}
+
+/// A 2026-07-28 call of the raw server's tool `t`.
+fn call_t(id: i64, arguments: Value) -> Value {
+    stateless(
+        id,
+        "tools/call",
+        json!({"name": "t", "arguments": arguments}),
+        "2026-07-28",
+    )
+}
+
 /// One request through a proxy to `server`, and the answer.
 fn one_request(fx: &Fixture, server: &[String], request: &Value) -> Value {
     one_request_with(fx, server, request, &[])
@@ -356,13 +374,11 @@ fn a_revision_the_proxy_does_not_know_is_refused_not_half_proxied() {
     let fx = Fixture::new();
     // A request naming a stateless revision from the future: MCP's own
     // "unsupported protocol version", listing the ones the proxy knows.
-    let server = raw_server(
+    let server = approved_raw_server(
         &fx,
         "future",
         "{'content': [{'type': 'text', 'text': 'REACHED'}]}",
     );
-    let server_ref: Vec<&str> = server.iter().map(String::as_str).collect();
-    trust(&fx, "raw", &server_ref, true);
     let answer = one_request(
         &fx,
         &server,
@@ -426,19 +442,8 @@ fn an_input_round_of_a_kind_the_revision_does_not_define_is_withheld() {
             "resultType \"partial\"",
         ),
     ] {
-        let server = raw_server(&fx, name, round);
-        let server_ref: Vec<&str> = server.iter().map(String::as_str).collect();
-        trust(&fx, "raw", &server_ref, true);
-        let answer = one_request(
-            &fx,
-            &server,
-            &stateless(
-                7,
-                "tools/call",
-                json!({"name": "t", "arguments": {}}),
-                "2026-07-28",
-            ),
-        );
+        let server = approved_raw_server(&fx, name, round);
+        let answer = one_request(&fx, &server, &call_t(7, json!({})));
         let text = answer.to_string();
         assert!(!text.contains("SMUGGLED"), "{name}: {text}");
         assert_eq!(answer["error"]["code"], json!(-32001), "{name}: {text}");
@@ -523,16 +528,7 @@ for line in sys.stdin:
     assert!(review.contains("+ tool \"t\""), "{review}");
     assert!(review.contains("\"Only the new way.\""), "{review}");
     assert!(review.contains("was: (none: never approved)"), "{review}");
-    let called = one_request(
-        &fx,
-        &server,
-        &stateless(
-            1,
-            "tools/call",
-            json!({"name": "t", "arguments": {}}),
-            "2026-07-28",
-        ),
-    );
+    let called = one_request(&fx, &server, &call_t(1, json!({})));
     assert_eq!(
         crate::mcp::text_of(&called["result"]),
         "modern ok",
@@ -569,22 +565,15 @@ fn an_mcp_decision_is_logged_as_every_other_hosts_are() {
 return {"decision": "deny", "reason": "not today"}"#
     )]));
     let log = fx.dir.path().join("logs/decisions.jsonl");
-    let server = raw_server(
+    let server = approved_raw_server(
         &fx,
         "logged",
         "{'content': [{'type': 'text', 'text': 'REACHED'}]}",
     );
-    let server_ref: Vec<&str> = server.iter().map(String::as_str).collect();
-    trust(&fx, "raw", &server_ref, true);
     let answer = one_request_with(
         &fx,
         &server,
-        &stateless(
-            1,
-            "tools/call",
-            json!({"name": "t", "arguments": {"a": 1}}),
-            "2026-07-28",
-        ),
+        &call_t(1, json!({"a": 1})),
         &[("TOOLGATE_DECISION_LOG", &log)],
     );
     assert_eq!(
