@@ -1365,6 +1365,54 @@ fn assert_mcp_verdicts(
     );
 }
 
+/// `toolgate mcp` between Claude Code and a server that speaks both MCP
+/// eras (the official Python SDK's): each verdict reaches the model, and
+/// which revision each release's client spoke is read from the server's
+/// side of the wire and pinned: 2.1.197 opens with `initialize` at
+/// 2025-11-25, 2.1.332 speaks 2026-07-28 (stateless: no `initialize`).
+#[test]
+fn live_claude_mcp_to_a_server_of_both_eras_is_judged() {
+    use crate::mcp_stateless::{judged, live_sdk_calls, spoken, tapped_sdk_proxy};
+    for release in RELEASES {
+        let fx = judged();
+        let (argv, env, wire) = tapped_sdk_proxy(&fx);
+        let config = fx.dir.path().join("mcp.json");
+        let entry = json!({"command": argv[0], "args": &argv[1..], "env": env});
+        std::fs::write(&config, json!({"mcpServers": {"py": entry}}).to_string()).unwrap();
+        let (calls, expected) = live_sdk_calls(|tool| format!("mcp__py__{tool}"));
+        let run = claude_run(
+            release,
+            &fx,
+            calls,
+            &[
+                "--mcp-config",
+                config.to_str().unwrap(),
+                "--strict-mcp-config",
+                "--allowedTools",
+                "mcp__py",
+            ],
+            &[],
+        );
+        let shown: Vec<String> = one_result_per_call(&run)
+            .iter()
+            .map(|r| r["content"].to_string())
+            .collect();
+        assert_eq!(shown.len(), 4, "{release:?}: {shown:#?}");
+        for (i, expected) in expected.iter().enumerate() {
+            assert!(
+                shown[i].contains(expected),
+                "{release:?} call {i}: {shown:#?}"
+            );
+        }
+        let (messages, revision) = spoken(&wire);
+        let expected = match release.var {
+            "CLAUDE_CODE_NEWEST_VERSION" => "2026-07-28",
+            _ => "2025-11-25",
+        };
+        assert_eq!(revision, expected, "{release:?}: {messages:#?}");
+    }
+}
+
 /// One result per call (the conversation is sent again with each request,
 /// once with a cache mark), in the order of their ids.
 fn one_result_per_call(run: &Run) -> Vec<Value> {

@@ -387,6 +387,55 @@ fn assert_mcp_verdicts(fx: &Fixture, entry: &str, how: &str) {
     assert_live_verdicts(&format!("Codex {how}"), &shown, &told, "\"get_env\"");
 }
 
+/// `toolgate mcp` between Codex and a server that speaks both MCP eras
+/// (the official Python SDK's): each verdict reaches the model. Codex
+/// 0.171.0 knows 2026-07-28 but opens with `initialize` at 2025-06-18
+/// (read from the server's side of the wire).
+#[test]
+fn live_codex_mcp_to_a_server_of_both_eras_is_judged() {
+    use crate::mcp_stateless::{judged, live_sdk_calls, spoken, tapped_sdk_proxy};
+    let fx = judged();
+    let (argv, env, wire) = tapped_sdk_proxy(&fx);
+    let env: String = env
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, v)| format!("{k} = {v}\n"))
+        .collect();
+    let home = fx.dir.path().join("codex-home");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(
+        home.join("config.toml"),
+        format!(
+            "[mcp_servers.py]\ncommand = {}\nargs = {}\n[mcp_servers.py.env]\n{env}",
+            json!(argv[0]),
+            json!(argv[1..]),
+        ),
+    )
+    .unwrap();
+    let (calls, expected) = live_sdk_calls(|tool| tool.to_owned());
+    let calls = calls
+        .into_iter()
+        .map(|c| json!({"namespace": "mcp__py", "name": c["name"], "input": c["input"]}))
+        .collect();
+    let mock = MockModel::openai(calls);
+    codex_exec(&fx, &home, &mock, &["-c", "approval_policy=\"never\""]);
+    let last = mock.requests().last().cloned().unwrap_or_default();
+    let shown: Vec<String> = last["input"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|i| i["type"] == "function_call_output")
+        .map(|i| i["output"].to_string())
+        .collect();
+    assert_eq!(shown.len(), 4, "{shown:#?}");
+    for (i, expected) in expected.iter().enumerate() {
+        assert!(shown[i].contains(expected), "call {i}: {shown:#?}");
+    }
+    let (messages, revision) = spoken(&wire);
+    assert_eq!(revision, "2025-06-18", "{messages:#?}");
+}
+
 #[test]
 fn live_codex_an_ask_is_a_refusal_with_the_reason_because_codex_has_no_ask() {
     // toolgate's answer: a denial whose reason says a person was needed.
