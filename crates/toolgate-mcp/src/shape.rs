@@ -34,21 +34,20 @@ pub(crate) fn encode(message: &Value) -> Vec<u8> {
 }
 
 pub(crate) fn error(id: &Value, code: i64, message: &str) -> Vec<u8> {
-    encode(&json!({
-        "jsonrpc": "2.0",
-        "id": id,
-        "error": { "code": code, "message": message },
-    }))
+    answer_error(id, json!({ "code": code, "message": message }))
 }
 
 /// An error carrying MCP's `data` (what a client may act on, as the
 /// versions it may retry with).
 pub(crate) fn error_with(id: &Value, code: i64, message: &str, data: Value) -> Vec<u8> {
-    encode(&json!({
-        "jsonrpc": "2.0",
-        "id": id,
-        "error": { "code": code, "message": message, "data": data },
-    }))
+    answer_error(
+        id,
+        json!({ "code": code, "message": message, "data": data }),
+    )
+}
+
+fn answer_error(id: &Value, error: Value) -> Vec<u8> {
+    encode(&json!({ "jsonrpc": "2.0", "id": id, "error": error }))
 }
 
 pub(crate) fn result(id: &Value, result: Map<String, Value>) -> Vec<u8> {

@@ -1326,26 +1326,8 @@ fn assert_mcp_verdicts(
     env: &[(&str, &str)],
 ) {
     use crate::mcp::assert_live_verdicts;
-    let config = fx.dir.path().join("mcp.json");
-    std::fs::write(
-        &config,
-        json!({"mcpServers": {"everything": entry}}).to_string(),
-    )
-    .unwrap();
     let calls = crate::mcp::live_calls(|tool| format!("mcp__everything__{tool}"));
-    let run = claude_run(
-        release,
-        fx,
-        calls,
-        &[
-            "--mcp-config",
-            config.to_str().unwrap(),
-            "--strict-mcp-config",
-            "--allowedTools",
-            "mcp__everything",
-        ],
-        env,
-    );
+    let run = claude_with_mcp(release, fx, "everything", entry, calls, env);
     // One result per call (the conversation is sent again with each
     // request, once with a cache mark).
     let results = one_result_per_call(&run);
@@ -1376,23 +1358,9 @@ fn live_claude_mcp_to_a_server_of_both_eras_is_judged() {
     for release in RELEASES {
         let fx = judged();
         let (argv, env, wire) = tapped_sdk_proxy(&fx);
-        let config = fx.dir.path().join("mcp.json");
         let entry = json!({"command": argv[0], "args": &argv[1..], "env": env});
-        std::fs::write(&config, json!({"mcpServers": {"py": entry}}).to_string()).unwrap();
         let (calls, expected) = live_sdk_calls(|tool| format!("mcp__py__{tool}"));
-        let run = claude_run(
-            release,
-            &fx,
-            calls,
-            &[
-                "--mcp-config",
-                config.to_str().unwrap(),
-                "--strict-mcp-config",
-                "--allowedTools",
-                "mcp__py",
-            ],
-            &[],
-        );
+        let run = claude_with_mcp(release, &fx, "py", &entry, calls, &[]);
         let shown: Vec<String> = one_result_per_call(&run)
             .iter()
             .map(|r| r["content"].to_string())
@@ -1411,6 +1379,34 @@ fn live_claude_mcp_to_a_server_of_both_eras_is_judged() {
         };
         assert_eq!(revision, expected, "{release:?}: {messages:#?}");
     }
+}
+
+/// Claude Code `release` with `entry` as its only MCP server, `name`
+/// (`--mcp-config`, strict, its tools allowed), making `calls`.
+fn claude_with_mcp(
+    release: Release,
+    fx: &Fixture,
+    name: &str,
+    entry: &Value,
+    calls: Vec<Value>,
+    env: &[(&str, &str)],
+) -> Run {
+    let config = fx.dir.path().join("mcp.json");
+    std::fs::write(&config, json!({"mcpServers": {name: entry}}).to_string()).unwrap();
+    let allowed = format!("mcp__{name}");
+    claude_run(
+        release,
+        fx,
+        calls,
+        &[
+            "--mcp-config",
+            config.to_str().unwrap(),
+            "--strict-mcp-config",
+            "--allowedTools",
+            &allowed,
+        ],
+        env,
+    )
 }
 
 /// One result per call (the conversation is sent again with each request,

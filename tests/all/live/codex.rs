@@ -325,17 +325,7 @@ fn live_codex_mcp_tools_are_guarded_through_toolgate_mcp() {
     use crate::mcp::{judged_fixture, live_server};
     let fx = judged_fixture();
     let (argv, env) = live_server(&fx);
-    let env: String = env
-        .as_object()
-        .unwrap()
-        .iter()
-        .map(|(k, v)| format!("{k} = {v}\n"))
-        .collect();
-    let entry = format!(
-        "[mcp_servers.everything]\ncommand = {}\nargs = {}\n[mcp_servers.everything.env]\n{env}",
-        json!(argv[0]),
-        json!(argv[1..]),
-    );
+    let entry = mcp_entry("everything", &argv, &env);
     assert_mcp_verdicts(&fx, &entry, "stdio");
 }
 
@@ -373,16 +363,7 @@ fn assert_mcp_verdicts(fx: &Fixture, entry: &str, how: &str) {
         .collect();
     let mock = MockModel::openai(calls);
     codex_exec(fx, &home, &mock, &["-c", "approval_policy=\"never\""]);
-    // What the model was shown for each call: Codex sends an MCP result's
-    // content as items after a timing line.
-    let last = mock.requests().last().cloned().unwrap_or_default();
-    let shown: Vec<String> = last["input"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|i| i["type"] == "function_call_output")
-        .map(|i| i["output"].to_string())
-        .collect();
+    let shown = mcp_outputs(&mock);
     let told: String = mock.requests().iter().map(Value::to_string).collect();
     assert_live_verdicts(&format!("Codex {how}"), &shown, &told, "\"get_env\"");
 }
@@ -396,23 +377,9 @@ fn live_codex_mcp_to_a_server_of_both_eras_is_judged() {
     use crate::mcp_stateless::{judged, live_sdk_calls, spoken, tapped_sdk_proxy};
     let fx = judged();
     let (argv, env, wire) = tapped_sdk_proxy(&fx);
-    let env: String = env
-        .as_object()
-        .unwrap()
-        .iter()
-        .map(|(k, v)| format!("{k} = {v}\n"))
-        .collect();
     let home = fx.dir.path().join("codex-home");
     std::fs::create_dir_all(&home).unwrap();
-    std::fs::write(
-        home.join("config.toml"),
-        format!(
-            "[mcp_servers.py]\ncommand = {}\nargs = {}\n[mcp_servers.py.env]\n{env}",
-            json!(argv[0]),
-            json!(argv[1..]),
-        ),
-    )
-    .unwrap();
+    std::fs::write(home.join("config.toml"), mcp_entry("py", &argv, &env)).unwrap();
     let (calls, expected) = live_sdk_calls(|tool| tool.to_owned());
     let calls = calls
         .into_iter()
@@ -420,20 +387,41 @@ fn live_codex_mcp_to_a_server_of_both_eras_is_judged() {
         .collect();
     let mock = MockModel::openai(calls);
     codex_exec(&fx, &home, &mock, &["-c", "approval_policy=\"never\""]);
-    let last = mock.requests().last().cloned().unwrap_or_default();
-    let shown: Vec<String> = last["input"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|i| i["type"] == "function_call_output")
-        .map(|i| i["output"].to_string())
-        .collect();
+    let shown = mcp_outputs(&mock);
     assert_eq!(shown.len(), 4, "{shown:#?}");
     for (i, expected) in expected.iter().enumerate() {
         assert!(shown[i].contains(expected), "call {i}: {shown:#?}");
     }
     let (messages, revision) = spoken(&wire);
     assert_eq!(revision, "2025-06-18", "{messages:#?}");
+}
+
+/// A stdio MCP server `name` in Codex's config.toml: `argv` run with `env`.
+fn mcp_entry(name: &str, argv: &[String], env: &Value) -> String {
+    let env: String = env
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, v)| format!("{k} = {v}\n"))
+        .collect();
+    format!(
+        "[mcp_servers.{name}]\ncommand = {}\nargs = {}\n[mcp_servers.{name}.env]\n{env}",
+        json!(argv[0]),
+        json!(argv[1..]),
+    )
+}
+
+/// What the model was shown for each call: Codex sends an MCP result's
+/// content as items after a timing line.
+fn mcp_outputs(mock: &MockModel) -> Vec<String> {
+    let last = mock.requests().last().cloned().unwrap_or_default();
+    last["input"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|i| i["type"] == "function_call_output")
+        .map(|i| i["output"].to_string())
+        .collect()
 }
 
 #[test]

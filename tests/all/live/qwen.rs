@@ -458,15 +458,8 @@ fn live_qwen_mcp_tools_are_guarded_through_toolgate_mcp() {
     use crate::mcp::{LIVE_CALLS, assert_live_verdicts, judged_fixture, live_server};
     let fx = judged_fixture();
     let (argv, env) = live_server(&fx);
-    let entry = json!({"command": argv[0], "args": &argv[1..], "trust": true, "env": env});
     let calls = crate::mcp::live_calls(|tool| format!("mcp__everything__{tool}"));
-    let mock = qwen_env(
-        &fx,
-        json!({}),
-        json!({"mcpServers": {"everything": entry}}),
-        calls,
-        &[],
-    );
+    let mock = qwen_with_mcp(&fx, "everything", &argv, &env, calls);
     let told: String = mock.requests().iter().map(Value::to_string).collect();
     assert_live_verdicts(
         "Qwen Code",
@@ -486,21 +479,32 @@ fn live_qwen_mcp_to_a_server_of_both_eras_is_judged_and_speaks_the_handshake() {
     use crate::mcp_stateless::{judged, live_sdk_calls, spoken, tapped_sdk_proxy};
     let fx = judged();
     let (argv, env, wire) = tapped_sdk_proxy(&fx);
-    let entry = json!({"command": argv[0], "args": &argv[1..], "trust": true, "env": env});
     let (calls, expected) = live_sdk_calls(|tool| format!("mcp__py__{tool}"));
-    let mock = qwen_env(
-        &fx,
-        json!({}),
-        json!({"mcpServers": {"py": entry}}),
-        calls,
-        &[],
-    );
+    let mock = qwen_with_mcp(&fx, "py", &argv, &env, calls);
     let shown = results(&mock, 4);
     for (i, expected) in expected.iter().enumerate() {
         assert!(shown[i].contains(expected), "call {i}: {shown:#?}");
     }
     let (messages, revision) = spoken(&wire);
     assert_eq!(revision, "2025-11-25", "{messages:#?}");
+}
+
+/// [`qwen_env`] with one trusted MCP server, `name`: `argv` run with `env`.
+fn qwen_with_mcp(
+    fx: &Fixture,
+    name: &str,
+    argv: &[String],
+    env: &Value,
+    calls: Vec<Value>,
+) -> MockModel {
+    let entry = json!({"command": argv[0], "args": &argv[1..], "trust": true, "env": env});
+    qwen_env(
+        fx,
+        json!({}),
+        json!({"mcpServers": {name: entry}}),
+        calls,
+        &[],
+    )
 }
 
 /// Runs Qwen Code's terminal interface (approval mode `yolo`, so that
