@@ -64,7 +64,8 @@ use std::time::Instant;
 use toolgate::HookRunner;
 use toolgate::agent::AgentHook as _;
 use toolgate::agent::Outward as Dialect;
-use toolgate_server::decision_log::{self, Logging};
+use toolgate::observe::{Ending, Observed, Observer as _};
+use toolgate_log::Logging;
 
 /// Run as the agent's hook: read its stdin, run the chain, answer in its
 /// format.
@@ -187,27 +188,29 @@ fn evaluate(
         .map(|path| Logging::new(path, dialect.name(), false, &workspace));
     let loading = Instant::now();
     let config = super::env::load_for(&workspace, request).inspect_err(|e| {
-        if let Some(log) = &log {
-            let error = toolgate::text::error_chain(e);
-            decision_log::warn(log.error(Some(request), &error, loading.elapsed()));
-        }
+        log.observe(&Observed {
+            request: Some(request),
+            ending: Ending::Refused {
+                error: &toolgate::text::error_chain(e),
+            },
+            took: loading.elapsed(),
+        });
     })?;
-    let runner = HookRunner::builder()
+    let mut runner = HookRunner::builder()
         .config(config)
-        .session_store(super::env::session_store())
-        .build();
+        .session_store(super::env::session_store());
+    if let Some(log) = log {
+        runner = runner.observer(std::sync::Arc::new(log));
+    }
+    let runner = runner.build();
     // The chain must answer before the watchdog; loading took some of it.
     let budget = hook_process::chain_budget(started);
-    let ledger = toolgate_hook::env::calls_dir().map(toolgate_server::ledger::Ledger::file);
+    let ledger = toolgate_hook::env::calls_dir().map(toolgate_log::ledger::Ledger::file);
     Ok(runtime()?.block_on(toolgate_server::answer::agent(
         &runner,
         call,
         dialect,
         budget,
-        toolgate_server::answer::Sinks {
-            log: log.as_ref(),
-            metrics: None,
-            ledger: ledger.as_ref(),
-        },
+        ledger.as_ref(),
     )))
 }

@@ -20,6 +20,7 @@ use super::runtime;
 use anyhow::Context;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use toolgate::observe::{Ending, Observed, Observer as _};
 use toolgate::{HookRunner, wire};
 
 /// Evaluate one tool call read from stdin; print the decision as JSON.
@@ -80,30 +81,27 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(code));
     }
     // Not asked of a server, so logged here (a server that answers logs).
-    let log = super::env::decision_log().map(|path| {
-        toolgate_server::decision_log::Logging::new(path, "check", false, &workspace.root)
-    });
+    let log = super::env::decision_log()
+        .map(|path| toolgate_log::Logging::new(path, "check", false, &workspace.root));
     let started = std::time::Instant::now();
     let config = super::env::load_for(&workspace.root, &request).inspect_err(|e| {
-        if let Some(log) = &log {
-            let error = toolgate::text::error_chain(e);
-            toolgate_server::decision_log::warn(log.error(
-                Some(&request),
-                &error,
-                started.elapsed(),
-            ));
-        }
+        log.observe(&Observed {
+            request: Some(&request),
+            ending: Ending::Refused {
+                error: &toolgate::text::error_chain(e),
+            },
+            took: started.elapsed(),
+        });
     })?;
-    let runner = HookRunner::builder()
+    let mut runner = HookRunner::builder()
         .config(config)
-        .session_store(super::env::session_store())
-        .build();
-    let (json, code) = runtime()?.block_on(toolgate_server::answer::check(
-        &runner,
-        &request,
-        log.as_ref(),
-        None,
-    ));
-    outln!("{json}");
-    Ok(ExitCode::from(code))
+        .session_store(super::env::session_store());
+    if let Some(log) = log {
+        runner = runner.observer(std::sync::Arc::new(log));
+    }
+    let outcome = runtime()?.block_on(runner.build().evaluate(&request));
+    outln!("{}", wire::outcome_json(&outcome));
+    Ok(ExitCode::from(toolgate_hook::hook_process::check_exit(
+        &outcome,
+    )))
 }

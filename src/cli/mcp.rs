@@ -448,10 +448,20 @@ fn proxy(args: Args) -> anyhow::Result<ExitCode> {
         .context("the MCP proxy does not start with a broken config")?;
     // One proxy is one client session for its whole life, so hooks'
     // session state lives in its memory, as in `toolgate serve`.
-    let runner = HookRunner::builder()
+    let mut runner = HookRunner::builder()
         .config(config)
-        .session_store(std::sync::Arc::new(toolgate::sessions::MemoryStore::new()))
-        .build();
+        .session_store(std::sync::Arc::new(toolgate::sessions::MemoryStore::new()));
+    // Not a server's call: logged by the proxy itself, as a one-shot agent
+    // command logs (`served` false), and counted by a running server's
+    // metrics when one takes the tally.
+    if let Some(log) = super::env::decision_log() {
+        let log = toolgate_log::Logging::new(log, "mcp", false, &workspace.root);
+        runner = runner.observer(std::sync::Arc::new(log));
+    }
+    if let Some(tally) = toolgate_hook::client::TallyToServer::start() {
+        runner = runner.observer(std::sync::Arc::new(tally));
+    }
+    let runner = runner.build();
     let pins = pin_store()?.load(&name)?;
     let server = Server::of(
         args.upstream.as_deref(),
@@ -478,19 +488,9 @@ fn proxy(args: Args) -> anyhow::Result<ExitCode> {
         }
         None => None,
     };
-    let mut proxy = Proxy::new(name, runner)?
+    let proxy = Proxy::new(name, runner)?
         .max_message(args.max_message)
         .approved(pins, review);
-    // Not a server's call: logged by the proxy itself, as a one-shot
-    // agent command logs (`served` false).
-    if let Some(log) = super::env::decision_log() {
-        proxy = proxy.logging(toolgate_server::decision_log::Logging::new(
-            log,
-            "mcp",
-            false,
-            &workspace.root,
-        ));
-    }
     let runtime = super::runtime()?;
     let code = match server {
         Server::Command(command) => runtime.block_on(proxy.run_stdio(command)),

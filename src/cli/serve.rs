@@ -120,8 +120,8 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
                      TOOLGATE_DECISION_LOG to an absolute path"
                 )
             })?;
-            let key = toolgate_server::decision_log::checkpoint::SigningKey::load(key)?;
-            Some(toolgate_server::Checkpoints::new(
+            let key = toolgate_log::checkpoint::SigningKey::load(key)?;
+            Some(toolgate_log::Checkpoints::new(
                 log,
                 key,
                 std::time::Duration::from_secs(args.checkpoint_every),

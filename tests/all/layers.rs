@@ -435,6 +435,9 @@ const CRATES: &[(&str, &[&str])] = &[
     ("toolgate-contract", &[]),
     ("toolgate-fs", &[]),
     ("toolgate-agents", &["toolgate-contract", "toolgate-fs"]),
+    // The decision log and the call ledger: an observer of the chain that
+    // knows only what a call and its outcome are, never the chain.
+    ("toolgate-log", &["toolgate-contract", "toolgate-fs"]),
     (
         "toolgate-hook",
         &["toolgate-contract", "toolgate-agents", "toolgate-fs"],
@@ -461,13 +464,12 @@ const CRATES: &[(&str, &[&str])] = &[
     ),
     (
         "toolgate-server",
-        &["toolgate", "toolgate-hook", "toolgate-fs"],
+        &["toolgate", "toolgate-hook", "toolgate-fs", "toolgate-log"],
     ),
-    // Above the server: it measures the decision log's cost per record in
-    // process.
+    // It measures the decision log's cost per record in process.
     (
         "toolgate-bench",
-        &["toolgate", "toolgate-guards", "toolgate-server"],
+        &["toolgate", "toolgate-guards", "toolgate-log"],
     ),
     (
         "toolgate-mcp",
@@ -485,6 +487,7 @@ const CRATES: &[(&str, &[&str])] = &[
             "toolgate",
             "toolgate-bench",
             "toolgate-hook",
+            "toolgate-log",
             "toolgate-mcp",
             "toolgate-server",
         ],
@@ -676,6 +679,7 @@ fn the_crate_graph_check_names_an_upward_edge_a_sibling_edge_and_an_unplaced_cra
         {"name": "toolgate-contract", "dependencies": [dep("serde", None)]},
         {"name": "toolgate-fs", "dependencies": []},
         {"name": "toolgate-agents", "dependencies": [dep("toolgate-contract", None)]},
+        {"name": "toolgate-log", "dependencies": [dep("toolgate-contract", None)]},
         {"name": "toolgate-hook", "dependencies": [dep("toolgate-agents", None), dep("toolgate", None)]},
         {"name": "toolgate-seam", "dependencies": [dep("toolgate-contract", None)]},
         {"name": "toolgate-wasm", "dependencies": [dep("toolgate-seam", None)]},

@@ -38,6 +38,7 @@ pub(crate) mod mcp_http;
 pub(crate) mod mcp_stateless;
 mod metrics;
 mod mock_model;
+mod observers;
 mod oci;
 mod props;
 mod replay;

@@ -313,7 +313,7 @@ fn raw_server(fx: &Fixture, name: &str, answer: &str) -> Vec<String> {
 }
 
 /// [`raw_server`], approved as `raw`.
-fn approved_raw_server(fx: &Fixture, name: &str, answer: &str) -> Vec<String> {
+pub(crate) fn approved_raw_server(fx: &Fixture, name: &str, answer: &str) -> Vec<String> {
     let server = raw_server(fx, name, answer);
     let server_ref: Vec<&str> = server.iter().map(String::as_str).collect();
     trust(fx, "raw", &server_ref, true);
@@ -321,7 +321,7 @@ fn approved_raw_server(fx: &Fixture, name: &str, answer: &str) -> Vec<String> {
 }
 
 /// A 2026-07-28 call of the raw server's tool `t`.
-fn call_t(id: i64, arguments: Value) -> Value {
+pub(crate) fn call_t(id: i64, arguments: Value) -> Value {
     stateless(
         id,
         "tools/call",

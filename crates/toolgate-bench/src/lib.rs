@@ -290,8 +290,7 @@ fn log_cost(
     let path = root.join("logs/decisions.jsonl");
     let workspace = root.join("workspace");
     std::fs::create_dir_all(&workspace)?;
-    let logging =
-        toolgate_server::decision_log::Logging::new(path.clone(), "bench", false, &workspace);
+    let logging = toolgate_log::Logging::new(path.clone(), "bench", false, &workspace);
     let records = if quick { 300 } else { 5000 };
     let mut samples = Vec::with_capacity(records);
     for i in 0..records + records / 10 {

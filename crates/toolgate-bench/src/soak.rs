@@ -333,7 +333,7 @@ pub(crate) enum How {
     /// Through the server: a `toolgate check` input.
     Server(Vec<u8>),
     /// Through a chain in this process.
-    InProcess(HookRunner, Request),
+    InProcess(Box<(HookRunner, Request)>),
 }
 
 pub(crate) struct Lane {
@@ -633,7 +633,8 @@ fn call(lane: &Lane, workspace: &Path, client: &Client, rt: &tokio::runtime::Run
             Answered::Taken(Ok((Some(answer), _))) => classify(&answer),
             Answered::Taken(Ok((None, _))) => "no answer".into(),
         },
-        How::InProcess(runner, request) => {
+        How::InProcess(chain) => {
+            let (runner, request) = &**chain;
             let outcome = rt.block_on(runner.evaluate(request));
             classify(&toolgate::wire::outcome_json(&outcome))
         }
@@ -806,7 +807,7 @@ pub(crate) fn mix(work: &Path, guests_dir: &Path) -> Result<Mix, BenchError> {
             name: name.into(),
             weight,
             expect,
-            how: How::InProcess(in_process.clone(), Request::pre("tool", input)),
+            how: How::InProcess(Box::new((in_process.clone(), Request::pre("tool", input)))),
         });
     }
     let scripts = work.join("hooks");

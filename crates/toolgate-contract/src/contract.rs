@@ -361,6 +361,7 @@ mod tests {
     Ord,
     Hash,
     Serialize,
+    Deserialize,
     strum::Display,
     strum::IntoStaticStr,
 )]
@@ -387,7 +388,16 @@ impl Source {
 
 /// Which binding a participant speaks through.
 #[derive(
-    Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, strum::Display, strum::IntoStaticStr,
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    Deserialize,
+    strum::Display,
+    strum::IntoStaticStr,
 )]
 #[serde(rename_all = "snake_case")]
 #[strum(serialize_all = "snake_case")]

@@ -100,6 +100,7 @@ impl Mode {
     derive(
         Hash,
         Serialize,
+        Deserialize,
         strum::Display,
         strum::IntoStaticStr,
         strum::EnumString,

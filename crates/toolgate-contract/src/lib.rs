@@ -19,6 +19,7 @@
 //! | [`contract`] | events, the request, the four answers (deny is a value), `Source`, `BindingKind`, the tool filter |
 //! | [`failure`] | "could not decide" as a type, and the policy for it |
 //! | [`outcome`] | run records and outcomes: what the chain produced, what protocols render |
+//! | [`observe`] | what an observer (the decision log, the metrics) is told about an answered call |
 //! | [`wire`] | wire v1, the JSON subprocess hooks and `toolgate check` read and write |
 //! | [`serve`] | what `toolgate serve` and its clients say, typed and versioned |
 //! | [`agent`] | the agents toolgate can be the hook of, by name |
@@ -29,6 +30,7 @@
 pub mod agent;
 pub mod contract;
 pub mod failure;
+pub mod observe;
 pub mod outcome;
 pub mod serve;
 pub mod session;

@@ -32,6 +32,9 @@
 //! ← {"id": 8, "status": {"pid": …, "requests": …, "workspaces": [ … ]}}
 //! → {"id": 9, "version": 1, "op": "metrics"}
 //! ← {"id": 9, "metrics": "# HELP toolgate_decisions_total …"}  (with `--metrics`)
+//! → {"id": 10, "version": 1, "op": "tally", "tally": {"tool": "mcp__fs__read", "decision": "deny", …},
+//!    "context": {…}}
+//! ← {"id": 10, "ack": true}                                        (with `--metrics`)
 //! ```
 //!
 //! A server with as many calls in flight as it allows (`--max-in-flight`)
@@ -69,11 +72,6 @@ pub struct Request {
 /// An operation.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
-#[expect(
-    clippy::large_enum_variant,
-    reason = "one request per line, read and moved once: a box would be an allocation per \
-              call for a status request that is rare"
-)]
 pub enum Op {
     /// Run the chain for one call and answer as the command would.
     Evaluate(Evaluate),
@@ -82,6 +80,23 @@ pub enum Op {
     /// The server's Prometheus metrics, as the text `GET /metrics` serves
     /// (a server started with `--metrics`; an older one refuses the op).
     Metrics,
+    /// Count a call another host decided (the MCP proxy, which has no
+    /// metrics of its own) in the server's metrics, as the server counts
+    /// its own; acknowledged, never evaluated. A server without
+    /// `--metrics`, or whose configuration differs from the sender's,
+    /// refuses it.
+    Tally(Tallied),
+}
+
+/// One call to count ([`Op::Tally`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Tallied {
+    /// What to count.
+    pub tally: crate::observe::Tally,
+    /// What the sender was started with (as [`Evaluate::context`]): a
+    /// server whose own differs refuses the tally, as it would the call.
+    #[serde(default)]
+    pub context: Context,
 }
 
 /// One call to evaluate, as the per-call process received it.

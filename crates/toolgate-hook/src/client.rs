@@ -375,6 +375,89 @@ pub fn query_metrics_at(path: &Path) -> Result<String, String> {
     }
 }
 
+/// Has the running server count `tally` in its metrics (`toolgate mcp`'s
+/// decisions): `Ok` once acknowledged, else why not (no server, one
+/// without `--metrics`, one started with another configuration).
+pub fn tally(tally: toolgate_contract::observe::Tally) -> Result<(), String> {
+    let path = crate::env::socket_path().ok_or("no server socket is known")?;
+    let nobody = || format!("no toolgate server answers at {}", path.display());
+    let stream = connect(&path).ok_or_else(nobody)?;
+    stream
+        .set_read_timeout(Some(ACK_TIMEOUT))
+        .map_err(|e| e.to_string())?;
+    let request = Request {
+        id: 1.into(),
+        version: VERSION,
+        op: Op::Tally(toolgate_contract::serve::Tallied {
+            tally,
+            context: context(),
+        }),
+    };
+    send(&stream, &request).ok_or_else(nobody)?;
+    match read_answer(&mut BufReader::new(&stream))
+        .ok()
+        .flatten()
+        .ok_or_else(nobody)?
+        .body
+    {
+        Body::Ack { .. } => Ok(()),
+        Body::Error { error, .. } => Err(error),
+        Body::Busy { .. } | Body::Evaluated { .. } | Body::Status { .. } | Body::Metrics { .. } => {
+            Err("the server did not acknowledge the tally".to_owned())
+        }
+    }
+}
+
+/// Counts what a host without metrics of its own (`toolgate mcp`)
+/// decided in the running server's metrics: an observer that hands each
+/// decided call's [`Tally`](toolgate_contract::observe::Tally) to one
+/// thread of its own, which sends it ([`tally`]). The call's answer never
+/// waits for it: the queue is bounded ([`TALLY_QUEUE`]) and a tally that
+/// finds it full is dropped, as is one no server takes (none runs, one
+/// without `--metrics`, another configuration's): a server can count only
+/// what reaches it, as for a one-shot call that found no server.
+#[derive(Debug)]
+pub struct TallyToServer {
+    queue: std::sync::mpsc::SyncSender<toolgate_contract::observe::Tally>,
+}
+
+/// Tallies waiting to be sent, at most.
+pub const TALLY_QUEUE: usize = 1024;
+
+impl TallyToServer {
+    /// Starts the sending thread; `None` when no thread could be started.
+    pub fn start() -> Option<TallyToServer> {
+        let (queue, tallies) = std::sync::mpsc::sync_channel(TALLY_QUEUE);
+        std::thread::Builder::new()
+            .name("toolgate-tally".into())
+            .spawn(move || {
+                for next in tallies {
+                    if let Err(why) = tally(next) {
+                        tracing::debug!("a decision was not counted by a server: {why}");
+                    }
+                }
+            })
+            .ok()?;
+        Some(TallyToServer { queue })
+    }
+}
+
+impl toolgate_contract::observe::Observer for TallyToServer {
+    fn observe(&self, seen: &toolgate_contract::observe::Observed<'_>) {
+        use toolgate_contract::observe::{Ending, Tally};
+        match seen.ending {
+            Ending::Decided(outcome) => {
+                let tool = seen.request.map_or("", |r| r.tool.as_str());
+                let _ = self.queue.try_send(Tally::of(tool, outcome));
+            }
+            // Neither happens in a host without a ledger or a load of its
+            // own; were it to, the server has no series for another
+            // host's refusal or withheld output.
+            Ending::Tampered { .. } | Ending::Refused { .. } => {}
+        }
+    }
+}
+
 /// Writes `request` as one line.
 fn send(mut stream: &UnixStream, request: &Request) -> Option<()> {
     let mut line = serde_json::to_string(request).ok()?;

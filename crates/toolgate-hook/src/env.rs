@@ -48,7 +48,7 @@ pub fn sessions_dir() -> Option<PathBuf> {
 }
 
 /// Where toolgate records what it answered before each agent call ran
-/// (tamper evidence: `toolgate_server::ledger`): `$TOOLGATE_CALLS_DIR`
+/// (tamper evidence: `toolgate_log::ledger`): `$TOOLGATE_CALLS_DIR`
 /// (the operator's, as the decision log's is), else
 /// `$XDG_STATE_HOME/toolgate/calls`, else
 /// `$HOME/.local/state/toolgate/calls`. Whichever it is must be the user's

@@ -27,6 +27,20 @@ pub const EXIT_DENIED: u8 = 2;
 /// because `client.rs`, which the lean client compiles too, gives it).
 pub const EXIT_HOOK_FAILED: u8 = 3;
 
+/// `check`'s exit code for `outcome`: 0 the call may proceed,
+/// [`EXIT_DENIED`] a hook denied it, [`EXIT_HOOK_FAILED`] it is blocked
+/// because a hook failed (never reported as a decided deny). The one-shot
+/// `check` and the server's answer it alike.
+pub fn check_exit(outcome: &toolgate_contract::outcome::Outcome) -> u8 {
+    if outcome.may_proceed() {
+        0
+    } else if outcome.blocked_by_failure().is_some() {
+        EXIT_HOOK_FAILED
+    } else {
+        EXIT_DENIED
+    }
+}
+
 /// The longest default deadline: 50 s, inside the 60 s hook timeout that
 /// Claude Code long used by default and that users commonly configure, even
 /// where the agent's own default is longer (Claude Code and Codex: 600 s).

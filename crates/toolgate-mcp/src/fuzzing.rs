@@ -50,7 +50,7 @@ impl Interceptor for Strict {
 /// A judge for server `s` with the [`Strict`] chain.
 pub(crate) fn strict_judge() -> Judge {
     let runner = HookRunner::builder().interceptor("strict", Strict).build();
-    Judge::new("s".into(), runner, "session".into(), None, None, None)
+    Judge::new("s".into(), runner, "session".into(), None, None)
 }
 
 /// Judges `steps` (from the client when `true`), in order; every broken

@@ -59,7 +59,6 @@ pub struct Proxy {
     cwd: Option<String>,
     max_message: usize,
     approval: Option<(Option<pins::Pins>, String)>,
-    log: Option<toolgate_server::decision_log::Logging>,
 }
 
 impl Proxy {
@@ -89,7 +88,6 @@ impl Proxy {
                 .map(|dir| dir.to_string_lossy().into_owned()),
             max_message: DEFAULT_MAX_MESSAGE,
             approval: None,
-            log: None,
         })
     }
 
@@ -119,14 +117,6 @@ impl Proxy {
         self
     }
 
-    /// Appends each decision (a call's, a result's, a listed tool's) to
-    /// the decision log `log` names, as every other host of the chain does.
-    #[must_use]
-    pub fn logging(mut self, log: toolgate_server::decision_log::Logging) -> Self {
-        self.log = Some(log);
-        self
-    }
-
     fn judge(&self) -> judge::Judge {
         self.judge_for(self.session_id.clone())
     }
@@ -145,7 +135,6 @@ impl Proxy {
                     review: review.clone(),
                     withheld: std::sync::Mutex::default(),
                 }),
-            self.log.clone(),
         )
     }
 

@@ -1,59 +1,22 @@
-//! What a call is answered: the same whether a one-shot process evaluated
-//! it (`toolgate check`, `toolgate <agent>`) or the server did, because
-//! both call these. Each appends the decision to the decision log when
-//! asked to, and counts it in the server's metrics when there are some.
+//! What an agent's call is answered, with the call ledger beside the
+//! chain: the same whether a one-shot process evaluated it (`toolgate
+//! <agent>`) or the server did, because both call [`agent`]. What it
+//! decides is logged and counted by the runner's observers (the decision
+//! log, the metrics), never here.
+//!
+//! What is left here is Claude Code's (the ledger answers for the one
+//! agent whose mods can run a call past its hooks); it moves into Claude
+//! Code's own folder when the agents are each in one.
 
-use crate::decision_log::{self, Logging};
-use crate::ledger::{Before, Ledger};
-use crate::metrics::{Metrics, count};
 use std::time::{Duration, Instant};
 use toolgate::agent::{AgentCall, Outward, render_outcome};
-use toolgate::{Decision, Event, HookRunner, Outcome, Request, wire};
-use toolgate_hook::hook_process::{EXIT_DENIED, EXIT_HOOK_FAILED};
-
-/// What `check` prints for `request`, and its exit code: 0 the call may
-/// proceed, [`EXIT_DENIED`] a hook denied it, [`EXIT_HOOK_FAILED`] it is
-/// blocked because a hook failed (never reported as a decided deny).
-pub async fn check(
-    runner: &HookRunner,
-    request: &Request,
-    log: Option<&Logging>,
-    metrics: Option<&Metrics>,
-) -> (serde_json::Value, u8) {
-    let started = Instant::now();
-    let outcome = runner.evaluate(request).await;
-    if let Some(log) = log {
-        decision_log::warn(log.outcome(request, &outcome, started.elapsed()));
-    }
-    count(metrics, |m| m.outcome(&outcome));
-    let code = if outcome.may_proceed() {
-        0
-    } else if outcome.blocked_by_failure().is_some() {
-        EXIT_HOOK_FAILED
-    } else {
-        EXIT_DENIED
-    };
-    (wire::outcome_json(&outcome), code)
-}
-
-/// Where an agent call's answer is recorded besides the agent: the
-/// decision log, the server's metrics, and the record of what toolgate
-/// answered before each call ran ([`crate::ledger`]). Each may be absent.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Sinks<'a> {
-    /// The decision log.
-    pub log: Option<&'a Logging>,
-    /// The server's metrics.
-    pub metrics: Option<&'a Metrics>,
-    /// The call record (Claude Code's calls only: the agent whose mods can
-    /// run a call past its settings hooks).
-    pub ledger: Option<&'a Ledger>,
-}
+use toolgate::observe::{Ending, Observed};
+use toolgate::{Decision, Event, HookRunner, Outcome, Request};
+use toolgate_log::ledger::{Before, Ledger};
 
 /// The agent's answer to `call` (`None`: nothing to print, as for an event
-/// toolgate has no part in). The chain's deadline is cut to `budget`. With
-/// a log, the decision is appended to the decision log (a failure to is a
-/// warning on stderr, never a change of the answer).
+/// toolgate has no part in). The chain's deadline is cut to `budget`.
+/// `runner`'s observers are told what was decided, and what was withheld.
 ///
 /// For Claude Code, with a ledger: before the call, an answer the server
 /// already gave to the same question is given again without running the
@@ -67,7 +30,7 @@ pub async fn agent(
     call: AgentCall,
     dialect: Outward,
     budget: Duration,
-    sinks: Sinks<'_>,
+    ledger: Option<&Ledger>,
 ) -> Option<serde_json::Value> {
     let request = call.request?;
     let started = Instant::now();
@@ -77,7 +40,7 @@ pub async fn agent(
         call.hook_event_name.as_str(),
         "PreToolUse" | "PostToolUse" | "PostToolUseFailure"
     );
-    let ledger = match (dialect, sinks.ledger) {
+    let ledger = match (dialect, ledger) {
         (Outward::ClaudeCode, Some(ledger)) if tool_event => request
             .session_id
             .as_deref()
@@ -93,21 +56,21 @@ pub async fn agent(
                 }
             }
             Event::PostToolUse if call.hook_event_name == "PostToolUse" => {
-                let before = crate::blocking(|| ledger.before(session, id)).unwrap_or_else(|e| {
-                    decision_log::warn(Some(format!("toolgate: {e}")));
-                    Before::NeverJudged
-                });
+                let before =
+                    toolgate_log::blocking(|| ledger.before(session, id)).unwrap_or_else(|e| {
+                        toolgate_log::warn(Some(format!("toolgate: {e}")));
+                        Before::NeverJudged
+                    });
                 if let Some(reason) = before.reason(&request.tool) {
                     let outcome = tampered(&request, reason);
-                    if let Some(log) = sinks.log {
-                        decision_log::warn(log.tamper(
-                            &request,
-                            &outcome,
-                            before.tamper(),
-                            started.elapsed(),
-                        ));
-                    }
-                    count(sinks.metrics, |m| m.tamper(before.tamper()));
+                    runner.observe(&Observed {
+                        request: Some(&request),
+                        ending: Ending::Tampered {
+                            outcome: &outcome,
+                            evidence: before.tamper(),
+                        },
+                        took: started.elapsed(),
+                    });
                     return render_outcome(&outcome, dialect, &call.hook_event_name);
                 }
             }
@@ -120,13 +83,9 @@ pub async fn agent(
     }
     let runner = runner.with_chain_timeout(runner.chain_timeout().min(budget));
     let outcome = runner.evaluate(&request).await;
-    if let Some(log) = sinks.log {
-        decision_log::warn(log.outcome(&request, &outcome, started.elapsed()));
-    }
-    count(sinks.metrics, |m| m.outcome(&outcome));
     let answer = render_outcome(&outcome, dialect, &call.hook_event_name);
     if let (Some((ledger, session, id)), Event::PreToolUse) = (ledger, request.event) {
-        let recorded = crate::blocking(|| {
+        let recorded = toolgate_log::blocking(|| {
             ledger.record(
                 session,
                 id,
@@ -136,7 +95,7 @@ pub async fn agent(
             )
         });
         if let Err(e) = recorded {
-            decision_log::warn(Some(format!("toolgate: {e}")));
+            toolgate_log::warn(Some(format!("toolgate: {e}")));
         }
     }
     answer

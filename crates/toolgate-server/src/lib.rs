@@ -2,17 +2,19 @@
 //! Unix socket (and Claude Code's http hooks, and Prometheus scrapes), so a
 //! per-call agent process only forwards its input. `toolgate serve` starts
 //! it; what it answers, a one-shot `toolgate check` or agent command answers
-//! alike, through the same [`answer`] functions and [`decision_log`].
+//! alike: the same chain, the same [`answer`] for Claude Code's calls, and
+//! the same observers (the decision log, `toolgate_log`, and here the
+//! [`metrics`]) told by the runner.
 //!
 //! # Why a crate of its own
 //!
 //! The server was the command-line tool's biggest room, mixed with the
 //! doctor, the installer and the decision log. Here it is one crate with a
 //! module per transport (`socket` for the Unix socket, see [`serve`];
-//! [`http`], [`metrics`]), the state they share (`server`), and the two
-//! things every way of answering a call shares: [`answer`] (what `check`
-//! and an agent are told) and the [`decision_log`] (with what `toolgate log`
-//! reads). It is the binary's crate, not an embedder's: like
+//! [`http`], [`metrics`]), the state they share (`server`), and Claude
+//! Code's [`answer`] with the call ledger beside the chain. The decision
+//! log, which every host writes through the runner's observers, is its own
+//! crate (`toolgate-log`). It is the binary's crate, not an embedder's: like
 //! `toolgate-hook` its errors are `anyhow`'s, and its configuration is what
 //! the program that starts it read from its own environment
 //! ([`Options`]). It depends on the library and the hook process, never the
@@ -174,24 +176,9 @@
 
 pub mod answer;
 
-/// Runs `f`, which blocks on a file (a lock, a read, an append), off the
-/// async worker when there is a multi-threaded runtime (the server's),
-/// else right here (a one-shot process's current-thread runtime, where
-/// `block_in_place` is not allowed).
-pub(crate) fn blocking<T>(f: impl FnOnce() -> T) -> T {
-    let multi_thread = tokio::runtime::Handle::try_current()
-        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
-    if multi_thread {
-        tokio::task::block_in_place(f)
-    } else {
-        f()
-    }
-}
 mod backoff;
-pub mod decision_log;
 pub mod http;
 mod in_flight;
-pub mod ledger;
 pub mod metrics;
 mod options;
 mod peers;
@@ -201,4 +188,4 @@ mod stats;
 
 pub use in_flight::DEFAULT_MAX_IN_FLIGHT;
 pub use options::{Base, DEFAULT_MAX_WORKSPACES, DEFAULT_UNLOAD_IDLE, Options, Warm};
-pub use socket::{Checkpoints, MAX_LINE, serve};
+pub use socket::{MAX_LINE, serve};

@@ -19,6 +19,7 @@ use crate::in_flight::Slots;
 use crate::metrics::{Metrics, count};
 use crate::options::{Base, Warm};
 use crate::stats::Stats;
+use toolgate::observe::{Ending, Observed, Observer as _};
 
 /// What a config was loaded for.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -98,7 +99,7 @@ pub(crate) struct Server {
     pub(crate) stats: Stats,
     started: SystemTime,
     /// The Prometheus series, with `--metrics` ([`metrics`]).
-    metrics: Option<Metrics>,
+    metrics: Option<Arc<Metrics>>,
     /// What decides what runs and where the server writes: its global
     /// config, trust store, `PATH` and decision log, read from its own
     /// start-up environment. Nothing a request says changes them.
@@ -113,7 +114,7 @@ pub(crate) struct Server {
     /// session, so sharing grants nothing.
     sessions: Arc<toolgate::sessions::MemoryStore>,
     /// [`crate::Options::calls_dir`]'s record.
-    ledger: Option<crate::ledger::Ledger>,
+    ledger: Option<toolgate_log::ledger::Ledger>,
 }
 
 impl Server {
@@ -136,17 +137,17 @@ impl Server {
             slots: Slots::new(max_in_flight),
             stats: Stats::default(),
             started: SystemTime::now(),
-            metrics: metrics.then(Metrics::new),
+            metrics: metrics.then(|| Arc::new(Metrics::new())),
             own: toolgate_hook::client::context(),
             base,
             warm,
             sessions: Arc::new(toolgate::sessions::MemoryStore::new()),
-            ledger: calls_dir.map(crate::ledger::Ledger::served),
+            ledger: calls_dir.map(toolgate_log::ledger::Ledger::served),
         }
     }
 
     /// What toolgate answered before each call ran ([`crate::ledger`]).
-    pub(crate) fn ledger(&self) -> Option<&crate::ledger::Ledger> {
+    pub(crate) fn ledger(&self) -> Option<&toolgate_log::ledger::Ledger> {
         self.ledger.as_ref()
     }
 
@@ -192,7 +193,7 @@ impl Server {
 
     /// Its series, when it counts them.
     pub(crate) fn metrics(&self) -> Option<&Metrics> {
-        self.metrics.as_ref()
+        self.metrics.as_deref()
     }
 }
 
@@ -236,7 +237,7 @@ async fn evaluate_timed(server: &Arc<Server>, evaluation: Evaluate, started: Ins
     // The server logs the calls it answers; the caller does not.
     let log = context
         .decision_log
-        .map(|path| crate::decision_log::Logging::new(path, mode.name(), true, &workspace));
+        .map(|path| toolgate_log::Logging::new(path, mode.name(), true, &workspace));
     let key = Key {
         workspace,
         global: context.global,
@@ -252,22 +253,31 @@ async fn evaluate_timed(server: &Arc<Server>, evaluation: Evaluate, started: Ins
             found
         }
         Err(error) => {
-            if let Some(log) = &log {
-                crate::decision_log::warn(log.error(None, &error, started.elapsed()));
-            }
+            log.observe(&Observed {
+                request: None,
+                ending: Ending::Refused { error: &error },
+                took: started.elapsed(),
+            });
             return Body::error(error);
         }
     };
-    let log = log.as_ref();
+    // The call's own observers: the log line names how it came in.
+    let mut runner = runner;
+    if let Some(metrics) = server.metrics.clone() {
+        runner = runner.with_observer(metrics);
+    }
+    if let Some(log) = log.clone() {
+        runner = runner.with_observer(Arc::new(log));
+    }
     let input = input.as_bytes();
     let answered = match mode {
         Mode::Check => match toolgate::wire::read_request(input, event.as_deref(), tool.as_deref())
         {
             Ok(request) => {
                 heard(server, mode, request.session_id.as_deref());
-                let (stdout, exit) =
-                    crate::answer::check(&runner, &request, log, server.metrics()).await;
-                Ok((Some(stdout), exit))
+                let outcome = runner.evaluate(&request).await;
+                let exit = toolgate_hook::hook_process::check_exit(&outcome);
+                Ok((Some(toolgate::wire::outcome_json(&outcome)), exit))
             }
             Err(e) => Err(format!(
                 "the request on stdin: {}",
@@ -282,26 +292,19 @@ async fn evaluate_timed(server: &Arc<Server>, evaluation: Evaluate, started: Ins
                     .map(|d| d.saturating_duration_since(Instant::now()))
                     .unwrap_or(toolgate::runner::DEFAULT_CHAIN_TIMEOUT);
                 Ok((
-                    crate::answer::agent(
-                        &runner,
-                        call,
-                        dialect,
-                        budget,
-                        crate::answer::Sinks {
-                            log,
-                            metrics: server.metrics(),
-                            ledger: server.ledger(),
-                        },
-                    )
-                    .await,
+                    crate::answer::agent(&runner, call, dialect, budget, server.ledger()).await,
                     0,
                 ))
             }
             Err(e) => Err(toolgate::text::error_chain(&e)),
         },
     };
-    if let (Err(error), Some(log)) = (&answered, log) {
-        crate::decision_log::warn(log.error(None, error, started.elapsed()));
+    if let Err(error) = &answered {
+        runner.observe(&Observed {
+            request: None,
+            ending: Ending::Refused { error },
+            took: started.elapsed(),
+        });
     }
     match answered {
         Ok((stdout, exit)) => Body::Evaluated {

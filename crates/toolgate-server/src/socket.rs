@@ -15,6 +15,7 @@ use std::sync::Arc;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 use toolgate::serve::{Answer, Body, Op};
+use toolgate_log::Checkpoints;
 
 /// The longest request line: the 64 MiB an agent may write on stdin, as a
 /// JSON string, plus the envelope.
@@ -51,7 +52,7 @@ pub fn serve(
         }
         let checkpoints = checkpoints.map(Arc::new);
         if let Some(checkpoints) = &checkpoints {
-            tokio::spawn(sign_periodically(checkpoints.clone()));
+            tokio::spawn(checkpoints.clone().run());
         }
         if let Some((addr, token)) = http {
             crate::http::listen(server.clone(), addr, token).await?;
@@ -100,66 +101,6 @@ async fn accept_each(listener: UnixListener, server: Arc<Server>) -> std::io::Re
                 }
             }
         }
-    }
-}
-
-/// `--checkpoint-key`: the server signs its decision log now and then
-/// (see `decision_log::checkpoint`).
-#[derive(Debug)]
-pub struct Checkpoints {
-    /// The server's decision log.
-    pub log: std::path::PathBuf,
-    /// The operator's key, read once at start.
-    pub key: crate::decision_log::checkpoint::SigningKey,
-    /// How often.
-    pub every: std::time::Duration,
-    /// The checkpoint written last, by its record number: none is written
-    /// over it while nothing else was logged.
-    last: std::sync::Mutex<Option<u64>>,
-}
-
-impl Checkpoints {
-    /// Signs `log` with `key` every `every`.
-    pub fn new(
-        log: std::path::PathBuf,
-        key: crate::decision_log::checkpoint::SigningKey,
-        every: std::time::Duration,
-    ) -> Checkpoints {
-        Checkpoints {
-            log,
-            key,
-            every,
-            last: std::sync::Mutex::new(None),
-        }
-    }
-
-    /// Appends a checkpoint over the log's last record unless that is the
-    /// checkpoint written last; a failure is said on stderr (the next tick
-    /// tries again).
-    fn sign(&self) {
-        use crate::decision_log::checkpoint;
-        let mut last = self
-            .last
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        match checkpoint::write_unless(&self.log, &self.key, *last) {
-            Ok((_, Some(seq))) => *last = Some(seq),
-            Ok((_, None)) => {}
-            Err(e) => eprintln!("toolgate serve: no checkpoint written: {e}"),
-        }
-    }
-}
-
-/// Signs the decision log every `checkpoints.every`, off the runtime's
-/// threads (a checkpoint takes the log's lock).
-async fn sign_periodically(checkpoints: Arc<Checkpoints>) {
-    let mut ticks = tokio::time::interval(checkpoints.every);
-    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    ticks.tick().await;
-    loop {
-        ticks.tick().await;
-        let checkpoints = checkpoints.clone();
-        let _ = tokio::task::spawn_blocking(move || checkpoints.sign()).await;
     }
 }
 
@@ -343,6 +284,19 @@ async fn connection(server: Arc<Server>, stream: UnixStream) {
                     },
                 )
                 .await
+            }
+            Op::Tally(tallied) => {
+                let body = match (server.metrics(), server.refusal(&tallied.context)) {
+                    (_, Some(why)) => Body::error(why),
+                    (None, None) => {
+                        Body::error("this server was started without --metrics".to_owned())
+                    }
+                    (Some(metrics), None) => {
+                        metrics.tally(&tallied.tally);
+                        Body::ack()
+                    }
+                };
+                send(id, body).await
             }
             Op::Metrics => {
                 let body = match server.metrics_text() {

@@ -15,7 +15,7 @@ use serde_json::Value;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use toolgate_server::decision_log;
+use toolgate_log as decision_log;
 
 mod follow;
 

@@ -58,7 +58,6 @@ use std::sync::Mutex;
 use toolgate::contract::{Decision, ToolResult};
 use toolgate::{HookRunner, Request};
 use toolgate_contract::strict_json;
-use toolgate_server::decision_log::{self, Logging};
 
 mod answers;
 mod faults;
@@ -117,8 +116,6 @@ pub(crate) struct Judge {
     /// Tools a `list_tools` hook hid from this session's last list that
     /// named them, and why: a call to one is refused.
     hidden: Mutex<HashMap<String, String>>,
-    /// Where each decision is logged, if anywhere.
-    log: Option<Logging>,
 }
 
 impl Judge {
@@ -128,7 +125,6 @@ impl Judge {
         session_id: String,
         cwd: Option<String>,
         approval: Option<Approval>,
-        log: Option<Logging>,
     ) -> Self {
         Judge {
             server,
@@ -139,22 +135,17 @@ impl Judge {
             approval,
             output_schemas: Mutex::new(HashMap::new()),
             hidden: Mutex::new(HashMap::new()),
-            log,
         }
     }
 
-    /// Asks `chain` about `request`, and logs what it decided.
+    /// Asks `chain` about `request`; the runner's observers (the decision
+    /// log, the server's metrics) are told what it decided.
     async fn decide(&self, chain: Chain, request: &Request) -> toolgate::Outcome {
-        let started = std::time::Instant::now();
-        let outcome = match chain {
+        match chain {
             Chain::Pre => self.runner.pre_tool_use(request).await,
             Chain::Post => self.runner.post_tool_use(request).await,
             Chain::List => self.runner.list_tools(request).await,
-        };
-        if let Some(log) = &self.log {
-            decision_log::warn(log.outcome(request, &outcome, started.elapsed()));
         }
-        outcome
     }
 
     fn in_flight(&self) -> std::sync::MutexGuard<'_, HashMap<String, InFlight>> {

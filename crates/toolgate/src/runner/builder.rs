@@ -9,6 +9,7 @@ use crate::sessions::SessionStore;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
+use toolgate_contract::observe::Observer;
 
 /// Builds a [`HookRunner`].
 ///
@@ -35,6 +36,7 @@ pub struct HookRunnerBuilder {
     context_limit: usize,
     chain_timeout: Duration,
     store: Arc<dyn SessionStore>,
+    observers: Vec<Arc<dyn Observer>>,
 }
 
 impl HookRunnerBuilder {
@@ -46,7 +48,17 @@ impl HookRunnerBuilder {
             context_limit: DEFAULT_CONTEXT_LIMIT,
             chain_timeout: DEFAULT_CHAIN_TIMEOUT,
             store: Arc::new(crate::sessions::MemoryStore::new()),
+            observers: Vec::new(),
         }
+    }
+
+    /// Tells `observer` about every call the runner answers (the decision
+    /// log and the server's metrics are observers; see
+    /// [`toolgate_contract::observe`]). Observers are told in the order
+    /// they were added, after each outcome is made.
+    pub fn observer(mut self, observer: Arc<dyn Observer>) -> Self {
+        self.observers.push(observer);
+        self
     }
 
     /// Registers an in-process interceptor. Interceptors run before every
@@ -131,6 +143,7 @@ impl HookRunnerBuilder {
                 store: self.store,
             }),
             chain_timeout: self.chain_timeout,
+            observers: self.observers,
         }
     }
 }

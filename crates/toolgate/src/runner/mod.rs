@@ -81,6 +81,7 @@
 //! in `binding/mod.rs`.
 
 mod builder;
+mod call;
 mod consult;
 mod context;
 mod rounds;
@@ -97,9 +98,9 @@ use rounds::{Ended, Subject, rounds};
 use serde::Serialize;
 use serde_json::Value;
 use std::fmt;
-use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
+use toolgate_contract::observe::{Ending, Observed, Observer};
 
 /// Default bound on the merged advisory context, in bytes.
 pub const DEFAULT_CONTEXT_LIMIT: usize = 8 * 1024;
@@ -119,6 +120,8 @@ pub const DEFAULT_CHAIN_TIMEOUT: Duration = Duration::from_secs(30);
 pub struct HookRunner {
     inner: Arc<Inner>,
     chain_timeout: Duration,
+    /// Told about every outcome (see [`HookRunner::observe`]).
+    observers: Vec<Arc<dyn Observer>>,
 }
 
 impl fmt::Debug for HookRunner {
@@ -127,6 +130,7 @@ impl fmt::Debug for HookRunner {
             .field("participants", &self.participants())
             .field("context_limit", &self.inner.context_limit)
             .field("chain_timeout", &self.chain_timeout)
+            .field("observers", &self.observers.len())
             .finish()
     }
 }
@@ -160,6 +164,8 @@ struct ChainState {
     /// Shadow consultations still running beside the chain (see
     /// `rounds::shadow`); settled before the outcome is made.
     shadows: Vec<rounds::InShadow>,
+    /// When the chain started: what observers are told it took.
+    started: std::time::Instant,
 }
 
 /// What the pre chain ended on, before any post processing.
@@ -197,6 +203,30 @@ impl HookRunner {
         HookRunner {
             inner: self.inner.clone(),
             chain_timeout: timeout,
+            observers: self.observers.clone(),
+        }
+    }
+
+    /// The same chain (sharing its loaded hooks) telling one more observer
+    /// about what it answers: for a host whose observer is the call's own,
+    /// such as a server's log line that names how the call came in.
+    pub fn with_observer(&self, observer: Arc<dyn Observer>) -> HookRunner {
+        let mut observers = self.observers.clone();
+        observers.push(observer);
+        HookRunner {
+            inner: self.inner.clone(),
+            chain_timeout: self.chain_timeout,
+            observers,
+        }
+    }
+
+    /// Tells this runner's observers about `seen`. The runner calls it for
+    /// every outcome it makes; a host calls it for what it decides beside
+    /// the chain (a call it could not evaluate, an output it withheld), so
+    /// the log and the metrics hear of those in the same shape.
+    pub fn observe(&self, seen: &Observed<'_>) {
+        for observer in &self.observers {
+            observer.observe(seen);
         }
     }
 
@@ -253,27 +283,27 @@ impl HookRunner {
                     Some(input) => Decision::Modify { input },
                     None => Decision::Allow,
                 };
-                self.finish(Event::PreToolUse, state, verdict, decided_by, None, None)
+                self.finish(request, Event::PreToolUse, state, verdict, decided_by, None)
                     .await
             }
             PreEnd::Deny { reason, by } => {
                 self.finish(
+                    request,
                     Event::PreToolUse,
                     state,
                     Decision::Deny { reason },
                     Some(by),
-                    None,
                     None,
                 )
                 .await
             }
             PreEnd::Ask { reason, input, by } => {
                 self.finish(
+                    request,
                     Event::PreToolUse,
                     state,
                     Decision::Ask { reason, input },
                     Some(by),
-                    None,
                     None,
                 )
                 .await
@@ -300,12 +330,12 @@ impl HookRunner {
                 };
                 let by = post_by.unwrap_or(by);
                 self.finish(
+                    request,
                     Event::PreToolUse,
                     state,
                     verdict,
                     Some(by),
-                    Some(shown),
-                    Some(result),
+                    Some((shown, result)),
                 )
                 .await
             }
@@ -324,12 +354,12 @@ impl HookRunner {
             .post_chain(request, &request.input, &real, &mut state)
             .await;
         self.finish(
+            request,
             Event::PostToolUse,
             state,
             verdict,
             by,
-            Some(shown),
-            Some(real),
+            Some((shown, real)),
         )
         .await
     }
@@ -380,72 +410,8 @@ impl HookRunner {
                 Some(by),
             ),
         };
-        self.finish(Event::ListTools, state, decision, by, None, None)
+        self.finish(request, Event::ListTools, state, decision, by, None)
             .await
-    }
-
-    /// Takes a whole call through the chain: pre, then the tool (unless
-    /// denied or replaced) with the final input, then post.
-    pub async fn call<F, Fut>(&self, request: Request, tool: F) -> CallOutcome
-    where
-        F: FnOnce(Value) -> Fut,
-        Fut: Future<Output = ToolResult>,
-    {
-        let pre = self.pre_tool_use(&request).await;
-        let input = match &pre.decision {
-            Decision::Deny { reason } => {
-                return CallOutcome {
-                    shown: ToolResult::error(format!("toolgate: call blocked: {reason}")),
-                    tool_ran: false,
-                    pre,
-                    post: None,
-                };
-            }
-            Decision::Replace { .. } => {
-                let shown = pre
-                    .shown
-                    .clone()
-                    .unwrap_or_else(|| ToolResult::ok(Value::Null));
-                return CallOutcome {
-                    shown,
-                    tool_ran: false,
-                    pre,
-                    post: None,
-                };
-            }
-            // The library has no person to ask: an embedder that has one
-            // calls `pre_tool_use` and asks on `Decision::Ask` itself.
-            Decision::Ask { reason, .. } => {
-                return CallOutcome {
-                    shown: ToolResult::error(format!(
-                        "toolgate: call blocked: this call needs a person's confirmation, \
-                         which nobody was asked for: {reason}"
-                    )),
-                    tool_ran: false,
-                    pre,
-                    post: None,
-                };
-            }
-            Decision::Modify { input } => input.clone(),
-            Decision::Allow => request.input.clone(),
-        };
-        let result = tool(input.clone()).await;
-        let post_request = Request {
-            event: Event::PostToolUse,
-            input,
-            result: Some(result),
-            ..request
-        };
-        let post = self.post_tool_use(&post_request).await;
-        CallOutcome {
-            shown: post
-                .shown
-                .clone()
-                .unwrap_or_else(|| ToolResult::ok(Value::Null)),
-            tool_ran: true,
-            pre,
-            post: Some(post),
-        }
     }
 
     fn state(&self) -> ChainState {
@@ -456,6 +422,7 @@ impl HookRunner {
             chain_timeout: self.chain_timeout,
             store: self.inner.store.clone(),
             shadows: Vec::new(),
+            started: std::time::Instant::now(),
         }
     }
 
@@ -465,16 +432,17 @@ impl HookRunner {
     /// the time the chain had anyway).
     async fn finish(
         &self,
+        request: &Request,
         event: Event,
         state: ChainState,
         verdict: Decision,
         decided_by: Option<String>,
-        shown: Option<ToolResult>,
-        tool_result: Option<ToolResult>,
+        after: Option<(ToolResult, ToolResult)>,
     ) -> Outcome {
+        let (shown, tool_result) = after.unzip();
         let mut state = state;
         rounds::settle_shadows(&mut state).await;
-        Outcome {
+        let outcome = Outcome {
             event,
             decision: verdict,
             decided_by,
@@ -482,7 +450,13 @@ impl HookRunner {
             tool_result,
             context: state.context.finish(),
             runs: state.runs,
-        }
+        };
+        self.observe(&Observed {
+            request: Some(request),
+            ending: Ending::Decided(&outcome),
+            took: state.started.elapsed(),
+        });
+        outcome
     }
 
     async fn pre_chain(&self, request: &Request, state: &mut ChainState) -> PreEnd {

@@ -184,6 +184,7 @@ pub(super) fn shadow(p: &Participant, request: &Request, asked: Asked<'_>, state
         chain_timeout: state.chain_timeout,
         store: Arc::clone(&state.store),
         shadows: Vec::new(),
+        started: state.started,
     };
     let unanswered = super::consult::record_of(&p, event, round, state.chain_timeout);
     let task = tokio::spawn(async move {

@@ -88,12 +88,6 @@
 //! literal address (no DNS rebinding), any `Origin` header (a browser) is
 //! refused, only `GET /metrics`, headers within a timeout, few connections.
 
-use crate::http::Peers;
-use bytes::Bytes;
-use http_body_util::Full;
-use hyper::body::Incoming;
-use hyper::header::CONTENT_TYPE;
-use hyper::{Method, Request, Response, StatusCode};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -101,10 +95,13 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::{Registry, Unit};
 use std::collections::HashSet;
-use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::Duration;
-use toolgate::{FailureKind, Outcome, Step};
+use toolgate::FailureKind;
+
+mod endpoint;
+pub(crate) use endpoint::listen;
+use toolgate::observe::{Ending, Observed, Observer, Tally};
 
 /// The most distinct hook names that become label values.
 pub(crate) const MAX_HOOK_LABELS: usize = 256;
@@ -118,17 +115,18 @@ const OTHER: &str = "other";
 /// The label value when no hook decided.
 const NONE: &str = "none";
 
-/// Connections served at once; a scraper needs one.
-const MAX_CONNECTIONS: usize = 4;
-
-/// How long a scraper has to send its request's headers.
-const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
-
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct DecisionLabels {
     hook: String,
     decision: &'static str,
     source: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ToolLabels {
+    server: String,
+    tool: String,
+    decision: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -205,8 +203,11 @@ pub struct Metrics {
     load_timeouts: Counter,
     in_flight: Gauge,
     tamper: Family<TamperLabels, Counter>,
+    tools: Family<ToolLabels, Counter>,
     /// The hook names that are label values.
     names: Mutex<HashSet<String>>,
+    /// The tool and MCP server names that are label values.
+    tool_names: Mutex<HashSet<String>>,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -232,12 +233,20 @@ impl Metrics {
         let load_timeouts = Counter::default();
         let in_flight = Gauge::default();
         let tamper = Family::default();
+        let tools = Family::default();
         let mut registry = Registry::with_prefix("toolgate");
         registry.register(
             "decisions",
             "Evaluated events, by the hook that decided (none: all allowed), its source, and \
              the decision (failed: blocked because a hook could not decide)",
             decisions.clone(),
+        );
+        registry.register(
+            "tool_decisions",
+            "Decided calls by tool and, for an MCP tool (mcp__server__tool), its server \
+             (none: an agent's own tool), and the decision; toolgate mcp's calls are counted \
+             here when a server with --metrics runs",
+            tools.clone(),
         );
         registry.register(
             "last_call_timestamp_seconds",
@@ -327,64 +336,63 @@ impl Metrics {
             load_timeouts,
             in_flight,
             names: Mutex::new(HashSet::new()),
+            tools,
+            tool_names: Mutex::new(HashSet::new()),
         }
     }
 
     /// Counts a result withheld as tamper evidence (`kind`:
-    /// [`crate::ledger::Before::tamper`]).
+    /// [`toolgate_log::ledger::Before::tamper`]).
     pub(crate) fn tamper(&self, kind: Option<&'static str>) {
         if let Some(kind) = kind {
             self.tamper.get_or_create(&TamperLabels { kind }).inc();
         }
     }
 
-    /// Counts what one evaluated event did.
-    pub(crate) fn outcome(&self, outcome: &Outcome) {
-        let (hook, source) = match outcome.decided_by.as_deref() {
-            Some(name) => {
-                let source = outcome
-                    .runs
-                    .iter()
-                    .rev()
-                    .find(|r| r.name == name && !r.shadow)
-                    .map_or(NONE, |r| r.source.as_str());
-                (self.hook(name), source)
-            }
+    /// Counts what one decided call did, told as a [`Tally`]: by the
+    /// server's own observer for the calls it decided, and over the socket
+    /// for the ones `toolgate mcp` decided ([`toolgate::serve::Op::Tally`]).
+    pub(crate) fn tally(&self, tally: &Tally) {
+        let (hook, source) = match &tally.decided_by {
+            Some(by) => (
+                self.hook(&by.hook),
+                by.source.map_or(NONE, toolgate::Source::as_str),
+            ),
             None => (NONE.to_owned(), NONE),
         };
-        let decision = if outcome.blocked_by_failure().is_some() {
-            "failed"
-        } else {
-            outcome.decision.name()
-        };
-        for run in &outcome.runs {
-            if run.shadow {
-                self.shadow_run(run);
+        for run in &tally.runs {
+            if let Some(would) = run.shadow {
+                self.shadow
+                    .get_or_create(&ShadowLabels {
+                        hook: self.hook(&run.hook),
+                        would: would.as_str(),
+                        source: run.source.as_str(),
+                    })
+                    .inc();
             }
-            if run.step == Step::Skipped {
+            if run.skipped {
                 self.trust_refusals
                     .get_or_create(&TrustLabels {
-                        hook: self.hook(&run.name),
+                        hook: self.hook(&run.hook),
                         policy: "skip",
                     })
                     .inc();
                 continue;
             }
-            let failure = run.failure.as_ref().map(|f| f.kind);
             // A hook toolgate would not run took no time of its own.
-            if failure != Some(FailureKind::NotTrusted) {
+            if run.failure != Some(FailureKind::NotTrusted) {
                 self.hook_seconds
                     .get_or_create(&BindingLabels {
                         binding: run.binding.as_str(),
                     })
-                    .observe(run.duration.as_secs_f64());
+                    .observe(Duration::from_micros(run.micros).as_secs_f64());
             }
-            let Some(kind) = failure else {
+            let Some(kind) = run.failure else {
                 continue;
             };
             self.failures
                 .get_or_create(&FailureLabels {
-                    hook: self.hook(&run.name),
+                    hook: self.hook(&run.hook),
                     kind: kind.as_str(),
                     source: run.source.as_str(),
                 })
@@ -392,30 +400,33 @@ impl Metrics {
             if kind == FailureKind::NotTrusted {
                 self.trust_refusals
                     .get_or_create(&TrustLabels {
-                        hook: self.hook(&run.name),
+                        hook: self.hook(&run.hook),
                         policy: "deny",
                     })
                     .inc();
             }
         }
+        let (server, tool) = match tally
+            .tool
+            .strip_prefix("mcp__")
+            .and_then(|rest| rest.split_once("__"))
+        {
+            Some((server, tool)) => (self.tool(server), self.tool(tool)),
+            None => (NONE.to_owned(), self.tool(&tally.tool)),
+        };
+        self.tools
+            .get_or_create(&ToolLabels {
+                server,
+                tool,
+                decision: tally.decision.as_str(),
+            })
+            .inc();
         // Last: a scrape that counts the decision sees its runs too.
         self.decisions
             .get_or_create(&DecisionLabels {
                 hook,
-                decision,
+                decision: tally.decision.as_str(),
                 source,
-            })
-            .inc();
-    }
-
-    /// Counts a shadow hook's run by what it would have done.
-    fn shadow_run(&self, run: &toolgate::RunRecord) {
-        let would = run.would();
-        self.shadow
-            .get_or_create(&ShadowLabels {
-                hook: self.hook(&run.name),
-                would,
-                source: run.source.as_str(),
             })
             .inc();
     }
@@ -482,23 +493,17 @@ impl Metrics {
         self.fallbacks.get_or_create(&ReasonLabels { reason }).inc();
     }
 
-    /// `name` as a label value: itself while within the bounds, else `other`.
+    /// A hook's `name` as a label value: itself while within the bounds,
+    /// else `other`.
     fn hook(&self, name: &str) -> String {
-        if name.len() > MAX_NAME_BYTES {
-            return OTHER.to_owned();
-        }
-        // A poisoned lock only loses the name.
-        let Ok(mut names) = self.names.lock() else {
-            return OTHER.to_owned();
-        };
-        if names.contains(name) {
-            return name.to_owned();
-        }
-        if names.len() >= MAX_HOOK_LABELS {
-            return OTHER.to_owned();
-        }
-        names.insert(name.to_owned());
-        name.to_owned()
+        bounded(&self.names, name)
+    }
+
+    /// A tool's or an MCP server's `name` as a label value, bounded as
+    /// hook names are (but apart: a flood of tool names, which a model or
+    /// a server chooses, never takes the hooks' label values).
+    fn tool(&self, name: &str) -> String {
+        bounded(&self.tool_names, name)
     }
 
     /// The text exposition (Prometheus text format 0.0.4).
@@ -510,82 +515,44 @@ impl Metrics {
     }
 }
 
+/// `name` as a label value in `names`: itself while within the bounds,
+/// else `other`.
+fn bounded(names: &Mutex<HashSet<String>>, name: &str) -> String {
+    if name.len() > MAX_NAME_BYTES {
+        return OTHER.to_owned();
+    }
+    // A poisoned lock only loses the name.
+    let Ok(mut names) = names.lock() else {
+        return OTHER.to_owned();
+    };
+    if names.contains(name) {
+        return name.to_owned();
+    }
+    if names.len() >= MAX_HOOK_LABELS {
+        return OTHER.to_owned();
+    }
+    names.insert(name.to_owned());
+    name.to_owned()
+}
+
+impl Observer for Metrics {
+    fn observe(&self, seen: &Observed<'_>) {
+        match seen.ending {
+            Ending::Decided(outcome) => {
+                let tool = seen.request.map_or("", |r| r.tool.as_str());
+                self.tally(&Tally::of(tool, outcome));
+            }
+            Ending::Tampered { evidence, .. } => self.tamper(evidence),
+            // Counted by the host that refused it, which alone knows it
+            // answered with an error (`toolgate_evaluation_errors_total`).
+            Ending::Refused { .. } => {}
+        }
+    }
+}
+
 /// `metrics`, counted only when the server has them.
 pub(crate) fn count(metrics: Option<&Metrics>, f: impl FnOnce(&Metrics)) {
     if let Some(metrics) = metrics {
         f(metrics);
     }
-}
-
-/// Binds `addr`, says where on stderr, and answers `GET /metrics` until the
-/// runtime stops.
-pub(super) async fn listen(
-    server: Arc<crate::server::Server>,
-    addr: SocketAddr,
-) -> anyhow::Result<()> {
-    let (listener, host) = crate::http::bind(addr).await?;
-    eprintln!("toolgate serve: metrics on http://{host}/metrics");
-    let host: Arc<str> = host.into();
-    crate::http::accept_each(listener, MAX_CONNECTIONS, Peers::Anyone, move |stream| {
-        let (server, host) = (server.clone(), host.clone());
-        async move {
-            let service = hyper::service::service_fn(move |request| {
-                let answer = answer(&server, &host, &request);
-                async move { Ok::<_, std::convert::Infallible>(answer) }
-            });
-            let _ = hyper::server::conn::http1::Builder::new()
-                .timer(hyper_util::rt::TokioTimer::new())
-                .header_read_timeout(HEADER_TIMEOUT)
-                .max_buf_size(16 * 1024)
-                .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
-                .await;
-        }
-    });
-    Ok(())
-}
-
-fn plain(status: StatusCode, content_type: &'static str, body: String) -> Response<Full<Bytes>> {
-    let mut answer = Response::new(Full::new(Bytes::from(body)));
-    *answer.status_mut() = status;
-    answer.headers_mut().insert(
-        CONTENT_TYPE,
-        hyper::header::HeaderValue::from_static(content_type),
-    );
-    answer
-}
-
-fn answer(
-    server: &crate::server::Server,
-    host: &str,
-    request: &Request<Incoming>,
-) -> Response<Full<Bytes>> {
-    let refuse = |status, why: &str| {
-        plain(
-            status,
-            "text/plain; charset=utf-8",
-            format!("toolgate: {why}\n"),
-        )
-    };
-    if let Err((status, why)) = crate::http::loopback_gate(host, request.headers()) {
-        return refuse(status, &why);
-    }
-    let Some(text) = server
-        .metrics_text()
-        .filter(|_| request.uri().path() == "/metrics")
-    else {
-        return refuse(StatusCode::NOT_FOUND, "no such page; GET /metrics");
-    };
-    if request.method() != Method::GET {
-        let mut answer = refuse(StatusCode::METHOD_NOT_ALLOWED, "only GET");
-        answer.headers_mut().insert(
-            hyper::header::ALLOW,
-            hyper::header::HeaderValue::from_static("GET"),
-        );
-        return answer;
-    }
-    plain(
-        StatusCode::OK,
-        prometheus_client::encoding::prometheus_text::CONTENT_TYPE,
-        text,
-    )
 }

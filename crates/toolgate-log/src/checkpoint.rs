@@ -233,7 +233,7 @@ pub fn witness_line(written: &Written) -> String {
         "checkpoint": written.checkpoint.seq,
         "hash": written.checkpoint.hash,
         "covers": written.covered.seq,
-        "time": toolgate::text::rfc3339(SystemTime::now()),
+        "time": toolgate_contract::text::rfc3339(SystemTime::now()),
     })
     .to_string()
 }
@@ -280,7 +280,7 @@ fn write_own(
         };
         let line = Line {
             kind: "checkpoint",
-            time: toolgate::text::rfc3339(SystemTime::now()),
+            time: toolgate_contract::text::rfc3339(SystemTime::now()),
             pid: std::process::id(),
             key_id: &key.id,
             signature,

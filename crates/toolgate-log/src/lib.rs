@@ -1,6 +1,17 @@
 //! The decision log: one JSON line per evaluated call, with every run
 //! record and what each hook wrote for the operator, in a file the operator
-//! names.
+//! names; and the [`ledger`] of what was answered before each call ran.
+//!
+//! # Why a crate of its own, on the contract alone
+//!
+//! Every host that answers a call writes here: the one-shot `check` and
+//! agent commands, the server, the MCP proxy, `toolgate log` reading it
+//! back, the bench measuring it. While the log sat in the server's crate
+//! each of them depended on the server to write a line. It needs only what
+//! a call and its outcome are (`toolgate-contract`) and the private-file
+//! rules (`toolgate-fs`), and it is told about a call as an [`Observer`]:
+//! the runner tells it every outcome, so no host writes a line itself.
+//! Its signed checkpoints' timer ([`Checkpoints`]) lives here too.
 //!
 //! # Why it exists
 //!
@@ -63,13 +74,20 @@ use serde_json::Value;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
-use toolgate::{Outcome, Request, RunRecord};
+use toolgate_contract::contract::Request;
+use toolgate_contract::observe::{Ending, Observed, Observer};
+use toolgate_contract::outcome::{Outcome, RunRecord};
+use toolgate_contract::text;
 
 pub mod chain;
 pub mod checkpoint;
 mod file;
+pub mod ledger;
+mod schedule;
 pub mod verify;
 mod witness;
+
+pub use schedule::Checkpoints;
 
 pub(crate) use file::append;
 pub use file::{files, foreign_files};
@@ -133,9 +151,9 @@ struct Line<'a> {
     /// What the first shadow hook that would have changed the outcome
     /// would have made of it.
     #[serde(skip_serializing_if = "Option::is_none")]
-    shadow: Option<toolgate::Shadowed>,
+    shadow: Option<toolgate_contract::outcome::Shadowed>,
     /// Evidence that the call ran past toolgate (`ran_after_deny`,
-    /// `never_judged`: [`crate::ledger::Before`]); its output was withheld.
+    /// `never_judged`: [`ledger::Before`]); its output was withheld.
     #[serde(skip_serializing_if = "Option::is_none")]
     tamper: Option<&'a str>,
     duration_us: u64,
@@ -170,8 +188,9 @@ impl Logging {
     /// the operator when the line could not be written.
     pub fn outcome(&self, request: &Request, outcome: &Outcome, took: Duration) -> Option<String> {
         let reason = match &outcome.decision {
-            toolgate::Decision::Deny { reason } | toolgate::Decision::Ask { reason, .. } => {
-                Some(toolgate::text::excerpt(reason, EXCERPT))
+            toolgate_contract::contract::Decision::Deny { reason }
+            | toolgate_contract::contract::Decision::Ask { reason, .. } => {
+                Some(text::excerpt(reason, EXCERPT))
             }
             _ => None,
         };
@@ -186,7 +205,7 @@ impl Logging {
     }
 
     /// Logs a result withheld because the call ran past toolgate
-    /// (`tamper`: what the evidence is, [`crate::ledger::Before::tamper`]).
+    /// (`tamper`: what the evidence is, [`ledger::Before::tamper`]).
     pub fn tamper(
         &self,
         request: &Request,
@@ -195,7 +214,9 @@ impl Logging {
         took: Duration,
     ) -> Option<String> {
         let reason = match &outcome.decision {
-            toolgate::Decision::Deny { reason } => Some(toolgate::text::excerpt(reason, EXCERPT)),
+            toolgate_contract::contract::Decision::Deny { reason } => {
+                Some(text::excerpt(reason, EXCERPT))
+            }
             _ => None,
         };
         let line = Line {
@@ -213,9 +234,9 @@ impl Logging {
     pub fn error(&self, request: Option<&Request>, error: &str, took: Duration) -> Option<String> {
         let line = Line {
             decision: "error",
-            error: Some(toolgate::text::bound(
-                toolgate::text::sanitize(error),
-                toolgate::text::MAX_MESSAGE,
+            error: Some(text::bound(
+                text::sanitize(error),
+                text::MAX_MESSAGE,
                 "error",
             )),
             ..self.line(request, took)
@@ -226,7 +247,7 @@ impl Logging {
     fn line<'a>(&'a self, request: Option<&'a Request>, took: Duration) -> Line<'a> {
         Line {
             kind: "decision",
-            time: toolgate::text::rfc3339(SystemTime::now()),
+            time: text::rfc3339(SystemTime::now()),
             via: self.via,
             served: self.served,
             pid: std::process::id(),
@@ -235,7 +256,7 @@ impl Logging {
             tool: request.map(|r| r.tool.as_str()),
             session_id: request.and_then(|r| r.session_id.as_deref()),
             tool_call_id: request.and_then(|r| r.tool_call_id.as_deref()),
-            input: request.map(|r| toolgate::text::excerpt(&r.input.to_string(), EXCERPT)),
+            input: request.map(|r| text::excerpt(&r.input.to_string(), EXCERPT)),
             decision: "",
             decided_by: None,
             reason: None,
@@ -261,7 +282,7 @@ impl Logging {
         };
         let append = || append(&self.path, Some(&self.workspace), &mut next, max_bytes());
         // In the server, off the async worker while it waits for the lock.
-        let appended = crate::blocking(append);
+        let appended = blocking(append);
         match appended {
             Ok(appended) if appended.notes.is_empty() => None,
             Ok(appended) => Some(format!(
@@ -274,6 +295,39 @@ impl Logging {
                 self.path.display()
             )),
         }
+    }
+}
+
+impl Observer for Logging {
+    /// Appends the line; a failure to is a warning on stderr
+    /// ([`warn`]), never a change of the answer.
+    fn observe(&self, seen: &Observed<'_>) {
+        let warning = match seen.ending {
+            Ending::Decided(outcome) => match seen.request {
+                Some(request) => self.outcome(request, outcome, seen.took),
+                None => self.error(None, "an outcome without its call", seen.took),
+            },
+            Ending::Tampered { outcome, evidence } => match seen.request {
+                Some(request) => self.tamper(request, outcome, evidence, seen.took),
+                None => self.error(None, "a withheld output without its call", seen.took),
+            },
+            Ending::Refused { error } => self.error(seen.request, error, seen.took),
+        };
+        warn(warning);
+    }
+}
+
+/// Runs `f`, which blocks on a file (a lock, a read, an append), off the
+/// async worker when there is a multi-threaded runtime (the server's),
+/// else right here (a one-shot process's current-thread runtime, where
+/// `block_in_place` is not allowed).
+pub fn blocking<T>(f: impl FnOnce() -> T) -> T {
+    let multi_thread = tokio::runtime::Handle::try_current()
+        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+    if multi_thread {
+        tokio::task::block_in_place(f)
+    } else {
+        f()
     }
 }
 
@@ -292,7 +346,7 @@ pub fn warn(warning: Option<String>) {
     let _ = writeln!(
         std::io::stderr(),
         "toolgate: warning: {}",
-        toolgate::text::one_line(&warning)
+        text::one_line(&warning)
     );
 }
 
@@ -392,11 +446,11 @@ mod tests {
     fn a_line_stays_within_its_bound_however_much_the_hooks_wrote() {
         let run = RunRecord {
             name: "loud".into(),
-            binding: toolgate::BindingKind::Subprocess,
-            source: toolgate::Source::Global,
-            event: toolgate::Event::PreToolUse,
+            binding: toolgate_contract::contract::BindingKind::Subprocess,
+            source: toolgate_contract::contract::Source::Global,
+            event: toolgate_contract::contract::Event::PreToolUse,
             round: 1,
-            step: toolgate::Step::Failed,
+            step: toolgate_contract::outcome::Step::Failed,
             reason: None,
             failure: None,
             duration: Duration::from_millis(1),
