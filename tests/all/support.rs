@@ -209,6 +209,8 @@ pub(crate) fn binary_sources() -> Vec<&'static str> {
         "src",
         "crates/toolgate-hook/src",
         "crates/toolgate-server/src",
+        "crates/toolgate-log/src",
+        "crates/toolgate-mcp/src",
         "crates/toolgate-bench/src",
     ];
     dirs.extend_from_slice(LIBRARY_SOURCES);
