@@ -1166,3 +1166,75 @@ fn the_library_without_its_wasm_feature_builds_no_wasmtime() {
         );
     }
 }
+
+/// Where a refusal's wording ([`toolgate::refusal::PHRASES`]) is written
+/// outside its module, in `files` (path, text): code before its tests,
+/// comments aside.
+fn wording_outside(files: &[(PathBuf, String)]) -> Vec<String> {
+    let home = Path::new("crates/toolgate-contract/src/refusal.rs");
+    let mut found = Vec::new();
+    for (path, text) in files {
+        if path.ends_with(home) {
+            continue;
+        }
+        let code = text.lines().take_while(|l| l.trim() != "#[cfg(test)]");
+        for (n, line) in code.enumerate() {
+            let trimmed = line.trim_start();
+            if trimmed.starts_with("//") {
+                continue;
+            }
+            for phrase in toolgate::refusal::PHRASES {
+                if line.contains(phrase) {
+                    found.push(format!("{}:{}: {phrase:?}", path.display(), n + 1));
+                }
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn a_refusals_wording_is_written_only_in_its_module() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut sources = workspace_sources(root);
+    rust_files(&root.join("integrations"), &mut sources);
+    let files: Vec<(PathBuf, String)> = sources
+        .into_iter()
+        // A test file may say what it checks for.
+        .filter(|f| {
+            !f.components()
+                .any(|c| c.as_os_str() == "tests" || c.as_os_str() == "examples")
+        })
+        .map(|f| {
+            let text = std::fs::read_to_string(&f).expect("source is readable");
+            (f.strip_prefix(root).unwrap_or(&f).to_owned(), text)
+        })
+        .collect();
+    assert!(
+        files
+            .iter()
+            .any(|(p, _)| p.ends_with("crates/toolgate-contract/src/refusal.rs")),
+        "the check does not read the module itself"
+    );
+    let found = wording_outside(&files);
+    assert!(
+        found.is_empty(),
+        "a refusal's words written outside crates/toolgate-contract/src/refusal.rs \
+         (call its function instead):\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_wording_check_finds_a_copied_phrase_but_not_a_comment_or_a_test() {
+    let files = vec![(
+        PathBuf::from("crates/x/src/lib.rs"),
+        "// a call blocked in a comment\nlet s = \"toolgate: call blocked: no\";\n\
+         #[cfg(test)]\nassert!(s.contains(\"call blocked\"));\n"
+            .to_owned(),
+    )];
+    assert_eq!(
+        wording_outside(&files),
+        ["crates/x/src/lib.rs:2: \"call blocked\""]
+    );
+}

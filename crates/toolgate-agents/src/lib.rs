@@ -534,26 +534,20 @@ pub(crate) fn output_text(output: &Value) -> String {
 
 /// The reason shown when a post hook withholds a call's output.
 pub(crate) fn withheld(reason: &str) -> String {
-    format!("toolgate withheld the output of this call: {reason}")
+    toolgate_contract::refusal::withheld(reason)
 }
 
 /// The reason shown for a pre `replace`, in agents that cannot answer for a
 /// tool: the call is refused and the replacement is the reason.
 pub(crate) fn answered_for_the_tool(output: &Value) -> String {
-    format!(
-        "toolgate answered for the tool instead of running it: {}",
-        output_text(output)
-    )
+    toolgate_contract::refusal::answered_for_the_tool(&output_text(output))
 }
 
 /// The reason shown for an `ask` in an agent that toolgate cannot have ask
 /// a person (or where nobody is there to answer): the call is refused, and
 /// the reason says that a confirmation, not a rule, stopped it.
 pub(crate) fn needs_a_person(reason: &str) -> String {
-    format!(
-        "this call needs a person's confirmation, which toolgate cannot ask for here, so it \
-         was not run: {reason}"
-    )
+    toolgate_contract::refusal::needs_a_person(reason)
 }
 
 /// [`needs_a_person`] for a call a hook also rewrote: the agent would ask

@@ -19,6 +19,7 @@
 //! | [`contract`] | events, the request, the four answers (deny is a value), `Source`, `BindingKind`, the tool filter |
 //! | [`failure`] | "could not decide" as a type, and the policy for it |
 //! | [`outcome`] | run records and outcomes: what the chain produced, what protocols render |
+//! | [`refusal`] | the words of a refusal or a withheld output, in one place |
 //! | [`observe`] | what an observer (the decision log, the metrics) is told about an answered call |
 //! | [`wire`] | wire v1, the JSON subprocess hooks and `toolgate check` read and write |
 //! | [`serve`] | what `toolgate serve` and its clients say, typed and versioned |
@@ -32,6 +33,7 @@ pub mod contract;
 pub mod failure;
 pub mod observe;
 pub mod outcome;
+pub mod refusal;
 pub mod serve;
 pub mod session;
 #[doc(hidden)]

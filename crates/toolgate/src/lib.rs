@@ -85,7 +85,7 @@ pub mod trust;
 // or hyper); its modules keep their paths here, so `crate::text::excerpt`
 // inside the library and `toolgate::contract::Verdict` outside mean what
 // they meant.
-pub use toolgate_contract::{contract, observe, session, text};
+pub use toolgate_contract::{contract, observe, refusal, session, text};
 use toolgate_contract::{failure, outcome, strict_json};
 
 #[cfg(feature = "wasm")]

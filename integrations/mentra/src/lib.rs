@@ -254,19 +254,13 @@ impl PreExecutionHook for ToolgateHooks {
             }
             Decision::Deny { reason } => HookDecision::Deny(with_context(reason.clone(), context)),
             Decision::Replace { result } => HookDecision::Deny(with_context(
-                format!(
-                    "toolgate answered for the tool instead of running it: {}",
-                    text_of(&result.output)
-                ),
+                toolgate::refusal::answered_for_the_tool(&text_of(&result.output)),
                 context,
             )),
             // Mentra's hooks have no confirmation to hand the call to (its
             // `ToolAuthorizer` is the embedder's, after the chain).
             Decision::Ask { reason, .. } => HookDecision::Deny(with_context(
-                format!(
-                    "this call needs a person's confirmation, which toolgate cannot ask for \
-                     here, so it was not run: {reason}"
-                ),
+                toolgate::refusal::needs_a_person(reason),
                 context,
             )),
         })

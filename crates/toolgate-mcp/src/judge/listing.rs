@@ -71,11 +71,10 @@ impl Judge {
     fn unapproved(&self, id: &Value, tool: &str) -> Option<Vec<Route>> {
         let approval = self.approval.as_ref()?;
         let why = approval.refuses(tool)?;
-        let shown = ToolResult::error(format!(
-            "toolgate: call blocked: {why} (tool `{tool}` of MCP server `{}`); \
-             the user can review it with: {}",
+        let shown = ToolResult::error(toolgate::refusal::blocked(&format!(
+            "{why} (tool `{tool}` of MCP server `{}`); the user can review it with: {}",
             self.server, approval.review
-        ));
+        )));
         Some(vec![Route::ToClient(result(id, call_result(&shown)))])
     }
 
@@ -307,10 +306,10 @@ impl Judge {
     /// session's last list that named it, if it is one.
     fn hidden_tool(&self, id: &Value, tool: &str) -> Option<Vec<Route>> {
         let why = self.hidden().get(tool).cloned()?;
-        let shown = ToolResult::error(format!(
-            "toolgate: call blocked: tool `{tool}` of MCP server `{}` is not offered ({why})",
+        let shown = ToolResult::error(toolgate::refusal::blocked(&format!(
+            "tool `{tool}` of MCP server `{}` is not offered ({why})",
             self.server
-        ));
+        )));
         Some(vec![Route::ToClient(result(id, call_result(&shown)))])
     }
 

@@ -328,10 +328,7 @@ impl Judge {
                 return blocked(
                     id,
                     era,
-                    &format!(
-                        "this call needs a person's confirmation, which toolgate cannot ask \
-                         for through MCP: {reason}"
-                    ),
+                    &toolgate::refusal::needs_a_person_through_mcp(&reason),
                 );
             }
             Decision::Replace { result: replaced } => {
@@ -493,7 +490,7 @@ fn unknown_revision(id: &Value, answer: &Map<String, Value>) -> Option<Route> {
 /// The answer to a call the chain refused: a tool result marked
 /// `isError`, carrying the reason (what the model reads), never a drop.
 fn blocked(id: &Value, era: Era, reason: &str) -> Vec<Route> {
-    let shown = ToolResult::error(format!("toolgate: call blocked: {reason}"));
+    let shown = ToolResult::error(toolgate::refusal::blocked(reason));
     vec![Route::ToClient(result(
         id,
         revision::complete(era, call_result(&shown)),

@@ -247,7 +247,7 @@ impl<'a> Answer<'a> {
                 });
             }
             let person = if said("ask") {
-                Some("this call needs a person's confirmation, which toolgate cannot ask for")
+                Some(toolgate_contract::refusal::NEEDS_A_PERSON)
             } else if said("defer") {
                 Some("the hook deferred this call to a person, and none is watching")
             } else {

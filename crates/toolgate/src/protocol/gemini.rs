@@ -257,8 +257,7 @@ fn decode_first(event: Event, json: &Value) -> (Result<Verdict, HookFailure>, Op
                 })
             }
             Some(Value::String(d)) if d == "ask" => Ok(Decision::Deny {
-                reason: "this call needs a person's confirmation, which toolgate cannot ask for"
-                    .into(),
+                reason: toolgate_contract::refusal::NEEDS_A_PERSON.into(),
             }),
             None | Some(Value::Null) => allow_or_modify(event, specific),
             Some(Value::String(d)) if d == "allow" || d == "approve" => {

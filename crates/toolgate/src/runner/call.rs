@@ -7,6 +7,7 @@ use crate::contract::{Decision, Event, Request, ToolResult};
 use crate::outcome::CallOutcome;
 use serde_json::Value;
 use std::future::Future;
+use toolgate_contract::refusal;
 
 impl HookRunner {
     /// Takes a whole call through the chain: pre, then the tool (unless
@@ -20,7 +21,7 @@ impl HookRunner {
         let input = match &pre.decision {
             Decision::Deny { reason } => {
                 return CallOutcome {
-                    shown: ToolResult::error(format!("toolgate: call blocked: {reason}")),
+                    shown: ToolResult::error(refusal::blocked(reason)),
                     tool_ran: false,
                     pre,
                     post: None,
@@ -42,10 +43,7 @@ impl HookRunner {
             // calls `pre_tool_use` and asks on `Decision::Ask` itself.
             Decision::Ask { reason, .. } => {
                 return CallOutcome {
-                    shown: ToolResult::error(format!(
-                        "toolgate: call blocked: this call needs a person's confirmation, \
-                         which nobody was asked for: {reason}"
-                    )),
+                    shown: ToolResult::error(refusal::nobody_was_asked(reason)),
                     tool_ran: false,
                     pre,
                     post: None,

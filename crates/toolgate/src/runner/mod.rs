@@ -545,9 +545,8 @@ impl HookRunner {
             // Not reached (`consult` makes a post `ask` a failure); were
             // it, nobody can confirm what already ran: withheld.
             Ended::Denied { reason, by } | Ended::Asked { reason, by, .. } => {
-                let failure = ToolResult::error(format!(
-                    "toolgate: the output of this call was withheld: {reason}"
-                ));
+                let failure =
+                    ToolResult::error(toolgate_contract::refusal::output_withheld(&reason));
                 (Decision::Deny { reason }, failure, Some(by))
             }
         }
