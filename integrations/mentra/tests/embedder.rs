@@ -15,6 +15,8 @@ use toolgate_mentra::{OUTCOMES_KEPT, PENDING_KEPT, ToolgateHooks};
 const CLI_ONLY: &[&str] = &[
     "toolgate-cli",
     "toolgate-bench",
+    "toolgate-log",
+    "toolgate-server",
     "plotters",
     "prometheus-client",
     "clap",
@@ -231,4 +233,53 @@ async fn a_call_id_asked_about_again_does_not_inherit_the_context_it_left() {
         .await
         .expect("the hook answers");
     assert!(matches!(answer, ResultDecision::Keep), "{answer:?}");
+}
+
+/// An embedder's own observer: what it was told, as (event, tool, decision).
+#[derive(Default)]
+struct Seen(std::sync::Mutex<Vec<(String, String, String)>>);
+
+impl toolgate::observe::Observer for Seen {
+    fn observe(&self, seen: &toolgate::observe::Observed<'_>) {
+        use toolgate::observe::Ending;
+        let what = match seen.ending {
+            Ending::Decided(outcome) => outcome.decision.name().to_owned(),
+            Ending::Tampered { .. } => "tampered".to_owned(),
+            Ending::Refused { error } => format!("refused: {error}"),
+        };
+        let (event, tool) = seen.request.map_or((String::new(), String::new()), |r| {
+            (r.event.as_str().to_owned(), r.tool.clone())
+        });
+        self.0.lock().unwrap().push((event, tool, what));
+    }
+}
+
+#[tokio::test]
+async fn an_embedder_that_opts_in_is_told_every_decision_mentras_calls_make() {
+    // The outcome seam for an embedder: the observer is the runner's, so
+    // mentra's hooks need nothing of their own to report through it.
+    let seen = std::sync::Arc::new(Seen::default());
+    let hooks = ToolgateHooks::new(
+        HookRunner::builder()
+            .interceptor("long-form", LongForm)
+            .observer(seen.clone())
+            .build(),
+    );
+    let ls = json!({"command": "ls"});
+    hooks
+        .pre_tool_execution(&before("call-1", &ls))
+        .await
+        .expect("the hook answers");
+    hooks
+        .post_tool_execution(&after("call-1", &ls, "listing"))
+        .await
+        .expect("the hook answers");
+    let told = seen.0.lock().unwrap().clone();
+    assert_eq!(told.len(), 2, "{told:?}");
+    assert_eq!(told[0].0, "pre_tool_use", "{told:?}");
+    assert_eq!(told[1].0, "post_tool_use", "{told:?}");
+    assert!(told.iter().all(|(_, tool, _)| tool == "run"), "{told:?}");
+    // The interceptor rewrote `ls` to its long form: the observer was told
+    // the decision, not only that a call passed.
+    assert_eq!(told[0].2, "modify", "{told:?}");
 }
