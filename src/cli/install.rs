@@ -345,7 +345,7 @@ pub(crate) fn install(args: InstallArgs) -> anyhow::Result<ExitCode> {
         eprintln!("next: {}", trust.fix);
     }
     if let (true, Some(http)) = (over_http, spec.http) {
-        let path = toolgate_server::http::token_path()
+        let path = toolgate_loopback::token_path()
             .map_or("$XDG_STATE_HOME/toolgate/http-token".into(), |p| {
                 p.display().to_string()
             });
@@ -409,7 +409,7 @@ fn http_url(target: &Target, given: Option<String>) -> anyhow::Result<String> {
     let addr = base
         .strip_prefix("http://")
         .ok_or_else(|| anyhow!("--http-url {url}: not an http:// URL"))?;
-    toolgate_server::http::parse_addr(addr)?;
+    toolgate_loopback::parse_addr(addr)?;
     Ok(format!("{base}/{agent}"))
 }
 

@@ -496,10 +496,10 @@ fn proxy(args: Args) -> anyhow::Result<ExitCode> {
         Server::Command(command) => runtime.block_on(proxy.run_stdio(command)),
         Server::Url(url, headers) => {
             let upstream = upstream(url, headers)?;
-            let listen = toolgate_server::http::parse_loopback("--listen", &args.listen)?;
-            let token = toolgate_server::http::token_path()
+            let listen = toolgate_loopback::parse_loopback("--listen", &args.listen)?;
+            let token = toolgate_loopback::token_path()
                 .context("no state directory for the HTTP secret: set XDG_STATE_HOME or HOME")
-                .and_then(|path| toolgate_server::http::Token::load_or_create(&path))?;
+                .and_then(|path| toolgate_loopback::Token::load_or_create(&path))?;
             runtime.block_on(proxy.run_http(upstream, listen, token))
         }
     };

@@ -8,7 +8,8 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 use toolgate::Config;
-use toolgate_server::{DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_WORKSPACES, DEFAULT_UNLOAD_IDLE, http};
+use toolgate_loopback as http;
+use toolgate_server::{DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_WORKSPACES, DEFAULT_UNLOAD_IDLE};
 
 /// Keep hooks loaded and answer evaluations over a Unix socket.
 ///

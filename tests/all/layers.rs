@@ -442,6 +442,9 @@ const CRATES: &[(&str, &[&str])] = &[
         "toolgate-hook",
         &["toolgate-contract", "toolgate-agents", "toolgate-fs"],
     ),
+    // The loopback HTTP kit the server's listeners and the MCP proxy's
+    // share: it reads where the per-user secret lives from the hook's env.
+    ("toolgate-loopback", &["toolgate-hook"]),
     ("toolgate-seam", &["toolgate-contract", "toolgate-fs"]),
     (
         "toolgate-wasm",
@@ -464,7 +467,13 @@ const CRATES: &[(&str, &[&str])] = &[
     ),
     (
         "toolgate-server",
-        &["toolgate", "toolgate-hook", "toolgate-fs", "toolgate-log"],
+        &[
+            "toolgate",
+            "toolgate-hook",
+            "toolgate-fs",
+            "toolgate-log",
+            "toolgate-loopback",
+        ],
     ),
     // It measures the decision log's cost per record in process.
     (
@@ -477,7 +486,7 @@ const CRATES: &[(&str, &[&str])] = &[
             "toolgate",
             "toolgate-contract",
             "toolgate-fs",
-            "toolgate-server",
+            "toolgate-loopback",
         ],
     ),
     ("toolgate-mentra", &["toolgate"]),
@@ -488,6 +497,7 @@ const CRATES: &[(&str, &[&str])] = &[
             "toolgate-bench",
             "toolgate-hook",
             "toolgate-log",
+            "toolgate-loopback",
             "toolgate-mcp",
             "toolgate-server",
         ],
@@ -680,6 +690,7 @@ fn the_crate_graph_check_names_an_upward_edge_a_sibling_edge_and_an_unplaced_cra
         {"name": "toolgate-fs", "dependencies": []},
         {"name": "toolgate-agents", "dependencies": [dep("toolgate-contract", None)]},
         {"name": "toolgate-log", "dependencies": [dep("toolgate-contract", None)]},
+        {"name": "toolgate-loopback", "dependencies": [dep("toolgate-hook", None)]},
         {"name": "toolgate-hook", "dependencies": [dep("toolgate-agents", None), dep("toolgate", None)]},
         {"name": "toolgate-seam", "dependencies": [dep("toolgate-contract", None)]},
         {"name": "toolgate-wasm", "dependencies": [dep("toolgate-seam", None)]},
@@ -1105,7 +1116,6 @@ const LONG_MODULES_BEFORE_THE_RULE: &[&str] = &[
     "crates/toolgate/src/config/hook.rs",
     "crates/toolgate/src/config/mod.rs",
     "crates/toolgate-agents/src/gemini.rs",
-    "crates/toolgate-server/src/http.rs",
 ];
 
 #[test]

@@ -210,6 +210,7 @@ pub(crate) fn binary_sources() -> Vec<&'static str> {
         "crates/toolgate-hook/src",
         "crates/toolgate-server/src",
         "crates/toolgate-log/src",
+        "crates/toolgate-loopback/src",
         "crates/toolgate-mcp/src",
         "crates/toolgate-bench/src",
     ];

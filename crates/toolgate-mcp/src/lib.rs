@@ -41,7 +41,7 @@ mod stdio;
 
 pub use http::{PATH as HTTP_PATH, Upstream, list_tools_http, masked_url};
 pub use list::{LIST_TIMEOUT, Listed, list_tools};
-pub use toolgate_server::http::Token;
+pub use toolgate_loopback::Token;
 
 use std::ffi::OsString;
 use toolgate::HookRunner;

@@ -172,16 +172,14 @@
 //! Out of descriptors (EMFILE), the queued connection stays queued and the
 //! listener is ready again at once; retrying at once would spin a core. The
 //! server pauses instead (10 ms doubling to 1 s, from the start again after
-//! an accept succeeds) and says so once per episode; see `Backoff`.
+//! an accept succeeds) and says so once per episode; see `toolgate_loopback::backoff`.
 
 pub mod answer;
 
-mod backoff;
 pub mod http;
 mod in_flight;
 pub mod metrics;
 mod options;
-mod peers;
 mod server;
 mod socket;
 mod stats;

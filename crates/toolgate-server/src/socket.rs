@@ -2,7 +2,6 @@
 //! `toolgate check` forward their calls (see the crate docs for the
 //! protocol, and who may connect).
 
-use crate::backoff::Backoff;
 use crate::metrics::{Metrics, count};
 use crate::server::{Server, evaluate, status};
 use crate::stats::Stats;
@@ -16,6 +15,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 use toolgate::serve::{Answer, Body, Op};
 use toolgate_log::Checkpoints;
+use toolgate_loopback::backoff::Backoff;
 
 /// The longest request line: the 64 MiB an agent may write on stdin, as a
 /// JSON string, plus the envelope.
@@ -28,7 +28,7 @@ pub const MAX_LINE: usize = 2 * toolgate_hook::env::MAX_STDIN as usize + 64 * 10
 pub fn serve(
     options: crate::Options,
     socket: &Path,
-    http: Option<(SocketAddr, crate::http::Token)>,
+    http: Option<(SocketAddr, toolgate_loopback::Token)>,
     metrics: Option<SocketAddr>,
     checkpoints: Option<Checkpoints>,
 ) -> anyhow::Result<()> {

@@ -49,7 +49,7 @@ fn mod_dir() -> anyhow::Result<PathBuf> {
 pub(super) fn install(url: &str, dry_run: bool) -> anyhow::Result<()> {
     let dir = mod_dir()?;
     refuse_links(&dir, 3)?;
-    let token = toolgate_server::http::token_path()
+    let token = toolgate_loopback::token_path()
         .context("cannot tell where the server's secret is ($XDG_STATE_HOME or HOME)")?;
     let token = token
         .to_str()

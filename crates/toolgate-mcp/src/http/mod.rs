@@ -5,7 +5,7 @@
 //!
 //! An MCP client configured with a URL speaks HTTP to it; a proxy in that
 //! path must be a URL too. It listens on loopback only, with the rules of
-//! `toolgate serve --http` (they are its code, `toolgate_server::http`): an
+//! `toolgate serve --http` (they are its code, `toolgate_loopback`): an
 //! IP literal, the exact `Host` (no DNS rebinding), no `Origin` (no page in
 //! the user's browser), connections of this user only, and the per-user
 //! secret as `Authorization: Bearer`. A loopback port is open to every
@@ -75,7 +75,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 use tokio::signal::unix::{SignalKind, signal};
-use toolgate_server::http::{Peers, Token, accept_each, bind, loopback_gate};
+use toolgate_loopback::{Peers, Token, accept_each, bind, loopback_gate};
 
 /// The path the proxy answers MCP on.
 pub const PATH: &str = "/mcp";

@@ -226,7 +226,7 @@ pub(crate) fn owned_here(url: &reqwest::Url) -> Result<(), String> {
     };
     let mut found = false;
     for ip in ips {
-        match toolgate_server::http::listener_is_this_users(SocketAddr::new(ip, port)) {
+        match toolgate_loopback::listener_is_this_users(SocketAddr::new(ip, port)) {
             Ok(()) => found = true,
             // Nothing on one of localhost's two addresses is fine if this
             // user's server is on the other.

@@ -3,7 +3,6 @@
 //! of the server keeps (`crate::http`). Apart from the counters: counting
 //! needs no HTTP, and the counters are what every host's observer uses.
 
-use crate::http::Peers;
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::body::Incoming;
@@ -12,6 +11,7 @@ use hyper::{Method, Request, Response, StatusCode};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
+use toolgate_loopback::Peers;
 
 /// Connections served at once; a scraper needs one.
 const MAX_CONNECTIONS: usize = 4;
@@ -25,10 +25,10 @@ pub(crate) async fn listen(
     server: Arc<crate::server::Server>,
     addr: SocketAddr,
 ) -> anyhow::Result<()> {
-    let (listener, host) = crate::http::bind(addr).await?;
+    let (listener, host) = toolgate_loopback::bind(addr).await?;
     eprintln!("toolgate serve: metrics on http://{host}/metrics");
     let host: Arc<str> = host.into();
-    crate::http::accept_each(listener, MAX_CONNECTIONS, Peers::Anyone, move |stream| {
+    toolgate_loopback::accept_each(listener, MAX_CONNECTIONS, Peers::Anyone, move |stream| {
         let (server, host) = (server.clone(), host.clone());
         async move {
             let service = hyper::service::service_fn(move |request| {
@@ -68,7 +68,7 @@ fn answer(
             format!("toolgate: {why}\n"),
         )
     };
-    if let Err((status, why)) = crate::http::loopback_gate(host, request.headers()) {
+    if let Err((status, why)) = toolgate_loopback::loopback_gate(host, request.headers()) {
         return refuse(status, &why);
     }
     let Some(text) = server

@@ -41,7 +41,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 /// The uid owning the socket whose local address is `local` and remote
 /// address `remote`, or `None` when there is no such socket.
-pub(crate) fn owner(local: SocketAddr, remote: SocketAddr) -> Option<u32> {
+pub fn owner(local: SocketAddr, remote: SocketAddr) -> Option<u32> {
     match diag::owner(local, remote) {
         Ok(found) => found,
         Err(_) => listed_owner(local, remote),
@@ -66,7 +66,7 @@ fn listed_owner(local: SocketAddr, remote: SocketAddr) -> Option<u32> {
 
 /// The uid of the process at the other end of a connection whose own end
 /// is `ours` and other end `theirs`.
-pub(crate) fn peer_uid(ours: SocketAddr, theirs: SocketAddr) -> Option<u32> {
+pub fn peer_uid(ours: SocketAddr, theirs: SocketAddr) -> Option<u32> {
     owner(theirs, ours)
 }
 
@@ -75,7 +75,7 @@ pub(crate) fn peer_uid(ours: SocketAddr, theirs: SocketAddr) -> Option<u32> {
 /// either family on its port (a dual-stack `[::]` takes v4 too). Two
 /// listeners of different users can both be candidates (a v4 wildcard and
 /// a v6-only one), so all are returned; empty: nothing listens there.
-pub(crate) fn listener_uids(addr: SocketAddr) -> Vec<u32> {
+pub fn listener_uids(addr: SocketAddr) -> Vec<u32> {
     let port = addr.port();
     let v4_any = SocketAddr::from(([0, 0, 0, 0], 0));
     let v6_any = SocketAddr::from((Ipv6Addr::UNSPECIFIED, 0));

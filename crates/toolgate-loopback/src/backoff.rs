@@ -14,7 +14,7 @@ use std::time::Duration;
 /// stderr once per episode (the first failure, and the recovery), not once
 /// per retry.
 #[derive(Debug, Default)]
-pub(super) struct Backoff {
+pub struct Backoff {
     /// The pause after the next failure; `None` outside an episode.
     next: Option<Duration>,
     /// Failures in this episode.
@@ -26,7 +26,7 @@ impl Backoff {
     const MOST: Duration = Duration::from_secs(1);
 
     /// How long to wait after this failure.
-    pub(super) fn failed(&mut self, error: &std::io::Error) -> Duration {
+    pub fn failed(&mut self, error: &std::io::Error) -> Duration {
         let pause = match self.next {
             None => {
                 eprintln!(
@@ -45,7 +45,7 @@ impl Backoff {
     }
 
     /// An accept succeeded: the episode, if any, is over.
-    pub(super) fn succeeded(&mut self) {
+    pub fn succeeded(&mut self) {
         if self.next.take().is_some() {
             eprintln!(
                 "toolgate serve: accepting connections again (after {} failed accepts)",
