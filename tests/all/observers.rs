@@ -128,16 +128,20 @@ return {"decision": "deny", "reason": "not today"}"#
         "tool_use_id": "toolu_1", "tool_input": {"a": 1}})
     .to_string();
 
+    // `check` run by `command`: one-shot, or asking the server.
+    let check = |mut command: std::process::Command| {
+        let out = run_with_stdin(
+            command
+                .args(["check", "--workspace"])
+                .arg(fx.workspace())
+                .env("TOOLGATE_CONFIG_DIR", fx.global())
+                .env("TOOLGATE_DECISION_LOG", &log),
+            &check_input,
+        );
+        assert_eq!(stdout_json(&out)["decision"], "deny", "{}", stderr(&out));
+    };
     // 1. `check`, one-shot (toolgate() finds no server).
-    let out = run_with_stdin(
-        toolgate()
-            .args(["check", "--workspace"])
-            .arg(fx.workspace())
-            .env("TOOLGATE_CONFIG_DIR", fx.global())
-            .env("TOOLGATE_DECISION_LOG", &log),
-        &check_input,
-    );
-    assert_eq!(stdout_json(&out)["decision"], "deny", "{}", stderr(&out));
+    check(toolgate());
     // 2. An agent command, one-shot.
     let out = run_with_stdin(
         toolgate()
@@ -154,16 +158,7 @@ return {"decision": "deny", "reason": "not today"}"#
         stderr(&out)
     );
     // 3. The server, over its socket.
-    let out = run_with_stdin(
-        server
-            .client()
-            .args(["check", "--workspace"])
-            .arg(fx.workspace())
-            .env("TOOLGATE_CONFIG_DIR", fx.global())
-            .env("TOOLGATE_DECISION_LOG", &log),
-        &check_input,
-    );
-    assert_eq!(stdout_json(&out)["decision"], "deny", "{}", stderr(&out));
+    check(server.client());
     // 4. The server, over HTTP (Claude Code's http hook).
     let reply = crate::serve_http::post(server.http.as_deref().unwrap(), &claude_input);
     assert_eq!(reply.status, 200, "{}", reply.body);
