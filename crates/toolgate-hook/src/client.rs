@@ -30,7 +30,7 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 use toolgate_contract::agent::Outward as Dialect;
 use toolgate_contract::serve::{
@@ -375,16 +375,37 @@ pub fn query_metrics_at(path: &Path) -> Result<String, String> {
     }
 }
 
+/// Why a tally was not counted ([`tally`]).
+#[derive(Debug, thiserror::Error)]
+pub enum TallyError {
+    /// No socket path is known (no runtime directory, no `HOME`).
+    #[error("no server socket is known")]
+    NoSocket,
+    /// Nothing of this user's answered at the socket.
+    #[error("no toolgate server answers at {0}")]
+    NoServer(PathBuf),
+    /// The server refused it (no `--metrics`, another configuration).
+    #[error("the server refused the tally: {0}")]
+    Refused(String),
+    /// The server answered something other than an acknowledgement.
+    #[error("the server did not acknowledge the tally")]
+    NotAcknowledged,
+}
+
 /// Has the running server count `tally` in its metrics (`toolgate mcp`'s
-/// decisions): `Ok` once acknowledged, else why not (no server, one
-/// without `--metrics`, one started with another configuration).
-pub fn tally(tally: toolgate_contract::observe::Tally) -> Result<(), String> {
-    let path = crate::env::socket_path().ok_or("no server socket is known")?;
-    let nobody = || format!("no toolgate server answers at {}", path.display());
+/// decisions): `Ok` once acknowledged.
+///
+/// # Errors
+///
+/// Why it was not counted: no server, one without `--metrics`, one
+/// started with another configuration.
+pub fn tally(tally: toolgate_contract::observe::Tally) -> Result<(), TallyError> {
+    let path = crate::env::socket_path().ok_or(TallyError::NoSocket)?;
+    let nobody = || TallyError::NoServer(path.clone());
     let stream = connect(&path).ok_or_else(nobody)?;
     stream
         .set_read_timeout(Some(ACK_TIMEOUT))
-        .map_err(|e| e.to_string())?;
+        .map_err(|_| nobody())?;
     let request = Request {
         id: 1.into(),
         version: VERSION,
@@ -401,9 +422,9 @@ pub fn tally(tally: toolgate_contract::observe::Tally) -> Result<(), String> {
         .body
     {
         Body::Ack { .. } => Ok(()),
-        Body::Error { error, .. } => Err(error),
+        Body::Error { error, .. } => Err(TallyError::Refused(error)),
         Body::Busy { .. } | Body::Evaluated { .. } | Body::Status { .. } | Body::Metrics { .. } => {
-            Err("the server did not acknowledge the tally".to_owned())
+            Err(TallyError::NotAcknowledged)
         }
     }
 }
