@@ -75,22 +75,7 @@ impl RunRecord {
     /// blocks). Shadow runs are read through it (`Outcome::shadowed`, the
     /// server's metrics).
     pub fn would(&self) -> &'static str {
-        match self.step {
-            Step::Allow | Step::Skipped => "allow",
-            Step::Deny => "deny",
-            Step::Ask => "ask",
-            Step::Replace => "replace",
-            Step::Modify => "modify",
-            Step::Failed
-                if self
-                    .failure
-                    .as_ref()
-                    .is_some_and(|f| f.on_failure == OnFailure::Deny) =>
-            {
-                "failed"
-            }
-            Step::Failed => "allow",
-        }
+        crate::observe::Counted::would(self).as_str()
     }
 }
 
